@@ -1,0 +1,10 @@
+"""`python -m envcheck` entry point."""
+
+from __future__ import annotations
+
+import sys
+
+from envcheck.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Performance measurement, separate from the pass/fail checks."""

@@ -1,0 +1,31 @@
+"""The explicit check registry: every check module is listed here, in report order.
+
+To add a domain, write `envcheck/checks/<domain>.py` exposing `CHECKS: tuple[CheckSpec, ...]`
+and add it to `_MODULES`. Nothing is discovered by import-time magic.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from envcheck.checks import container, cuda, vision
+from envcheck.core.check import CheckSpec
+
+_MODULES: Sequence[Sequence[CheckSpec]] = (
+    cuda.CHECKS,
+    vision.CHECKS,
+    container.CHECKS,
+)
+
+
+@functools.cache
+def registry() -> dict[str, CheckSpec]:
+    """All checks by public name, in report order. Duplicate names are a programming error."""
+    table: dict[str, CheckSpec] = {}
+    for checks in _MODULES:
+        for spec in checks:
+            if spec.name in table:
+                raise RuntimeError(f"duplicate check name {spec.name}")
+            table[spec.name] = spec
+    return table

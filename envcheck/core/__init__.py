@@ -1,0 +1,1 @@
+"""Result model, check registry, isolation and the run loop."""

@@ -1,0 +1,93 @@
+"""How a check is declared: once, as a frozen spec in the explicit registry."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from envcheck.core.result import Result
+
+
+class Level(str, enum.Enum):
+    """`quick` runs in seconds; `full` adds the slower, deeper checks."""
+
+    QUICK = "quick"
+    FULL = "full"
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a check needs to be meaningful; unmet needs give SKIP with a reason."""
+
+    torch: bool = False
+    cuda: bool = False
+    min_gpus: int = 0
+    nvml: bool = False
+
+    def describe(self) -> str:
+        """Short human text, e.g. `torch, cuda, 2+ gpus`."""
+        parts = [n for n in ("torch", "cuda", "nvml") if getattr(self, n)]
+        if self.min_gpus > 1:
+            parts.append(f"{self.min_gpus}+ gpus")
+        return ", ".join(parts) or "-"
+
+
+@dataclass(frozen=True)
+class Context:
+    """Run-wide settings a check may read. Plain data so it crosses into a worker as JSON."""
+
+    level: Level = Level.QUICK
+    allow_cpu: bool = False
+    expect_gpus: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise for the worker protocol."""
+        data = asdict(self)
+        data["level"] = self.level.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Context:
+        """Inverse of `to_dict`."""
+        return cls(
+            level=Level(data.get("level", "quick")),
+            allow_cpu=bool(data.get("allow_cpu", False)),
+            expect_gpus=data.get("expect_gpus"),
+            options=dict(data.get("options") or {}),
+        )
+
+    @property
+    def full(self) -> bool:
+        """True at `--level full`."""
+        return self.level is Level.FULL
+
+
+class CheckFunction(Protocol):
+    """A check is a plain function of the run context."""
+
+    def __call__(self, ctx: Context) -> Result: ...
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One check, declared once. `name` is public (`domain.name`) and must never churn."""
+
+    name: str
+    func: Callable[[Context], Result]
+    description: str
+    level: Level = Level.QUICK
+    needs: Needs = field(default_factory=Needs)
+    timeout_s: float = 60.0
+    # Isolated checks run in a spawned worker process (one per `group`), never in the CLI process.
+    isolated: bool = True
+    group: str = "torch"
+
+    def __post_init__(self) -> None:
+        domain, _, leaf = self.name.partition(".")
+        if not domain or not leaf or not self.name.replace(".", "").replace("_", "").isalnum():
+            raise ValueError(f"check name {self.name!r} is not of the form domain.name")
+        if self.timeout_s <= 0:
+            raise ValueError(f"check {self.name}: timeout must be positive")

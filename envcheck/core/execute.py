@@ -1,0 +1,77 @@
+"""Run one check in the current process: evaluate its needs, call it, turn a crash into ERROR."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+import traceback
+from typing import Any
+
+from envcheck.core.check import CheckSpec, Context
+from envcheck.core.result import Result, errored, skipped
+
+
+def unmet_need(spec: CheckSpec) -> str | None:
+    """The reason a check cannot apply here, or None when all its needs are met."""
+    needs = spec.needs
+    if (needs.torch or needs.cuda or needs.min_gpus) and importlib.util.find_spec("torch") is None:
+        return "torch is not installed in this Python environment"
+    if needs.cuda or needs.min_gpus:
+        import torch
+
+        if not torch.cuda.is_available():
+            return "no CUDA device is visible (see cuda.available for why)"
+        count = int(torch.cuda.device_count())
+        if count < needs.min_gpus:
+            return f"needs {needs.min_gpus} GPUs, {count} visible"
+    if needs.nvml:
+        why = nvml_unavailable()
+        if why:
+            return why
+    return None
+
+
+def nvml_unavailable() -> str | None:
+    """Why NVML cannot be used here, or None when it can."""
+    if importlib.util.find_spec("pynvml") is None:
+        return "NVML bindings not installed (pip install nvidia-ml-py)"
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # pynvml raises its own NVMLError subclasses
+        return f"NVML could not start: {exc} (no NVIDIA driver loaded?)"
+    return None
+
+
+def execute(spec: CheckSpec, ctx: Context) -> Result:
+    """Run `spec` here and now; never raises."""
+    start = time.monotonic()
+    try:
+        why = unmet_need(spec)
+        result = skipped(why) if why else spec.func(ctx)
+        if not isinstance(result, Result):
+            result = errored(f"check returned {type(result).__name__}, not a Result")
+    except Exception as exc:
+        result = errored(
+            f"check crashed: {type(exc).__name__}: {exc}".splitlines()[0],
+            details=traceback.format_exc(),
+        )
+    return result.named(spec.name, time.monotonic() - start)
+
+
+def jsonable(value: Any) -> Any:
+    """Best-effort conversion of measured values to JSON-friendly types."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return item()
+        except Exception:
+            pass
+    return str(value)

@@ -1,0 +1,91 @@
+"""The result model shared by checks, the run loop, reports and the Docker runner."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+JSONValue = Any  # measured/expected values must be JSON-serialisable
+
+
+class Status(str, enum.Enum):
+    """Outcome of one check. ERROR means the check itself crashed or timed out."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"
+
+    @property
+    def is_bad(self) -> bool:
+        """True for outcomes that make the run exit non-zero."""
+        return self in (Status.FAIL, Status.ERROR)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one check found. `summary` is one line; SKIP and ERROR carry a `reason`."""
+
+    status: Status
+    summary: str
+    measured: dict[str, JSONValue] = field(default_factory=dict)
+    expected: dict[str, JSONValue] = field(default_factory=dict)
+    remediation: str | None = None
+    reason: str | None = None
+    details: str = ""
+    name: str = ""
+    duration_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.status in (Status.SKIP, Status.ERROR) and not (self.reason or "").strip():
+            object.__setattr__(self, "reason", self.summary or "no reason given")
+        if "\n" in self.summary:
+            object.__setattr__(self, "summary", " ".join(self.summary.split()))
+
+    def named(self, name: str, duration_s: float) -> Result:
+        """Return a copy stamped with the check name and its wall time."""
+        return replace(self, name=name, duration_s=round(duration_s, 4))
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        """Serialise for the JSON report and the worker protocol."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSONValue]) -> Result:
+        """Parse what `to_dict` wrote (also used by the Docker runner)."""
+        known = {f for f in cls.__dataclass_fields__}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["status"] = Status(kwargs["status"])
+        kwargs.setdefault("summary", "")
+        return cls(**kwargs)
+
+
+def passed(summary: str, **kw: Any) -> Result:
+    """A passing result."""
+    return Result(Status.PASS, summary, **kw)
+
+
+def warned(summary: str, remediation: str | None = None, **kw: Any) -> Result:
+    """A warning: works, but not as it should for real workloads."""
+    return Result(Status.WARN, summary, remediation=remediation, **kw)
+
+
+def failed(summary: str, remediation: str | None = None, **kw: Any) -> Result:
+    """The environment is broken; `remediation` says how to fix it."""
+    return Result(Status.FAIL, summary, remediation=remediation, **kw)
+
+
+def skipped(reason: str, **kw: Any) -> Result:
+    """The check does not apply here; `reason` says why."""
+    return Result(Status.SKIP, reason, reason=reason, **kw)
+
+
+def errored(reason: str, **kw: Any) -> Result:
+    """The check itself crashed or timed out."""
+    return Result(Status.ERROR, reason, reason=reason, **kw)

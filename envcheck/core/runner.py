@@ -1,0 +1,134 @@
+"""The run loop: select checks, run each inline or in its group's worker, bounded by deadlines."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from envcheck.core.check import CheckSpec, Context, Level
+from envcheck.core.execute import execute
+from envcheck.core.isolation import Worker, WorkerFailure
+from envcheck.core.result import Result, errored
+from envcheck.errors import UsageError
+
+# A timed-out check becomes ERROR within its timeout plus this margin (kill + reap).
+KILL_MARGIN_S = 2.0
+FACTS_TIMEOUT_S = 30.0
+
+
+@dataclass
+class RunReport:
+    """Everything one run produced; every report format renders this."""
+
+    results: list[Result]
+    facts: dict[str, Any] = field(default_factory=dict)
+    context: Context = field(default_factory=Context)
+
+
+def parse_names(text: str | None) -> list[str]:
+    """Split a comma-separated --only/--skip value."""
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
+
+
+def select(
+    registry: Mapping[str, CheckSpec], level: Level, only: Iterable[str] = (), skip: Iterable[str] = ()
+) -> list[CheckSpec]:
+    """The checks to run, in registry order. Unknown names are a usage error listing valid ones."""
+    only, skip = list(only), list(skip)
+    unknown = [n for n in [*only, *skip] if n not in registry]
+    if unknown:
+        raise UsageError(
+            f"unknown check name(s): {', '.join(unknown)}; valid names: {', '.join(registry)}"
+        )
+    if only:
+        chosen = [registry[n] for n in registry if n in only]
+    else:
+        chosen = [s for s in registry.values() if level is Level.FULL or s.level is Level.QUICK]
+    return [s for s in chosen if s.name not in skip]
+
+
+class Runner:
+    """Runs checks with one worker per isolation group, and a cap on the whole run."""
+
+    def __init__(self, ctx: Context, total_timeout_s: float | None = None) -> None:
+        self.ctx = ctx
+        self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s
+        self._total = total_timeout_s
+        self._workers: dict[str, Worker] = {}
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every worker and its process group."""
+        for worker in self._workers.values():
+            worker.close()
+        self._workers.clear()
+
+    def prestart(self, specs: Iterable[CheckSpec]) -> None:
+        """Start the workers the run will need, so their imports overlap with inline checks."""
+        for spec in specs:
+            if spec.isolated:
+                self._worker(spec.group).start()
+
+    def _worker(self, group: str) -> Worker:
+        if group not in self._workers:
+            self._workers[group] = Worker()
+        return self._workers[group]
+
+    def _left(self) -> float | None:
+        return None if self._deadline is None else self._deadline - time.monotonic()
+
+    def run(self, specs: Iterable[CheckSpec], on_result: Callable[[Result], None] | None = None) -> list[Result]:
+        """Run every spec; a hung or crashed check becomes ERROR and the rest still run."""
+        specs = list(specs)
+        self.prestart(specs)
+        results = []
+        for spec in specs:
+            result = self.run_one(spec)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+        return results
+
+    def run_one(self, spec: CheckSpec) -> Result:
+        """Run one check inline or isolated, within its timeout and what is left of the run's."""
+        left = self._left()
+        if left is not None and left <= 0:
+            return errored(
+                f"not run: the whole-run timeout of {self._total:g}s was reached",
+                remediation="raise --timeout or narrow the run with --only",
+            ).named(spec.name, 0.0)
+        timeout = spec.timeout_s if left is None else min(spec.timeout_s, left)
+        if not spec.isolated:
+            return execute(spec, self.ctx)
+        start = time.monotonic()
+        request = {"op": "check", "name": spec.name, "context": self.ctx.to_dict()}
+        reply = self._worker(spec.group).request(request, timeout)
+        if isinstance(reply, WorkerFailure):
+            capped = timeout < spec.timeout_s and "timed out" in reply.reason
+            why = "the whole-run --timeout" if capped else "its timeout"
+            return errored(
+                f"{reply.reason} ({why})" if "timed out" in reply.reason else reply.reason,
+                details=reply.output,
+                measured={"timeout_s": round(timeout, 3)},
+            ).named(spec.name, time.monotonic() - start)
+        result = Result.from_dict(reply["result"])
+        if reply.get("output") and result.status.is_bad and not result.details:
+            result = Result.from_dict({**result.to_dict(), "details": reply["output"]})
+        return result
+
+    def facts(self) -> dict[str, Any]:
+        """Collect environment facts in the torch worker (torch import and CUDA stay out of here)."""
+        left = self._left()
+        timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
+        reply = self._worker("torch").request({"op": "facts"}, timeout)
+        if isinstance(reply, WorkerFailure):
+            return {"error": {"absent": f"facts could not be collected: {reply.reason}"}}
+        facts: dict[str, Any] = reply["facts"]
+        return facts

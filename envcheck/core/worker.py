@@ -1,0 +1,54 @@
+"""The child side of isolation: a spawned interpreter that runs checks on request.
+
+Protocol: one JSON request per line on stdin, one JSON reply per line on the original stdout.
+Everything checks print (Python or C level) goes to stderr, which the parent captures to a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from envcheck.core.check import Context
+from envcheck.core.execute import execute, jsonable
+
+
+def _handle(request: dict[str, Any]) -> dict[str, Any]:
+    op = request.get("op")
+    if op == "check":
+        from envcheck.checks import registry
+
+        spec = registry()[request["name"]]
+        result = execute(spec, Context.from_dict(request["context"]))
+        return {"result": jsonable(result.to_dict())}
+    if op == "facts":
+        from envcheck.checks.facts import collect_facts
+
+        return {"facts": jsonable(collect_facts())}
+    if op == "ping":
+        return {"pong": os.getpid()}
+    raise ValueError(f"unknown op {op!r}")
+
+
+def serve(requests: TextIO, replies: TextIO) -> None:
+    """Answer requests until stdin closes."""
+    for line in requests:
+        if not line.strip():
+            continue
+        reply = _handle(json.loads(line))
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+def main() -> None:
+    """Re-plumb stdout so that only protocol lines reach the parent, then serve."""
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(sys.stdin, replies)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Renderers: table, JSON and JUnit, all from the same RunReport."""

@@ -1,0 +1,53 @@
+"""Markers: `gpu` and `docker` skip visibly when the hardware or engine is absent.
+
+CI sets ENVCHECK_REQUIRE_DOCKER=1, which turns a docker skip into a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", "")
+
+
+@functools.cache
+def _gpu_missing() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA device visible (GPU-only test; run it on a GPU host)"
+    return None
+
+
+@functools.cache
+def _docker_missing() -> str | None:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        client.ping()
+        client.close()
+    except Exception as exc:
+        return f"no Docker engine answers ({type(exc).__name__}); start dockerd or run .ci/run"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None:
+        why = _gpu_missing()
+        if why:
+            pytest.skip(why)
+    if item.get_closest_marker("docker") is not None:
+        why = _docker_missing()
+        if why:
+            if os.environ.get("ENVCHECK_REQUIRE_DOCKER") == "1":
+                pytest.fail(f"docker test cannot run and ENVCHECK_REQUIRE_DOCKER=1: {why}")
+            pytest.skip(why)

@@ -1,0 +1,84 @@
+"""One helper to run a check the way the CLI does, and a few process-tree utilities."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from envcheck.checks import registry
+from envcheck.core.check import CheckSpec, Context, Level
+from envcheck.core.execute import execute
+from envcheck.core.result import Result
+from envcheck.core.runner import Runner
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_context(level: str = "full", allow_cpu: bool = True, expect_gpus: int | None = None,
+                 **options: Any) -> Context:
+    """A run context as the CLI would build it."""
+    return Context(level=Level(level), allow_cpu=allow_cpu, expect_gpus=expect_gpus, options=options)
+
+
+def run_check(name: str, *, isolated: bool = True, level: str = "full", allow_cpu: bool = True,
+              expect_gpus: int | None = None, **options: Any) -> Result:
+    """Run one registered check through the real engine (a spawned worker when isolated)."""
+    spec = registry()[name]
+    ctx = make_context(level, allow_cpu, expect_gpus, **options)
+    if not isolated:
+        return execute(spec, ctx)
+    with Runner(ctx) as runner:
+        return runner.run_one(spec)
+
+
+def run_spec(spec: CheckSpec, **options: Any) -> Result:
+    """Run an ad-hoc spec (e.g. one with an injected fault) in this process."""
+    return execute(spec, make_context(**options))
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+            python: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m envcheck ARGS` as a user would; never hangs."""
+    full_env = dict(os.environ if env is None else env)
+    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
+    return subprocess.run(  # noqa: S603
+        [python or sys.executable, "-m", "envcheck", *args],
+        capture_output=True, text=True, timeout=timeout, env=full_env, cwd=ROOT,
+    )
+
+
+def descendants(pid: int) -> list[int]:
+    """PIDs of every live descendant of `pid` (from /proc), to prove nothing was orphaned."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def processes_with_marker(marker: str) -> list[int]:
+    """PIDs whose environment or command line contains `marker` (to find orphans of a test)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            blob = (entry / "environ").read_bytes() + (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in blob:
+            found.append(int(entry.name))
+    return found
