@@ -20,8 +20,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting, so errors stay one line."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see `envcheck {self.prog.partition(' ')[2] or ''} --help`)".replace(
-            "  ", " "))
+        raise UsageError(f"{message} (try `{self.prog} --help`)")
 
 
 def positive_float(text: str) -> float:

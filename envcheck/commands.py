@@ -48,7 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
     # With --json -, stdout carries the JSON alone; the table goes to stderr.
-    console = Console(stderr=args.json == "-", highlight=False)
+    console = Console(stderr=args.json == "-", highlight=False, width=None if sys.stdout.isatty() else 140)
     with Runner(ctx, total_timeout_s=args.timeout) as runner:
         runner.prestart(specs)
         results = runner.run(specs)
