@@ -48,6 +48,8 @@ def verify_images(images: list[str], args: argparse.Namespace) -> int:
         client.close()
     print_matrix(runs, console)
     for run in runs:
+        for note in run.notes:
+            console.print(f"[yellow]{run.image}: note: {note}[/yellow]")
         if run.error:
             print(f"envcheck: error: {run.image}: {run.error}", file=sys.stderr)
     if args.json:
@@ -125,7 +127,7 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 def _wheelhouse_for(row: Row, offline: bool) -> str | None:
     """The row's wheelhouse image when it exists (always used if present; required with --offline)."""
     ref = builder.wheelhouse_image(row)
-    done = subprocess.run([builder.docker_binary(), "image", "inspect", ref], capture_output=True,  # noqa: S603
+    done = subprocess.run([builder.docker_binary(), "image", "inspect", ref], capture_output=True,
                           timeout=60, check=False)
     if done.returncode == 0:
         return ref
@@ -160,7 +162,7 @@ def build_wheelhouse_image(row: Row, dest: Path) -> str:
     """Pack the wheels in `dest` into envcheck-wheelhouse:<row> (the build mounts it for OFFLINE builds)."""
     env = {**os.environ, "DOCKER_BUILDKIT": "1"}
     try:
-        done = subprocess.run(builder.wheelhouse_image_command(row, dest), input=builder.WHEELHOUSE_DOCKERFILE,  # noqa: S603
+        done = subprocess.run(builder.wheelhouse_image_command(row, dest), input=builder.WHEELHOUSE_DOCKERFILE,
                               text=True, env=env, timeout=3600, check=False)
     except subprocess.TimeoutExpired:
         raise FatalError("building the wheelhouse image took over an hour and was stopped", 1) from None
