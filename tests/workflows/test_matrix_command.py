@@ -16,9 +16,16 @@ import pytest
 
 from tests.helpers import run_cli
 from tests.workflows import gha
-from tests.workflows.matrix_file import MATRIX, ROOT, expected_pairs, matrix_rows, requires_matrix_code
+from tests.workflows.matrix_file import (
+    MALFORMED,
+    MATRIX,
+    ROOT,
+    expected_pairs,
+    matrix_rows,
+    requires_matrix_cli,
+)
 
-pytestmark = requires_matrix_code
+pytestmark = requires_matrix_cli
 BUILD_ARG_KEYS = {"TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "CUDA_VERSION",
                   "TORCH_INDEX_URL", "PYTHON_VERSION", "BASE_IMAGE"}
 
@@ -73,22 +80,10 @@ def test_env_var_and_flag_point_at_another_file(tmp_path: Path) -> None:
     assert matrix_github(env={**os.environ, "ENVCHECK_MATRIX": str(other)}) == matrix_github()
 
 
-def _first_row_block(text: str) -> tuple[str, str, str]:
-    head, _, rest = text.partition("[[rows]]")
-    block, sep, tail = rest.partition("[[rows]]")
-    return head, block, sep + tail
-
-
-@pytest.mark.parametrize(("mutation", "names"), [
-    (lambda h, b, t: h + "[[rows]]" + b.replace("torch =", "# torch =", 1) + t, ["torch"]),
-    (lambda h, b, t: h + "[[rows]]" + b.replace('id = "', 'id = "Bad Id ', 1) + t, ["id"]),
-    (lambda h, b, t: h + "[[rows]]" + b.replace("torchvision = \"", "torchvision = \"9.", 1) + t, ["torchvision"]),
-    (lambda h, b, t: h + "[[rows]]" + b + "[[rows]]" + b + t, ["id"]),
-    (lambda h, b, t: h + "[[rows" + b + t, []),
-], ids=["missing-torch", "bad-id", "torchvision-mismatch", "duplicate-id", "toml-syntax"])
-def test_malformed_file_is_one_line_exit_2(tmp_path: Path, mutation, names: list[str]) -> None:
+@pytest.mark.parametrize(("mutate", "names"), MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_file_is_one_line_exit_2(tmp_path: Path, mutate, names: list[str]) -> None:
     bad = tmp_path / "matrix.toml"
-    bad.write_text(mutation(*_first_row_block(MATRIX.read_text())))
+    bad.write_text(mutate(MATRIX.read_text()))
     proc = run_cli("matrix", "github", "--matrix", str(bad))
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert proc.stdout == "" and "Traceback" not in proc.stderr
@@ -113,7 +108,7 @@ def _run_matrix_step(tmp_path: Path, row: str = "", target: str = "") -> dict:
     output = tmp_path / "github_output"
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "GITHUB_OUTPUT": str(output),
            "ROW": row, "TARGET": target, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=ROOT, env=env, capture_output=True,  # noqa: S603
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in output.read_text().splitlines() if ln.startswith("matrix="))

@@ -20,7 +20,7 @@ NVIDIA_SMI = "index, name, driver_version, memory.total [MiB]\n0, NVIDIA H100 80
 
 
 def script(name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True,  # noqa: S603
+    return subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True,
                           text=True, timeout=60, check=False, env=env, cwd=ROOT)
 
 
