@@ -36,11 +36,12 @@ def metadata_tags(tags_csv: str) -> str:
     return multiline_output("tags", "\n".join(lines))
 
 
-def first_entry(matrix_json: str) -> str:
-    """Step outputs (row, target, tags, build_args) for the first entry of a `matrix github` document."""
+def pick_entry(matrix_json: str) -> str:
+    """Step outputs (row, target, tags, build_args) for the `latest-<target>` entry, else the first one."""
     try:
         include = json.loads(matrix_json)["include"]
-        entry = include[0]
+        latest = [e for e in include if f"latest-{e['target']}" in e["tags"].split(",")]
+        entry = (latest or include)[0]
         row, target, tags, build_args = entry["row"], entry["target"], entry["tags"], entry["build_args"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise EntryError(f"not an `envcheck matrix github` document with entries ({exc!r})") from exc
@@ -48,14 +49,14 @@ def first_entry(matrix_json: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """`metadata-tags TAGS_CSV` or `first MATRIX_JSON_FILE`; writes step outputs to stdout."""
+    """`metadata-tags TAGS_CSV` or `pick MATRIX_JSON_FILE`; writes step outputs to stdout."""
     try:
         if len(argv) == 2 and argv[0] == "metadata-tags":
             sys.stdout.write(metadata_tags(argv[1]))
-        elif len(argv) == 2 and argv[0] == "first":
-            sys.stdout.write(first_entry(Path(argv[1]).read_text()))
+        elif len(argv) == 2 and argv[0] == "pick":
+            sys.stdout.write(pick_entry(Path(argv[1]).read_text()))
         else:
-            raise EntryError("usage: matrix_entry.py metadata-tags TAGS_CSV | first MATRIX_JSON_FILE")
+            raise EntryError("usage: matrix_entry.py metadata-tags TAGS_CSV | pick MATRIX_JSON_FILE")
     except (EntryError, OSError) as exc:
         print(f"matrix_entry.py: {exc}", file=sys.stderr)
         return 2

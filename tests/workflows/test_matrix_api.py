@@ -37,3 +37,34 @@ def test_malformed_file_raises_a_one_line_usage_error(tmp_path: Path, mutate, na
     assert "\n" not in message and "matrix.toml" in message and caught.value.exit_code == 2
     for name in names:
         assert name in message, message
+
+
+def _script(name: str):
+    import importlib.util
+
+    path = MATRIX.parents[1] / ".github" / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_real_entry_becomes_valid_metadata_action_tags() -> None:
+    from envcheck.images.matrix import github_matrix, load_matrix
+
+    matrix_entry = _script("matrix_entry")
+    for entry in github_matrix(load_matrix(MATRIX))["include"]:
+        lines = matrix_entry.metadata_tags(entry["tags"]).splitlines()[1:-1]
+        assert [ln.removeprefix("type=raw,value=") for ln in lines[:-1]] == entry["tags"].split(",")
+
+
+def test_ci_picks_the_latest_runtime_row() -> None:
+    import json
+
+    from envcheck.images.matrix import github_matrix, load_matrix
+
+    doc = json.dumps(github_matrix(load_matrix(MATRIX), target="runtime"))
+    picked = _script("matrix_entry").pick_entry(doc).splitlines()
+    latest = [row.id for row in load_matrix(MATRIX).rows if row.latest]
+    assert picked[0] == f"row={latest[0]}" and picked[1] == "target=runtime"

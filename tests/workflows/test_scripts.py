@@ -59,19 +59,23 @@ def test_metadata_tags_rejects_what_docker_would(tags: str) -> None:
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 
-def test_first_entry_gives_row_target_and_multiline_build_args(tmp_path: Path) -> None:
-    doc = {"include": [{"row": "2.8-cu128", "target": "runtime", "tags": "a-runtime,b-runtime",
-                        "build_args": "TORCH_VERSION=2.8.0\nCUDA_VERSION=12.8", "torch": "2.8.0"}]}
-    (tmp_path / "m.json").write_text(json.dumps(doc))
-    got = outputs(script("matrix_entry.py", "first", str(tmp_path / "m.json")).stdout)
-    assert got == {"row": "2.8-cu128", "target": "runtime", "tags": "a-runtime,b-runtime",
-                   "build_args": "TORCH_VERSION=2.8.0\nCUDA_VERSION=12.8"}
+def test_pick_gives_the_latest_entry_with_multiline_build_args(tmp_path: Path) -> None:
+    old = {"row": "2.8-cu128", "target": "runtime", "tags": "2.8.0-cuda12.8-runtime",
+           "build_args": "TORCH_VERSION=2.8.0\nCUDA_VERSION=12.8", "torch": "2.8.0"}
+    new = {**old, "row": "2.9-cu128", "tags": "2.9.1-cuda12.8-runtime,latest-runtime",
+           "build_args": "TORCH_VERSION=2.9.1\nCUDA_VERSION=12.8"}
+    (tmp_path / "m.json").write_text(json.dumps({"include": [old, new]}))
+    got = outputs(script("matrix_entry.py", "pick", str(tmp_path / "m.json")).stdout)
+    assert got == {"row": "2.9-cu128", "target": "runtime", "tags": "2.9.1-cuda12.8-runtime,latest-runtime",
+                   "build_args": "TORCH_VERSION=2.9.1\nCUDA_VERSION=12.8"}
+    (tmp_path / "m.json").write_text(json.dumps({"include": [old]}))
+    assert outputs(script("matrix_entry.py", "pick", str(tmp_path / "m.json")).stdout)["row"] == "2.8-cu128"
 
 
 @pytest.mark.parametrize("text", ["", "{}", '{"include": []}', "not json"])
-def test_first_entry_rejects_a_document_without_entries(tmp_path: Path, text: str) -> None:
+def test_pick_rejects_a_document_without_entries(tmp_path: Path, text: str) -> None:
     (tmp_path / "m.json").write_text(text)
-    proc = script("matrix_entry.py", "first", str(tmp_path / "m.json"))
+    proc = script("matrix_entry.py", "pick", str(tmp_path / "m.json"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stdout == ""
 
 
