@@ -117,3 +117,13 @@ def test_workflow_permissions_and_concurrency(path: Path) -> None:
     assert wf["concurrency"]["group"]
     dispatch = wf["on"]["workflow_dispatch"]["inputs"]
     assert {"row", "target"} <= dispatch.keys()
+
+
+def test_jobs_that_build_the_dockerfile_create_the_wheelhouse_it_bind_mounts_first() -> None:
+    for path in WORKFLOW_FILES:
+        for job_id, job in gha.load(path)["jobs"].items():
+            steps = job.get("steps", [])
+            builds = [i for i, s in enumerate(steps) if s.get("with", {}).get("file") == "docker/Dockerfile"]
+            if builds:
+                made = [i for i, s in enumerate(steps) if "mkdir -p .wheelhouse" in str(s.get("run", ""))]
+                assert made and made[0] < builds[0], f"{path.name}:{job_id} builds before .wheelhouse exists"
