@@ -42,6 +42,21 @@ def _status_counts(report: dict[str, Any]) -> dict[str, int]:
     return counts
 
 
+def image_report(doc: dict[str, Any], ref: str) -> tuple[dict[str, Any] | None, int, str | None]:
+    """(run report, exit code, container error) for `ref` from `envcheck image verify --json` output.
+
+    That document is `{"images": [{"image", "error", "exit_code", "report"}], "exit_code"}`; a plain
+    `envcheck run --json` report (with `results`) is accepted too.
+    """
+    if "images" not in doc:
+        return doc, int(doc["exit_code"]), None
+    entries = [entry for entry in doc["images"] if entry.get("image") == ref]
+    if len(entries) != 1:
+        return None, 1, f"the report has {len(entries)} entries for {ref} (expected 1)"
+    entry = entries[0]
+    return entry.get("report"), max(int(doc["exit_code"]), int(entry["exit_code"])), entry.get("error")
+
+
 def build(ref: str, report_text: str | None, gpus_text: str | None, env: dict[str, str]) -> dict[str, Any]:
     """The predicate for image `ref` (name@sha256:...) from the envcheck report and nvidia-smi output."""
     if "@sha256:" not in ref:
@@ -61,14 +76,16 @@ def build(ref: str, report_text: str | None, gpus_text: str | None, env: dict[st
         predicate["error"] = "envcheck wrote no report (it crashed or never ran); see the job log"
         return predicate
     try:
-        report = json.loads(report_text)
-        exit_code = report["exit_code"]
+        report, exit_code, error = image_report(json.loads(report_text), ref)
     except (ValueError, KeyError, TypeError) as exc:
-        predicate["error"] = f"envcheck report is not valid JSON with an exit_code ({exc!r})"
+        predicate["error"] = f"envcheck report is not a JSON report with an exit_code ({exc!r})"
         return predicate
-    counts = _status_counts(report)
+    counts = _status_counts(report or {})
     predicate.update(exit_code=exit_code, status_counts=counts, report=report,
-                     passed=exit_code == 0 and sum(counts.values()) > 0 and not _BAD & counts.keys())
+                     passed=exit_code == 0 and error is None and sum(counts.values()) > 0
+                     and not _BAD & counts.keys())
+    if error is not None:
+        predicate["error"] = error
     return predicate
 
 

@@ -89,10 +89,19 @@ def report(*statuses: str, exit_code: int | None = None) -> dict:
             "facts": {}, "exit_code": code}
 
 
-def build(tmp_path: Path, rep: dict | None, gpus: str | None = NVIDIA_SMI, ref: str = REF) -> tuple[int, Path]:
+def aggregate(rep: dict | None, image: str = REF, error: str | None = None) -> dict:
+    """`envcheck image verify --json` output for one image (shape of envcheck.images.verify.aggregate_json)."""
+    code = 1 if rep is None or error else rep["exit_code"]
+    return {"schema_version": 1, "exit_code": code, "images": [
+        {"image": image, "error": error, "container_exit_code": code, "duration_s": 1.0, "exit_code": code,
+         "report": rep}]}
+
+
+def build(tmp_path: Path, rep: dict | None, gpus: str | None = NVIDIA_SMI, ref: str = REF,
+          wrap: bool = True) -> tuple[int, Path]:
     args = ["build", "--ref", ref, "--out", str(tmp_path / "predicate.json")]
     if rep is not None:
-        (tmp_path / "gpu.json").write_text(json.dumps(rep))
+        (tmp_path / "gpu.json").write_text(json.dumps(aggregate(rep, ref) if wrap and "images" not in rep else rep))
         args += ["--report", str(tmp_path / "gpu.json")]
     if gpus is not None:
         (tmp_path / "smi.csv").write_text(gpus)
@@ -124,10 +133,13 @@ def test_a_passing_report_becomes_evidence_that_passes_the_gate(tmp_path: Path) 
     (report("pass", "error"), NVIDIA_SMI, REF, "did not pass"),
     (report("pass", exit_code=1), NVIDIA_SMI, REF, "did not pass"),
     (report(), NVIDIA_SMI, REF, "did not pass"),
+    (aggregate(None, error="container exited 137 (killed)"), NVIDIA_SMI, REF, "container exited 137"),
+    (aggregate(report("pass"), image="ghcr.io/acme/other@sha256:" + "ef" * 32), NVIDIA_SMI, REF, "0 entries"),
     (None, NVIDIA_SMI, REF, "wrote no report"),
     (report("pass"), None, REF, "names no GPU"),
     (report("pass"), NVIDIA_SMI, REF.replace("ab", "cd"), "not the staged"),
-], ids=["fail", "error", "exit-code", "no-results", "no-report", "no-gpu", "other-digest"])
+], ids=["fail", "error", "exit-code", "no-results", "container-error", "other-image", "no-report", "no-gpu",
+        "other-digest"])
 def test_the_gate_refuses_anything_but_a_pass_for_this_digest(tmp_path: Path, rep, gpus, ref, why) -> None:
     code, path = build(tmp_path, rep, gpus, ref)
     assert code == 0, "evidence is recorded even for a failure"
@@ -138,3 +150,24 @@ def test_the_gate_refuses_anything_but_a_pass_for_this_digest(tmp_path: Path, re
 def test_build_refuses_a_reference_not_pinned_by_digest(tmp_path: Path) -> None:
     code, path = build(tmp_path, report("pass"), ref="ghcr.io/acme/envcheck:staging-x-runtime")
     assert code == 2 and not path.exists()
+
+
+def test_a_plain_run_report_is_accepted_too(tmp_path: Path) -> None:
+    code, path = build(tmp_path, report("pass"), wrap=False)
+    assert code == 0 and check(path).returncode == 0
+
+
+@pytest.mark.parametrize(("status", "passes"), [("pass", True), ("warn", True), ("fail", False), ("error", False)])
+def test_the_real_image_verify_json_is_understood(tmp_path: Path, status: str, passes: bool) -> None:
+    """Feed the document envcheck.images.verify.aggregate_json really writes."""
+    from envcheck.core.result import Result, Status
+    from envcheck.core.runner import RunReport
+    from envcheck.images.container import ImageRun
+    from envcheck.images.verify import aggregate_json
+
+    result = Result(status=Status(status), summary="s", name="cuda.available",
+                    remediation=None if status == "pass" else "fix it", reason="crashed" if status == "error" else None)
+    doc = json.loads(aggregate_json([ImageRun(image=REF, report=RunReport(results=[result]), exit_code=0)]))
+    code, path = build(tmp_path, doc)
+    assert code == 0 and (check(path).returncode == 0) is passes, check(path).stderr
+    assert json.loads(path.read_text())["report"]["results"][0]["name"] == "cuda.available"

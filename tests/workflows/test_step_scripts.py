@@ -64,8 +64,11 @@ def _gpu_verify_then_promote(ws: Path, statuses: list[str]) -> subprocess.Comple
     (ws / "staged" / "ref").write_text(ref + "\n")
     (ws / "staged" / "tags").write_text("ghcr.io/acme/envcheck:2.8.0-cuda12.8-runtime\n\n"
                                         "ghcr.io/acme/envcheck:latest-runtime\n")
-    report = {"schema_version": 1, "exit_code": int("fail" in statuses), "context": {}, "facts": {},
-              "results": [{"name": f"c{i}", "status": s} for i, s in enumerate(statuses)]}
+    code = int("fail" in statuses)
+    run = {"schema_version": 1, "exit_code": code, "context": {}, "facts": {},
+           "results": [{"name": f"c{i}", "status": s} for i, s in enumerate(statuses)]}
+    report = {"schema_version": 1, "exit_code": code, "images": [
+        {"image": ref, "error": None, "container_exit_code": code, "exit_code": code, "report": run}]}
     _shim(ws, "nvidia-smi", f'printf "{SMI}\\n"')
     _shim(ws, "envcheck", "json=''; while [ $# -gt 0 ]; do [ \"$1\" = --json ] && json=$2; shift; done\n"
           f"echo '{json.dumps(report)}' > \"$json\"\nexit {report['exit_code']}", where="venv/bin")
