@@ -62,7 +62,8 @@ clean: ## Remove venvs and caches
 # --- images ----------------------------------------------------------------------------------------
 # Build, verify and push the versioned PyTorch+CUDA images of docker/matrix.toml. Variables:
 #   ROW (matrix row id), TARGET (runtime|devel|...), REPO (image name), BASE_IMAGE (override the row's
-#   apt-based base), OFFLINE=1 (install only from .wheelhouse/), CA_BUNDLE (extra CA for a TLS proxy,
+#   apt-based base), OFFLINE=1 (pip only from the envcheck-wheelhouse:<row> image that `make wheelhouse`
+#   builds), CA_BUNDLE (extra CA for a TLS proxy,
 #   passed as a BuildKit secret), DOCKER (a client whose `docker build` has BuildKit built in).
 ROW ?= 2.11-cu130
 TARGET ?= runtime
@@ -98,9 +99,10 @@ push: $(TEST_VENV)/.installed ## tag ROW/TARGET for REGISTRY and push every tag:
 base-image: ## debootstrap local/debian:bookworm (for machines that cannot pull images)
 	DOCKER=$(DOCKER) docker/ci/make-base-image.sh
 
-wheelhouse: $(TEST_VENV)/.installed ## pip download ROW's wheels (runtime + devel) into .wheelhouse/ for OFFLINE=1 builds
+wheelhouse: $(TEST_VENV)/.installed ## download ROW's wheels once, pack them into envcheck-wheelhouse:ROW (for OFFLINE=1 builds)
 	$(TOOL) image wheelhouse --row $(ROW)
 
+HADOLINT ?= $(if $(wildcard $(TEST_VENV)/bin/hadolint),$(TEST_VENV)/bin/hadolint,hadolint)
 hadolint: ## lint docker/Dockerfile with the committed .hadolint.yaml
-	hadolint --config .hadolint.yaml docker/Dockerfile
+	$(HADOLINT) --config .hadolint.yaml docker/Dockerfile
 # --- end images ------------------------------------------------------------------------------------
