@@ -55,7 +55,7 @@ def timed_build(row_id: str, target: str, *extra: str, installer: str = "pip") -
 
 def step_seconds(log: str, needle: str) -> float:
     """The BuildKit plain-progress DONE time of the step whose title contains `needle`."""
-    step = re.search(r"^(#\d+) \[[^\]]+\] .*" + re.escape(needle), log, re.M)
+    step = re.search(r"^(#\d+) \[[^\]]+\] RUN .*" + re.escape(needle), log, re.M)
     if step is None:
         return float("nan")
     done = re.search("^" + step.group(1) + r" DONE ([\d.]+)s", log, re.M)
@@ -100,6 +100,8 @@ def installer(row_id: str) -> None:
     for name in ("pip", "uv"):
         took, log = timed_build_log(row_id, "torch", "--no-cache", installer=name)
         step = step_seconds(log, "install-torch.sh")
+        apt = step_seconds(log, "install-system.sh")
+        print(f"  (apt base step {apt:.1f} s in the same build)")
         print(f"torch layer with {name}: install step {step:.1f} s; whole --no-cache build of the torch stage "
               f"{took:.1f} s (offline wheels, 2 cores)")
 
