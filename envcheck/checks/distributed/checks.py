@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from envcheck.checks.distributed import diagnosis, verdicts
@@ -14,10 +15,13 @@ from envcheck.checks.distributed.sweep import CPU_SIZES
 from envcheck.core.check import Context
 from envcheck.core.result import Result, errored, failed, skipped
 
-ALL_REDUCE_TIMEOUT_S = 20.0  # spec timeouts (the engine's hard bound)
+ALL_REDUCE_TIMEOUT_S = 25.0  # spec timeouts (the engine's hard bound)
 BUSBW_TIMEOUT_S = 75.0
-CORRECTNESS_DEADLINE_S = 12.0  # internal; the spec timeout is larger so we name stalled ranks first
+# Internal deadlines, kept below the spec timeouts so that we, not the engine, kill the ranks and can
+# name the stalled ones. NCCL ranks are spawned (each imports torch, then NCCL init), so get longer.
+CORRECTNESS_DEADLINE_S = {"gloo": 12.0, "nccl": 18.0}
 SWEEP_DEADLINE_S = 60.0
+MARGIN_S = 3.0
 MIN_RETRY_S = 5.0
 # Transport bisection (NCCL only): each retry disables one more transport.
 BISECTION: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -51,7 +55,7 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
 
 def run_launch(plan: LaunchPlan, launcher: Launcher = launch) -> LaunchOutcome:
     """Launch, reusing this worker's last identical launch (dist.all_reduce and dist.collectives share one)."""
-    key = (plan, os.environ.get(FAULT_VAR), launcher)
+    key = (replace(plan, deadline_s=0.0), os.environ.get(FAULT_VAR), launcher)
     if key not in _MEMO:
         _MEMO.clear()
         _MEMO[key] = launcher(plan)
@@ -100,21 +104,24 @@ def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> R
                   measured={**result.measured, "fixed_by": env}, details=result.details)
 
 
-def correctness_plan(ctx: Context) -> LaunchPlan | Result:
-    """The launch both correctness checks share."""
-    chosen = choose_ranks(ctx)
+def correctness_plan(ctx: Context, began: float) -> LaunchPlan | Result:
+    """The launch both correctness checks share, with a deadline inside what is left of the timeout."""
+    chosen = choose_ranks(ctx)  # imports torch: seconds on a cold or busy machine
     if isinstance(chosen, Result):
         return chosen
     backend, world = chosen
-    return LaunchPlan(backend, world, ("correctness",), CORRECTNESS_DEADLINE_S,
+    left = ALL_REDUCE_TIMEOUT_S - MARGIN_S - (time.monotonic() - began)
+    return LaunchPlan(backend, world, ("correctness",), max(2.0, min(CORRECTNESS_DEADLINE_S[backend], left)),
                       start="fork" if backend == "gloo" else "spawn")
 
 
-def _judge(ctx: Context, judge: Callable[[list[dict[str, Any]], str, int], Result], budget_s: float,
+def _judge(ctx: Context, judge: Callable[[list[dict[str, Any]], str, int], Result],
            launcher: Launcher) -> Result:
-    plan = correctness_plan(ctx)
+    began = time.monotonic()
+    plan = correctness_plan(ctx, began)
     if isinstance(plan, Result):
         return plan
+    budget_s = ALL_REDUCE_TIMEOUT_S - MARGIN_S - (time.monotonic() - began)
     outcome, fixed_by, notes = launch_with_bisection(plan, budget_s, launcher)
     if not outcome.ok:
         return launch_failure(outcome, notes)
@@ -124,12 +131,12 @@ def _judge(ctx: Context, judge: Callable[[list[dict[str, Any]], str, int], Resul
 
 def nccl_all_reduce(ctx: Context, launcher: Launcher = launch) -> Result:
     """float32 all-reduce exact on every element (#wrong 0), bf16/fp16 within tolerance."""
-    return _judge(ctx, verdicts.all_reduce_result, ALL_REDUCE_TIMEOUT_S - 3.0, launcher)
+    return _judge(ctx, verdicts.all_reduce_result, launcher)
 
 
 def all_gather_broadcast(ctx: Context, launcher: Launcher = launch) -> Result:
     """all_gather and broadcast reproduce every element exactly."""
-    return _judge(ctx, verdicts.collectives_result, ALL_REDUCE_TIMEOUT_S - 3.0, launcher)
+    return _judge(ctx, verdicts.collectives_result, launcher)
 
 
 def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:

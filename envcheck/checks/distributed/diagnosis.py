@@ -47,9 +47,10 @@ def describe_failure(outcome: LaunchOutcome) -> str:
             where += f" and never reached '{ahead[0]}'"
         parts.append(f"{_ranks([r.rank for r in behind])} {where}; all ranks were killed at the "
                      f"{outcome.plan.deadline_s:g}s deadline")
-    for rank in outcome.ranks:
+    # The rank that got least far is listed first: it is usually the cause, the others its victims.
+    for rank in sorted(outcome.ranks, key=lambda r: len(r.phases)):
         if not rank.killed and rank.exit_code != 0:
-            parts.append(f"rank {rank.rank} {_ending(rank)} in '{rank.phase}'")
+            parts.append(f"rank {rank.rank} {_ending(rank)} after reaching '{rank.phase}'")
     if not parts:
         bad = [r.rank for r in outcome.ranks if not r.found]
         parts.append(f"{_ranks(bad)} wrote no findings")

@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
         from envcheck.checks.distributed.faults import fault_from_env
         from envcheck.checks.distributed.rank_plan import run_plan
 
-        progress("imported")
+        progress("store")
         timeout = timedelta(seconds=float(config["collective_timeout_s"]))
         store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
         device = torch.device("cpu")
@@ -53,6 +53,7 @@ def main(argv: list[str]) -> int:
         dist.init_process_group(config["backend"], store=store, rank=rank, world_size=world, timeout=timeout,
                                 **kwargs)
         dist.barrier()
+        progress("ready")
         found = run_plan(rank, world, device, tuple(config["steps"]), tuple(config["sizes"]), progress,
                          fault_from_env(), float(config.get("memory_fraction", 0.1)))
         found["nccl_version"] = _nccl_version() if config["backend"] == "nccl" else None
