@@ -9,11 +9,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from envcheck.checks import container, cuda, distributed, vision
+from envcheck.checks import container, cuda, cudnn, distributed, vision
 from envcheck.core.check import CheckSpec
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
+    cudnn.CHECKS,
     vision.CHECKS,
     container.CHECKS,
     distributed.CHECKS,
