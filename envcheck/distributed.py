@@ -7,14 +7,19 @@ exit non-zero on every node when any check failed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
-from xml.etree import ElementTree
 
+from rich.console import Console
+
+from envcheck.checks.distributed import distributed_facts
 from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, run_this_rank
-from envcheck.core.result import SCHEMA_VERSION, Result, Status
+from envcheck.core.check import Context, Level
+from envcheck.core.result import Result
+from envcheck.core.runner import RunReport
+from envcheck.report.json_report import render_json
+from envcheck.report.junit import render_junit
+from envcheck.report.table import print_report
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -31,42 +36,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _json_report(results: list[Result], args: argparse.Namespace, code: int) -> str:
-    from envcheck import __version__
-
-    context = {"level": args.level, "allow_cpu": args.allow_cpu, "mode": "torchrun"}
-    return json.dumps({"schema_version": SCHEMA_VERSION, "envcheck_version": __version__, "context": context,
-                       "results": [r.to_dict() for r in results], "facts": {}, "exit_code": code}, indent=2)
-
-
-def _junit_report(results: list[Result]) -> str:
-    suite = ElementTree.Element("testsuite", name="envcheck.distributed", tests=str(len(results)),
-                                failures=str(sum(r.status is Status.FAIL for r in results)),
-                                errors=str(sum(r.status is Status.ERROR for r in results)),
-                                skipped=str(sum(r.status is Status.SKIP for r in results)))
+def render(results: list[Result], args: argparse.Namespace) -> None:
+    """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
+    context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
+                      options={"mode": "torchrun", "min_busbw_gbps": args.min_busbw, "strict_perf": args.strict_perf})
+    report = RunReport(results=results, facts={"distributed": distributed_facts()}, context=context)
+    out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
+    print_report(report, Console(file=out, highlight=False))
     for r in results:
-        case = ElementTree.SubElement(suite, "testcase", classname="dist", name=r.name, time=f"{r.duration_s:.3f}")
-        tag = {Status.FAIL: "failure", Status.ERROR: "error", Status.SKIP: "skipped"}.get(r.status)
-        if tag:
-            ElementTree.SubElement(case, tag, message=r.summary).text = r.details or r.remediation or ""
-        elif r.details:
-            ElementTree.SubElement(case, "system-out").text = r.details
-    return ElementTree.tostring(suite, encoding="unicode")
-
-
-def render(results: list[Result], args: argparse.Namespace, code: int, out: Any = sys.stdout) -> None:
-    """Print one line per check (plus tables) and write --json/--junit. Swap in envcheck.report later."""
-    for r in results:
-        print(f"{r.status.value.upper():5} {r.name:18} {r.summary}", file=out)
-        if r.status is not Status.PASS and r.remediation:
-            print(f"      fix: {r.remediation}", file=out)
         if r.name == "dist.busbw" and r.details:
             print(r.details, file=out)
-    if args.json:
-        text = _json_report(results, args, code)
-        print(text, file=out) if args.json == "-" else Path(args.json).write_text(text + "\n")
+    if args.json == "-":
+        sys.stdout.write(render_json(report))
+    elif args.json:
+        Path(args.json).write_text(render_json(report))
     if args.junit:
-        Path(args.junit).write_text(_junit_report(results) + "\n")
+        Path(args.junit).write_text(render_junit(report, suite_name="envcheck.distributed"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                            min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)
     code, results = run_this_rank(opts)
     if results is not None:
-        render(results, args, code)
+        render(results, args)
     return code
 
 
