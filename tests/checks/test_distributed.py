@@ -134,7 +134,7 @@ def test_leftover_nccl_segments_are_found_and_removed(tmp_path: Path) -> None:
     path = Path("/dev/shm") / f"nccl-envcheck-test-{uuid.uuid4().hex[:8]}"
     path.write_bytes(b"\0" * 4096)
     code = "import mmap,sys,time; f=open(sys.argv[1],'r+b'); m=mmap.mmap(f.fileno(),4096); print(1,flush=True); time.sleep(60)"
-    child = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE)  # noqa: S603
+    child = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE)
     try:
         assert child.stdout is not None and child.stdout.readline()
         assert segments_mapped_by(child.pid) == {str(path)}

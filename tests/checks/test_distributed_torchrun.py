@@ -35,7 +35,7 @@ def _torchrun_two_nodes(tmp_path: Path, *extra: str, fault: str | None = None) -
                 "--rdzv-conf", f"is_host={int(node == 0)}", "--max-restarts", "0",
                 "-m", "envcheck.distributed", "--allow-cpu", "--timeout", "60",
                 "--json", str(tmp_path / f"node{node}.json"), "--junit", str(tmp_path / f"node{node}.xml"), *extra]
-        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,  # noqa: S603
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                       env=env, cwd=tmp_path))
     out = []
     try:
@@ -78,3 +78,19 @@ def test_outside_torchrun_is_a_usage_error() -> None:
                           timeout=60, env=dict(env, PYTHONPATH=str(ROOT)), cwd=ROOT)
     assert done.returncode == 2
     assert "torchrun" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cluster_examples_run_the_entry_point_with_shared_memory() -> None:
+    """The Slurm and Kubernetes examples parse and launch `-m envcheck.distributed` under torchrun."""
+    import yaml
+
+    examples = ROOT / "docs" / "examples"
+    sbatch = (examples / "slurm-envcheck-dist.sbatch").read_text()
+    subprocess.run(["bash", "-n", str(examples / "slurm-envcheck-dist.sbatch")], check=True, timeout=30)
+    assert "srun" in sbatch and "-m envcheck.distributed" in sbatch and "29500" not in sbatch.split("#")[0]
+    for name in ("k8s-pytorchjob.yaml", "k8s-indexed-job.yaml"):
+        docs = list(yaml.safe_load_all((examples / name).read_text()))
+        text = json.dumps(docs)
+        assert "envcheck.distributed" in text and '"torchrun"' in text, name
+        assert '"mountPath": "/dev/shm"' in text and '"medium": "Memory"' in text, name
+        assert "envcheck-pytorch:" in text, name
