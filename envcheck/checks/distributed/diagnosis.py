@@ -37,8 +37,8 @@ def _ending(rank: RankOutcome) -> str:
 def describe_failure(outcome: LaunchOutcome) -> str:
     """One line naming the ranks that stalled (and where) or died (and how)."""
     parts = []
-    if outcome.deadline_hit:
-        killed = [r for r in outcome.ranks if r.killed]
+    killed = [r for r in outcome.ranks if r.killed]
+    if outcome.deadline_hit and killed:
         least = min(len(r.phases) for r in killed)
         behind = [r for r in killed if len(r.phases) == least]
         ahead = sorted({r.phase for r in outcome.ranks if len(r.phases) > least})

@@ -124,7 +124,7 @@ def _start_rank(plan: LaunchPlan, rank: int, port: int, workdir: Path, config: s
 
         return ForkedRank(lambda: rank_main.main(argv), str(log_path), env)
     with log_path.open("wb") as log:
-        return subprocess.Popen(  # noqa: S603 - fixed argument list; same process group on purpose
+        return subprocess.Popen(
             [sys.executable, "-m", "envcheck.checks.distributed.rank", *argv],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 

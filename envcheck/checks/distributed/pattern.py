@@ -18,8 +18,8 @@ def exact_contribution(rank: int, count: int, device: Any) -> Any:
     """This rank's integer-valued float32 all-reduce input (rank-dependent per element)."""
     import torch
 
-    index = torch.arange(count, device=device, dtype=torch.int64)
-    return ((index + rank) % PERIOD - OFFSET).to(torch.float32)
+    index = torch.arange(count, device=device, dtype=torch.int32 if count < 2**31 - PERIOD else torch.int64)
+    return ((index + rank % PERIOD) % PERIOD - OFFSET).to(torch.float32)
 
 
 def exact_sum(world_size: int, count: int, device: Any) -> Any:
