@@ -14,10 +14,11 @@ import pytest
 
 from envcheck.checks.distributed import checks, distributed_facts
 from envcheck.checks.distributed.faults import CORRUPT_STRIDE, corrupted_elements, parse_fault
+from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, RankOutcome
 from envcheck.checks.distributed.rank_plan import CPU_EXACT_COUNT
 from envcheck.checks.distributed.shm import remove_segments, segments_mapped_by
 from envcheck.checks.distributed.sweep import busbw, gpu_sizes
-from envcheck.core.result import Status
+from envcheck.core.result import Status, passed
 from tests.helpers import descendants, processes_with_marker, run_check
 
 
@@ -167,3 +168,37 @@ def test_nccl_busbw_on_gpus() -> None:
     result = run_check("dist.busbw", allow_cpu=False)
     assert result.status is Status.PASS, result.details
     assert result.measured["rows"][-1]["bytes"] >= 256 * 2**20
+
+
+def _fake_nccl_outcome(plan: LaunchPlan, ok: bool) -> LaunchOutcome:
+    found = {"rank": 0, "all_reduce": {}} if ok else {"rank": 0, "error": "RuntimeError: NCCL error"}
+    rank = RankOutcome(0, 0 if ok else 1, False, [("ready", 0.0)], found, "NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P")
+    return LaunchOutcome(plan, [rank], 1.0, False)
+
+
+def test_transport_bisection_names_the_broken_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NCCL cannot run here (no GPU), so the launcher is simulated: it fails unless P2P is disabled."""
+    monkeypatch.delenv("ENVCHECK_TEST_FAULT", raising=False)
+    tried: list[dict[str, str]] = []
+
+    def launcher(plan: LaunchPlan) -> LaunchOutcome:
+        tried.append(dict(plan.env))
+        return _fake_nccl_outcome(plan, ok=dict(plan.env).get("NCCL_P2P_DISABLE") == "1")
+
+    plan = LaunchPlan("nccl", 2, ("correctness",), 10.0)
+    outcome, fixed_by, notes = checks.launch_with_bisection(plan, 60.0, launcher)
+    assert fixed_by == "P2P" and outcome.ok and tried == [{}, {"NCCL_P2P_DISABLE": "1"}]
+    result = checks.transport_fixed(passed("fine"), "P2P", outcome)
+    assert result.status is Status.FAIL and "P2P transport is broken" in result.summary
+    assert "NCCL_P2P_DISABLE=1" in (result.remediation or "")
+
+
+def test_bisection_stops_when_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated NCCL launcher (no GPU here) that always fails; no time left means no retries."""
+    monkeypatch.delenv("ENVCHECK_TEST_FAULT", raising=False)
+    plan = LaunchPlan("nccl", 2, ("correctness",), 10.0)
+    outcome, fixed_by, notes = checks.launch_with_bisection(plan, 1.0, lambda p: _fake_nccl_outcome(p, False))
+    assert fixed_by is None and not outcome.ok and "not tried" in notes[0]
+    failure = checks.launch_failure(outcome, notes)
+    assert failure.status is Status.FAIL and "rank 0 exited with code 1" in failure.summary
+    assert "--ipc=host" in (failure.remediation or "") and "via P2P" in failure.details
