@@ -43,6 +43,13 @@ def main() -> None:
         plan = LaunchPlan("gloo", args.ranks, ("correctness",), 60.0, start=start)
         outcome = _timed(f"correctness launch, ranks started by {start}", lambda p=plan: launch(p))
         assert outcome.ok  # type: ignore[attr-defined]
+    from envcheck.checks.distributed import checks
+    from tests.helpers import make_context
+
+    checks._MEMO.clear()
+    inline = _timed("dist.all_reduce inline, torch already imported (marginal)",
+                    lambda: checks.nccl_all_reduce(make_context("quick", cpu_ranks=args.ranks)))
+    print(f"   status {inline.status.value}")  # type: ignore[attr-defined]
     result = _timed("dist.all_reduce end to end (engine worker + torch import)",
                     lambda: run_check("dist.all_reduce", level="quick", cpu_ranks=args.ranks))
     print(f"   status {result.status.value}, check's own duration {result.duration_s:.2f} s")  # type: ignore[attr-defined]

@@ -115,18 +115,27 @@ def can_fork() -> bool:
     return not torch.cuda.is_initialized()
 
 
-def _start_rank(plan: LaunchPlan, rank: int, port: int, workdir: Path, config: str,
-                env: dict[str, str]) -> RankProcess:
-    argv = [str(rank), str(plan.world_size), str(port), str(workdir), config]
-    log_path = workdir / f"rank{rank}.log"
-    if plan.start == "fork" and plan.backend == "gloo" and can_fork():
-        from envcheck.checks.distributed import rank as rank_main
-
-        return ForkedRank(lambda: rank_main.main(argv), str(log_path), env)
-    with log_path.open("wb") as log:
+def _spawn_rank(rank: int, argv: list[str], workdir: Path, env: dict[str, str]) -> RankProcess:
+    with (workdir / f"rank{rank}.log").open("wb") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "envcheck.checks.distributed.rank", *argv],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+
+
+def _fork_rank(rank: int, argv: list[str], workdir: Path, env: dict[str, str]) -> tuple[RankProcess, int]:
+    """Fork a rank that reads the store port from a pipe; returns it and the pipe's write end."""
+    from envcheck.checks.distributed import rank as rank_main
+
+    read_fd, write_fd = os.pipe()
+    child_argv = [*argv[:2], f"fd:{read_fd}", *argv[3:]]
+
+    def target() -> int:
+        os.close(write_fd)
+        return rank_main.main(child_argv)
+
+    proc = ForkedRank(target, str(workdir / f"rank{rank}.log"), env)
+    os.close(read_fd)
+    return proc, write_fd
 
 
 def launch(plan: LaunchPlan) -> LaunchOutcome:
@@ -135,18 +144,33 @@ def launch(plan: LaunchPlan) -> LaunchOutcome:
 
     began, started_at = time.monotonic(), time.time()
     workdir = Path(tempfile.mkdtemp(prefix="envcheck-dist-"))
-    store = dist.TCPStore("127.0.0.1", 0, plan.world_size + 1, is_master=True, wait_for_workers=False,
-                          timeout=timedelta(seconds=plan.deadline_s))
     config = json.dumps({"backend": plan.backend, "steps": list(plan.steps), "sizes": list(plan.sizes),
                          "memory_fraction": plan.memory_fraction,
                          "collective_timeout_s": plan.deadline_s + 5.0})
     env = _rank_env(plan)
+    fork = plan.start == "fork" and plan.backend == "gloo" and can_fork()
     procs: list[RankProcess] = []
+    pipes: list[int] = []
+    store = None
     try:
-        for rank in range(plan.world_size):
-            procs.append(_start_rank(plan, rank, store.port, workdir, config, env))
+        # Forked ranks are started BEFORE the store exists: forking while its server thread runs
+        # can deadlock a child (observed: a rank stuck creating its store client). They get the port
+        # through a pipe. Spawned ranks exec a fresh interpreter, so the order does not matter.
+        argv = ["RANK", str(plan.world_size), "PORT", str(workdir), config]
+        for rank in range(plan.world_size) if fork else ():
+            proc, write_fd = _fork_rank(rank, [str(rank), *argv[1:]], workdir, env)
+            procs.append(proc)
+            pipes.append(write_fd)
+        store = dist.TCPStore("127.0.0.1", 0, plan.world_size + 1, is_master=True, wait_for_workers=False,
+                              timeout=timedelta(seconds=plan.deadline_s))
+        for write_fd in pipes:
+            os.write(write_fd, f"{store.port}\n".encode())
+        for rank in () if fork else range(plan.world_size):
+            procs.append(_spawn_rank(rank, [str(rank), argv[1], str(store.port), *argv[3:]], workdir, env))
         deadline_hit = _supervise(procs, began + plan.deadline_s)
     finally:
+        for write_fd in pipes:
+            os.close(write_fd)
         killed, shm_removed = _kill_all(procs)
         del store
     ranks = [_collect(workdir, rank, proc, rank in killed) for rank, proc in enumerate(procs)]

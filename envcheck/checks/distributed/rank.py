@@ -1,5 +1,7 @@
 """One rank of a single-node run: `python -m envcheck.checks.distributed.rank RANK WORLD PORT DIR CONFIG`.
 
+PORT is the coordinator's TCPStore port, or `fd:N` (forked ranks) to read it from pipe N.
+
 Started by `launch.py`. It appends each phase it enters to DIR/rank<R>.progress (the coordinator's
 heartbeat), joins the coordinator's TCPStore, runs the plan and writes DIR/rank<R>.json.
 """
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 import time
 import traceback
@@ -27,13 +30,27 @@ def progress_writer(path: Path) -> Any:
     return progress
 
 
+def read_port(text: str, timeout_s: float) -> int:
+    """A port number, or `fd:N`: read the port (one line) from pipe N within the timeout."""
+    if not text.startswith("fd:"):
+        return int(text)
+    fd = int(text[3:])
+    ready, _, _ = select.select([fd], [], [], timeout_s)
+    line = os.read(fd, 64) if ready else b""
+    os.close(fd)
+    if not line.strip():
+        raise TimeoutError(f"no rendezvous port from the coordinator within {timeout_s:g}s")
+    return int(line)
+
+
 def main(argv: list[str]) -> int:
     """Run one rank; exit 0 after writing results, 1 after writing the error."""
-    rank, world, port = int(argv[0]), int(argv[1]), int(argv[2])
+    rank, world = int(argv[0]), int(argv[1])
     out_dir, config = Path(argv[3]), json.loads(argv[4])
     progress = progress_writer(out_dir / f"rank{rank}.progress")
     progress("started")
     try:
+        port = read_port(argv[2], float(config["collective_timeout_s"]))
         import torch
         import torch.distributed as dist
 
