@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--allow-cpu", action="store_true", help="on a host without a GPU, measure the CPU variants")
     p.add_argument("--cpu-threads", metavar="N", type=int, default=None,
                    help="torch threads for the CPU variants (default: torch's choice)")
+    p.add_argument("--only", metavar="NAMES", help="comma-separated bench units to run (see bench.* names)")
     p.add_argument("--cpu-ranks", metavar="N", type=int, default=2, help="processes in the gloo all-reduce")
     p.set_defaults(handler=bench_main)
 
@@ -47,7 +48,8 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     from envcheck.bench.baseline import load_baseline, regressions
     from envcheck.bench.engine import BenchRunner
     from envcheck.bench.report import build_document
-    from envcheck.bench.units import CPU_UNITS, GPU_UNITS, PROBE
+    from envcheck.bench.units import CPU_UNITS, GPU_UNITS, PROBE, bench_registry
+    from envcheck.core.runner import parse_names, select
 
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
@@ -61,6 +63,8 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
         if not device.get("cuda") and not args.allow_cpu:
             raise UsageError("no CUDA device is visible; pass --allow-cpu to measure the CPU variants instead")
         units: tuple[CheckSpec, ...] = GPU_UNITS if device.get("cuda") else GPU_UNITS + CPU_UNITS
+        if args.only:
+            units = tuple(select(bench_registry(), Level.FULL, parse_names(args.only)))
         results: list[Result] = []
         for spec in units:
             if progress is not None:
@@ -82,7 +86,7 @@ def bench_main(args: argparse.Namespace) -> int:
     from envcheck.bench.report import render_notes, render_table
 
     to_stdout = args.json == "-"
-    console = Console(stderr=to_stdout)
+    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 150)
     err = Console(stderr=True)
     try:
         doc = run_bench(args, progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))

@@ -44,6 +44,15 @@ def _fmt(value: float | None) -> str:
     return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
 
 
+def _bounds(claim: dict[str, Any]) -> str:
+    low, high = claim.get("low"), claim.get("high")
+    if low is not None and high is not None:
+        return f"{low:g}-{high:g}"
+    if high is not None:
+        return f"<= {high:g}"
+    return f">= {low:g}" if low is not None else "direction"
+
+
 def render_table(doc: dict[str, Any]) -> Any:
     """A rich Table of every figure: value, peak, % of peak, timing spread, and the claim verdict."""
     from rich.table import Table
@@ -55,7 +64,7 @@ def render_table(doc: dict[str, Any]) -> Any:
         table.add_column(col, justify="right" if col not in ("figure", "seed claim") else "left")
     for fig in doc["figures"]:
         claim = fig.get("claim")
-        verdict = "" if not claim else ("holds: " if claim["holds"] else "FAILS: ") + claim["text"]
+        verdict = "" if not claim else ("holds" if claim["holds"] else "FAILS") + f" ({_bounds(claim)})"
         spread = fig.get("timing") or {}
         table.add_row(fig["label"], _fmt(fig["value"]), fig["unit"], _fmt(fig.get("peak")),
                       _fmt(fig.get("pct_of_peak")), f"±{spread['spread_pct']:.0f}%" if spread else "", verdict)
@@ -64,7 +73,10 @@ def render_table(doc: dict[str, Any]) -> Any:
 
 def render_notes(doc: dict[str, Any]) -> list[str]:
     """Lines under the table: skipped parts with reasons, GPU idle state, regressions."""
-    lines = [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
+    claims = [f for f in doc["figures"] if f.get("claim")]
+    lines = [f"claim {'holds' if f['claim']['holds'] else 'FAILS'}: {f['claim']['text']} [{f['claim']['source']}]"
+             f" -> measured {f['value']:g} {f['unit']}" for f in claims]
+    lines += [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
     state = (doc["device"].get("gpu_state") or {})
     if state.get("idle") is False:
         lines.append(f"GPU was not idle: {state.get('why_not_idle')}")

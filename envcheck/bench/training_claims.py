@@ -10,7 +10,7 @@ from typing import Any
 from envcheck.bench.figures import claim, figure
 from envcheck.bench.peak_memory import peak_bytes_during
 from envcheck.bench.timing import interleaved, measure
-from envcheck.bench.training_step import CHECKPOINT_CPU_SHAPE, build, describe, make_step
+from envcheck.bench.training_step import CHECKPOINT_CPU_SHAPES, build, describe, make_step
 
 AMP_CLAIM = ("seeds via issue #8; seeds/002 (AMP section)", "AMP gives 1.5-3x training speed over float32")
 CLIP_CLAIM = ("seeds/003 (ResNet-50, A100 table)", "clip_grad_norm_ costs under 0.3% of a training step")
@@ -50,19 +50,23 @@ def amp_figures(device: str, quick: bool) -> list[dict[str, Any]]:
     return figures
 
 
-def clip_figures(device: str, quick: bool) -> list[dict[str, Any]]:
-    """clip_grad_norm_ cost: whole-step difference, and the clip call timed alone, as % of a step."""
+def clip_figures(device: str, quick: bool, clip_fn: Any = None) -> list[dict[str, Any]]:
+    """clip_grad_norm_ cost: whole-step difference, and the clip call timed alone, as % of a step.
+
+    `clip_fn` defaults to `torch.nn.utils.clip_grad_norm_` (tests inject a slow one).
+    """
     import torch
 
+    clip_fn = clip_fn or torch.nn.utils.clip_grad_norm_
     cuda = device.startswith("cuda")
     work = build(device, quick)
-    times = interleaved({"plain": make_step(work), "clipped": make_step(work, clip=1.0)},
+    times = interleaved({"plain": make_step(work), "clipped": make_step(work, clip=1.0, clip_fn=clip_fn)},
                         cuda=cuda, **_timing_kw(quick))
     base = times["plain"].median_s
     diff_pct = 100.0 * (times["clipped"].median_s - base) / base
     params = list(work.model.parameters())
     make_step(work)()  # leaves gradients in place for the clip-alone timing
-    alone = measure(lambda: torch.nn.utils.clip_grad_norm_(params, 1.0), cuda=cuda, budget_s=0.3, max_reps=200)
+    alone = measure(lambda: clip_fn(params, 1.0), cuda=cuda, budget_s=0.3, max_reps=200)
     alone_pct = 100.0 * alone.median_s / base
     return [
         figure("clip.step_ms", base * 1e3, "ms", better="lower", timing=times["plain"], label="train step, no clip"),
@@ -78,7 +82,7 @@ def clip_figures(device: str, quick: bool) -> list[dict[str, Any]]:
 def checkpoint_figures(device: str, quick: bool) -> list[dict[str, Any]]:
     """Peak memory of one step and step time, with and without per-block activation checkpointing."""
     cuda = device.startswith("cuda")
-    shape = None if cuda else CHECKPOINT_CPU_SHAPE
+    shape = None if cuda else CHECKPOINT_CPU_SHAPES["quick" if quick else "full"]
     plain, ckpt = build(device, quick, shape=shape), build(device, quick, checkpoint=True, shape=shape)
     steps = {"plain": make_step(plain), "checkpointed": make_step(ckpt)}
     # Memory first: on a CPU the timing loops leave glibc's heap in a state that hides the peak.
