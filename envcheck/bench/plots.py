@@ -38,7 +38,7 @@ def write_plots(figures: list[dict[str, Any]], directory: str) -> list[str]:
             continue
         fig_, ax = plt.subplots(figsize=(8, 5))
         for name, points in sorted(series.items()):
-            xs, ys = zip(*sorted(points))
+            xs, ys = zip(*sorted(points), strict=True)
             ax.plot(xs, ys, marker="o", label=name)
         if logx:
             ax.set_xscale("log", base=2)
