@@ -9,13 +9,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from envcheck.checks import container, cuda, vision
+from envcheck.checks import container, cuda, numerics, vision
 from envcheck.core.check import CheckSpec
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
     vision.CHECKS,
     container.CHECKS,
+    numerics.CHECKS,
 )
 
 

@@ -52,7 +52,8 @@ def real_autocast(device_type: str, dtype: Any) -> contextlib.AbstractContextMan
     """torch.autocast itself."""
     import torch
 
-    return torch.autocast(device_type, dtype=dtype)
+    manager: contextlib.AbstractContextManager[Any] = torch.autocast(device_type, dtype=dtype)
+    return manager
 
 
 def autocast_dtype_problems(device: str, dtype_name: str, autocast: Autocast = real_autocast

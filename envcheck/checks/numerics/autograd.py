@@ -67,7 +67,7 @@ def device_grad_agreement(device: str, ops: Sequence[OpCase] = OP_SET, device_op
         for case in ops:
             reference = input_grads(case.fn, case.inputs("cpu", dtype))
             on_device = input_grads(device_op(case), case.inputs(device, dtype))
-            for i, (got, want) in enumerate(zip(on_device, reference)):
+            for i, (got, want) in enumerate(zip(on_device, reference, strict=True)):
                 comparisons.append(compare(got, want, op=f"{case.name} d/dinput{i}", device=device,
                                            dtype=dtype_name, **AGREEMENT_TOL[dtype_name]))
     return comparisons

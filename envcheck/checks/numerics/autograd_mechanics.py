@@ -26,13 +26,15 @@ def _sin(t: Tensor) -> Tensor:
 def _no_grad() -> contextlib.AbstractContextManager[Any]:
     import torch
 
-    return torch.no_grad()
+    manager: contextlib.AbstractContextManager[Any] = torch.no_grad()
+    return manager
 
 
 def _inference_mode() -> contextlib.AbstractContextManager[Any]:
     import torch
 
-    return torch.inference_mode()
+    manager: contextlib.AbstractContextManager[Any] = torch.inference_mode()
+    return manager
 
 
 def _detach(t: Tensor) -> Tensor:

@@ -124,7 +124,7 @@ def analytical_jacobian(fn: Callable[..., Tensor], inputs: tuple[Tensor, ...]) -
     for j in range(out.numel()):
         grads = torch.autograd.grad(out[j], inputs, retain_graph=True, allow_unused=True)
         cols.append(torch.cat([
-            (g if g is not None else torch.zeros_like(x)).reshape(-1) for g, x in zip(grads, inputs)
+            (g if g is not None else torch.zeros_like(x)).reshape(-1) for g, x in zip(grads, inputs, strict=True)
         ]))
     return torch.stack(cols, dim=1)
 

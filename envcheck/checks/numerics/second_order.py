@@ -55,11 +55,11 @@ def hvp_comparison(case: OpCase, device: str, eps: float = 1e-6) -> Comparison:
     gen = torch.Generator().manual_seed(1)
     vs = [torch.randn(x.shape, generator=gen, dtype=torch.float64).to(device) for x in inputs]
     grads = torch.autograd.grad(_scalar(case, inputs), inputs, create_graph=True)
-    hvp = torch.autograd.grad(sum((g * v).sum() for g, v in zip(grads, vs)), inputs, allow_unused=True)
-    analytical = torch.cat([(h if h is not None else torch.zeros_like(x)).reshape(-1) for h, x in zip(hvp, inputs)])
+    hvp = torch.autograd.grad(sum((g * v).sum() for g, v in zip(grads, vs, strict=True)), inputs, allow_unused=True)
+    analytical = torch.cat([(h if h is not None else torch.zeros_like(x)).reshape(-1) for h, x in zip(hvp, inputs, strict=True)])
 
     def first_grads(sign: float) -> Tensor:
-        moved = tuple((x.detach() + sign * eps * v).requires_grad_(True) for x, v in zip(inputs, vs))
+        moved = tuple((x.detach() + sign * eps * v).requires_grad_(True) for x, v in zip(inputs, vs, strict=True))
         return torch.cat([g.reshape(-1) for g in torch.autograd.grad(_scalar(case, moved), moved)])
 
     numerical = (first_grads(1.0) - first_grads(-1.0)) / (2 * eps)
