@@ -73,9 +73,10 @@ def device_grad_agreement(device: str, ops: Sequence[OpCase] = OP_SET, device_op
     return comparisons
 
 
-def autograd_device_agreement(ctx: Context) -> Result:
+def autograd_device_agreement(ctx: Context, devices: Callable[[], list[str]] = cuda_devices,
+                              device_op: DeviceOp = same_op) -> Result:
     """CUDA gradients equal CPU gradients (float32 with TF32 off, and float64) on every GPU."""
     with numerics_mode():
-        comparisons = [c for device in cuda_devices() for c in device_grad_agreement(device)]
+        comparisons = [c for device in devices() for c in device_grad_agreement(device, device_op=device_op)]
     return comparisons_result("CUDA vs CPU gradients", comparisons, tolerances=AGREEMENT_TOL,
                               remediation=REMEDIATION)

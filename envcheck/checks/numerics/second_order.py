@@ -55,7 +55,9 @@ def hvp_comparison(case: OpCase, device: str, eps: float = 1e-6) -> Comparison:
     gen = torch.Generator().manual_seed(1)
     vs = [torch.randn(x.shape, generator=gen, dtype=torch.float64).to(device) for x in inputs]
     grads = torch.autograd.grad(_scalar(case, inputs), inputs, create_graph=True)
-    hvp = torch.autograd.grad(sum((g * v).sum() for g, v in zip(grads, vs, strict=True)), inputs, allow_unused=True)
+    directional = sum((g * v).sum() for g, v in zip(grads, vs, strict=True))
+    hvp = (torch.autograd.grad(directional, inputs, allow_unused=True) if directional.requires_grad
+           else [None] * len(inputs))  # a backward autograd cannot see through has no second derivative
     analytical = torch.cat([(h if h is not None else torch.zeros_like(x)).reshape(-1) for h, x in zip(hvp, inputs, strict=True)])
 
     def first_grads(sign: float) -> Tensor:
@@ -75,9 +77,13 @@ def second_order_findings(devices: Sequence[str], ops: Sequence[OpCase] = SECOND
     for device in devices:
         for case in ops:
             comparisons.append(hvp_comparison(case, device))
-            if not torch.autograd.gradgradcheck(case.fn, case.inputs(device, torch.float64), raise_exception=False,
-                                                  fast_mode=True):
-                problems.append(f"torch.autograd.gradgradcheck rejects {case.name} on {device} float64")
+            why = f"torch.autograd.gradgradcheck rejects {case.name} on {device} float64"
+            try:
+                if not torch.autograd.gradgradcheck(case.fn, case.inputs(device, torch.float64),
+                                                    raise_exception=False, fast_mode=True):
+                    problems.append(why)
+            except RuntimeError as exc:  # e.g. first gradients that carry no graph
+                problems.append(f"{why}: {str(exc).splitlines()[0]}")
     return comparisons, problems
 
 
