@@ -8,7 +8,11 @@ from typing import Any
 
 import torch
 
-from envcheck.checks.numerics.autograd import autograd_device_agreement, autograd_gradcheck, gradcheck_findings
+from envcheck.checks.numerics.autograd import (
+    autograd_device_agreement,
+    autograd_gradcheck,
+    gradcheck_findings,
+)
 from envcheck.checks.numerics.autograd_mechanics import MechanicsParts, autograd_mechanics
 from envcheck.checks.numerics.autograd_ops import OP_SET, OpCase
 from envcheck.checks.numerics.compare import comparisons_result
