@@ -45,6 +45,15 @@ class Comparison:
         return {"max_abs": self.max_abs, "max_rel": self.max_rel, "worst_index": list(self.worst_index)}
 
 
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Flat index -> per-dimension index (torch.unravel_index would import sympy: ~1 s cold)."""
+    index = []
+    for size in reversed(shape):
+        flat, rest = divmod(flat, size) if size else (0, 0)
+        index.append(rest)
+    return tuple(reversed(index))
+
+
 def compare(actual: Tensor, expected: Tensor, *, op: str, device: str, dtype: str,
             atol: float, rtol: float) -> Comparison:
     """Compare every element (in float64 on CPU); the worst is the one furthest beyond tolerance."""
@@ -61,7 +70,7 @@ def compare(actual: Tensor, expected: Tensor, *, op: str, device: str, dtype: st
     rel = diff / e.abs().clamp_min(1e-300)
     excess = diff - (atol + rtol * e.abs())
     flat = int(torch.argmax(excess).item()) if excess.numel() else 0
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), e.shape)) if e.dim() else ()
+    index = unravel(flat, tuple(e.shape))
     ok = bool((excess <= 0).all().item())
     return Comparison(
         op=op, device=device, dtype=dtype,

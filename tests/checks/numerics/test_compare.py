@@ -34,3 +34,11 @@ def test_result_reports_errors_and_tolerances() -> None:
     assert ok.status is Status.PASS and ok.measured["o@cpu/float64"]["max_abs"] == 0.0
     fail = comparisons_result("x", [good, bad], tolerances={"atol": 0}, remediation="r")
     assert fail.status is Status.FAIL and "bad on cpu float64" in fail.summary and fail.expected == {"atol": 0}
+
+
+def test_unravel_matches_torch() -> None:
+    from envcheck.checks.numerics.compare import unravel
+
+    for flat in (0, 5, 23):
+        assert unravel(flat, (2, 3, 4)) == tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), (2, 3, 4)))
+    assert unravel(0, ()) == ()
