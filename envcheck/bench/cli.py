@@ -46,16 +46,15 @@ def _validate(args: argparse.Namespace) -> None:
 def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     """Run the probe, then the GPU units (or the CPU variants), and return the bench document."""
     from envcheck.bench.baseline import load_baseline, regressions
-    from envcheck.bench.engine import BenchRunner
     from envcheck.bench.report import build_document
     from envcheck.bench.units import CPU_UNITS, GPU_UNITS, PROBE, bench_registry
-    from envcheck.core.runner import parse_names, select
+    from envcheck.core.runner import Runner, parse_names, select
 
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
     options = {"cpu_threads": args.cpu_threads, "cpu_ranks": args.cpu_ranks}
     ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
-    with BenchRunner(ctx, total_timeout_s=args.timeout) as runner:
+    with Runner(ctx, total_timeout_s=args.timeout) as runner:
         probe = runner.run_one(PROBE)
         if probe.status is not Status.PASS:
             raise FatalError(f"bench could not start: {probe.reason or probe.summary}", 1)

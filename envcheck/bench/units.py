@@ -1,4 +1,7 @@
-"""The bench units: CheckSpecs in a bench-private registry, run by the engine in a spawned worker.
+"""The bench units: CheckSpecs in a bench-private registry, run by the engine's Runner.
+
+They are not in `envcheck.checks.registry()`: the engine's worker resolves them by their
+`module:function` reference, so isolation, timeouts and crash handling are exactly the core's.
 
 Each unit returns a Result whose `measured` carries `figures` (see figures.py) and the GPU state
 sampled while it ran. GPU units need CUDA and are skipped with the engine's reason without it;
@@ -105,15 +108,9 @@ def _pcie_gbps() -> float | None:
     return pcie_peak_gbps(link["max_gen"], link["max_width"])
 
 
-def _compile_cpu(ctx: Context) -> Result:
-    if _quick(ctx):
-        return skipped("--quick skips torch.compile on CPU (compiling the step takes tens of seconds here)")
-    return _run(ctx, lambda c: compile_speedup.compile_figures("cpu", False), gpu=False)
-
-
-def _unit(name: str, desc: str, figures: Figures, *, gpu: bool, timeout_s: float = 300.0,
+def _unit(name: str, desc: str, func: Callable[[Context], Result], *, gpu: bool, timeout_s: float = 300.0,
           group: str = "bench", min_gpus: int = 0) -> CheckSpec:
-    return CheckSpec(name=f"bench.{name}", func=functools.partial(_run, figures=figures, gpu=gpu), description=desc,
+    return CheckSpec(name=f"bench.{name}", func=func, description=desc,
                      needs=Needs(torch=True, cuda=gpu, min_gpus=min_gpus), timeout_s=timeout_s, group=group)
 
 
@@ -130,39 +127,107 @@ def _tflops_peaks() -> dict[str, float] | None:
     return None if peak is None else dict(peak.tflops)
 
 
+# Unit functions are module-level so the engine's worker can resolve them by `module:function`.
+def gpu_matmul(ctx: Context) -> Result:
+    """Matmul TFLOP/s by dtype and size, against the datasheet peak."""
+    return _run(ctx, lambda c: matmul.gpu_matmul_figures(_quick(c), _tflops_peaks()), gpu=True)
+
+
+def gpu_device_memory(ctx: Context) -> Result:
+    """Device-to-device copy bandwidth against the memory peak."""
+    return _run(ctx, lambda c: memory.device_copy_figures(_quick(c), _peak_of("mem")), gpu=True)
+
+
+def gpu_host_copies(ctx: Context) -> Result:
+    """H2D/D2H, pinned and pageable, against the PCIe link."""
+    return _run(ctx, lambda c: memory.host_copy_figures(_quick(c), _pcie_gbps()), gpu=True)
+
+
+def gpu_all_reduce(ctx: Context) -> Result:
+    """NCCL all-reduce busbw sweep over every visible GPU."""
+    return _run(ctx, lambda c: all_reduce_figures("nccl", c), gpu=True)
+
+
+def gpu_amp(ctx: Context) -> Result:
+    """AMP (bf16, fp16 + GradScaler) speed-up over float32 for one training step."""
+    return _run(ctx, lambda c: training_claims.amp_figures("cuda", _quick(c)), gpu=True)
+
+
+def gpu_clip(ctx: Context) -> Result:
+    """clip_grad_norm_ overhead as a fraction of a training step."""
+    return _run(ctx, lambda c: training_claims.clip_figures("cuda", _quick(c)), gpu=True)
+
+
+def gpu_checkpoint(ctx: Context) -> Result:
+    """Gradient checkpointing: peak-memory saving and time cost."""
+    return _run(ctx, lambda c: training_claims.checkpoint_figures("cuda", _quick(c)), gpu=True)
+
+
+def gpu_compile(ctx: Context) -> Result:
+    """torch.compile speed-up on the training step."""
+    return _run(ctx, lambda c: compile_speedup.compile_figures("cuda", _quick(c)), gpu=True)
+
+
+def cpu_matmul(ctx: Context) -> Result:
+    """float32 matmul GFLOP/s on the CPU."""
+    return _run(ctx, lambda c: matmul.cpu_matmul_figures(_quick(c)), gpu=False)
+
+
+def cpu_memory(ctx: Context) -> Result:
+    """Host RAM copy bandwidth."""
+    return _run(ctx, lambda c: memory.cpu_copy_figures(_quick(c)), gpu=False)
+
+
+def cpu_all_reduce(ctx: Context) -> Result:
+    """gloo all-reduce busbw sweep over `cpu_ranks` processes."""
+    return _run(ctx, lambda c: all_reduce_figures("gloo", c), gpu=False)
+
+
+def cpu_amp(ctx: Context) -> Result:
+    """CPU autocast bfloat16 vs float32 training step."""
+    return _run(ctx, lambda c: training_claims.amp_figures("cpu", _quick(c)), gpu=False)
+
+
+def cpu_clip(ctx: Context) -> Result:
+    """clip_grad_norm_ overhead on the CPU."""
+    return _run(ctx, lambda c: training_claims.clip_figures("cpu", _quick(c)), gpu=False)
+
+
+def cpu_checkpoint(ctx: Context) -> Result:
+    """Gradient checkpointing on the CPU (peak RSS growth, time)."""
+    return _run(ctx, lambda c: training_claims.checkpoint_figures("cpu", _quick(c)), gpu=False)
+
+
+def cpu_compile(ctx: Context) -> Result:
+    """torch.compile speed-up on the CPU (not in --quick: compiling takes tens of seconds)."""
+    if _quick(ctx):
+        return skipped("--quick skips torch.compile on CPU (compiling the step takes tens of seconds here)")
+    return _run(ctx, lambda c: compile_speedup.compile_figures("cpu", False), gpu=False)
+
+
 PROBE = CheckSpec(name="bench.device", func=device_probe, description="what the bench runs on",
                   needs=Needs(torch=True), timeout_s=60.0, group="bench")
 
 GPU_UNITS: tuple[CheckSpec, ...] = (
-    _unit("matmul", "matmul TFLOP/s by dtype and size vs peak",
-          lambda c: matmul.gpu_matmul_figures(_quick(c), _tflops_peaks()), gpu=True),
-    _unit("device_memory", "device-to-device copy bandwidth vs peak",
-          lambda c: memory.device_copy_figures(_quick(c), _peak_of("mem")), gpu=True),
-    _unit("host_copies", "H2D/D2H copies, pinned and pageable, vs the PCIe link",
-          lambda c: memory.host_copy_figures(_quick(c), _pcie_gbps()), gpu=True),
-    _unit("all_reduce", "NCCL all-reduce busbw sweep", lambda c: all_reduce_figures("nccl", c), gpu=True,
-          min_gpus=2),
-    _unit("amp", "AMP speed-up vs float32 (training step)", lambda c: training_claims.amp_figures("cuda", _quick(c)),
-          gpu=True),
-    _unit("clip", "clip_grad_norm_ overhead", lambda c: training_claims.clip_figures("cuda", _quick(c)), gpu=True),
-    _unit("checkpoint", "gradient checkpointing memory/time trade",
-          lambda c: training_claims.checkpoint_figures("cuda", _quick(c)), gpu=True, group="bench-memory"),
-    _unit("compile", "torch.compile speed-up", lambda c: compile_speedup.compile_figures("cuda", _quick(c)),
-          gpu=True, timeout_s=600.0),
+    _unit("matmul", "matmul TFLOP/s by dtype and size vs peak", gpu_matmul, gpu=True),
+    _unit("device_memory", "device-to-device copy bandwidth vs peak", gpu_device_memory, gpu=True),
+    _unit("host_copies", "H2D/D2H copies, pinned and pageable, vs the PCIe link", gpu_host_copies, gpu=True),
+    _unit("all_reduce", "NCCL all-reduce busbw sweep", gpu_all_reduce, gpu=True, min_gpus=2),
+    _unit("amp", "AMP speed-up vs float32 (training step)", gpu_amp, gpu=True),
+    _unit("clip", "clip_grad_norm_ overhead", gpu_clip, gpu=True),
+    _unit("checkpoint", "gradient checkpointing memory/time trade", gpu_checkpoint, gpu=True, group="bench-memory"),
+    _unit("compile", "torch.compile speed-up", gpu_compile, gpu=True, timeout_s=600.0),
 )
 
 CPU_UNITS: tuple[CheckSpec, ...] = (
-    _unit("cpu_matmul", "CPU matmul GFLOP/s", lambda c: matmul.cpu_matmul_figures(_quick(c)), gpu=False),
-    _unit("cpu_memory", "host RAM copy bandwidth", lambda c: memory.cpu_copy_figures(_quick(c)), gpu=False),
-    _unit("cpu_all_reduce", "gloo all-reduce busbw sweep", lambda c: all_reduce_figures("gloo", c), gpu=False),
-    _unit("cpu_amp", "CPU AMP bfloat16 vs float32 step", lambda c: training_claims.amp_figures("cpu", _quick(c)),
-          gpu=False),
-    _unit("cpu_clip", "clip_grad_norm_ overhead on CPU", lambda c: training_claims.clip_figures("cpu", _quick(c)),
-          gpu=False),
-    _unit("cpu_checkpoint", "gradient checkpointing on CPU (peak RSS, time)",
-          lambda c: training_claims.checkpoint_figures("cpu", _quick(c)), gpu=False, group="bench-memory"),
-    CheckSpec(name="bench.cpu_compile", func=_compile_cpu, description="torch.compile speed-up on CPU",
-              needs=Needs(torch=True), timeout_s=600.0, group="bench"),
+    _unit("cpu_matmul", "CPU matmul GFLOP/s", cpu_matmul, gpu=False),
+    _unit("cpu_memory", "host RAM copy bandwidth", cpu_memory, gpu=False),
+    _unit("cpu_all_reduce", "gloo all-reduce busbw sweep", cpu_all_reduce, gpu=False),
+    _unit("cpu_amp", "CPU AMP bfloat16 vs float32 step", cpu_amp, gpu=False),
+    _unit("cpu_clip", "clip_grad_norm_ overhead on CPU", cpu_clip, gpu=False),
+    _unit("cpu_checkpoint", "gradient checkpointing on CPU (peak RSS, time)", cpu_checkpoint, gpu=False,
+          group="bench-memory"),
+    _unit("cpu_compile", "torch.compile speed-up on CPU", cpu_compile, gpu=False, timeout_s=600.0),
 )
 
 
