@@ -31,7 +31,7 @@ help: ## Show this help
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[docker,nvml]' $(VERIFY_TORCH)
+	$(VENV)/bin/pip install -q -e '.[docker,nvml,bench]' $(VERIFY_TORCH)
 	touch $@
 
 $(TEST_VENV)/.installed: pyproject.toml
