@@ -202,3 +202,11 @@ def test_bisection_stops_when_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -
     failure = checks.launch_failure(outcome, notes)
     assert failure.status is Status.FAIL and "rank 0 exited with code 1" in failure.summary
     assert "--ipc=host" in (failure.remediation or "") and "via P2P" in failure.details
+
+
+def test_all_reduce_sweep_api_for_bench(marker: str) -> None:
+    from envcheck.checks.distributed import all_reduce_sweep
+
+    rows = all_reduce_sweep("gloo", 2, [4096, 65536], timeout_s=60.0)
+    assert [r["bytes"] for r in rows] == [4096, 65536]
+    assert all(r["wrong"] == 0 and r["time_s"] > 0 and r["busbw_gbps"] > 0 for r in rows)

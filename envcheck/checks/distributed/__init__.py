@@ -13,6 +13,8 @@ from envcheck.checks.distributed.checks import (
     nccl_all_reduce,
 )
 from envcheck.checks.distributed.facts import distributed_facts
+from envcheck.checks.distributed.sweep import busbw
+from envcheck.checks.distributed.sweep_api import all_reduce_sweep
 from envcheck.core.check import CheckSpec, Level, Needs
 
 CHECKS: tuple[CheckSpec, ...] = (
@@ -28,4 +30,4 @@ CHECKS: tuple[CheckSpec, ...] = (
               level=Level.FULL, needs=Needs(torch=True), timeout_s=BUSBW_TIMEOUT_S),
 )
 
-__all__ = ["CHECKS", "distributed_facts"]
+__all__ = ["CHECKS", "all_reduce_sweep", "busbw", "distributed_facts"]
