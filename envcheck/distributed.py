@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from envcheck.checks.distributed import distributed_facts
 from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, run_this_rank
+from envcheck.checks.facts import collect_facts
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
 from envcheck.core.runner import RunReport
@@ -40,7 +40,7 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
     """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
     context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
                       options={"mode": "torchrun", "min_busbw_gbps": args.min_busbw, "strict_perf": args.strict_perf})
-    report = RunReport(results=results, facts={"distributed": distributed_facts()}, context=context)
+    report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
     print_report(report, Console(file=out, highlight=False))
     for r in results:

@@ -18,6 +18,7 @@ from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, RankOu
 from envcheck.checks.distributed.rank_plan import CPU_EXACT_COUNT
 from envcheck.checks.distributed.shm import remove_segments, segments_mapped_by
 from envcheck.checks.distributed.sweep import busbw, gpu_sizes
+from envcheck.checks.probe import CommandOutput
 from envcheck.core.result import Status, passed
 from tests.helpers import descendants, processes_with_marker, run_check
 
@@ -57,11 +58,16 @@ def test_corrupt_rank_fails_with_wrong_count(monkeypatch: pytest.MonkeyPatch, ma
     assert "first wrong float32 element 0" in result.details and CORRUPT_STRIDE > 1
 
 
+# The gloo ranks' own deadline (12 s) plus a worker's start-up: well inside the spec timeout, which also
+# budgets NCCL transport retries.
+STALL_BOUND_S = checks.CORRECTNESS_DEADLINE_S["gloo"] + 18
+
+
 def test_rank_exiting_mid_collective_is_named(monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
     monkeypatch.setenv("ENVCHECK_TEST_FAULT", "rank=1:exit")
     began = time.monotonic()
     result = run_check("dist.all_reduce", cpu_ranks=2)
-    assert time.monotonic() - began < checks.ALL_REDUCE_TIMEOUT_S + 5
+    assert time.monotonic() - began < STALL_BOUND_S
     assert result.status is Status.FAIL
     assert result.summary.index("rank 1 exited with code 3") < result.summary.index("rank 0")
 
@@ -70,7 +76,7 @@ def test_hanging_rank_is_killed_and_named(monkeypatch: pytest.MonkeyPatch, marke
     monkeypatch.setenv("ENVCHECK_TEST_FAULT", "rank=1:hang")
     began = time.monotonic()
     result = run_check("dist.all_reduce", cpu_ranks=3)
-    assert time.monotonic() - began < checks.ALL_REDUCE_TIMEOUT_S + 5
+    assert time.monotonic() - began < STALL_BOUND_S
     assert result.status is Status.FAIL, result.summary
     assert "rank 1 stalled after 'ready'" in result.summary
     assert "all_reduce.float32" in result.summary
@@ -147,12 +153,12 @@ def test_leftover_nccl_segments_are_found_and_removed(tmp_path: Path) -> None:
 
 
 def test_facts_say_why_values_are_absent() -> None:
-    facts = distributed_facts(run=lambda argv, timeout: "GPU0\tX")
+    facts = distributed_facts(run=lambda argv, timeout: CommandOutput(0, "GPU0\tX\n", ""))
     assert facts["nvidia_topology"] == "GPU0\tX"
     import torch
 
     if not torch.cuda.is_available():
-        assert "absent" in facts["p2p_matrix"] and "absent" in facts["nccl_loaded"]
+        assert "absent" in facts["p2p_matrix"]
     assert facts["backends"]["gloo"] is True
 
 
