@@ -22,6 +22,35 @@ def real_grad_scaler(device_type: str, **kw: Any) -> Any:
     return torch.amp.GradScaler(device_type, **kw)
 
 
+class PlainSGD:
+    """A bare SGD with the two things GradScaler uses from an optimizer: `param_groups` and `step()`.
+
+    Any torch.optim.Optimizer imports torch._dynamo on construction and on step (~2 s on first use),
+    which would dominate the quick level; the scaler's contract does not depend on the optimizer class.
+    Real torch.optim steps under a scaler are checked at full level (amp.clip_after_unscale,
+    amp.training_convergence).
+    """
+
+    def __init__(self, params: list[Any], lr: float) -> None:
+        self.param_groups: list[dict[str, Any]] = [{"params": list(params), "lr": lr}]
+
+    def step(self) -> None:
+        """p -= lr * grad for every parameter with a gradient."""
+        import torch
+
+        with torch.no_grad():
+            for group in self.param_groups:
+                for q in group["params"]:
+                    if q.grad is not None:
+                        q.add_(q.grad, alpha=-group["lr"])
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop every gradient."""
+        for group in self.param_groups:
+            for q in group["params"]:
+                q.grad = None
+
+
 def grad_scaler_problems(device: str, make_scaler: MakeScaler = real_grad_scaler) -> tuple[dict[str, Any], list[str]]:
     """Drive a scaler through inf, NaN, finite and growth steps; return what happened and what went wrong."""
     import torch
@@ -29,7 +58,7 @@ def grad_scaler_problems(device: str, make_scaler: MakeScaler = real_grad_scaler
     scaler = make_scaler(device.split(":")[0], init_scale=INIT_SCALE, backoff_factor=BACKOFF,
                          growth_factor=GROWTH, growth_interval=INTERVAL)
     p = torch.nn.Parameter(torch.ones(4, device=device))
-    opt = torch.optim.SGD([p], lr=LR)
+    opt = PlainSGD([p], LR)
     measured: dict[str, Any] = {}
     problems: list[str] = []
 
