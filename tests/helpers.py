@@ -44,7 +44,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
     """Run `python -m envcheck ARGS` as a user would; never hangs."""
     full_env = dict(os.environ if env is None else env)
     full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
-    return subprocess.run(  # noqa: S603
+    return subprocess.run(
         [python or sys.executable, "-m", "envcheck", *args],
         capture_output=True, text=True, timeout=timeout, env=full_env, cwd=ROOT,
     )

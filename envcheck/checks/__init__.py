@@ -9,11 +9,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from envcheck.checks import container, cuda, vision
+from envcheck.checks import container, cuda, cudnn, vision
 from envcheck.core.check import CheckSpec
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
+    cudnn.CHECKS,
     vision.CHECKS,
     container.CHECKS,
 )

@@ -1,7 +1,108 @@
-"""Checks for the cuda domain (filled in by the engine issue)."""
+"""CUDA checks: availability (with a diagnosis), arch coverage, devices and memory, cuDNN."""
 
 from __future__ import annotations
 
-from envcheck.core.check import CheckSpec
+import dataclasses
+import warnings
 
-CHECKS: tuple[CheckSpec, ...] = ()
+from envcheck.checks.cuda_arch import arch_coverage, builds_supporting
+from envcheck.checks.cuda_diagnosis import diagnose, probe_cuda_layers
+from envcheck.core.check import CheckSpec, Context, Needs
+from envcheck.core.result import Result, failed, passed, skipped, warned
+
+
+def cuda_available(ctx: Context) -> Result:
+    """torch.cuda.is_available(); when False, name the broken layer and its fix."""
+    import importlib.util
+
+    error = None
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if torch.cuda.is_available():
+                names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+                return passed(f"{len(names)} GPU(s): {', '.join(names)}; torch CUDA {torch.version.cuda}",
+                              measured={"gpus": names, "torch_cuda": torch.version.cuda})
+        error = " ".join(str(w.message) for w in caught) or None
+    findings = diagnose(probe_cuda_layers(torch_error=error))
+    more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
+    summary = f"CUDA is not available: {findings[0].problem}{more}"
+    fix = " | ".join(f"{f.layer}: {f.fix}" for f in findings)
+    measured = {"findings": [dataclasses.asdict(f) for f in findings]}
+    if ctx.allow_cpu:
+        return warned(summary + " (allowed by --allow-cpu)", fix, measured=measured,
+                      expected={"cuda_available": True})
+    return failed(summary, fix, measured=measured, expected={"cuda_available": True})
+
+
+def cuda_arch(ctx: Context) -> Result:
+    """Every GPU's compute capability is in the build's arch list, and a kernel runs on each."""
+    import torch
+
+    arch_list = torch.cuda.get_arch_list()
+    measured: dict[str, object] = {"arch_list": arch_list}
+    for i in range(torch.cuda.device_count()):
+        cap = torch.cuda.get_device_capability(i)
+        name = torch.cuda.get_device_name(i)
+        how = arch_coverage(cap, arch_list)
+        if how is None:
+            sm = f"sm_{cap[0]}{cap[1]}"
+            return failed(f"GPU {i} ({name}, {sm}) is not covered by this build's arch list {arch_list}",
+                          f"install a torch build that targets {sm}: {builds_supporting(cap)}",
+                          measured=measured, expected={"covers": sm})
+        x = torch.arange(1 << 20, device=f"cuda:{i}", dtype=torch.float64)
+        got = float((x * 2 + 1).sum().item())
+        want = float((1 << 20) ** 2)  # sum of the first n odd numbers is n^2
+        if got != want:
+            return failed(f"GPU {i} ({name}) computed {got} for a kernel whose exact answer is {want}",
+                          "the GPU or driver is faulty: run nvidia-smi -q, check dmesg for Xid errors",
+                          measured={**measured, "got": got}, expected={"want": want})
+        measured[f"gpu{i}"] = {"name": name, "capability": f"{cap[0]}.{cap[1]}", "covered_by": how}
+    return passed(f"{torch.cuda.device_count()} GPU(s) covered by the build; kernels ran exactly",
+                  measured=measured)
+
+
+def cuda_devices(ctx: Context) -> Result:
+    """The GPU count matches --expect-gpus, and a fraction of each GPU's memory can be used."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    expected = ctx.expect_gpus
+    if expected is not None and count != expected:
+        return failed(f"{count} GPU(s) visible, {expected} expected",
+                      "docker run --gpus all (or --gpus '\"device=0,1\"'); check CUDA_VISIBLE_DEVICES",
+                      measured={"gpus": count}, expected={"gpus": expected})
+    if count == 0:
+        return skipped("no CUDA device is visible (see cuda.available for why)")
+    fraction = float(ctx.options.get("memory_fraction", 0.1))
+    measured: dict[str, object] = {"gpus": count, "fraction": fraction}
+    for i in range(count):
+        free, total = torch.cuda.mem_get_info(i)
+        n = int(total * fraction) // 4
+        if n * 4 > free:
+            return failed(f"GPU {i}: only {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB; "
+                          f"{fraction:.0%} cannot be allocated", "stop the other processes on this GPU "
+                          "(nvidia-smi shows them) or pass a smaller --memory-fraction",
+                          measured={"free_bytes": free, "total_bytes": total})
+        buf = torch.full((n,), 3.0, device=f"cuda:{i}")
+        ok = bool((buf == 3.0).all().item())
+        del buf
+        torch.cuda.empty_cache()
+        if not ok:
+            return failed(f"GPU {i}: memory written with 3.0 read back different values",
+                          "the GPU memory is faulty: run nvidia-smi -q -d ECC and check dmesg for Xid errors")
+        measured[f"gpu{i}_allocated_gib"] = round(n * 4 / 2**30, 2)
+    return passed(f"{count} GPU(s); {fraction:.0%} of each GPU's memory allocated and verified",
+                  measured=measured, expected={"gpus": expected} if expected is not None else {})
+
+
+CHECKS = (
+    CheckSpec("cuda.available", cuda_available, "torch sees CUDA; otherwise names the broken layer and fix",
+              timeout_s=60),
+    CheckSpec("cuda.arch", cuda_arch, "each GPU's sm_XY is in the build's arch list; a kernel runs on it",
+              needs=Needs(torch=True, cuda=True), timeout_s=120),
+    CheckSpec("cuda.devices", cuda_devices, "GPU count matches --expect-gpus; memory allocates and verifies",
+              needs=Needs(torch=True), timeout_s=120),
+)

@@ -1,7 +1,84 @@
-"""Checks for the vision domain (filled in by the engine issue)."""
+"""torchvision: installed, built for this torch and its CUDA, and its C++ ops registered and correct."""
 
 from __future__ import annotations
 
-from envcheck.core.check import CheckSpec
+import importlib.metadata
+import re
 
-CHECKS: tuple[CheckSpec, ...] = ()
+from envcheck.core.check import CheckSpec, Context, Needs
+from envcheck.core.result import Result, failed, passed
+
+
+def matching_torchvision(torch_version: str) -> str | None:
+    """The torchvision minor that pairs with a torch release (2.8 -> 0.23, 2.13 -> 0.28)."""
+    m = re.match(r"2\.(\d+)", torch_version)
+    return f"0.{int(m.group(1)) + 15}" if m else None
+
+
+def fix_command(torch_version: str) -> str:
+    """The concrete reinstall that makes torch and torchvision match."""
+    base = torch_version.split("+")[0]
+    tv = matching_torchvision(base)
+    pair = f"torch=={base} torchvision=={tv}.*" if tv else "torch torchvision"
+    return (f"pip install --force-reinstall {pair} from ONE index (PyPI's CUDA wheels, or e.g. "
+            "--index-url https://download.pytorch.org/whl/cu128); a CUDA torchvision never works with a CPU torch")
+
+
+def _torch_pin(requires: list[str]) -> str | None:
+    for req in requires:
+        m = re.match(r"torch\s*==\s*([\w.+]+)", req)
+        if m:
+            return m.group(1)
+    return None
+
+
+def vision_ops(ctx: Context) -> Result:
+    """torchvision imports, matches torch's version and CUDA, and nms/roi_align give exact answers."""
+    import torch
+
+    tv_fix = fix_command(torch.__version__)
+    try:
+        tv_version = importlib.metadata.version("torchvision")
+    except importlib.metadata.PackageNotFoundError:
+        return failed("torchvision is not installed", tv_fix)
+    measured: dict[str, object] = {"torch": torch.__version__, "torchvision": tv_version,
+                                   "torch_cuda": torch.version.cuda}
+    pin = _torch_pin(importlib.metadata.requires("torchvision") or [])
+    measured["torchvision_requires_torch"] = pin
+    try:
+        import torchvision
+        from torchvision import ops
+    except Exception as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return failed(f"torchvision {tv_version} does not import with torch {torch.__version__}: {why}", tv_fix,
+                      measured=measured, expected={"import": "ok"})
+    tv_cuda = torchvision.version.cuda
+    measured["torchvision_cuda"] = tv_cuda
+    if pin and pin.split("+")[0] != torch.__version__.split("+")[0]:
+        return failed(f"torchvision {tv_version} was built for torch {pin}, but torch {torch.__version__} is "
+                      "installed", tv_fix, measured=measured, expected={"torch": pin})
+    if (tv_cuda or None) != (torch.version.cuda or None):
+        return failed(f"torchvision is built for CUDA {tv_cuda}, torch for CUDA {torch.version.cuda}", tv_fix,
+                      measured=measured, expected={"torchvision_cuda": torch.version.cuda})
+    devices = ["cpu"] + ([f"cuda:{i}" for i in range(torch.cuda.device_count())]
+                         if torch.cuda.is_available() else [])
+    for device in devices:
+        boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]], dtype=torch.float32,
+                             device=device)
+        keep = ops.nms(boxes, torch.tensor([0.9, 0.8, 0.7], device=device), iou_threshold=0.5).tolist()
+        feats = torch.arange(16, dtype=torch.float32, device=device).reshape(1, 1, 4, 4)
+        roi = torch.tensor([[0, 0, 0, 4, 4]], dtype=torch.float32, device=device)
+        pooled = float(ops.roi_align(feats, roi, output_size=1, spatial_scale=1.0, sampling_ratio=2,
+                                     aligned=False).item())
+        if keep != [0, 2] or abs(pooled - 10.0) > 1e-5:
+            return failed(f"torchvision ops give wrong answers on {device}: nms kept {keep} (want [0, 2]), "
+                          f"roi_align mean {pooled} (want 10.0)", tv_fix, measured=measured)
+    measured["devices"] = devices
+    return passed(f"torchvision {tv_version} matches torch {torch.__version__}; nms and roi_align exact on "
+                  f"{', '.join(devices)}", measured=measured)
+
+
+CHECKS = (
+    CheckSpec("vision.ops", vision_ops, "torchvision matches torch (version, CUDA); nms/roi_align exact",
+              needs=Needs(torch=True), timeout_s=90),
+)

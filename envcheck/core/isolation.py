@@ -47,7 +47,7 @@ class Worker:
         env.setdefault("PYTHONFAULTHANDLER", "1")
         env["PYTHONUNBUFFERED"] = "1"
         self._buf = b""
-        self._proc = subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
+        self._proc = subprocess.Popen(
             [sys.executable, "-m", "envcheck.core.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

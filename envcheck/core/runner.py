@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -13,8 +14,6 @@ from envcheck.core.isolation import Worker, WorkerFailure
 from envcheck.core.result import Result, errored
 from envcheck.errors import UsageError
 
-# A timed-out check becomes ERROR within its timeout plus this margin (kill + reap).
-KILL_MARGIN_S = 2.0
 FACTS_TIMEOUT_S = 30.0
 
 
@@ -108,7 +107,9 @@ class Runner:
         if not spec.isolated:
             return execute(spec, self.ctx)
         start = time.monotonic()
-        request = {"op": "check", "name": spec.name, "context": self.ctx.to_dict()}
+        request = {"op": "check", "name": spec.name, "context": self.ctx.to_dict(),
+                   "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
+                   "needs": dataclasses.asdict(spec.needs)}
         reply = self._worker(spec.group).request(request, timeout)
         if isinstance(reply, WorkerFailure):
             capped = timeout < spec.timeout_s and "timed out" in reply.reason

@@ -6,21 +6,32 @@ Everything checks print (Python or C level) goes to stderr, which the parent cap
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 from typing import Any, TextIO
 
-from envcheck.core.check import Context
+from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.execute import execute, jsonable
+
+
+def resolve_spec(request: dict[str, Any]) -> CheckSpec:
+    """The registered spec by name, or an ad-hoc one from a `module:function` reference."""
+    from envcheck.checks import registry
+
+    spec = registry().get(request["name"])
+    if spec is not None:
+        return spec
+    module, _, attr = request["func"].partition(":")
+    func = getattr(importlib.import_module(module), attr)
+    return CheckSpec(request["name"], func, "ad hoc", needs=Needs(**request.get("needs", {})))
 
 
 def _handle(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "check":
-        from envcheck.checks import registry
-
-        spec = registry()[request["name"]]
+        spec = resolve_spec(request)
         result = execute(spec, Context.from_dict(request["context"]))
         return {"result": jsonable(result.to_dict())}
     if op == "facts":

@@ -1,0 +1,139 @@
+"""Structured environment facts, in the spirit of torch's collect_env but bounded and honest.
+
+Every probe has a timeout and no shell; an absent value says why; secrets in env vars are redacted.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import resource
+import sys
+from typing import Any
+
+from envcheck.checks.gpu_inventory import gpu_inventory
+from envcheck.checks.probe import CommandRunner, absent, in_container, read_text, run_command
+
+SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "credential")
+ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "ENVCHECK_")
+
+
+def redact_env(environ: dict[str, str]) -> dict[str, str]:
+    """The GPU-relevant variables, with any whose name suggests a secret redacted."""
+    out: dict[str, str] = {}
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIXES):
+            continue
+        secret = any(w in name.lower() for w in SECRET_WORDS)
+        out[name] = "<redacted>" if secret else environ[name]
+    return out
+
+
+def os_facts() -> dict[str, Any]:
+    """OS, distribution, Python, CPUs, memory and whether we are in a container."""
+    release = read_text("/etc/os-release") or ""
+    pretty = next((line.split("=", 1)[1].strip('"') for line in release.splitlines()
+                   if line.startswith("PRETTY_NAME=")), None)
+    meminfo = read_text("/proc/meminfo") or ""
+    mem_kb = next((int(line.split()[1]) for line in meminfo.splitlines() if line.startswith("MemTotal:")), None)
+    return {
+        "system": f"{platform.system()} {platform.release()}",
+        "distribution": pretty or absent("/etc/os-release has no PRETTY_NAME"),
+        "python": sys.version.split()[0],
+        "python_executable": sys.executable,
+        "cpu_count": os.cpu_count() or absent("os.cpu_count() returned nothing"),
+        "memory_gib": round(mem_kb / 2**20, 1) if mem_kb else absent("/proc/meminfo not readable"),
+        "in_container": in_container(),
+    }
+
+
+def _package_version(name: str) -> str | dict[str, str]:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return absent(f"{name} is not installed")
+
+
+def _dotted(version: Any) -> str:
+    if isinstance(version, tuple):
+        return ".".join(str(v) for v in version)
+    if isinstance(version, int) and version > 1000:  # cuDNN style 90100 -> 9.1.0
+        major, rest = divmod(version, 10000) if version >= 90000 else divmod(version, 1000)
+        return f"{major}.{rest // 100}.{rest % 100}"
+    return str(version)
+
+
+def torch_facts() -> dict[str, Any]:
+    """torch and its CUDA, cuDNN and NCCL versions (compiled and loaded), arch list, companions."""
+    facts: dict[str, Any] = {"torchvision": _package_version("torchvision"),
+                             "torchaudio": _package_version("torchaudio")}
+    if importlib.util.find_spec("torch") is None:
+        return {"version": absent("torch is not installed"), **facts}
+    import torch
+
+    facts["version"] = torch.__version__
+    facts["cuda_compiled"] = torch.version.cuda or absent("CPU-only torch build (torch.version.cuda is None)")
+    facts["arch_list"] = torch.cuda.get_arch_list() if torch.version.cuda else absent("CPU-only build")
+    compiled = getattr(getattr(torch._C, "_cudnn", None), "getCompileVersion", None)
+    facts["cudnn_compiled"] = _dotted(compiled()) if callable(compiled) else absent(
+        "this torch build has no cuDNN")
+    try:
+        loaded = torch.backends.cudnn.version()
+        facts["cudnn_loaded"] = _dotted(loaded) if loaded else absent("libcudnn could not be loaded")
+    except Exception as exc:
+        facts["cudnn_loaded"] = absent(f"libcudnn could not be loaded: {exc}")
+    facts["nccl_required"] = _nccl_pin()
+    try:
+        facts["nccl_loaded"] = _dotted(torch.cuda.nccl.version()) if torch.version.cuda else absent(
+            "CPU-only build")
+    except Exception as exc:
+        facts["nccl_loaded"] = absent(f"libnccl could not be loaded: {exc}")
+    return facts
+
+
+def _nccl_pin() -> str | dict[str, str]:
+    """The NCCL version the torch wheel pins (what it was built and tested with)."""
+    try:
+        requires = importlib.metadata.requires("torch") or []
+    except importlib.metadata.PackageNotFoundError:
+        return absent("torch is not installed")
+    for req in requires:
+        if req.startswith("nvidia-nccl") and "==" in req:
+            return req.split("==", 1)[1].split(";")[0].strip()
+    return absent("the torch wheel pins no nvidia-nccl package")
+
+
+def shm_bytes() -> int | dict[str, str]:
+    """Size of /dev/shm in bytes."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError as exc:
+        return absent(f"/dev/shm not mounted: {exc.strerror}")
+    return st.f_blocks * st.f_frsize
+
+
+def ulimits() -> dict[str, Any]:
+    """Soft memlock, stack and nofile limits ('unlimited' or a number of bytes/files)."""
+    out: dict[str, Any] = {}
+    for name, res in (("memlock_bytes", resource.RLIMIT_MEMLOCK), ("stack_bytes", resource.RLIMIT_STACK),
+                      ("nofile", resource.RLIMIT_NOFILE)):
+        soft, _hard = resource.getrlimit(res)
+        out[name] = "unlimited" if soft == resource.RLIM_INFINITY else soft
+    return out
+
+
+def collect_facts(run: CommandRunner = run_command) -> dict[str, Any]:
+    """Every fact, grouped by section."""
+    env = dict(os.environ)
+    return {
+        "platform": os_facts(),
+        "torch": torch_facts(),
+        "gpu": gpu_inventory(run),
+        "env": redact_env(env),
+        "cuda_visible_devices": env["CUDA_VISIBLE_DEVICES"] if "CUDA_VISIBLE_DEVICES" in env else absent(
+            "not set (all GPUs visible)"),
+        "shm_bytes": shm_bytes(),
+        "ulimits": ulimits(),
+    }

@@ -1,0 +1,85 @@
+"""What `run`, `list` and `facts` do once their arguments are parsed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from envcheck.checks import registry
+from envcheck.core.check import Context, Level
+from envcheck.core.runner import Runner, RunReport, parse_names, select
+from envcheck.report.json_report import render_json
+from envcheck.report.junit import render_junit
+from envcheck.report.summary import exit_code
+from envcheck.report.table import print_facts, print_report
+
+
+def context_from_args(args: argparse.Namespace) -> Context:
+    """Build the run context from parsed `run` arguments."""
+    return Context(
+        level=Level(args.level),
+        allow_cpu=args.allow_cpu,
+        expect_gpus=args.expect_gpus,
+        options={
+            "cpu_ranks": args.cpu_ranks,
+            "min_busbw_gbps": args.min_busbw,
+            "strict_perf": args.strict_perf,
+            "memory_fraction": args.memory_fraction,
+        },
+    )
+
+
+def write_output(path: str, text: str) -> None:
+    """Write a report to a path, or to stdout for '-'."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the selected checks and render every requested report."""
+    ctx = context_from_args(args)
+    specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
+    # With --json -, stdout carries the JSON alone; the table goes to stderr.
+    console = Console(stderr=args.json == "-", highlight=False, width=None if sys.stdout.isatty() else 140)
+    with Runner(ctx, total_timeout_s=args.timeout) as runner:
+        runner.prestart(specs)
+        results = runner.run(specs)
+        facts = runner.facts()
+    report = RunReport(results=results, facts=facts, context=ctx)
+    print_report(report, console)
+    if args.json:
+        write_output(args.json, render_json(report))
+    if args.junit:
+        write_output(args.junit, render_junit(report))
+    return exit_code(results)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print every check with its level, needs and timeout."""
+    table = Table(title="envcheck checks")
+    for col in ("check", "level", "needs", "timeout", "what it proves"):
+        table.add_column(col)
+    for spec in registry().values():
+        table.add_row(spec.name, spec.level.value, spec.needs.describe(), f"{spec.timeout_s:g}s",
+                      spec.description)
+    Console(highlight=False, width=160).print(table)
+    return 0
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    """Collect and print (or write) the environment facts."""
+    with Runner(Context(), total_timeout_s=args.timeout) as runner:
+        facts = runner.facts()
+    if args.json:
+        write_output(args.json, json.dumps(facts, indent=2, default=str) + "\n")
+    if args.json != "-":
+        print_facts(facts)
+    return 0

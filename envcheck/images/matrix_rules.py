@@ -1,0 +1,132 @@
+"""Field rules for one matrix row: each returns a problem sentence, or None when the value is fine."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+TARGETS = ("runtime", "devel", "jupyter", "ssh")
+PYPI_INDEX_URLS = ("https://pypi.org/simple", "https://pypi.org/simple/")
+
+# CUDA of PyPI's default Linux x86_64 torch wheels, read from their metadata
+# (nvidia-cuda-runtime-cu12==12.8.90 for 2.8-2.10; cuda-toolkit==13.0.x for 2.11-2.14, 13.2.2 for 2.15).
+PYPI_CUDA: dict[tuple[int, int], str] = {
+    (2, 8): "12.8", (2, 9): "12.8", (2, 10): "12.8",
+    (2, 11): "13.0", (2, 12): "13.0", (2, 13): "13.0", (2, 14): "13.0", (2, 15): "13.2",
+}
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+_CUDA = re.compile(r"^(\d+)\.(\d+)$")
+_ROW_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
+_PYTHON = re.compile(r"^3\.\d{1,2}$")
+_IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
+_INDEX_CUDA = re.compile(r"/cu(\d{3})/?$")
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """`2.9.1` -> (2, 9, 1); callers validate the format first."""
+    return tuple(int(p) for p in text.split("."))
+
+
+def check_row_id(value: Any) -> str | None:
+    """Row ids become part of CI job names: lowercase letters, digits, dots and dashes."""
+    if not isinstance(value, str) or not _ROW_ID.match(value):
+        return f"{value!r} is not a row id (lowercase letters, digits, '.', '-'; e.g. '2.9-cu128')"
+    return None
+
+
+def check_torch(value: Any) -> str | None:
+    """torch must be an exact 2.x.y release."""
+    if not isinstance(value, str) or not _VERSION.match(value):
+        return f"{value!r} is not an exact version like '2.9.1'"
+    if version_tuple(value)[0] != 2:
+        return f"{value!r}: only torch 2.x is supported"
+    return None
+
+
+def check_torchvision(value: Any, torch: str) -> str | None:
+    """torchvision 0.(m+15).x is the release built against torch 2.m."""
+    if not isinstance(value, str) or not _VERSION.match(value):
+        return f"{value!r} is not an exact version like '0.24.1'"
+    minor = version_tuple(torch)[1]
+    major_tv, minor_tv, _ = version_tuple(value)
+    if (major_tv, minor_tv) != (0, minor + 15):
+        return f"{value!r} does not match torch 2.{minor}.x (expected 0.{minor + 15}.x)"
+    return None
+
+
+def check_torchaudio(value: Any, torch: str) -> str | None:
+    """torchaudio is optional ('' where no release exists); else it shares torch's major.minor."""
+    if value == "":
+        return None
+    if not isinstance(value, str) or not _VERSION.match(value):
+        return f"{value!r} is not an exact version like '2.9.1' (or '' when no release exists)"
+    major, minor = version_tuple(torch)[:2]
+    if version_tuple(value)[:2] != (major, minor):
+        return f"{value!r} does not match torch {major}.{minor}.x (expected {major}.{minor}.x)"
+    return None
+
+
+def check_cuda(value: Any) -> str | None:
+    """CUDA flavour as major.minor, 11.x to 13.x."""
+    if not isinstance(value, str) or not _CUDA.match(value):
+        return f"{value!r} is not a CUDA version like '12.8'"
+    if not 11 <= version_tuple(value)[0] <= 13:
+        return f"{value!r}: CUDA major must be 11, 12 or 13"
+    return None
+
+
+def check_index_url(value: Any, torch: str, cuda: str) -> str | None:
+    """The index must serve the row's CUDA flavour: PyPI's default, or a `.../cuXYZ` index."""
+    if not isinstance(value, str) or not value.startswith("https://"):
+        return f"{value!r} is not an https:// wheel index URL"
+    if value in PYPI_INDEX_URLS:
+        key = version_tuple(torch)[:2]
+        pypi_cuda = PYPI_CUDA.get((key[0], key[1]))
+        if pypi_cuda is None:
+            return f"no record of which CUDA PyPI's torch {torch} wheels use; add it to PYPI_CUDA"
+        if pypi_cuda != cuda:
+            tag = "cu" + cuda.replace(".", "")
+            return (f"PyPI's torch {torch} wheels are CUDA {pypi_cuda}, not {cuda} "
+                    f"(use https://download.pytorch.org/whl/{tag})")
+        return None
+    match = _INDEX_CUDA.search(value)
+    if match is None:
+        return f"{value!r} is neither PyPI ({PYPI_INDEX_URLS[0]}) nor an index ending in /cuXYZ"
+    expected = "cu" + cuda.replace(".", "")
+    if "cu" + match.group(1) != expected:
+        return f"{value!r} serves cu{match.group(1)}, but the row says cuda {cuda!r} (expected .../{expected})"
+    return None
+
+
+def check_python(value: Any) -> str | None:
+    """Python as major.minor; the base image must ship that python3."""
+    if not isinstance(value, str) or not _PYTHON.match(value):
+        return f"{value!r} is not a Python version like '3.11'"
+    return None
+
+
+def check_base_image(value: Any) -> str | None:
+    """An apt-based image reference (name[:tag][@digest])."""
+    if not isinstance(value, str) or not _IMAGE_REF.match(value):
+        return f"{value!r} is not an image reference like 'debian:bookworm-slim'"
+    return None
+
+
+def check_targets(value: Any) -> str | None:
+    """A non-empty list of known Dockerfile targets, without repeats."""
+    if not isinstance(value, list) or not value or not all(isinstance(t, str) for t in value):
+        return f"{value!r} is not a non-empty list of targets from {list(TARGETS)}"
+    unknown = [t for t in value if t not in TARGETS]
+    if unknown:
+        return f"unknown target(s) {unknown}; known: {list(TARGETS)}"
+    if len(set(value)) != len(value):
+        return f"{value!r} repeats a target"
+    return None
+
+
+def check_latest(value: Any) -> str | None:
+    """`latest` is a boolean."""
+    if not isinstance(value, bool):
+        return f"{value!r} is not true or false"
+    return None

@@ -1,0 +1,19 @@
+"""Counting results and mapping them to the run's exit code."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from envcheck.core.result import Result, Status
+
+
+def exit_code(results: Iterable[Result]) -> int:
+    """0 when nothing failed or errored, else 1."""
+    return 1 if any(r.status.is_bad for r in results) else 0
+
+
+def counts(results: Iterable[Result]) -> dict[str, int]:
+    """How many results of each status, in a fixed order."""
+    seen = Counter(r.status for r in results)
+    return {s.value: seen.get(s, 0) for s in Status}

@@ -1,0 +1,115 @@
+"""The version matrix: the committed file loads, tags follow the contract, bad rows give one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envcheck.errors import UsageError
+from envcheck.images.matrix import default_matrix_path, github_matrix, load_matrix
+from tests.helpers import ROOT
+
+GOOD_ROW = """
+[[rows]]
+id = "2.9-cu128"
+torch = "2.9.1"
+torchvision = "0.24.1"
+torchaudio = "2.9.1"
+cuda = "12.8"
+index_url = "https://pypi.org/simple"
+"""
+HEADER = 'schema_version = 1\n[defaults]\npython = "3.11"\nbase_image = "debian:bookworm-slim"\n' \
+         'targets = ["runtime", "devel"]\n'
+
+
+def write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "matrix.toml"
+    path.write_text(body)
+    return path
+
+
+def error_of(tmp_path: Path, body: str) -> str:
+    with pytest.raises(UsageError) as info:
+        load_matrix(write(tmp_path, body))
+    message = info.value.message
+    assert "\n" not in message
+    return message
+
+
+def test_committed_matrix_loads_and_covers_required_versions() -> None:
+    matrix = load_matrix(ROOT / "docker" / "matrix.toml")
+    minors = {row.torch_minor for row in matrix.rows}
+    assert {"2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14"} <= minors
+    assert {row.cuda.split(".")[0] for row in matrix.rows} == {"12", "13"}
+    assert sum(row.latest for row in matrix.rows) == 1
+    assert any(row.index_url == "https://pypi.org/simple" for row in matrix.rows)
+    assert default_matrix_path().resolve() == (ROOT / "docker" / "matrix.toml").resolve()
+
+
+def test_tags_full_then_aliases(tmp_path: Path) -> None:
+    second = GOOD_ROW.replace('"2.9-cu128"', '"2.9-cu130"').replace('"12.8"', '"13.0"').replace(
+        "https://pypi.org/simple", "https://download.pytorch.org/whl/cu130") + "latest = true\n"
+    matrix = load_matrix(write(tmp_path, HEADER + GOOD_ROW + second))
+    old, new = matrix.rows
+    assert old.tags("runtime") == ["2.9.1-cuda12.8-runtime", "2.9-cuda12.8-runtime"]
+    assert new.tags("devel") == ["2.9.1-cuda13.0-devel", "2.9-cuda13.0-devel", "2.9-devel", "latest-devel"]
+    assert old.build_args("runtime")["TORCH_INDEX_URL"] == "https://pypi.org/simple"
+    with pytest.raises(UsageError, match="no target 'ssh'"):
+        old.tags("ssh")
+
+
+def test_github_matrix_has_one_entry_per_row_and_target() -> None:
+    matrix = load_matrix(ROOT / "docker" / "matrix.toml")
+    include = github_matrix(matrix)["include"]
+    assert len(include) == sum(len(r.targets) for r in matrix.rows)
+    assert {(e["row"], e["target"]) for e in include} == {(r.id, t) for r in matrix.rows for t in r.targets}
+    entry = next(e for e in include if e["row"] == "2.8-cu128" and e["target"] == "runtime")
+    assert entry["tags"].split(",")[0] == "2.8.0-cuda12.8-runtime"
+    assert "TORCH_VERSION=2.8.0" in entry["build_args"].splitlines()
+    assert entry["platforms"] == "linux/amd64"
+    json.dumps(include)
+
+
+@pytest.mark.parametrize(("change", "field", "finding"), [
+    (('"0.24.1"', '"0.23.0"'), "torchvision", "does not match torch 2.9.x (expected 0.24.x)"),
+    (('torchaudio = "2.9.1"', 'torchaudio = "2.8.0"'), "torchaudio", "expected 2.9.x"),
+    (('"12.8"', '"13.0"'), "index_url", "PyPI's torch 2.9.1 wheels are CUDA 12.8"),
+    (('"12.8"', '"12"'), "cuda", "not a CUDA version"),
+    (('torch = "2.9.1"', 'torch = "2.9"'), "torch", "not an exact version"),
+    (("https://pypi.org/simple", "https://download.pytorch.org/whl/cu126"), "index_url", "serves cu126"),
+    (("https://pypi.org/simple", "http://example.com/simple"), "index_url", "not an https://"),
+    (('id = "2.9-cu128"', 'id = "Bad Id"'), "id", "not a row id"),
+    (('cuda = "12.8"', 'cuda = "12.8"\ncolour = "blue"'), "colour", "unknown field"),
+    (('cuda = "12.8"\n', ""), "cuda", "missing"),
+    (('cuda = "12.8"', 'cuda = "12.8"\ntargets = ["runtime", "gui"]'), "targets", "unknown target"),
+    (('cuda = "12.8"', 'cuda = "12.8"\npython = "python3"'), "python", "not a Python version"),
+    (('cuda = "12.8"', 'cuda = "12.8"\nlatest = "yes"'), "latest", "not true or false"),
+])
+def test_malformed_row_names_file_row_and_field(tmp_path: Path, change: tuple[str, str], field: str,
+                                                finding: str) -> None:
+    message = error_of(tmp_path, HEADER + GOOD_ROW.replace(*change))
+    assert message.startswith(f"{tmp_path / 'matrix.toml'}: row 1 (")
+    assert f"field '{field}'" in message
+    assert finding in message
+
+
+def test_cross_row_errors(tmp_path: Path) -> None:
+    assert "field 'id': duplicate of row 1" in error_of(tmp_path, HEADER + GOOD_ROW + GOOD_ROW)
+    clash = GOOD_ROW.replace('"2.9-cu128"', '"other"')
+    assert "tags would collide" in error_of(tmp_path, HEADER + GOOD_ROW + clash)
+    two_latest = GOOD_ROW + "latest = true\n"
+    other = two_latest.replace('"2.9-cu128"', '"2.8-cu128"').replace('"2.9.1"', '"2.8.0"').replace(
+        '"0.24.1"', '"0.23.0"')
+    message = error_of(tmp_path, HEADER + two_latest + other)
+    assert "row 2 (2.8-cu128): field 'latest': row 1 is already latest" in message
+
+
+def test_file_level_errors(tmp_path: Path) -> None:
+    assert "field 'schema_version': None is not 1" in error_of(tmp_path, "")
+    with pytest.raises(UsageError, match="matrix file not found; pass --matrix"):
+        load_matrix(tmp_path / "absent.toml")
+    assert "not valid TOML" in error_of(tmp_path, "rows = [")
+    assert "field 'schema_version': 2 is not 1" in error_of(tmp_path, HEADER.replace("= 1", "= 2") + GOOD_ROW)
+    assert "needs at least one [[rows]]" in error_of(tmp_path, HEADER)
