@@ -61,6 +61,7 @@ def test_gpu_reservation_and_its_cpu_reset() -> None:
         devices = gpu["services"][name]["deploy"]["resources"]["reservations"]["devices"]
         assert devices == [{"driver": "nvidia", "count": -1, "capabilities": ["gpu"]}]
         assert "devices" not in cpu["services"][name]["deploy"]["resources"]["reservations"]
+        assert "memlock" not in cpu["services"][name]["ulimits"]  # pinned memory is for GPUs only
     assert gpu["services"]["verify"]["command"] == ["make", "verify"]
     assert cpu["services"]["verify"]["command"] == ["make", "verify", "ALLOW_CPU=1"]
 
