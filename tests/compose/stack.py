@@ -120,8 +120,20 @@ class Project:
         return int(out.rsplit(":", 1)[1])
 
     def down(self) -> None:
-        """Remove containers, networks and volumes of this project (always called)."""
-        self.compose("down", "-v", "--remove-orphans", "--timeout", "5", timeout=120, check=False)
+        """Remove containers, networks and volumes of this project (always called).
+
+        `--profile *` matters: without it, down skips the containers of services that have a profile.
+        """
+        self.compose("--profile", "*", "down", "-v", "--remove-orphans", "--timeout", "5", timeout=120,
+                     check=False)
+
+    def leftovers(self) -> list[str]:
+        """Containers, volumes and networks still labelled with this project (empty after down)."""
+        label = f"label=com.docker.compose.project={self.name}"
+        found = []
+        for kind in ("container ls -a", "volume ls", "network ls"):
+            found += docker(*kind.split(), "-q", "--filter", label, timeout=30).stdout.split()
+        return found
 
 
 @contextlib.contextmanager

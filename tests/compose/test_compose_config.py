@@ -97,3 +97,4 @@ def test_devcontainer_uses_devel_with_optional_gpu() -> None:
     assert config["hostRequirements"]["gpu"] == "optional"
     assert config["remoteUser"] == "dev" and config["workspaceFolder"] == "/workspace"
     assert "devel" in (config.get("image") or config["build"]["target"])
+

@@ -114,3 +114,11 @@ def docker_torch_version(images: DevImages) -> str:
     done = docker("run", "--rm", "--entrypoint", "python", images.ref("runtime"), "-c",
                   "import torch; print(torch.__version__)", timeout=120)
     return done.stdout.strip()
+
+
+def test_teardown_leaves_nothing_even_when_the_test_fails(dev_images: DevImages, tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="boom"), _up(dev_images, tmp_path, JUPYTER_TOKEN="x" * 32) as proj:
+        proj.up("jupyter")
+        assert len(proj.leftovers()) == 3  # container, cache volume, network
+        raise RuntimeError("boom")
+    assert proj.leftovers() == []
