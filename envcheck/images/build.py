@@ -1,0 +1,98 @@
+"""`docker build` and `pip download` command lines for a matrix row (BuildKit secrets need the CLI, not the SDK)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from envcheck.errors import FatalError
+from envcheck.images.matrix import Row
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO_ROOT / "docker" / "Dockerfile"
+WHEELHOUSE = REPO_ROOT / ".wheelhouse"
+DEFAULT_REPO = "envcheck"
+BUILD_TIMEOUT_S = 3600.0
+
+
+def docker_binary() -> str:
+    """ENVCHECK_DOCKER, else `docker` on PATH (it must support `--secret` with DOCKER_BUILDKIT=1)."""
+    found = os.environ.get("ENVCHECK_DOCKER") or shutil.which("docker")
+    if not found:
+        raise FatalError("no docker CLI found; install docker.io or set ENVCHECK_DOCKER=/path/to/docker", 2)
+    return found
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """One image to build: a row, a target, and how to reach the wheels."""
+
+    row: Row
+    target: str
+    repo: str = DEFAULT_REPO
+    base_image: str | None = None
+    offline: bool = False
+    ca_bundle: Path | None = None
+    network: str | None = None
+    installer: str = "pip"
+    vcs_ref: str = "unknown"
+
+    def refs(self) -> list[str]:
+        """Every name the image gets: repo:full-tag first, then the aliases."""
+        return [f"{self.repo}:{tag}" for tag in self.row.tags(self.target)]
+
+
+def build_command(req: BuildRequest, docker: str | None = None) -> list[str]:
+    """The `docker build` argument list (run with DOCKER_BUILDKIT=1)."""
+    args = dict(req.row.build_args(req.target))
+    if req.base_image:
+        args["BASE_IMAGE"] = req.base_image
+    args["OFFLINE"] = "1" if req.offline else "0"
+    args["INSTALLER"] = req.installer
+    args["VCS_REF"] = req.vcs_ref
+    args["BUILD_DATE"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cmd = [docker or docker_binary(), "build", "-f", str(DOCKERFILE), "--target", req.target]
+    for key, value in args.items():
+        cmd += ["--build-arg", f"{key}={value}"]
+    if req.ca_bundle is not None:
+        if not req.ca_bundle.is_file():
+            raise FatalError(f"CA bundle {req.ca_bundle} does not exist; pass an existing PEM file", 2)
+        cmd += ["--secret", f"id=ca,src={req.ca_bundle}"]
+    if req.network:
+        cmd += ["--network", req.network]
+    for ref in req.refs():
+        cmd += ["-t", ref]
+    return [*cmd, str(REPO_ROOT)]
+
+
+def run_build(req: BuildRequest, timeout_s: float = BUILD_TIMEOUT_S) -> str:
+    """Build the image (output streams through); returns its first ref. One-line error on failure."""
+    WHEELHOUSE.mkdir(exist_ok=True)
+    env = {**os.environ, "DOCKER_BUILDKIT": "1"}
+    try:
+        done = subprocess.run(build_command(req), env=env, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise FatalError(f"docker build of {req.refs()[0]} took over {timeout_s:g}s and was stopped", 1) from None
+    if done.returncode != 0:
+        raise FatalError(f"docker build of {req.refs()[0]} failed (exit {done.returncode}); see the output above",
+                         1)
+    return req.refs()[0]
+
+
+def wheelhouse_command(row: Row, dest: Path, extra: list[str]) -> list[str]:
+    """`pip download` of the row's wheels (for the image's Python and x86_64 glibc) into `dest`."""
+    platforms = [f"manylinux_2_{n}_x86_64" for n in range(39, 4, -1)]
+    platforms += ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
+    pins = [f"torch=={row.torch}", f"torchvision=={row.torchvision}"]
+    if row.torchaudio:
+        pins.append(f"torchaudio=={row.torchaudio}")
+    cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--python-version", row.python,
+           "--implementation", "cp", "--index-url", row.index_url, "-d", str(dest)]
+    for platform in platforms:
+        cmd += ["--platform", platform]
+    return [*cmd, *pins, *extra, "setuptools>=68", "wheel", "uv", "ninja"]

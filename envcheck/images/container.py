@@ -1,0 +1,115 @@
+"""Run `envcheck run --json -` inside one image: detached, bounded by a timeout, always removed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from envcheck.core.runner import RunReport
+from envcheck.errors import FatalError
+from envcheck.images.engine import docker_sdk, explain_start_error, require_image
+from envcheck.report.json_report import parse_report
+
+RECOMMENDED_SHM = "8g"
+STACK_BYTES = 64 * 2**20
+RUNNER_LABEL = "io.envcheck.runner"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How the runner starts each container."""
+
+    allow_cpu: bool = False
+    timeout_s: float = 900.0
+    ipc_host: bool = False
+    shm_size: str = RECOMMENDED_SHM
+    envcheck_args: Sequence[str] = ()
+    command: Sequence[str] | None = None  # override the in-container command (tests: a sleeper)
+
+
+@dataclass
+class ImageRun:
+    """What one image produced: a parsed report, or an error saying why there is none."""
+
+    image: str
+    report: RunReport | None = None
+    error: str | None = None
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    stderr: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def envcheck_command(options: RunOptions) -> list[str]:
+    """The command run in the container; its own --timeout ends the checks before ours kills it."""
+    if options.command is not None:
+        return list(options.command)
+    inner = max(1.0, min(options.timeout_s - 15.0, options.timeout_s * 0.9))
+    cmd = ["envcheck", "run", "--json", "-", "--timeout", f"{inner:g}", *options.envcheck_args]
+    if options.allow_cpu and "--allow-cpu" not in cmd:
+        cmd.append("--allow-cpu")
+    return cmd
+
+
+def host_config(options: RunOptions) -> dict[str, Any]:
+    """GPU request, shared memory and ulimits a PyTorch job needs."""
+    docker = docker_sdk()
+    config: dict[str, Any] = {
+        "ulimits": [docker.types.Ulimit(name="memlock", soft=-1, hard=-1),
+                    docker.types.Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)],
+    }
+    if options.ipc_host:
+        config["ipc_mode"] = "host"
+    else:
+        config["shm_size"] = options.shm_size
+    if not options.allow_cpu:
+        config["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return config
+
+
+def run_in_image(client: Any, image: str, options: RunOptions) -> ImageRun:
+    """Start the container, wait at most `timeout_s`, parse its JSON; the container is always removed."""
+    require_image(client, image)
+    docker = docker_sdk()
+    start = time.monotonic()
+    container = client.containers.create(image, command=envcheck_command(options), detach=True,
+                                         labels={RUNNER_LABEL: "1"}, **host_config(options))
+    try:
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            raise explain_start_error(image, exc) from None
+        try:
+            status = container.wait(timeout=options.timeout_s)
+        except Exception as exc:  # requests' ReadTimeout/ConnectionError: the SDK has no other deadline
+            if not _is_timeout(exc):
+                raise
+            container.kill()
+            return ImageRun(image, error=f"container exceeded its timeout of {options.timeout_s:g}s and was "
+                            "killed; raise --timeout or narrow the run with --only",
+                            duration_s=time.monotonic() - start,
+                            stderr=_logs(container, stdout=False))
+        out = _logs(container, stdout=True)
+        err = _logs(container, stdout=False)
+        run = ImageRun(image, exit_code=int(status.get("StatusCode", -1)), stderr=err,
+                       duration_s=time.monotonic() - start)
+        try:
+            run.report = parse_report(out)
+        except FatalError as exc:
+            tail = (err.strip().splitlines() or ["no output"])[-1]
+            run.error = f"no envcheck report from the container (exit {run.exit_code}): {exc.message}; {tail}"
+        return run
+    finally:
+        container.remove(force=True)
+
+
+def _is_timeout(exc: Exception) -> bool:
+    name = type(exc).__name__
+    return "Timeout" in name or "timed out" in str(exc) or name == "ConnectionError"
+
+
+def _logs(container: Any, *, stdout: bool) -> str:
+    data: bytes = container.logs(stdout=stdout, stderr=not stdout)
+    return data.decode("utf-8", errors="replace")

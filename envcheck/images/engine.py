@@ -1,0 +1,51 @@
+"""The Docker SDK, imported lazily, and the engine errors translated into one-line fixes."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from envcheck.errors import FatalError
+
+GPU_DRIVER_MISSING = 'could not select device driver ""'
+GPU_FIX = ("the Docker engine has no NVIDIA runtime: install nvidia-container-toolkit and run "
+           "`nvidia-ctk runtime configure --runtime=docker && systemctl restart docker`, or pass --allow-cpu")
+
+
+def docker_sdk() -> Any:
+    """The `docker` package; a one-line error when it is not installed."""
+    try:
+        return importlib.import_module("docker")
+    except ImportError:
+        raise FatalError("the Docker SDK is not installed; run `pip install 'envcheck[docker]'`", 2) from None
+
+
+def connect(timeout_s: float = 30.0) -> Any:
+    """A client for the local engine (DOCKER_HOST honoured); one-line error when none answers."""
+    docker = docker_sdk()
+    try:
+        client = docker.from_env(timeout=int(timeout_s))
+        client.ping()
+    except Exception as exc:
+        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise FatalError(f"no Docker daemon answers ({why}); start it (`sudo systemctl start docker` or "
+                         "`dockerd &`) or set DOCKER_HOST", 2) from None
+    return client
+
+
+def require_image(client: Any, image: str) -> Any:
+    """The local image object; one-line error (never a pull attempt) when it is absent."""
+    docker = docker_sdk()
+    try:
+        return client.images.get(image)
+    except docker.errors.ImageNotFound:
+        raise FatalError(f"image {image} not found locally; build it (`make image ROW=<row> TARGET=<target>`, "
+                         f"see `envcheck matrix list`) or `docker pull {image}`", 2) from None
+
+
+def explain_start_error(image: str, exc: Exception) -> FatalError:
+    """Turn a container start failure into the fix a user needs."""
+    text = str(getattr(exc, "explanation", None) or exc)
+    if GPU_DRIVER_MISSING in text or "capabilities: [[gpu]]" in text:
+        return FatalError(f"{image}: cannot give the container a GPU ({text.strip()}); fix: {GPU_FIX}", 2)
+    return FatalError(f"{image}: the container did not start: {text.strip().splitlines()[0]}", 2)
