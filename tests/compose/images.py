@@ -1,7 +1,7 @@
 """Build (or find) the images compose.yaml runs: `<repo>:<tag>-runtime`, `-jupyter`, `-ssh`.
 
 The build uses docker/Dockerfile with the build args of one matrix row (ENVCHECK_TEST_ROW, default: the
-row marked latest) exactly as `make image` does, so the torch layers are shared with the runtime image
+Makefile's ROW) exactly as `make image` does (envcheck.images.build.build_command), so the torch layers are shared with the runtime image
 through the BuildKit cache and the dev targets add only their own layers.
 """
 
@@ -13,11 +13,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from envcheck.images.build import WHEELHOUSE, BuildRequest, build_command
 from envcheck.images.matrix import default_matrix_path, load_matrix
 from tests.compose.stack import DOCKER, ROOT, docker
 
 TARGETS = ("runtime", "jupyter", "ssh")
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+DEFAULT_ROW = "2.11-cu130"  # the Makefile's default ROW
 
 
 @dataclass(frozen=True)
@@ -45,35 +47,31 @@ def existing_dev_images(repo: str, tag: str) -> DevImages:
     return images
 
 
-def build_args(target: str) -> dict[str, str]:
-    """Build args of the test row; BASE_IMAGE may be overridden (ENVCHECK_BASE_IMAGE, local base here)."""
+def build_request(target: str) -> BuildRequest:
+    """What `make image ROW=<row> TARGET=<target>` builds, with this machine's base image and wheelhouse."""
     matrix = load_matrix(default_matrix_path())
-    row_id = os.environ.get("ENVCHECK_TEST_ROW")
-    row = matrix.row(row_id) if row_id else next(r for r in matrix.rows if r.latest)
-    args = row.build_args(target)
+    row_id = os.environ.get("ENVCHECK_TEST_ROW", DEFAULT_ROW)
     base = os.environ.get("ENVCHECK_BASE_IMAGE")
     if base is None and docker("image", "inspect", "local/debian:bookworm", timeout=30).returncode == 0:
         base = "local/debian:bookworm"  # no registry is reachable on the build machine
-    if base:
-        args["BASE_IMAGE"] = base
-    return args
+    row = matrix.row(row_id)
+    offline = any(WHEELHOUSE.glob(f"torch-{row.torch}-*.whl"))  # as CI does after `make wheelhouse`
+    return BuildRequest(row=row, target=target, base_image=base, offline=offline,
+                        ca_bundle=CA_BUNDLE if CA_BUNDLE.is_file() else None)
 
 
-def build_dev_images(repo: str = "envcheck-test", timeout_s: float = 3000) -> DevImages:
+def build_dev_images(timeout_s: float = 3000) -> DevImages:
     """Build the three targets (the first build of the torch layers takes minutes; later ones are cached)."""
-    row_tag = build_args("runtime")["TORCH_VERSION"]
-    images = DevImages(repo, f"{row_tag}-test")
-    (ROOT / ".wheelhouse").mkdir(exist_ok=True)  # the Dockerfile bind-mounts it as a find-links dir
+    refs = {}
     for target in TARGETS:
-        cmd = [DOCKER, "build", "-f", "docker/Dockerfile", "--target", target, "-t", images.ref(target)]
-        for key, value in build_args(target).items():
-            cmd += ["--build-arg", f"{key}={value}"]
-        if CA_BUNDLE.exists():
-            cmd += ["--secret", f"id=ca,src={CA_BUNDLE}"]
+        req = build_request(target)
         started = time.monotonic()
-        done = subprocess.run([*cmd, "."], cwd=ROOT, capture_output=True, text=True,  # noqa: S603
+        WHEELHOUSE.mkdir(exist_ok=True)
+        done = subprocess.run(build_command(req, docker=DOCKER), cwd=ROOT, capture_output=True, text=True,  # noqa: S603
                               timeout=timeout_s, env={**os.environ, "DOCKER_BUILDKIT": "1"})
         if done.returncode != 0:
             raise RuntimeError(f"docker build --target {target} failed:\n{done.stderr[-6000:]}")
-        print(f"built {images.ref(target)} in {time.monotonic() - started:.0f}s")
-    return images
+        refs[target] = req.refs()[0]
+        print(f"built {refs[target]} in {time.monotonic() - started:.0f}s")
+    repo, _, tag = refs["runtime"].rpartition(":")
+    return DevImages(repo, tag.removesuffix("-runtime"))
