@@ -1,15 +1,63 @@
-# Placeholder header until the lead's Makefile lands on main (the lead owns everything outside the
-# "--- images ---" section; keep theirs when merging).
-SHELL := /bin/bash
-PYTHON ?= $(if $(wildcard /work/venv/bin/python),/work/venv/bin/python,python3)
-ENVCHECK ?= $(if $(ENVCHECK_IMAGE),envcheck,PYTHONPATH=$(CURDIR) $(PYTHON) -m envcheck)
+# envcheck: images and a verifier for PyTorch + CUDA environments.  `make help` lists the targets.
+SHELL := bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
 
-.PHONY: help verify
-help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+# Where `make verify` gets its envcheck: inside our images (ENVCHECK_IMAGE=1) the image's own install;
+# on a host, a venv with PyPI's torch + torchvision (CUDA builds, ~3 GB; they also run on CPU).
+VENV ?= .venv
+VERIFY_TORCH ?= torch torchvision
+# The test venv: torch 2.13.0 (a CPU build where the machine has one, as here; the tests need no GPU).
+TEST_VENV ?= .venv-test
+TEST_TORCH ?= torch==2.13.0
+PYTEST_ARGS ?=
 
-verify: ## run the checks here (inside an image: ENVCHECK_IMAGE=1, no GPU is an error unless ALLOW_CPU=1)
-	$(ENVCHECK) run $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL))
+ifdef ENVCHECK_IMAGE
+ENVCHECK := envcheck
+VERIFY_DEPS :=
+else
+ENVCHECK := $(VENV)/bin/envcheck
+VERIFY_DEPS := $(VENV)/.installed
+endif
+# Host-side tools (matrix, image build/verify) run from the light test venv: no 3 GB torch needed there.
+TOOL ?= $(if $(ENVCHECK_IMAGE),envcheck,$(TEST_VENV)/bin/python -m envcheck)
+VERIFY_FLAGS := $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $(VERIFY_ARGS)
+
+.PHONY: help verify test lint typecheck venv test-venv clean
+
+help: ## Show this help
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[docker,nvml]' $(VERIFY_TORCH)
+	touch $@
+
+$(TEST_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(TEST_VENV)
+	$(TEST_VENV)/bin/pip install -q --upgrade pip
+	$(TEST_VENV)/bin/pip install -q -e '.[test,docker,nvml,bench]' $(TEST_TORCH)
+	touch $@
+
+venv: $(VENV)/.installed ## Create the host venv used by `make verify`
+
+test-venv: $(TEST_VENV)/.installed ## Create the venv used by `make test`
+
+verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? make verify ALLOW_CPU=1
+	$(ENVCHECK) run $(VERIFY_FLAGS)
+
+test: $(TEST_VENV)/.installed lint typecheck ## Lint, type-check and run the whole test suite
+	$(TEST_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: $(TEST_VENV)/.installed ## ruff
+	$(TEST_VENV)/bin/ruff check .
+
+typecheck: $(TEST_VENV)/.installed ## mypy --strict on the package
+	$(TEST_VENV)/bin/mypy
+
+clean: ## Remove venvs and caches
+	rm -rf $(VENV) $(TEST_VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info
 
 # --- images ----------------------------------------------------------------------------------------
 # Build, verify and push the versioned PyTorch+CUDA images of docker/matrix.toml. Variables:
@@ -23,35 +71,35 @@ BASE_IMAGE ?=
 OFFLINE ?=
 CA_BUNDLE ?= $(wildcard /etc/ssl/certs/ca-certificates.crt)
 DOCKER ?= $(if $(wildcard /usr/bin/docker),/usr/bin/docker,docker)
-IMAGE ?= $(REPO):$(shell $(ENVCHECK) matrix github --row $(ROW) --target $(TARGET) 2>/dev/null \
+IMAGE ?= $(REPO):$(shell $(TOOL) matrix github --row $(ROW) --target $(TARGET) 2>/dev/null \
 	| $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["include"][0]["tags"].split(",")[0])' 2>/dev/null)
 BUILD_FLAGS = --repo $(REPO) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) $(if $(OFFLINE),--offline) \
 	$(if $(CA_BUNDLE),--ca-bundle $(CA_BUNDLE))
 IMAGES_ENV = ENVCHECK_DOCKER=$(DOCKER) DOCKER_BUILDKIT=1
 
 .PHONY: image images verify-image verify-images push base-image wheelhouse hadolint
-image: ## build one image: make image ROW=2.11-cu130 TARGET=runtime [BASE_IMAGE=local/debian:bookworm] [OFFLINE=1]
-	$(IMAGES_ENV) $(ENVCHECK) image build --row $(ROW) --target $(TARGET) $(BUILD_FLAGS)
+image: $(TEST_VENV)/.installed ## build one image: make image ROW=2.11-cu130 TARGET=runtime [BASE_IMAGE=local/debian:bookworm] [OFFLINE=1]
+	$(IMAGES_ENV) $(TOOL) image build --row $(ROW) --target $(TARGET) $(BUILD_FLAGS)
 
-images: ## build every row and target of docker/matrix.toml
-	$(IMAGES_ENV) $(ENVCHECK) image build --all $(BUILD_FLAGS)
+images: $(TEST_VENV)/.installed ## build every row and target of docker/matrix.toml
+	$(IMAGES_ENV) $(TOOL) image build --all $(BUILD_FLAGS)
 
-verify-image: ## run envcheck inside IMAGE through the Docker SDK (ALLOW_CPU=1 without a GPU)
-	$(ENVCHECK) image verify $(IMAGE) $(if $(ALLOW_CPU),--allow-cpu) $(if $(JSON),--json $(JSON)) \
+verify-image: $(TEST_VENV)/.installed ## run envcheck inside IMAGE through the Docker SDK (ALLOW_CPU=1 without a GPU)
+	$(TOOL) image verify $(IMAGE) $(if $(ALLOW_CPU),--allow-cpu) $(if $(JSON),--json $(JSON)) \
 		$(if $(JUNIT),--junit $(JUNIT))
 
-verify-images: ## run envcheck inside every built matrix image (ALLOW_CPU=1 without a GPU)
-	$(ENVCHECK) matrix verify --repo $(REPO) $(if $(ALLOW_CPU),--allow-cpu)
+verify-images: $(TEST_VENV)/.installed ## run envcheck inside every built matrix image (ALLOW_CPU=1 without a GPU)
+	$(TOOL) matrix verify --repo $(REPO) $(if $(ALLOW_CPU),--allow-cpu)
 
-push: ## tag ROW/TARGET for REGISTRY and push every tag: make push REGISTRY=ghcr.io/org/envcheck
+push: $(TEST_VENV)/.installed ## tag ROW/TARGET for REGISTRY and push every tag: make push REGISTRY=ghcr.io/org/envcheck
 	@test -n "$(REGISTRY)" || { echo "make push needs REGISTRY=host/org/name" >&2; exit 2; }
-	$(IMAGES_ENV) $(ENVCHECK) image push --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY)
+	$(IMAGES_ENV) $(TOOL) image push --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY)
 
 base-image: ## debootstrap local/debian:bookworm (for machines that cannot pull images)
 	DOCKER=$(DOCKER) docker/ci/make-base-image.sh
 
-wheelhouse: ## pip download ROW's wheels (runtime + devel) into .wheelhouse/ for OFFLINE=1 builds
-	$(ENVCHECK) image wheelhouse --row $(ROW)
+wheelhouse: $(TEST_VENV)/.installed ## pip download ROW's wheels (runtime + devel) into .wheelhouse/ for OFFLINE=1 builds
+	$(TOOL) image wheelhouse --row $(ROW)
 
 hadolint: ## lint docker/Dockerfile with the committed .hadolint.yaml
 	hadolint --config .hadolint.yaml docker/Dockerfile

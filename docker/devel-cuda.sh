@@ -1,7 +1,8 @@
 # Installs nvcc (+ headers) pinned to exactly torch.version.cuda, and ninja; assembles CUDA_HOME.
-# Run by the Dockerfile's devel stage after `source pip-source.sh` (PIP_SOURCE is set).
 # shellcheck shell=bash
 set -euo pipefail
+# shellcheck source=docker/pip-source.sh
+source /opt/envcheck-build/pip-source.sh
 req="$(python /opt/envcheck-build/nvcc.py)"
 pip install --no-cache-dir "${PIP_SOURCE[@]}" "$req" ninja
 

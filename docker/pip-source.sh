@@ -11,7 +11,7 @@ wheels=(/wheels/*.whl)
 shopt -u nullglob
 if [ "${OFFLINE:-0}" = 1 ]; then
     if [ "${#wheels[@]}" -eq 0 ]; then
-        echo "OFFLINE=1 but .wheelhouse/ holds no wheels; run: make wheelhouse ROW=<row id>" >&2
+        echo "OFFLINE=1 but the WHEELHOUSE_IMAGE holds no wheels; run: make wheelhouse ROW=<row id>" >&2
         exit 1
     fi
     PIP_SOURCE=(--no-index --find-links /wheels)

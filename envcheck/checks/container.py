@@ -14,6 +14,7 @@ MIN_SHM_BYTES = 1 << 30
 SHM_FIX = "docker run --ipc=host ... (or --shm-size=8g; in compose: ipc: host or shm_size: 8gb)"
 MEMLOCK_FIX = "docker run --ulimit memlock=-1 ... (compose: ulimits: memlock: -1)"
 BATCH_FLOATS = 1 << 20  # 4 MiB per batch: passes through /dev/shm between workers and the main process
+LOADER_TIMEOUT_S = 15  # healthy: 8 batches take ~0.1 s; a full /dev/shm stalls the workers instead
 
 
 def container_shm(ctx: Context) -> Result:
@@ -48,7 +49,7 @@ def dataloader_runs(ctx: Context) -> tuple[bool, str, dict[str, Any]]:
 
     pin = torch.cuda.is_available()
     method = "spawn" if torch.cuda.is_initialized() else "fork"
-    loader = DataLoader(_Batches(), batch_size=None, num_workers=2, pin_memory=pin, timeout=60,
+    loader = DataLoader(_Batches(), batch_size=None, num_workers=2, pin_memory=pin, timeout=LOADER_TIMEOUT_S,
                         multiprocessing_context=method)
     seen = []
     try:
@@ -68,6 +69,9 @@ def container_limits(ctx: Context) -> Result:
 
     ok, problem, measured = dataloader_runs(ctx)
     if not ok:
+        size = shm_bytes()
+        if isinstance(size, int) and size < MIN_SHM_BYTES:
+            problem += f" (/dev/shm is only {size / 2**20:.0f} MiB)"
         return failed(f"a DataLoader with 2 workers failed: {problem}", SHM_FIX, measured=measured,
                       expected={"batches": 8})
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 MAX_DETAILS = 20_000
+_EOF = b"\x00eof"  # sentinel: the child closed its reply pipe (it died)
 
 
 @dataclass(frozen=True)
@@ -72,17 +73,18 @@ class Worker:
         except (BrokenPipeError, OSError):
             return self._died(mark)
         line = self._read_line(time.monotonic() + timeout_s)
-        if line is None:
-            if self._proc.poll() is None:
-                self.kill()
-                return WorkerFailure(f"timed out after {timeout_s:g}s; its process group was killed",
-                                     self._output_since(mark))
+        if line is _EOF:
             return self._died(mark)
+        if line is None:
+            self.kill()
+            return WorkerFailure(f"timed out after {timeout_s:g}s; its process group was killed",
+                                 self._output_since(mark))
         reply: dict[str, Any] = json.loads(line)
         reply["output"] = self._output_since(mark)
         return reply
 
     def _read_line(self, deadline: float) -> bytes | None:
+        """The next reply line; None at the deadline; _EOF when the child closed its end."""
         assert self._proc is not None and self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         with selectors.DefaultSelector() as sel:
@@ -93,7 +95,7 @@ class Worker:
                     return None
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    return None
+                    return _EOF
                 self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
         return line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -84,16 +85,40 @@ class Runner:
         return None if self._deadline is None else self._deadline - time.monotonic()
 
     def run(self, specs: Iterable[CheckSpec], on_result: Callable[[Result], None] | None = None) -> list[Result]:
-        """Run every spec; a hung or crashed check becomes ERROR and the rest still run."""
+        """Run every spec; a hung or crashed check becomes ERROR and the rest still run.
+
+        Isolation groups run concurrently (one thread each, checks in a group in order), so a slow
+        group such as the distributed ranks overlaps with the torch worker. Results keep spec order.
+        """
         specs = list(specs)
         self.prestart(specs)
-        results = []
-        for spec in specs:
-            result = self.run_one(spec)
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
-        return results
+        done: dict[int, Result] = {}
+        lock = threading.Lock()
+
+        def record(index: int, result: Result) -> None:
+            with lock:
+                done[index] = result
+                if on_result is not None:
+                    on_result(result)
+
+        def run_group(members: list[tuple[int, CheckSpec]]) -> None:
+            for index, spec in members:
+                record(index, self.run_one(spec))
+
+        groups: dict[str, list[tuple[int, CheckSpec]]] = {}
+        for index, spec in enumerate(specs):
+            if spec.isolated:
+                groups.setdefault(spec.group, []).append((index, spec))
+        threads = [threading.Thread(target=run_group, args=(m,), daemon=True) for m in groups.values()]
+        for thread in threads:
+            thread.start()
+        for index, spec in enumerate(specs):
+            if not spec.isolated:
+                record(index, self.run_one(spec))
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)  # short joins keep Ctrl-C responsive
+        return [done[i] for i in range(len(specs))]
 
     def run_one(self, spec: CheckSpec) -> Result:
         """Run one check inline or isolated, within its timeout and what is left of the run's."""

@@ -18,6 +18,7 @@ DOCKERFILE = REPO_ROOT / "docker" / "Dockerfile"
 WHEELHOUSE = REPO_ROOT / ".wheelhouse"
 DEFAULT_REPO = "envcheck"
 BUILD_TIMEOUT_S = 3600.0
+UV_VERSION = "0.13.9"  # keep equal to ARG UV_VERSION in docker/Dockerfile
 
 
 def docker_binary() -> str:
@@ -41,6 +42,7 @@ class BuildRequest:
     network: str | None = None
     installer: str = "pip"
     vcs_ref: str = "unknown"
+    wheelhouse_image: str | None = None
 
     def refs(self) -> list[str]:
         """Every name the image gets: repo:full-tag first, then the aliases."""
@@ -53,6 +55,7 @@ def build_command(req: BuildRequest, docker: str | None = None) -> list[str]:
     if req.base_image:
         args["BASE_IMAGE"] = req.base_image
     args["OFFLINE"] = "1" if req.offline else "0"
+    args["WHEELHOUSE_IMAGE"] = req.wheelhouse_image or "scratch"
     args["INSTALLER"] = req.installer
     args["VCS_REF"] = req.vcs_ref
     args["BUILD_DATE"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -70,9 +73,21 @@ def build_command(req: BuildRequest, docker: str | None = None) -> list[str]:
     return [*cmd, str(REPO_ROOT)]
 
 
+def wheelhouse_image(row: Row) -> str:
+    """The local image that carries a row's wheels (built by `envcheck image wheelhouse`)."""
+    return f"envcheck-wheelhouse:{row.id}"
+
+
+def wheelhouse_image_command(row: Row, dest: Path, docker: str | None = None) -> list[str]:
+    """`docker build` of an image holding only the wheels in `dest` (Dockerfile read from stdin)."""
+    return [docker or docker_binary(), "build", "-t", wheelhouse_image(row), "-f", "-", str(dest)]
+
+
+WHEELHOUSE_DOCKERFILE = "FROM scratch\nCOPY *.whl /\n"
+
+
 def run_build(req: BuildRequest, timeout_s: float = BUILD_TIMEOUT_S) -> str:
     """Build the image (output streams through); returns its first ref. One-line error on failure."""
-    WHEELHOUSE.mkdir(exist_ok=True)
     env = {**os.environ, "DOCKER_BUILDKIT": "1"}
     try:
         done = subprocess.run(build_command(req), env=env, timeout=timeout_s, check=False)
@@ -95,4 +110,4 @@ def wheelhouse_command(row: Row, dest: Path, extra: list[str]) -> list[str]:
            "--implementation", "cp", "--index-url", row.index_url, "-d", str(dest)]
     for platform in platforms:
         cmd += ["--platform", platform]
-    return [*cmd, *pins, *extra, "setuptools>=68", "wheel", "uv", "ninja"]
+    return [*cmd, *pins, *extra, "setuptools>=68", "wheel", f"uv=={UV_VERSION}", "ninja"]

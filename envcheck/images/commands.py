@@ -48,6 +48,8 @@ def verify_images(images: list[str], args: argparse.Namespace) -> int:
         client.close()
     print_matrix(runs, console)
     for run in runs:
+        for note in run.notes:
+            console.print(f"[yellow]{run.image}: note: {note}[/yellow]")
         if run.error:
             print(f"envcheck: error: {run.image}: {run.error}", file=sys.stderr)
     if args.json:
@@ -116,9 +118,22 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     for row, target in pairs:
         req = builder.BuildRequest(row=row, target=target or "runtime", repo=args.repo,
                                    base_image=args.base_image, offline=args.offline, ca_bundle=args.ca_bundle,
-                                   network=args.network, installer=args.installer, vcs_ref=_git_ref())
+                                   network=args.network, installer=args.installer, vcs_ref=_git_ref(),
+                                   wheelhouse_image=_wheelhouse_for(row, args.offline))
         print(f"built {builder.run_build(req)}", flush=True)
     return 0
+
+
+def _wheelhouse_for(row: Row, offline: bool) -> str | None:
+    """The row's wheelhouse image when it exists (always used if present; required with --offline)."""
+    ref = builder.wheelhouse_image(row)
+    done = subprocess.run([builder.docker_binary(), "image", "inspect", ref], capture_output=True,
+                          timeout=60, check=False)
+    if done.returncode == 0:
+        return ref
+    if offline:
+        raise UsageError(f"--offline needs the wheelhouse image {ref}; run `make wheelhouse ROW={row.id}`")
+    return None
 
 
 def _git_ref() -> str:
@@ -138,8 +153,22 @@ def cmd_image_wheelhouse(args: argparse.Namespace) -> int:
     _pip(builder.wheelhouse_command(row, dest, []))
     if not args.no_devel:
         _pip(builder.wheelhouse_command(row, dest, [nvcc_requirement(_torch_requires(dest, row), row.cuda)]))
-    print(f"wheels for {row.id} are in {dest}")
+    build_wheelhouse_image(row, dest)
+    print(f"wheels for {row.id} are in {dest} and in the image {builder.wheelhouse_image(row)}")
     return 0
+
+
+def build_wheelhouse_image(row: Row, dest: Path) -> str:
+    """Pack the wheels in `dest` into envcheck-wheelhouse:<row> (the build mounts it for OFFLINE builds)."""
+    env = {**os.environ, "DOCKER_BUILDKIT": "1"}
+    try:
+        done = subprocess.run(builder.wheelhouse_image_command(row, dest), input=builder.WHEELHOUSE_DOCKERFILE,
+                              text=True, env=env, timeout=3600, check=False)
+    except subprocess.TimeoutExpired:
+        raise FatalError("building the wheelhouse image took over an hour and was stopped", 1) from None
+    if done.returncode != 0:
+        raise FatalError(f"building {builder.wheelhouse_image(row)} failed (exit {done.returncode})", 1)
+    return builder.wheelhouse_image(row)
 
 
 def _pip(cmd: list[str]) -> None:

@@ -15,6 +15,7 @@ from envcheck.report.json_report import parse_report
 RECOMMENDED_SHM = "8g"
 STACK_BYTES = 64 * 2**20
 RUNNER_LABEL = "io.envcheck.runner"
+MEMLOCK_REFUSED = "error setting rlimit type 8"
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class ImageRun:
     exit_code: int | None = None
     duration_s: float = 0.0
     stderr: str = ""
-    raw: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def envcheck_command(options: RunOptions) -> list[str]:
@@ -53,13 +54,13 @@ def envcheck_command(options: RunOptions) -> list[str]:
     return cmd
 
 
-def host_config(options: RunOptions) -> dict[str, Any]:
+def host_config(options: RunOptions, memlock: bool = True) -> dict[str, Any]:
     """GPU request, shared memory and ulimits a PyTorch job needs."""
     docker = docker_sdk()
-    config: dict[str, Any] = {
-        "ulimits": [docker.types.Ulimit(name="memlock", soft=-1, hard=-1),
-                    docker.types.Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)],
-    }
+    ulimits = [docker.types.Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)]
+    if memlock:
+        ulimits.append(docker.types.Ulimit(name="memlock", soft=-1, hard=-1))
+    config: dict[str, Any] = {"ulimits": ulimits}
     if options.ipc_host:
         config["ipc_mode"] = "host"
     else:
@@ -72,15 +73,14 @@ def host_config(options: RunOptions) -> dict[str, Any]:
 def run_in_image(client: Any, image: str, options: RunOptions) -> ImageRun:
     """Start the container, wait at most `timeout_s`, parse its JSON; the container is always removed."""
     require_image(client, image)
-    docker = docker_sdk()
     start = time.monotonic()
-    container = client.containers.create(image, command=envcheck_command(options), detach=True,
-                                         labels={RUNNER_LABEL: "1"}, **host_config(options))
+    notes: list[str] = []
+    container = _start(client, image, options, memlock=True)
+    if container is None:  # the engine itself runs under a memlock cap it may not raise
+        notes.append(f"engine refused memlock=-1 ({MEMLOCK_REFUSED}); ran with the engine's default memlock")
+        container = _start(client, image, options, memlock=False)
+    assert container is not None
     try:
-        try:
-            container.start()
-        except docker.errors.APIError as exc:
-            raise explain_start_error(image, exc) from None
         try:
             status = container.wait(timeout=options.timeout_s)
         except Exception as exc:  # requests' ReadTimeout/ConnectionError: the SDK has no other deadline
@@ -90,11 +90,11 @@ def run_in_image(client: Any, image: str, options: RunOptions) -> ImageRun:
             return ImageRun(image, error=f"container exceeded its timeout of {options.timeout_s:g}s and was "
                             "killed; raise --timeout or narrow the run with --only",
                             duration_s=time.monotonic() - start,
-                            stderr=_logs(container, stdout=False))
+                            stderr=_logs(container, stdout=False), notes=notes)
         out = _logs(container, stdout=True)
         err = _logs(container, stdout=False)
         run = ImageRun(image, exit_code=int(status.get("StatusCode", -1)), stderr=err,
-                       duration_s=time.monotonic() - start)
+                       duration_s=time.monotonic() - start, notes=notes)
         try:
             run.report = parse_report(out)
         except FatalError as exc:
@@ -103,6 +103,21 @@ def run_in_image(client: Any, image: str, options: RunOptions) -> ImageRun:
         return run
     finally:
         container.remove(force=True)
+
+
+def _start(client: Any, image: str, options: RunOptions, memlock: bool) -> Any:
+    """Create and start; None when only the memlock ulimit was refused. Failed containers are removed."""
+    docker = docker_sdk()
+    container = client.containers.create(image, command=envcheck_command(options), detach=True,
+                                         labels={RUNNER_LABEL: "1"}, **host_config(options, memlock))
+    try:
+        container.start()
+    except docker.errors.APIError as exc:
+        container.remove(force=True)
+        if memlock and MEMLOCK_REFUSED in str(exc):
+            return None
+        raise explain_start_error(image, exc) from None
+    return container
 
 
 def _is_timeout(exc: Exception) -> bool:

@@ -71,7 +71,7 @@ def aggregate_json(runs: Sequence[ImageRun]) -> str:
         images.append({
             "image": run.image, "error": run.error, "container_exit_code": run.exit_code,
             "duration_s": round(run.duration_s, 3), "exit_code": image_exit_code(run),
-            "report": to_json_dict(run.report) if run.report else None,
+            "notes": run.notes, "report": to_json_dict(run.report) if run.report else None,
         })
     doc = {"schema_version": SCHEMA_VERSION, "images": images, "exit_code": overall_exit_code(runs)}
     return json.dumps(doc, indent=2, default=str) + "\n"

@@ -1,0 +1,18 @@
+# The torch layer: exact pins from the matrix row, CUDA from the wheels; fails if the CUDA is not the row's.
+# shellcheck shell=bash
+set -euo pipefail
+# shellcheck source=docker/pip-source.sh
+source /opt/envcheck-build/pip-source.sh
+pkgs=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}")
+if [ -n "${TORCHAUDIO_VERSION}" ]; then pkgs+=("torchaudio==${TORCHAUDIO_VERSION}"); fi
+if [ "${INSTALLER}" = uv ]; then
+    pip install --no-cache-dir "${PIP_SOURCE[@]}" "uv==${UV_VERSION}"
+    uv pip install --no-cache --python /opt/venv/bin/python "${UV_SOURCE[@]}" "${pkgs[@]}"
+else
+    pip install --no-cache-dir "${PIP_SOURCE[@]}" "${pkgs[@]}"
+fi
+have="$(python -c 'import torch; print(torch.version.cuda)')"
+if [ "$have" != "${CUDA_VERSION}" ]; then
+    echo "torch ${TORCH_VERSION} from ${TORCH_INDEX_URL} is CUDA $have, the row says ${CUDA_VERSION}" >&2
+    exit 1
+fi

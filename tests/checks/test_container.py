@@ -1,0 +1,44 @@
+"""container.*: a real tiny /dev/shm (a private mount namespace) must be reported."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from envcheck.core.result import Status
+from tests.helpers import ROOT, run_check
+
+
+def test_healthy_shm_and_dataloader_pass_here() -> None:
+    assert run_check("container.shm", isolated=False).status is Status.PASS
+    assert run_check("container.limits").status is Status.PASS
+
+
+def _run_in_tiny_shm(size: str) -> subprocess.CompletedProcess[str]:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare to mount a private tiny /dev/shm")
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True, timeout=10)
+    if probe.returncode != 0:
+        pytest.skip(f"mount namespaces unavailable here: {probe.stderr.decode().strip()}")
+    inner = (f"mount -t tmpfs -o size={size} tmpfs /dev/shm && exec {sys.executable} -m envcheck run "
+             "--only container.shm,container.limits --allow-cpu --json -")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
+                          capture_output=True, text=True, timeout=180, env=env, cwd=ROOT)
+
+
+def test_tiny_shm_warns_and_the_dataloader_failure_is_reported() -> None:
+    done = _run_in_tiny_shm("1m")
+    results = {r["name"]: r for r in json.loads(done.stdout)["results"]}
+    shm, limits = results["container.shm"], results["container.limits"]
+    assert shm["status"] == "warn" and shm["measured"]["shm_mib"] == 1
+    assert "--ipc=host" in shm["remediation"] and "--shm-size=8g" in shm["remediation"]
+    assert limits["status"] == "fail", limits
+    assert "DataLoader" in limits["summary"] and "/dev/shm is only 1 MiB" in limits["summary"]
+    assert "--ipc=host" in limits["remediation"]
+    assert done.returncode == 1

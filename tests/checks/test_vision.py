@@ -1,0 +1,55 @@
+"""vision.ops: the classic torch/torchvision mismatch, produced for real, must fail with the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck.checks.vision import fix_command, matching_torchvision
+from envcheck.core.result import Status
+from tests.helpers import run_check, run_cli
+
+
+def test_matching_pairs() -> None:
+    assert matching_torchvision("2.8.0") == "0.23"
+    assert matching_torchvision("2.13.0+cpu") == "0.28"
+    assert "torch==2.9.1 torchvision==0.24.*" in fix_command("2.9.1+cu128")
+
+
+@pytest.fixture(scope="module")
+def cuda_torchvision(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CUDA torchvision wheel from PyPI, unpacked next to (not replacing) this venv's torch."""
+    import torch
+
+    if torch.version.cuda is not None:
+        pytest.skip("this venv's torch is a CUDA build; the mismatch needs a CPU-only torch")
+    target = tmp_path_factory.mktemp("tv")
+    tv = matching_torchvision(torch.__version__)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                    f"torchvision=={tv}.*"], check=True, timeout=600)
+    return target
+
+
+def test_cuda_torchvision_on_cpu_torch_fails_with_the_fix(cuda_torchvision: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": f"{cuda_torchvision}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = run_cli("run", "--only", "vision.ops", "--allow-cpu", "--json", "-", env=env)
+    assert done.returncode == 1, done.stderr
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["status"] == "fail", result
+    assert "torchvision" in result["summary"]
+    assert "--force-reinstall torch==" in result["remediation"]
+    assert "from ONE index" in result["remediation"]
+
+
+def test_missing_torchvision_fails() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("torchvision") is not None:
+        pytest.skip("torchvision is installed in this venv")
+    result = run_check("vision.ops")
+    assert result.status is Status.FAIL and result.summary == "torchvision is not installed"

@@ -1,0 +1,108 @@
+"""The CLI as a user runs it: exit codes 0/1/2, reports that parse, one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from envcheck.checks import registry
+from envcheck.report.json_report import parse_report
+from tests.helpers import run_cli
+
+CPU_SAFE = "container.shm,container.limits"
+
+
+def test_exit_0_when_nothing_fails(tmp_path: Path) -> None:
+    done = run_cli("run", "--only", CPU_SAFE, "--allow-cpu", "--json", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = parse_report((tmp_path / "r.json").read_text())
+    assert [r.name for r in report.results] == ["container.shm", "container.limits"]
+
+
+def test_exit_1_without_gpu_when_strict_and_json_on_stdout_alone() -> None:
+    done = run_cli("--only", "cuda.available", "--json", "-")
+    assert done.returncode == 1
+    data = json.loads(done.stdout)  # stdout holds the JSON and nothing else
+    (result,) = data["results"]
+    assert result["status"] == "fail" and result["remediation"]
+    assert data["schema_version"] == 1 and "platform" in data["facts"]
+    assert "cuda.available" in done.stderr  # the table went to stderr
+
+
+def test_json_and_junit_contain_every_check(tmp_path: Path) -> None:
+    done = run_cli("run", "--level", "full", "--allow-cpu", "--json", str(tmp_path / "r.json"),
+                   "--junit", str(tmp_path / "r.xml"), timeout=600)
+    names = set(registry())
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert {r["name"] for r in data["results"]} == names
+    assert data["exit_code"] == done.returncode
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert suite is not None
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert set(cases) == names
+    for r in data["results"]:
+        tag = {"fail": "failure", "error": "error", "skip": "skipped"}.get(r["status"])
+        if tag:
+            assert cases[r["name"]].find(tag) is not None, r
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "--only", "nope.nothing"], "unknown check name(s): nope.nothing; valid names: cuda.available"),
+    (["run", "--skip", "cuda.availabl"], "unknown check name(s): cuda.availabl"),
+    (["run", "--timeout", "0"], "must be positive"),
+    (["run", "--timeout", "-3"], "must be positive"),
+    (["run", "--level", "deep"], "invalid choice: 'deep'"),
+    (["run", "--json", "/nonexistent-dir/r.json"], "folder /nonexistent-dir does not exist"),
+    (["run", "--junit", "/proc/version"], "cannot write /proc/version"),
+    (["run", "--expect-gpus", "two"], "is not a whole number"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["facts", "--json", "/"], "is a directory"),
+])
+def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    done = run_cli(*args)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert needle in lines[0]
+    assert done.stdout == ""
+
+
+def test_list_names_every_check() -> None:
+    done = run_cli("list")
+    assert done.returncode == 0
+    for name in registry():
+        assert name in done.stdout
+
+
+def test_facts_json_is_structured_and_says_why_values_are_absent() -> None:
+    done = run_cli("facts", "--json", "-", env={"PATH": "/usr/bin:/bin", "NVIDIA_API_TOKEN": "hunter2",
+                                              "NVIDIA_VISIBLE_DEVICES": "all"})
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout)
+    assert facts["env"]["NVIDIA_API_TOKEN"] == "<redacted>" and "hunter2" not in done.stdout
+    assert facts["env"]["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert facts["torch"]["version"]
+    assert "absent" in facts["gpu"]["source"]  # no GPU here: the reason is spelled out
+    assert "NVML" in facts["gpu"]["source"]["absent"]
+    assert isinstance(facts["shm_bytes"], int)
+    assert set(facts["ulimits"]) == {"memlock_bytes", "stack_bytes", "nofile"}
+
+
+def test_ctrl_c_exits_130() -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--level", "full"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"interrupted" in err

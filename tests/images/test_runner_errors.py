@@ -1,0 +1,75 @@
+"""The SDK runner turns engine problems into one-line errors with the fix, and never leaves a container."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from envcheck.errors import FatalError
+from envcheck.images.container import RUNNER_LABEL, RunOptions, run_in_image
+from envcheck.images.engine import connect
+from tests.helpers import run_cli
+
+pytestmark = pytest.mark.docker
+BASE = "local/debian:bookworm"
+
+
+def leftover_containers(client: Any) -> list[Any]:
+    return list(client.containers.list(all=True, filters={"label": RUNNER_LABEL}))
+
+
+def test_missing_image_is_one_line_with_the_fix() -> None:
+    done = run_cli("image", "verify", "envcheck-test:does-not-exist", "--allow-cpu")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "image envcheck-test:does-not-exist not found locally" in lines[0]
+    assert "make image ROW=" in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_gpu_runtime_is_explained_from_the_real_engine_error(docker_client: Any) -> None:
+    """This engine has no NVIDIA runtime, so a GPU request fails exactly as on a host without the toolkit."""
+    if "nvidia" in str(docker_client.info().get("Runtimes", {})):
+        pytest.skip("this engine has the NVIDIA runtime; the error cannot be provoked")
+    client = connect()
+    with pytest.raises(FatalError) as info:
+        run_in_image(client, BASE, RunOptions(allow_cpu=False, command=["true"], timeout_s=60))
+    message = info.value.message
+    assert 'could not select device driver "" with capabilities: [[gpu]]' in message
+    assert "install nvidia-container-toolkit" in message and "--allow-cpu" in message
+    assert leftover_containers(docker_client) == []
+
+
+def test_missing_gpu_runtime_via_cli_is_one_line() -> None:
+    done = run_cli("image", "verify", BASE, timeout=120)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "nvidia-container-toolkit" in done.stderr
+
+
+def test_container_over_its_timeout_is_killed_removed_and_reported(docker_client: Any) -> None:
+    client = connect()
+    run = run_in_image(client, BASE, RunOptions(allow_cpu=True, command=["sleep", "300"], timeout_s=3))
+    assert run.report is None
+    assert run.error is not None and "exceeded its timeout of 3s" in run.error
+    assert run.duration_s < 60
+    assert leftover_containers(docker_client) == []
+
+
+def test_container_without_a_report_is_an_error_not_a_crash(docker_client: Any) -> None:
+    client = connect()
+    run = run_in_image(client, BASE, RunOptions(allow_cpu=True, command=["sh", "-c", "echo boom >&2; exit 3"],
+                                                timeout_s=60))
+    assert run.exit_code == 3
+    assert run.error is not None and "no envcheck report" in run.error and "boom" in run.error
+    assert leftover_containers(docker_client) == []
+
+
+def test_no_daemon_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"DOCKER_HOST": "unix:///nonexistent/docker.sock", "PATH": "/usr/bin:/bin"}
+    done = run_cli("image", "verify", "anything", "--allow-cpu", env=env)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "no Docker daemon answers" in done.stderr
