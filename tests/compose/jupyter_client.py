@@ -19,7 +19,7 @@ def api_status(port: int, path: str = "/api/status", token: str | None = None) -
     if token is not None:
         request.add_header("Authorization", f"token {token}")
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (fixed http URL)
+        with urllib.request.urlopen(request, timeout=10) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
@@ -30,7 +30,7 @@ def _call(port: int, token: str, method: str, path: str, body: dict[str, Any] | 
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
                                      headers={"Authorization": f"token {token}",
                                               "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 (fixed http URL)
+    with urllib.request.urlopen(request, timeout=60) as response:
         raw = response.read()
     return json.loads(raw) if raw else None
 

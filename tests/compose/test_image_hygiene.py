@@ -56,7 +56,7 @@ def layer_file_names(ref: str) -> Iterator[str]:
                 for path in Path(layer).rglob("*"):
                     yield str(path.relative_to(layer))
             return
-    with subprocess.Popen([DOCKER, "save", ref], stdout=subprocess.PIPE) as save:  # noqa: S603
+    with subprocess.Popen([DOCKER, "save", ref], stdout=subprocess.PIPE) as save:
         assert save.stdout is not None
         with tarfile.open(fileobj=save.stdout, mode="r|") as outer:
             for member in outer:
@@ -72,7 +72,7 @@ def test_layer_scan_finds_a_key_that_a_later_layer_deleted(dev_images: DevImages
                   "RUN mkdir -p /etc/ssh && echo fake > /etc/ssh/ssh_host_ed25519_key\n"
                   "RUN rm /etc/ssh/ssh_host_ed25519_key\n")
     ref = "envcheck-test:leaky-host-key"
-    done = subprocess.run([DOCKER, "build", "-q", "-t", ref, "-f", "-", str(tmp_path)], input=dockerfile,  # noqa: S603
+    done = subprocess.run([DOCKER, "build", "-q", "-t", ref, "-f", "-", str(tmp_path)], input=dockerfile,
                           capture_output=True, text=True, timeout=300, env={**os.environ, "DOCKER_BUILDKIT": "1"})
     assert done.returncode == 0, done.stderr
     try:
