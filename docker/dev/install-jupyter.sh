@@ -3,7 +3,7 @@
 # shellcheck shell=bash
 set -euo pipefail
 export TORCH_INDEX_URL="${DEV_INDEX_URL:-https://pypi.org/simple}"
-# shellcheck source=../pip-source.sh
+# shellcheck source=docker/pip-source.sh
 source /opt/envcheck-build/pip-source.sh
 constraints=$(mktemp)
 pip freeze --exclude-editable >"$constraints"

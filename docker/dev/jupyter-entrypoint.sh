@@ -6,7 +6,7 @@
 # log. Authentication is never off: an empty value counts as unset, and nothing is decided at build time.
 set -euo pipefail
 ENVCHECK_ROLE=jupyter
-# shellcheck source=dev-user.sh
+# shellcheck source=docker/dev/dev-user.sh
 . /usr/local/lib/envcheck/dev-user.sh
 
 token=${JUPYTER_TOKEN:-}

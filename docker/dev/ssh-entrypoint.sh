@@ -9,7 +9,7 @@
 # utmp/lastlog, and a high port -- none of which a dev container needs.
 set -euo pipefail
 ENVCHECK_ROLE=ssh
-# shellcheck source=dev-user.sh
+# shellcheck source=docker/dev/dev-user.sh
 . /usr/local/lib/envcheck/dev-user.sh
 
 HOST_KEY_DIR=/var/lib/envcheck/ssh-host-keys  # also named in sshd_config
