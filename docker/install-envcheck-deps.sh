@@ -1,0 +1,9 @@
+# envcheck's own runtime dependencies (rich; nvidia-ml-py for the NVML checks), in their own layer after
+# torch so the torch layer never depends on them. From PyPI (a torch index may not mirror them) or the
+# wheelhouse when OFFLINE=1.
+# shellcheck shell=bash
+set -euo pipefail
+TORCH_INDEX_URL=https://pypi.org/simple
+# shellcheck source=docker/pip-source.sh
+source /opt/envcheck-build/pip-source.sh
+pip install --no-cache-dir "${PIP_SOURCE[@]}" "rich>=13" "nvidia-ml-py>=12"
