@@ -122,3 +122,17 @@ def test_teardown_leaves_nothing_even_when_the_test_fails(dev_images: DevImages,
         assert len(proj.leftovers()) == 3  # container, cache volume, network
         raise RuntimeError("boom")
     assert proj.leftovers() == []
+
+
+@pytest.mark.gpu
+def test_kernel_sees_the_gpu_through_the_compose_reservation(dev_images: DevImages, tmp_path: Path) -> None:
+    """GPU hosts only (needs nvidia-container-toolkit): the base compose.yaml, no CPU override."""
+    token = secrets.token_hex(24)
+    with _up(dev_images, tmp_path, "compose.yaml", JUPYTER_TOKEN=token) as proj:
+        proj.up("jupyter")
+        proj.wait_healthy("jupyter")
+        out = jupyter_client.execute(int(proj.env["JUPYTER_PORT"]), token, (
+            "import torch\nprint(torch.cuda.is_available(), torch.cuda.device_count())\n"
+            "print((torch.ones(4, device='cuda') * 2).sum().item())\n"))
+        available, count = out.splitlines()[0].split()
+        assert available == "True" and int(count) >= 1 and out.splitlines()[1] == "8.0", out
