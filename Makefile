@@ -31,7 +31,7 @@ help: ## Show this help
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[docker,nvml]' $(VERIFY_TORCH)
+	$(VENV)/bin/pip install -q -e '.[docker,nvml,bench]' $(VERIFY_TORCH)
 	touch $@
 
 $(TEST_VENV)/.installed: pyproject.toml
@@ -104,3 +104,14 @@ wheelhouse: $(TEST_VENV)/.installed ## pip download ROW's wheels (runtime + deve
 hadolint: ## lint docker/Dockerfile with the committed .hadolint.yaml
 	hadolint --config .hadolint.yaml docker/Dockerfile
 # --- end images ------------------------------------------------------------------------------------
+# --- bench -----------------------------------------------------------------------------------------
+BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(ALLOW_CPU),--allow-cpu) $(if $(BASELINE),--baseline $(BASELINE)) \
+	$(if $(THRESHOLD),--threshold $(THRESHOLD)) --json $(or $(BENCH_JSON),bench.json) --plots $(or $(BENCH_PLOTS),bench-plots)
+
+.PHONY: bench bench-script
+bench: $(VERIFY_DEPS) ## Measure performance (envcheck bench): QUICK=1 ALLOW_CPU=1 BASELINE=old.json THRESHOLD=10
+	$(ENVCHECK) bench $(BENCH_FLAGS) $(BENCH_ARGS)
+
+bench-script: $(TEST_VENV)/.installed ## Print the wall time of `envcheck bench --quick --allow-cpu` (bench/envcheck_bench.py)
+	$(TEST_VENV)/bin/python bench/envcheck_bench.py
+# --- end bench -------------------------------------------------------------------------------------

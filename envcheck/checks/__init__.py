@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from envcheck.checks import container, cuda, cudnn, image, vision
+from envcheck.checks import container, cuda, cudnn, distributed, image, numerics, vision
 from envcheck.core.check import CheckSpec
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
@@ -17,6 +17,8 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     cudnn.CHECKS,
     vision.CHECKS,
     container.CHECKS,
+    numerics.CHECKS,
+    distributed.CHECKS,
     image.CHECKS,
 )
 

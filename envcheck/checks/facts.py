@@ -13,6 +13,7 @@ import resource
 import sys
 from typing import Any
 
+from envcheck.checks.distributed.facts import distributed_facts
 from envcheck.checks.gpu_inventory import gpu_inventory
 from envcheck.checks.probe import CommandRunner, absent, in_container, read_text, run_command
 
@@ -84,7 +85,7 @@ def torch_facts() -> dict[str, Any]:
         facts["cudnn_loaded"] = _dotted(loaded) if loaded else absent("libcudnn could not be loaded")
     except Exception as exc:
         facts["cudnn_loaded"] = absent(f"libcudnn could not be loaded: {exc}")
-    facts["nccl_required"] = _nccl_pin()
+    facts["nccl_compiled"] = nccl_pinned_by_torch()
     try:
         facts["nccl_loaded"] = _dotted(torch.cuda.nccl.version()) if torch.version.cuda else absent(
             "CPU-only build")
@@ -93,8 +94,8 @@ def torch_facts() -> dict[str, Any]:
     return facts
 
 
-def _nccl_pin() -> str | dict[str, str]:
-    """The NCCL version the torch wheel pins (what it was built and tested with)."""
+def nccl_pinned_by_torch() -> str | dict[str, str]:
+    """The NCCL version the torch wheel pins (what it was built with); NCCL is loaded from that package."""
     try:
         requires = importlib.metadata.requires("torch") or []
     except importlib.metadata.PackageNotFoundError:
@@ -102,7 +103,7 @@ def _nccl_pin() -> str | dict[str, str]:
     for req in requires:
         if req.startswith("nvidia-nccl") and "==" in req:
             return req.split("==", 1)[1].split(";")[0].strip()
-    return absent("the torch wheel pins no nvidia-nccl package")
+    return absent("the torch wheel pins no nvidia-nccl package (NCCL linked statically or a source build)")
 
 
 def shm_bytes() -> int | dict[str, str]:
@@ -136,4 +137,5 @@ def collect_facts(run: CommandRunner = run_command) -> dict[str, Any]:
             "not set (all GPUs visible)"),
         "shm_bytes": shm_bytes(),
         "ulimits": ulimits(),
+        "distributed": distributed_facts(run),
     }

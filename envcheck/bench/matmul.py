@@ -1,0 +1,76 @@
+"""Matmul throughput (FLOP/s) by dtype and size, against the GPU's datasheet peak."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from envcheck.bench.figures import figure
+from envcheck.bench.timing import Timing, measure
+
+GPU_DTYPES = ("float32", "tf32", "bfloat16", "float16")
+GPU_SIZES = {"quick": (1024, 4096, 8192), "full": (512, 1024, 2048, 4096, 8192, 16384)}
+CPU_SIZES = {"quick": (256, 512, 1024), "full": (256, 512, 1024, 2048)}
+
+
+def l2_flusher(device: str) -> Callable[[], object] | None:
+    """A function that evicts the GPU's L2 (writes a buffer twice its size); None on CPU."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20)
+    scratch = torch.empty(2 * l2, dtype=torch.uint8, device=device)
+    return lambda: scratch.zero_()
+
+
+def matmul_rate(
+    n: int, dtype_name: str, device: str, *, budget_s: float = 0.5, min_reps: int = 5,
+    max_reps: int = 50, before: Callable[[], object] | None = None,
+) -> tuple[float, Timing]:
+    """FLOP/s of an n×n @ n×n matmul (2n³ flops) in `dtype_name`, and its timing."""
+    import torch
+
+    cuda = device.startswith("cuda")
+    dtype = torch.float32 if dtype_name == "tf32" else getattr(torch, dtype_name)
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    out = torch.empty(n, n, device=device, dtype=dtype)
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
+    try:
+        timing = measure(lambda: torch.matmul(a, b, out=out), cuda=cuda, budget_s=budget_s,
+                         min_reps=min_reps, max_reps=max_reps, before=before)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    return 2.0 * n**3 / timing.median_s, timing
+
+
+def gpu_matmul_figures(quick: bool, peaks: dict[str, float] | None) -> list[dict[str, Any]]:
+    """TFLOP/s for every GPU dtype and size, with % of the datasheet peak."""
+    flush = l2_flusher("cuda")
+    figures = []
+    for dtype_name in GPU_DTYPES:
+        for n in GPU_SIZES["quick" if quick else "full"]:
+            rate, timing = matmul_rate(n, dtype_name, "cuda", budget_s=0.3 if quick else 1.0, before=flush)
+            peak = (peaks or {}).get(dtype_name)
+            figures.append(figure(
+                f"matmul.{dtype_name}.n{n}", rate / 1e12, "TFLOP/s", peak=peak, timing=timing,
+                label=f"matmul {dtype_name} {n}x{n}", series=f"matmul {dtype_name}", x=n,
+            ))
+    return figures
+
+
+def cpu_matmul_figures(quick: bool) -> list[dict[str, Any]]:
+    """GFLOP/s of float32 matmul on the CPU (no peak table for CPUs)."""
+    import torch
+
+    figures = []
+    for n in CPU_SIZES["quick" if quick else "full"]:
+        rate, timing = matmul_rate(n, "float32", "cpu", budget_s=0.6 if quick else 2.0, min_reps=5)
+        figures.append(figure(
+            f"cpu_matmul.float32.n{n}", rate / 1e9, "GFLOP/s", timing=timing,
+            label=f"cpu matmul float32 {n}x{n}", series="cpu matmul float32", x=n,
+            note=f"{torch.get_num_threads()} threads",
+        ))
+    return figures

@@ -1,0 +1,86 @@
+"""The bench report: one JSON document (validated by bench_schema.json) and a rich table."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from envcheck.core.result import Result, Status
+
+BENCH_SCHEMA_VERSION = 1
+
+
+def build_document(device: dict[str, Any], results: list[Result], quick: bool) -> dict[str, Any]:
+    """The JSON document: device, every unit's result, and all figures flattened with their unit."""
+    from envcheck import __version__
+
+    figures = [{**fig, "unit_name": r.name} for r in results for fig in r.measured.get("figures", [])]
+    return {
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "kind": "envcheck-bench",
+        "envcheck_version": __version__,
+        "quick": quick,
+        "device": device,
+        "units": [r.to_dict() for r in results],
+        "figures": figures,
+        "skipped": [{"name": r.name, "reason": r.reason or r.summary}
+                    for r in results if r.status in (Status.SKIP, Status.ERROR)],
+        "regressions": [],
+        "exit_code": 0,
+    }
+
+
+def schema() -> dict[str, Any]:
+    """The JSON schema of the bench document."""
+    text = resources.files("envcheck.bench").joinpath("bench_schema.json").read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def _bounds(claim: dict[str, Any]) -> str:
+    low, high = claim.get("low"), claim.get("high")
+    if low is not None and high is not None:
+        return f"{low:g}-{high:g}"
+    if high is not None:
+        return f"<= {high:g}"
+    return f">= {low:g}" if low is not None else "direction"
+
+
+def render_table(doc: dict[str, Any]) -> Any:
+    """A rich Table of every figure: value, peak, % of peak, timing spread, and the claim verdict."""
+    from rich.table import Table
+
+    dev = doc["device"]
+    title = f"envcheck bench on {dev.get('name') or 'CPU'}" + (" (quick)" if doc["quick"] else "")
+    table = Table(title=title, show_lines=False)
+    for col in ("figure", "value", "unit", "peak", "% peak", "spread", "seed claim"):
+        table.add_column(col, justify="right" if col not in ("figure", "seed claim") else "left")
+    for fig in doc["figures"]:
+        claim = fig.get("claim")
+        verdict = "" if not claim else ("holds" if claim["holds"] else "FAILS") + f" ({_bounds(claim)})"
+        spread = fig.get("timing") or {}
+        table.add_row(fig["label"], _fmt(fig["value"]), fig["unit"], _fmt(fig.get("peak")),
+                      _fmt(fig.get("pct_of_peak")), f"±{spread['spread_pct']:.0f}%" if spread else "", verdict)
+    return table
+
+
+def render_notes(doc: dict[str, Any]) -> list[str]:
+    """Lines under the table: skipped parts with reasons, GPU idle state, regressions."""
+    claims = [f for f in doc["figures"] if f.get("claim")]
+    lines = [f"claim {'holds' if f['claim']['holds'] else 'FAILS'}: {f['claim']['text']} [{f['claim']['source']}]"
+             f" -> measured {f['value']:g} {f['unit']}" for f in claims]
+    lines += [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
+    state = (doc["device"].get("gpu_state") or {})
+    if state.get("idle") is False:
+        lines.append(f"GPU was not idle: {state.get('why_not_idle')}")
+    for reg in doc["regressions"]:
+        lines.append(f"REGRESSION {reg['key']}: {reg['baseline']:g} -> {reg['value']:g} {reg['unit']} "
+                     f"({reg['change_pct']:+.1f}%, threshold {reg['threshold_pct']:g}%)")
+    return lines

@@ -1,0 +1,104 @@
+"""The seeds' training claims, measured: AMP speed-up, clip_grad_norm_ overhead, checkpointing trade.
+
+Each function returns figures; variants are timed in alternating rounds so drift hits them alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envcheck.bench.figures import claim, figure
+from envcheck.bench.peak_memory import peak_bytes_during
+from envcheck.bench.timing import interleaved, measure
+from envcheck.bench.training_step import CHECKPOINT_CPU_SHAPES, build, describe, make_step
+
+AMP_CLAIM = ("seeds via issue #8; seeds/002 (AMP section)", "AMP gives 1.5-3x training speed over float32")
+CLIP_CLAIM = ("seeds/003 (ResNet-50, A100 table)", "clip_grad_norm_ costs under 0.3% of a training step")
+CKPT_CLAIM = ("seeds/002 section 3.1", "gradient checkpointing cuts activation memory at a time cost")
+
+
+def _timing_kw(quick: bool) -> dict[str, Any]:
+    return {"rounds": 3 if quick else 5, "budget_s": 0.3 if quick else 1.0, "min_reps": 3, "max_reps": 20,
+            "warmup": 1}
+
+
+def amp_figures(device: str, quick: bool) -> list[dict[str, Any]]:
+    """Step time float32 vs autocast (bfloat16; plus float16 + GradScaler on GPU) -> speed-up."""
+    import torch
+
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = False  # the baseline is true float32
+    work = build(device, quick)
+    variants = {"float32": make_step(work), "bfloat16": make_step(work, autocast_dtype=torch.bfloat16)}
+    if cuda:
+        scaler = torch.amp.GradScaler("cuda")
+        variants["float16"] = make_step(work, autocast_dtype=torch.float16, scaler=scaler)
+    times = interleaved(variants, cuda=cuda, **_timing_kw(quick))
+    base = times["float32"].median_s
+    shape = f"shape {describe(work)}"
+    figures = [figure("amp.float32.step_ms", base * 1e3, "ms", better="lower", timing=times["float32"],
+                      label="train step float32", note=shape)]
+    for name in variants:
+        if name == "float32":
+            continue
+        speedup = base / times[name].median_s
+        figures.append(figure(f"amp.{name}.step_ms", times[name].median_s * 1e3, "ms", better="lower",
+                              timing=times[name], label=f"train step autocast {name}"))
+        figures.append(figure(f"amp.{name}.speedup", speedup, "x", label=f"AMP {name} speed-up vs float32",
+                              claim=claim(*AMP_CLAIM, 1.5, 3.0, speedup)))
+    return figures
+
+
+def clip_figures(device: str, quick: bool, clip_fn: Any = None) -> list[dict[str, Any]]:
+    """clip_grad_norm_ cost: whole-step difference, and the clip call timed alone, as % of a step.
+
+    `clip_fn` defaults to `torch.nn.utils.clip_grad_norm_` (tests inject a slow one).
+    """
+    import torch
+
+    clip_fn = clip_fn or torch.nn.utils.clip_grad_norm_
+    cuda = device.startswith("cuda")
+    work = build(device, quick)
+    times = interleaved({"plain": make_step(work), "clipped": make_step(work, clip=1.0, clip_fn=clip_fn)},
+                        cuda=cuda, **_timing_kw(quick))
+    base = times["plain"].median_s
+    diff_pct = 100.0 * (times["clipped"].median_s - base) / base
+    params = list(work.model.parameters())
+    make_step(work)()  # leaves gradients in place for the clip-alone timing
+    alone = measure(lambda: clip_fn(params, 1.0), cuda=cuda, budget_s=0.3, max_reps=200)
+    alone_pct = 100.0 * alone.median_s / base
+    return [
+        figure("clip.step_ms", base * 1e3, "ms", better="lower", timing=times["plain"], label="train step, no clip"),
+        figure("clip.alone_ms", alone.median_s * 1e3, "ms", better="lower", timing=alone,
+               label="clip_grad_norm_ alone"),
+        figure("clip.overhead_pct", alone_pct, "%", better="lower", label="clip cost, % of step (timed alone)",
+               claim=claim(*CLIP_CLAIM, None, 0.3, alone_pct)),
+        figure("clip.step_diff_pct", diff_pct, "%", better="none", label="clipped vs plain step, % (noisy)",
+               note="difference of two step medians; within the timing spread on a busy host"),
+    ]
+
+
+def checkpoint_figures(device: str, quick: bool) -> list[dict[str, Any]]:
+    """Peak memory of one step and step time, with and without per-block activation checkpointing."""
+    cuda = device.startswith("cuda")
+    shape = None if cuda else CHECKPOINT_CPU_SHAPES["quick" if quick else "full"]
+    plain, ckpt = build(device, quick, shape=shape), build(device, quick, checkpoint=True, shape=shape)
+    steps = {"plain": make_step(plain), "checkpointed": make_step(ckpt)}
+    # Memory first: on a CPU the timing loops leave glibc's heap in a state that hides the peak.
+    mem = {name: peak_bytes_during(step, device) for name, step in steps.items()}
+    times = interleaved(steps, cuda=cuda, **{**_timing_kw(quick), "rounds": 2 if quick else 5})
+    time_cost = 100.0 * (times["checkpointed"].median_s / times["plain"].median_s - 1.0)
+    saving = 100.0 * (1.0 - mem["checkpointed"] / mem["plain"]) if mem["plain"] else 0.0
+    trade = claim(*CKPT_CLAIM, None, None, 0.0)
+    trade["holds"] = saving > 0 and time_cost > 0
+    how = "torch.cuda.max_memory_allocated" if cuda else "peak RSS growth (VmHWM, mmap-only malloc)"
+    return [
+        figure("checkpoint.plain.peak_mib", mem["plain"] / 2**20, "MiB", better="lower", label="step peak memory",
+               note=how),
+        figure("checkpoint.ckpt.peak_mib", mem["checkpointed"] / 2**20, "MiB", better="lower",
+               label="step peak memory, checkpointed", note=how),
+        figure("checkpoint.memory_saving_pct", saving, "%", label="checkpointing memory saving", claim=trade),
+        figure("checkpoint.time_cost_pct", time_cost, "%", better="lower", label="checkpointing time cost",
+               timing=times["checkpointed"]),
+    ]

@@ -1,0 +1,68 @@
+"""Numerical correctness: autograd, AMP and training mechanics, on CPU and on every CUDA device.
+
+Each module holds one property; its core takes the part under test (op, scaler, clip, resume...) as a
+parameter whose default is the real torch thing, so tests can inject a faulty stand-in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from envcheck.checks.numerics.amp_training import amp_training_convergence
+from envcheck.checks.numerics.autocast_dtypes import amp_autocast_dtypes
+from envcheck.checks.numerics.autograd import autograd_device_agreement, autograd_gradcheck
+from envcheck.checks.numerics.autograd_mechanics import autograd_mechanics
+from envcheck.checks.numerics.checkpointing import train_checkpointing
+from envcheck.checks.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
+from envcheck.checks.numerics.grad_accumulation import train_grad_accumulation
+from envcheck.checks.numerics.grad_scaler import amp_grad_scaler
+from envcheck.checks.numerics.linear_vjp import autograd_linear_vjp
+from envcheck.checks.numerics.resume import train_resume
+from envcheck.checks.numerics.scaled_clipping import amp_clip_after_unscale
+from envcheck.checks.numerics.second_order import autograd_second_order
+from envcheck.core.check import CheckSpec, Level, Needs
+
+TORCH = Needs(torch=True)
+
+_SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec("autograd.linear_vjp", autograd_linear_vjp,
+              "Linear layer gradients equal the hand-derived VJP (dX=G·Wᵀ, dW=Xᵀ·G, db=ΣG)", Level.QUICK, TORCH),
+    CheckSpec("autograd.mechanics", autograd_mechanics,
+              "grad accumulation, zero_grad, retain_graph, hooks, no_grad/inference_mode, detach, version counter",
+              Level.QUICK, TORCH),
+    CheckSpec("autograd.gradcheck", autograd_gradcheck,
+              "gradcheck (float64) on matmul/addmm, conv2d, softmax, layer_norm, reductions, index, scatter, broadcast",
+              Level.FULL, TORCH, timeout_s=180),
+    CheckSpec("autograd.device_agreement", autograd_device_agreement,
+              "CUDA gradients equal CPU gradients in float32 (TF32 off) and float64", Level.FULL,
+              Needs(torch=True, cuda=True), timeout_s=180),
+    CheckSpec("autograd.second_order", autograd_second_order,
+              "create_graph=True Hessian-vector products and gradgradcheck", Level.FULL, TORCH, timeout_s=120),
+    CheckSpec("amp.autocast_dtypes", amp_autocast_dtypes,
+              "autocast: matmul/linear/conv low precision; softmax, losses, reductions float32", Level.QUICK, TORCH),
+    CheckSpec("amp.grad_scaler", amp_grad_scaler,
+              "GradScaler skips inf/NaN steps, backs off, grows after growth_interval", Level.QUICK, TORCH),
+    CheckSpec("amp.clip_after_unscale", amp_clip_after_unscale,
+              "unscale_ then clip_grad_norm_ matches the float32 reference norm and step", Level.FULL, TORCH),
+    CheckSpec("amp.training_convergence", amp_training_convergence,
+              "a small model trained under AMP ends near its float32 twin, without NaN", Level.FULL, TORCH,
+              timeout_s=240),
+    CheckSpec("train.clip_grad_norm", train_clip_grad_norm,
+              "clip_grad_norm_: pre-clip norm returned, rescale above max_norm only, direction kept, tied once",
+              Level.QUICK, TORCH),
+    CheckSpec("train.clip_grad_value", train_clip_grad_value,
+              "clip_grad_value_ bounds every element", Level.QUICK, TORCH),
+    CheckSpec("train.grad_accumulation", train_grad_accumulation,
+              "k micro-batches with loss/k equal one k-times-larger batch", Level.FULL, TORCH),
+    CheckSpec("train.checkpointing", train_checkpointing,
+              "torch.utils.checkpoint (use_reentrant=False) keeps gradients; lowers CUDA peak memory",
+              Level.FULL, TORCH, timeout_s=120),
+    CheckSpec("train.resume", train_resume,
+              "model+optimizer state_dict round trip through a file resumes with an identical next step",
+              Level.FULL, TORCH),
+)
+
+# Numerics share one worker of their own ("numerics"), which the engine runs concurrently with the
+# "torch" group: its first optimizer step imports torch._dynamo (~2 s), which then overlaps with the
+# CUDA, vision, container and distributed checks instead of adding to them.
+CHECKS: tuple[CheckSpec, ...] = tuple(dataclasses.replace(spec, group="numerics") for spec in _SPECS)

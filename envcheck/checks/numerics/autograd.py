@@ -1,0 +1,82 @@
+"""autograd.gradcheck and autograd.device_agreement: gradients right on every device, and equal across them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from envcheck.checks.numerics.autograd_ops import OP_SET, OpCase, jacobian_comparison
+from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
+from envcheck.checks.numerics.devices import check_devices, cuda_devices, numerics_mode
+from envcheck.core.check import Context
+from envcheck.core.result import Result
+
+GRADCHECK_TOL = {"atol": 1e-5, "rtol": 1e-3}  # torch.autograd.gradcheck's defaults, float64
+AGREEMENT_TOL = {"float32": {"atol": 1e-5, "rtol": 1e-4}, "float64": {"atol": 1e-10, "rtol": 1e-9}}
+REMEDIATION = ("reinstall a matching torch build (pip install --force-reinstall torch==<version> --index-url "
+               "https://download.pytorch.org/whl/<cuda tag>) and report the op to PyTorch if it persists")
+
+DeviceOp = Callable[[OpCase], Callable[..., Any]]
+
+
+def gradcheck_findings(devices: Sequence[str], ops: Sequence[OpCase] = OP_SET) -> tuple[list[Comparison], list[str]]:
+    """Jacobian comparisons for every op on every device, plus torch.autograd.gradcheck's own verdicts."""
+    import torch
+
+    comparisons, problems = [], []
+    for device in devices:
+        for case in ops:
+            comparisons.append(jacobian_comparison(case, device, **GRADCHECK_TOL))
+            inputs = case.inputs(device, torch.float64)
+            if not torch.autograd.gradcheck(case.fn, inputs, raise_exception=False, fast_mode=True,
+                                           **GRADCHECK_TOL):
+                problems.append(f"torch.autograd.gradcheck rejects {case.name} on {device} float64")
+    return comparisons, problems
+
+
+def autograd_gradcheck(ctx: Context) -> Result:
+    """gradcheck (float64) on matmul/addmm, conv2d, softmax, layer_norm, reductions, indexing, scatter, broadcasting."""
+    with numerics_mode():
+        comparisons, problems = gradcheck_findings(check_devices())
+    return comparisons_result("gradcheck float64", comparisons, tolerances=GRADCHECK_TOL,
+                              remediation=REMEDIATION, problems=problems)
+
+
+def same_op(case: OpCase) -> Callable[..., Any]:
+    """The real device op: the same function, run on the device's tensors."""
+    return case.fn
+
+
+def input_grads(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Gradients of sum(out * fixed weights) with respect to every input."""
+    import torch
+
+    out = fn(*inputs)
+    weights = torch.linspace(-1.0, 1.0, out.numel(), dtype=torch.float64).reshape(out.shape).to(out)
+    return tuple(torch.autograd.grad((out * weights).sum(), inputs))
+
+
+def device_grad_agreement(device: str, ops: Sequence[OpCase] = OP_SET, device_op: DeviceOp = same_op,
+                          dtypes: Sequence[str] = ("float32", "float64")) -> list[Comparison]:
+    """Compare CPU gradients with `device_op` gradients on `device`, op by op (the op pair is injectable)."""
+    import torch
+
+    comparisons = []
+    for dtype_name in dtypes:
+        dtype = getattr(torch, dtype_name)
+        for case in ops:
+            reference = input_grads(case.fn, case.inputs("cpu", dtype))
+            on_device = input_grads(device_op(case), case.inputs(device, dtype))
+            for i, (got, want) in enumerate(zip(on_device, reference, strict=True)):
+                comparisons.append(compare(got, want, op=f"{case.name} d/dinput{i}", device=device,
+                                           dtype=dtype_name, **AGREEMENT_TOL[dtype_name]))
+    return comparisons
+
+
+def autograd_device_agreement(ctx: Context, devices: Callable[[], list[str]] = cuda_devices,
+                              device_op: DeviceOp = same_op) -> Result:
+    """CUDA gradients equal CPU gradients (float32 with TF32 off, and float64) on every GPU."""
+    with numerics_mode():
+        comparisons = [c for device in devices() for c in device_grad_agreement(device, device_op=device_op)]
+    return comparisons_result("CUDA vs CPU gradients", comparisons, tolerances=AGREEMENT_TOL,
+                              remediation=REMEDIATION)

@@ -1,0 +1,100 @@
+"""Shared "worst element" comparison: which op, device, dtype, index and error, against what tolerance."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from envcheck.core.result import Result, failed, passed
+
+Tensor = Any  # torch is imported lazily; mypy skips it
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One tensor compared with its reference, reduced to its worst element."""
+
+    op: str
+    device: str
+    dtype: str
+    max_abs: float
+    max_rel: float
+    worst_index: tuple[int, ...]
+    actual: float
+    expected: float
+    atol: float
+    rtol: float
+    ok: bool
+
+    @property
+    def label(self) -> str:
+        """`op@device/dtype`, the key used in `measured`."""
+        return f"{self.op}@{self.device}/{self.dtype}"
+
+    def describe(self) -> str:
+        """One line naming the op, device, dtype and worst element."""
+        return (
+            f"{self.op} on {self.device} {self.dtype}: worst element {list(self.worst_index)} "
+            f"got {self.actual:.6g} expected {self.expected:.6g} "
+            f"(abs err {self.max_abs:.3g}, rel err {self.max_rel:.3g}; tolerance atol {self.atol:g} + rtol {self.rtol:g})"
+        )
+
+    def measured(self) -> dict[str, Any]:
+        """The errors, JSON-ready."""
+        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "worst_index": list(self.worst_index)}
+
+
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Flat index -> per-dimension index (torch.unravel_index would import sympy: ~1 s cold)."""
+    index = []
+    for size in reversed(shape):
+        flat, rest = divmod(flat, size) if size else (0, 0)
+        index.append(rest)
+    return tuple(reversed(index))
+
+
+def compare(actual: Tensor, expected: Tensor, *, op: str, device: str, dtype: str,
+            atol: float, rtol: float) -> Comparison:
+    """Compare every element (in float64 on CPU); the worst is the one furthest beyond tolerance."""
+    import torch
+
+    a = actual.detach().to("cpu", torch.float64)
+    e = expected.detach().to("cpu", torch.float64)
+    if a.shape != e.shape:
+        return Comparison(op, device, dtype, float("inf"), float("inf"), (), float("nan"), float("nan"),
+                          atol, rtol, False)
+    diff = (a - e).abs()
+    diff = torch.where(torch.isfinite(a) == torch.isfinite(e), diff, torch.full_like(diff, float("inf")))
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    rel = diff / e.abs().clamp_min(1e-300)
+    excess = diff - (atol + rtol * e.abs())
+    flat = int(torch.argmax(excess).item()) if excess.numel() else 0
+    index = unravel(flat, tuple(e.shape))
+    ok = bool((excess <= 0).all().item())
+    return Comparison(
+        op=op, device=device, dtype=dtype,
+        max_abs=float(diff.max().item()) if diff.numel() else 0.0,
+        max_rel=float(rel.max().item()) if rel.numel() else 0.0,
+        worst_index=index,
+        actual=float(a.reshape(-1)[flat].item()) if a.numel() else 0.0,
+        expected=float(e.reshape(-1)[flat].item()) if e.numel() else 0.0,
+        atol=atol, rtol=rtol, ok=ok,
+    )
+
+
+def comparisons_result(what: str, comparisons: Sequence[Comparison], *, tolerances: dict[str, Any],
+                       remediation: str, extra: dict[str, Any] | None = None,
+                       problems: Iterable[str] = ()) -> Result:
+    """PASS when every comparison is within tolerance and there are no other problems; else FAIL naming the worst."""
+    measured: dict[str, Any] = {c.label: c.measured() for c in comparisons}
+    measured.update(extra or {})
+    bad = [c.describe() for c in comparisons if not c.ok] + list(problems)
+    if bad:
+        more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+        return failed(f"{what}: {bad[0]}{more}", remediation, measured=measured, expected=tolerances,
+                      details="\n".join(bad))
+    worst = max(comparisons, key=lambda c: c.max_abs, default=None)
+    tail = f"; largest abs err {worst.max_abs:.3g} ({worst.label})" if worst else ""
+    return passed(f"{what}: {len(comparisons)} comparisons within tolerance{tail}",
+                  measured=measured, expected=tolerances)

@@ -1,0 +1,74 @@
+"""`torchrun ... -m envcheck.distributed`: the dist.* checks across nodes (rank 0 reports).
+
+Thin entry: parse arguments, run this rank (envcheck.checks.distributed.torchrun), render on rank 0,
+exit non-zero on every node when any check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, run_this_rank
+from envcheck.checks.facts import collect_facts
+from envcheck.core.check import Context, Level
+from envcheck.core.result import Result
+from envcheck.core.runner import RunReport
+from envcheck.report.json_report import render_json
+from envcheck.report.junit import render_junit
+from envcheck.report.table import print_report
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The entry point's options (a subset of `envcheck run`)."""
+    parser = argparse.ArgumentParser(prog="torchrun ... -m envcheck.distributed", description=__doc__)
+    parser.add_argument("--level", choices=("quick", "full"), default="quick",
+                        help="full adds the dist.busbw sweep")
+    parser.add_argument("--allow-cpu", action="store_true", help="use gloo on CPU even when GPUs exist")
+    parser.add_argument("--timeout", type=float, default=120.0, help="process-group timeout per collective (s)")
+    parser.add_argument("--min-busbw", type=float, default=None, metavar="GBPS")
+    parser.add_argument("--strict-perf", action="store_true", help="a busbw below --min-busbw fails")
+    parser.add_argument("--json", metavar="PATH", help="rank 0 writes the JSON report here ('-' = stdout)")
+    parser.add_argument("--junit", metavar="PATH", help="rank 0 writes a JUnit XML report here")
+    return parser.parse_args(argv)
+
+
+def render(results: list[Result], args: argparse.Namespace) -> None:
+    """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
+    context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
+                      options={"mode": "torchrun", "min_busbw_gbps": args.min_busbw, "strict_perf": args.strict_perf})
+    report = RunReport(results=results, facts=collect_facts(), context=context)
+    out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
+    print_report(report, Console(file=out, highlight=False))
+    for r in results:
+        if r.name == "dist.busbw" and r.details:
+            print(r.details, file=out)
+    if args.json == "-":
+        sys.stdout.write(render_json(report))
+    elif args.json:
+        Path(args.json).write_text(render_json(report))
+    if args.junit:
+        Path(args.junit).write_text(render_junit(report, suite_name="envcheck.distributed"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run this rank; rank 0 renders. Exit 0 only when every check passed or warned."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    missing = missing_env()
+    if missing:
+        print(f"envcheck.distributed: {', '.join(missing)} not set; start it with torchrun, e.g. "
+              "`torchrun --nproc-per-node 2 -m envcheck.distributed`", file=sys.stderr)
+        return 2
+    opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
+                           min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)
+    code, results = run_this_rank(opts)
+    if results is not None:
+        render(results, args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""One helper to run `envcheck bench` the way the CLI does (argparse + handler), in this process.
+
+The units still run in spawned bench workers. Once the lead's `envcheck.cli` registers the
+subcommand, `tests.helpers.run_cli("bench", ...)` drives the same handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.bench.cli import register
+
+FAST_UNITS = "bench.cpu_matmul,bench.cpu_memory"
+
+
+def bench(*argv: str) -> int:
+    """Parse `envcheck bench ARGV` and run its handler; return the exit code."""
+    parser = argparse.ArgumentParser(prog="envcheck")
+    register(parser.add_subparsers())
+    args = parser.parse_args(["bench", *argv])
+    code: int = args.handler(args)
+    return code
+
+
+@pytest.fixture(scope="session")
+def cpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A real quick CPU bench of the fast units, with its JSON and plots on disk."""
+    out = tmp_path_factory.mktemp("bench")
+    code = bench("--quick", "--allow-cpu", "--only", FAST_UNITS, "--cpu-threads", "1",
+                 "--json", str(out / "bench.json"), "--plots", str(out / "plots"))
+    doc: dict[str, Any] = json.loads((out / "bench.json").read_text())
+    return {"code": code, "doc": doc, "dir": out}
+
+
+@pytest.fixture
+def run_bench() -> Callable[..., int]:
+    """The `bench` helper as a fixture."""
+    return bench
+
+
+@pytest.fixture
+def write_json(tmp_path: Path) -> Callable[[dict[str, Any]], str]:
+    """Write a document to a temp file and return its path."""
+    def _write(doc: dict[str, Any]) -> str:
+        path = tmp_path / "doc.json"
+        path.write_text(json.dumps(doc))
+        return str(path)
+    return _write

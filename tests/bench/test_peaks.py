@@ -1,0 +1,51 @@
+"""The peak table: name matching as CUDA/NVML report names, and no guess for unknown GPUs."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.bench.peaks import lookup, pcie_peak_gbps, pct_of_peak
+
+
+@pytest.mark.parametrize(("name", "model"), [
+    ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+    ("NVIDIA H100 PCIe", "H100 PCIe"),
+    ("NVIDIA H100 NVL", "H100 NVL"),
+    ("NVIDIA H200", "H200 SXM"),
+    ("NVIDIA H200 NVL", "H200 NVL"),
+    ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"),
+    ("NVIDIA A100-SXM4-40GB", "A100 40GB"),
+    ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
+    ("NVIDIA L40S", "L40S"),
+    ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+    ("NVIDIA GeForce RTX 5090", "RTX 5090"),
+    ("NVIDIA B200", "B200"),
+])
+def test_known_gpu_names_map_to_their_model(name: str, model: str) -> None:
+    peak = lookup(name)
+    assert peak is not None and peak.model == model
+    assert set(peak.tflops) == {"float32", "tf32", "bfloat16", "float16"}
+
+
+@pytest.mark.parametrize("name", ["NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GeForce RTX 4090 D",
+                                  "NVIDIA H800", "Tesla T4", "NVIDIA GeForce RTX 4090 Laptop GPU", ""])
+def test_unknown_or_lookalike_gpu_gets_no_peak(name: str) -> None:
+    assert lookup(name) is None
+
+
+def test_dense_figures_not_sparse() -> None:
+    """Dense bf16 on H100 SXM is 989 TFLOP/s; the datasheet's 1979 is the 2:4-sparse figure."""
+    h100 = lookup("NVIDIA H100 80GB HBM3")
+    assert h100 is not None and h100.tflops["bfloat16"] == pytest.approx(989.5)
+    assert h100.tflops["float32"] < h100.tflops["tf32"] < h100.tflops["bfloat16"]
+
+
+def test_percentage_of_unknown_peak_is_none() -> None:
+    assert pct_of_peak(500.0, None) is None
+    assert pct_of_peak(494.75, 989.5) == 50.0
+
+
+def test_pcie_link_peak() -> None:
+    assert pcie_peak_gbps(4, 16) == pytest.approx(31.5, abs=0.1)
+    assert pcie_peak_gbps(5, 16) == pytest.approx(63.0, abs=0.1)
+    assert pcie_peak_gbps(None, 16) is None

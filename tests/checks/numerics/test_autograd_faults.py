@@ -1,0 +1,152 @@
+"""Autograd checks fail, naming the op, device and dtype, when a backward is wrong."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any
+
+import torch
+
+from envcheck.checks.numerics.autograd import (
+    autograd_device_agreement,
+    autograd_gradcheck,
+    gradcheck_findings,
+)
+from envcheck.checks.numerics.autograd_mechanics import MechanicsParts, autograd_mechanics
+from envcheck.checks.numerics.autograd_ops import OP_SET, OpCase
+from envcheck.checks.numerics.compare import comparisons_result
+from envcheck.checks.numerics.linear_vjp import autograd_linear_vjp, linear_vjp_comparisons
+from envcheck.checks.numerics.second_order import second_order_findings
+from envcheck.core.check import CheckSpec
+from envcheck.core.result import Status
+from tests.helpers import run_spec
+
+
+class CubeWrongBackward(torch.autograd.Function):
+    """x**3 whose backward says 2x² instead of 3x²."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x * x
+
+
+class SquareWrongBackward(torch.autograd.Function):
+    """x**2 whose backward says 3x instead of 2x."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x
+
+
+class CubeFlatSecondOrder(torch.autograd.Function):
+    """x**3 with a correct first derivative computed outside autograd, so its second derivative is lost."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x.detach() ** 2
+
+
+class LinearWrongWeightGrad(torch.autograd.Function):
+    """Y = X·W + b whose backward forgets to transpose X (dW = G·X-ish)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        return x @ w + b
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x, w = ctx.saved_tensors
+        dw = x.reshape(-1, x.shape[-1]).t() @ g.reshape(-1, g.shape[-1])
+        return g @ w.t(), dw * 1.01, g.reshape(-1, g.shape[-1]).sum(0)
+
+
+def test_gradcheck_fails_on_wrong_backward_naming_op_device_dtype() -> None:
+    bad = OpCase("cube(wrong backward)", CubeWrongBackward.apply, ((5,),))
+    comparisons, problems = gradcheck_findings(["cpu"], [*OP_SET[:2], bad])
+    result = comparisons_result("gradcheck", comparisons, tolerances={}, remediation="r", problems=problems)
+    assert result.status is Status.FAIL
+    assert "cube(wrong backward) jacobian on cpu float64: worst element" in result.summary
+    assert any("gradcheck rejects cube(wrong backward)" in p for p in problems)
+
+
+def test_gradcheck_check_passes_through_run_spec() -> None:
+    spec = CheckSpec("autograd.gradcheck_probe", autograd_gradcheck, "probe")
+    assert run_spec(spec).status is Status.PASS
+
+
+def test_linear_vjp_fails_on_wrong_weight_grad() -> None:
+    comparisons = linear_vjp_comparisons("cpu", "float64", op=LinearWrongWeightGrad.apply)
+    assert [c.ok for c in comparisons] == [True, False, True]
+    assert "linear dW = Xᵀ·G on cpu float64" in comparisons[1].describe()
+    spec = CheckSpec("autograd.linear_vjp_probe", autograd_linear_vjp, "probe")
+    assert run_spec(spec).status is Status.PASS
+
+
+def test_device_agreement_catches_a_perturbed_device_op() -> None:
+    """The GPU is mocked: 'cpu' plays the device and the device op for conv2d is perturbed by 1e-3."""
+
+    def perturbed(case: OpCase) -> Any:
+        if case.name != "conv2d":
+            return case.fn
+        return lambda *a: case.fn(*a) * (1 + 1e-3)
+
+    spec = CheckSpec("autograd.device_agreement_probe", functools.partial(
+        autograd_device_agreement, devices=lambda: ["cpu"], device_op=perturbed), "probe")
+    result = run_spec(spec)
+    assert result.status is Status.FAIL
+    assert result.summary.startswith("CUDA vs CPU gradients: conv2d d/dinput0 on cpu float32: worst element")
+    assert "float64" in result.details and "softmax" not in result.details
+    healthy = run_spec(CheckSpec("autograd.device_agreement_ok", functools.partial(
+        autograd_device_agreement, devices=lambda: ["cpu"]), "probe"))
+    assert healthy.status is Status.PASS
+
+
+def test_second_order_catches_a_non_differentiable_backward() -> None:
+    bad = OpCase("cube(flat backward)", CubeFlatSecondOrder.apply, ((6,),))
+    comparisons, problems = second_order_findings(["cpu"], [bad])
+    assert not comparisons[0].ok and "cube(flat backward) hessian-vector on cpu float64" in comparisons[0].describe()
+    assert problems and "gradgradcheck rejects cube(flat backward)" in problems[0]
+
+
+def _run_mechanics(**parts: Any) -> Any:
+    return run_spec(CheckSpec("autograd.mechanics_probe", functools.partial(
+        autograd_mechanics, parts=MechanicsParts(**parts)), "probe"))
+
+
+def test_mechanics_hook_catches_wrong_upstream_grad() -> None:
+    result = _run_mechanics(square=SquareWrongBackward.apply)
+    assert result.status is Status.FAIL and "hook_sees_upstream_grad@cpu" in result.summary
+
+
+def test_mechanics_no_grad_and_detach_faults() -> None:
+    result = _run_mechanics(no_grad=contextlib.nullcontext, inference_mode=contextlib.nullcontext,
+                            detach=lambda t: t)
+    assert result.status is Status.FAIL
+    for probe in ("no_grad_builds_no_graph@cpu", "inference_mode_builds_no_graph@cpu", "detach_cuts_graph@cpu"):
+        assert probe in result.details
+
+
+def test_mechanics_saved_tensor_that_is_a_copy_misses_the_version_error() -> None:
+    result = _run_mechanics(saving_op=lambda t: t.detach().clone().sin() + 0 * t)
+    assert result.status is Status.FAIL and "inplace_on_saved_tensor_raises@cpu" in result.details
+    assert _run_mechanics().status is Status.PASS

@@ -1,0 +1,31 @@
+"""On a CUDA host every numerics check also covers each GPU, and passes (unverified on the CPU-only dev box)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.checks import numerics, registry
+from envcheck.core.result import Status
+from tests.helpers import run_check
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("name", [s.name for s in numerics.CHECKS])
+def test_check_passes_and_covers_cuda(name: str) -> None:
+    result = run_check(name, isolated=False)
+    assert result.status is Status.PASS, (result.summary, result.details)
+    assert "cuda:0" in repr(result.measured), result.measured
+
+
+def test_checkpointing_lowers_cuda_peak_memory() -> None:
+    result = run_check("train.checkpointing", isolated=False)
+    peaks = result.measured["peak_bytes@cuda:0"]
+    assert peaks["checkpointed"] < peaks["plain"]
+
+
+def test_autocast_float16_on_cuda_uses_float32_softmax() -> None:
+    result = run_check("amp.autocast_dtypes", isolated=False)
+    assert result.measured["cuda:0/float16"]["softmax"] == "float32"
+    assert result.measured["cuda:0/float16"]["matmul"] == "float16"
+    assert registry()["autograd.device_agreement"].needs.cuda

@@ -1,0 +1,97 @@
+"""`torchrun -m envcheck.distributed` on loopback: 2 nodes x 2 gloo processes, two real torchrun
+agents with c10d rendezvous on a free port of 127.0.0.1, each bounded by a timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+TORCHRUN_TIMEOUT_S = 180
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _torchrun_two_nodes(tmp_path: Path, *extra: str, fault: str | None = None) -> list[tuple[int, str]]:
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+    env.pop("ENVCHECK_TEST_FAULT", None)
+    if fault:
+        env["ENVCHECK_TEST_FAULT"] = fault
+    torchrun = [sys.executable, "-m", "torch.distributed.run"]
+    procs = []
+    for node in (0, 1):
+        argv = [*torchrun, "--nnodes", "2", "--nproc-per-node", "2", "--node-rank", str(node),
+                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+                "--rdzv-conf", f"is_host={int(node == 0)}", "--max-restarts", "0",
+                "-m", "envcheck.distributed", "--allow-cpu", "--timeout", "60",
+                "--json", str(tmp_path / f"node{node}.json"), "--junit", str(tmp_path / f"node{node}.xml"), *extra]
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                      env=env, cwd=tmp_path))
+    out = []
+    try:
+        for proc in procs:
+            text, _ = proc.communicate(timeout=TORCHRUN_TIMEOUT_S)
+            out.append((proc.returncode, text))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    return out
+
+
+def test_two_nodes_two_procs_pass(tmp_path: Path) -> None:
+    runs = _torchrun_two_nodes(tmp_path, "--level", "full")
+    assert [code for code, _ in runs] == [0, 0], runs
+    reports = [p for p in tmp_path.glob("node*.json")]
+    assert len(reports) == 1, "exactly one node hosts rank 0 and writes the report"
+    report = json.loads(reports[0].read_text())
+    statuses = {r["name"]: r["status"] for r in report["results"]}
+    assert statuses == {"dist.all_reduce": "pass", "dist.collectives": "pass", "dist.busbw": "pass"}
+    all_reduce = report["results"][0]
+    assert all_reduce["measured"]["world_size"] == 4 and all_reduce["measured"]["wrong_float32"] == 0
+    assert report["exit_code"] == 0
+    assert 'failures="0"' in reports[0].with_suffix(".xml").read_text()
+
+
+def test_corrupt_rank_makes_every_node_fail(tmp_path: Path) -> None:
+    runs = _torchrun_two_nodes(tmp_path, fault="rank=3:corrupt")
+    assert all(code != 0 for code, _ in runs), runs
+    report = json.loads(next(tmp_path.glob("node*.json")).read_text())
+    assert report["results"][0]["status"] == "fail"
+    assert "#wrong" in report["results"][0]["summary"]
+
+
+def test_outside_torchrun_is_a_usage_error() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    done = subprocess.run([sys.executable, "-m", "envcheck.distributed"], capture_output=True, text=True,
+                          timeout=60, env=dict(env, PYTHONPATH=str(ROOT)), cwd=ROOT)
+    assert done.returncode == 2
+    assert "torchrun" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cluster_examples_run_the_entry_point_with_shared_memory() -> None:
+    """The Slurm and Kubernetes examples parse and launch `-m envcheck.distributed` under torchrun."""
+    import yaml
+
+    examples = ROOT / "docs" / "examples"
+    sbatch = (examples / "slurm-envcheck-dist.sbatch").read_text()
+    subprocess.run(["bash", "-n", str(examples / "slurm-envcheck-dist.sbatch")], check=True, timeout=30)
+    code = [line for line in sbatch.splitlines() if not line.lstrip().startswith("#")]
+    assert "srun" in sbatch and "-m envcheck.distributed" in sbatch and not any("29500" in x for x in code)
+    for name in ("k8s-pytorchjob.yaml", "k8s-indexed-job.yaml"):
+        docs = list(yaml.safe_load_all((examples / name).read_text()))
+        text = json.dumps(docs)
+        assert "envcheck.distributed" in text and '"torchrun"' in text, name
+        assert '"mountPath": "/dev/shm"' in text and '"medium": "Memory"' in text, name
+        assert "envcheck-pytorch:" in text, name

@@ -1,0 +1,38 @@
+"""`pip install .` works without torch (the host-side runner needs none); checks then skip or say why."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+
+@pytest.fixture(scope="module")
+def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([str(venv / "bin/pip"), "install", "-q", str(ROOT)], check=True, timeout=600)
+    return venv
+
+
+@pytest.mark.slow
+def test_installs_and_runs_without_torch(bare_venv: Path, tmp_path: Path) -> None:
+    python = str(bare_venv / "bin/python")
+    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('torch'))"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.stdout.strip() == "None"
+    listing = subprocess.run([str(bare_venv / "bin/envcheck"), "list"], capture_output=True, text=True,
+                             timeout=60, cwd=tmp_path)
+    assert listing.returncode == 0 and "cuda.available" in listing.stdout
+    done = subprocess.run([python, "-m", "envcheck", "run", "--allow-cpu", "--json", "-"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    results = {r["name"]: r for r in json.loads(done.stdout)["results"]}
+    assert "torch is not installed" in results["cuda.available"]["summary"]
+    assert results["container.shm"]["status"] == "pass"
+    skipped = [r for r in results.values() if r["status"] == "skip" and r["name"] != "image.versions"]
+    assert skipped and all("torch is not installed" in r["reason"] for r in skipped)
