@@ -24,6 +24,13 @@ def fix_command(torch_version: str) -> str:
             "--index-url https://download.pytorch.org/whl/cu128); a CUDA torchvision never works with a CPU torch")
 
 
+def cuda_text(value: object) -> str | None:
+    """torchvision >= 0.26 reports its CUDA as an int (13000); older ones as text ('12.8')."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value // 1000}.{value % 1000 // 10}"
+    return None if value is None else str(value)
+
+
 def _torch_pin(requires: list[str]) -> str | None:
     for req in requires:
         m = re.match(r"torch\s*==\s*([\w.+]+)", req)
@@ -52,7 +59,7 @@ def vision_ops(ctx: Context) -> Result:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return failed(f"torchvision {tv_version} does not import with torch {torch.__version__}: {why}", tv_fix,
                       measured=measured, expected={"import": "ok"})
-    tv_cuda = torchvision.version.cuda
+    tv_cuda = cuda_text(torchvision.version.cuda)
     measured["torchvision_cuda"] = tv_cuda
     if pin and pin.split("+")[0] != torch.__version__.split("+")[0]:
         return failed(f"torchvision {tv_version} was built for torch {pin}, but torch {torch.__version__} is "

@@ -20,7 +20,7 @@ from envcheck.images.matrix import Row, default_matrix_path, load_matrix
 
 TEST_ROW = os.environ.get("ENVCHECK_TEST_ROW", "2.11-cu130")
 TEST_BASE = os.environ.get("ENVCHECK_TEST_BASE", "local/debian:bookworm")
-TEST_REPO = "envcheck-test"
+TEST_REPO = "envcheck-images-test"  # not shared with other helpers on this engine
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 SECRET_MARKER = "envcheck-ca-secret-marker-7f3a"
 

@@ -113,3 +113,11 @@ def test_file_level_errors(tmp_path: Path) -> None:
     assert "not valid TOML" in error_of(tmp_path, "rows = [")
     assert "field 'schema_version': 2 is not 1" in error_of(tmp_path, HEADER.replace("= 1", "= 2") + GOOD_ROW)
     assert "needs at least one [[rows]]" in error_of(tmp_path, HEADER)
+
+
+def test_torchvision_cuda_int_form_is_normalised() -> None:
+    """Seen in the real torchvision 0.26.0 CUDA wheel: torchvision.version.cuda == 13000 (an int)."""
+    from envcheck.checks.vision import cuda_text
+
+    assert cuda_text(13000) == "13.0" and cuda_text(12080) == "12.8"
+    assert cuda_text("12.8") == "12.8" and cuda_text(None) is None

@@ -84,10 +84,11 @@ def test_no_secret_in_layers_build_args_or_labels(docker_client: Any, runtime_im
         assert "BEGIN CERTIFICATE" not in text
         assert "ca.pem" not in text
     code, output = run_in(docker_client, runtime_image, [
-        "bash", "-c", f"grep -rl {SECRET_MARKER} /etc /home /opt/envcheck-build /workspace /tmp /run; "
-                      "ls /run/secrets 2>&1; echo done"])
-    assert SECRET_MARKER not in output.replace(f"grep -rl {SECRET_MARKER}", "")
-    assert "No such file or directory" in output  # /run/secrets does not exist in the image
+        "bash", "-c", f"grep -rls {SECRET_MARKER} /etc /home /opt/envcheck-build /workspace /tmp /run; "
+                      "echo secrets: $(ls -A /run/secrets 2>/dev/null | wc -l)"])
+    assert code == 0, output
+    assert SECRET_MARKER not in output
+    assert "secrets: 0" in output  # BuildKit leaves at most an empty mount point
 
 
 def test_image_versions_fails_after_pip_installing_another_torch(docker_client: Any, runtime_image: str,
@@ -101,12 +102,12 @@ def test_image_versions_fails_after_pip_installing_another_torch(docker_client: 
         volumes={"/opt/wheels": {"bind": "/wheels", "mode": "ro"}})
     try:
         assert container.wait(timeout=600)["StatusCode"] == 0, container.logs().decode()
-        derived = container.commit(repository="envcheck-test", tag="drifted")
+        derived = container.commit(repository="envcheck-images-test", tag="drifted")
     finally:
         container.remove(force=True)
     try:
         out = tmp_path / "drift.json"
-        done = run_cli("image", "verify", "envcheck-test:drifted", "--allow-cpu", "--only", "image.versions",
+        done = run_cli("image", "verify", "envcheck-images-test:drifted", "--allow-cpu", "--only", "image.versions",
                        "--json", str(out), timeout=400)
         assert done.returncode == 1, done.stdout + done.stderr
         result = json.loads(out.read_text())["images"][0]["report"]["results"][0]
