@@ -14,25 +14,7 @@ if [ -x /usr/bin/docker ]; then DOCKER=/usr/bin/docker; else DOCKER=docker; fi
 export DOCKER ENVCHECK_DOCKER="$DOCKER" DOCKER_BUILDKIT=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 step() { echo "== [$(( $(date +%s) - start ))s] $*"; }
 
-step "docker engine"
-if ! "$DOCKER" info >/dev/null 2>&1; then
-    if ! command -v dockerd >/dev/null; then
-        apt-get update -q && apt-get install -y -q docker.io debootstrap
-    fi
-    dockerd >/tmp/dockerd.log 2>&1 &
-    for _ in $(seq 90); do "$DOCKER" info >/dev/null 2>&1 && break; sleep 1; done
-    "$DOCKER" info >/dev/null 2>&1 || { echo "dockerd did not come up; see /tmp/dockerd.log" >&2; exit 1; }
-fi
-command -v debootstrap >/dev/null || { apt-get update -q && apt-get install -y -q debootstrap; }
-
-step "local base image (debootstrap)"
-docker/ci/make-base-image.sh
-
-step "wheelhouse for $ROW"
-if ! "$DOCKER" image inspect "envcheck-wheelhouse:$ROW" >/dev/null 2>&1; then
-    mkdir -p "$WHEEL_CACHE"
-    "$PYTHON" -m envcheck image wheelhouse --row "$ROW" --dest "$WHEEL_CACHE"
-fi
+docker/ci/prepare-engine.sh
 
 step "image tests (build runtime + devel, envcheck inside, drift, secrets, extension)"
 ENVCHECK_REQUIRE_DOCKER=1 ENVCHECK_TEST_ROW="$ROW" "$PYTHON" -m pytest tests/images -q -p no:cacheprovider

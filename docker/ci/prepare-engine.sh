@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Prepares a machine for the Docker tests: a running engine, the debootstrap base image (nothing can be
+# pulled here) and the CI row's wheelhouse image (so image builds install torch offline, once).
+# Idempotent: each step is skipped when its product exists. Needs root (apt-get, dockerd).
+#   PYTHON  a python with envcheck and the docker SDK (default python3)   ROW  matrix row (2.11-cu130)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+start=$(date +%s)
+ROW="${ROW:-2.11-cu130}"
+PYTHON="${PYTHON:-python3}"
+WHEEL_CACHE="${WHEEL_CACHE:-/var/cache/envcheck/wheelhouse}"
+if [ -x /usr/bin/docker ]; then DOCKER=/usr/bin/docker; else DOCKER=docker; fi
+export DOCKER ENVCHECK_DOCKER="$DOCKER" DOCKER_BUILDKIT=1
+step() { echo "== [$(( $(date +%s) - start ))s] $*"; }
+
+step "docker engine"
+if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io debootstrap
+fi
+if ! timeout 20 "$DOCKER" info >/dev/null 2>&1; then
+    nohup dockerd >/tmp/dockerd.log 2>&1 &
+    for _ in $(seq 90); do timeout 10 "$DOCKER" info >/dev/null 2>&1 && break; sleep 1; done
+    timeout 20 "$DOCKER" info >/dev/null 2>&1 || { echo "dockerd did not come up; see /tmp/dockerd.log" >&2; exit 1; }
+fi
+
+step "local base image (debootstrap)"
+docker/ci/make-base-image.sh
+
+step "wheelhouse image for $ROW"
+if ! "$DOCKER" image inspect "envcheck-wheelhouse:$ROW" >/dev/null 2>&1; then
+    mkdir -p "$WHEEL_CACHE"
+    timeout 1800 "$PYTHON" -m envcheck image wheelhouse --row "$ROW" --dest "$WHEEL_CACHE"
+fi
+step "engine ready"
