@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.bench import allreduce_adapter
 from envcheck.bench.figures import figure
+from envcheck.checks.distributed import all_reduce_sweep
 from envcheck.core.check import Context
-
-
-class Unavailable(Exception):
-    """A bench unit cannot run here; the message is the SKIP reason."""
 
 
 def sweep_sizes(backend: str, quick: bool) -> list[int]:
@@ -26,16 +22,13 @@ def sweep_sizes(backend: str, quick: bool) -> list[int]:
 
 def all_reduce_figures(backend: str, ctx: Context) -> list[dict[str, Any]]:
     """busbw per message size for `backend` (nccl over all GPUs, gloo over `cpu_ranks` processes)."""
-    why = allreduce_adapter.sweep_unavailable()
-    if why:
-        raise Unavailable(why)
     if backend == "nccl":
         import torch
 
         world = torch.cuda.device_count()
     else:
         world = int(ctx.options.get("cpu_ranks", 2))
-    rows = allreduce_adapter.all_reduce_sweep(backend, world, sweep_sizes(backend, not ctx.full), timeout_s=120.0)
+    rows = all_reduce_sweep(backend, world, sweep_sizes(backend, not ctx.full), timeout_s=120.0)
     return [
         figure(f"all_reduce.{backend}.{row['bytes']}", float(row["busbw_gbps"]), "GB/s",
                label=f"{backend} all-reduce busbw {row['bytes']} B", series=f"{backend} busbw x{world}",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envcheck.bench import compile_speedup, matmul, memory, training_claims
-from envcheck.bench.allreduce_unit import Unavailable, all_reduce_figures
+from envcheck.bench.allreduce_unit import all_reduce_figures
 from envcheck.bench.gpu_state import NvmlSampler, nvml_handle
 from envcheck.bench.peaks import GpuPeak, lookup, pcie_peak_gbps
 from envcheck.core.check import CheckSpec, Context, Needs
@@ -69,15 +69,12 @@ def device_probe(ctx: Context) -> Result:
 def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
     """Run one unit's figure function, sampling GPU state, and summarise."""
     _threads(ctx)
-    try:
-        if gpu:
-            with NvmlSampler() as sampler:
-                figs = figures(ctx)
-            state = sampler.summary()
-        else:
-            figs, state = figures(ctx), {"absent": "CPU variant: no GPU state"}
-    except Unavailable as exc:
-        return skipped(str(exc))
+    if gpu:
+        with NvmlSampler() as sampler:
+            figs = figures(ctx)
+        state = sampler.summary()
+    else:
+        figs, state = figures(ctx), {"absent": "CPU variant: no GPU state"}
     if not figs:
         return skipped("no figures measured")
     head = headline(figs)
