@@ -4,9 +4,13 @@ SHELL := bash
 PYTHON ?= python3
 
 # Where `make verify` gets its envcheck: inside our images (ENVCHECK_IMAGE=1) the image's own install;
-# on a host, a venv with PyPI's torch + torchvision (CUDA builds, ~3 GB; they also run on CPU).
+# on a host, a venv with the torch/torchvision/torchaudio pins of docker/matrix.toml's `latest` row (the
+# image users get by default; CUDA builds, ~3 GB, that also run on CPU). VERIFY_ROW=<id> picks another
+# row; VERIFY_TORCH="torch==X torchvision==Y" overrides the pins. Unpinned `pip install torch torchvision`
+# can pair a torchvision with a torch it was not built for (torchvision declares only torch>=X).
 VENV ?= .venv
-VERIFY_TORCH ?= torch torchvision
+VERIFY_ROW ?=
+VERIFY_TORCH ?=
 # The test venv: torch 2.13.0 (a CPU build where the machine has one, as here; the tests need no GPU).
 TEST_VENV ?= .venv-test
 TEST_TORCH ?= torch==2.13.0
@@ -31,7 +35,8 @@ help: ## Show this help
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[docker,nvml,bench]' $(VERIFY_TORCH)
+	$(VENV)/bin/pip install -q -e '.[docker,nvml,bench]'
+	$(VENV)/bin/pip install -q $(or $(VERIFY_TORCH),$$($(VENV)/bin/envcheck matrix pins $(if $(VERIFY_ROW),--row $(VERIFY_ROW))))
 	touch $@
 
 $(TEST_VENV)/.installed: pyproject.toml

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import Result, failed, passed, warned
 
 
 def matching_torchvision(torch_version: str) -> str | None:
@@ -39,6 +40,41 @@ def _torch_pin(requires: list[str]) -> str | None:
     return None
 
 
+def pairing_problem(torch_version: str, tv_version: str, pin: str | None) -> str | None:
+    """Why this torchvision is not the one built for this torch, or None when they pair.
+
+    torchvision's metadata may pin torch exactly (`torch==2.9.1`) or only bound it (`torch>=2.14.0`),
+    so the release rule (torch 2.m pairs with torchvision 0.(m+15)) is checked as well.
+    """
+    base = torch_version.split("+")[0]
+    if pin and pin.split("+")[0] != base:
+        return f"torchvision {tv_version} was built for torch {pin}, but torch {torch_version} is installed"
+    want = matching_torchvision(base)
+    if want and not tv_version.startswith(want + "."):
+        return (f"torch {torch_version} pairs with torchvision {want}.x, but torchvision {tv_version} is "
+                "installed (torch 2.m pairs with torchvision 0.(m+15))")
+    return None
+
+
+def _ops_problem(ops: Any, device: str) -> str | None:
+    """Run nms and roi_align on inputs with known answers; the problem, or None when both are exact."""
+    import torch
+
+    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]], dtype=torch.float32, device=device)
+    try:
+        keep = ops.nms(boxes, torch.tensor([0.9, 0.8, 0.7], device=device), iou_threshold=0.5).tolist()
+        feats = torch.arange(16, dtype=torch.float32, device=device).reshape(1, 1, 4, 4)
+        roi = torch.tensor([[0, 0, 0, 4, 4]], dtype=torch.float32, device=device)
+        pooled = float(ops.roi_align(feats, roi, output_size=1, spatial_scale=1.0, sampling_ratio=2,
+                                     aligned=False).item())
+    except Exception as exc:
+        return f"torchvision ops fail on {device}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    if keep != [0, 2] or abs(pooled - 10.0) > 1e-5:
+        return (f"torchvision ops give wrong answers on {device}: nms kept {keep} (want [0, 2]), "
+                f"roi_align mean {pooled} (want 10.0)")
+    return None
+
+
 def vision_ops(ctx: Context) -> Result:
     """torchvision imports, matches torch's version and CUDA, and nms/roi_align give exact answers."""
     import torch
@@ -61,26 +97,20 @@ def vision_ops(ctx: Context) -> Result:
                       measured=measured, expected={"import": "ok"})
     tv_cuda = cuda_text(torchvision.version.cuda)
     measured["torchvision_cuda"] = tv_cuda
-    if pin and pin.split("+")[0] != torch.__version__.split("+")[0]:
-        return failed(f"torchvision {tv_version} was built for torch {pin}, but torch {torch.__version__} is "
-                      "installed", tv_fix, measured=measured, expected={"torch": pin})
     if (tv_cuda or None) != (torch.version.cuda or None):
         return failed(f"torchvision is built for CUDA {tv_cuda}, torch for CUDA {torch.version.cuda}", tv_fix,
                       measured=measured, expected={"torchvision_cuda": torch.version.cuda})
+    pairing = pairing_problem(torch.__version__, tv_version, pin)
     devices = ["cpu"] + ([f"cuda:{i}" for i in range(torch.cuda.device_count())]
                          if torch.cuda.is_available() else [])
-    for device in devices:
-        boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]], dtype=torch.float32,
-                             device=device)
-        keep = ops.nms(boxes, torch.tensor([0.9, 0.8, 0.7], device=device), iou_threshold=0.5).tolist()
-        feats = torch.arange(16, dtype=torch.float32, device=device).reshape(1, 1, 4, 4)
-        roi = torch.tensor([[0, 0, 0, 4, 4]], dtype=torch.float32, device=device)
-        pooled = float(ops.roi_align(feats, roi, output_size=1, spatial_scale=1.0, sampling_ratio=2,
-                                     aligned=False).item())
-        if keep != [0, 2] or abs(pooled - 10.0) > 1e-5:
-            return failed(f"torchvision ops give wrong answers on {device}: nms kept {keep} (want [0, 2]), "
-                          f"roi_align mean {pooled} (want 10.0)", tv_fix, measured=measured)
     measured["devices"] = devices
+    for device in devices:
+        problem = _ops_problem(ops, device)
+        if problem:
+            return failed(problem + (f"; {pairing}" if pairing else ""), tv_fix, measured=measured)
+    if pairing:
+        return warned(f"{pairing}; nms and roi_align happen to work, but this pair is unsupported", tv_fix,
+                      measured=measured, expected={"torchvision": matching_torchvision(torch.__version__)})
     return passed(f"torchvision {tv_version} matches torch {torch.__version__}; nms and roi_align exact on "
                   f"{', '.join(devices)}", measured=measured)
 

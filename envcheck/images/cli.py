@@ -23,12 +23,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _matrix_arg(github)
     _row_target_args(github)
     github.set_defaults(handler=cmd_matrix_github)
+    pins = msub.add_parser("pins", help="print a row's pip arguments (default: the latest row)")
+    _matrix_arg(pins)
+    pins.add_argument("--row", metavar="ID", help="row id (default: the row marked latest)")
+    pins.set_defaults(handler=cmd_matrix_pins)
     mverify = msub.add_parser("verify", help="run envcheck inside every built image of the matrix")
     _matrix_arg(mverify)
     _row_target_args(mverify)
     _verify_args(mverify)
     mverify.set_defaults(handler=_lazy("envcheck.images.commands", "cmd_matrix_verify"))
-    matrix.set_defaults(handler=_missing(matrix, "list, github, verify"))
+    matrix.set_defaults(handler=_missing(matrix, "list, github, pins, verify"))
 
     image = sub.add_parser("image", help="build images and run envcheck inside them")
     isub = image.add_subparsers(dest="image_command", parser_class=type(image))
@@ -126,4 +130,23 @@ def cmd_matrix_github(args: argparse.Namespace) -> int:
     """Print the GitHub Actions matrix as one line of JSON, nothing else."""
     matrix = selected_matrix(args)
     print(json.dumps(github_matrix(matrix, row_id=args.row, target=args.target), separators=(",", ":")))
+    return 0
+
+
+def cmd_matrix_pins(args: argparse.Namespace) -> int:
+    """Print `torch==X torchvision==Y [torchaudio==Z] [--index-url URL]` for one row, on one line."""
+    matrix = selected_matrix(args)
+    if args.row:
+        row = matrix.row(args.row)
+    else:
+        latest = [r for r in matrix.rows if r.latest]
+        if not latest:
+            raise UsageError(f"{matrix.path}: no row has latest = true; pass --row ID")
+        row = latest[0]
+    parts = [f"torch=={row.torch}", f"torchvision=={row.torchvision}"]
+    if row.torchaudio:
+        parts.append(f"torchaudio=={row.torchaudio}")
+    if "pypi.org" not in row.index_url:
+        parts += ["--index-url", row.index_url]
+    print(" ".join(parts))
     return 0

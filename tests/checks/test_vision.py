@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.vision import fix_command, matching_torchvision
+from envcheck.checks.vision import fix_command, matching_torchvision, pairing_problem
 from envcheck.core.result import Status
 from tests.helpers import run_check, run_cli
 
@@ -19,6 +19,18 @@ def test_matching_pairs() -> None:
     assert matching_torchvision("2.8.0") == "0.23"
     assert matching_torchvision("2.13.0+cpu") == "0.28"
     assert "torch==2.9.1 torchvision==0.24.*" in fix_command("2.9.1+cu128")
+
+
+@pytest.mark.parametrize("torch_v, tv_v, pin, problem", [
+    ("2.14.1+cu130", "0.29.2", None, None),
+    ("2.9.1", "0.24.1", "2.9.1", None),
+    # torchvision 0.29.2 declares only torch>=2.14.0, so unpinned pip pairs it with torch 2.15.0
+    ("2.15.0+cu132", "0.29.2", None, "torch 2.15.0+cu132 pairs with torchvision 0.30.x"),
+    ("2.13.0+cpu", "0.26.0", "2.11.0", "was built for torch 2.11.0"),
+])
+def test_pairing_rule(torch_v: str, tv_v: str, pin: str | None, problem: str | None) -> None:
+    found = pairing_problem(torch_v, tv_v, pin)
+    assert (found is None) if problem is None else (found is not None and problem in found)
 
 
 @pytest.fixture(scope="module")
