@@ -32,6 +32,13 @@ def cuda_text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def pair_fix(torch_version: str, tv_version: str) -> str:
+    """Both ways to make an unsupported pair match: the torch this torchvision was built for, or the reverse."""
+    m = re.match(r"0\.(\d+)", tv_version)
+    back = f"pip install --force-reinstall torch==2.{int(m.group(1)) - 15}.* torchvision=={tv_version}" if m else ""
+    return (f"{back} (the torch this torchvision was built for), or " if back else "") + fix_command(torch_version)
+
+
 def _torch_pin(requires: list[str]) -> str | None:
     for req in requires:
         m = re.match(r"torch\s*==\s*([\w.+]+)", req)
@@ -109,7 +116,8 @@ def vision_ops(ctx: Context) -> Result:
         if problem:
             return failed(problem + (f"; {pairing}" if pairing else ""), tv_fix, measured=measured)
     if pairing:
-        return warned(f"{pairing}; nms and roi_align happen to work, but this pair is unsupported", tv_fix,
+        return warned(f"{pairing}; nms and roi_align happen to work, but this pair is unsupported",
+                      pair_fix(torch.__version__, tv_version),
                       measured=measured, expected={"torchvision": matching_torchvision(torch.__version__)})
     return passed(f"torchvision {tv_version} matches torch {torch.__version__}; nms and roi_align exact on "
                   f"{', '.join(devices)}", measured=measured)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.vision import fix_command, matching_torchvision, pairing_problem
+from envcheck.checks.vision import fix_command, matching_torchvision, pair_fix, pairing_problem
 from envcheck.core.result import Status
 from tests.helpers import run_check, run_cli
 
@@ -31,6 +31,12 @@ def test_matching_pairs() -> None:
 def test_pairing_rule(torch_v: str, tv_v: str, pin: str | None, problem: str | None) -> None:
     found = pairing_problem(torch_v, tv_v, pin)
     assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+def test_pair_fix_offers_the_torch_this_torchvision_was_built_for() -> None:
+    fix = pair_fix("2.15.0+cu132", "0.29.2")
+    assert fix.startswith("pip install --force-reinstall torch==2.14.* torchvision==0.29.2")
+    assert "torch==2.15.0 torchvision==0.30.*" in fix
 
 
 @pytest.fixture(scope="module")
