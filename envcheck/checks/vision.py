@@ -47,6 +47,21 @@ def _torch_pin(requires: list[str]) -> str | None:
     return None
 
 
+def cuda_mismatch(torch_cuda: str | None, tv_cuda: str | None) -> str | None:
+    """A CPU/CUDA or CUDA-major mismatch between torch and torchvision, or None.
+
+    Like torchvision's own import check, only the major version must agree: CUDA minor versions are
+    compatible (PyPI's torchvision 0.29.2 is built with CUDA 13.2 for torch 2.14.1's CUDA 13.0).
+    """
+    if (torch_cuda or None) is None or (tv_cuda or None) is None:
+        if (torch_cuda or None) == (tv_cuda or None):
+            return None
+        return f"torchvision is built for CUDA {tv_cuda or 'none (CPU)'}, torch for CUDA {torch_cuda or 'none (CPU)'}"
+    if str(torch_cuda).split(".")[0] != str(tv_cuda).split(".")[0]:
+        return f"torchvision is built for CUDA {tv_cuda}, torch for CUDA {torch_cuda} (different major versions)"
+    return None
+
+
 def pairing_problem(torch_version: str, tv_version: str, pin: str | None) -> str | None:
     """Why this torchvision is not the one built for this torch, or None when they pair.
 
@@ -104,9 +119,9 @@ def vision_ops(ctx: Context) -> Result:
                       measured=measured, expected={"import": "ok"})
     tv_cuda = cuda_text(torchvision.version.cuda)
     measured["torchvision_cuda"] = tv_cuda
-    if (tv_cuda or None) != (torch.version.cuda or None):
-        return failed(f"torchvision is built for CUDA {tv_cuda}, torch for CUDA {torch.version.cuda}", tv_fix,
-                      measured=measured, expected={"torchvision_cuda": torch.version.cuda})
+    cuda_problem = cuda_mismatch(torch.version.cuda, tv_cuda)
+    if cuda_problem:
+        return failed(cuda_problem, tv_fix, measured=measured, expected={"torchvision_cuda": torch.version.cuda})
     pairing = pairing_problem(torch.__version__, tv_version, pin)
     devices = ["cpu"] + ([f"cuda:{i}" for i in range(torch.cuda.device_count())]
                          if torch.cuda.is_available() else [])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.vision import fix_command, matching_torchvision, pair_fix, pairing_problem
+from envcheck.checks.vision import cuda_mismatch, fix_command, matching_torchvision, pair_fix, pairing_problem
 from envcheck.core.result import Status
 from tests.helpers import run_check, run_cli
 
@@ -30,6 +30,20 @@ def test_matching_pairs() -> None:
 ])
 def test_pairing_rule(torch_v: str, tv_v: str, pin: str | None, problem: str | None) -> None:
     found = pairing_problem(torch_v, tv_v, pin)
+    assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+@pytest.mark.parametrize("torch_cuda, tv_cuda, problem", [
+    ("13.0", "13.2", None),  # PyPI's real pair: torch 2.14.1 (13.0) with torchvision 0.29.2 (13.2)
+    ("13.0", "13.0", None),
+    (None, None, None),
+    ("12.8", "13.0", "different major versions"),
+    (None, "12.8", "torch for CUDA none (CPU)"),
+    ("12.8", None, "torchvision is built for CUDA none (CPU)"),
+])
+def test_cuda_mismatch_is_about_the_major_version(torch_cuda: str | None, tv_cuda: str | None,
+                                                  problem: str | None) -> None:
+    found = cuda_mismatch(torch_cuda, tv_cuda)
     assert (found is None) if problem is None else (found is not None and problem in found)
 
 
