@@ -23,6 +23,18 @@ if ! timeout 20 "$DOCKER" info >/dev/null 2>&1; then
     timeout 20 "$DOCKER" info >/dev/null 2>&1 || { echo "dockerd did not come up; see /tmp/dockerd.log" >&2; exit 1; }
 fi
 
+step "disk"
+# CUDA images are ~6 GB each and the build cache grows per run: reclaim it when space runs low.
+MIN_FREE_GB="${MIN_FREE_GB:-35}"
+root_dir="$("$DOCKER" info --format '{{.DockerRootDir}}' 2>/dev/null || echo /var/lib/docker)"
+free_gb=$(( $(df -Pk "$root_dir" | awk 'NR==2 {print $4}') / 1048576 ))
+if [ "$free_gb" -lt "$MIN_FREE_GB" ]; then
+    echo "only ${free_gb} GB free under $root_dir (< ${MIN_FREE_GB}): pruning the build cache and unused images"
+    timeout 900 "$DOCKER" builder prune -af >/dev/null || true
+    timeout 900 "$DOCKER" image prune -af --filter "label!=keep" >/dev/null || true
+fi
+echo "${free_gb} GB free before pruning decisions; now $(( $(df -Pk "$root_dir" | awk 'NR==2 {print $4}') / 1048576 )) GB"
+
 step "local base image (debootstrap)"
 docker/ci/make-base-image.sh
 
