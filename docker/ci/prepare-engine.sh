@@ -9,14 +9,16 @@ start=$(date +%s)
 ROW="${ROW:-2.11-cu130}"
 PYTHON="${PYTHON:-python3}"
 WHEEL_CACHE="${WHEEL_CACHE:-/var/cache/envcheck/wheelhouse}"
-if [ -x /usr/bin/docker ]; then DOCKER=/usr/bin/docker; else DOCKER=docker; fi
-export DOCKER ENVCHECK_DOCKER="$DOCKER" DOCKER_BUILDKIT=1
 step() { echo "== [$(( $(date +%s) - start ))s] $*"; }
 
 step "docker engine"
 if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io debootstrap
 fi
+# Chosen only now that docker.io is installed: Debian's client has BuildKit built in, while a newer
+# client elsewhere on PATH (e.g. /usr/local/bin/docker) may lack the buildx plugin it requires.
+if [ -x /usr/bin/docker ]; then DOCKER=/usr/bin/docker; else DOCKER=docker; fi
+export DOCKER ENVCHECK_DOCKER="$DOCKER" DOCKER_BUILDKIT=1
 if ! timeout 20 "$DOCKER" info >/dev/null 2>&1; then
     nohup dockerd >/tmp/dockerd.log 2>&1 &
     for _ in $(seq 90); do timeout 10 "$DOCKER" info >/dev/null 2>&1 && break; sleep 1; done
