@@ -10,11 +10,12 @@ start=$(date +%s)
 ROW="${ROW:-2.11-cu130}"
 PYTHON="${PYTHON:-python3}"
 WHEEL_CACHE="${WHEEL_CACHE:-/var/cache/envcheck/wheelhouse}"
-if [ -x /usr/bin/docker ]; then DOCKER=/usr/bin/docker; else DOCKER=docker; fi
-export DOCKER ENVCHECK_DOCKER="$DOCKER" DOCKER_BUILDKIT=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 step() { echo "== [$(( $(date +%s) - start ))s] $*"; }
 
 docker/ci/prepare-engine.sh
+# After prepare-engine: it installs docker.io, whose client has BuildKit built in.
+if [ -x /usr/bin/docker ]; then DOCKER=/usr/bin/docker; else DOCKER=docker; fi
+export DOCKER ENVCHECK_DOCKER="$DOCKER" DOCKER_BUILDKIT=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 step "image tests (build runtime + devel, envcheck inside, drift, secrets, extension)"
 ENVCHECK_REQUIRE_DOCKER=1 ENVCHECK_TEST_ROW="$ROW" "$PYTHON" -m pytest tests/images -q -p no:cacheprovider
