@@ -9,7 +9,6 @@ cd "$(dirname "$0")/../.."
 start=$(date +%s)
 ROW="${ROW:-2.11-cu130}"
 PYTHON="${PYTHON:-python3}"
-WHEEL_CACHE="${WHEEL_CACHE:-/var/cache/envcheck/wheelhouse}"
 step() { echo "== [$(( $(date +%s) - start ))s] $*"; }
 
 docker/ci/prepare-engine.sh

@@ -42,3 +42,24 @@ def test_tiny_shm_warns_and_the_dataloader_failure_is_reported() -> None:
     assert "DataLoader" in limits["summary"] and "/dev/shm is only 1 MiB" in limits["summary"]
     assert "--ipc=host" in limits["remediation"]
     assert done.returncode == 1
+
+
+def test_low_memlock_with_several_gpus_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mocked: two visible GPUs (none exist here), Docker's default 64 KiB memlock, and the DataLoader
+    result (a real one would try to pin memory on the fake GPUs); the memlock rule itself runs for real."""
+    import resource
+
+    import torch
+
+    from envcheck.checks import container
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(container, "dataloader_runs", lambda ctx: (True, "", {"batches": 8}))
+    monkeypatch.setattr(resource, "getrlimit", lambda res: (64 * 1024, 64 * 1024))
+    result = run_check("container.limits", isolated=False)
+    assert result.status is Status.WARN, result
+    assert "memlock ulimit is 64 KiB with 2 GPUs" in result.summary
+    assert result.remediation and "--ulimit memlock=-1" in result.remediation
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert run_check("container.limits", isolated=False).status is Status.PASS
