@@ -1,75 +1,67 @@
-"""Accuracy of the instrument: envcheck's matmul figure agrees with a bare, hand-written timing loop.
+"""Accuracy of the instrument, without wall-clock noise: a scripted clock drives `measure`.
 
-Both run in this process in alternating rounds (so a busy neighbour slows both alike) and are
-compared by their medians; they must agree within 5%.
+Each call of the timed function advances a fake `perf_counter` by a known amount, so the
+figure envcheck reports must be exactly 2n³ / that amount. The test fails if the flop count is
+wrong, if warm-up or the probe leaks into the samples, or if `before` (an L2 flush, say) is
+counted inside the timed region. How close the figure comes to a bare hand-written loop on real
+hardware is a measurement, not a test: `python bench/instrument_accuracy.py` prints it.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import pytest
 
-from envcheck.bench.matmul import l2_flusher, matmul_rate
+from envcheck.bench import timing
+from envcheck.bench.matmul import matmul_rate
 
-ROUNDS = 7
+
+class ScriptedClock:
+    """A perf_counter that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
-def _bare_cpu_gflops(n: int, reps: int) -> float:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> ScriptedClock:
+    fake = ScriptedClock()
+    monkeypatch.setattr(timing.time, "perf_counter", fake)
+    return fake
+
+
+def test_measure_reports_the_timed_region_only(clock: ScriptedClock) -> None:
+    durations = iter([9.0, 9.0, 0.5] + [0.01 * (i + 1) for i in range(5)])  # warm-up ×2, probe, 5 reps
+
+    def fn() -> None:
+        clock.advance(next(durations))
+
+    def flush() -> None:
+        clock.advance(100.0)  # outside the timed region: must not show up
+
+    t = timing.measure(fn, warmup=2, min_reps=5, max_reps=5, budget_s=0.0, before=flush)
+    assert t.reps == 5
+    assert t.median_s == pytest.approx(0.03)
+    assert (t.min_s, t.max_s) == (pytest.approx(0.01), pytest.approx(0.05))
+
+
+def test_matmul_rate_counts_two_n_cubed_flops(clock: ScriptedClock, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    out = torch.empty(n, n)
-    torch.matmul(a, b, out=out)
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        torch.matmul(a, b, out=out)
-        samples.append(time.perf_counter() - start)
-    return 2 * n**3 / statistics.median(samples) / 1e9
+    n, per_call = 64, 0.002
+    real = torch.matmul
 
+    def matmul(*args: object, **kwargs: object) -> object:
+        clock.advance(per_call)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
 
-def test_cpu_float32_matches_bare_loop() -> None:
-    import torch
-
-    torch.set_num_threads(1)  # a 2-core machine shared with other jobs: one thread is stable
-    ours, bare = [], []
-    for _ in range(ROUNDS):
-        rate, timing = matmul_rate(512, "float32", "cpu", budget_s=0.3, min_reps=10, max_reps=40)
-        ours.append(rate / 1e9)
-        bare.append(_bare_cpu_gflops(512, timing.reps))
-    a, b = statistics.median(ours), statistics.median(bare)
-    assert abs(a - b) / b < 0.05, f"envcheck {a:.1f} GFLOP/s vs bare loop {b:.1f} GFLOP/s"
-
-
-def _bare_cuda_tflops(n: int, reps: int) -> float:
-    import torch
-
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    flush = l2_flusher("cuda")
-    assert flush is not None
-    for _ in range(3):
-        a @ b
-    times = []
-    for _ in range(reps):
-        flush()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        a @ b
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / 1e3)
-    return 2 * n**3 / statistics.median(times) / 1e12
-
-
-@pytest.mark.gpu
-def test_gpu_bfloat16_matches_bare_loop() -> None:
-    ours, bare = [], []
-    for _ in range(ROUNDS):
-        rate, timing = matmul_rate(8192, "bfloat16", "cuda", budget_s=0.5, before=l2_flusher("cuda"))
-        ours.append(rate / 1e12)
-        bare.append(_bare_cuda_tflops(8192, timing.reps))
-    a, b = statistics.median(ours), statistics.median(bare)
-    assert abs(a - b) / b < 0.05, f"envcheck {a:.1f} TFLOP/s vs bare loop {b:.1f} TFLOP/s"
+    monkeypatch.setattr(torch, "matmul", matmul)
+    rate, t = matmul_rate(n, "float32", "cpu", budget_s=0.02, min_reps=3, max_reps=40)
+    assert t.reps == 10  # budget / probe
+    assert t.median_s == pytest.approx(per_call)
+    assert rate == pytest.approx(2 * n**3 / per_call)
