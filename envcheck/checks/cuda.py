@@ -8,7 +8,7 @@ import warnings
 from envcheck.checks.cuda_arch import arch_coverage, builds_supporting
 from envcheck.checks.cuda_diagnosis import diagnose, probe_cuda_layers
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed, skipped, warned
+from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
 
 
 def cuda_available(ctx: Context) -> Result:
@@ -27,8 +27,7 @@ def cuda_available(ctx: Context) -> Result:
                               measured={"gpus": names, "torch_cuda": torch.version.cuda})
         error = " ".join(str(w.message) for w in caught) or None
     findings = diagnose(probe_cuda_layers(torch_error=error))
-    more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
-    summary = f"CUDA is not available: {findings[0].problem}{more}"
+    summary = f"CUDA is not available: {first_of([f.problem for f in findings])}"
     fix = " | ".join(f"{f.layer}: {f.fix}" for f in findings)
     measured = {"findings": [dataclasses.asdict(f) for f in findings]}
     if ctx.allow_cpu:

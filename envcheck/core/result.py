@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -89,3 +90,9 @@ def skipped(reason: str, **kw: Any) -> Result:
 def errored(reason: str, **kw: Any) -> Result:
     """The check itself crashed or timed out."""
     return Result(Status.ERROR, reason, reason=reason, **kw)
+
+
+def first_of(problems: Sequence[str]) -> str:
+    """A one-line summary of several problems: the first, and how many more follow."""
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{problems[0]}{more}"

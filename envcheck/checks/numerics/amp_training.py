@@ -9,7 +9,7 @@ from typing import Any
 from envcheck.checks.numerics.devices import cuda_devices, numerics_mode
 from envcheck.checks.numerics.grad_scaler import MakeScaler, real_grad_scaler
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import Result, failed, first_of, passed
 
 STEPS, LR = 60, 0.1
 LOSS_TOL = {"rtol": 0.05, "atol": 0.01}  # |amp - fp32| <= atol + rtol * fp32, final loss evaluated in float32
@@ -96,7 +96,7 @@ def amp_training_convergence(ctx: Context, make_scaler: MakeScaler = real_grad_s
             problems += bad
     expected = {"final_loss_tolerance": LOSS_TOL, "non_finite_steps": 0, "steps": STEPS}
     if problems:
-        return failed(f"AMP training: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+        return failed(f"AMP training: {first_of(problems)}",
                       "AMP training diverges here: check the scaler order (scale -> backward -> step -> update) and "
                       "reinstall torch", measured=measured, expected=expected, details="\n".join(problems))
     gaps = ", ".join(f"{k} gap {v['abs_gap']:.3g}" for k, v in measured.items())

@@ -8,7 +8,7 @@ from typing import Any
 
 from envcheck.checks.numerics.devices import cuda_devices, numerics_mode
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import Result, failed, first_of, passed
 
 Autocast = Callable[[str, Any], contextlib.AbstractContextManager[Any]]
 
@@ -107,7 +107,7 @@ def amp_autocast_dtypes(ctx: Context, autocast: Autocast = real_autocast) -> Res
     expected = {"low_precision": list(LOW_PRECISION_OPS), "float32": {k: list(v) for k, v in FLOAT32_OPS.items()},
                 "not_judged": {k: list(v) for k, v in OBSERVED_ONLY.items()}}
     if problems:
-        return failed(f"autocast dtypes: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+        return failed(f"autocast dtypes: {first_of(problems)}",
                       "autocast policy differs from torch's documented lists; reinstall torch or check for a "
                       "patched torch.autocast", measured=measured, expected=expected, details="\n".join(problems))
     return passed(f"autocast dtypes as documented on {', '.join(measured)}", measured=measured, expected=expected)

@@ -10,7 +10,7 @@ from typing import Any
 from envcheck.checks.numerics.compare import Tensor, compare
 from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import Result, failed, first_of, passed
 
 TOL = {"atol": 1e-6, "rtol": 1e-6}  # float32, the same arithmetic repeated: in practice exact
 
@@ -127,8 +127,8 @@ def autograd_mechanics(ctx: Context, parts: MechanicsParts = MechanicsParts()) -
     measured = {k: ("ok" if v is None else v) for k, v in probes.items()}
     expected = {"all probes": "ok", "tolerance": TOL}
     if bad:
-        first = next(iter(bad))
-        return failed(f"autograd mechanics: {first}: {bad[first]}" + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""),
+        lines = [f"{k}: {v}" for k, v in bad.items()]
+        return failed(f"autograd mechanics: {first_of(lines)}",
                       "autograd bookkeeping is broken in this torch build; reinstall torch",
-                      measured=measured, expected=expected, details="\n".join(f"{k}: {v}" for k, v in bad.items()))
+                      measured=measured, expected=expected, details="\n".join(lines))
     return passed(f"autograd mechanics: {len(probes)} probes hold", measured=measured, expected=expected)

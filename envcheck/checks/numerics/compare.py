@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import Result, failed, first_of, passed
 
 Tensor = Any  # torch is imported lazily; mypy skips it
 
@@ -91,8 +91,7 @@ def comparisons_result(what: str, comparisons: Sequence[Comparison], *, toleranc
     measured.update(extra or {})
     bad = [c.describe() for c in comparisons if not c.ok] + list(problems)
     if bad:
-        more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
-        return failed(f"{what}: {bad[0]}{more}", remediation, measured=measured, expected=tolerances,
+        return failed(f"{what}: {first_of(bad)}", remediation, measured=measured, expected=tolerances,
                       details="\n".join(bad))
     worst = max(comparisons, key=lambda c: c.max_abs, default=None)
     tail = f"; largest abs err {worst.max_abs:.3g} ({worst.label})" if worst else ""

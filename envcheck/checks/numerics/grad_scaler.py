@@ -8,7 +8,7 @@ from typing import Any
 from envcheck.checks.numerics.compare import compare
 from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import Result, failed, first_of, passed
 
 INIT_SCALE, BACKOFF, GROWTH, INTERVAL, LR = 2.0**10, 0.5, 2.0, 3, 0.1
 STEP_TOL = {"atol": 1e-6, "rtol": 1e-6}  # float32 parameters after one unscaled SGD step
@@ -117,7 +117,7 @@ def amp_grad_scaler(ctx: Context, make_scaler: MakeScaler = real_grad_scaler) ->
     expected = {"init_scale": INIT_SCALE, "backoff_factor": BACKOFF, "growth_factor": GROWTH,
                 "growth_interval": INTERVAL, "non_finite_step": "skipped", "finite_step_tolerance": STEP_TOL}
     if problems:
-        return failed(f"GradScaler contract: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+        return failed(f"GradScaler contract: {first_of(problems)}",
                       "GradScaler is broken or replaced in this environment; reinstall torch and use "
                       "torch.amp.GradScaler(device_type)", measured=measured, expected=expected,
                       details="\n".join(problems))
