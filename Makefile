@@ -115,7 +115,12 @@ hadolint: ## lint docker/Dockerfile with the committed .hadolint.yaml
 BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(ALLOW_CPU),--allow-cpu) $(if $(BASELINE),--baseline $(BASELINE)) \
 	$(if $(THRESHOLD),--threshold $(THRESHOLD)) --json $(or $(BENCH_JSON),bench.json) --plots $(or $(BENCH_PLOTS),bench-plots)
 
-.PHONY: bench bench-script
+.PHONY: bench bench-script gpu-proof
+PROOF_DIR ?= gpu-proof
+gpu-proof: ## On a GPU host, no Docker: install envcheck into $(PYTHON) and run bench/gpu_proof.sh into PROOF_DIR
+	$(PYTHON) -c 'import envcheck' 2>/dev/null || $(PYTHON) -m pip install -q --no-deps --no-build-isolation -e .
+	bash bench/gpu_proof.sh $(PROOF_DIR)
+
 bench: $(VERIFY_DEPS) ## Measure performance (envcheck bench): QUICK=1 ALLOW_CPU=1 BASELINE=old.json THRESHOLD=10
 	$(ENVCHECK) bench $(BENCH_FLAGS) $(BENCH_ARGS)
 
