@@ -38,9 +38,11 @@ def _threads(ctx: Context) -> None:
 
 
 def _gpu_peaks() -> GpuPeak | None:
+    """The peaks of GPU 0 (a MIG slice's scaled to its SMs and memory slices, or None)."""
     import torch
 
-    return lookup(str(torch.cuda.get_device_name(0)))
+    sms = getattr(torch.cuda.get_device_properties(0), "multi_processor_count", None)
+    return lookup(str(torch.cuda.get_device_name(0)), int(sms) if sms else None)
 
 
 def device_probe(ctx: Context) -> Result:
@@ -54,7 +56,7 @@ def device_probe(ctx: Context) -> Result:
     if not info["cuda"]:
         return passed(f"CPU only ({info['threads']} threads, load {info['loadavg'][0]:.1f})", measured=info)
     name = torch.cuda.get_device_name(0)
-    peak = lookup(name)
+    peak = _gpu_peaks()
     info.update(name=name, cuda_version=torch.version.cuda, gpus=torch.cuda.device_count(),
                 peak=None if peak is None else {"model": peak.model, "tflops": peak.tflops,
                                                  "mem_gbps": peak.mem_gbps, "source": peak.source})
@@ -62,7 +64,8 @@ def device_probe(ctx: Context) -> Result:
     with sampler:
         pass
     info["gpu_state"] = sampler.summary()
-    summary = f"{name}: " + (f"peak table entry {peak.model}" if peak else "peak unknown (not in the table)")
+    unknown = "peak unknown (a MIG slice we cannot scale)" if " mig" in name.lower() else "peak unknown (not in the table)"
+    summary = f"{name}: " + (f"peak table entry {peak.model}" if peak else unknown)
     return passed(summary, measured=info)
 
 
