@@ -99,6 +99,10 @@ def render_notes(doc: dict[str, Any]) -> list[str]:
     state = (doc["device"].get("gpu_state") or {})
     if state.get("idle") is False:
         lines.append(f"GPU was not idle: {state.get('why_not_idle')}")
+    elif state.get("idle_unknown"):
+        lines.append(f"GPU idle unknown: {state['idle_unknown']}")
+    if state.get("seen"):
+        lines.append(f"GPU state seen (not counted against idle): {state['seen']}")
     for reg in doc["regressions"]:
         lines.append(f"REGRESSION {reg['key']}: {reg['baseline']:g} -> {reg['value']:g} {reg['unit']} "
                      f"({reg['change_pct']:+.1f}%, threshold {reg['threshold_pct']:g}%)")

@@ -60,7 +60,7 @@ def device_probe(ctx: Context) -> Result:
     info.update(name=name, cuda_version=torch.version.cuda, gpus=torch.cuda.device_count(),
                 peak=None if peak is None else {"model": peak.model, "tflops": peak.tflops,
                                                  "mem_gbps": peak.mem_gbps, "source": peak.source})
-    sampler = NvmlSampler()
+    sampler = NvmlSampler(root_pid=_root_pid(ctx))
     with sampler:
         pass
     info["gpu_state"] = sampler.summary()
@@ -73,7 +73,7 @@ def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
     """Run one unit's figure function, sampling GPU state, and summarise."""
     _threads(ctx)
     if gpu:
-        with NvmlSampler() as sampler:
+        with NvmlSampler(root_pid=_root_pid(ctx)) as sampler:
             figs = figures(ctx)
         state = sampler.summary()
     else:
@@ -84,10 +84,23 @@ def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
     pct = f" ({head['pct_of_peak']}% of peak)" if head.get("pct_of_peak") is not None else ""
     summary = f"{head['label']}: {head['value']:g} {head['unit']}{pct}"
     measured = {"figures": figs, "gpu_state": state}
-    if gpu and state.get("idle") is False:
+    return judged(summary, measured, state if gpu else {})
+
+
+def judged(summary: str, measured: dict[str, Any], state: dict[str, Any]) -> Result:
+    """WARN when the GPU was certainly busy with other work; say so when that could not be told."""
+    if state.get("idle") is False:
         return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}",
                       remediation="stop other GPU processes and re-run envcheck bench", measured=measured)
+    if state.get("idle") is None and state.get("idle_unknown"):
+        return passed(summary + f"; GPU idle unknown: {state['idle_unknown']}", measured=measured)
     return passed(summary, measured=measured)
+
+
+def _root_pid(ctx: Context) -> int | None:
+    """The envcheck process that started the bench workers (its descendants are envcheck's own)."""
+    pid = ctx.options.get("envcheck_pid")
+    return int(pid) if pid else None
 
 
 def headline(figs: list[dict[str, Any]]) -> dict[str, Any]:
