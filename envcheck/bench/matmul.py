@@ -13,14 +13,20 @@ GPU_SIZES = {"quick": (1024, 4096, 8192), "full": (512, 1024, 2048, 4096, 8192, 
 CPU_SIZES = {"quick": (256, 512, 1024), "full": (256, 512, 1024, 2048)}
 
 
+def l2_bytes(device: str) -> int:
+    """The GPU's L2 size as torch reports it (64 MiB when it does not)."""
+    import torch
+
+    return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20)
+
+
 def l2_flusher(device: str) -> Callable[[], object] | None:
     """A function that evicts the GPU's L2 (writes a buffer twice its size); None on CPU."""
     if not device.startswith("cuda"):
         return None
     import torch
 
-    l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20)
-    scratch = torch.empty(2 * l2, dtype=torch.uint8, device=device)
+    scratch = torch.empty(2 * l2_bytes(device), dtype=torch.uint8, device=device)
     return lambda: scratch.zero_()
 
 
@@ -46,19 +52,46 @@ def matmul_rate(
     return 2.0 * n**3 / timing.median_s, timing
 
 
-def gpu_matmul_figures(quick: bool, peaks: dict[str, float] | None) -> list[dict[str, Any]]:
-    """TFLOP/s for every GPU dtype and size, with % of the datasheet peak."""
+ITEMSIZE = {"float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2}
+
+
+def matmul_bytes(n: int, dtype_name: str, l2: int) -> int:
+    """Device memory one n×n matmul measurement allocates: a, b and out in the dtype, the float32
+    randn each input is made from, and the L2 flush buffer (2x L2)."""
+    return 3 * n * n * ITEMSIZE[dtype_name] + 4 * n * n + 2 * l2
+
+
+def gpu_matmul_figures(quick: bool, peaks: dict[str, float] | None,
+                       free_bytes: int | None = None) -> list[dict[str, Any]]:
+    """TFLOP/s for every GPU dtype and size that fits in free memory, with % of the datasheet peak."""
+    import torch
+
     flush = l2_flusher("cuda")
+    l2 = l2_bytes("cuda")
+    free = int(torch.cuda.mem_get_info()[0]) if free_bytes is None else free_bytes
     figures = []
     for dtype_name in GPU_DTYPES:
-        for n in GPU_SIZES["quick" if quick else "full"]:
+        sizes, left_out = fitting_sizes(GPU_SIZES["quick" if quick else "full"], dtype_name, l2, free)
+        for n in sizes:
             rate, timing = matmul_rate(n, dtype_name, "cuda", budget_s=0.3 if quick else 1.0, before=flush)
             peak = (peaks or {}).get(dtype_name)
             figures.append(figure(
                 f"matmul.{dtype_name}.n{n}", rate / 1e12, "TFLOP/s", peak=peak, timing=timing,
                 label=f"matmul {dtype_name} {n}x{n}", series=f"matmul {dtype_name}", x=n,
+                note=left_out if n == sizes[-1] else None,
             ))
     return figures
+
+
+def fitting_sizes(sizes: tuple[int, ...], dtype_name: str, l2: int, free: int) -> tuple[list[int], str | None]:
+    """The sizes whose matmul fits in 80% of `free` bytes, and a note naming those left out."""
+    kept = [n for n in sizes if matmul_bytes(n, dtype_name, l2) <= 0.8 * free]
+    out = [n for n in sizes if n not in kept]
+    if not out:
+        return kept, None
+    need = matmul_bytes(out[0], dtype_name, l2)
+    return kept, (f"left out n={', '.join(map(str, out))}: n={out[0]} needs {need / 2**30:.2f} GiB, "
+                  f"{free / 2**30:.2f} GiB free")
 
 
 def cpu_matmul_figures(quick: bool) -> list[dict[str, Any]]:

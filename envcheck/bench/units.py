@@ -104,10 +104,14 @@ def _root_pid(ctx: Context) -> int | None:
 
 
 def headline(figs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The figure a unit's one-line summary shows: a claim, else a speed-up, else the best rate."""
+    """The figure a unit's one-line summary shows: a claim, else a speed-up, else a median over sizes
+    (device memory), else the best rate."""
     claims = [f for f in figs if f.get("claim")] or [f for f in figs if str(f["key"]).endswith("speedup")]
     if claims:
         return claims[0]
+    summary = [f for f in figs if str(f["key"]).endswith(".median")]
+    if summary:
+        return summary[0]
     rates = [f for f in figs if f["better"] == "higher"] or figs
     return max(rates, key=lambda f: f["value"])
 
