@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,8 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
 
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
-    options = {"cpu_threads": args.cpu_threads, "cpu_ranks": args.cpu_ranks}
+    # The workers' GPU idle check counts this process and its descendants as envcheck's own.
+    options = {"cpu_threads": args.cpu_threads, "cpu_ranks": args.cpu_ranks, "envcheck_pid": os.getpid()}
     ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
     with Runner(ctx, total_timeout_s=args.timeout) as runner:
         probe = runner.run_one(PROBE)

@@ -46,7 +46,37 @@ def figure(
     }
 
 
-def claim(source: str, text: str, low: float | None, high: float | None, value: float) -> dict[str, Any]:
-    """A seed's claim (`low` <= value <= `high`, either bound optional) and whether it held here."""
-    holds = (low is None or value >= low) and (high is None or value <= high)
-    return {"source": source, "text": text, "low": low, "high": high, "holds": holds}
+VERDICTS = ("holds", "exceeds", "fails", "not comparable")
+
+
+def claim(source: str, text: str, low: float | None, high: float | None, value: float, *,
+          better: str = "higher", not_comparable: str | None = None) -> dict[str, Any]:
+    """A seed's claim (`low` <= value <= `high`, either bound optional) and what this measurement says of it.
+
+    `verdict` is one of VERDICTS: `holds` (inside the range); `exceeds` (outside it on the good side,
+    e.g. a speed-up above the claimed range: faster than claimed, never a fault of the environment);
+    `fails` (outside it on the bad side, or outside a range with no direction); `not comparable`
+    (the measured workload is not the claim's; `why` says how). `holds` is True for holds/exceeds
+    (the environment does at least as well as claimed), False for fails, None when not comparable.
+    """
+    if better not in ("higher", "lower", "none"):
+        raise ValueError(f"better must be higher, lower or none, not {better!r}")
+    why = None
+    if not_comparable:
+        verdict, why = "not comparable", not_comparable
+    elif (low is None or value >= low) and (high is None or value <= high):
+        verdict = "holds"
+    elif (better == "higher" and high is not None and value > high) or (
+            better == "lower" and low is not None and value < low):
+        verdict = "exceeds"
+    else:
+        verdict = "fails"
+    holds = None if verdict == "not comparable" else verdict in ("holds", "exceeds")
+    return {"source": source, "text": text, "low": low, "high": high, "holds": holds, "verdict": verdict,
+            "why": why}
+
+
+def direction_claim(source: str, text: str, holds: bool) -> dict[str, Any]:
+    """A claim about a direction only (no bounds), e.g. "cuts memory at a time cost"."""
+    return {"source": source, "text": text, "low": None, "high": None, "holds": holds,
+            "verdict": "holds" if holds else "fails", "why": None}

@@ -2,15 +2,54 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from envcheck.bench.figures import figure
 from envcheck.bench.timing import Timing, measure
 
 GPU_DTYPES = ("float32", "tf32", "bfloat16", "float16")
+_TRUE = ("1", "true", "yes", "on", "y")
+
+
+def tf32_override(env: Mapping[str, str] | None = None) -> str | None:
+    """What the TF32 environment variables make of the dtypes, or None when they change nothing.
+
+    `TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1` (set in NVIDIA's NGC images) makes torch run float32
+    matmuls as TF32 whatever `allow_tf32` says; torch reads it once per process, so unsetting it in a
+    worker that already ran a matmul does not help, and the bench labels the figure instead.
+    `NVIDIA_TF32_OVERRIDE=0` makes cuBLAS/cuDNN refuse TF32 even when allowed (it wins over the torch one).
+    Returns "float32_is_tf32", "tf32_is_float32" or None.
+    """
+    env = os.environ if env is None else env
+    if env.get("NVIDIA_TF32_OVERRIDE", "").strip() == "0":
+        return "tf32_is_float32"
+    if env.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "").strip().lower() in _TRUE:
+        return "float32_is_tf32"
+    return None
+
+
+def matmul_names(dtype_name: str, n: int, peaks: dict[str, float] | None,
+                 override: str | None) -> tuple[str, str, float | None]:
+    """(key, label, peak) of one matmul figure; a float32 run as TF32 (or the reverse) is never shown
+    under the other's name nor against the other's peak."""
+    peaks = peaks or {}
+    if dtype_name == "float32" and override == "float32_is_tf32":
+        return (f"matmul.float32_as_tf32.n{n}", "matmul float32 (TF32 via TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)",
+                peaks.get("tf32"))
+    if dtype_name == "tf32" and override == "tf32_is_float32":
+        return f"matmul.tf32_as_float32.n{n}", "matmul tf32 (float32: NVIDIA_TF32_OVERRIDE=0)", peaks.get("float32")
+    return f"matmul.{dtype_name}.n{n}", f"matmul {dtype_name}", peaks.get(dtype_name)
 GPU_SIZES = {"quick": (1024, 4096, 8192), "full": (512, 1024, 2048, 4096, 8192, 16384)}
 CPU_SIZES = {"quick": (256, 512, 1024), "full": (256, 512, 1024, 2048)}
+
+
+def l2_bytes(device: str) -> int:
+    """The GPU's L2 size as torch reports it (64 MiB when it does not)."""
+    import torch
+
+    return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20)
 
 
 def l2_flusher(device: str) -> Callable[[], object] | None:
@@ -19,8 +58,7 @@ def l2_flusher(device: str) -> Callable[[], object] | None:
         return None
     import torch
 
-    l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20)
-    scratch = torch.empty(2 * l2, dtype=torch.uint8, device=device)
+    scratch = torch.empty(2 * l2_bytes(device), dtype=torch.uint8, device=device)
     return lambda: scratch.zero_()
 
 
@@ -46,19 +84,47 @@ def matmul_rate(
     return 2.0 * n**3 / timing.median_s, timing
 
 
-def gpu_matmul_figures(quick: bool, peaks: dict[str, float] | None) -> list[dict[str, Any]]:
-    """TFLOP/s for every GPU dtype and size, with % of the datasheet peak."""
+ITEMSIZE = {"float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2}
+
+
+def matmul_bytes(n: int, dtype_name: str, l2: int) -> int:
+    """Device memory one n×n matmul measurement allocates: a, b and out in the dtype, the float32
+    randn each input is made from, and the L2 flush buffer (2x L2)."""
+    return 3 * n * n * ITEMSIZE[dtype_name] + 4 * n * n + 2 * l2
+
+
+def gpu_matmul_figures(quick: bool, peaks: dict[str, float] | None,
+                       free_bytes: int | None = None) -> list[dict[str, Any]]:
+    """TFLOP/s for every GPU dtype and size that fits in free memory, with % of the datasheet peak."""
+    import torch
+
     flush = l2_flusher("cuda")
+    l2 = l2_bytes("cuda")
+    free = int(torch.cuda.mem_get_info()[0]) if free_bytes is None else free_bytes
+    override = tf32_override()
     figures = []
     for dtype_name in GPU_DTYPES:
-        for n in GPU_SIZES["quick" if quick else "full"]:
+        sizes, left_out = fitting_sizes(GPU_SIZES["quick" if quick else "full"], dtype_name, l2, free)
+        for n in sizes:
             rate, timing = matmul_rate(n, dtype_name, "cuda", budget_s=0.3 if quick else 1.0, before=flush)
-            peak = (peaks or {}).get(dtype_name)
+            key, name, peak = matmul_names(dtype_name, n, peaks, override)
             figures.append(figure(
-                f"matmul.{dtype_name}.n{n}", rate / 1e12, "TFLOP/s", peak=peak, timing=timing,
-                label=f"matmul {dtype_name} {n}x{n}", series=f"matmul {dtype_name}", x=n,
+                key, rate / 1e12, "TFLOP/s", peak=peak, timing=timing,
+                label=f"{name} {n}x{n}", series=name, x=n,
+                note=left_out if n == sizes[-1] else None,
             ))
     return figures
+
+
+def fitting_sizes(sizes: tuple[int, ...], dtype_name: str, l2: int, free: int) -> tuple[list[int], str | None]:
+    """The sizes whose matmul fits in 80% of `free` bytes, and a note naming those left out."""
+    kept = [n for n in sizes if matmul_bytes(n, dtype_name, l2) <= 0.8 * free]
+    out = [n for n in sizes if n not in kept]
+    if not out:
+        return kept, None
+    need = matmul_bytes(out[0], dtype_name, l2)
+    return kept, (f"left out n={', '.join(map(str, out))}: n={out[0]} needs {need / 2**30:.2f} GiB, "
+                  f"{free / 2**30:.2f} GiB free")
 
 
 def cpu_matmul_figures(quick: bool) -> list[dict[str, Any]]:

@@ -40,10 +40,14 @@ class GpuPeak:
     tflops: dict[str, float]  # by dtype: float32, tf32, bfloat16, float16
     mem_gbps: float
     source: str
+    sms: int | None = None  # SMs of the full GPU (for MIG slices); None where we have no reliable figure
+    mem_gb: float | None = None  # memory of the full GPU, GB as MIG profile names count it
 
 
-def _peak(model: str, fp32: float, tf32: float, half: float, mem: float, source: str) -> GpuPeak:
-    return GpuPeak(model, {"float32": fp32, "tf32": tf32, "bfloat16": half, "float16": half}, mem, source)
+def _peak(model: str, fp32: float, tf32: float, half: float, mem: float, source: str,
+          sms: int | None = None, mem_gb: float | None = None) -> GpuPeak:
+    return GpuPeak(model, {"float32": fp32, "tf32": tf32, "bfloat16": half, "float16": half}, mem, source,
+                   sms, mem_gb)
 
 
 _H100 = "NVIDIA H100 datasheet"
@@ -52,14 +56,14 @@ _A100 = "NVIDIA A100 datasheet"
 # Ordered: the first pattern that matches the (lower-cased) device name wins, so the more
 # specific names (PCIe, NVL, 40GB) come before the general ones.
 PEAKS: tuple[tuple[str, GpuPeak], ...] = (
-    (r"\bh100\b.*pcie", _peak("H100 PCIe", 51.0, 378.0, 756.0, 2000.0, _H100)),
-    (r"\bh100\b.*nvl", _peak("H100 NVL", 60.0, 417.5, 835.5, 3900.0, _H100)),
-    (r"\bh100\b", _peak("H100 SXM", 67.0, 494.5, 989.5, 3350.0, _H100)),
-    (r"\bh200\b.*nvl", _peak("H200 NVL", 60.0, 417.5, 835.5, 4800.0, "NVIDIA H200 datasheet")),
-    (r"\bh200\b", _peak("H200 SXM", 67.0, 494.5, 989.5, 4800.0, "NVIDIA H200 datasheet")),
-    (r"a100.*40\s*gb", _peak("A100 40GB", 19.5, 156.0, 312.0, 1555.0, _A100)),
-    (r"a100.*pcie.*80\s*gb|a100.*80\s*gb.*pcie", _peak("A100 80GB PCIe", 19.5, 156.0, 312.0, 1935.0, _A100)),
-    (r"a100", _peak("A100 80GB SXM", 19.5, 156.0, 312.0, 2039.0, _A100)),
+    (r"\bh100\b.*pcie", _peak("H100 PCIe", 51.0, 378.0, 756.0, 2000.0, _H100, 114, 80)),
+    (r"\bh100\b.*nvl", _peak("H100 NVL", 60.0, 417.5, 835.5, 3900.0, _H100, 132, 94)),
+    (r"\bh100\b", _peak("H100 SXM", 67.0, 494.5, 989.5, 3350.0, _H100, 132, 80)),
+    (r"\bh200\b.*nvl", _peak("H200 NVL", 60.0, 417.5, 835.5, 4800.0, "NVIDIA H200 datasheet", 132, 141)),
+    (r"\bh200\b", _peak("H200 SXM", 67.0, 494.5, 989.5, 4800.0, "NVIDIA H200 datasheet", 132, 141)),
+    (r"a100.*40\s*gb", _peak("A100 40GB", 19.5, 156.0, 312.0, 1555.0, _A100, 108, 40)),
+    (r"a100.*pcie.*80\s*gb|a100.*80\s*gb.*pcie", _peak("A100 80GB PCIe", 19.5, 156.0, 312.0, 1935.0, _A100, 108, 80)),
+    (r"a100", _peak("A100 80GB SXM", 19.5, 156.0, 312.0, 2039.0, _A100, 108, 80)),
     (r"\bl40s\b", _peak("L40S", 91.6, 183.0, 366.5, 864.0, "NVIDIA L40S datasheet")),
     (r"rtx 4090\s*$", _peak("RTX 4090", 82.6, 82.6, 165.2, 1008.0, "NVIDIA Ada architecture whitepaper")),
     (r"rtx 5090\s*$", _peak("RTX 5090", 104.8, 104.8, 209.5, 1792.0, "NVIDIA RTX Blackwell whitepaper")),
@@ -70,13 +74,48 @@ PEAKS: tuple[tuple[str, GpuPeak], ...] = (
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 
-def lookup(device_name: str) -> GpuPeak | None:
-    """The datasheet peaks for a device name as CUDA/NVML report it, or None when unknown."""
+# A MIG device's name is the full GPU's name plus the profile, e.g. "NVIDIA A100-SXM4-80GB MIG 1g.10gb".
+_MIG = re.compile(r"\bmig\b(?:\s+(\d+)g\.(\d+)gb\b)?")
+MEMORY_SLICES = 8  # A100, H100 and H200 split their memory into 8 MIG memory slices
+
+
+def lookup(device_name: str, sm_count: int | None = None) -> GpuPeak | None:
+    """The datasheet peaks for a device name as CUDA/NVML report it, or None when unknown.
+
+    A MIG slice gets per-slice peaks: compute scaled by its SMs (`sm_count`, what torch reports
+    as `multi_processor_count`) over the full GPU's, memory bandwidth by its memory slices (its
+    memory over the full GPU's, in eighths). Without `sm_count`, for a profile we cannot parse, or a
+    GPU whose SM count or memory we do not list, a MIG slice gets None: peak unknown, never the
+    full GPU's peak (and the profile's "40gb" never matches another card's name).
+    """
     name = device_name.lower()
-    for pattern, peak in PEAKS:
-        if re.search(pattern, name):
-            return peak
-    return None
+    mig = _MIG.search(name)
+    base = name[: mig.start()] if mig else name
+    full = next((peak for pattern, peak in PEAKS if re.search(pattern, base)), None)
+    if mig is None or full is None:
+        return full
+    if not mig.group(1) or sm_count is None or not full.sms or not full.mem_gb:
+        return None
+    return mig_slice(full, int(mig.group(1)), int(mig.group(2)), sm_count)
+
+
+def mig_slice(full: GpuPeak, gpcs: int, slice_gb: int, sm_count: int) -> GpuPeak | None:
+    """`full`'s peaks scaled to a MIG slice of `gpcs` compute slices, `slice_gb` GB and `sm_count` SMs."""
+    assert full.sms and full.mem_gb
+    if not 0 < sm_count <= full.sms:
+        return None
+    eighths = MEMORY_SLICES * slice_gb / full.mem_gb
+    slices = round(eighths)
+    if not 1 <= slices <= MEMORY_SLICES or abs(eighths - slices) > 0.25:
+        return None  # the profile's memory is not a whole number of memory slices: do not guess
+    compute = sm_count / full.sms
+    return GpuPeak(
+        model=f"{full.model} MIG {gpcs}g.{slice_gb}gb ({sm_count}/{full.sms} SMs, {slices}/{MEMORY_SLICES} memory)",
+        tflops={dtype: round(value * compute, 1) for dtype, value in full.tflops.items()},
+        mem_gbps=round(full.mem_gbps * slices / MEMORY_SLICES, 1),
+        source=f"{full.source}, scaled to the MIG slice's SMs and memory slices",
+        sms=sm_count, mem_gb=float(slice_gb),
+    )
 
 
 def pcie_peak_gbps(generation: int | None, width: int | None) -> float | None:

@@ -53,6 +53,26 @@ def _bounds(claim: dict[str, Any]) -> str:
     return f">= {low:g}" if low is not None else "direction"
 
 
+def verdict_text(claim: dict[str, Any]) -> str:
+    """The table's claim cell: holds / exceeds (better than claimed) / FAILS / not comparable."""
+    verdict = claim.get("verdict") or ("holds" if claim.get("holds") else "fails")
+    if verdict == "not comparable":
+        return "not comparable (see notes)"
+    if verdict == "exceeds":
+        return f"exceeds: better than claimed ({_bounds(claim)})"
+    return ("holds" if verdict == "holds" else "FAILS") + f" ({_bounds(claim)})"
+
+
+def claim_line(fig: dict[str, Any]) -> str:
+    """One note line per claim, saying what was measured and what that means for the claim."""
+    claim = fig["claim"]
+    verdict = claim.get("verdict") or ("holds" if claim.get("holds") else "fails")
+    head = {"holds": "claim holds", "fails": "claim FAILS", "not comparable": "claim not comparable",
+            "exceeds": "claim exceeded (better than claimed; not a fault)"}[verdict]
+    line = f"{head}: {claim['text']} [{claim['source']}] -> measured {fig['value']:g} {fig['unit']}"
+    return line + (f"; {claim['why']}" if claim.get("why") else "")
+
+
 def render_table(doc: dict[str, Any]) -> Any:
     """A rich Table of every figure: value, peak, % of peak, timing spread, and the claim verdict."""
     from rich.table import Table
@@ -64,7 +84,7 @@ def render_table(doc: dict[str, Any]) -> Any:
         table.add_column(col, justify="right" if col not in ("figure", "seed claim") else "left")
     for fig in doc["figures"]:
         claim = fig.get("claim")
-        verdict = "" if not claim else ("holds" if claim["holds"] else "FAILS") + f" ({_bounds(claim)})"
+        verdict = verdict_text(claim) if claim else ""
         spread = fig.get("timing") or {}
         table.add_row(fig["label"], _fmt(fig["value"]), fig["unit"], _fmt(fig.get("peak")),
                       _fmt(fig.get("pct_of_peak")), f"±{spread['spread_pct']:.0f}%" if spread else "", verdict)
@@ -74,12 +94,15 @@ def render_table(doc: dict[str, Any]) -> Any:
 def render_notes(doc: dict[str, Any]) -> list[str]:
     """Lines under the table: skipped parts with reasons, GPU idle state, regressions."""
     claims = [f for f in doc["figures"] if f.get("claim")]
-    lines = [f"claim {'holds' if f['claim']['holds'] else 'FAILS'}: {f['claim']['text']} [{f['claim']['source']}]"
-             f" -> measured {f['value']:g} {f['unit']}" for f in claims]
+    lines = [claim_line(f) for f in claims]
     lines += [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
     state = (doc["device"].get("gpu_state") or {})
     if state.get("idle") is False:
         lines.append(f"GPU was not idle: {state.get('why_not_idle')}")
+    elif state.get("idle_unknown"):
+        lines.append(f"GPU idle unknown: {state['idle_unknown']}")
+    if state.get("seen"):
+        lines.append(f"GPU state seen (not counted against idle): {state['seen']}")
     for reg in doc["regressions"]:
         lines.append(f"REGRESSION {reg['key']}: {reg['baseline']:g} -> {reg['value']:g} {reg['unit']} "
                      f"({reg['change_pct']:+.1f}%, threshold {reg['threshold_pct']:g}%)")

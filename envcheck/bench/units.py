@@ -38,9 +38,11 @@ def _threads(ctx: Context) -> None:
 
 
 def _gpu_peaks() -> GpuPeak | None:
+    """The peaks of GPU 0 (a MIG slice's scaled to its SMs and memory slices, or None)."""
     import torch
 
-    return lookup(str(torch.cuda.get_device_name(0)))
+    sms = getattr(torch.cuda.get_device_properties(0), "multi_processor_count", None)
+    return lookup(str(torch.cuda.get_device_name(0)), int(sms) if sms else None)
 
 
 def device_probe(ctx: Context) -> Result:
@@ -54,15 +56,16 @@ def device_probe(ctx: Context) -> Result:
     if not info["cuda"]:
         return passed(f"CPU only ({info['threads']} threads, load {info['loadavg'][0]:.1f})", measured=info)
     name = torch.cuda.get_device_name(0)
-    peak = lookup(name)
+    peak = _gpu_peaks()
     info.update(name=name, cuda_version=torch.version.cuda, gpus=torch.cuda.device_count(),
                 peak=None if peak is None else {"model": peak.model, "tflops": peak.tflops,
                                                  "mem_gbps": peak.mem_gbps, "source": peak.source})
-    sampler = NvmlSampler()
+    sampler = NvmlSampler(root_pid=_root_pid(ctx))
     with sampler:
         pass
     info["gpu_state"] = sampler.summary()
-    summary = f"{name}: " + (f"peak table entry {peak.model}" if peak else "peak unknown (not in the table)")
+    unknown = "peak unknown (a MIG slice we cannot scale)" if " mig" in name.lower() else "peak unknown (not in the table)"
+    summary = f"{name}: " + (f"peak table entry {peak.model}" if peak else unknown)
     return passed(summary, measured=info)
 
 
@@ -70,7 +73,7 @@ def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
     """Run one unit's figure function, sampling GPU state, and summarise."""
     _threads(ctx)
     if gpu:
-        with NvmlSampler() as sampler:
+        with NvmlSampler(root_pid=_root_pid(ctx)) as sampler:
             figs = figures(ctx)
         state = sampler.summary()
     else:
@@ -81,17 +84,34 @@ def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
     pct = f" ({head['pct_of_peak']}% of peak)" if head.get("pct_of_peak") is not None else ""
     summary = f"{head['label']}: {head['value']:g} {head['unit']}{pct}"
     measured = {"figures": figs, "gpu_state": state}
-    if gpu and state.get("idle") is False:
+    return judged(summary, measured, state if gpu else {})
+
+
+def judged(summary: str, measured: dict[str, Any], state: dict[str, Any]) -> Result:
+    """WARN when the GPU was certainly busy with other work; say so when that could not be told."""
+    if state.get("idle") is False:
         return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}",
                       remediation="stop other GPU processes and re-run envcheck bench", measured=measured)
+    if state.get("idle") is None and state.get("idle_unknown"):
+        return passed(summary + f"; GPU idle unknown: {state['idle_unknown']}", measured=measured)
     return passed(summary, measured=measured)
 
 
+def _root_pid(ctx: Context) -> int | None:
+    """The envcheck process that started the bench workers (its descendants are envcheck's own)."""
+    pid = ctx.options.get("envcheck_pid")
+    return int(pid) if pid else None
+
+
 def headline(figs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The figure a unit's one-line summary shows: a claim, else a speed-up, else the best rate."""
+    """The figure a unit's one-line summary shows: a claim, else a speed-up, else a median over sizes
+    (device memory), else the best rate."""
     claims = [f for f in figs if f.get("claim")] or [f for f in figs if str(f["key"]).endswith("speedup")]
     if claims:
         return claims[0]
+    summary = [f for f in figs if str(f["key"]).endswith(".median")]
+    if summary:
+        return summary[0]
     rates = [f for f in figs if f["better"] == "higher"] or figs
     return max(rates, key=lambda f: f["value"])
 

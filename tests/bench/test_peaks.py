@@ -49,3 +49,31 @@ def test_pcie_link_peak() -> None:
     assert pcie_peak_gbps(4, 16) == pytest.approx(31.5, abs=0.1)
     assert pcie_peak_gbps(5, 16) == pytest.approx(63.0, abs=0.1)
     assert pcie_peak_gbps(None, 16) is None
+
+
+# MIG device names as CUDA/NVML report them, with the SM count torch reports for the slice
+# (NVIDIA MIG user guide: A100 1g=14, 3g=42, 7g=98 SMs; H100 SXM 1g=16, 3g=60 SMs).
+@pytest.mark.parametrize(("name", "sms", "model", "bf16", "mem"), [
+    ("NVIDIA A100-SXM4-80GB MIG 1g.10gb", 14, "A100 80GB SXM MIG 1g.10gb (14/108 SMs, 1/8 memory)", 40.4, 254.9),
+    ("NVIDIA A100-SXM4-80GB MIG 3g.40gb", 42, "A100 80GB SXM MIG 3g.40gb (42/108 SMs, 4/8 memory)", 121.3, 1019.5),
+    ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 14, "A100 40GB MIG 1g.5gb (14/108 SMs, 1/8 memory)", 40.4, 194.4),
+    ("NVIDIA H100 80GB HBM3 MIG 1g.10gb", 16, "H100 SXM MIG 1g.10gb (16/132 SMs, 1/8 memory)", 119.9, 418.8),
+    ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", 60, "H100 SXM MIG 3g.40gb (60/132 SMs, 4/8 memory)", 449.8, 1675.0),
+    ("NVIDIA H200 MIG 1g.18gb", 16, "H200 SXM MIG 1g.18gb (16/132 SMs, 1/8 memory)", 119.9, 600.0),
+])
+def test_mig_slice_gets_per_slice_peaks(name: str, sms: int, model: str, bf16: float, mem: float) -> None:
+    peak = lookup(name, sms)
+    assert peak is not None and peak.model == model
+    assert peak.tflops["bfloat16"] == pytest.approx(bf16) and peak.mem_gbps == pytest.approx(mem)
+
+
+@pytest.mark.parametrize(("name", "sms"), [
+    ("NVIDIA A100-SXM4-80GB MIG 3g.40gb", None),  # the "40gb" once matched the A100 40GB entry
+    ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", None),  # once got the full H100 SXM peak
+    ("NVIDIA H100 80GB HBM3 MIG 1g.10gb", 400),   # more SMs than the card has: not a real slice
+    ("NVIDIA A100-SXM4-80GB MIG 1g.25gb", 14),    # not a whole number of memory slices
+    ("NVIDIA B200 MIG 1g.23gb", 18),              # no SM/memory figures for B200 in the table
+    ("NVIDIA H100 80GB HBM3 MIG", 16),            # no profile in the name
+])
+def test_mig_slice_we_cannot_scale_gets_no_peak(name: str, sms: int | None) -> None:
+    assert lookup(name, sms) is None
