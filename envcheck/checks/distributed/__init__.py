@@ -19,7 +19,7 @@ from envcheck.core.check import CheckSpec, Level, Needs
 
 CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("dist.all_reduce", nccl_all_reduce,
-              "all-reduce is exact on every element (float32 #wrong 0; bf16/fp16 within tolerance), "
+              "all-reduce is exact on every element (float32, bf16 and fp16 #wrong 0), "
               "one NCCL rank per GPU or gloo ranks on CPU",
               level=Level.QUICK, needs=Needs(torch=True), timeout_s=ALL_REDUCE_TIMEOUT_S),
     CheckSpec("dist.collectives", all_gather_broadcast,

@@ -130,7 +130,7 @@ def _judge(ctx: Context, judge: Callable[[list[dict[str, Any]], str, int], Resul
 
 
 def nccl_all_reduce(ctx: Context, launcher: Launcher = launch) -> Result:
-    """float32 all-reduce exact on every element (#wrong 0), bf16/fp16 within tolerance."""
+    """float32 all-reduce exact on every element (#wrong 0), bf16/fp16 exact too."""
     return _judge(ctx, verdicts.all_reduce_result, launcher)
 
 

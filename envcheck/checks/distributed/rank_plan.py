@@ -13,7 +13,7 @@ from typing import Any
 
 from envcheck.checks.distributed import pattern
 from envcheck.checks.distributed.faults import Fault, apply_at_all_reduce
-from envcheck.checks.distributed.sweep import CPU_SIZES, gpu_sizes, sweep
+from envcheck.checks.distributed.sweep import CPU_SIZES, MIB, gpu_sizes, sweep, sweep_memory
 
 Progress = Callable[[str], None]
 GPU_EXACT_COUNT = 4 << 20  # 16 MiB of float32
@@ -40,14 +40,14 @@ def exact_all_reduce(rank: int, world: int, device: Any, fault: Fault | None, pr
 
 
 def lowp_all_reduce(rank: int, world: int, device: Any, progress: Progress) -> dict[str, Any]:
-    """bfloat16 and float16 all-reduce sums against a stated tolerance."""
+    """bfloat16 and float16 all-reduce of inputs whose sum is exact in the dtype; every element compared."""
     import torch
     import torch.distributed as dist
 
     out = {}
     for dtype in (torch.bfloat16, torch.float16):
         name = str(dtype).removeprefix("torch.")
-        buf = pattern.lowp_contribution(rank, LOWP_COUNT, dtype, device)
+        buf = pattern.lowp_contribution(rank, world, LOWP_COUNT, dtype, device)
         progress(f"all_reduce.{name}")
         dist.all_reduce(buf)
         out[name] = pattern.lowp_check(buf, world, dtype)
@@ -82,7 +82,11 @@ def agreed_gpu_sizes(device: Any, memory_fraction: float) -> tuple[int, ...]:
 
     free = torch.tensor([torch.cuda.mem_get_info(device)[0]], device=device, dtype=torch.int64)
     dist.all_reduce(free, op=dist.ReduceOp.MIN)
-    return gpu_sizes(int(free.item()), memory_fraction)
+    sizes = gpu_sizes(int(free.item()), memory_fraction)
+    if not sizes:
+        raise RuntimeError(f"only {int(free.item()) / MIB:.0f} MiB of GPU memory free on some rank; the sweep "
+                           f"needs {sweep_memory(MIB) / MIB:.0f} MiB for its smallest size")
+    return sizes
 
 
 def run_plan(rank: int, world: int, device: Any, steps: tuple[str, ...], sizes: tuple[int, ...],

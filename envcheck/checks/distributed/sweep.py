@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from envcheck.checks.distributed.pattern import count_wrong, exact_contribution, exact_sum
+from envcheck.checks.distributed.pattern import VERIFY_WORKSPACE_BYTES, count_wrong_exact, fill_exact
 
 MIB = 1 << 20
 CPU_SIZES = tuple(MIB // 16 * 4**k for k in range(5))  # 64 KiB .. 16 MiB
@@ -29,14 +29,27 @@ def algbw(nbytes: int, seconds: float) -> float:
     return nbytes / seconds / 1e9 if seconds > 0 else 0.0
 
 
+# What one sweep size holds on the GPU at once: the message buffer (all-reduced in place), the
+# verification's chunked temporaries, and room for NCCL's own buffers (channels x peers x
+# NCCL_BUFFSIZE, plus the communicator's workspace), which grow with the number of peers.
+NCCL_MARGIN_BYTES = 512 * MIB
+
+
+def sweep_memory(nbytes: int) -> int:
+    """Device bytes one sweep size of `nbytes` needs at its peak (message + verification + NCCL)."""
+    return nbytes + VERIFY_WORKSPACE_BYTES + NCCL_MARGIN_BYTES
+
+
 def gpu_sizes(free_bytes: int, memory_fraction: float) -> tuple[int, ...]:
-    """1 MiB doubling up to the largest power of two that fits (3 buffers) in the memory budget."""
-    budget = int(free_bytes * memory_fraction) // 3
-    top = MIB
-    while top * 2 <= min(GPU_MAX_TOP, max(budget, GPU_MIN_TOP)):
-        top *= 2
+    """1 MiB doubling up to the largest power of two that fits.
+
+    The largest message is aimed at `memory_fraction` of the free memory (but at least GPU_MIN_TOP,
+    at most GPU_MAX_TOP), and never so large that `sweep_memory` of it exceeds the free memory.
+    Empty when not even 1 MiB fits.
+    """
+    aim = min(GPU_MAX_TOP, max(int(free_bytes * memory_fraction), GPU_MIN_TOP))
     sizes, size = [], MIB
-    while size <= top:
+    while size <= aim and sweep_memory(size) <= free_bytes:
         sizes.append(size)
         size *= 2
     return tuple(sizes)
@@ -88,9 +101,9 @@ def sweep(sizes: tuple[int, ...], device: Any, progress: Any = None) -> list[dic
         seconds = torch.tensor([_time_all_reduce(buf, *iterations(nbytes, on_gpu), on_gpu)], device=device,
                                dtype=torch.float64)
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
-        buf.copy_(exact_contribution(rank, count, device))
+        fill_exact(buf, rank)
         dist.all_reduce(buf)
-        wrong, _ = count_wrong(buf, exact_sum(world, count, device))
+        wrong = count_wrong_exact(buf, world)
         del buf
         t = float(seconds.item())
         rows.append({"bytes": nbytes, "dtype": "float32", "time_us": round(t * 1e6, 2),
