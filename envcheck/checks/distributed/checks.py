@@ -1,4 +1,4 @@
-"""The registered check functions: pick ranks, launch (memoised per worker), judge, bisect transports."""
+"""The registered check functions: pick ranks, launch (each check its own launch), judge, bisect transports."""
 
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ CORRECTNESS_DEADLINE_S = {"gloo": 12.0, "nccl": 18.0}
 SWEEP_DEADLINE_S = 60.0
 MARGIN_S = 3.0
 MIN_RETRY_S = 5.0
+SLOW_START_FACTOR = 2.0  # a slow start is retried once, unchanged, with this much longer a deadline
 # Transport bisection (NCCL only): each retry disables one more transport.
 BISECTION: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("P2P", (("NCCL_P2P_DISABLE", "1"),)),
     ("SHM", (("NCCL_P2P_DISABLE", "1"), ("NCCL_SHM_DISABLE", "1"))),
 )
 Launcher = Callable[[LaunchPlan], LaunchOutcome]
-_MEMO: dict[tuple[Any, ...], LaunchOutcome] = {}
 
 
 def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
@@ -53,31 +53,37 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
     return "gloo", ranks
 
 
-def run_launch(plan: LaunchPlan, launcher: Launcher = launch) -> LaunchOutcome:
-    """Launch, reusing this worker's last identical launch (dist.all_reduce and dist.collectives share one)."""
-    key = (replace(plan, deadline_s=0.0), os.environ.get(FAULT_VAR), launcher)
-    if key not in _MEMO:
-        _MEMO.clear()
-        _MEMO[key] = launcher(plan)
-    return _MEMO[key]
-
-
 def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher = launch
                           ) -> tuple[LaunchOutcome, str | None, list[str]]:
-    """Launch; on an NCCL failure retry with transports disabled. Returns (outcome, fixed-by, notes)."""
+    """Launch; on an NCCL transport failure retry with transports disabled. Returns (outcome, fixed-by, notes).
+
+    A slow start (ranks still importing torch or initialising when the deadline hit, see
+    `diagnosis.slow_start`) is not a transport failure: it is retried once as it was, with a longer
+    deadline when the budget allows, and never bisected. Only a launch whose ranks reached a collective
+    and stalled or raised there is retried with P2P, then SHM, disabled.
+    """
     began = time.monotonic()
-    first = run_launch(plan, launcher)
+    first = launcher(plan)
     if first.ok or plan.backend != "nccl" or os.environ.get(FAULT_VAR):
         return first, None, []
-    notes = []
+    notes: list[str] = []
+    if diagnosis.slow_start(first):
+        left = budget_s - (time.monotonic() - began)
+        if left < MIN_RETRY_S:
+            notes.append(f"slow start ({diagnosis.describe_slow_start(first)}); no retry: {left:.0f}s of budget left")
+            return first, None, notes
+        retry = replace(plan, deadline_s=min(plan.deadline_s * SLOW_START_FACTOR, left - 2.0))
+        notes.append(f"slow start ({diagnosis.describe_slow_start(first)}); retried unchanged with a "
+                     f"{retry.deadline_s:.0f}s deadline")
+        first = launcher(retry)
+        if first.ok or diagnosis.slow_start(first):
+            return first, None, notes
     for transport, env in BISECTION:
         left = budget_s - (time.monotonic() - began)
         if left < MIN_RETRY_S:
             notes.append(f"retry without {transport} not tried: {left:.0f}s of budget left")
             break
-        retry = LaunchPlan(plan.backend, plan.world_size, plan.steps, min(plan.deadline_s, left - 2.0),
-                           plan.sizes, env, plan.start, plan.memory_fraction)
-        outcome = launcher(retry)
+        outcome = launcher(replace(plan, deadline_s=min(plan.deadline_s, left - 2.0), env=env))
         if outcome.ok:
             return outcome, transport, notes
         notes.append(f"still failing with {' '.join(f'{k}={v}' for k, v in env)}")
@@ -85,13 +91,18 @@ def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher 
 
 
 def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
-    """FAIL naming the ranks that stalled or died, with every rank's log."""
+    """FAIL naming the ranks that stalled or died (or were still starting), with every rank's log."""
+    measured = {"ranks": diagnosis.rank_table(outcome), "elapsed_s": outcome.elapsed_s,
+                "deadline_s": outcome.plan.deadline_s, "bisection": notes}
+    if diagnosis.slow_start(outcome):
+        return failed(f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
+                      f"failure): {diagnosis.describe_slow_start(outcome)}",
+                      diagnosis.SLOW_START_REMEDIATION, measured=measured,
+                      details=diagnosis.failure_details(outcome))
     summary = diagnosis.describe_failure(outcome)
     return failed(f"{outcome.plan.backend} ranks failed: {summary}",
                   diagnosis.remediation_for(outcome.plan.backend),
-                  measured={"ranks": diagnosis.rank_table(outcome), "elapsed_s": outcome.elapsed_s,
-                            "deadline_s": outcome.plan.deadline_s, "bisection": notes},
-                  details=diagnosis.failure_details(outcome))
+                  measured=measured, details=diagnosis.failure_details(outcome))
 
 
 def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> Result:
@@ -126,6 +137,8 @@ def _judge(ctx: Context, judge: Callable[[list[dict[str, Any]], str, int], Resul
     if not outcome.ok:
         return launch_failure(outcome, notes)
     result = judge([r.found or {} for r in outcome.ranks], plan.backend, plan.world_size)
+    if notes:
+        result = replace(result, measured={**result.measured, "launch_notes": notes})
     return transport_fixed(result, fixed_by, outcome) if fixed_by else result
 
 
@@ -150,7 +163,7 @@ def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
     plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, sizes,
                       start="fork" if backend == "gloo" else "spawn",
                       memory_fraction=float(ctx.options.get("memory_fraction", 0.1)))
-    outcome = run_launch(plan, launcher)
+    outcome = launcher(plan)
     if not outcome.ok:
         return launch_failure(outcome, [])
     floor = ctx.options.get("min_busbw_gbps")
