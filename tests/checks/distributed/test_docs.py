@@ -27,3 +27,11 @@ def test_doc_states_the_spec_timeout_and_deadlines_the_code_uses() -> None:
 def test_doc_states_the_retry_budget_the_code_uses() -> None:
     found = re.search(r"as long as the time budget allows \(≥ (\d+) s\)", _flat())
     assert found and float(found.group(1)) == checks.MIN_RETRY_S
+
+
+def test_doc_states_the_torchrun_give_up_rules_the_code_uses() -> None:
+    from envcheck.checks.distributed import torchrun
+
+    text = _flat()
+    assert f"a rank whose heartbeat stops for {torchrun.DEAD_AFTER_S:g} s is dead" in text
+    assert f"after a death or an error the others get {torchrun.GRACE_S:g} s" in text
