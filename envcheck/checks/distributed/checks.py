@@ -1,4 +1,8 @@
-"""The registered check functions: pick ranks, launch (each check its own launch), judge, bisect transports."""
+"""The shared check plumbing: pick ranks, launch (each check its own launch), judge, bisect transports.
+
+Each collective lives in its own module (`all_reduce`, `all_gather`, `broadcast`, `sweep`); a check
+names the collective steps it launches, and each step's module judges its own findings.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +10,20 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from types import MappingProxyType
 
-from envcheck.checks.distributed import diagnosis, verdicts
+from envcheck.checks.distributed import diagnosis
 from envcheck.checks.distributed.faults import ENV_VAR as FAULT_VAR
 from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, launch
-from envcheck.checks.distributed.sweep import CPU_SIZES
+from envcheck.checks.distributed.rank_plan import collective
+from envcheck.checks.distributed.verdicts import combine
 from envcheck.core.check import Context
 from envcheck.core.result import Result, errored, failed, skipped
 
 ALL_REDUCE_TIMEOUT_S = 65.0  # spec timeouts (the engine's hard bound): room for 3 NCCL attempts of 18 s
-BUSBW_TIMEOUT_S = 75.0
 # Internal deadlines, kept below the spec timeouts so that we, not the engine, kill the ranks and can
 # name the stalled ones. NCCL ranks are spawned (each imports torch, then NCCL init), so get longer.
-CORRECTNESS_DEADLINE_S = {"gloo": 12.0, "nccl": 18.0}
-SWEEP_DEADLINE_S = 60.0
+CORRECTNESS_DEADLINE_S = MappingProxyType({"gloo": 12.0, "nccl": 18.0})
 MARGIN_S = 3.0
 MIN_RETRY_S = 5.0
 SLOW_START_FACTOR = 2.0  # a slow start is retried once, unchanged, with this much longer a deadline
@@ -115,58 +118,36 @@ def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> R
                   measured={**result.measured, "fixed_by": env}, details=result.details)
 
 
-def correctness_plan(ctx: Context, began: float) -> LaunchPlan | Result:
-    """The launch both correctness checks share, with a deadline inside what is left of the timeout."""
+def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> LaunchPlan | Result:
+    """A launch of the given collective steps, with a deadline inside what is left of the timeout."""
     chosen = choose_ranks(ctx)  # imports torch: seconds on a cold or busy machine
     if isinstance(chosen, Result):
         return chosen
     backend, world = chosen
     left = ALL_REDUCE_TIMEOUT_S - MARGIN_S - (time.monotonic() - began)
-    return LaunchPlan(backend, world, ("correctness",), max(2.0, min(CORRECTNESS_DEADLINE_S[backend], left)),
+    return LaunchPlan(backend, world, steps, max(2.0, min(CORRECTNESS_DEADLINE_S[backend], left)),
                       start="fork" if backend == "gloo" else "spawn")
 
 
-def _judge(ctx: Context, judge: Callable[[list[dict[str, Any]], str, int], Result],
-           launcher: Launcher) -> Result:
+def correctness_check(ctx: Context, steps: tuple[str, ...], launcher: Launcher = launch) -> Result:
+    """One check = one launch of its collectives (no state shared with other checks), each judged by
+    its module's `judge`, combined into one result; NCCL transport bisection on failure."""
     began = time.monotonic()
-    plan = correctness_plan(ctx, began)
+    plan = correctness_plan(ctx, began, steps)
     if isinstance(plan, Result):
         return plan
     budget_s = ALL_REDUCE_TIMEOUT_S - MARGIN_S - (time.monotonic() - began)
     outcome, fixed_by, notes = launch_with_bisection(plan, budget_s, launcher)
     if not outcome.ok:
         return launch_failure(outcome, notes)
-    result = judge([r.found or {} for r in outcome.ranks], plan.backend, plan.world_size)
+    findings = [r.found or {} for r in outcome.ranks]
+    result = combine([collective(step).judge(findings, plan.backend, plan.world_size, ctx.options)
+                      for step in steps])
     if notes:
         result = replace(result, measured={**result.measured, "launch_notes": notes})
     return transport_fixed(result, fixed_by, outcome) if fixed_by else result
 
 
-def nccl_all_reduce(ctx: Context, launcher: Launcher = launch) -> Result:
-    """float32 all-reduce exact on every element (#wrong 0), bf16/fp16 exact too."""
-    return _judge(ctx, verdicts.all_reduce_result, launcher)
-
-
 def all_gather_broadcast(ctx: Context, launcher: Launcher = launch) -> Result:
-    """all_gather and broadcast reproduce every element exactly."""
-    return _judge(ctx, verdicts.collectives_result, launcher)
-
-
-def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
-    """Sweep message sizes; report algbw/busbw (GB/s) and judge against --min-busbw."""
-    chosen = choose_ranks(ctx)
-    if isinstance(chosen, Result):
-        return chosen
-    backend, world = chosen
-    # GPU sizes are chosen by the ranks from their free memory (the coordinator never touches CUDA).
-    sizes = () if backend == "nccl" else CPU_SIZES
-    plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, sizes,
-                      start="fork" if backend == "gloo" else "spawn",
-                      memory_fraction=float(ctx.options.get("memory_fraction", 0.1)))
-    outcome = launcher(plan)
-    if not outcome.ok:
-        return launch_failure(outcome, [])
-    floor = ctx.options.get("min_busbw_gbps")
-    return verdicts.busbw_result([r.found or {} for r in outcome.ranks], backend, world,
-                                 None if floor is None else float(floor), bool(ctx.options.get("strict_perf")))
-
+    """The `dist.collectives` check: all_gather and broadcast reproduce every element exactly."""
+    return correctness_check(ctx, ("all_gather", "broadcast"), launcher)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from types import MappingProxyType
 from typing import Any
 
 from envcheck.checks.distributed.launch import LaunchOutcome, RankOutcome
@@ -22,12 +23,12 @@ GLOO_REMEDIATION = (
 # Phases before the first collective, and what a rank in each is doing. A launch whose slowest rank
 # is still in one of these when the deadline hits is a slow start (cold cache, busy machine), not a
 # broken transport: no rank has sent anything over NCCL yet.
-STARTUP_PHASES = {
+STARTUP_PHASES = MappingProxyType({
     "not started": "starting the interpreter",
     "started": "importing torch",
     "store": "joining the rendezvous store",
     "init": "initialising the process group",
-}
+})
 SLOW_START_REMEDIATION = (
     "The ranks did not finish starting within the deadline, so no transport was tested. Usual causes: "
     "a cold file cache or slow filesystem (torch on NFS/overlay: warm it with `python -c 'import torch'`), "

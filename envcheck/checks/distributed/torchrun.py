@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from envcheck.checks.distributed import verdicts
 from envcheck.checks.distributed.faults import fault_from_env
-from envcheck.checks.distributed.rank_plan import run_plan
+from envcheck.checks.distributed.rank_plan import collective, run_plan
+from envcheck.checks.distributed.verdicts import combine
 from envcheck.core.result import Result, failed
 
 REQUIRED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
@@ -224,12 +224,17 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
                         "see details for each failing rank's traceback; rerun with NCCL_DEBUG=INFO",
                         measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken))
         return [result.named("dist.all_reduce", took)]
-    results = [verdicts.all_reduce_result(findings, backend, world).named("dist.all_reduce", took),
-               verdicts.collectives_result(findings, backend, world).named("dist.collectives", took)]
+    options = {"min_busbw_gbps": opts.min_busbw_gbps, "strict_perf": opts.strict_perf}
+    return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
+            for name, steps in checks_to_run(opts)]
+
+
+def checks_to_run(opts: TorchrunOptions) -> list[tuple[str, tuple[str, ...]]]:
+    """(check name, collective steps) in the order they run, as the single-node checks define them."""
+    out = [("dist.all_reduce", ("all_reduce",)), ("dist.collectives", ("all_gather", "broadcast"))]
     if opts.full:
-        results.append(verdicts.busbw_result(findings, backend, world, opts.min_busbw_gbps, opts.strict_perf)
-                       .named("dist.busbw", took))
-    return results
+        out.append(("dist.busbw", ("sweep",)))
+    return out
 
 
 def incomplete_result(monitor: Monitor, backend: str, took: float) -> Result:
@@ -288,7 +293,7 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
             channel.phase(rank, "barrier")
             dist.barrier()
             channel.phase(rank, "ready")
-            steps = ("correctness", "sweep") if opts.full else ("correctness",)
+            steps = tuple(step for _, names in checks_to_run(opts) for step in names)
             found = run_plan(rank, world, device, steps, (), lambda phase: channel.phase(rank, phase),
                              fault_from_env())
         except Exception as exc:
