@@ -1,12 +1,14 @@
 """`torchrun ... -m envcheck.distributed`: the dist.* checks across nodes (rank 0 reports).
 
 Thin entry: parse arguments, run this rank (envcheck.checks.distributed.torchrun), render on rank 0,
-exit non-zero on every node when any check failed.
+exit non-zero on every node when any check failed. Rank 0 writes the report on every path: success,
+failure, a dead rank, a stalled rank (findings travel over torchrun's TCPStore, not the backend).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -28,7 +30,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--level", choices=("quick", "full"), default="quick",
                         help="full adds the dist.busbw sweep")
     parser.add_argument("--allow-cpu", action="store_true", help="use gloo on CPU even when GPUs exist")
-    parser.add_argument("--timeout", type=float, default=120.0, help="process-group timeout per collective (s)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="a rank making no progress this long (s) is reported as stalled; also the process-group timeout")
     parser.add_argument("--min-busbw", type=float, default=None, metavar="GBPS")
     parser.add_argument("--strict-perf", action="store_true", help="a busbw below --min-busbw fails")
     parser.add_argument("--json", metavar="PATH", help="rank 0 writes the JSON report here ('-' = stdout)")
@@ -42,16 +44,19 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
                       options={"mode": "torchrun", "min_busbw_gbps": args.min_busbw, "strict_perf": args.strict_perf})
     report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
-    print_report(report, Console(file=out, highlight=False))
+    # Files first: they are the record, whatever happens to the terminal.
+    if args.json and args.json != "-":
+        Path(args.json).write_text(render_json(report))
+    if args.junit:
+        Path(args.junit).write_text(render_junit(report, suite_name="envcheck.distributed"))
+    # markup=False: summaries quote backend errors such as gloo's '[/path/pair.cc:537]', which rich
+    # would otherwise parse as a closing tag and raise on.
+    print_report(report, Console(file=out, highlight=False, markup=False))
     for r in results:
         if r.name == "dist.busbw" and r.details:
             print(r.details, file=out)
     if args.json == "-":
         sys.stdout.write(render_json(report))
-    elif args.json:
-        Path(args.json).write_text(render_json(report))
-    if args.junit:
-        Path(args.junit).write_text(render_junit(report, suite_name="envcheck.distributed"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,9 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
                            min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)
-    code, results = run_this_rank(opts)
-    if results is not None:
-        render(results, args)
+    code, clean = run_this_rank(opts, lambda results: render(results, args))
+    if not clean:  # a rank died or stalled: a thread may be stuck in a collective, so skip teardown
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks.distributed import checks, distributed_facts
+from envcheck.checks.distributed.all_reduce import CPU_EXACT_COUNT
 from envcheck.checks.distributed.faults import CORRUPT_STRIDE, corrupted_elements, parse_fault
 from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, RankOutcome
-from envcheck.checks.distributed.rank_plan import CPU_EXACT_COUNT
 from envcheck.checks.distributed.shm import remove_segments, segments_mapped_by
 from envcheck.checks.distributed.sweep import busbw, gpu_sizes
 from envcheck.checks.probe import CommandOutput

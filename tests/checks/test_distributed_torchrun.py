@@ -95,3 +95,53 @@ def test_cluster_examples_run_the_entry_point_with_shared_memory() -> None:
         assert "envcheck.distributed" in text and '"torchrun"' in text, name
         assert '"mountPath": "/dev/shm"' in text and '"medium": "Memory"' in text, name
         assert "envcheck-pytorch:" in text, name
+
+
+FAULT_TIMEOUT_S = 8
+
+
+def _torchrun_standalone(tmp_path: Path, *extra: str, fault: str | None = None) -> tuple[int, str, float]:
+    """One real torchrun agent, 2 gloo workers on CPU; returns (exit code, output, seconds taken)."""
+    import time
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+    env.pop("ENVCHECK_TEST_FAULT", None)
+    if fault:
+        env["ENVCHECK_TEST_FAULT"] = fault
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+            "--max-restarts", "0", "-m", "envcheck.distributed", "--allow-cpu", "--timeout", str(FAULT_TIMEOUT_S),
+            "--json", str(tmp_path / "report.json"), *extra]
+    began = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=TORCHRUN_TIMEOUT_S, env=env, cwd=tmp_path)
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - began
+
+
+def test_standalone_healthy_run_writes_json(tmp_path: Path) -> None:
+    code, out, _ = _torchrun_standalone(tmp_path)
+    assert code == 0, out
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert {r["name"]: r["status"] for r in report["results"]} == {"dist.all_reduce": "pass",
+                                                                   "dist.collectives": "pass"}
+
+
+def test_dead_rank_still_gives_a_json_report_naming_it(tmp_path: Path) -> None:
+    """Rank 1 exits mid all-reduce. The old code had no report at all (findings travelled over gloo)."""
+    code, out, took = _torchrun_standalone(tmp_path, fault="rank=1:exit")
+    assert code != 0
+    assert took < FAULT_TIMEOUT_S + 15, f"took {took:.1f}s"
+    report = json.loads((tmp_path / "report.json").read_text())
+    result = report["results"][0]
+    assert result["status"] == "fail" and report["exit_code"] != 0
+    assert "rank 1 died" in result["summary"], result["summary"]
+    assert {"rank": 1, "state": "dead", "last_phase": "ready"} in result["measured"]["ranks"]
+
+
+def test_stalled_rank_is_named_within_the_timeout(tmp_path: Path) -> None:
+    """Rank 1 hangs as the all-reduce starts. The old code took 2x --timeout and wrote no report."""
+    code, out, took = _torchrun_standalone(tmp_path, fault="rank=1:hang")
+    assert code != 0
+    assert took < FAULT_TIMEOUT_S + 15, f"took {took:.1f}s"
+    report = json.loads((tmp_path / "report.json").read_text())
+    summary = report["results"][0]["summary"]
+    assert "rank 1 stalled after 'ready'" in summary, summary
+    assert report["results"][0]["status"] == "fail"

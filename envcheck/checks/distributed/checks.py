@@ -1,4 +1,8 @@
-"""The registered check functions: pick ranks, launch (memoised per worker), judge, bisect transports."""
+"""The shared check plumbing: pick ranks, launch (each check its own launch), judge, bisect transports.
+
+Each collective lives in its own module (`all_reduce`, `all_gather`, `broadcast`, `sweep`); a check
+names the collective steps it launches, and each step's module judges its own findings.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +10,29 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from types import MappingProxyType
 
-from envcheck.checks.distributed import diagnosis, verdicts
+from envcheck.checks.distributed import diagnosis
 from envcheck.checks.distributed.faults import ENV_VAR as FAULT_VAR
 from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, launch
-from envcheck.checks.distributed.sweep import CPU_SIZES
+from envcheck.checks.distributed.rank_plan import collective
+from envcheck.checks.distributed.verdicts import combine
 from envcheck.core.check import Context
 from envcheck.core.result import Result, errored, failed, skipped
 
 ALL_REDUCE_TIMEOUT_S = 65.0  # spec timeouts (the engine's hard bound): room for 3 NCCL attempts of 18 s
-BUSBW_TIMEOUT_S = 75.0
 # Internal deadlines, kept below the spec timeouts so that we, not the engine, kill the ranks and can
 # name the stalled ones. NCCL ranks are spawned (each imports torch, then NCCL init), so get longer.
-CORRECTNESS_DEADLINE_S = {"gloo": 12.0, "nccl": 18.0}
-SWEEP_DEADLINE_S = 60.0
+CORRECTNESS_DEADLINE_S = MappingProxyType({"gloo": 12.0, "nccl": 18.0})
 MARGIN_S = 3.0
 MIN_RETRY_S = 5.0
+SLOW_START_FACTOR = 2.0  # a slow start is retried once, unchanged, with this much longer a deadline
 # Transport bisection (NCCL only): each retry disables one more transport.
 BISECTION: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("P2P", (("NCCL_P2P_DISABLE", "1"),)),
     ("SHM", (("NCCL_P2P_DISABLE", "1"), ("NCCL_SHM_DISABLE", "1"))),
 )
 Launcher = Callable[[LaunchPlan], LaunchOutcome]
-_MEMO: dict[tuple[Any, ...], LaunchOutcome] = {}
 
 
 def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
@@ -53,31 +56,37 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
     return "gloo", ranks
 
 
-def run_launch(plan: LaunchPlan, launcher: Launcher = launch) -> LaunchOutcome:
-    """Launch, reusing this worker's last identical launch (dist.all_reduce and dist.collectives share one)."""
-    key = (replace(plan, deadline_s=0.0), os.environ.get(FAULT_VAR), launcher)
-    if key not in _MEMO:
-        _MEMO.clear()
-        _MEMO[key] = launcher(plan)
-    return _MEMO[key]
-
-
 def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher = launch
                           ) -> tuple[LaunchOutcome, str | None, list[str]]:
-    """Launch; on an NCCL failure retry with transports disabled. Returns (outcome, fixed-by, notes)."""
+    """Launch; on an NCCL transport failure retry with transports disabled. Returns (outcome, fixed-by, notes).
+
+    A slow start (ranks still importing torch or initialising when the deadline hit, see
+    `diagnosis.slow_start`) is not a transport failure: it is retried once as it was, with a longer
+    deadline when the budget allows, and never bisected. Only a launch whose ranks reached a collective
+    and stalled or raised there is retried with P2P, then SHM, disabled.
+    """
     began = time.monotonic()
-    first = run_launch(plan, launcher)
+    first = launcher(plan)
     if first.ok or plan.backend != "nccl" or os.environ.get(FAULT_VAR):
         return first, None, []
-    notes = []
+    notes: list[str] = []
+    if diagnosis.slow_start(first):
+        left = budget_s - (time.monotonic() - began)
+        if left < MIN_RETRY_S:
+            notes.append(f"slow start ({diagnosis.describe_slow_start(first)}); no retry: {left:.0f}s of budget left")
+            return first, None, notes
+        retry = replace(plan, deadline_s=min(plan.deadline_s * SLOW_START_FACTOR, left - 2.0))
+        notes.append(f"slow start ({diagnosis.describe_slow_start(first)}); retried unchanged with a "
+                     f"{retry.deadline_s:.0f}s deadline")
+        first = launcher(retry)
+        if first.ok or diagnosis.slow_start(first):
+            return first, None, notes
     for transport, env in BISECTION:
         left = budget_s - (time.monotonic() - began)
         if left < MIN_RETRY_S:
             notes.append(f"retry without {transport} not tried: {left:.0f}s of budget left")
             break
-        retry = LaunchPlan(plan.backend, plan.world_size, plan.steps, min(plan.deadline_s, left - 2.0),
-                           plan.sizes, env, plan.start, plan.memory_fraction)
-        outcome = launcher(retry)
+        outcome = launcher(replace(plan, deadline_s=min(plan.deadline_s, left - 2.0), env=env))
         if outcome.ok:
             return outcome, transport, notes
         notes.append(f"still failing with {' '.join(f'{k}={v}' for k, v in env)}")
@@ -85,13 +94,18 @@ def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher 
 
 
 def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
-    """FAIL naming the ranks that stalled or died, with every rank's log."""
+    """FAIL naming the ranks that stalled or died (or were still starting), with every rank's log."""
+    measured = {"ranks": diagnosis.rank_table(outcome), "elapsed_s": outcome.elapsed_s,
+                "deadline_s": outcome.plan.deadline_s, "bisection": notes}
+    if diagnosis.slow_start(outcome):
+        return failed(f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
+                      f"failure): {diagnosis.describe_slow_start(outcome)}",
+                      diagnosis.SLOW_START_REMEDIATION, measured=measured,
+                      details=diagnosis.failure_details(outcome))
     summary = diagnosis.describe_failure(outcome)
     return failed(f"{outcome.plan.backend} ranks failed: {summary}",
                   diagnosis.remediation_for(outcome.plan.backend),
-                  measured={"ranks": diagnosis.rank_table(outcome), "elapsed_s": outcome.elapsed_s,
-                            "deadline_s": outcome.plan.deadline_s, "bisection": notes},
-                  details=diagnosis.failure_details(outcome))
+                  measured=measured, details=diagnosis.failure_details(outcome))
 
 
 def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> Result:
@@ -104,56 +118,36 @@ def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> R
                   measured={**result.measured, "fixed_by": env}, details=result.details)
 
 
-def correctness_plan(ctx: Context, began: float) -> LaunchPlan | Result:
-    """The launch both correctness checks share, with a deadline inside what is left of the timeout."""
+def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> LaunchPlan | Result:
+    """A launch of the given collective steps, with a deadline inside what is left of the timeout."""
     chosen = choose_ranks(ctx)  # imports torch: seconds on a cold or busy machine
     if isinstance(chosen, Result):
         return chosen
     backend, world = chosen
     left = ALL_REDUCE_TIMEOUT_S - MARGIN_S - (time.monotonic() - began)
-    return LaunchPlan(backend, world, ("correctness",), max(2.0, min(CORRECTNESS_DEADLINE_S[backend], left)),
+    return LaunchPlan(backend, world, steps, max(2.0, min(CORRECTNESS_DEADLINE_S[backend], left)),
                       start="fork" if backend == "gloo" else "spawn")
 
 
-def _judge(ctx: Context, judge: Callable[[list[dict[str, Any]], str, int], Result],
-           launcher: Launcher) -> Result:
+def correctness_check(ctx: Context, steps: tuple[str, ...], launcher: Launcher = launch) -> Result:
+    """One check = one launch of its collectives (no state shared with other checks), each judged by
+    its module's `judge`, combined into one result; NCCL transport bisection on failure."""
     began = time.monotonic()
-    plan = correctness_plan(ctx, began)
+    plan = correctness_plan(ctx, began, steps)
     if isinstance(plan, Result):
         return plan
     budget_s = ALL_REDUCE_TIMEOUT_S - MARGIN_S - (time.monotonic() - began)
     outcome, fixed_by, notes = launch_with_bisection(plan, budget_s, launcher)
     if not outcome.ok:
         return launch_failure(outcome, notes)
-    result = judge([r.found or {} for r in outcome.ranks], plan.backend, plan.world_size)
+    findings = [r.found or {} for r in outcome.ranks]
+    result = combine([collective(step).judge(findings, plan.backend, plan.world_size, ctx.options)
+                      for step in steps])
+    if notes:
+        result = replace(result, measured={**result.measured, "launch_notes": notes})
     return transport_fixed(result, fixed_by, outcome) if fixed_by else result
 
 
-def nccl_all_reduce(ctx: Context, launcher: Launcher = launch) -> Result:
-    """float32 all-reduce exact on every element (#wrong 0), bf16/fp16 within tolerance."""
-    return _judge(ctx, verdicts.all_reduce_result, launcher)
-
-
 def all_gather_broadcast(ctx: Context, launcher: Launcher = launch) -> Result:
-    """all_gather and broadcast reproduce every element exactly."""
-    return _judge(ctx, verdicts.collectives_result, launcher)
-
-
-def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
-    """Sweep message sizes; report algbw/busbw (GB/s) and judge against --min-busbw."""
-    chosen = choose_ranks(ctx)
-    if isinstance(chosen, Result):
-        return chosen
-    backend, world = chosen
-    # GPU sizes are chosen by the ranks from their free memory (the coordinator never touches CUDA).
-    sizes = () if backend == "nccl" else CPU_SIZES
-    plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, sizes,
-                      start="fork" if backend == "gloo" else "spawn",
-                      memory_fraction=float(ctx.options.get("memory_fraction", 0.1)))
-    outcome = run_launch(plan, launcher)
-    if not outcome.ok:
-        return launch_failure(outcome, [])
-    floor = ctx.options.get("min_busbw_gbps")
-    return verdicts.busbw_result([r.found or {} for r in outcome.ranks], backend, world,
-                                 None if floor is None else float(floor), bool(ctx.options.get("strict_perf")))
-
+    """The `dist.collectives` check: all_gather and broadcast reproduce every element exactly."""
+    return correctness_check(ctx, ("all_gather", "broadcast"), launcher)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from types import MappingProxyType
 from typing import Any
 
 from envcheck.checks.distributed.launch import LaunchOutcome, RankOutcome
@@ -17,6 +18,45 @@ GLOO_REMEDIATION = (
     "Check loopback networking (GLOO_SOCKET_IFNAME=lo) and that nothing kills processes or limits "
     "threads in this container; the rank logs in details show the error"
 )
+
+
+# Phases before the first collective, and what a rank in each is doing. A launch whose slowest rank
+# is still in one of these when the deadline hits is a slow start (cold cache, busy machine), not a
+# broken transport: no rank has sent anything over NCCL yet.
+STARTUP_PHASES = MappingProxyType({
+    "not started": "starting the interpreter",
+    "started": "importing torch",
+    "store": "joining the rendezvous store",
+    "init": "initialising the process group",
+})
+SLOW_START_REMEDIATION = (
+    "The ranks did not finish starting within the deadline, so no transport was tested. Usual causes: "
+    "a cold file cache or slow filesystem (torch on NFS/overlay: warm it with `python -c 'import torch'`), "
+    "an overloaded machine, or NCCL init waiting on a GPU held by another process (`nvidia-smi`). "
+    "The rank logs in details show where each rank was"
+)
+
+
+def slow_start(outcome: LaunchOutcome) -> list[RankOutcome]:
+    """The ranks still starting up when the deadline hit, if that is the whole failure; else [].
+
+    A failure is a slow start when the deadline was hit, no rank died or raised, and some rank had not
+    reached the first collective ('barrier'). Ranks that reached a collective and stalled there, or
+    ranks that raised (in init or a collective), point at the transport instead.
+    """
+    if not outcome.deadline_hit or any(not r.killed and r.exit_code != 0 for r in outcome.ranks):
+        return []
+    return [r for r in outcome.ranks if r.killed and r.phase in STARTUP_PHASES]
+
+
+def describe_slow_start(outcome: LaunchOutcome) -> str:
+    """E.g. `rank 1 still importing torch ('started') at the 18s deadline`."""
+    parts = []
+    for phase in STARTUP_PHASES:
+        ranks = [r.rank for r in slow_start(outcome) if r.phase == phase]
+        if ranks:
+            parts.append(f"{_ranks(ranks)} still {STARTUP_PHASES[phase]} ('{phase}')")
+    return f"{', '.join(parts)} at the {outcome.plan.deadline_s:g}s deadline"
 
 
 def _ranks(ranks: list[int]) -> str:

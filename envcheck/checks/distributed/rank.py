@@ -69,6 +69,7 @@ def main(argv: list[str]) -> int:
         progress("init")
         dist.init_process_group(config["backend"], store=store, rank=rank, world_size=world, timeout=timeout,
                                 **kwargs)
+        progress("barrier")  # the first collective: ranks past this phase have reached the transport
         dist.barrier()
         progress("ready")
         found = run_plan(rank, world, device, tuple(config["steps"]), tuple(config["sizes"]), progress,

@@ -1,13 +1,14 @@
-"""Judge the ranks' findings: correctness (#wrong, tolerances) and performance (busbw) separately.
+"""The shared verifier's verdict side: #wrong summed over ranks, scopes, combining results, sweep tables.
 
-Pure functions of the per-rank findings, shared by the single-node check and the torchrun entry.
+Pure functions of the per-rank findings, shared by every collective module, the single-node checks
+and the torchrun entry. Each collective's own `judge` lives in its module.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import Result, failed, passed
 
 WRONG_REMEDIATION = (
     "Wrong collective results mean silent data corruption: rerun with NCCL_P2P_DISABLE=1 and "
@@ -25,7 +26,8 @@ def scope(backend: str, world: int) -> str:
     return f"{world} gloo rank{'s' if world != 1 else ''} (CPU)"
 
 
-def _sum_wrong(findings: list[dict[str, Any]], *path: str) -> tuple[int, int]:
+def sum_wrong(findings: list[dict[str, Any]], *path: str) -> tuple[int, int]:
+    """(#wrong, elements) summed over every rank's findings at `path`."""
     wrong = elements = 0
     for found in findings:
         node: Any = found
@@ -36,50 +38,30 @@ def _sum_wrong(findings: list[dict[str, Any]], *path: str) -> tuple[int, int]:
     return wrong, elements
 
 
-def all_reduce_result(findings: list[dict[str, Any]], backend: str, world: int) -> Result:
-    """float32 exact (#wrong over every element of every rank), bf16/fp16 within tolerance."""
-    measured: dict[str, Any] = {"backend": backend, "world_size": world}
-    problems = []
-    for dtype in ("float32", "bfloat16", "float16"):
-        wrong, elements = _sum_wrong(findings, "all_reduce", dtype)
-        measured[f"wrong_{dtype}"] = wrong
-        measured[f"elements_{dtype}"] = elements
-        if dtype != "float32":
-            measured[f"max_abs_err_{dtype}"] = max(f["all_reduce"][dtype]["max_abs_err"] for f in findings)
-            measured[f"tolerance_{dtype}"] = findings[0]["all_reduce"][dtype]["tolerance"]
-        if wrong:
-            problems.append(f"#wrong {wrong} of {elements} {dtype} elements")
-    first = [(f["rank"], f["all_reduce"]["float32"]) for f in findings
-             if f["all_reduce"]["float32"]["first_wrong_index"] is not None]
-    expected = {"wrong_float32": 0, "wrong_bfloat16": 0, "wrong_float16": 0}
-    if problems:
-        detail = ""
-        if first:
-            rank, info = first[0]
-            detail = (f"rank {rank}: first wrong float32 element {info['first_wrong_index']} = "
-                      f"{info['first_wrong_value']}, expected {info['first_expected_value']}")
-        return failed(f"all_reduce over {scope(backend, world)} gave wrong results: {'; '.join(problems)}",
-                      WRONG_REMEDIATION, measured=measured, expected=expected, details=detail)
-    return passed(f"all_reduce over {scope(backend, world)}: float32 exact on "
-                  f"{measured['elements_float32']} elements (#wrong 0); bfloat16/float16 within tolerance",
-                  measured=measured, expected=expected)
-
-
-def collectives_result(findings: list[dict[str, Any]], backend: str, world: int) -> Result:
-    """all_gather and broadcast must reproduce every element exactly."""
-    measured: dict[str, Any] = {"backend": backend, "world_size": world}
-    problems = []
-    for op in ("all_gather", "broadcast"):
-        wrong, elements = _sum_wrong(findings, op)
-        measured[f"wrong_{op}"], measured[f"elements_{op}"] = wrong, elements
-        if wrong:
-            problems.append(f"{op} #wrong {wrong} of {elements}")
-    expected = {"wrong_all_gather": 0, "wrong_broadcast": 0}
-    if problems:
-        return failed(f"collectives over {scope(backend, world)} gave wrong results: {'; '.join(problems)}",
+def exact_op_result(findings: list[dict[str, Any]], step: str, label: str, backend: str, world: int) -> Result:
+    """PASS when every element of `step` on every rank was exact, else FAIL with #wrong."""
+    wrong, elements = sum_wrong(findings, step)
+    measured: dict[str, Any] = {"backend": backend, "world_size": world, f"wrong_{step}": wrong,
+                                f"elements_{step}": elements}
+    expected = {f"wrong_{step}": 0}
+    if wrong:
+        return failed(f"{label} over {scope(backend, world)} gave wrong results: #wrong {wrong} of {elements}",
                       WRONG_REMEDIATION, measured=measured, expected=expected)
-    return passed(f"all_gather and broadcast (root {world - 1}) exact over {scope(backend, world)}",
-                  measured=measured, expected=expected)
+    return passed(f"{label} exact over {scope(backend, world)}", measured=measured, expected=expected)
+
+
+def combine(results: list[Result]) -> Result:
+    """One result for a check that covers several collectives: bad if any is bad, all measurements."""
+    if len(results) == 1:
+        return results[0]
+    measured = {k: v for r in results for k, v in r.measured.items()}
+    expected = {k: v for r in results for k, v in r.expected.items()}
+    bad = [r for r in results if r.status.is_bad]
+    if bad:
+        return failed("; ".join(r.summary for r in bad), bad[0].remediation or WRONG_REMEDIATION,
+                      measured=measured, expected=expected,
+                      details="\n".join(r.details for r in bad if r.details))
+    return passed("; ".join(r.summary for r in results), measured=measured, expected=expected)
 
 
 def sweep_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -96,30 +78,3 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     lines += [f"{r['bytes']:>12} {r['time_us']:>11.1f} {r['algbw_gbps']:>12.3f} {r['busbw_gbps']:>12.3f} "
               f"{r['wrong']:>7}" for r in rows]
     return "\n".join(lines)
-
-
-def busbw_result(findings: list[dict[str, Any]], backend: str, world: int, min_busbw: float | None,
-                 strict: bool) -> Result:
-    """Peak busbw over the sweep against an optional floor; wrong elements in the sweep fail."""
-    rows = sweep_rows(findings)
-    peak = max(rows, key=lambda r: r["busbw_gbps"])
-    measured = {"backend": backend, "world_size": world, "peak_busbw_gbps": peak["busbw_gbps"],
-                "peak_at_bytes": peak["bytes"], "rows": rows}
-    expected: dict[str, Any] = {"wrong": 0}
-    table = format_table(rows)
-    wrong = sum(r["wrong"] for r in rows)
-    head = f"all_reduce busbw peak {peak['busbw_gbps']:.3f} GB/s at {peak['bytes']} B over {scope(backend, world)}"
-    if wrong:
-        return failed(f"{head}, but #wrong {wrong} during the sweep", WRONG_REMEDIATION, measured=measured,
-                      expected=expected, details=table)
-    if min_busbw is not None:
-        expected["min_busbw_gbps"] = min_busbw
-        if peak["busbw_gbps"] < min_busbw:
-            fix = ("Check `nvidia-smi topo -m` (PIX/NV# links expected, not SYS), that NCCL uses NVLink/P2P "
-                   "(NCCL_DEBUG=INFO), and that containers run with --ipc=host")
-            make = failed if strict else warned
-            return make(f"{head}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
-                        expected=expected, details=table)
-    if world == 1:
-        head += " (busbw is 0 by definition with one rank)"
-    return passed(head, measured=measured, expected=expected, details=table)

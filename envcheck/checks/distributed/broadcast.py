@@ -1,0 +1,30 @@
+"""broadcast from the last rank, compared exactly on every element (part of `dist.collectives`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from envcheck.checks.distributed import pattern
+from envcheck.checks.distributed.rank_plan import RankContext
+from envcheck.checks.distributed.verdicts import exact_op_result
+
+COUNT = 4096
+
+
+def run(rc: RankContext) -> dict[str, Any]:
+    """The last rank sends a known pattern; every rank counts the elements that differ from it."""
+    import torch
+    import torch.distributed as dist
+
+    root = rc.world - 1
+    expected = pattern.broadcast_pattern(COUNT, rc.device)
+    buf = expected.clone() if rc.rank == root else torch.full((COUNT,), -1.0, device=rc.device)
+    rc.progress("broadcast")
+    dist.broadcast(buf, src=root)
+    return {"elements": COUNT, "wrong": pattern.count_wrong(buf, expected)[0], "root": root}
+
+
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Mapping[str, Any]) -> Any:
+    """Every broadcast element exact."""
+    return exact_op_result(findings, "broadcast", f"broadcast (root {world - 1})", backend, world)

@@ -1,0 +1,37 @@
+"""docs/distributed.md states the numbers the code uses (it once said 25 s where the code used 65 s)."""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.checks.distributed import checks
+from tests.helpers import ROOT
+
+DOC = ROOT / "docs" / "distributed.md"
+
+
+def _flat() -> str:
+    return " ".join(DOC.read_text().split())
+
+
+def test_doc_states_the_spec_timeout_and_deadlines_the_code_uses() -> None:
+    text = _flat()
+    deadlines = re.search(r"\((\d+) s gloo, (\d+) s NCCL; the spec timeout is (\d+) s\)", text)
+    assert deadlines, "the deadline sentence moved; keep it in sync with checks.py"
+    gloo, nccl, spec = (float(x) for x in deadlines.groups())
+    assert gloo == checks.CORRECTNESS_DEADLINE_S["gloo"]
+    assert nccl == checks.CORRECTNESS_DEADLINE_S["nccl"]
+    assert spec == checks.ALL_REDUCE_TIMEOUT_S
+
+
+def test_doc_states_the_retry_budget_the_code_uses() -> None:
+    found = re.search(r"as long as the time budget allows \(≥ (\d+) s\)", _flat())
+    assert found and float(found.group(1)) == checks.MIN_RETRY_S
+
+
+def test_doc_states_the_torchrun_give_up_rules_the_code_uses() -> None:
+    from envcheck.checks.distributed import torchrun
+
+    text = _flat()
+    assert f"a rank whose heartbeat stops for {torchrun.DEAD_AFTER_S:g} s is dead" in text
+    assert f"after a death or an error the others get {torchrun.GRACE_S:g} s" in text
