@@ -24,7 +24,8 @@ def result_table(results: list[Result], title: str = "envcheck") -> Table:
     table.add_column("summary")
     table.add_column("time", justify="right", no_wrap=True)
     for r in results:
-        table.add_row(r.name, Text(r.status.value.upper(), style=STYLES[r.status]), r.summary,
+        # Text(): summaries quote real error text (gloo's '[/path/pair.cc:553]'), never rich markup
+        table.add_row(Text(r.name), Text(r.status.value.upper(), style=STYLES[r.status]), Text(r.summary),
                       f"{r.duration_s:.2f}s")
         if r.remediation and r.status in (Status.FAIL, Status.ERROR, Status.WARN):
             table.add_row("", "", Text(f"fix: {r.remediation}", style="cyan"), "")
@@ -63,5 +64,5 @@ def print_facts(facts: dict[str, Any], console: Console | None = None) -> None:
     table.add_column("fact", no_wrap=True)
     table.add_column("value")
     for key, text in fact_lines(facts):
-        table.add_row(key, text)
+        table.add_row(Text(key), Text(text))
     console.print(table)

@@ -13,7 +13,7 @@ from envcheck.core.runner import RunReport
 from envcheck.errors import FatalError
 from envcheck.report.json_report import parse_report, render_json
 from envcheck.report.junit import render_junit
-from envcheck.report.table import print_report
+from envcheck.report.table import print_facts, print_report
 
 RESULTS = [passed("ok", measured={"x": 1}).named("a.pass", 0.1),
            warned("meh", "do this").named("a.warn", 0.2),
@@ -64,3 +64,13 @@ def test_skip_and_error_always_carry_a_reason() -> None:
     for r in RESULTS:
         if r.status in (Status.SKIP, Status.ERROR):
             assert r.reason
+
+
+def test_table_prints_error_text_with_brackets_literally() -> None:
+    """Real gloo error text contains '[/path/pair.cc:553]', which rich would parse as a closing tag."""
+    text = "gloo: Connection closed by peer [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] [bold]x"
+    buf = io.StringIO()
+    console = Console(file=buf, width=400, highlight=False)
+    print_report(RunReport(results=[failed(text, "fix [it]").named("dist.all_reduce", 1.0)]), console)
+    print_facts({"nccl": {"error": text}}, console)
+    assert buf.getvalue().count("[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] [bold]x") == 2
