@@ -12,6 +12,8 @@ from envcheck.checks.numerics.autograd import (
     autograd_device_agreement,
     autograd_gradcheck,
     gradcheck_findings,
+    gradcheck_result,
+    nondet_tol_for,
 )
 from envcheck.checks.numerics.autograd_mechanics import MechanicsParts, autograd_mechanics
 from envcheck.checks.numerics.autograd_ops import OP_SET, OpCase
@@ -35,6 +37,22 @@ class CubeWrongBackward(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (x,) = ctx.saved_tensors
         return grad * 2 * x * x
+
+
+class CubeNoisyBackward(torch.autograd.Function):
+    """x**3 with a correct backward plus ~1e-14 relative random noise: what atomic-add accumulation
+    (cuDNN conv backward, index/scatter backward on CUDA) does. Stands in for a GPU kernel on CPU."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        exact = grad * 3 * x * x
+        return exact * (1 + 1e-14 * torch.rand_like(exact))
 
 
 class SquareWrongBackward(torch.autograd.Function):
@@ -87,6 +105,26 @@ def test_gradcheck_fails_on_wrong_backward_naming_op_device_dtype() -> None:
     assert result.status is Status.FAIL
     assert "cube(wrong backward) jacobian on cpu float64: worst element" in result.summary
     assert any("gradcheck rejects cube(wrong backward)" in p for p in problems)
+
+
+def test_gradcheck_tolerates_cuda_nondeterminism_but_still_rejects_a_wrong_backward() -> None:
+    """No GPU: a noisy backward on CPU plays cuDNN's atomics. With the CUDA reentrancy tolerance it passes;
+    held to exact reentrancy it WARNs with gradcheck's own text and no 'reinstall torch'; a wrong backward FAILs."""
+    noisy = OpCase("cube(noisy backward)", CubeNoisyBackward.apply, ((5,),))
+    assert nondet_tol_for("cuda:0") > 0 and nondet_tol_for("cpu") == 0
+    comparisons, problems = gradcheck_findings(["cpu"], [noisy], nondet_tol=lambda d: nondet_tol_for("cuda:0"))
+    assert problems == [] and gradcheck_result(comparisons, problems).status is Status.PASS
+    comparisons, problems = gradcheck_findings(["cpu"], [noisy])
+    result = gradcheck_result(comparisons, problems)
+    assert result.status is Status.WARN, result
+    assert "rejects cube(noisy backward) on cpu float64: Backward is not reentrant" in result.summary
+    assert result.remediation and "reinstall" not in result.remediation
+    assert "use_deterministic_algorithms" in result.remediation
+    wrong = OpCase("cube(wrong backward)", CubeWrongBackward.apply, ((5,),))
+    comparisons, problems = gradcheck_findings(["cpu"], [wrong], nondet_tol=lambda d: 1e-12)
+    result = gradcheck_result(comparisons, problems)
+    assert result.status is Status.FAIL and "reinstall" in (result.remediation or "")
+    assert any("rejects cube(wrong backward) on cpu float64: Jacobian mismatch" in p for p in problems), problems
 
 
 def test_gradcheck_check_passes_through_run_spec() -> None:
