@@ -106,3 +106,15 @@ def test_facts_survive_cudnn_version_raising(monkeypatch: pytest.MonkeyPatch) ->
     facts = torch_facts()
     assert facts["version"] == torch.__version__
     assert "cuDNN version incompatibility" in facts["cudnn_loaded"]["absent"]
+
+
+def test_one_failing_facts_section_keeps_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envcheck.checks import facts
+
+    def broken(run: Any) -> Any:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+
+    monkeypatch.setattr(facts, "gpu_inventory", broken)
+    collected = facts.collect_facts()
+    assert "GPU inventory failed" in collected["gpu"]["absent"]
+    assert collected["torch"]["version"] and collected["platform"]["python"]
