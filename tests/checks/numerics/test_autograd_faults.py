@@ -188,3 +188,37 @@ def test_mechanics_saved_tensor_that_is_a_copy_misses_the_version_error() -> Non
     result = _run_mechanics(saving_op=lambda t: t.detach().clone().sin() + 0 * t)
     assert result.status is Status.FAIL and "inplace_on_saved_tensor_raises@cpu" in result.details
     assert _run_mechanics().status is Status.PASS
+
+
+def _float32_perturbed(scale: float) -> Any:
+    """conv2d/addmm whose float32 results are off by `scale` (relative), as TF32 rounding is; float64 exact."""
+
+    def device_op(case: OpCase) -> Any:
+        if case.name not in ("conv2d", "addmm(linear)"):
+            return case.fn
+        return lambda *a: case.fn(*a) * (1 + scale) if a[0].dtype == torch.float32 else case.fn(*a)
+
+    return device_op
+
+
+def test_device_agreement_under_the_tf32_override_says_so() -> None:
+    """No GPU: 'cpu' plays the device; a 1e-3 float32 error stands in for TF32 under
+    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (an NGC image); a 5% error still fails and names the variable."""
+    override = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}
+
+    def run(scale: float, environ: dict[str, str]) -> Any:
+        return run_spec(CheckSpec("autograd.device_agreement_probe", functools.partial(
+            autograd_device_agreement, devices=lambda: ["cpu"], device_op=_float32_perturbed(scale),
+            environ=environ), "probe"))
+
+    strict = run(1e-3, {})
+    assert strict.status is Status.FAIL and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" not in (strict.remediation or "")
+    tf32 = run(1e-3, override)
+    assert tf32.status is Status.PASS, tf32
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1: float32 matmuls run as TF32" in tf32.summary
+    assert tf32.measured["tf32_override"] is True
+    broken = run(5e-2, override)
+    assert broken.status is Status.FAIL
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 is set" in (broken.remediation or "")
+    assert "env -u TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" in (broken.remediation or "")
+    assert run(0.0, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "0"}).summary.startswith("CUDA vs CPU gradients:")
