@@ -93,15 +93,39 @@ def test_valid_visible_devices_are_not_flagged() -> None:
     ((9, 0), ["sm_90a"], "sm_90a SASS"),
     ((10, 0), ["sm_90a"], None),
     ((7, 0), ["sm_75", "sm_80"], None),
+    # family-specific (f) code stays within its major family; arch-specific (a) on exactly its arch
+    ((12, 0), ["sm_90", "compute_100f"], None),
+    ((12, 0), ["sm_100f"], None),
+    ((12, 0), ["compute_100a"], None),
+    ((10, 3), ["sm_100f"], "sm_100f SASS"),
+    ((10, 3), ["compute_100f"], "compute_100f PTX"),
+    ((10, 3), ["sm_100a", "compute_100a"], None),
+    ((10, 0), ["compute_100a"], "compute_100a PTX"),
+    ((10, 0), ["compute_103f"], None),
+    ((12, 1), ["sm_120"], "sm_120 SASS"),
+    ((12, 1), ["compute_90"], "compute_90 PTX"),
+    ((11, 0), ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"], None),  # torch 2.11 cu130 x86_64
 ])
 def test_arch_coverage(cap: tuple[int, int], arch_list: list[str], covered: str | None) -> None:
     how = arch_coverage(cap, arch_list)
     assert (how is None) if covered is None else (how is not None and how.startswith(covered))
 
 
-def test_builds_supporting_names_a_cuda_release() -> None:
-    assert "CUDA >= 12.8" in builds_supporting((12, 0))
-    assert "CUDA <= 12.9" in builds_supporting((7, 0))
+@pytest.mark.parametrize("cap, cuda, index", [
+    ((10, 0), "CUDA >= 12.8", "whl/cu128"),   # B200
+    ((10, 3), "CUDA >= 12.9", "whl/cu129"),   # B300 / GB300
+    ((11, 0), "CUDA >= 13.0", "whl/cu130"),   # Jetson Thor (sm_101 in CUDA 12.9)
+    ((12, 0), "CUDA >= 12.8", "whl/cu128"),   # RTX 50xx, RTX PRO Blackwell
+    ((12, 1), "CUDA >= 12.9", "whl/cu129"),   # DGX Spark GB10
+    ((9, 0), "CUDA >= 11.8", "whl/cu128"),
+    ((7, 0), "CUDA <= 12.9", None),
+])
+def test_builds_supporting_names_the_first_cuda_release_and_a_wheel_index(cap: tuple[int, int], cuda: str,
+                                                                          index: str | None) -> None:
+    said = builds_supporting(cap)
+    assert cuda in said and (index is None or index in said), said
+    if cap == (11, 0):
+        assert "aarch64" in said
 
 
 def test_expect_gpus_mismatch_fails() -> None:
