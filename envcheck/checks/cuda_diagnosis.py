@@ -210,7 +210,7 @@ def busy_gpu_finding(error: str, where: str | None = None,
         exclusive: list[int] = []
     else:
         exclusive = [i for i, m in found.items() if m in ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED")]
-        mode_text = "compute mode " + ", ".join(f"GPU {i}: {m}" for i, m in sorted(found.items()))
+        mode_text = "compute mode " + ", ".join(f"NVML GPU {i}: {m}" for i, m in sorted(found.items()))
     subject = where or "a GPU"
     if exclusive:
         problem = (f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
