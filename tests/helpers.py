@@ -23,14 +23,21 @@ def make_context(level: str = "full", allow_cpu: bool = True, expect_gpus: int |
     return Context(level=Level(level), allow_cpu=allow_cpu, expect_gpus=expect_gpus, options=options)
 
 
+# The worker environment of a host with no visible GPU: CUDA_VISIBLE_DEVICES="" hides every GPU from CUDA,
+# so a test of the no-GPU path means the same on a CPU machine and on a GPU host.
+def no_gpu_env() -> dict[str, str]:
+    """os.environ with every GPU hidden from CUDA."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+
+
 def run_check(name: str, *, isolated: bool = True, level: str = "full", allow_cpu: bool = True,
-              expect_gpus: int | None = None, **options: Any) -> Result:
-    """Run one registered check through the real engine (a spawned worker when isolated)."""
+              expect_gpus: int | None = None, env: dict[str, str] | None = None, **options: Any) -> Result:
+    """Run one registered check through the real engine (a spawned worker when isolated, with `env`)."""
     spec = registry()[name]
     ctx = make_context(level, allow_cpu, expect_gpus, **options)
     if not isolated:
         return execute(spec, ctx)
-    with Runner(ctx) as runner:
+    with Runner(ctx, env=env) as runner:
         return runner.run_one(spec)
 
 

@@ -6,6 +6,7 @@ and add it to `_MODULES`. Nothing is discovered by import-time magic.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 
@@ -18,7 +19,10 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     vision.CHECKS,
     container.CHECKS,
     numerics.CHECKS,
-    distributed.CHECKS,
+    # The ranks dist.* spawns need each GPU to themselves: run them from a worker of their own, which holds no
+    # CUDA context (the torch group's worker holds one on every GPU once cuda.* has run); the runner never
+    # overlaps GPU groups, and closes each one's worker before the next starts.
+    tuple(dataclasses.replace(spec, group="distributed") for spec in distributed.CHECKS),
     image.CHECKS,
 )
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import resource
+import time
+from collections.abc import Callable
 from typing import Any
 
 from envcheck.checks.facts import shm_bytes
@@ -14,7 +16,8 @@ MIN_SHM_BYTES = 1 << 30
 SHM_FIX = "docker run --ipc=host ... (or --shm-size=8g; in compose: ipc: host or shm_size: 8gb)"
 MEMLOCK_FIX = "docker run --ulimit memlock=-1 ... (compose: ulimits: memlock: -1)"
 BATCH_FLOATS = 1 << 20  # 4 MiB per batch: passes through /dev/shm between workers and the main process
-LOADER_TIMEOUT_S = 15  # healthy: 8 batches take ~0.1 s; a full /dev/shm stalls the workers instead
+LOADER_TIMEOUT_S = 15  # per batch once running: healthy, 8 batches take ~0.1 s; a full /dev/shm stalls instead
+STARTUP_TIMEOUT_S = 45  # until the first batch: spawned workers import torch (seconds on a cold cache)
 
 
 def container_shm(ctx: Context) -> Result:
@@ -42,25 +45,48 @@ class _Batches:
         return torch.full((BATCH_FLOATS,), float(i))
 
 
-def dataloader_runs(ctx: Context) -> tuple[bool, str, dict[str, Any]]:
-    """Run a 2-worker DataLoader (pinned when CUDA is up); (ok, problem, measured)."""
+def dataloader_runs(ctx: Context, *, dataset: Any = None, startup_timeout_s: float = STARTUP_TIMEOUT_S,
+                    batch_timeout_s: float = LOADER_TIMEOUT_S,
+                    worker_init_fn: Callable[[int], None] | None = None) -> tuple[bool, str, dict[str, Any]]:
+    """Run a 2-worker DataLoader (pinned when CUDA is up); (ok, problem, measured).
+
+    Two phases, each with its own bound: start-up (workers start, spawned ones import torch: seconds) ends
+    with the first batch; delivery is every later batch, each within `batch_timeout_s`.
+    """
     import torch
     from torch.utils.data import DataLoader
 
     pin = torch.cuda.is_available()
     method = "spawn" if torch.cuda.is_initialized() else "fork"
-    loader = DataLoader(_Batches(), batch_size=None, num_workers=2, pin_memory=pin, timeout=LOADER_TIMEOUT_S,
-                        multiprocessing_context=method)
-    seen = []
+    data = _Batches() if dataset is None else dataset
+    loader = DataLoader(data, batch_size=None, num_workers=2, pin_memory=pin, timeout=startup_timeout_s,
+                        multiprocessing_context=method, worker_init_fn=worker_init_fn)
+    seen: list[float] = []
+    measured: dict[str, Any] = {"start": method, "pinned": pin, "startup_bound_s": startup_timeout_s,
+                                "batch_bound_s": batch_timeout_s}
+    phase = "start-up"
+    start = time.monotonic()
     try:
-        for batch in loader:
+        batches = iter(loader)
+        for batch in batches:
+            if not seen:
+                measured["startup_s"] = round(time.monotonic() - start, 3)
+                phase, start = "delivery", time.monotonic()
+                if hasattr(batches, "_timeout"):  # torch reads loader.timeout once, into the iterator
+                    batches._timeout = batch_timeout_s
             seen.append(float(batch[0]))
             if pin and not batch.is_pinned():
-                return False, "pin_memory=True returned unpinned batches", {"pinned": False}
+                return False, "pin_memory=True returned unpinned batches", {**measured, "pinned": False}
     except Exception as exc:
-        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", {"batches": len(seen)}
-    ok = sorted(seen) == [float(i) for i in range(8)]
-    return ok, "" if ok else f"wrong batches {seen}", {"batches": len(seen), "pinned": pin, "start": method}
+        text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        bound = startup_timeout_s if phase == "start-up" else batch_timeout_s
+        what = (f"its workers did not deliver a first batch within the {bound:g}s start-up bound"
+                if phase == "start-up" else
+                f"delivery stalled after {len(seen)} batch(es) (bound {bound:g}s per batch)")
+        return False, f"{what}: {text}", {**measured, "batches": len(seen), "failed_in": phase}
+    measured.update(batches=len(seen), delivery_s=round(time.monotonic() - start, 3))
+    ok = sorted(seen) == [float(i) for i in range(len(data))]
+    return ok, "" if ok else f"wrong batches {seen}", measured
 
 
 def container_limits(ctx: Context) -> Result:
@@ -81,7 +107,8 @@ def container_limits(ctx: Context) -> Result:
         return warned(f"memlock ulimit is {soft // 1024} KiB with {gpus} GPUs: NCCL and pinned memory need more",
                       MEMLOCK_FIX, measured=measured, expected={"memlock": "unlimited"})
     return passed(f"DataLoader with 2 workers delivered 8/8 batches ({measured.get('start')}, "
-                  f"pinned={measured.get('pinned')})", measured=measured)
+                  f"pinned={measured.get('pinned')}; start-up {measured.get('startup_s')}s, "
+                  f"delivery {measured.get('delivery_s')}s)", measured=measured)
 
 
 CHECKS = (

@@ -6,7 +6,7 @@ import dataclasses
 import warnings
 
 from envcheck.checks.cuda_arch import arch_coverage, builds_supporting
-from envcheck.checks.cuda_diagnosis import diagnose, probe_cuda_layers
+from envcheck.checks.cuda_diagnosis import diagnose, gpu_error, gpu_label, probe_cuda_layers
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
 
@@ -48,14 +48,18 @@ def cuda_arch(ctx: Context) -> Result:
         how = arch_coverage(cap, arch_list)
         if how is None:
             sm = f"sm_{cap[0]}{cap[1]}"
-            return failed(f"GPU {i} ({name}, {sm}) is not covered by this build's arch list {arch_list}",
+            return failed(f"{gpu_label(i)}, {sm}, is not covered by this build's arch list {arch_list}",
                           f"install a torch build that targets {sm}: {builds_supporting(cap)}",
                           measured=measured, expected={"covers": sm})
-        x = torch.arange(1 << 20, device=f"cuda:{i}", dtype=torch.float64)
-        got = float((x * 2 + 1).sum().item())
         want = float((1 << 20) ** 2)  # sum of the first n odd numbers is n^2
+        try:
+            x = torch.arange(1 << 20, device=f"cuda:{i}", dtype=torch.float64)
+            got = float((x * 2 + 1).sum().item())
+        except Exception as exc:  # torch.AcceleratorError / RuntimeError from the CUDA runtime
+            found = gpu_error(i, exc, "a test kernel failed")
+            return failed(found.problem, found.fix, measured=measured)
         if got != want:
-            return failed(f"GPU {i} ({name}) computed {got} for a kernel whose exact answer is {want}",
+            return failed(f"{gpu_label(i)} computed {got} for a kernel whose exact answer is {want}",
                           "the GPU or driver is faulty: run nvidia-smi -q, check dmesg for Xid errors",
                           measured={**measured, "got": got}, expected={"want": want})
         measured[f"gpu{i}"] = {"name": name, "capability": f"{cap[0]}.{cap[1]}", "covered_by": how}
@@ -78,23 +82,37 @@ def cuda_devices(ctx: Context) -> Result:
     fraction = float(ctx.options.get("memory_fraction", 0.1))
     measured: dict[str, object] = {"gpus": count, "fraction": fraction}
     for i in range(count):
-        free, total = torch.cuda.mem_get_info(i)
-        n = int(total * fraction) // 4
+        try:
+            ok, free, total, n = _fill_and_verify(i, fraction)
+        except Exception as exc:
+            found = gpu_error(i, exc, "allocating and verifying memory failed")
+            return failed(found.problem, found.fix, measured=measured)
         if n * 4 > free:
-            return failed(f"GPU {i}: only {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB; "
+            return failed(f"{gpu_label(i)}: only {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB; "
                           f"{fraction:.0%} cannot be allocated", "stop the other processes on this GPU "
                           "(nvidia-smi shows them) or pass a smaller --memory-fraction",
                           measured={"free_bytes": free, "total_bytes": total})
-        buf = torch.full((n,), 3.0, device=f"cuda:{i}")
-        ok = bool((buf == 3.0).all().item())
-        del buf
-        torch.cuda.empty_cache()
         if not ok:
-            return failed(f"GPU {i}: memory written with 3.0 read back different values",
+            return failed(f"{gpu_label(i)}: memory written with 3.0 read back different values",
                           "the GPU memory is faulty: run nvidia-smi -q -d ECC and check dmesg for Xid errors")
         measured[f"gpu{i}_allocated_gib"] = round(n * 4 / 2**30, 2)
     return passed(f"{count} GPU(s); {fraction:.0%} of each GPU's memory allocated and verified",
                   measured=measured, expected={"gpus": expected} if expected is not None else {})
+
+
+def _fill_and_verify(i: int, fraction: float) -> tuple[bool, int, int, int]:
+    """(read back ok, free, total, float32 elements) for `fraction` of GPU i's memory; not filled when short."""
+    import torch
+
+    free, total = torch.cuda.mem_get_info(i)
+    n = int(total * fraction) // 4
+    if n * 4 > free:
+        return False, free, total, n
+    buf = torch.full((n,), 3.0, device=f"cuda:{i}")
+    ok = bool((buf == 3.0).all().item())
+    del buf
+    torch.cuda.empty_cache()
+    return ok, free, total, n
 
 
 CHECKS = (

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
+from typing import Any
+
+from envcheck.checks.cuda_diagnosis import gpu_error
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, warned
 
@@ -13,18 +18,64 @@ def _split(version: int) -> tuple[int, int, int]:
     return major, rest // 100, rest % 100
 
 
+def cudnn_pin(requires: list[str] | None = None) -> str | None:
+    """The nvidia-cudnn requirement the torch wheel pins, e.g. `nvidia-cudnn-cu12==9.10.2.21`."""
+    if requires is None:
+        try:
+            requires = importlib.metadata.requires("torch") or []
+        except importlib.metadata.PackageNotFoundError:
+            requires = []
+    for req in requires:
+        m = re.match(r"(nvidia-cudnn-cu\d+)\s*==\s*([\w.]+)", req)
+        if m:
+            return f"{m.group(1)}=={m.group(2)}"
+    return None
+
+
+def version_error_result(message: str, compiled: tuple[int, ...], pin: str | None) -> Result:
+    """torch.backends.cudnn.version() raised: say which cuDNN is loaded vs compiled, or that the GPU is too old."""
+    first = (message.strip().splitlines() or ["cuDNN could not be initialised"])[0]
+    built = ".".join(map(str, compiled))
+    measured = {"cudnn_compiled": built, "error": first}
+    if "SM < 7.5" in message or "not compatible with devices" in message:
+        return failed(f"cuDNN refuses this GPU: {first}",
+                      "cuDNN 9.11+ dropped GPUs older than sm_75 (Volta, Pascal): install a torch whose pinned "
+                      "cuDNN is <= 9.10 (e.g. torch 2.8 or older, or an older nvidia-cudnn-cu12 if the torch "
+                      "build allows it), or run on a Turing-or-newer GPU", measured=measured)
+    target = pin or f"nvidia-cudnn-cu{torch_cuda_major()}=={built}.*"
+    ld = " and remove other cuDNN copies from LD_LIBRARY_PATH" if "LD_LIBRARY_PATH" in message else ""
+    return failed(f"cuDNN version mismatch: torch was built with cuDNN {built}, a different one is loaded "
+                  f"({first})", f"pip install {target}  # the cuDNN this torch was built against{ld}",
+                  measured=measured, expected={"cudnn": built})
+
+
+def torch_cuda_major() -> str:
+    """'12' for a CUDA 12.x torch ('1X' when unknown)."""
+    try:
+        import torch
+
+        return str(torch.version.cuda or "1X").split(".")[0]
+    except ImportError:
+        return "1X"
+
+
 def cudnn_conv(ctx: Context) -> Result:
     """Loaded cuDNN equals compiled; conv2d forward and backward on CUDA match CPU."""
     import torch
 
     compiled = tuple(torch._C._cudnn.getCompileVersion())
-    loaded_raw = torch.backends.cudnn.version()
+    try:
+        loaded_raw = torch.backends.cudnn.version()
+    except RuntimeError as exc:  # torch raises for a mismatched runtime, and for cuDNN 9.11+ on < sm_75
+        return version_error_result(str(exc), compiled, cudnn_pin())
     if loaded_raw is None:
         return failed("cuDNN could not be loaded", "pip install --force-reinstall torch (it pins nvidia-cudnn)")
     loaded = _split(int(loaded_raw))
     measured: dict[str, object] = {"cudnn_compiled": ".".join(map(str, compiled)),
                                    "cudnn_loaded": ".".join(map(str, loaded))}
-    fix = "pip install --force-reinstall torch  # restores the nvidia-cudnn version torch pins"
+    pin = cudnn_pin()
+    fix = (f"pip install {pin}  # the cuDNN this torch pins" if pin else
+           "pip install --force-reinstall torch  # restores the nvidia-cudnn version torch pins")
     if loaded[0] != compiled[0]:
         return failed(f"cuDNN {measured['cudnn_loaded']} is loaded but torch was built with "
                       f"{measured['cudnn_compiled']}", fix, measured=measured)
@@ -36,22 +87,25 @@ def cudnn_conv(ctx: Context) -> Result:
     prev = torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.allow_tf32 = False
     try:
-        worst = 0.0
+        worst, worst_gpu = 0.0, 0
+        out_ref = torch.nn.functional.conv2d(x.detach(), w.detach(), padding=1)
         for i in range(torch.cuda.device_count()):
-            xc = x.detach().to(f"cuda:{i}").requires_grad_()
-            wc = w.detach().to(f"cuda:{i}").requires_grad_()
-            out = torch.nn.functional.conv2d(xc, wc, padding=1)
-            out_ref = torch.nn.functional.conv2d(x.detach(), w.detach(), padding=1)
-            out.square().sum().backward()
-            for got, want in ((out, out_ref), (xc.grad, ref[0]), (wc.grad, ref[1])):
-                assert got is not None and want is not None
-                err = float((got.detach().cpu() - want).abs().max() / want.abs().max())
-                worst = max(worst, err)
+            try:
+                err = _conv_error(i, x, w, out_ref, ref)
+            except Exception as exc:
+                found = gpu_error(i, exc, "cuDNN conv2d failed")
+                return failed(found.problem, found.fix, measured=measured)
+            measured[f"gpu{i}_max_rel_error"] = err
+            if err > worst:
+                worst, worst_gpu = err, i
     finally:
         torch.backends.cudnn.allow_tf32 = prev
     measured["max_rel_error"] = worst
     if worst > CONV_TOLERANCE:
-        return failed(f"cuDNN conv2d differs from CPU by {worst:.2e} (tolerance {CONV_TOLERANCE:g})",
+        from envcheck.checks.cuda_diagnosis import gpu_label
+
+        return failed(f"{gpu_label(worst_gpu)}: cuDNN conv2d differs from CPU by {worst:.2e} "
+                      f"(tolerance {CONV_TOLERANCE:g})",
                       "a faulty GPU or a broken cuDNN: pip install --force-reinstall torch; check dmesg for Xid",
                       measured=measured, expected={"max_rel_error": CONV_TOLERANCE})
     if loaded != compiled:
@@ -59,6 +113,21 @@ def cudnn_conv(ctx: Context) -> Result:
                       "(same major, conv agrees with CPU)", fix, measured=measured)
     return passed(f"cuDNN {measured['cudnn_loaded']}; conv2d fwd+bwd matches CPU within {CONV_TOLERANCE:g}",
                   measured=measured, expected={"max_rel_error": CONV_TOLERANCE})
+
+
+def _conv_error(i: int, x: Any, w: Any, out_ref: Any, ref: tuple[Any, Any]) -> float:
+    """Max relative error of conv2d forward, dX and dW on cuda:i against the CPU results."""
+    import torch
+
+    xc = x.detach().to(f"cuda:{i}").requires_grad_()
+    wc = w.detach().to(f"cuda:{i}").requires_grad_()
+    out = torch.nn.functional.conv2d(xc, wc, padding=1)
+    out.square().sum().backward()
+    worst = 0.0
+    for got, want in ((out, out_ref), (xc.grad, ref[0]), (wc.grad, ref[1])):
+        assert got is not None and want is not None
+        worst = max(worst, float((got.detach().cpu() - want).abs().max() / want.abs().max()))
+    return worst
 
 
 CHECKS = (

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from envcheck.checks.distributed.facts import distributed_facts
-from envcheck.checks.gpu_inventory import gpu_inventory
+from envcheck.checks.gpu_inventory import field, gpu_inventory
 from envcheck.checks.probe import CommandRunner, absent, in_container, read_text, run_command
 
 SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "credential")
@@ -76,7 +76,8 @@ def torch_facts() -> dict[str, Any]:
 
     facts["version"] = torch.__version__
     facts["cuda_compiled"] = torch.version.cuda or absent("CPU-only torch build (torch.version.cuda is None)")
-    facts["arch_list"] = torch.cuda.get_arch_list() if torch.version.cuda else absent("CPU-only build")
+    facts["arch_list"] = field(torch.cuda.get_arch_list, "torch.cuda.get_arch_list") if torch.version.cuda \
+        else absent("CPU-only build")
     compiled = getattr(getattr(torch._C, "_cudnn", None), "getCompileVersion", None)
     facts["cudnn_compiled"] = _dotted(compiled()) if callable(compiled) else absent(
         "this torch build has no cuDNN")
@@ -128,14 +129,14 @@ def ulimits() -> dict[str, Any]:
 def collect_facts(run: CommandRunner = run_command) -> dict[str, Any]:
     """Every fact, grouped by section."""
     env = dict(os.environ)
-    return {
-        "platform": os_facts(),
-        "torch": torch_facts(),
-        "gpu": gpu_inventory(run),
+    return {  # one section that raises leaves `absent: why` in that section; the others stay
+        "platform": field(os_facts, "platform facts"),
+        "torch": field(torch_facts, "torch facts"),
+        "gpu": field(lambda: gpu_inventory(run), "GPU inventory"),
         "env": redact_env(env),
         "cuda_visible_devices": env["CUDA_VISIBLE_DEVICES"] if "CUDA_VISIBLE_DEVICES" in env else absent(
             "not set (all GPUs visible)"),
-        "shm_bytes": shm_bytes(),
-        "ulimits": ulimits(),
-        "distributed": distributed_facts(run),
+        "shm_bytes": field(shm_bytes, "statvfs(/dev/shm)"),
+        "ulimits": field(ulimits, "getrlimit"),
+        "distributed": field(lambda: distributed_facts(run), "distributed facts"),
     }

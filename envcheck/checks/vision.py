@@ -128,6 +128,12 @@ def vision_ops(ctx: Context) -> Result:
     measured["devices"] = devices
     for device in devices:
         problem = _ops_problem(ops, device)
+        if problem and device.startswith("cuda:"):
+            from envcheck.checks.cuda_diagnosis import gpu_label, sticky_cuda_error
+
+            problem = problem.replace(f"on {device}", f"on {device} = {gpu_label(int(device[5:]))}", 1)
+            if sticky_cuda_error(problem):
+                problem += " (a sticky CUDA error: envcheck restarts the worker for later checks)"
         if problem:
             return failed(problem + (f"; {pairing}" if pairing else ""), tv_fix, measured=measured)
     if pairing:

@@ -84,6 +84,16 @@ class CheckSpec:
     # Isolated checks run in a spawned worker process (one per `group`), never in the CLI process.
     isolated: bool = True
     group: str = "torch"
+    # Whether the check may touch a GPU (create a CUDA context, spawn GPU ranks). None: it does when it
+    # needs torch or CUDA. The runner never lets two groups that use the GPU run at the same time.
+    uses_gpu: bool | None = None
+
+    @property
+    def gpu(self) -> bool:
+        """True when this check may use a GPU (see `uses_gpu`)."""
+        if self.uses_gpu is not None:
+            return self.uses_gpu
+        return bool(self.needs.torch or self.needs.cuda or self.needs.min_gpus)
 
     def __post_init__(self) -> None:
         domain, _, leaf = self.name.partition(".")

@@ -8,7 +8,7 @@ import traceback
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context
-from envcheck.core.result import Result, errored, skipped
+from envcheck.core.result import Result, errored, failed, skipped
 
 
 def unmet_need(spec: CheckSpec) -> str | None:
@@ -53,11 +53,22 @@ def execute(spec: CheckSpec, ctx: Context) -> Result:
         if not isinstance(result, Result):
             result = errored(f"check returned {type(result).__name__}, not a Result")
     except Exception as exc:
-        result = errored(
+        result = environment_failure(exc) or errored(
             f"check crashed: {type(exc).__name__}: {exc}".splitlines()[0],
             details=traceback.format_exc(),
         )
     return result.named(spec.name, time.monotonic() - start)
+
+
+def environment_failure(exc: Exception) -> Result | None:
+    """A crash that is the GPU's state, not the check's bug (e.g. an EXCLUSIVE_PROCESS GPU held by another
+    process): FAIL naming the GPU and the fix. None for anything else."""
+    from envcheck.checks.cuda_diagnosis import busy_gpu_finding
+
+    finding = busy_gpu_finding(str(exc))
+    if finding is None:
+        return None
+    return failed(finding.problem, finding.fix, details=traceback.format_exc())
 
 
 def jsonable(value: Any) -> Any:

@@ -16,6 +16,16 @@ from envcheck.core.result import Result, errored
 from envcheck.errors import UsageError
 
 FACTS_TIMEOUT_S = 30.0
+FACTS_GROUP = "torch"  # facts are collected in this group's worker
+
+
+def gpu_present(dev: str = "/dev") -> bool:
+    """Whether this host can have a usable GPU (an /dev/nvidiaN node), without importing torch or CUDA."""
+    import re
+
+    from envcheck.checks.probe import nvidia_device_nodes
+
+    return any(re.fullmatch(r"nvidia\d+", n) for n in nvidia_device_nodes(dev))
 
 
 @dataclass
@@ -52,11 +62,17 @@ def select(
 class Runner:
     """Runs checks with one worker per isolation group, and a cap on the whole run."""
 
-    def __init__(self, ctx: Context, total_timeout_s: float | None = None) -> None:
+    def __init__(self, ctx: Context, total_timeout_s: float | None = None, *,
+                 env: dict[str, str] | None = None, share_gpu: bool | None = None) -> None:
+        """`env`: the workers' environment (default: ours). `share_gpu`: whether groups that use the GPU
+        may overlap; default only on a host with no GPU (no /dev/nvidiaN), where there is nothing to share."""
         self.ctx = ctx
         self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s
         self._total = total_timeout_s
+        self._env = env
+        self._share_gpu = (not gpu_present()) if share_gpu is None else share_gpu
         self._workers: dict[str, Worker] = {}
+        self._lock = threading.Lock()
 
     def __enter__(self) -> Runner:
         return self
@@ -77,9 +93,17 @@ class Runner:
                 self._worker(spec.group).start()
 
     def _worker(self, group: str) -> Worker:
-        if group not in self._workers:
-            self._workers[group] = Worker()
-        return self._workers[group]
+        with self._lock:
+            if group not in self._workers:
+                self._workers[group] = Worker(self._env)
+            return self._workers[group]
+
+    def release(self, group: str) -> None:
+        """Close a group's worker (and so its CUDA context); the next request starts a fresh one."""
+        with self._lock:
+            worker = self._workers.pop(group, None)
+        if worker is not None:
+            worker.close()
 
     def _left(self) -> float | None:
         return None if self._deadline is None else self._deadline - time.monotonic()
@@ -87,8 +111,12 @@ class Runner:
     def run(self, specs: Iterable[CheckSpec], on_result: Callable[[Result], None] | None = None) -> list[Result]:
         """Run every spec; a hung or crashed check becomes ERROR and the rest still run.
 
-        Isolation groups run concurrently (one thread each, checks in a group in order), so a slow
-        group such as the distributed ranks overlaps with the torch worker. Results keep spec order.
+        Isolation groups run concurrently (one thread each, checks in a group in order), except that groups
+        using the GPU never overlap on a GPU host: they run one after another in one thread, and each one's
+        worker is closed (releasing its CUDA context) before the next starts, so no GPU is shared between
+        groups (EXCLUSIVE_PROCESS mode would refuse the second; in DEFAULT mode it would disturb timings).
+        Only the last GPU group keeps its worker, and the facts group goes last so facts reuse it.
+        CPU-only groups still overlap with everything. Results keep spec order.
         """
         specs = list(specs)
         self.prestart(specs)
@@ -105,11 +133,22 @@ class Runner:
             for index, spec in members:
                 record(index, self.run_one(spec))
 
+        def run_gpu_lane(lane: list[str]) -> None:
+            for n, group in enumerate(lane):
+                run_group(groups[group])
+                if n < len(lane) - 1:
+                    self.release(group)
+
         groups: dict[str, list[tuple[int, CheckSpec]]] = {}
         for index, spec in enumerate(specs):
             if spec.isolated:
                 groups.setdefault(spec.group, []).append((index, spec))
-        threads = [threading.Thread(target=run_group, args=(m,), daemon=True) for m in groups.values()]
+        gpu_groups = [] if self._share_gpu else [g for g, m in groups.items() if any(s.gpu for _, s in m)]
+        gpu_groups.sort(key=lambda g: g == FACTS_GROUP)  # stable: first-seen order, the facts group last
+        threads = [threading.Thread(target=run_group, args=(m,), daemon=True)
+                   for g, m in groups.items() if g not in gpu_groups]
+        if gpu_groups:
+            threads.append(threading.Thread(target=run_gpu_lane, args=(gpu_groups,), daemon=True))
         for thread in threads:
             thread.start()
         for index, spec in enumerate(specs):
@@ -135,7 +174,8 @@ class Runner:
         request = {"op": "check", "name": spec.name, "context": self.ctx.to_dict(),
                    "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
                    "needs": dataclasses.asdict(spec.needs)}
-        reply = self._worker(spec.group).request(request, timeout)
+        worker = self._worker(spec.group)
+        reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
             capped = timeout < spec.timeout_s and "timed out" in reply.reason
             why = "the whole-run --timeout" if capped else "its timeout"
@@ -145,6 +185,8 @@ class Runner:
                 measured={"timeout_s": round(timeout, 3)},
             ).named(spec.name, time.monotonic() - start)
         result = Result.from_dict(reply["result"])
+        if reply.get("recycle"):  # a sticky CUDA error poisons the context: later checks get a fresh worker
+            worker.close()
         if reply.get("output") and result.status.is_bad and not result.details:
             result = Result.from_dict({**result.to_dict(), "details": reply["output"]})
         return result
@@ -153,7 +195,7 @@ class Runner:
         """Collect environment facts in the torch worker (torch import and CUDA stay out of here)."""
         left = self._left()
         timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
-        reply = self._worker("torch").request({"op": "facts"}, timeout)
+        reply = self._worker(FACTS_GROUP).request({"op": "facts"}, timeout)
         if isinstance(reply, WorkerFailure):
             return {"error": {"absent": f"facts could not be collected: {reply.reason}"}}
         facts: dict[str, Any] = reply["facts"]

@@ -33,7 +33,11 @@ def _handle(request: dict[str, Any]) -> dict[str, Any]:
     if op == "check":
         spec = resolve_spec(request)
         result = execute(spec, Context.from_dict(request["context"]))
-        return {"result": jsonable(result.to_dict())}
+        # After a sticky CUDA error every later CUDA call here fails too: ask the runner for a fresh worker.
+        from envcheck.checks.cuda_diagnosis import sticky_cuda_error
+
+        recycle = sticky_cuda_error(f"{result.summary}\n{result.reason or ''}\n{result.details}")
+        return {"result": jsonable(result.to_dict()), "recycle": recycle}
     if op == "facts":
         from envcheck.checks.facts import collect_facts
 

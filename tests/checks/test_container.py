@@ -63,3 +63,48 @@ def test_low_memlock_with_several_gpus_warns(monkeypatch: pytest.MonkeyPatch) ->
     assert result.remediation and "--ulimit memlock=-1" in result.remediation
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     assert run_check("container.limits", isolated=False).status is Status.PASS
+
+
+class _SlowItem:
+    """8 small batches; item `slow` takes `delay` seconds (a stalled delivery)."""
+
+    def __init__(self, slow: int = -1, delay: float = 0.0) -> None:
+        self.slow, self.delay = slow, delay
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int) -> object:
+        import time
+
+        import torch
+
+        if i == self.slow:
+            time.sleep(self.delay)
+        return torch.full((4,), float(i))
+
+
+def _slow_start(worker_id: int) -> None:
+    import time
+
+    time.sleep(2.0)  # a worker that takes longer to start than one batch may take to arrive
+
+
+def test_dataloader_startup_has_its_own_bound_and_both_phases_are_reported() -> None:
+    from envcheck.checks.container import dataloader_runs
+    from tests.helpers import make_context
+
+    ok, problem, measured = dataloader_runs(make_context(), dataset=_SlowItem(), startup_timeout_s=30,
+                                            batch_timeout_s=1, worker_init_fn=_slow_start)
+    assert ok, problem
+    assert measured["startup_s"] >= 2.0 and "delivery_s" in measured and measured["batches"] == 8
+
+
+def test_a_stalled_delivery_is_told_apart_from_start_up() -> None:
+    from envcheck.checks.container import dataloader_runs
+    from tests.helpers import make_context
+
+    ok, problem, measured = dataloader_runs(make_context(), dataset=_SlowItem(slow=6, delay=5), startup_timeout_s=30,
+                                            batch_timeout_s=1)
+    assert not ok and measured["failed_in"] == "delivery"
+    assert "delivery stalled after" in problem and "bound 1s per batch" in problem

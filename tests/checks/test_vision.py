@@ -85,3 +85,37 @@ def test_missing_torchvision_fails() -> None:
         pytest.skip("torchvision is installed in this venv")
     result = run_check("vision.ops")
     assert result.status is Status.FAIL and result.summary == "torchvision is not installed"
+
+
+def test_a_failing_gpu_is_named_in_vision_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU and no torchvision here: torchvision's metadata and module are faked, torch.cuda reports one fake
+    H100, and the op run on cuda:0 reports the real text of cudaErrorIllegalAddress."""
+    import importlib.metadata
+    import types
+
+    import torch
+
+    from envcheck.checks import vision
+
+    props = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", uuid="6f1c2d3e-aaaa", pci_bus_id=0x19,
+                                  pci_domain_id=0, pci_device_id=0)
+    real_version, real_requires = importlib.metadata.version, importlib.metadata.requires
+    base = torch.__version__.split("+")[0]
+    monkeypatch.setattr(importlib.metadata, "version",
+                        lambda n: f"{matching_torchvision(base)}.0" if n == "torchvision" else real_version(n))
+    monkeypatch.setattr(importlib.metadata, "requires",
+                        lambda n: [f"torch=={base}"] if n == "torchvision" else real_requires(n))
+    fake_tv = types.ModuleType("torchvision")
+    fake_tv.version = types.SimpleNamespace(cuda=torch.version.cuda)  # type: ignore[attr-defined]
+    fake_tv.ops = types.ModuleType("torchvision.ops")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torchvision", fake_tv)
+    monkeypatch.setitem(sys.modules, "torchvision.ops", fake_tv.ops)  # type: ignore[attr-defined]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
+    monkeypatch.setattr(vision, "_ops_problem", lambda ops, device: None if device == "cpu" else
+                        f"torchvision ops fail on {device}: CUDA error: an illegal memory access was encountered")
+    result = run_check("vision.ops", isolated=False)
+    assert result.status is Status.FAIL
+    assert "on cuda:0 = GPU 0 (NVIDIA H100 80GB HBM3, UUID 6f1c2d3e-aaaa, PCI 00000000:19:00.0)" in result.summary
+    assert "restarts the worker" in result.summary

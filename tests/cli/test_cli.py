@@ -10,7 +10,7 @@ import pytest
 
 from envcheck.checks import registry
 from envcheck.report.json_report import parse_report
-from tests.helpers import run_cli
+from tests.helpers import no_gpu_env, run_cli
 
 CPU_SAFE = "container.shm,container.limits"
 
@@ -23,7 +23,8 @@ def test_exit_0_when_nothing_fails(tmp_path: Path) -> None:
 
 
 def test_exit_1_without_gpu_when_strict_and_json_on_stdout_alone() -> None:
-    done = run_cli("--only", "cuda.available", "--json", "-")
+    """Every GPU is hidden (CUDA_VISIBLE_DEVICES=""), so this holds on a GPU host too."""
+    done = run_cli("--only", "cuda.available", "--json", "-", env=no_gpu_env())
     assert done.returncode == 1
     data = json.loads(done.stdout)  # stdout holds the JSON and nothing else
     (result,) = data["results"]
@@ -85,8 +86,11 @@ def test_facts_json_is_structured_and_says_why_values_are_absent() -> None:
     assert facts["env"]["NVIDIA_API_TOKEN"] == "<redacted>" and "hunter2" not in done.stdout
     assert facts["env"]["NVIDIA_VISIBLE_DEVICES"] == "all"
     assert facts["torch"]["version"]
-    assert "absent" in facts["gpu"]["source"]  # no GPU here: the reason is spelled out
-    assert "NVML" in facts["gpu"]["source"]["absent"]
+    assert facts["cuda_visible_devices"] == {"absent": "not set (all GPUs visible)"}
+    if isinstance(facts["gpu"]["source"], dict):  # no GPU here: the reason is spelled out
+        assert "NVML" in facts["gpu"]["source"]["absent"]
+    else:  # a GPU host (NVML ignores CUDA_VISIBLE_DEVICES, so it cannot be hidden): an inventory
+        assert facts["gpu"]["source"] in ("nvml", "nvidia-smi") and facts["gpu"]["gpus"]
     assert isinstance(facts["shm_bytes"], int)
     assert set(facts["ulimits"]) == {"memlock_bytes", "stack_bytes", "nofile"}
 

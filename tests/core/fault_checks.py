@@ -43,3 +43,49 @@ def healthy(ctx: Context) -> Result:
     """Passes and prints something that must not reach the protocol stream."""
     print("noise on stdout from a check")
     return passed("fine", measured={"pid": os.getpid()})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def gpu_user(ctx: Context) -> Result:
+    """Stands in for a check holding a CUDA context: records its interval and which earlier GPU workers live."""
+    pids_file = os.path.join(ctx.options["dir"], "gpu-pids")
+    with open(pids_file, "a+") as fh:
+        fh.seek(0)
+        earlier = {int(line) for line in fh.read().split()} - {os.getpid()}
+        fh.write(f"{os.getpid()}\n")
+    start = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process on the host
+    time.sleep(0.3)
+    return passed("gpu", measured={"pid": os.getpid(), "start": start, "end": time.monotonic(),
+                                   "earlier_alive": sorted(p for p in earlier if _alive(p))})
+
+
+def _meet(ctx: Context, mine: str, theirs: str) -> Result:
+    """Rendezvous: True only when the other side runs at the same time (bounded wait, no speed assertion)."""
+    folder = ctx.options["dir"]
+    open(os.path.join(folder, mine), "w").close()
+    deadline = time.monotonic() + 15
+    while not os.path.exists(os.path.join(folder, theirs)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return passed("met", measured={"met": os.path.exists(os.path.join(folder, theirs)), "pid": os.getpid()})
+
+
+def gpu_meets_cpu(ctx: Context) -> Result:
+    """GPU side of the rendezvous."""
+    return _meet(ctx, "gpu-up", "cpu-up")
+
+
+def cpu_meets_gpu(ctx: Context) -> Result:
+    """CPU side of the rendezvous."""
+    return _meet(ctx, "cpu-up", "gpu-up")
+
+
+def sticky_cuda_error(ctx: Context) -> Result:
+    """Fails the way a check does after cudaErrorLaunchFailure (the context is poisoned from here on)."""
+    raise RuntimeError("CUDA error: unspecified launch failure")

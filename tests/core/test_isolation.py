@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
@@ -62,3 +63,55 @@ def test_checks_in_one_group_share_one_worker() -> None:
     with Runner(Context()) as runner:
         first, second = runner.run([spec(fault_checks.healthy), spec(fault_checks.healthy)])
     assert first.measured["pid"] == second.measured["pid"]
+
+
+def test_gpu_groups_never_overlap_and_release_their_worker_while_cpu_groups_still_overlap(tmp_path: Path) -> None:
+    """No GPU here: `gpu_user` stands in for a check holding a CUDA context (share_gpu=False is what a GPU
+    host gets). Intervals come from CLOCK_MONOTONIC in each worker; overlap with the CPU group is proven by a
+    rendezvous, not by timing."""
+
+    def gpu(func, group: str) -> CheckSpec:  # type: ignore[no-untyped-def]
+        return CheckSpec(f"test.{func.__name__}", func, "gpu", group=group, uses_gpu=True)
+
+    specs = [gpu(fault_checks.gpu_user, "gpu_a"), gpu(fault_checks.gpu_user, "gpu_b"),
+             gpu(fault_checks.gpu_user, "gpu_a"), gpu(fault_checks.gpu_user, "gpu_b"),
+             gpu(fault_checks.gpu_meets_cpu, "gpu_a"),
+             CheckSpec("test.cpu_meets_gpu", fault_checks.cpu_meets_gpu, "cpu", group="cpu", uses_gpu=False)]
+    with Runner(Context(options={"dir": str(tmp_path)}), share_gpu=False) as runner:
+        results = runner.run(specs)
+    assert all(r.status is Status.PASS for r in results), results
+    by_group: dict[int, list[tuple[float, float]]] = {}
+    for r in results[:4]:
+        by_group.setdefault(r.measured["pid"], []).append((r.measured["start"], r.measured["end"]))
+    assert len(by_group) == 2  # one worker per GPU group
+    (a, b) = by_group.values()
+    assert max(e for _, e in a) <= min(s for s, _ in b) or max(e for _, e in b) <= min(s for s, _ in a)
+    pid_a = results[0].measured["pid"]
+    assert results[1].measured["earlier_alive"] == [] and results[3].measured["earlier_alive"] == []
+    assert pid_a not in results[3].measured["earlier_alive"]  # gpu_a's worker was closed before gpu_b ran
+    assert results[4].measured["met"] and results[5].measured["met"]  # the CPU group overlapped a GPU group
+
+
+def test_spec_uses_gpu_defaults_to_its_torch_or_cuda_needs() -> None:
+    from envcheck.core.check import Needs
+
+    assert CheckSpec("t.a", fault_checks.healthy, "x", needs=Needs(torch=True)).gpu
+    assert not CheckSpec("t.b", fault_checks.healthy, "x").gpu
+    assert not CheckSpec("t.c", fault_checks.healthy, "x", needs=Needs(cuda=True), uses_gpu=False).gpu
+
+
+def test_a_sticky_cuda_error_recycles_the_worker_for_later_checks() -> None:
+    """No GPU: the check raises the real text of cudaErrorLaunchFailure; the next check gets a fresh worker."""
+    with Runner(Context()) as runner:
+        before, sticky, after = runner.run([spec(fault_checks.healthy), spec(fault_checks.sticky_cuda_error),
+                                            spec(fault_checks.healthy)])
+    assert sticky.status is Status.ERROR and "unspecified launch failure" in (sticky.reason or "")
+    assert before.measured["pid"] != after.measured["pid"]
+
+
+def test_dist_checks_run_in_a_worker_of_their_own() -> None:
+    """Their NCCL ranks must not meet the CUDA context the torch group's worker holds."""
+    from envcheck.checks import registry
+
+    dist = [s for s in registry().values() if s.name.startswith("dist.")]
+    assert dist and all(s.group == "distributed" and s.gpu for s in dist)

@@ -6,7 +6,7 @@ import contextlib
 import math
 from typing import Any
 
-from envcheck.checks.numerics.devices import cuda_devices, numerics_mode
+from envcheck.checks.numerics.devices import cuda_devices, native_bf16, numerics_mode
 from envcheck.checks.numerics.grad_scaler import MakeScaler, real_grad_scaler
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
@@ -57,12 +57,11 @@ def final_loss(device: str, amp_dtype: str | None, make_scaler: MakeScaler | Non
 
 def convergence_targets() -> list[tuple[str, str, bool]]:
     """(device, dtype, uses GradScaler): CPU bfloat16; float16 + GradScaler and bfloat16 on every GPU."""
-    import torch
 
     pairs = [("cpu", "bfloat16", False)]
     for device in cuda_devices():
         pairs.append((device, "float16", True))
-        if torch.cuda.is_bf16_supported():
+        if native_bf16(device):
             pairs.append((device, "bfloat16", False))
     return pairs
 

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.devices import cuda_devices, numerics_mode
+from envcheck.checks.numerics.devices import cuda_devices, native_bf16, numerics_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
 
@@ -85,12 +85,11 @@ def autocast_dtype_problems(device: str, dtype_name: str, autocast: Autocast = r
 
 def autocast_targets() -> list[tuple[str, str]]:
     """(device, dtype) pairs: CPU bfloat16, and float16 + bfloat16 on every CUDA device."""
-    import torch
 
     pairs = [("cpu", "bfloat16")]
     for device in cuda_devices():
         pairs.append((device, "float16"))
-        if torch.cuda.is_bf16_supported():
+        if native_bf16(device):
             pairs.append((device, "bfloat16"))
     return pairs
 

@@ -47,3 +47,22 @@ def sync(device: str) -> None:
 
     if device.startswith("cuda"):
         torch.cuda.synchronize(device)
+
+
+def native_bf16(device: str) -> bool:
+    """Whether a CUDA device computes bfloat16 natively (sm_80+), not by emulation.
+
+    Recent torch's is_bf16_supported() also answers True on T4/V100, where bfloat16 is emulated (slow, and not
+    what AMP should be judged on); so ask with including_emulation=False, or read the capability.
+    """
+    import inspect
+
+    import torch
+
+    if torch.version.hip:
+        return True
+    index = torch.device(device).index or 0
+    if "including_emulation" in inspect.signature(torch.cuda.is_bf16_supported).parameters:
+        with torch.cuda.device(index):
+            return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    return tuple(torch.cuda.get_device_capability(index)) >= (8, 0)

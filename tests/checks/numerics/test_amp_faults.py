@@ -6,6 +6,7 @@ import contextlib
 import functools
 from typing import Any
 
+import pytest
 import torch
 
 from envcheck.checks.numerics.amp_training import convergence_problems
@@ -90,3 +91,26 @@ def test_amp_training_that_diverges_is_caught() -> None:
     assert measured["non_finite_steps"] > 0 or measured["abs_gap"] > measured["allowed_gap"]
     healthy, none = convergence_problems("cpu", "bfloat16", True, steps=15)
     assert none == [] and healthy["non_finite_steps"] == 0
+
+
+@pytest.mark.parametrize("capability, has_flag, bf16", [((7, 0), True, False), ((7, 5), False, False),
+                                                        ((8, 0), True, True), ((9, 0), False, True)])
+def test_bf16_targets_only_gpus_with_native_bf16(monkeypatch: pytest.MonkeyPatch, capability: tuple[int, int],
+                                                 has_flag: bool, bf16: bool) -> None:
+    """No GPU: one mocked cuda:0 whose torch.cuda.is_bf16_supported() says True through emulation (V100/T4 on
+    recent torch) unless asked with including_emulation=False; older torch without that flag: capability."""
+    from envcheck.checks.numerics import amp_training, autocast_dtypes
+
+    def with_flag(including_emulation: bool = True) -> bool:
+        return including_emulation or capability >= (8, 0)
+
+    def without_flag() -> bool:
+        return True
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", with_flag if has_flag else without_flag)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: capability)
+    monkeypatch.setattr(torch.cuda, "device", lambda i: contextlib.nullcontext())
+    for module in (autocast_dtypes, amp_training):
+        monkeypatch.setattr(module, "cuda_devices", lambda: ["cuda:0"])
+    assert (("cuda:0", "bfloat16") in autocast_dtypes.autocast_targets()) is bf16
+    assert (("cuda:0", "bfloat16", False) in amp_training.convergence_targets()) is bf16

@@ -12,6 +12,8 @@ from envcheck.checks.numerics.autograd import (
     autograd_device_agreement,
     autograd_gradcheck,
     gradcheck_findings,
+    gradcheck_result,
+    nondet_tol_for,
 )
 from envcheck.checks.numerics.autograd_mechanics import MechanicsParts, autograd_mechanics
 from envcheck.checks.numerics.autograd_ops import OP_SET, OpCase
@@ -35,6 +37,22 @@ class CubeWrongBackward(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (x,) = ctx.saved_tensors
         return grad * 2 * x * x
+
+
+class CubeNoisyBackward(torch.autograd.Function):
+    """x**3 with a correct backward plus ~1e-14 relative random noise: what atomic-add accumulation
+    (cuDNN conv backward, index/scatter backward on CUDA) does. Stands in for a GPU kernel on CPU."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        exact = grad * 3 * x * x
+        return exact * (1 + 1e-14 * torch.rand_like(exact))
 
 
 class SquareWrongBackward(torch.autograd.Function):
@@ -87,6 +105,26 @@ def test_gradcheck_fails_on_wrong_backward_naming_op_device_dtype() -> None:
     assert result.status is Status.FAIL
     assert "cube(wrong backward) jacobian on cpu float64: worst element" in result.summary
     assert any("gradcheck rejects cube(wrong backward)" in p for p in problems)
+
+
+def test_gradcheck_tolerates_cuda_nondeterminism_but_still_rejects_a_wrong_backward() -> None:
+    """No GPU: a noisy backward on CPU plays cuDNN's atomics. With the CUDA reentrancy tolerance it passes;
+    held to exact reentrancy it WARNs with gradcheck's own text and no 'reinstall torch'; a wrong backward FAILs."""
+    noisy = OpCase("cube(noisy backward)", CubeNoisyBackward.apply, ((5,),))
+    assert nondet_tol_for("cuda:0") > 0 and nondet_tol_for("cpu") == 0
+    comparisons, problems = gradcheck_findings(["cpu"], [noisy], nondet_tol=lambda d: nondet_tol_for("cuda:0"))
+    assert problems == [] and gradcheck_result(comparisons, problems).status is Status.PASS
+    comparisons, problems = gradcheck_findings(["cpu"], [noisy])
+    result = gradcheck_result(comparisons, problems)
+    assert result.status is Status.WARN, result
+    assert "rejects cube(noisy backward) on cpu float64: Backward is not reentrant" in result.summary
+    assert result.remediation and "reinstall" not in result.remediation
+    assert "use_deterministic_algorithms" in result.remediation
+    wrong = OpCase("cube(wrong backward)", CubeWrongBackward.apply, ((5,),))
+    comparisons, problems = gradcheck_findings(["cpu"], [wrong], nondet_tol=lambda d: 1e-12)
+    result = gradcheck_result(comparisons, problems)
+    assert result.status is Status.FAIL and "reinstall" in (result.remediation or "")
+    assert any("rejects cube(wrong backward) on cpu float64: Jacobian mismatch" in p for p in problems), problems
 
 
 def test_gradcheck_check_passes_through_run_spec() -> None:
@@ -150,3 +188,37 @@ def test_mechanics_saved_tensor_that_is_a_copy_misses_the_version_error() -> Non
     result = _run_mechanics(saving_op=lambda t: t.detach().clone().sin() + 0 * t)
     assert result.status is Status.FAIL and "inplace_on_saved_tensor_raises@cpu" in result.details
     assert _run_mechanics().status is Status.PASS
+
+
+def _float32_perturbed(scale: float) -> Any:
+    """conv2d/addmm whose float32 results are off by `scale` (relative), as TF32 rounding is; float64 exact."""
+
+    def device_op(case: OpCase) -> Any:
+        if case.name not in ("conv2d", "addmm(linear)"):
+            return case.fn
+        return lambda *a: case.fn(*a) * (1 + scale) if a[0].dtype == torch.float32 else case.fn(*a)
+
+    return device_op
+
+
+def test_device_agreement_under_the_tf32_override_says_so() -> None:
+    """No GPU: 'cpu' plays the device; a 1e-3 float32 error stands in for TF32 under
+    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (an NGC image); a 5% error still fails and names the variable."""
+    override = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}
+
+    def run(scale: float, environ: dict[str, str]) -> Any:
+        return run_spec(CheckSpec("autograd.device_agreement_probe", functools.partial(
+            autograd_device_agreement, devices=lambda: ["cpu"], device_op=_float32_perturbed(scale),
+            environ=environ), "probe"))
+
+    strict = run(1e-3, {})
+    assert strict.status is Status.FAIL and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" not in (strict.remediation or "")
+    tf32 = run(1e-3, override)
+    assert tf32.status is Status.PASS, tf32
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1: float32 matmuls run as TF32" in tf32.summary
+    assert tf32.measured["tf32_override"] is True
+    broken = run(5e-2, override)
+    assert broken.status is Status.FAIL
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 is set" in (broken.remediation or "")
+    assert "env -u TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" in (broken.remediation or "")
+    assert run(0.0, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "0"}).summary.startswith("CUDA vs CPU gradients:")
