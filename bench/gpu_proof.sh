@@ -6,7 +6,7 @@
 # Steps (each capped, so the whole proof ends well inside 10 minutes on one GPU):
 #   1. facts: nvidia-smi -q, torch/CUDA versions, `envcheck facts --json`
 #   2. `envcheck run --level quick --json` (twice: cold, then warm caches) and `--level full --json`
-#   3. `envcheck bench --quick --json --plots`
+#   3. bench/quick_phases.py (where a quick run's time goes), `envcheck bench --quick --json --plots`
 #   4. torchrun with one process per GPU: `python -m envcheck.distributed --level full --json`
 #   5. NGC's TF32 override: `autograd.device_agreement` with TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1
 #   6. pytest: the `gpu`-marked tests, then the rest of the non-Docker suite on this GPU host
@@ -60,6 +60,7 @@ step facts 60 "$py" -m envcheck facts --json "$out/facts.json"
 step run-quick 120 "$py" -m envcheck run --level quick --json "$out/run-quick.json" --junit "$out/run-quick.xml"
 step run-quick-2 120 "$py" -m envcheck run --level quick --json "$out/run-quick-2.json"  # warm caches
 step run-full 240 "$py" -m envcheck run --level full --json "$out/run-full.json" --junit "$out/run-full.xml"
+step quick-phases 120 "$py" bench/quick_phases.py
 step bench-quick 240 "$py" -m envcheck bench --quick --json "$out/bench-quick.json" --plots "$out/bench-plots"
 step torchrun 180 "$py" -m torch.distributed.run --standalone --nproc-per-node "$gpus" \
     -m envcheck.distributed --level full --json "$out/torchrun.json" --timeout 60

@@ -7,8 +7,10 @@ subcommand, `tests.helpers.run_cli("bench", ...)` drives the same handler.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +30,34 @@ def bench(*argv: str) -> int:
     return code
 
 
+@contextlib.contextmanager
+def gpus_hidden() -> Iterator[None]:
+    """The CPU path on any host: the spawned bench workers inherit CUDA_VISIBLE_DEVICES='' (a real no-GPU)."""
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["CUDA_VISIBLE_DEVICES"]
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
+
+
+@pytest.fixture
+def no_gpu() -> Iterator[None]:
+    """Hide every GPU from the bench workers for one test."""
+    with gpus_hidden():
+        yield
+
+
 @pytest.fixture(scope="session")
 def cpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real quick CPU bench of the fast units, with its JSON and plots on disk."""
     out = tmp_path_factory.mktemp("bench")
-    code = bench("--quick", "--allow-cpu", "--only", FAST_UNITS, "--cpu-threads", "1",
-                 "--json", str(out / "bench.json"), "--plots", str(out / "plots"))
+    with gpus_hidden():
+        code = bench("--quick", "--allow-cpu", "--only", FAST_UNITS, "--cpu-threads", "1",
+                     "--json", str(out / "bench.json"), "--plots", str(out / "plots"))
     doc: dict[str, Any] = json.loads((out / "bench.json").read_text())
     return {"code": code, "doc": doc, "dir": out}
 

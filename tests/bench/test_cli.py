@@ -22,12 +22,8 @@ def test_bad_input_is_one_line_exit_2(run_bench: Callable[..., int], capsys: pyt
     assert len(err) == 1 and words in err[0]
 
 
-def test_cpu_host_without_allow_cpu_says_how(run_bench: Callable[..., int],
+def test_cpu_host_without_allow_cpu_says_how(run_bench: Callable[..., int], no_gpu: None,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("a GPU is visible; this is the CPU-only path")
     assert run_bench("--quick") == 2
     assert "--allow-cpu" in capsys.readouterr().err
 
@@ -39,11 +35,8 @@ def test_whole_run_timeout_is_enforced_by_the_engine(run_bench: Callable[..., in
     assert "timed out" in capsys.readouterr().err
 
 
-def test_gpu_units_skip_with_reason_on_cpu(run_bench: Callable[..., int], capsys: pytest.CaptureFixture[str]) -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("a GPU is visible; this is the CPU-only path")
+def test_gpu_units_skip_with_reason_on_cpu(run_bench: Callable[..., int], no_gpu: None,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     names = ",".join(s.name for s in GPU_UNITS)
     assert run_bench("--quick", "--allow-cpu", "--only", names) == 0
     out = capsys.readouterr().out
