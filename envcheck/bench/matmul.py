@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -10,37 +9,40 @@ from envcheck.bench.figures import figure
 from envcheck.bench.timing import Timing, measure
 
 GPU_DTYPES = ("float32", "tf32", "bfloat16", "float16")
-_TRUE = ("1", "true", "yes", "on", "y")
 
 
-def tf32_override(env: Mapping[str, str] | None = None) -> str | None:
-    """What the TF32 environment variables make of the dtypes, or None when they change nothing.
+def tf32_override(device: str = "cuda", env: Mapping[str, str] | None = None,
+                  mode: Callable[[str, bool], str] | None = None) -> tuple[str | None, str]:
+    """(swap, cause): whether float32 and TF32 matmuls on `device` really compute what their names say.
 
-    `TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1` (set in NVIDIA's NGC images) makes torch run float32
-    matmuls as TF32 whatever `allow_tf32` says; torch reads it once per process, so unsetting it in a
-    worker that already ran a matmul does not help, and the bench labels the figure instead.
-    `NVIDIA_TF32_OVERRIDE=0` makes cuBLAS/cuDNN refuse TF32 even when allowed (it wins over the torch one).
-    Returns "float32_is_tf32", "tf32_is_float32" or None.
+    Measured, not read from the variables (`matmul_precision`): swap is "float32_is_tf32" when a float32
+    matmul with allow_tf32=False ran as TF32 (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 with a torch that honours
+    it), "tf32_is_float32" when allowing TF32 still gave full float32 (NVIDIA_TF32_OVERRIDE=0, or a GPU
+    without TF32), else None. `cause` names the variable that explains it, or says it was measured.
     """
-    env = os.environ if env is None else env
-    if env.get("NVIDIA_TF32_OVERRIDE", "").strip() == "0":
-        return "tf32_is_float32"
-    if env.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "").strip().lower() in _TRUE:
-        return "float32_is_tf32"
-    return None
+    from envcheck.checks.numerics.matmul_precision import env_cause, matmul_mode
+
+    probe = mode or (lambda dev, allow: matmul_mode(dev, allow_tf32=allow))
+    cause = env_cause(env) or "measured"
+    if probe(device, False) == "tf32":
+        return "float32_is_tf32", cause
+    if probe(device, True) == "float32":
+        return "tf32_is_float32", cause
+    return None, cause
 
 
 def matmul_names(dtype_name: str, n: int, peaks: dict[str, float] | None,
-                 override: str | None) -> tuple[str, str, float | None]:
+                 override: str | None, cause: str = "measured") -> tuple[str, str, float | None]:
     """(key, label, peak) of one matmul figure; a float32 run as TF32 (or the reverse) is never shown
     under the other's name nor against the other's peak."""
     peaks = peaks or {}
     if dtype_name == "float32" and override == "float32_is_tf32":
-        return (f"matmul.float32_as_tf32.n{n}", "matmul float32 (TF32 via TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)",
-                peaks.get("tf32"))
+        return f"matmul.float32_as_tf32.n{n}", f"matmul float32 (ran as TF32: {cause})", peaks.get("tf32")
     if dtype_name == "tf32" and override == "tf32_is_float32":
-        return f"matmul.tf32_as_float32.n{n}", "matmul tf32 (float32: NVIDIA_TF32_OVERRIDE=0)", peaks.get("float32")
+        return f"matmul.tf32_as_float32.n{n}", f"matmul tf32 (ran as float32: {cause})", peaks.get("float32")
     return f"matmul.{dtype_name}.n{n}", f"matmul {dtype_name}", peaks.get(dtype_name)
+
+
 GPU_SIZES = {"quick": (1024, 4096, 8192), "full": (512, 1024, 2048, 4096, 8192, 16384)}
 CPU_SIZES = {"quick": (256, 512, 1024), "full": (256, 512, 1024, 2048)}
 
@@ -101,13 +103,13 @@ def gpu_matmul_figures(quick: bool, peaks: dict[str, float] | None,
     flush = l2_flusher("cuda")
     l2 = l2_bytes("cuda")
     free = int(torch.cuda.mem_get_info()[0]) if free_bytes is None else free_bytes
-    override = tf32_override()
+    override, cause = tf32_override("cuda")
     figures = []
     for dtype_name in GPU_DTYPES:
         sizes, left_out = fitting_sizes(GPU_SIZES["quick" if quick else "full"], dtype_name, l2, free)
         for n in sizes:
             rate, timing = matmul_rate(n, dtype_name, "cuda", budget_s=0.3 if quick else 1.0, before=flush)
-            key, name, peak = matmul_names(dtype_name, n, peaks, override)
+            key, name, peak = matmul_names(dtype_name, n, peaks, override, cause)
             figures.append(figure(
                 key, rate / 1e12, "TFLOP/s", peak=peak, timing=timing,
                 label=f"{name} {n}x{n}", series=name, x=n,

@@ -5,7 +5,7 @@ Each function returns figures; variants are timed in alternating rounds so drift
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from envcheck.bench.figures import claim, direction_claim, figure
@@ -24,9 +24,13 @@ def _timing_kw(quick: bool) -> dict[str, Any]:
             "warmup": 1}
 
 
-def amp_baseline_is_tf32(device: str, env: Mapping[str, str] | None = None) -> bool:
-    """True when the float32 baseline of the AMP step really runs its matmuls as TF32 (CUDA only)."""
-    return device.startswith("cuda") and tf32_override(env) == "float32_is_tf32"
+def amp_baseline_tf32_cause(device: str, env: Mapping[str, str] | None = None,
+                            mode: Callable[[str, bool], str] | None = None) -> str | None:
+    """Why the float32 baseline of the AMP step really ran its matmuls as TF32 (measured; CUDA only), or None."""
+    if not device.startswith("cuda"):
+        return None
+    swap, cause = tf32_override(device, env, mode)
+    return cause if swap == "float32_is_tf32" else None
 
 
 def amp_figures(device: str, quick: bool) -> list[dict[str, Any]]:
@@ -44,10 +48,11 @@ def amp_figures(device: str, quick: bool) -> list[dict[str, Any]]:
     times = interleaved(variants, cuda=cuda, **_timing_kw(quick))
     base = times["float32"].median_s
     shape = f"shape {describe(work)}"
-    as_tf32 = amp_baseline_is_tf32(device)
+    tf32_cause = amp_baseline_tf32_cause(device)
+    as_tf32 = tf32_cause is not None
     figures = [figure("amp.float32_as_tf32.step_ms" if as_tf32 else "amp.float32.step_ms", base * 1e3, "ms",
                       better="lower", timing=times["float32"], note=shape,
-                      label="train step float32 (TF32 via TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)" if as_tf32
+                      label=f"train step float32 (ran as TF32: {tf32_cause})" if as_tf32
                       else "train step float32")]
     for name in variants:
         if name == "float32":
@@ -59,7 +64,7 @@ def amp_figures(device: str, quick: bool) -> list[dict[str, Any]]:
             f"amp.{name}.speedup_vs_tf32" if as_tf32 else f"amp.{name}.speedup", speedup, "x",
             label=f"AMP {name} speed-up vs " + ("TF32 (float32 overridden)" if as_tf32 else "float32"),
             claim=claim(*AMP_CLAIM, 1.5, 3.0, speedup, better="higher", not_comparable=(
-                "not comparable: the float32 baseline ran as TF32 (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1)"
+                f"not comparable: the float32 baseline ran as TF32 ({tf32_cause})"
                 if as_tf32 else None))))
     return figures
 

@@ -10,6 +10,7 @@ from typing import Any
 from envcheck.checks.numerics.autograd_ops import OP_SET, OpCase, jacobian_comparison
 from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
 from envcheck.checks.numerics.devices import check_devices, cuda_devices, numerics_mode
+from envcheck.checks.numerics.matmul_precision import TORCH_OVERRIDE, env_cause, matmul_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result, first_of, warned
 
@@ -30,10 +31,7 @@ NONDET_REMEDIATION = ("the gradients match the numerical Jacobian but differ bet
 
 # TF32 keeps 10 mantissa bits (unit roundoff 2**-11 ~ 4.9e-4); small sums of such products stay within 1e-2.
 TF32_TOL = {"atol": 1e-2, "rtol": 1e-2}
-TF32_OVERRIDE = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"
-TF32_REMEDIATION = (f"{TF32_OVERRIDE}=1 is set (NVIDIA's NGC images set it): float32 matmuls run as TF32 even with "
-                    f"allow_tf32=False; rerun with it unset (env -u {TF32_OVERRIDE} envcheck ...) to judge float32. "
-                    f"If it still fails then: {REMEDIATION}")
+TF32_OVERRIDE = TORCH_OVERRIDE
 
 DeviceOp = Callable[[OpCase], Callable[..., Any]]
 
@@ -115,28 +113,44 @@ def device_grad_agreement(device: str, ops: Sequence[OpCase] = OP_SET, device_op
     return comparisons
 
 
-def tf32_override(environ: Mapping[str, str]) -> bool:
-    """Whether TORCH_ALLOW_TF32_CUBLAS_OVERRIDE turns cuBLAS float32 matmuls into TF32 (torch reads it once,
-    at the first cuBLAS call, and then ignores torch.backends.cuda.matmul.allow_tf32 = False)."""
-    return environ.get(TF32_OVERRIDE, "").strip().lower() in ("1", "true", "yes", "on", "y")
-
-
 def autograd_device_agreement(ctx: Context, devices: Callable[[], list[str]] = cuda_devices,
-                              device_op: DeviceOp = same_op, environ: Mapping[str, str] | None = None) -> Result:
+                              device_op: DeviceOp = same_op, environ: Mapping[str, str] | None = None,
+                              mode: Callable[[str], str] = matmul_mode) -> Result:
     """CUDA gradients equal CPU gradients (float32 with TF32 off, and float64) on every GPU.
 
-    Under TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (NGC images set it) float32 matmuls are TF32 whatever allow_tf32
-    says, so float32 is held to TF32_TOL instead, and the result says so.
+    What a float32 matmul computes is measured on each device first (`matmul_precision`): where it runs
+    as TF32 although allow_tf32 is False (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 in NGC images, with a torch
+    that honours it), float32 is held to TF32_TOL and the result says so, naming the variable as the cause.
     """
-    override = tf32_override(os.environ if environ is None else environ)
-    tolerances = {**AGREEMENT_TOL, "float32": TF32_TOL} if override else AGREEMENT_TOL
+    cause = env_cause(os.environ if environ is None else environ)
     with numerics_mode():
-        comparisons = [c for device in devices()
+        modes = {device: mode(device) for device in devices()}
+        as_tf32 = [d for d, m in modes.items() if m == "tf32"]
+        tolerances = {**AGREEMENT_TOL, "float32": TF32_TOL} if as_tf32 else AGREEMENT_TOL
+        comparisons = [c for device in modes
                        for c in device_grad_agreement(device, device_op=device_op, tolerances=tolerances)]
-    if not override:
-        return comparisons_result("CUDA vs CPU gradients", comparisons, tolerances=AGREEMENT_TOL,
-                                  remediation=REMEDIATION)
-    result = comparisons_result(f"CUDA vs CPU gradients ({TF32_OVERRIDE}=1: float32 matmuls run as TF32, so "
-                                "float32 is held to TF32 tolerance)", comparisons,
-                                tolerances={**tolerances, TF32_OVERRIDE: "1"}, remediation=TF32_REMEDIATION)
-    return replace(result, measured={**result.measured, "tf32_override": True})
+    measured_modes = {"float32_matmul_mode": modes}
+    if not as_tf32:
+        result = comparisons_result("CUDA vs CPU gradients", comparisons, tolerances=AGREEMENT_TOL,
+                                    remediation=REMEDIATION)
+        if cause and cause.startswith(TF32_OVERRIDE):
+            result = replace(result, summary=result.summary + f" ({cause} is set, but float32 matmuls measured "
+                             "full float32 here: this torch does not apply it)")
+        return replace(result, measured={**result.measured, **measured_modes})
+    why = cause or "no TF32 variable is set: look for NVIDIA_TF32_OVERRIDE or code that enables TF32"
+    result = comparisons_result(f"CUDA vs CPU gradients (float32 matmuls on {', '.join(as_tf32)} measured as TF32 "
+                                f"with allow_tf32=False; cause: {why}; float32 held to TF32 tolerance)",
+                                comparisons, tolerances={**tolerances, "tf32_cause": why},
+                                remediation=tf32_remediation(cause))
+    return replace(result, measured={**result.measured, **measured_modes, "tf32_override": cause is not None})
+
+
+def tf32_remediation(cause: str | None) -> str:
+    """What to do when float32 gradients disagree while float32 matmuls run as TF32."""
+    if cause is None:
+        return ("float32 matmuls run as TF32 although allow_tf32 is False: find what enables TF32, then rerun. "
+                f"If it still fails then: {REMEDIATION}")
+    name = cause.split("=", 1)[0]
+    return (f"{cause} is set (NVIDIA's NGC images set it): float32 matmuls run as TF32 even with "
+            f"allow_tf32=False; rerun with it unset (env -u {name} envcheck ...) to judge float32. "
+            f"If it still fails then: {REMEDIATION}")

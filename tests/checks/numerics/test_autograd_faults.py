@@ -201,24 +201,57 @@ def _float32_perturbed(scale: float) -> Any:
     return device_op
 
 
-def test_device_agreement_under_the_tf32_override_says_so() -> None:
-    """No GPU: 'cpu' plays the device; a 1e-3 float32 error stands in for TF32 under
-    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (an NGC image); a 5% error still fails and names the variable."""
-    override = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}
+def _agreement(scale: float, environ: dict[str, str], mode: str) -> Any:
+    """device_agreement with 'cpu' playing the GPU, a float32 error of `scale`, and the measured matmul mode."""
+    return run_spec(CheckSpec("autograd.device_agreement_probe", functools.partial(
+        autograd_device_agreement, devices=lambda: ["cpu"], device_op=_float32_perturbed(scale),
+        environ=environ, mode=lambda device: mode), "probe"))
 
-    def run(scale: float, environ: dict[str, str]) -> Any:
-        return run_spec(CheckSpec("autograd.device_agreement_probe", functools.partial(
-            autograd_device_agreement, devices=lambda: ["cpu"], device_op=_float32_perturbed(scale),
-            environ=environ), "probe"))
 
-    strict = run(1e-3, {})
+OVERRIDE = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}
+
+
+def test_device_agreement_where_float32_is_measured_as_tf32_says_so_and_names_the_variable() -> None:
+    """No GPU: 'cpu' plays the device and the probe's verdict is given; a 1e-3 float32 error stands in for TF32
+    under TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (an NGC image); a 5% error still fails and names the variable."""
+    strict = _agreement(1e-3, {}, "float32")
     assert strict.status is Status.FAIL and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" not in (strict.remediation or "")
-    tf32 = run(1e-3, override)
+    tf32 = _agreement(1e-3, OVERRIDE, "tf32")
     assert tf32.status is Status.PASS, tf32
-    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1: float32 matmuls run as TF32" in tf32.summary
-    assert tf32.measured["tf32_override"] is True
-    broken = run(5e-2, override)
+    assert "measured as TF32" in tf32.summary and "cause: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in tf32.summary
+    assert tf32.measured["float32_matmul_mode"] == {"cpu": "tf32"} and tf32.measured["tf32_override"] is True
+    broken = _agreement(5e-2, OVERRIDE, "tf32")
     assert broken.status is Status.FAIL
     assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 is set" in (broken.remediation or "")
     assert "env -u TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" in (broken.remediation or "")
-    assert run(0.0, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "0"}).summary.startswith("CUDA vs CPU gradients:")
+
+
+def test_the_variable_alone_is_not_taken_as_tf32() -> None:
+    """Seen on the H100 proof host (torch 2.11.0+cu130): with TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 set, float32
+    matmuls still ran full float32 (identical errors to a run without it). Float32 stays strict there."""
+    healthy = _agreement(0.0, OVERRIDE, "float32")
+    assert healthy.status is Status.PASS and "this torch does not apply it" in healthy.summary
+    assert _agreement(1e-3, OVERRIDE, "float32").status is Status.FAIL
+
+
+def test_tf32_without_any_variable_is_named_as_unexplained() -> None:
+    result = _agreement(1e-3, {}, "tf32")
+    assert result.status is Status.PASS and "no TF32 variable is set" in result.summary
+
+
+def test_matmul_probe_tells_float32_from_tf32() -> None:
+    """The probe for real on this CPU (full float32), and with a matmul whose inputs are rounded to TF32's
+    10-bit mantissa, as tensor cores do (simulated: no GPU here)."""
+    import torch
+
+    from envcheck.checks.numerics.matmul_precision import matmul_mode
+
+    def tf32_matmul(a: Any, b: Any) -> Any:
+        def round_to_tf32(x: Any) -> Any:
+            bits = x.view(torch.int32)
+            return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)  # round to nearest, 10 mantissa bits kept
+        return torch.matmul(round_to_tf32(a), round_to_tf32(b))
+
+    assert matmul_mode("cpu") == "float32"
+    assert matmul_mode("cpu", matmul=tf32_matmul) == "tf32"
+    assert matmul_mode("cpu", matmul=lambda a, b: torch.matmul(a, b) + 1) == "other"
