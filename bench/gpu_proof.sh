@@ -6,10 +6,11 @@
 # Steps (each capped, so the whole proof ends well inside 10 minutes on one GPU):
 #   1. facts: nvidia-smi -q, torch/CUDA versions, `envcheck facts --json`
 #   2. `envcheck run --level quick --json` (twice: cold, then warm caches) and `--level full --json`
-#   3. bench/quick_phases.py (where a quick run's time goes), `envcheck bench --quick --json --plots`
+#   3. `envcheck bench --quick --json --plots`
 #   4. torchrun with one process per GPU: `python -m envcheck.distributed --level full --json`
 #   5. NGC's TF32 override: `autograd.device_agreement` with TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1
 #   6. pytest: the `gpu`-marked tests, then the rest of the non-Docker suite on this GPU host
+#   7. bench/quick_phases.py: where a quick run's time goes (torch import, CUDA init, torchvision, ...)
 # Writes OUTDIR/summary.txt with each step's exit code and wall time. The proof never stops at a failing
 # step: a failure is evidence too. Exit status: 0 when every step exited 0.
 set -uo pipefail
@@ -60,7 +61,6 @@ step facts 60 "$py" -m envcheck facts --json "$out/facts.json"
 step run-quick 120 "$py" -m envcheck run --level quick --json "$out/run-quick.json" --junit "$out/run-quick.xml"
 step run-quick-2 120 "$py" -m envcheck run --level quick --json "$out/run-quick-2.json"  # warm caches
 step run-full 240 "$py" -m envcheck run --level full --json "$out/run-full.json" --junit "$out/run-full.xml"
-step quick-phases 120 "$py" bench/quick_phases.py
 step bench-quick 240 "$py" -m envcheck bench --quick --json "$out/bench-quick.json" --plots "$out/bench-plots"
 step torchrun 180 "$py" -m torch.distributed.run --standalone --nproc-per-node "$gpus" \
     -m envcheck.distributed --level full --json "$out/torchrun.json" --timeout 60
@@ -69,7 +69,8 @@ TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 step tf32-override 90 "$py" -m envcheck run \
 step pytest-gpu 240 "$py" -m pytest -m gpu -p no:cacheprovider -q -rs --junitxml "$out/pytest-gpu.xml" tests
 xdist=$("$py" -c 'import xdist' 2>/dev/null && echo "-n 8")
 # shellcheck disable=SC2086
-step pytest-rest 300 "$py" -m pytest -m "not gpu and not docker" -p no:cacheprovider -q -rs $xdist \
+step pytest-rest 240 "$py" -m pytest -m "not gpu and not docker" -p no:cacheprovider -q -rs $xdist \
     --junitxml "$out/pytest-rest.xml" tests/core tests/checks tests/cli tests/report tests/bench
+step quick-phases 150 "$py" bench/quick_phases.py  # last: diagnostic figures, skipped when time is short
 echo "overall: rc=$overall" | tee -a "$summary"
 exit "$overall"

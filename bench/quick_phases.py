@@ -67,7 +67,8 @@ def timed(code: str) -> tuple[float, object]:
         wall = time.perf_counter() - began
     if proc.returncode != 0:
         return wall, f"failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
-    return wall, json.loads(proc.stdout) if proc.stdout.strip() else None
+    lines = proc.stdout.strip().splitlines()  # checks may print; the figures are the last line
+    return wall, json.loads(lines[-1]) if lines else None
 
 
 def main() -> int:

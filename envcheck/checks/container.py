@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import resource
 import time
 from collections.abc import Callable
@@ -50,14 +51,18 @@ def dataloader_runs(ctx: Context, *, dataset: Any = None, startup_timeout_s: flo
                     worker_init_fn: Callable[[int], None] | None = None) -> tuple[bool, str, dict[str, Any]]:
     """Run a 2-worker DataLoader (pinned when CUDA is up); (ok, problem, measured).
 
-    Two phases, each with its own bound: start-up (workers start, spawned ones import torch: seconds) ends
+    Two phases, each with its own bound: start-up (workers start; spawned ones would import torch) ends
     with the first batch; delivery is every later batch, each within `batch_timeout_s`.
     """
     import torch
     from torch.utils.data import DataLoader
 
     pin = torch.cuda.is_available()
-    method = "spawn" if torch.cuda.is_initialized() else "fork"
+    # The start method the user's own DataLoader gets (fork on Linux before Python 3.14): workers forked
+    # from a process that holds a CUDA context are what every training job runs, and they are safe as long
+    # as they never touch CUDA (these do not; pinning happens in this process). Spawned workers would each
+    # import torch (6 s on the H100 proof host) and test a path most jobs never take.
+    method = multiprocessing.get_start_method()
     data = _Batches() if dataset is None else dataset
     loader = DataLoader(data, batch_size=None, num_workers=2, pin_memory=pin, timeout=startup_timeout_s,
                         multiprocessing_context=method, worker_init_fn=worker_init_fn)

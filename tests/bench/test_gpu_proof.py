@@ -44,8 +44,8 @@ def test_every_step_is_recorded_and_a_failing_step_does_not_stop_the_proof(tmp_p
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = {line.split()[0]: line for line in summary.splitlines()
             if " rc=" in line and not line.startswith("overall")}
-    assert list(rows) == ["facts", "run-quick", "run-quick-2", "run-full", "quick-phases", "bench-quick", "torchrun",
-                          "tf32-override", "pytest-gpu", "pytest-rest"]
+    assert list(rows) == ["facts", "run-quick", "run-quick-2", "run-full", "bench-quick", "torchrun",
+                          "tf32-override", "pytest-gpu", "pytest-rest", "quick-phases"]
     assert "rc=1" in rows["run-full"] and "rc=0" in rows["pytest-rest"]  # steps after the failure still ran
     assert "--nproc-per-node 1" in rows["torchrun"]  # one process per GPU, from the interpreter's count
     assert summary.rstrip().endswith("overall: rc=1")

@@ -108,3 +108,21 @@ def test_a_stalled_delivery_is_told_apart_from_start_up() -> None:
                                             batch_timeout_s=1)
     assert not ok and measured["failed_in"] == "delivery"
     assert "delivery stalled after" in problem and "bound 1s per batch" in problem
+
+
+def test_dataloader_uses_the_start_method_a_users_job_gets_even_after_cuda_init(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the check's worker CUDA is already up (cuda.* ran first). A user's job in that state still forks its
+    DataLoader workers (the platform default), so the check must too; spawning tested another path and cost
+    a torch import per worker (6 s on the H100 proof host). CUDA init is simulated: no GPU here."""
+    import multiprocessing
+
+    import torch
+
+    from envcheck.checks.container import dataloader_runs
+    from envcheck.core.check import Context
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    ok, problem, measured = dataloader_runs(Context(allow_cpu=True))
+    assert ok, problem
+    assert measured["start"] == multiprocessing.get_start_method()

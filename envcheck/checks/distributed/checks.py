@@ -22,7 +22,7 @@ from envcheck.core.result import Result, errored, failed, skipped
 
 ALL_REDUCE_TIMEOUT_S = 65.0  # spec timeouts (the engine's hard bound): room for 3 NCCL attempts of 18 s
 # Internal deadlines, kept below the spec timeouts so that we, not the engine, kill the ranks and can
-# name the stalled ones. NCCL ranks are spawned (each imports torch, then NCCL init), so get longer.
+# name the stalled ones. NCCL ranks (forked when CUDA is untouched here, else spawned) init NCCL, so get longer.
 CORRECTNESS_DEADLINE_S = MappingProxyType({"gloo": 12.0, "nccl": 18.0})
 MARGIN_S = 3.0
 MIN_RETRY_S = 5.0
@@ -42,7 +42,9 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
 
     if not dist.is_available():
         return skipped("this torch build has no torch.distributed")
-    if torch.cuda.is_available() and not ctx.allow_cpu:
+    # device_count() asks NVML first (torch's documented fork-safe check): no cuInit in this coordinator,
+    # so the NCCL ranks can be forked from it (launch.can_fork) instead of each importing torch again.
+    if torch.cuda.device_count() > 0 and not ctx.allow_cpu:
         if not dist.is_nccl_available():
             return failed("CUDA is available but this torch build has no NCCL backend",
                           "install a CUDA build of torch (pip install torch --index-url "
@@ -126,7 +128,7 @@ def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> Laun
     backend, world = chosen
     left = ALL_REDUCE_TIMEOUT_S - MARGIN_S - (time.monotonic() - began)
     return LaunchPlan(backend, world, steps, max(2.0, min(CORRECTNESS_DEADLINE_S[backend], left)),
-                      start="fork" if backend == "gloo" else "spawn")
+                      start="fork")
 
 
 def correctness_check(ctx: Context, steps: tuple[str, ...], launcher: Launcher = launch) -> Result:

@@ -1,4 +1,4 @@
-"""The coordinator: start one process per rank (spawned, or forked for gloo), watch their heartbeats, enforce a deadline, clean up.
+"""The coordinator: start one process per rank (forked while CUDA is untouched here, else spawned), watch their heartbeats, enforce a deadline, clean up.
 
 Ranks are plain child processes of the check's worker (same process group, so the engine's kill on
 timeout reaches them too). Rendezvous is a TCPStore the coordinator binds on an ephemeral port of
@@ -38,7 +38,7 @@ class LaunchPlan:
     deadline_s: float
     sizes: tuple[int, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
-    start: str = "spawn"  # "fork" (gloo only, when CUDA is not initialised here) or "spawn"
+    start: str = "spawn"  # "fork" (when this process has not initialised CUDA, see can_fork) or "spawn"
     memory_fraction: float = 0.1  # GPU sweep: share of free memory the largest message may use
 
 
@@ -108,11 +108,29 @@ class RankProcess(Protocol):
     def send_signal(self, sig: int) -> None: ...
 
 
-def can_fork() -> bool:
-    """Forking ranks is safe only while this process has not initialised CUDA."""
+def cuda_driver_loaded(maps: str | None = None) -> bool:
+    """Whether this process has loaded the CUDA driver (libcuda), i.e. may have called cuInit.
+
+    A child forked after cuInit gets "CUDA error: initialization error" from its first CUDA call, and
+    torch.cuda.is_initialized() does not see a cuInit made through cudaGetDeviceCount (is_available()).
+    The driver library is mapped from the first cuInit on, so its absence proves a fork is safe.
+    """
+    if maps is None:
+        try:
+            maps = Path("/proc/self/maps").read_text()
+        except OSError:
+            return True  # cannot tell: assume loaded, and spawn
+    return "libcuda.so" in maps
+
+
+def can_fork(backend: str, maps: str | None = None) -> bool:
+    """Forking ranks is safe while this process has not initialised CUDA: for NCCL ranks (which use CUDA)
+    not even the driver may be loaded; gloo ranks never touch CUDA, so only torch's own CUDA state counts."""
     import torch
 
-    return not torch.cuda.is_initialized()
+    if torch.cuda.is_initialized():
+        return False
+    return backend != "nccl" or not cuda_driver_loaded(maps)
 
 
 def _spawn_rank(rank: int, argv: list[str], workdir: Path, env: dict[str, str]) -> RankProcess:
@@ -148,7 +166,7 @@ def launch(plan: LaunchPlan) -> LaunchOutcome:
                          "memory_fraction": plan.memory_fraction,
                          "collective_timeout_s": plan.deadline_s + 5.0})
     env = _rank_env(plan)
-    fork = plan.start == "fork" and plan.backend == "gloo" and can_fork()
+    fork = plan.start == "fork" and can_fork(plan.backend)
     procs: list[RankProcess] = []
     pipes: list[int] = []
     store = None

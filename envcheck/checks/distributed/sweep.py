@@ -137,7 +137,7 @@ def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
     backend, world = chosen
     # GPU sizes are chosen by the ranks from their free memory (the coordinator never touches CUDA).
     plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, () if backend == "nccl" else CPU_SIZES,
-                      start="fork" if backend == "gloo" else "spawn",
+                      start="fork",
                       memory_fraction=float(ctx.options.get("memory_fraction", 0.1)))
     outcome = launcher(plan)
     if not outcome.ok:

@@ -16,7 +16,7 @@ def all_reduce_sweep(backend: str, world_size: int, sizes: Sequence[int], timeou
     `sizes` are bytes (multiples of 4); empty on NCCL means the ranks choose from their free memory.
     """
     plan = LaunchPlan(backend, world_size, ("sweep",), timeout_s, tuple(int(s) for s in sizes),
-                      start="fork" if backend == "gloo" else "spawn")
+                      start="fork")
     outcome = launch(plan)
     if not outcome.ok:
         raise RuntimeError(f"all-reduce sweep failed: {describe_failure(outcome)}")
