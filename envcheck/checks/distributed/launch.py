@@ -108,29 +108,51 @@ class RankProcess(Protocol):
     def send_signal(self, sig: int) -> None: ...
 
 
-def cuda_driver_loaded(maps: str | None = None) -> bool:
-    """Whether this process has loaded the CUDA driver (libcuda), i.e. may have called cuInit.
+CUDA_ERROR_NOT_INITIALIZED = 3
 
-    A child forked after cuInit gets "CUDA error: initialization error" from its first CUDA call, and
-    torch.cuda.is_initialized() does not see a cuInit made through cudaGetDeviceCount (is_available()).
-    The driver library is mapped from the first cuInit on, so its absence proves a fork is safe.
-    """
+
+def mapped_libcuda(maps: str | None = None) -> str | None:
+    """The path of the CUDA driver library mapped into this process, or None."""
     if maps is None:
         try:
             maps = Path("/proc/self/maps").read_text()
         except OSError:
-            return True  # cannot tell: assume loaded, and spawn
-    return "libcuda.so" in maps
+            return "unknown"  # cannot tell: callers treat it as loaded
+    for line in maps.splitlines():
+        path = line.split(maxsplit=5)[-1] if len(line.split(maxsplit=5)) == 6 else ""
+        if "/libcuda.so" in path:
+            return path.strip()
+    return None
+
+
+def cuda_driver_initialised(maps: str | None = None) -> bool:
+    """Whether cuInit has run in this process (a child forked after it fails with "initialization error").
+
+    torch.cuda.is_initialized() does not see a cuInit made through cudaGetDeviceCount, and on the H100 proof
+    host libcuda was already mapped in a coordinator that had not called it. So ask the driver: while cuInit
+    has not run, cuDeviceGetCount returns CUDA_ERROR_NOT_INITIALIZED, without initialising anything.
+    """
+    import ctypes
+
+    path = mapped_libcuda(maps)
+    if path is None:
+        return False
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)  # the copy already mapped, never a new one
+        count = ctypes.c_int(0)
+        return int(lib.cuDeviceGetCount(ctypes.byref(count))) != CUDA_ERROR_NOT_INITIALIZED
+    except (OSError, AttributeError):
+        return True  # cannot tell: assume initialised, and spawn
 
 
 def can_fork(backend: str, maps: str | None = None) -> bool:
     """Forking ranks is safe while this process has not initialised CUDA: for NCCL ranks (which use CUDA)
-    not even the driver may be loaded; gloo ranks never touch CUDA, so only torch's own CUDA state counts."""
+    cuInit must not have run here; gloo ranks never touch CUDA, so only torch's own CUDA state counts."""
     import torch
 
     if torch.cuda.is_initialized():
         return False
-    return backend != "nccl" or not cuda_driver_loaded(maps)
+    return backend != "nccl" or not cuda_driver_initialised(maps)
 
 
 def _spawn_rank(rank: int, argv: list[str], workdir: Path, env: dict[str, str]) -> RankProcess:
