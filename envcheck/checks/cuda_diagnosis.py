@@ -78,6 +78,12 @@ def _visible_devices_problem(value: str | None, gpu_nodes: int) -> str | None:
         return None
     if not value.strip():
         return "CUDA_VISIBLE_DEVICES is set but empty, which hides every GPU"
+    tokens = [t.strip() for t in value.split(",")]
+    if tokens[0] == "-1":
+        return "CUDA_VISIBLE_DEVICES=-1 hides every GPU (the usual way to ask for none)"
+    repeated = sorted({t for t in tokens if tokens.count(t) > 1})
+    if repeated:
+        return f"CUDA_VISIBLE_DEVICES={value!r} names {', '.join(repeated)} more than once (CUDA then sees no GPU)"
     for token in (t.strip() for t in value.split(",")):
         if token.startswith(("GPU-", "MIG-")):
             continue
@@ -86,6 +92,43 @@ def _visible_devices_problem(value: str | None, gpu_nodes: int) -> str | None:
         if gpu_nodes and int(token) >= gpu_nodes:
             return f"CUDA_VISIBLE_DEVICES={value!r} names GPU {token}, but only {gpu_nodes} exist"
     return None
+
+
+# CUDA driver errors as torch's warning shows them ("CUDA initialization: ... Error 802: system not yet
+# initialized"): the cause each code means on a host, its fix, and who must act.
+CUDA_CODES: dict[int, tuple[str, str, str]] = {
+    802: ("CUDA error 802 (system not yet initialized): on NVSwitch systems (HGX/DGX) nvidia-fabricmanager is not "
+          "running, or its version differs from the driver's",
+          "on the host: systemctl enable --now nvidia-fabricmanager, with the fabricmanager package of exactly the "
+          "driver's version (nvidia-smi -q | grep -i fabric shows the state)", "node"),
+    803: ("CUDA error 803 (unsupported display driver / cuda driver combination): the libcuda in use is not the "
+          "kernel driver's (a stale libcuda.so.1, or a forward-compat libcuda from the image on a newer driver)",
+          "make libcuda.so.1 the one of the loaded driver (cat /proc/driver/nvidia/version vs ls -l the libcuda "
+          "that ldconfig -p lists); in a container, remove a cuda-compat package/LD_LIBRARY_PATH entry", "node"),
+    804: ("CUDA error 804 (forward compatibility was attempted on non supported HW): a cuda-compat libcuda is in "
+          "use on a GPU that does not support forward compatibility (it is for data-center GPUs)",
+          "drop the forward-compat libcuda (cuda-compat package, /usr/local/cuda/compat on LD_LIBRARY_PATH) and "
+          "upgrade the host driver instead", "image"),
+    100: ("CUDA error 100 (no CUDA-capable device is detected): every GPU is hidden from this process",
+          "check NVIDIA_VISIBLE_DEVICES (void/none hide all) and CUDA_VISIBLE_DEVICES, and docker run --gpus all",
+          "config"),
+    35: ("CUDA error 35 (CUDA driver version is insufficient for CUDA runtime version)",
+         "upgrade the host driver (CUDA 12.x needs >= 525.60.13, 13.x >= 580), or use a torch built for an older "
+         "CUDA major", "node"),
+    999: ("CUDA error 999 (unknown error): usually the kernel module is wedged (after suspend/resume, or "
+          "nvidia_uvm not loaded)", "on the host: check dmesg for NVRM/Xid, reload nvidia_uvm (rmmod nvidia_uvm; "
+          "modprobe nvidia_uvm) or reboot", "node"),
+}
+_CODE = re.compile(r"(?:Error|error=|error \()\s*(\d{2,3})")
+
+
+def cuda_code_finding(error: str | None) -> Finding | None:
+    """The finding for a CUDA error code in torch's warning or a cuInit result text, or None."""
+    m = _CODE.search(error or "")
+    if not m or int(m.group(1)) not in CUDA_CODES:
+        return None
+    problem, fix, fault = CUDA_CODES[int(m.group(1))]
+    return Finding("cuda-init", problem, fix, fault)
 
 
 def cpu_torch_finding(gpu_host: bool) -> Finding:
@@ -135,6 +178,10 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
                 "driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
                 f"{layers.torch_cuda}", f"upgrade the host driver to >= {driver}, or use an image built for "
                 f"CUDA <= {have[0]}.{have[1]} (e.g. a -cuda{have[0]}.x tag from the matrix)", "node"))
+    code = cuda_code_finding(layers.torch_error)
+    # The driver-version finding already names error 35's cause; any other code is its own, more precise one.
+    if code and not (code.problem.startswith("CUDA error 35") and any(f.layer == "driver" for f in found)):
+        found.append(code)
     cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes)
     if cvd:
         found.append(Finding("CUDA_VISIBLE_DEVICES", cvd,
