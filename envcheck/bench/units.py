@@ -90,7 +90,7 @@ def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
 def judged(summary: str, measured: dict[str, Any], state: dict[str, Any]) -> Result:
     """WARN when the GPU was certainly busy with other work; say so when that could not be told."""
     if state.get("idle") is False:
-        return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}",
+        return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}", fault_class="node",
                       remediation="stop other GPU processes and re-run envcheck bench", measured=measured)
     if state.get("idle") is None and state.get("idle_unknown"):
         return passed(summary + f"; GPU idle unknown: {state['idle_unknown']}", measured=measured)

@@ -6,7 +6,7 @@ import dataclasses
 import warnings
 
 from envcheck.checks.cuda_arch import arch_coverage, builds_supporting
-from envcheck.checks.cuda_diagnosis import diagnose, gpu_error, gpu_label, probe_cuda_layers
+from envcheck.checks.cuda_diagnosis import NO_TORCH, diagnose, gpu_error, gpu_label, probe_cuda_layers
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
 
@@ -30,10 +30,11 @@ def cuda_available(ctx: Context) -> Result:
     summary = f"CUDA is not available: {first_of([f.problem for f in findings])}"
     fix = " | ".join(f"{f.layer}: {f.fix}" for f in findings)
     measured = {"findings": [dataclasses.asdict(f) for f in findings]}
-    if ctx.allow_cpu:
+    if ctx.allow_cpu and findings[0].problem != NO_TORCH:  # --allow-cpu allows no GPU, not no torch
         return warned(summary + " (allowed by --allow-cpu)", fix, measured=measured,
-                      expected={"cuda_available": True})
-    return failed(summary, fix, measured=measured, expected={"cuda_available": True})
+                      expected={"cuda_available": True}, fault_class=findings[0].fault_class)
+    return failed(summary, fix, measured=measured, expected={"cuda_available": True},
+                  fault_class=findings[0].fault_class)
 
 
 def cuda_arch(ctx: Context) -> Result:
@@ -50,18 +51,18 @@ def cuda_arch(ctx: Context) -> Result:
             sm = f"sm_{cap[0]}{cap[1]}"
             return failed(f"{gpu_label(i)}, {sm}, is not covered by this build's arch list {arch_list}",
                           f"install a torch build that targets {sm}: {builds_supporting(cap)}",
-                          measured=measured, expected={"covers": sm})
+                          measured=measured, expected={"covers": sm}, fault_class="image")
         want = float((1 << 20) ** 2)  # sum of the first n odd numbers is n^2
         try:
             x = torch.arange(1 << 20, device=f"cuda:{i}", dtype=torch.float64)
             got = float((x * 2 + 1).sum().item())
         except Exception as exc:  # torch.AcceleratorError / RuntimeError from the CUDA runtime
             found = gpu_error(i, exc, "a test kernel failed")
-            return failed(found.problem, found.fix, measured=measured)
+            return failed(found.problem, found.fix, measured=measured, fault_class=found.fault_class)
         if got != want:
             return failed(f"{gpu_label(i)} computed {got} for a kernel whose exact answer is {want}",
                           "the GPU or driver is faulty: run nvidia-smi -q, check dmesg for Xid errors",
-                          measured={**measured, "got": got}, expected={"want": want})
+                          measured={**measured, "got": got}, expected={"want": want}, fault_class="node")
         measured[f"gpu{i}"] = {"name": name, "capability": f"{cap[0]}.{cap[1]}", "covered_by": how}
     return passed(f"{torch.cuda.device_count()} GPU(s) covered by the build; kernels ran exactly",
                   measured=measured)
@@ -76,7 +77,7 @@ def cuda_devices(ctx: Context) -> Result:
     if expected is not None and count != expected:
         return failed(f"{count} GPU(s) visible, {expected} expected",
                       "docker run --gpus all (or --gpus '\"device=0,1\"'); check CUDA_VISIBLE_DEVICES",
-                      measured={"gpus": count}, expected={"gpus": expected})
+                      measured={"gpus": count}, expected={"gpus": expected}, fault_class="config")
     if count == 0:
         return skipped("no CUDA device is visible (see cuda.available for why)")
     fraction = float(ctx.options.get("memory_fraction", 0.1))
@@ -86,15 +87,16 @@ def cuda_devices(ctx: Context) -> Result:
             ok, free, total, n = _fill_and_verify(i, fraction)
         except Exception as exc:
             found = gpu_error(i, exc, "allocating and verifying memory failed")
-            return failed(found.problem, found.fix, measured=measured)
+            return failed(found.problem, found.fix, measured=measured, fault_class=found.fault_class)
         if n * 4 > free:
             return failed(f"{gpu_label(i)}: only {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB; "
                           f"{fraction:.0%} cannot be allocated", "stop the other processes on this GPU "
                           "(nvidia-smi shows them) or pass a smaller --memory-fraction",
-                          measured={"free_bytes": free, "total_bytes": total})
+                          measured={"free_bytes": free, "total_bytes": total}, fault_class="node")
         if not ok:
             return failed(f"{gpu_label(i)}: memory written with 3.0 read back different values",
-                          "the GPU memory is faulty: run nvidia-smi -q -d ECC and check dmesg for Xid errors")
+                          "the GPU memory is faulty: run nvidia-smi -q -d ECC and check dmesg for Xid errors",
+                          fault_class="node")
         measured[f"gpu{i}_allocated_gib"] = round(n * 4 / 2**30, 2)
     return passed(f"{count} GPU(s); {fraction:.0%} of each GPU's memory allocated and verified",
                   measured=measured, expected={"gpus": expected} if expected is not None else {})

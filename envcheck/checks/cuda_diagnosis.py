@@ -18,6 +18,7 @@ from envcheck.checks.probe import driver_cuda_version, in_container, load_librar
 MIN_DRIVER = {"11.8": "520.61.05", "12.0": "525.60.13", "12.1": "530.30.02", "12.2": "535.54.03",
               "12.4": "550.54.14", "12.6": "560.28.03", "12.8": "570.26", "12.9": "575.51.03",
               "13.0": "580.65.06"}
+NO_TORCH = "torch is not installed"
 CPU_TORCH_FIX = ("pip install --force-reinstall torch torchvision  # PyPI's Linux wheels are CUDA builds; or "
                  "pick a CUDA index: --index-url https://download.pytorch.org/whl/cu128")
 
@@ -45,6 +46,7 @@ class Finding:
     layer: str
     problem: str
     fix: str
+    fault_class: str  # node, image or config: who has to act (see envcheck.core.result.FAULT_CLASSES)
 
 
 def probe_cuda_layers(torch_error: str | None = None) -> CudaLayers:
@@ -76,6 +78,12 @@ def _visible_devices_problem(value: str | None, gpu_nodes: int) -> str | None:
         return None
     if not value.strip():
         return "CUDA_VISIBLE_DEVICES is set but empty, which hides every GPU"
+    tokens = [t.strip() for t in value.split(",")]
+    if tokens[0] == "-1":
+        return "CUDA_VISIBLE_DEVICES=-1 hides every GPU (the usual way to ask for none)"
+    repeated = sorted({t for t in tokens if tokens.count(t) > 1})
+    if repeated:
+        return f"CUDA_VISIBLE_DEVICES={value!r} names {', '.join(repeated)} more than once (CUDA then sees no GPU)"
     for token in (t.strip() for t in value.split(",")):
         if token.startswith(("GPU-", "MIG-")):
             continue
@@ -86,32 +94,81 @@ def _visible_devices_problem(value: str | None, gpu_nodes: int) -> str | None:
     return None
 
 
+# CUDA driver errors as torch's warning shows them ("CUDA initialization: ... Error 802: system not yet
+# initialized"): the cause each code means on a host, its fix, and who must act.
+CUDA_CODES: dict[int, tuple[str, str, str]] = {
+    802: ("CUDA error 802 (system not yet initialized): on NVSwitch systems (HGX/DGX) nvidia-fabricmanager is not "
+          "running, or its version differs from the driver's",
+          "on the host: systemctl enable --now nvidia-fabricmanager, with the fabricmanager package of exactly the "
+          "driver's version (nvidia-smi -q | grep -i fabric shows the state)", "node"),
+    803: ("CUDA error 803 (unsupported display driver / cuda driver combination): the libcuda in use is not the "
+          "kernel driver's (a stale libcuda.so.1, or a forward-compat libcuda from the image on a newer driver)",
+          "make libcuda.so.1 the one of the loaded driver (cat /proc/driver/nvidia/version vs ls -l the libcuda "
+          "that ldconfig -p lists); in a container, remove a cuda-compat package/LD_LIBRARY_PATH entry", "node"),
+    804: ("CUDA error 804 (forward compatibility was attempted on non supported HW): a cuda-compat libcuda is in "
+          "use on a GPU that does not support forward compatibility (it is for data-center GPUs)",
+          "drop the forward-compat libcuda (cuda-compat package, /usr/local/cuda/compat on LD_LIBRARY_PATH) and "
+          "upgrade the host driver instead", "image"),
+    100: ("CUDA error 100 (no CUDA-capable device is detected): every GPU is hidden from this process",
+          "check NVIDIA_VISIBLE_DEVICES (void/none hide all) and CUDA_VISIBLE_DEVICES, and docker run --gpus all",
+          "config"),
+    35: ("CUDA error 35 (CUDA driver version is insufficient for CUDA runtime version)",
+         "upgrade the host driver (CUDA 12.x needs >= 525.60.13, 13.x >= 580), or use a torch built for an older "
+         "CUDA major", "node"),
+    999: ("CUDA error 999 (unknown error): usually the kernel module is wedged (after suspend/resume, or "
+          "nvidia_uvm not loaded)", "on the host: check dmesg for NVRM/Xid, reload nvidia_uvm (rmmod nvidia_uvm; "
+          "modprobe nvidia_uvm) or reboot", "node"),
+}
+_CODE = re.compile(r"(?:Error|error=|error \()\s*(\d{2,3})")
+
+
+def cuda_code_finding(error: str | None) -> Finding | None:
+    """The finding for a CUDA error code in torch's warning or a cuInit result text, or None."""
+    m = _CODE.search(error or "")
+    if not m or int(m.group(1)) not in CUDA_CODES:
+        return None
+    problem, fix, fault = CUDA_CODES[int(m.group(1))]
+    return Finding("cuda-init", problem, fix, fault)
+
+
+def cpu_torch_finding(gpu_host: bool) -> Finding:
+    """A CPU-only torch: on a GPU host the CUDA wheels are the fix; on a host without one, CPU is what it is."""
+    if gpu_host:
+        return Finding("torch", "torch is a CPU-only build (torch.version.cuda is None) on a host with an NVIDIA "
+                       "GPU", CPU_TORCH_FIX, "image")
+    return Finding("torch", "torch is a CPU-only build and this host has no NVIDIA GPU: CPU is what this install "
+                   "is", "nothing to reinstall for CPU work: run with --allow-cpu; for GPU work run on a GPU host "
+                   "(a CUDA wheel of torch is only needed there)", "node")
+
+
 def diagnose(layers: CudaLayers) -> list[Finding]:
     """Every broken layer, from the host up to torch, each with its fix."""
     found: list[Finding] = []
     if not layers.torch_installed:
-        return [Finding("torch", "torch is not installed", "pip install torch torchvision")]
+        return [Finding("torch", NO_TORCH, "pip install torch torchvision", "image")]
     gpu_nodes = sum(1 for n in layers.device_nodes if re.fullmatch(r"nvidia\d+", n))
     if not layers.device_nodes and not layers.proc_driver:
         if layers.in_container:
             found.append(Finding("container", "no /dev/nvidia* device nodes and no /proc/driver/nvidia: the "
                                  "container was started without GPU access",
                                  "docker run --gpus all ... (and install nvidia-container-toolkit on the host: "
-                                 "nvidia-ctk runtime configure --runtime=docker)"))
+                                 "nvidia-ctk runtime configure --runtime=docker)", "config"))
         else:
             found.append(Finding("driver", "no /dev/nvidia* device nodes and no /proc/driver/nvidia: no NVIDIA "
                                  "driver is loaded on this host", "install the NVIDIA driver and reboot "
-                                 "(nvidia-smi must work), or run with --allow-cpu on a CPU-only machine"))
+                                 "(nvidia-smi must work), or run with --allow-cpu on a CPU-only machine", "node"))
     elif layers.libcuda_error:
         caps = layers.driver_capabilities
         if layers.in_container and caps is not None and "compute" not in caps and "all" not in caps:
             fix = "set NVIDIA_DRIVER_CAPABILITIES=compute,utility (docker run -e ...)"
+            fault = "config"
             problem = f"libcuda.so.1 cannot be loaded: NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks 'compute'"
         else:
             fix = ("install the NVIDIA driver's user-space libraries (libcuda.so.1), or in a container "
                    "use nvidia-container-toolkit with NVIDIA_DRIVER_CAPABILITIES=compute,utility")
             problem = f"libcuda.so.1 cannot be loaded ({layers.libcuda_error})"
-        found.append(Finding("libcuda", problem, fix))
+            fault = "node"
+        found.append(Finding("libcuda", problem, fix, fault))
     elif layers.driver_cuda and layers.torch_cuda:
         have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
         need = _cuda_tuple(layers.torch_cuda)
@@ -120,17 +177,21 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
             found.append(Finding(
                 "driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
                 f"{layers.torch_cuda}", f"upgrade the host driver to >= {driver}, or use an image built for "
-                f"CUDA <= {have[0]}.{have[1]} (e.g. a -cuda{have[0]}.x tag from the matrix)"))
+                f"CUDA <= {have[0]}.{have[1]} (e.g. a -cuda{have[0]}.x tag from the matrix)", "node"))
+    code = cuda_code_finding(layers.torch_error)
+    # The driver-version finding already names error 35's cause; any other code is its own, more precise one.
+    if code and not (code.problem.startswith("CUDA error 35") and any(f.layer == "driver" for f in found)):
+        found.append(code)
     cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes)
     if cvd:
         found.append(Finding("CUDA_VISIBLE_DEVICES", cvd,
-                             "unset CUDA_VISIBLE_DEVICES, or set it to valid indices such as 0 or 0,1"))
+                             "unset CUDA_VISIBLE_DEVICES, or set it to valid indices such as 0 or 0,1", "config"))
     if layers.torch_cuda is None:
-        found.append(Finding("torch", "torch is a CPU-only build (torch.version.cuda is None)", CPU_TORCH_FIX))
+        found.append(cpu_torch_finding(gpu_host=bool(layers.device_nodes or layers.proc_driver)))
     if not found:
         found.append(Finding("unknown", "CUDA init failed for a reason envcheck does not recognise: "
                              f"{layers.torch_error or 'no error text'}",
-                             "run nvidia-smi on the host and in the container; check dmesg for NVRM errors"))
+                             "run nvidia-smi on the host and in the container; check dmesg for NVRM errors", "node"))
     return found
 
 
@@ -144,10 +205,18 @@ DEVICES_BUSY = ("busy or unavailable", "cudaerrordevicesunavailable")  # cudaErr
 COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
 
 
+# A check that crashed may leave the worker half-changed (a module half-imported, an operator registered twice:
+# torchvision's "... already registered" on re-import), so later checks in that worker would fail for its sake.
+WORKER_RESTART = "envcheck restarts the worker for later checks"
+CRASH_PREFIX = "check crashed:"
+
+
 def sticky_cuda_error(text: str) -> bool:
-    """True when an error text is a CUDA error that poisons the process's context."""
+    """True when a result's text means the worker must be replaced: a CUDA error that poisons the process's
+    context, a check that crashed, or a check that says so (WORKER_RESTART)."""
     low = text.lower()
-    return any(s in low for s in STICKY_CUDA_ERRORS)
+    return (any(s in low for s in STICKY_CUDA_ERRORS) or low.startswith(CRASH_PREFIX)
+            or WORKER_RESTART in low)
 
 
 def gpu_label(index: int) -> str:
@@ -219,7 +288,7 @@ def busy_gpu_finding(error: str, where: str | None = None,
         problem = f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable); {mode_text}"
     fix = ("wait for the other job on that GPU to end (nvidia-smi lists it), or as root set the default "
            "compute mode: nvidia-smi -i <index> -c DEFAULT (on Slurm, request the GPU for this job)")
-    return Finding("gpu", problem, fix)
+    return Finding("gpu", problem, fix, "node")
 
 
 def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Finding:
@@ -234,6 +303,6 @@ def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Fi
         return Finding("gpu", f"{where}{': ' + what if what else ''}: {first} (a sticky CUDA error: the "
                        "process's CUDA context is unusable; envcheck restarts the worker for later checks)",
                        "the GPU or its driver faulted: check dmesg for Xid errors and nvidia-smi -q -d ECC,"
-                       "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node")
+                       "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node", "node")
     return Finding("gpu", f"{where}{': ' + what if what else ''}: {first}",
-                   "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU")
+                   "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU", "node")

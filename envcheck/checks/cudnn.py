@@ -41,12 +41,12 @@ def version_error_result(message: str, compiled: tuple[int, ...], pin: str | Non
         return failed(f"cuDNN refuses this GPU: {first}",
                       "cuDNN 9.11+ dropped GPUs older than sm_75 (Volta, Pascal): install a torch whose pinned "
                       "cuDNN is <= 9.10 (e.g. torch 2.8 or older, or an older nvidia-cudnn-cu12 if the torch "
-                      "build allows it), or run on a Turing-or-newer GPU", measured=measured)
+                      "build allows it), or run on a Turing-or-newer GPU", measured=measured, fault_class="image")
     target = pin or f"nvidia-cudnn-cu{torch_cuda_major()}=={built}.*"
     ld = " and remove other cuDNN copies from LD_LIBRARY_PATH" if "LD_LIBRARY_PATH" in message else ""
     return failed(f"cuDNN version mismatch: torch was built with cuDNN {built}, a different one is loaded "
                   f"({first})", f"pip install {target}  # the cuDNN this torch was built against{ld}",
-                  measured=measured, expected={"cudnn": built})
+                  measured=measured, expected={"cudnn": built}, fault_class="config" if ld else "image")
 
 
 def torch_cuda_major() -> str:
@@ -69,7 +69,8 @@ def cudnn_conv(ctx: Context) -> Result:
     except RuntimeError as exc:  # torch raises for a mismatched runtime, and for cuDNN 9.11+ on < sm_75
         return version_error_result(str(exc), compiled, cudnn_pin())
     if loaded_raw is None:
-        return failed("cuDNN could not be loaded", "pip install --force-reinstall torch (it pins nvidia-cudnn)")
+        return failed("cuDNN could not be loaded", "pip install --force-reinstall torch (it pins nvidia-cudnn)",
+                      fault_class="image")
     loaded = _split(int(loaded_raw))
     measured: dict[str, object] = {"cudnn_compiled": ".".join(map(str, compiled)),
                                    "cudnn_loaded": ".".join(map(str, loaded))}
@@ -78,7 +79,7 @@ def cudnn_conv(ctx: Context) -> Result:
            "pip install --force-reinstall torch  # restores the nvidia-cudnn version torch pins")
     if loaded[0] != compiled[0]:
         return failed(f"cuDNN {measured['cudnn_loaded']} is loaded but torch was built with "
-                      f"{measured['cudnn_compiled']}", fix, measured=measured)
+                      f"{measured['cudnn_compiled']}", fix, measured=measured, fault_class="image")
     torch.manual_seed(0)
     x = torch.randn(4, 8, 32, 32, dtype=torch.float32, requires_grad=True)
     w = torch.randn(16, 8, 3, 3, dtype=torch.float32, requires_grad=True)
@@ -94,7 +95,7 @@ def cudnn_conv(ctx: Context) -> Result:
                 err = _conv_error(i, x, w, out_ref, ref)
             except Exception as exc:
                 found = gpu_error(i, exc, "cuDNN conv2d failed")
-                return failed(found.problem, found.fix, measured=measured)
+                return failed(found.problem, found.fix, measured=measured, fault_class=found.fault_class)
             measured[f"gpu{i}_max_rel_error"] = err
             if err > worst:
                 worst, worst_gpu = err, i
@@ -107,10 +108,11 @@ def cudnn_conv(ctx: Context) -> Result:
         return failed(f"{gpu_label(worst_gpu)}: cuDNN conv2d differs from CPU by {worst:.2e} "
                       f"(tolerance {CONV_TOLERANCE:g})",
                       "a faulty GPU or a broken cuDNN: pip install --force-reinstall torch; check dmesg for Xid",
-                      measured=measured, expected={"max_rel_error": CONV_TOLERANCE})
+                      measured=measured, expected={"max_rel_error": CONV_TOLERANCE}, fault_class="node")
     if loaded != compiled:
         return warned(f"cuDNN {measured['cudnn_loaded']} loaded, torch built with {measured['cudnn_compiled']} "
-                      "(same major, conv agrees with CPU)", fix, measured=measured)
+                      "(same major, conv agrees with CPU)", fix, measured=measured,
+                      fault_class="image")
     return passed(f"cuDNN {measured['cudnn_loaded']}; conv2d fwd+bwd matches CPU within {CONV_TOLERANCE:g}",
                   measured=measured, expected={"max_rel_error": CONV_TOLERANCE})
 

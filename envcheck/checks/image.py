@@ -45,6 +45,13 @@ def read_installed() -> dict[str, str | None]:
     return found
 
 
+def image_fix(declared: Mapping[str, Any]) -> str:
+    """The reinstall that restores what the image declares (vision.ops offers the same one inside an image)."""
+    pins = " ".join(f"{p}=={declared[p]}" for p in PACKAGES if declared.get(p))
+    index = declared.get("index_url") or "https://pypi.org/simple"
+    return f"pip install --force-reinstall {pins} --index-url {index} (or use a fresh image)"
+
+
 def _base(version: str | None) -> str | None:
     return None if version is None else version.split("+")[0]
 
@@ -55,14 +62,15 @@ def compare_versions(declared: Mapping[str, Any] | None, environ: Mapping[str, s
     if declared is None:
         if environ.get("ENVCHECK_IMAGE") == "1":
             return failed(f"ENVCHECK_IMAGE=1 but {IMAGE_JSON} is missing: the image metadata was removed",
-                          "rebuild the image with `make image`")
+                          "rebuild the image with `make image`", fault_class="image")
         return skipped(f"not inside an envcheck image (no {IMAGE_JSON}, ENVCHECK_IMAGE unset)")
     expected = {k: declared.get(k) for k in (*PACKAGES, "cuda")}
     env_mismatch = [f"{var}={environ.get(var)!r} but image.json says {expected[k]!r}"
                     for k, var in ENV_NAMES.items() if var in environ and environ[var] != (expected[k] or "")]
     if env_mismatch:
         return failed("image declaration is inconsistent: " + "; ".join(env_mismatch),
-                      "do not override ENVCHECK_* variables; rebuild the image", expected=expected)
+                      "do not override ENVCHECK_* variables; rebuild the image", expected=expected,
+                      fault_class="config")
     measured = installed()
     drift = []
     for name in (*PACKAGES, "cuda"):
@@ -73,11 +81,8 @@ def compare_versions(declared: Mapping[str, Any] | None, environ: Mapping[str, s
         if have != want:
             drift.append(f"{name} {have or 'missing'} (image declares {want})")
     if drift:
-        pins = " ".join(f"{p}=={expected[p]}" for p in PACKAGES if expected.get(p))
-        index = declared.get("index_url") or "https://pypi.org/simple"
-        return failed("installed versions drifted from the image: " + ", ".join(drift),
-                      f"pip install --force-reinstall {pins} --index-url {index} (or use a fresh image)",
-                      measured=measured, expected=expected)
+        return failed("installed versions drifted from the image: " + ", ".join(drift), image_fix(declared),
+                      measured=measured, expected=expected, fault_class="image")
     tag = f"torch {expected['torch']} + CUDA {expected['cuda']}"
     return passed(f"installed packages match the image declaration ({tag})", measured=measured,
                   expected=expected)

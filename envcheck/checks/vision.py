@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import traceback
 from typing import Any
 
+from envcheck.checks.cuda_diagnosis import WORKER_RESTART
+from envcheck.checks.image import image_fix, read_declared
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import Result, failed, passed, skipped, warned
 
 
 def matching_torchvision(torch_version: str) -> str | None:
@@ -97,15 +100,52 @@ def _ops_problem(ops: Any, device: str) -> str | None:
     return None
 
 
+def declared_torchvision() -> tuple[str | None, dict[str, Any] | None]:
+    """The torchvision an envcheck image declares (None when none is declared), and the declaration."""
+    try:
+        declared = read_declared()
+    except (OSError, ValueError):  # an unreadable declaration is image.versions' finding, not ours
+        return None, None
+    if not declared or not declared.get("torchvision"):
+        return None, declared
+    return str(declared["torchvision"]), declared
+
+
+# Fix for a failure whose cause is not versions: reinstalling would not help, so say what to look at.
+NOT_VERSIONS_FIX = ("torch and torchvision pair, so reinstalling will not help: look for what else changes them "
+                    "here (a torch.library override of torchvision::*, a sitecustomize or .pth that patches "
+                    "torch, LD_PRELOAD); the details show the error")
+
+
+# What torchvision says when its C++ ops were built for another torch or CUDA than the one installed (a CUDA
+# torchvision on a CPU torch fails with the first; torchvision's own hint names the third).
+BUILD_MISMATCH = ("torchvision::nms does not exist", "undefined symbol", "couldn't load custom c++ ops",
+                  "compiled with a different version", "was compiled against")
+
+
+def build_mismatch(error: str) -> str | None:
+    """The versions/build cause an import error names, or None when the error is about something else."""
+    low = error.lower()
+    if any(s in low for s in BUILD_MISMATCH):
+        return "torchvision's C++ ops were built for another torch or CUDA than the one installed"
+    return None
+
+
 def vision_ops(ctx: Context) -> Result:
     """torchvision imports, matches torch's version and CUDA, and nms/roi_align give exact answers."""
     import torch
 
-    tv_fix = fix_command(torch.__version__)
+    want, declared = declared_torchvision()
+    # Inside an image that declares torchvision, the fix is the image's own pins: the same one image.versions gives.
+    tv_fix = image_fix(declared) if want and declared else fix_command(torch.__version__)
     try:
         tv_version = importlib.metadata.version("torchvision")
     except importlib.metadata.PackageNotFoundError:
-        return failed("torchvision is not installed", tv_fix)
+        if want:
+            return failed(f"torchvision is not installed, but this image declares torchvision {want}", tv_fix,
+                          expected={"torchvision": want}, fault_class="image")
+        return skipped("torchvision is not installed and no envcheck image declares it (install it to check it: "
+                       f"{fix_command(torch.__version__).split(' from ONE')[0]})")
     measured: dict[str, object] = {"torch": torch.__version__, "torchvision": tv_version,
                                    "torch_cuda": torch.version.cuda}
     pin = _torch_pin(importlib.metadata.requires("torchvision") or [])
@@ -115,13 +155,21 @@ def vision_ops(ctx: Context) -> Result:
         from torchvision import ops
     except Exception as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return failed(f"torchvision {tv_version} does not import with torch {torch.__version__}: {why}", tv_fix,
-                      measured=measured, expected={"import": "ok"})
+        versions = pairing_problem(torch.__version__, tv_version, pin) or build_mismatch(why)
+        if versions:
+            return failed(f"torchvision {tv_version} does not import with torch {torch.__version__}: {why} "
+                          f"({versions})", tv_fix, measured=measured, expected={"import": "ok"},
+                          fault_class="image")
+        # A half-done import leaves operators registered: a re-import in this worker would fail differently.
+        return failed(f"torchvision {tv_version} does not import: {why} ({WORKER_RESTART})", NOT_VERSIONS_FIX,
+                      measured=measured, expected={"import": "ok"}, fault_class="image",
+                      details=traceback.format_exc())
     tv_cuda = cuda_text(torchvision.version.cuda)
     measured["torchvision_cuda"] = tv_cuda
     cuda_problem = cuda_mismatch(torch.version.cuda, tv_cuda)
     if cuda_problem:
-        return failed(cuda_problem, tv_fix, measured=measured, expected={"torchvision_cuda": torch.version.cuda})
+        return failed(cuda_problem, tv_fix, measured=measured, expected={"torchvision_cuda": torch.version.cuda},
+                      fault_class="image")
     pairing = pairing_problem(torch.__version__, tv_version, pin)
     devices = ["cpu"] + ([f"cuda:{i}" for i in range(torch.cuda.device_count())]
                          if torch.cuda.is_available() else [])
@@ -134,12 +182,17 @@ def vision_ops(ctx: Context) -> Result:
             problem = problem.replace(f"on {device}", f"on {device} = {gpu_label(int(device[5:]))}", 1)
             if sticky_cuda_error(problem):
                 problem += " (a sticky CUDA error: envcheck restarts the worker for later checks)"
+        if problem and pairing:
+            return failed(f"{problem}; {pairing}", tv_fix, measured=measured, fault_class="image")
+        if problem and device.startswith("cuda:"):
+            return failed(problem, "check dmesg for Xid errors on that GPU and run nvidia-smi -q -i <index>; "
+                          + NOT_VERSIONS_FIX, measured=measured, fault_class="node")
         if problem:
-            return failed(problem + (f"; {pairing}" if pairing else ""), tv_fix, measured=measured)
+            return failed(problem, NOT_VERSIONS_FIX, measured=measured, fault_class="image")
     if pairing:
         return warned(f"{pairing}; nms and roi_align happen to work, but this pair is unsupported",
-                      pair_fix(torch.__version__, tv_version),
-                      measured=measured, expected={"torchvision": matching_torchvision(torch.__version__)})
+                      tv_fix if want else pair_fix(torch.__version__, tv_version), measured=measured,
+                      expected={"torchvision": matching_torchvision(torch.__version__)}, fault_class="image")
     return passed(f"torchvision {tv_version} matches torch {torch.__version__}; nms and roi_align exact on "
                   f"{', '.join(devices)}", measured=measured)
 

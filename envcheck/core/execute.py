@@ -68,7 +68,7 @@ def environment_failure(exc: Exception) -> Result | None:
     finding = busy_gpu_finding(str(exc))
     if finding is None:
         return None
-    return failed(finding.problem, finding.fix, details=traceback.format_exc())
+    return failed(finding.problem, finding.fix, details=traceback.format_exc(), fault_class=finding.fault_class)
 
 
 def jsonable(value: Any) -> Any:

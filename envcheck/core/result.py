@@ -27,6 +27,11 @@ class Status(str, enum.Enum):
         return self in (Status.FAIL, Status.ERROR)
 
 
+# Who has to act on a finding: `node` (host, driver, hardware, fabric), `image` (the software in the image or
+# venv), `config` (how the container or process was started: flags and env). None for pass and skip.
+FAULT_CLASSES = ("node", "image", "config")
+
+
 @dataclass(frozen=True)
 class Result:
     """What one check found. `summary` is one line; SKIP and ERROR carry a `reason`."""
@@ -40,8 +45,13 @@ class Result:
     details: str = ""
     name: str = ""
     duration_s: float = 0.0
+    fault_class: str | None = None
 
     def __post_init__(self) -> None:
+        if self.fault_class is not None and self.fault_class not in FAULT_CLASSES:
+            raise ValueError(f"fault_class must be one of {FAULT_CLASSES} or None, got {self.fault_class!r}")
+        if self.status in (Status.PASS, Status.SKIP):
+            object.__setattr__(self, "fault_class", None)
         if self.status in (Status.SKIP, Status.ERROR) and not (self.reason or "").strip():
             object.__setattr__(self, "reason", self.summary or "no reason given")
         if "\n" in self.summary:

@@ -13,7 +13,7 @@ from envcheck.errors import FatalError
 from envcheck.report.summary import exit_code
 
 RESULT_KEYS = ("name", "status", "summary", "measured", "expected", "remediation", "reason", "details",
-               "duration_s")
+               "duration_s", "fault_class")
 
 
 def to_json_dict(report: RunReport) -> dict[str, Any]:

@@ -28,11 +28,15 @@ def render_junit(report: RunReport, suite_name: str = "envcheck") -> str:
             "classname": f"{suite_name}.{domain}", "name": r.name, "time": f"{r.duration_s:.3f}"})
         body = "\n".join(filter(None, [
             r.summary,
+            f"fault class: {r.fault_class}" if r.fault_class else "",
             f"remediation: {r.remediation}" if r.remediation else "",
             f"measured: {json.dumps(r.measured, default=str)}" if r.measured else "",
             f"expected: {json.dumps(r.expected, default=str)}" if r.expected else "",
             r.details,
         ]))
+        if r.fault_class:  # who must act: node, image or config (the cluster exit policy reads it)
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", {"name": "fault_class", "value": r.fault_class})
         if r.status is Status.FAIL:
             ET.SubElement(case, "failure", {"message": r.summary, "type": "fail"}).text = body
         elif r.status is Status.ERROR:

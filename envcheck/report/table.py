@@ -25,7 +25,8 @@ def result_table(results: list[Result], title: str = "envcheck") -> Table:
     table.add_column("time", justify="right", no_wrap=True)
     for r in results:
         # Text(): summaries quote real error text (gloo's '[/path/pair.cc:553]'), never rich markup
-        table.add_row(Text(r.name), Text(r.status.value.upper(), style=STYLES[r.status]), Text(r.summary),
+        status = r.status.value.upper() + (f" ({r.fault_class})" if r.fault_class else "")
+        table.add_row(Text(r.name), Text(status, style=STYLES[r.status]), Text(r.summary),
                       f"{r.duration_s:.2f}s")
         if r.remediation and r.status in (Status.FAIL, Status.ERROR, Status.WARN):
             table.add_row("", "", Text(f"fix: {r.remediation}", style="cyan"), "")

@@ -46,8 +46,14 @@ def test_cpu_only_torch_is_named_with_its_fix() -> None:
 
     if torch.version.cuda is not None:
         pytest.skip("this venv has a CUDA torch; the CPU-only case is covered by the diagnosis unit test")
+    import os
+
+    if os.path.isdir("/proc/driver/nvidia") or any(n.startswith("nvidia") for n in os.listdir("/dev")):
+        pytest.skip("this host has an NVIDIA driver; the GPU-host case is the diagnosis unit test below")
     (torch_finding,) = [f for f in _findings() if f["layer"] == "torch"]
-    assert "CPU-only" in torch_finding["problem"] and "pip install" in torch_finding["fix"]
+    # A CPU-only torch on a host with no GPU is what the install is, not something to reinstall (issue 16).
+    assert "CPU is what this install is" in torch_finding["problem"], torch_finding
+    assert "pip install" not in torch_finding["fix"] and "--allow-cpu" in torch_finding["fix"]
 
 
 def test_empty_cuda_visible_devices_is_named() -> None:
@@ -69,9 +75,11 @@ def test_healthy_mocked_gpu_host_has_no_known_finding() -> None:
     (dict(driver_cuda=12020), "driver", "driver supports CUDA 12.2, but torch was built for CUDA 12.8",
      ">= 570.26"),
     (dict(driver_cuda=12080, torch_cuda="13.0"), "driver", "supports CUDA 12.8", "-cuda12.x"),
-    (dict(visible_devices="-1"), "CUDA_VISIBLE_DEVICES", "invalid", "unset"),
+    (dict(visible_devices="-1"), "CUDA_VISIBLE_DEVICES", "the usual way to ask for none", "unset"),
+    (dict(visible_devices="0,0"), "CUDA_VISIBLE_DEVICES", "names 0 more than once", "unset"),
     (dict(visible_devices="3"), "CUDA_VISIBLE_DEVICES", "only 1 exist", "unset"),
-    (dict(torch_cuda=None), "torch", "CPU-only", "pip install"),
+    (dict(torch_cuda=None), "torch", "CPU-only build (torch.version.cuda is None) on a host with an NVIDIA GPU",
+     "download.pytorch.org/whl/cu"),
 ])
 def test_each_broken_layer_is_named_with_its_fix(changes: dict[str, object], layer: str, problem: str,
                                                  fix: str) -> None:

@@ -78,13 +78,43 @@ def test_cuda_torchvision_on_cpu_torch_fails_with_the_fix(cuda_torchvision: Path
     assert "from ONE index" in result["remediation"]
 
 
-def test_missing_torchvision_fails() -> None:
+def test_missing_torchvision_skips_with_the_reason() -> None:
+    """Real: this venv has torch and no torchvision, and no /etc/envcheck/image.json (issue 16: was a FAIL)."""
     import importlib.util
 
     if importlib.util.find_spec("torchvision") is not None:
         pytest.skip("torchvision is installed in this venv")
+    if Path("/etc/envcheck/image.json").exists():
+        pytest.skip("this host is an envcheck image; the declared case is the next test")
     result = run_check("vision.ops")
-    assert result.status is Status.FAIL and result.summary == "torchvision is not installed"
+    assert result.status is Status.SKIP, result
+    assert "torchvision is not installed and no envcheck image declares it" in (result.reason or "")
+    assert result.fault_class is None
+
+
+def test_missing_torchvision_fails_when_the_image_declares_it_with_the_images_own_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The image declaration is injected (read_declared patched); torchvision is really absent here. vision.ops
+    and image.versions must offer the same fix, never opposite ones."""
+    import importlib.util
+
+    from envcheck.checks import image, vision
+
+    if importlib.util.find_spec("torchvision") is not None:
+        pytest.skip("torchvision is installed in this venv")
+    import torch
+
+    base = torch.__version__.split("+")[0]
+    declared = {"torch": base, "torchvision": "0.28.0", "torchaudio": None, "cuda": "cpu",
+                "index_url": "https://download.pytorch.org/whl/cpu"}
+    monkeypatch.setattr(vision, "read_declared", lambda: declared)
+    result = run_check("vision.ops", isolated=False)
+    assert result.status is Status.FAIL and result.fault_class == "image"
+    assert "this image declares torchvision 0.28.0" in result.summary
+    drift = image.compare_versions(declared, {}, installed=lambda: {"torch": torch.__version__,
+                                                                    "torchvision": None, "torchaudio": None,
+                                                                    "cuda": "cpu"})
+    assert drift.status is Status.FAIL and drift.remediation == result.remediation
 
 
 def test_a_failing_gpu_is_named_in_vision_ops(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -68,7 +68,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Map
             detail = (f"rank {rank}: first wrong float32 element {info['first_wrong_index']} = "
                       f"{info['first_wrong_value']}, expected {info['first_expected_value']}")
         return failed(f"all_reduce over {scope(backend, world)} gave wrong results: {'; '.join(problems)}",
-                      WRONG_REMEDIATION, measured=measured, expected=expected, details=detail)
+                      WRONG_REMEDIATION, measured=measured, expected=expected, details=detail, fault_class="node")
     return passed(f"all_reduce over {scope(backend, world)}: float32 exact on "
                   f"{measured['elements_float32']} elements (#wrong 0); bfloat16/float16 exact too",
                   measured=measured, expected=expected)

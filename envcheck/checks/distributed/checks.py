@@ -48,7 +48,7 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
         if not dist.is_nccl_available():
             return failed("CUDA is available but this torch build has no NCCL backend",
                           "install a CUDA build of torch (pip install torch --index-url "
-                          "https://download.pytorch.org/whl/cu128)")
+                          "https://download.pytorch.org/whl/cu128)", fault_class="image")
         return "nccl", int(torch.cuda.device_count())
     ranks = ctx.options.get("cpu_ranks", 2)
     if not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 1:
@@ -103,11 +103,11 @@ def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
         return failed(f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
                       f"failure): {diagnosis.describe_slow_start(outcome)}",
                       diagnosis.SLOW_START_REMEDIATION, measured=measured,
-                      details=diagnosis.failure_details(outcome))
+                      details=diagnosis.failure_details(outcome), fault_class="node")
     summary = diagnosis.describe_failure(outcome)
     return failed(f"{outcome.plan.backend} ranks failed: {summary}",
                   diagnosis.remediation_for(outcome.plan.backend),
-                  measured=measured, details=diagnosis.failure_details(outcome))
+                  measured=measured, details=diagnosis.failure_details(outcome), fault_class="node")
 
 
 def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> Result:
@@ -117,7 +117,7 @@ def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> R
                   f"is broken here ({result.summary})",
                   f"Export {env} for now; fix the cause: for P2P check IOMMU/ACS (iommu=pt) and "
                   "`nvidia-smi topo -m`; for SHM give the container --ipc=host or --shm-size=8g",
-                  measured={**result.measured, "fixed_by": env}, details=result.details)
+                  measured={**result.measured, "fixed_by": env}, details=result.details, fault_class="node")
 
 
 def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> LaunchPlan | Result:

@@ -115,7 +115,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Map
     head = f"all_reduce busbw peak {peak['busbw_gbps']:.3f} GB/s at {peak['bytes']} B over {scope(backend, world)}"
     if wrong:
         return failed(f"{head}, but #wrong {wrong} during the sweep", WRONG_REMEDIATION, measured=measured,
-                      expected=expected, details=table)
+                      expected=expected, details=table, fault_class="node")
     if min_busbw is not None:
         expected["min_busbw_gbps"] = min_busbw
         if peak["busbw_gbps"] < min_busbw:
@@ -123,7 +123,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Map
                    "(NCCL_DEBUG=INFO), and that containers run with --ipc=host")
             make = failed if options.get("strict_perf") else warned
             return make(f"{head}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
-                        expected=expected, details=table)
+                        expected=expected, details=table, fault_class="node")
     if world == 1:
         head += " (busbw is 0 by definition with one rank)"
     return passed(head, measured=measured, expected=expected, details=table)

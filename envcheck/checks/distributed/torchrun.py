@@ -222,7 +222,8 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
         ranks = ", ".join(str(f["rank"]) for f in broken)
         result = failed(f"{backend} collectives raised on rank(s) {ranks}: {broken[0]['error']}",
                         "see details for each failing rank's traceback; rerun with NCCL_DEBUG=INFO",
-                        measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken))
+                        measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
+                        fault_class="node")
         return [result.named("dist.all_reduce", took)]
     options = {"min_busbw_gbps": opts.min_busbw_gbps, "strict_perf": opts.strict_perf}
     return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
@@ -245,7 +246,7 @@ def incomplete_result(monitor: Monitor, backend: str, took: float) -> Result:
                   "the named rank's node log shows why it died or where it hangs; rerun with NCCL_DEBUG=INFO "
                   "(and NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, to isolate a transport)",
                   measured={"world_size": monitor.world, "ranks": monitor.table(), "timeout_s": monitor.stall_s},
-                  details=details).named("dist.all_reduce", took)
+                  details=details, fault_class="node").named("dist.all_reduce", took)
 
 
 def _store(rank: int, world: int, timeout_s: float) -> Any:

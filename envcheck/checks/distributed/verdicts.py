@@ -46,7 +46,7 @@ def exact_op_result(findings: list[dict[str, Any]], step: str, label: str, backe
     expected = {f"wrong_{step}": 0}
     if wrong:
         return failed(f"{label} over {scope(backend, world)} gave wrong results: #wrong {wrong} of {elements}",
-                      WRONG_REMEDIATION, measured=measured, expected=expected)
+                      WRONG_REMEDIATION, measured=measured, expected=expected, fault_class="node")
     return passed(f"{label} exact over {scope(backend, world)}", measured=measured, expected=expected)
 
 
@@ -59,7 +59,7 @@ def combine(results: list[Result]) -> Result:
     bad = [r for r in results if r.status.is_bad]
     if bad:
         return failed("; ".join(r.summary for r in bad), bad[0].remediation or WRONG_REMEDIATION,
-                      measured=measured, expected=expected,
+                      measured=measured, expected=expected, fault_class=bad[0].fault_class or "node",
                       details="\n".join(r.details for r in bad if r.details))
     return passed("; ".join(r.summary for r in results), measured=measured, expected=expected)
 

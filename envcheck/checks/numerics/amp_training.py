@@ -8,6 +8,7 @@ from typing import Any
 
 from envcheck.checks.numerics.devices import cuda_devices, native_bf16, numerics_mode
 from envcheck.checks.numerics.grad_scaler import MakeScaler, real_grad_scaler
+from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
 
@@ -95,8 +96,9 @@ def amp_training_convergence(ctx: Context, make_scaler: MakeScaler = real_grad_s
             problems += bad
     expected = {"final_loss_tolerance": LOSS_TOL, "non_finite_steps": 0, "steps": STEPS}
     if problems:
-        return failed(f"AMP training: {first_of(problems)}",
-                      "AMP training diverges here: check the scaler order (scale -> backward -> step -> update) and "
-                      "reinstall torch", measured=measured, expected=expected, details="\n".join(problems))
+        fix, fault, _ = wrong_math_fix("AMP training diverges here: check the scaler order (scale -> backward -> "
+                                       "step -> update), then reinstall torch")
+        return failed(f"AMP training: {first_of(problems)}", fix, measured=measured, expected=expected,
+                      details="\n".join(problems), fault_class=fault)
     gaps = ", ".join(f"{k} gap {v['abs_gap']:.3g}" for k, v in measured.items())
     return passed(f"AMP training matches float32 after {STEPS} steps: {gaps}", measured=measured, expected=expected)

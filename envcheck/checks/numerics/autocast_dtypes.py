@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envcheck.checks.numerics.devices import cuda_devices, native_bf16, numerics_mode
+from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
 
@@ -106,7 +107,8 @@ def amp_autocast_dtypes(ctx: Context, autocast: Autocast = real_autocast) -> Res
     expected = {"low_precision": list(LOW_PRECISION_OPS), "float32": {k: list(v) for k, v in FLOAT32_OPS.items()},
                 "not_judged": {k: list(v) for k, v in OBSERVED_ONLY.items()}}
     if problems:
-        return failed(f"autocast dtypes: {first_of(problems)}",
-                      "autocast policy differs from torch's documented lists; reinstall torch or check for a "
-                      "patched torch.autocast", measured=measured, expected=expected, details="\n".join(problems))
+        fix, fault, _ = wrong_math_fix("autocast policy differs from torch's documented lists; check for a patched "
+                                       "torch.autocast, then reinstall torch")
+        return failed(f"autocast dtypes: {first_of(problems)}", fix, measured=measured, expected=expected,
+                      details="\n".join(problems), fault_class=fault)
     return passed(f"autocast dtypes as documented on {', '.join(measured)}", measured=measured, expected=expected)

@@ -9,6 +9,7 @@ from typing import Any
 
 from envcheck.checks.numerics.compare import Tensor, compare
 from envcheck.checks.numerics.devices import check_devices, numerics_mode
+from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
 
@@ -128,7 +129,7 @@ def autograd_mechanics(ctx: Context, parts: MechanicsParts = MechanicsParts()) -
     expected = {"all probes": "ok", "tolerance": TOL}
     if bad:
         lines = [f"{k}: {v}" for k, v in bad.items()]
-        return failed(f"autograd mechanics: {first_of(lines)}",
-                      "autograd bookkeeping is broken in this torch build; reinstall torch",
-                      measured=measured, expected=expected, details="\n".join(lines))
+        fix, fault, _ = wrong_math_fix("autograd bookkeeping is broken in this torch build; reinstall torch")
+        return failed(f"autograd mechanics: {first_of(lines)}", fix, measured=measured, expected=expected,
+                      details="\n".join(lines), fault_class=fault)
     return passed(f"autograd mechanics: {len(probes)} probes hold", measured=measured, expected=expected)

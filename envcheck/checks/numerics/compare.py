@@ -91,8 +91,13 @@ def comparisons_result(what: str, comparisons: Sequence[Comparison], *, toleranc
     measured.update(extra or {})
     bad = [c.describe() for c in comparisons if not c.ok] + list(problems)
     if bad:
-        return failed(f"{what}: {first_of(bad)}", remediation, measured=measured, expected=tolerances,
-                      details="\n".join(bad))
+        from envcheck.checks.numerics.suspects import wrong_math_fix
+
+        fix, fault, causes = wrong_math_fix(remediation)
+        if causes:
+            measured["suspects"] = causes
+        return failed(f"{what}: {first_of(bad)}", fix, measured=measured, expected=tolerances,
+                      details="\n".join(bad), fault_class=fault)
     worst = max(comparisons, key=lambda c: c.max_abs, default=None)
     tail = f"; largest abs err {worst.max_abs:.3g} ({worst.label})" if worst else ""
     return passed(f"{what}: {len(comparisons)} comparisons within tolerance{tail}",

@@ -7,6 +7,7 @@ from typing import Any
 
 from envcheck.checks.numerics.compare import compare
 from envcheck.checks.numerics.devices import check_devices, numerics_mode
+from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
 
@@ -117,10 +118,10 @@ def amp_grad_scaler(ctx: Context, make_scaler: MakeScaler = real_grad_scaler) ->
     expected = {"init_scale": INIT_SCALE, "backoff_factor": BACKOFF, "growth_factor": GROWTH,
                 "growth_interval": INTERVAL, "non_finite_step": "skipped", "finite_step_tolerance": STEP_TOL}
     if problems:
-        return failed(f"GradScaler contract: {first_of(problems)}",
-                      "GradScaler is broken or replaced in this environment; reinstall torch and use "
-                      "torch.amp.GradScaler(device_type)", measured=measured, expected=expected,
-                      details="\n".join(problems))
+        fix, fault, _ = wrong_math_fix("GradScaler is broken or replaced in this environment; reinstall torch "
+                                       "and use torch.amp.GradScaler(device_type)")
+        return failed(f"GradScaler contract: {first_of(problems)}", fix, measured=measured, expected=expected,
+                      details="\n".join(problems), fault_class=fault)
     return passed(f"GradScaler contract holds on {', '.join(measured)}: inf/NaN steps skipped, "
                   f"backoff x{BACKOFF:g}, growth x{GROWTH:g} after {INTERVAL} clean steps", measured=measured,
                   expected=expected)
