@@ -41,6 +41,7 @@ def test_tiny_shm_warns_and_the_dataloader_failure_is_reported() -> None:
     assert limits["status"] == "fail", limits
     assert "DataLoader" in limits["summary"] and "/dev/shm is only 1 MiB" in limits["summary"]
     assert "--ipc=host" in limits["remediation"]
+    assert shm["fault_class"] == limits["fault_class"] == "config"  # how the container was started
     assert done.returncode == 1
 
 
@@ -61,6 +62,7 @@ def test_low_memlock_with_several_gpus_warns(monkeypatch: pytest.MonkeyPatch) ->
     assert result.status is Status.WARN, result
     assert "memlock ulimit is 64 KiB with 2 GPUs" in result.summary
     assert result.remediation and "--ulimit memlock=-1" in result.remediation
+    assert result.fault_class == "config"
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     assert run_check("container.limits", isolated=False).status is Status.PASS
 
