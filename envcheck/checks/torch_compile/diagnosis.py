@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 from envcheck.checks.torch_compile.probes import Compiler, Directory
@@ -11,6 +12,10 @@ from envcheck.checks.torch_compile.probes import Compiler, Directory
 # Lines of Inductor/Dynamo boilerplate that are never the cause.
 _NOISE = ("set torchdynamo_verbose", "for even more developer context", "you can suppress this exception",
           "torch._dynamo.config.suppress_errors", "traceback (most recent call last)", "backend='inductor' raised")
+
+
+_EXAMPLE = {"TMPDIR": "$HOME/tmp", "TORCHINDUCTOR_CACHE_DIR": "$HOME/.cache/torchinductor",
+            "TRITON_CACHE_DIR": "$HOME/.cache/triton"}
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ def _dir_cause(kind: str, path: str, dirs: tuple[Directory, ...]) -> Cause:
     role = f"{probed.role} " if probed else ""
     also = "" if var == "TMPDIR" else " (or TMPDIR, which moves every default)"
     return Cause(f"the {role}{where} is {kind}: {path}",
-                 f"export {var}=<a writable directory on an exec mount, e.g. $HOME/.cache/{var.lower()}>{also}, "
+                 f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, "
                  f"or remount it (Docker: --tmpfs /tmp:exec, or a volume without noexec/ro)")
 
 
@@ -97,11 +102,14 @@ def classify(text: str, ev: Evidence) -> Cause:
         return Cause(f"ptxas does not know the GPU's architecture {m.group(1)}: {first_line(text)}",
                      "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit new enough for "
                      f"{m.group(1)}), or a triton release whose bundled ptxas supports it")
-    if "python.h" in low:
+    if re.search(r"python\.h: no such file", low):
         where = f" in {ev.headers_missing}" if ev.headers_missing else ""
-        return Cause(f"the Python headers are missing (no Python.h{where}); compiled helpers #include it",
-                     "apt-get install -y python3-dev (for this interpreter's version, e.g. python3.11-dev), or "
-                     "use a Python build that ships its headers (python.org, pyenv, conda, the devel image)")
+        version = "{}.{}".format(*sys.version_info[:2])
+        return Cause(f"the Python headers are missing (no Python.h{where}); compiled kernels and helpers "
+                     "#include it",
+                     f"install the headers of {sys.executable}: for Debian/Ubuntu's python, apt-get install -y "
+                     f"python{version}-dev (or python3-dev); for conda, pyenv or python.org builds, reinstall that "
+                     "Python with its include/ dir (slim images strip it)")
     if re.search(r"cannot import name .* from 'triton|no module named 'triton", low):
         return Cause(f"torch and triton do not match: {first_line(text)}",
                      "pip install --force-reinstall torch==<your version> from one index (it pins the triton "
@@ -118,5 +126,5 @@ def preflight_cause(ev: Evidence) -> Cause | None:
     if ev.cxx and not ev.cxx.found:
         return _compiler(ev.cxx, "CXX")
     if ev.headers_missing:
-        return classify("Python.h", ev)
+        return classify("Python.h: No such file or directory", ev)
     return None

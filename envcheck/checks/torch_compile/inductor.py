@@ -61,6 +61,7 @@ def _step(fn: Any, x0: Any, w0: Any) -> tuple[Any, Any, Any]:
 
 
 def _timed(fn: Any, x0: Any, w0: Any, cuda: bool, reps: int) -> float:
+    """Seconds per fwd+bwd step, over `reps` steps."""
     import torch
 
     start = time.perf_counter()
@@ -69,6 +70,16 @@ def _timed(fn: Any, x0: Any, w0: Any, cuda: bool, reps: int) -> float:
     if cuda:
         torch.cuda.synchronize()
     return (time.perf_counter() - start) / reps
+
+
+def speed(fns: dict[str, Any], x0: Any, w0: Any, cuda: bool, rounds: int = 7) -> dict[str, float]:
+    """Median ms per step of each fn: interleaved rounds (drift hits all alike), each round >= ~20 ms."""
+    reps = {name: max(3, min(200, int(0.02 / max(_timed(fn, x0, w0, cuda, 2), 1e-6)))) for name, fn in fns.items()}
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(_timed(fn, x0, w0, cuda, reps[name]))
+    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
 
 
 def run_on(device: str) -> dict[str, Any]:
@@ -88,12 +99,8 @@ def run_on(device: str) -> dict[str, Any]:
     want = _step(_fn, x0, w0)
     # relative to the output's scale: the backward sums 512 terms, and Inductor may reorder them
     diff = max(float((g - e).abs().max() / (1 + e.abs().max())) for g, e in zip(got, want, strict=True))
-    reps = 20 if cuda else 5
-    eager, comp = [], []
-    for _ in range(5):  # interleaved rounds, so drift hits both alike
-        eager.append(_timed(_fn, x0, w0, cuda, reps))
-        comp.append(_timed(compiled, x0, w0, cuda, reps))
-    eager_ms, comp_ms = statistics.median(eager) * 1e3, statistics.median(comp) * 1e3
+    ms = speed({"eager": _fn, "compiled": compiled}, x0, w0, cuda)
+    eager_ms, comp_ms = ms["eager"], ms["compiled"]
     return {"compile_s": round(compile_s, 2), "max_rel_diff": diff, "eager_ms": round(eager_ms, 4),
             "compiled_ms": round(comp_ms, 4), "compiled_vs_eager": round(eager_ms / comp_ms, 2)}
 
