@@ -177,3 +177,25 @@ def test_anything_else_gives_the_first_real_line_never_reinstall() -> None:
     assert cause.summary.startswith("InductorError: LoweringException") and not cause.named
     assert "reinstall" not in cause.fix
     assert first_line("\nSet TORCHDYNAMO_VERBOSE=1 for more\nOSError: boom") == "OSError: boom"
+
+
+def test_probes_alone_name_a_likely_cause_when_the_error_names_none() -> None:
+    from envcheck.checks.torch_compile.diagnosis import preflight_cause
+    from envcheck.checks.torch_compile.probes import Compiler
+
+    gpu_host = Evidence(cc=Compiler("C compiler (Triton helpers, GPU)", ("gcc",), "/usr/bin/gcc"))
+    cause = preflight_cause(gpu_host)  # simulated: a GPU host whose ldconfig -p lists no libcuda.so
+    assert cause is not None and "libcuda.so" in cause.summary and "TRITON_LIBCUDA_PATH" in cause.fix
+    assert preflight_cause(Evidence()) is None
+
+
+@pytest.mark.gpu
+def test_every_gpu_compiles_and_reports_figures() -> None:
+    import torch
+
+    result = run_check("compile.inductor")
+    assert result.status is Status.PASS, (result.summary, result.details)
+    devices = result.measured["devices"]
+    for i in range(torch.cuda.device_count()):
+        assert devices[f"cuda:{i}"]["compile_s"] > 0 and devices[f"cuda:{i}"]["max_rel_diff"] <= 1e-4
+    assert result.measured["libcuda"] or result.measured["triton_libcuda_path"]

@@ -59,22 +59,22 @@ def _compiler(comp: Compiler | None, variable: str) -> Cause:
 
 
 def _dir_for(path_text: str, dirs: tuple[Directory, ...]) -> Directory | None:
-    """The probed directory an error's path lies in (the deepest match), else one the probes flagged."""
+    """The probed directory an error's path lies in (the deepest match), or None."""
     matches = [d for d in dirs if path_text.startswith(d.path.rstrip("/") + "/") or path_text == d.path]
-    if matches:
-        return max(matches, key=lambda d: len(d.path))
-    return next((d for d in dirs if d.problems), None)
+    return max(matches, key=lambda d: len(d.path)) if matches else None
 
 
 def _dir_cause(kind: str, path: str, dirs: tuple[Directory, ...]) -> Cause:
     probed = _dir_for(path, dirs)
-    where = probed.path if probed else path
-    var = probed.variable if probed else "TORCHINDUCTOR_CACHE_DIR"
-    role = f"{probed.role} " if probed else ""
+    remount = "or remount it (Docker: --tmpfs /tmp:exec, or a volume without noexec/ro)"
+    if probed is None:
+        return Cause(f"{path} is {kind}",
+                     "make it writable and exec, or move the directory that holds it: TMPDIR, "
+                     f"TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR (e.g. under $HOME/.cache), {remount}")
+    var = probed.variable
     also = "" if var == "TMPDIR" else " (or TMPDIR, which moves every default)"
-    return Cause(f"the {role}{where} is {kind}: {path}",
-                 f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, "
-                 f"or remount it (Docker: --tmpfs /tmp:exec, or a volume without noexec/ro)")
+    return Cause(f"the {probed.role} {probed.path} is {kind}: {path}",
+                 f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, {remount}")
 
 
 def classify(text: str, ev: Evidence) -> Cause:
@@ -119,12 +119,19 @@ def classify(text: str, ev: Evidence) -> Cause:
 
 
 def preflight_cause(ev: Evidence) -> Cause | None:
-    """A cause the probes alone make certain (used to annotate a failure whose text names none)."""
+    """A cause the probes alone make likely (to annotate a failure whose text names none)."""
     for d in ev.dirs:
         if d.problems:
             return _dir_cause(d.problems[0].split(" is ", 1)[-1], d.path, ev.dirs)
     if ev.cxx and not ev.cxx.found:
         return _compiler(ev.cxx, "CXX")
+    if ev.cc and not ev.cc.found:
+        return _compiler(ev.cc, "CC")
     if ev.headers_missing:
         return classify("Python.h: No such file or directory", ev)
+    if ev.cc and not ev.libcuda_env and not ev.libcuda_found:  # ev.cc is probed only on GPU hosts
+        return classify("libcuda.so cannot found!", ev)
+    if ev.ptxas_problems:
+        return Cause(ev.ptxas_problems[0], "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit "
+                     "new enough for this GPU), or a triton release whose bundled ptxas supports it")
     return None

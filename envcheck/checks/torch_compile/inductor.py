@@ -128,7 +128,8 @@ def compile_inductor(ctx: Context) -> Result:
         "cxx": ev.cxx.found if ev.cxx else None, "cxx_version": ev.cxx.version if ev.cxx else None,
         "dirs": {d.role: d.path for d in ev.dirs}, "devices": {}}
     if ev.cc:
-        measured.update(cc=ev.cc.found, libcuda=list(ev.libcuda_found), ptxas=probes.ptxas_path())
+        measured.update(cc=ev.cc.found, libcuda=list(ev.libcuda_found), triton_libcuda_path=ev.libcuda_env,
+                        ptxas=probes.ptxas_path(), ptxas_problems=list(ev.ptxas_problems))
     problems: list[Cause] = []
     for device in ["cpu"] + [f"cuda:{i}" for i in range(gpus)]:
         try:
@@ -146,7 +147,8 @@ def compile_inductor(ctx: Context) -> Result:
                 f"{figures['max_rel_diff']:.3g} (> {TOLERANCE})",
                 "an Inductor wrong-code bug for this torch and device: reproduce with TORCH_COMPILE_DEBUG=1 and "
                 "report it; meanwhile torch.compile(backend='aot_eager') avoids the generated kernels"))
-    details = "\n".join(f"{d.role} {d.path}: {'; '.join(d.problems) or 'ok'}" for d in ev.dirs)
+    details = "\n".join([f"{d.role} {d.path}: {'; '.join(d.problems) or 'ok'}" for d in ev.dirs]
+                        + list(ev.ptxas_problems))
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         return failed(problems[0].summary + more, problems[0].fix, measured=measured,
