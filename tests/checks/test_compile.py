@@ -199,3 +199,28 @@ def test_every_gpu_compiles_and_reports_figures() -> None:
     for i in range(torch.cuda.device_count()):
         assert devices[f"cuda:{i}"]["compile_s"] > 0 and devices[f"cuda:{i}"]["max_rel_diff"] <= 1e-4
     assert result.measured["libcuda"] or result.measured["triton_libcuda_path"]
+
+
+# https://github.com/RosettaCommons/foundry/issues/221 (a docker image without cc; Triton builds its launcher)
+TRITON_NO_CC = ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable or set "
+                "triton.knobs.build.impl.")
+
+
+def test_triton_without_a_c_compiler_is_named_simulated(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envcheck.checks.torch_compile.probes import Compiler
+
+    monkeypatch.delenv("CC", raising=False)
+    cause = classify(TRITON_NO_CC, Evidence(cc=Compiler("C compiler (Triton helpers, GPU)", ("gcc", "clang"))))
+    assert "no working C compiler (Triton helpers, GPU): looked for gcc, clang (CC=unset)" in cause.summary
+    assert "export CC=" in cause.fix
+
+
+def test_c_compiler_probe_follows_cc_for_real(monkeypatch: pytest.MonkeyPatch, scratch: Path) -> None:
+    monkeypatch.setenv("CC", "/nonexistent/gcc")
+    assert probes.c_compiler() == probes.Compiler("C compiler (Triton helpers, GPU)", ("/nonexistent/gcc",))
+    monkeypatch.delenv("CC")
+    monkeypatch.setenv("PATH", str(scratch))
+    assert probes.c_compiler().found is None
+    monkeypatch.setenv("PATH", os.path.dirname(shutil.which("gcc", path=os.defpath) or "/usr/bin/gcc"))
+    found = probes.c_compiler().found
+    assert found is not None and found.endswith("gcc")

@@ -84,6 +84,9 @@ def classify(text: str, ev: Evidence) -> Cause:
         return _compiler(ev.cxx, "CXX")
     if "failed to find c compiler" in low or re.search(r"\b(gcc|cc|clang): (not found|command not found)", low):
         return _compiler(ev.cc, "CC")
+    missing = re.search(r"\[Errno 2\] No such file or directory: '([^']+)'", text)
+    if missing and ev.cc and missing.group(1) in ev.cc.looked_for:  # Triton runs $CC as given
+        return _compiler(ev.cc, "CC")
     m = re.search(r"(\S+): failed to map segment from shared object", text)
     if m or "noexec" in low:
         path = m.group(1) if m else next((d.path for d in ev.dirs if any("noexec" in p for p in d.problems)), "?")
