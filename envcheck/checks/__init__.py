@@ -10,7 +10,7 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
-from envcheck.checks import container, cuda, cudnn, distributed, image, numerics, vision
+from envcheck.checks import container, cuda, cudnn, distributed, image, numerics, torch_compile, vision
 from envcheck.core.check import CheckSpec
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
@@ -19,6 +19,7 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     vision.CHECKS,
     container.CHECKS,
     numerics.CHECKS,
+    torch_compile.CHECKS,
     # The ranks dist.* spawns need each GPU to themselves: run them from a worker of their own, which holds no
     # CUDA context (the torch group's worker holds one on every GPU once cuda.* has run); the runner never
     # overlaps GPU groups, and closes each one's worker before the next starts.

@@ -1,0 +1,159 @@
+"""compile.inductor: torch.compile (Inductor) compiles a function and its backward on CPU and every GPU.
+
+It compiles in the temp and cache directories this process inherited (TMPDIR, TORCHINDUCTOR_CACHE_DIR,
+TRITON_CACHE_DIR), because those are what a user's job would use; redirecting them would test nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from envcheck.checks.torch_compile import probes
+from envcheck.checks.torch_compile.diagnosis import Cause, Evidence, classify, preflight_cause
+from envcheck.core.check import Context
+from envcheck.core.result import Result, failed, passed
+
+SHAPE = (256, 512)  # small: compile time does not depend on it (dynamic=False), the timing is not all overhead
+TOLERANCE = 1e-4
+
+
+def _fn(x: Any, w: Any) -> Any:
+    """One pointwise+reduction kernel forward and one backward under Inductor."""
+    import torch
+
+    return torch.relu((torch.sin(x) * w).sum(dim=-1))
+
+
+def evidence(gpus: int) -> Evidence:
+    """The pre-flight probes, GPU parts only when there are GPUs."""
+    ev = Evidence(cxx=probes.cxx_compiler(), dirs=tuple(probes.directories(gpu=gpus > 0)),
+                  headers_missing=probes.python_headers())
+    if not gpus:
+        return ev
+    import torch
+
+    env, found = probes.libcuda_paths()
+    ptxas = probes.ptxas_path()
+    archs = sorted({"sm_{}{}".format(*torch.cuda.get_device_capability(i)) for i in range(gpus)})
+    problems = tuple(p for p in (probes.ptxas_arch_problem(ptxas, a) for a in archs) if p) if ptxas else ()
+    return Evidence(cxx=ev.cxx, cc=probes.c_compiler(), dirs=ev.dirs, headers_missing=ev.headers_missing,
+                    libcuda_env=env, libcuda_found=tuple(found), ptxas_problems=problems)
+
+
+def _error_text(exc: BaseException) -> str:
+    """The exception and its causes, as text (Inductor wraps the real error)."""
+    parts, seen = [], set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        parts.append(f"{type(cur).__name__}: {cur}")
+        cur = cur.__cause__ or cur.__context__
+    return "\n".join(parts)
+
+
+def _step(fn: Any, x0: Any, w0: Any) -> tuple[Any, Any, Any]:
+    x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+    y = fn(x, w)
+    y.sum().backward()
+    return y.detach(), x.grad, w.grad
+
+
+def _timed(fn: Any, x0: Any, w0: Any, cuda: bool, reps: int) -> float:
+    """Seconds per fwd+bwd step, over `reps` steps."""
+    import torch
+
+    start = time.perf_counter()
+    for _ in range(reps):
+        _step(fn, x0, w0)
+    if cuda:
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / reps
+
+
+def speed(fns: dict[str, Any], x0: Any, w0: Any, cuda: bool, rounds: int = 7) -> dict[str, float]:
+    """Median ms per step of each fn: interleaved rounds (drift hits all alike), each round >= ~20 ms."""
+    reps = {name: max(3, min(200, int(0.02 / max(_timed(fn, x0, w0, cuda, 2), 1e-6)))) for name, fn in fns.items()}
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(_timed(fn, x0, w0, cuda, reps[name]))
+    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
+
+
+def run_on(device: str) -> dict[str, Any]:
+    """Compile fwd+bwd on `device`, compare with eager, time both. Raises what torch.compile raises."""
+    import torch
+
+    torch._dynamo.reset()  # a fresh compile per device, never the recompile limit's silent eager fallback
+    cuda = device.startswith("cuda")
+    gen = torch.Generator().manual_seed(0)
+    x0, w0 = torch.randn(*SHAPE, generator=gen).to(device), torch.randn(SHAPE[1], generator=gen).to(device)
+    compiled = torch.compile(_fn, backend="inductor", dynamic=False, fullgraph=True)
+    start = time.perf_counter()
+    got = _step(compiled, x0, w0)
+    if cuda:
+        torch.cuda.synchronize()
+    compile_s = time.perf_counter() - start
+    want = _step(_fn, x0, w0)
+    # relative to the output's scale: the backward sums 512 terms, and Inductor may reorder them
+    diff = max(float((g - e).abs().max() / (1 + e.abs().max())) for g, e in zip(got, want, strict=True))
+    ms = speed({"eager": _fn, "compiled": compiled}, x0, w0, cuda)
+    eager_ms, comp_ms = ms["eager"], ms["compiled"]
+    return {"compile_s": round(compile_s, 2), "max_rel_diff": diff, "eager_ms": round(eager_ms, 4),
+            "compiled_ms": round(comp_ms, 4), "compiled_vs_eager": round(eager_ms / comp_ms, 2)}
+
+
+def _failure(text: str, ev: Evidence) -> Cause:
+    cause = classify(text, ev)
+    if not cause.named:  # the text names no known cause: the probes may
+        hint = preflight_cause(ev)
+        if hint:
+            return Cause(f"{cause.summary}; pre-flight: {hint.summary}", hint.fix)
+    return cause
+
+
+def compile_inductor(ctx: Context) -> Result:
+    """torch.compile (Inductor) of a function and its backward works and matches eager on CPU and every GPU."""
+    import torch
+    from torch._dynamo import config as dynamo_config
+    from torch._inductor import config as inductor_config
+
+    inductor_config.compile_threads = 1  # no compile-worker pool: on 2 cores it costs more than it saves
+    dynamo_config.suppress_errors = False  # TORCHDYNAMO_SUPPRESS_ERRORS=1 would hide failures behind eager
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    ev = evidence(gpus)
+    measured: dict[str, Any] = {
+        "cxx": ev.cxx.found if ev.cxx else None, "cxx_version": ev.cxx.version if ev.cxx else None,
+        "dirs": {d.role: d.path for d in ev.dirs}, "devices": {}}
+    if ev.cc:
+        measured.update(cc=ev.cc.found, libcuda=list(ev.libcuda_found), triton_libcuda_path=ev.libcuda_env,
+                        ptxas=probes.ptxas_path(), ptxas_problems=list(ev.ptxas_problems))
+    problems: list[Cause] = []
+    for device in ["cpu"] + [f"cuda:{i}" for i in range(gpus)]:
+        try:
+            figures = run_on(device)
+        except Exception as exc:
+            text = _error_text(exc)
+            cause = _failure(text, ev)
+            problems.append(Cause(f"torch.compile fails on {device}: {cause.summary}", cause.fix))
+            measured["devices"][device] = {"error": text.splitlines()[0][:500]}
+            continue
+        measured["devices"][device] = figures
+        if figures["max_rel_diff"] > TOLERANCE:
+            problems.append(Cause(
+                f"torch.compile gives wrong results on {device}: max |compiled - eager| / (1 + max |eager|) = "
+                f"{figures['max_rel_diff']:.3g} (> {TOLERANCE})",
+                "an Inductor wrong-code bug for this torch and device: reproduce with TORCH_COMPILE_DEBUG=1 and "
+                "report it; meanwhile torch.compile(backend='aot_eager') avoids the generated kernels"))
+    details = "\n".join([f"{d.role} {d.path}: {'; '.join(d.problems) or 'ok'}" for d in ev.dirs]
+                        + list(ev.ptxas_problems))
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return failed(problems[0].summary + more, problems[0].fix, measured=measured,
+                      details=details + "\n" + "\n".join(p.summary for p in problems))
+    figs = measured["devices"]
+    speed = ", ".join(f"{d} compile {f['compile_s']} s, {f['compiled_vs_eager']}x eager" for d, f in figs.items())
+    return passed(f"torch.compile (Inductor) fwd+bwd matches eager: {speed}", measured=measured,
+                  expected={"max_rel_diff": f"<= {TOLERANCE}"}, details=details)
