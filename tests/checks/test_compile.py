@@ -80,6 +80,7 @@ def test_noexec_dir_is_named_with_the_variable_that_moves_it(scratch: Path, vari
                           f"mount -t tmpfs -o noexec tmpfs {mnt}")
     assert result.status is Status.FAIL, result.summary
     assert "noexec" in result.summary and str(mnt) in result.summary
+    assert result.fault_class == "config"
     assert "TORCHINDUCTOR_CACHE_DIR" in (result.remediation or "")  # the compiled .so lives in Inductor's cache
     if variable == "TMPDIR":
         assert "TMPDIR" in (result.remediation or "")
@@ -92,6 +93,7 @@ def test_read_only_cache_dir_is_named(scratch: Path) -> None:
     result = run_isolated(scratch, _env(TORCHINDUCTOR_CACHE_DIR=str(mnt)), f"mount -t tmpfs -o ro tmpfs {mnt}")
     assert result.status is Status.FAIL, result.summary
     assert "read-only" in result.summary and str(mnt) in result.summary
+    assert result.fault_class == "config"
     assert "export TORCHINDUCTOR_CACHE_DIR=" in (result.remediation or "")
 
 
@@ -103,6 +105,7 @@ def test_missing_compiler_names_what_was_looked_for(scratch: Path) -> None:
     assert result.status is Status.FAIL, result.summary
     assert "no working C++ compiler" in result.summary and "/nonexistent/g++" in result.summary
     assert "CXX=/nonexistent/g++" in result.summary and "CXX" in (result.remediation or "")
+    assert result.fault_class == "image"
 
 
 def test_missing_python_headers_are_named(scratch: Path) -> None:
@@ -115,6 +118,7 @@ def test_missing_python_headers_are_named(scratch: Path) -> None:
                           f"mount -t tmpfs -o ro tmpfs {include}")
     assert result.status is Status.FAIL, result.summary
     assert "Python headers are missing" in result.summary and include in result.summary
+    assert result.fault_class == "image"
     assert "python{}.{}-dev".format(*sys.version_info[:2]) in (result.remediation or "")
 
 
@@ -151,12 +155,14 @@ def test_libcuda_not_found_is_named_simulated(text: str) -> None:
     assert "cannot find the driver library libcuda.so" in cause.summary
     assert "libcuda.so.1" in cause.summary  # what ldconfig -p listed
     assert "TRITON_LIBCUDA_PATH" in cause.fix and "ldconfig" in cause.fix
+    assert cause.fault_class == "config"
 
 
 def test_ptxas_without_the_gpu_arch_is_named_simulated() -> None:
     cause = classify(PTXAS, Evidence())
     assert "ptxas does not know the GPU's architecture sm_121a" in cause.summary
     assert "TRITON_PTXAS_PATH" in cause.fix
+    assert cause.fault_class == "image"
 
 
 def test_ptxas_probe_reads_the_allowed_archs(scratch: Path) -> None:

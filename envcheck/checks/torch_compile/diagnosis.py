@@ -38,6 +38,7 @@ class Cause:
     summary: str
     fix: str
     named: bool = True  # False: only the error's first line, no known cause
+    fault_class: str | None = None  # image: the software installed; config: how the job was started
 
 
 def first_line(text: str) -> str:
@@ -55,7 +56,8 @@ def _compiler(comp: Compiler | None, variable: str) -> Cause:
     return Cause(f"no working {what}: looked for {looked} ({variable}={os.environ.get(variable) or 'unset'}); "
                  "none answers --version",
                  f"install one (apt-get install -y g++ gcc, or your image's compiler package), or point {variable} "
-                 f"at a working compiler, e.g. export {variable}=/usr/bin/{'g++' if variable == 'CXX' else 'gcc'}")
+                 f"at a working compiler, e.g. export {variable}=/usr/bin/{'g++' if variable == 'CXX' else 'gcc'}",
+                 fault_class="image")
 
 
 def _dir_for(path_text: str, dirs: tuple[Directory, ...]) -> Directory | None:
@@ -70,11 +72,13 @@ def _dir_cause(kind: str, path: str, dirs: tuple[Directory, ...]) -> Cause:
     if probed is None:
         return Cause(f"{path} is {kind}",
                      "make it writable and exec, or move the directory that holds it: TMPDIR, "
-                     f"TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR (e.g. under $HOME/.cache), {remount}")
+                     f"TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR (e.g. under $HOME/.cache), {remount}",
+                     fault_class="config")
     var = probed.variable
     also = "" if var == "TMPDIR" else " (or TMPDIR, which moves every default)"
     return Cause(f"the {probed.role} {probed.path} is {kind}: {path}",
-                 f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, {remount}")
+                 f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, {remount}",
+                 fault_class="config")
 
 
 def classify(text: str, ev: Evidence) -> Cause:
@@ -99,12 +103,12 @@ def classify(text: str, ev: Evidence) -> Cause:
         return Cause(f"Triton cannot find the driver library libcuda.so (ldconfig -p lists: {listed})",
                      "export TRITON_LIBCUDA_PATH=<the dir holding libcuda.so.1, e.g. /usr/local/nvidia/lib64>, "
                      "or add that dir to /etc/ld.so.conf.d/ and run ldconfig (without a driver mount: run the "
-                     "container with --gpus all)")
+                     "container with --gpus all)", fault_class="config")
     m = re.search(r"Value '(sm_\w+)' is not defined for option 'gpu-name'", text)
     if m:
         return Cause(f"ptxas does not know the GPU's architecture {m.group(1)}: {first_line(text)}",
                      "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit new enough for "
-                     f"{m.group(1)}), or a triton release whose bundled ptxas supports it")
+                     f"{m.group(1)}), or a triton release whose bundled ptxas supports it", fault_class="image")
     if re.search(r"python\.h: no such file", low):
         where = f" in {ev.headers_missing}" if ev.headers_missing else ""
         version = "{}.{}".format(*sys.version_info[:2])
@@ -112,11 +116,11 @@ def classify(text: str, ev: Evidence) -> Cause:
                      "#include it",
                      f"install the headers of {sys.executable}: for Debian/Ubuntu's python, apt-get install -y "
                      f"python{version}-dev (or python3-dev); for conda, pyenv or python.org builds, reinstall that "
-                     "Python with its include/ dir (slim images strip it)")
+                     "Python with its include/ dir (slim images strip it)", fault_class="image")
     if re.search(r"cannot import name .* from 'triton|no module named 'triton", low):
         return Cause(f"torch and triton do not match: {first_line(text)}",
                      "pip install --force-reinstall torch==<your version> from one index (it pins the triton "
-                     "it was built with); do not install triton separately")
+                     "it was built with); do not install triton separately", fault_class="image")
     return Cause(first_line(text), "see the full error in details; TORCH_LOGS=+inductor shows the compile steps",
                  named=False)
 
@@ -136,5 +140,6 @@ def preflight_cause(ev: Evidence) -> Cause | None:
         return classify("libcuda.so cannot found!", ev)
     if ev.ptxas_problems:
         return Cause(ev.ptxas_problems[0], "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit "
-                     "new enough for this GPU), or a triton release whose bundled ptxas supports it")
+                     "new enough for this GPU), or a triton release whose bundled ptxas supports it",
+                     fault_class="image")
     return None

@@ -137,7 +137,8 @@ def compile_inductor(ctx: Context) -> Result:
         except Exception as exc:
             text = _error_text(exc)
             cause = _failure(text, ev)
-            problems.append(Cause(f"torch.compile fails on {device}: {cause.summary}", cause.fix))
+            problems.append(Cause(f"torch.compile fails on {device}: {cause.summary}", cause.fix,
+                                  fault_class=cause.fault_class))
             measured["devices"][device] = {"error": text.splitlines()[0][:500]}
             continue
         measured["devices"][device] = figures
@@ -146,12 +147,14 @@ def compile_inductor(ctx: Context) -> Result:
                 f"torch.compile gives wrong results on {device}: max |compiled - eager| / (1 + max |eager|) = "
                 f"{figures['max_rel_diff']:.3g} (> {TOLERANCE})",
                 "an Inductor wrong-code bug for this torch and device: reproduce with TORCH_COMPILE_DEBUG=1 and "
-                "report it; meanwhile torch.compile(backend='aot_eager') avoids the generated kernels"))
+                "report it; meanwhile torch.compile(backend='aot_eager') avoids the generated kernels",
+                fault_class="image"))
     details = "\n".join([f"{d.role} {d.path}: {'; '.join(d.problems) or 'ok'}" for d in ev.dirs]
                         + list(ev.ptxas_problems))
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         return failed(problems[0].summary + more, problems[0].fix, measured=measured,
+                      fault_class=problems[0].fault_class,
                       details=details + "\n" + "\n".join(p.summary for p in problems))
     figs = measured["devices"]
     speed = ", ".join(f"{d} compile {f['compile_s']} s, {f['compiled_vs_eager']}x eager" for d, f in figs.items())
