@@ -16,6 +16,7 @@ from typing import Any
 from envcheck.checks.distributed.facts import distributed_facts
 from envcheck.checks.gpu_inventory import field, gpu_inventory
 from envcheck.checks.probe import CommandRunner, absent, in_container, read_text, run_command
+from envcheck.versions import pinned_with_prefix
 
 SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "credential")
 ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "ENVCHECK_")
@@ -101,9 +102,9 @@ def nccl_pinned_by_torch() -> str | dict[str, str]:
         requires = importlib.metadata.requires("torch") or []
     except importlib.metadata.PackageNotFoundError:
         return absent("torch is not installed")
-    for req in requires:
-        if req.startswith("nvidia-nccl") and "==" in req:
-            return req.split("==", 1)[1].split(";")[0].strip()
+    found = pinned_with_prefix(requires, "nvidia-nccl")
+    if found:
+        return found[1]
     return absent("the torch wheel pins no nvidia-nccl package (NCCL linked statically or a source build)")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from envcheck.versions import parse_version, release
+
 TARGETS = ("runtime", "devel", "jupyter", "ssh")
 PYPI_INDEX_URLS = ("https://pypi.org/simple", "https://pypi.org/simple/")
 
@@ -15,8 +17,6 @@ PYPI_CUDA: dict[tuple[int, int], str] = {
     (2, 11): "13.0", (2, 12): "13.0", (2, 13): "13.0", (2, 14): "13.0", (2, 15): "13.2",
 }
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
-_CUDA = re.compile(r"^(\d+)\.(\d+)$")
 _ROW_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 _PYTHON = re.compile(r"^3\.\d{1,2}$")
 _IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
@@ -24,8 +24,17 @@ _INDEX_CUDA = re.compile(r"/cu(\d{3})/?$")
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
-    """`2.9.1` -> (2, 9, 1); callers validate the format first."""
-    return tuple(int(p) for p in text.split("."))
+    """`2.9.1` -> (2, 9, 1) (PEP 440 release numbers, via packaging); callers validate the format first."""
+    return release(text) or ()
+
+
+def _exact(value: Any, parts: int) -> bool:
+    """A plain release with exactly `parts` numbers (`2.9.1`, `12.8`): no pre/post/dev/local part, no epoch."""
+    if not isinstance(value, str):
+        return False
+    version = parse_version(value)
+    return (version is not None and str(version) == value and len(version.release) == parts
+            and not (version.is_prerelease or version.is_postrelease or version.local or version.epoch))
 
 
 def check_row_id(value: Any) -> str | None:
@@ -37,7 +46,7 @@ def check_row_id(value: Any) -> str | None:
 
 def check_torch(value: Any) -> str | None:
     """torch must be an exact 2.x.y release."""
-    if not isinstance(value, str) or not _VERSION.match(value):
+    if not _exact(value, 3):
         return f"{value!r} is not an exact version like '2.9.1'"
     if version_tuple(value)[0] != 2:
         return f"{value!r}: only torch 2.x is supported"
@@ -46,7 +55,7 @@ def check_torch(value: Any) -> str | None:
 
 def check_torchvision(value: Any, torch: str) -> str | None:
     """torchvision 0.(m+15).x is the release built against torch 2.m."""
-    if not isinstance(value, str) or not _VERSION.match(value):
+    if not _exact(value, 3):
         return f"{value!r} is not an exact version like '0.24.1'"
     minor = version_tuple(torch)[1]
     major_tv, minor_tv, _ = version_tuple(value)
@@ -59,7 +68,7 @@ def check_torchaudio(value: Any, torch: str) -> str | None:
     """torchaudio is optional ('' where no release exists); else it shares torch's major.minor."""
     if value == "":
         return None
-    if not isinstance(value, str) or not _VERSION.match(value):
+    if not _exact(value, 3):
         return f"{value!r} is not an exact version like '2.9.1' (or '' when no release exists)"
     major, minor = version_tuple(torch)[:2]
     if version_tuple(value)[:2] != (major, minor):
@@ -69,7 +78,7 @@ def check_torchaudio(value: Any, torch: str) -> str | None:
 
 def check_cuda(value: Any) -> str | None:
     """CUDA flavour as major.minor, 11.x to 13.x."""
-    if not isinstance(value, str) or not _CUDA.match(value):
+    if not _exact(value, 2):
         return f"{value!r} is not a CUDA version like '12.8'"
     if not 11 <= version_tuple(value)[0] <= 13:
         return f"{value!r}: CUDA major must be 11, 12 or 13"
