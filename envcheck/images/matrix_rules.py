@@ -17,6 +17,33 @@ PYPI_CUDA: dict[tuple[int, int], str] = {
     (2, 11): "13.0", (2, 12): "13.0", (2, 13): "13.0", (2, 14): "13.0", (2, 15): "13.2",
 }
 
+# TORCH_CUDA_ARCH_LIST of the Linux x86_64 torch wheels per CUDA flavour, from pytorch/pytorch's wheel build
+# script .ci/manywheel/build_cuda.sh: release/2.8 (12.6 "5.0;6.0;7.0;7.5;8.0;8.6;9.0", 12.8
+# "7.0;7.5;8.0;8.6;9.0;10.0;12.0", 12.9 "...;12.0+PTX"), and from 2.9 on 13.0 "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
+# (CUDA 13 dropped sm_50-sm_70; aarch64 adds 11.0). Later releases were assumed unchanged per flavour;
+# `envcheck facts` (torch._C._cuda_getArchFlags) reads the truth inside an image.
+WHEEL_ARCH_LISTS: dict[str, str] = {
+    "12.6": "5.0;6.0;7.0;7.5;8.0;8.6;9.0",
+    "12.8": "7.0;7.5;8.0;8.6;9.0;10.0;12.0",
+    "12.9": "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+    "13.0": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+}
+
+
+def arch_list(torch_cuda_arch_list: str) -> list[str]:
+    """TORCH_CUDA_ARCH_LIST ('8.6;12.0+PTX') as torch.cuda.get_arch_list() writes it (sm_86, sm_120, compute_120)."""
+    out: list[str] = []
+    for item in torch_cuda_arch_list.replace(" ", ";").split(";"):
+        if not item:
+            continue
+        number, ptx = item.removesuffix("+PTX"), item.endswith("+PTX")
+        digits = number.replace(".", "")
+        out.append(f"sm_{digits}")
+        if ptx:
+            out.append(f"compute_{digits}")
+    return out
+
+
 _ROW_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 _PYTHON = re.compile(r"^3\.\d{1,2}$")
 _IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
