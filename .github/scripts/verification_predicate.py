@@ -1,6 +1,8 @@
 """Evidence of a GPU verification: build it (gpu-verify job), summarise it, and check it before promotion.
 
-The predicate is attached to the image digest with `cosign attest`; docs/publishing.md shows how to read it.
+The predicate is the in-toto test-result predicate (https://in-toto.io/attestation/test-result/v0.1: `result`,
+`passedTests`, `warnedTests`, `failedTests`, `configuration`, `url`), with our facts as extra fields; it is
+attached to the image digest with `cosign attest --type` that URI; docs/publishing.md shows how to read it.
 Stdlib only, so it runs on the self-hosted runner and on GitHub-hosted runners without installs.
 """
 
@@ -15,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PREDICATE_VERSION = 1
+PREDICATE_VERSION = 2  # 2: the in-toto test-result/v0.1 fields
+PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 _BAD = {"fail", "error"}
 _RUN_ENV = {"repository": "GITHUB_REPOSITORY", "run_id": "GITHUB_RUN_ID", "run_attempt": "GITHUB_RUN_ATTEMPT",
             "sha": "GITHUB_SHA", "ref": "GITHUB_REF", "workflow_ref": "GITHUB_WORKFLOW_REF"}
@@ -57,11 +60,52 @@ def image_report(doc: dict[str, Any], ref: str) -> tuple[dict[str, Any] | None, 
     return entry.get("report"), max(int(doc["exit_code"]), int(entry["exit_code"])), entry.get("error")
 
 
+def _run_url(env: dict[str, str]) -> str:
+    server, repo, run_id = env.get("GITHUB_SERVER_URL", "https://github.com"), env.get("GITHUB_REPOSITORY"), \
+        env.get("GITHUB_RUN_ID")
+    attempt = env.get("GITHUB_RUN_ATTEMPT")
+    if not (repo and run_id):
+        return ""
+    return f"{server}/{repo}/actions/runs/{run_id}" + (f"/attempts/{attempt}" if attempt else "")
+
+
+def _configuration(env: dict[str, str]) -> list[dict[str, Any]]:
+    """in-toto ResourceDescriptors of what configured the test: the workflow and the matrix at that commit."""
+    server, repo, sha = env.get("GITHUB_SERVER_URL", "https://github.com"), env.get("GITHUB_REPOSITORY"), \
+        env.get("GITHUB_SHA")
+    if not (repo and sha):
+        return []
+    out = [{"name": "docker/matrix.toml", "uri": f"{server}/{repo}/blob/{sha}/docker/matrix.toml",
+            "digest": {"gitCommit": sha}}]
+    workflow = env.get("GITHUB_WORKFLOW_REF")  # owner/repo/.github/workflows/images.yml@refs/heads/main
+    if workflow:
+        path = workflow.split("@", 1)[0].removeprefix(f"{repo}/")
+        out.insert(0, {"name": workflow, "uri": f"{server}/{repo}/blob/{sha}/{path}", "digest": {"gitCommit": sha}})
+    return out
+
+
+def _test_results(predicate: dict[str, Any], report: dict[str, Any] | None) -> None:
+    """Fill the in-toto test-result fields from the envcheck results (error counts as failed)."""
+    results = (report or {}).get("results", [])
+    by: dict[str, list[str]] = {"pass": [], "warn": [], "fail": [], "skip": []}
+    for r in results:
+        status = str(r.get("status", "")).lower()
+        by["fail" if status in _BAD else status if status in by else "fail"].append(str(r.get("name", "?")))
+    predicate.update(passedTests=by["pass"], warnedTests=by["warn"], failedTests=by["fail"],
+                     skippedTests=by["skip"])
+    if not predicate["passed"]:
+        predicate["result"] = "FAILED"
+    else:
+        predicate["result"] = "WARNED" if by["warn"] else "PASSED"
+
+
 def build(ref: str, report_text: str | None, gpus_text: str | None, env: dict[str, str]) -> dict[str, Any]:
     """The predicate for image `ref` (name@sha256:...) from the envcheck report and nvidia-smi output."""
     if "@sha256:" not in ref:
         raise EvidenceError(f"image reference {ref!r} is not pinned by digest (expected NAME@sha256:...)")
     predicate: dict[str, Any] = {
+        "result": "FAILED", "passedTests": [], "warnedTests": [], "failedTests": [],
+        "configuration": _configuration(env), "url": _run_url(env),
         "predicate_version": PREDICATE_VERSION,
         "image": ref,
         "digest": ref.split("@", 1)[1],
@@ -74,11 +118,13 @@ def build(ref: str, report_text: str | None, gpus_text: str | None, env: dict[st
     }
     if report_text is None:
         predicate["error"] = "envcheck wrote no report (it crashed or never ran); see the job log"
+        _test_results(predicate, None)
         return predicate
     try:
         report, exit_code, error = image_report(json.loads(report_text), ref)
     except (ValueError, KeyError, TypeError) as exc:
         predicate["error"] = f"envcheck report is not a JSON report with an exit_code ({exc!r})"
+        _test_results(predicate, None)
         return predicate
     counts = _status_counts(report or {})
     predicate.update(exit_code=exit_code, status_counts=counts, report=report,
@@ -86,6 +132,7 @@ def build(ref: str, report_text: str | None, gpus_text: str | None, env: dict[st
                      and not _BAD & counts.keys())
     if error is not None:
         predicate["error"] = error
+    _test_results(predicate, report)
     return predicate
 
 
@@ -95,7 +142,7 @@ def check(ref: str, predicate: dict[str, Any]) -> None:
         raise EvidenceError(f"predicate_version {predicate.get('predicate_version')!r} is not {PREDICATE_VERSION}")
     if predicate.get("image") != ref:
         raise EvidenceError(f"report is for {predicate.get('image')!r}, not the staged {ref!r}; refusing to promote")
-    if predicate.get("passed") is not True:
+    if predicate.get("passed") is not True or predicate.get("result") not in ("PASSED", "WARNED"):
         why = predicate.get("error") or f"status counts {predicate.get('status_counts')}"
         raise EvidenceError(f"GPU verification of {ref} did not pass ({why}); refusing to promote")
     if not predicate.get("gpus"):
@@ -105,7 +152,8 @@ def check(ref: str, predicate: dict[str, Any]) -> None:
 def summary(predicate: dict[str, Any]) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: verdict, image, GPUs and drivers."""
     verdict = "PASS" if predicate.get("passed") else "NOT PASSED"
-    lines = [f"### GPU verification: {verdict}", "", f"- image: `{predicate.get('image')}`",
+    lines = [f"### GPU verification: {verdict} ({predicate.get('result')})", "",
+             f"- image: `{predicate.get('image')}`",
              f"- status counts: {predicate.get('status_counts', {})}"]
     if predicate.get("error"):
         lines.append(f"- error: {predicate['error']}")

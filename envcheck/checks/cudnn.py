@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import importlib.metadata
-import re
 from typing import Any
 
 from envcheck.checks.cuda_diagnosis import gpu_error
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, warned
+from envcheck.versions import pinned_with_prefix
 
 CONV_TOLERANCE = 1e-4  # max |cuda - cpu| / max |cpu|, float32 with TF32 off
 
@@ -25,11 +25,8 @@ def cudnn_pin(requires: list[str] | None = None) -> str | None:
             requires = importlib.metadata.requires("torch") or []
         except importlib.metadata.PackageNotFoundError:
             requires = []
-    for req in requires:
-        m = re.match(r"(nvidia-cudnn-cu\d+)\s*==\s*([\w.]+)", req)
-        if m:
-            return f"{m.group(1)}=={m.group(2)}"
-    return None
+    found = pinned_with_prefix(requires, "nvidia-cudnn-cu")
+    return f"{found[0]}=={found[1]}" if found else None
 
 
 def version_error_result(message: str, compiled: tuple[int, ...], pin: str | None) -> Result:

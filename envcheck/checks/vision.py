@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import traceback
 from typing import Any
 
@@ -11,17 +10,18 @@ from envcheck.checks.cuda_diagnosis import WORKER_RESTART
 from envcheck.checks.image import image_fix, read_declared
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, skipped, warned
+from envcheck.versions import pinned, public, release
 
 
 def matching_torchvision(torch_version: str) -> str | None:
     """The torchvision minor that pairs with a torch release (2.8 -> 0.23, 2.13 -> 0.28)."""
-    m = re.match(r"2\.(\d+)", torch_version)
-    return f"0.{int(m.group(1)) + 15}" if m else None
+    numbers = release(torch_version)
+    return f"0.{numbers[1] + 15}" if numbers and len(numbers) >= 2 and numbers[0] == 2 else None
 
 
 def fix_command(torch_version: str) -> str:
     """The concrete reinstall that makes torch and torchvision match."""
-    base = torch_version.split("+")[0]
+    base = public(torch_version)
     tv = matching_torchvision(base)
     pair = f"torch=={base} torchvision=={tv}.*" if tv else "torch torchvision"
     return (f"pip install --force-reinstall {pair} from ONE index (PyPI's CUDA wheels, or e.g. "
@@ -37,17 +37,15 @@ def cuda_text(value: object) -> str | None:
 
 def pair_fix(torch_version: str, tv_version: str) -> str:
     """Both ways to make an unsupported pair match: the torch this torchvision was built for, or the reverse."""
-    m = re.match(r"0\.(\d+)", tv_version)
-    back = f"pip install --force-reinstall torch==2.{int(m.group(1)) - 15}.* torchvision=={tv_version}" if m else ""
+    numbers = release(tv_version)
+    back = (f"pip install --force-reinstall torch==2.{numbers[1] - 15}.* torchvision=={tv_version}"
+            if numbers and len(numbers) >= 2 and numbers[0] == 0 and numbers[1] >= 15 else "")
     return (f"{back} (the torch this torchvision was built for), or " if back else "") + fix_command(torch_version)
 
 
 def _torch_pin(requires: list[str]) -> str | None:
-    for req in requires:
-        m = re.match(r"torch\s*==\s*([\w.+]+)", req)
-        if m:
-            return m.group(1)
-    return None
+    """The torch this torchvision was built for, from its metadata: `torch==2.9.1` or `torch (==2.11.0)`."""
+    return pinned(requires, "torch")
 
 
 def cuda_mismatch(torch_cuda: str | None, tv_cuda: str | None) -> str | None:
@@ -60,7 +58,7 @@ def cuda_mismatch(torch_cuda: str | None, tv_cuda: str | None) -> str | None:
         if (torch_cuda or None) == (tv_cuda or None):
             return None
         return f"torchvision is built for CUDA {tv_cuda or 'none (CPU)'}, torch for CUDA {torch_cuda or 'none (CPU)'}"
-    if str(torch_cuda).split(".")[0] != str(tv_cuda).split(".")[0]:
+    if (release(str(torch_cuda)) or (None,))[0] != (release(str(tv_cuda)) or (None,))[0]:
         return f"torchvision is built for CUDA {tv_cuda}, torch for CUDA {torch_cuda} (different major versions)"
     return None
 
@@ -71,11 +69,11 @@ def pairing_problem(torch_version: str, tv_version: str, pin: str | None) -> str
     torchvision's metadata may pin torch exactly (`torch==2.9.1`) or only bound it (`torch>=2.14.0`),
     so the release rule (torch 2.m pairs with torchvision 0.(m+15)) is checked as well.
     """
-    base = torch_version.split("+")[0]
-    if pin and pin.split("+")[0] != base:
+    base = public(torch_version)
+    if pin and public(pin) != base:
         return f"torchvision {tv_version} was built for torch {pin}, but torch {torch_version} is installed"
     want = matching_torchvision(base)
-    if want and not tv_version.startswith(want + "."):
+    if want and (release(tv_version) or ())[:2] != release(want):
         return (f"torch {torch_version} pairs with torchvision {want}.x, but torchvision {tv_version} is "
                 "installed (torch 2.m pairs with torchvision 0.(m+15))")
     return None

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the run report gained `verdict` and `counts` (report_schema.json)
 
 JSONValue = Any  # measured/expected values must be JSON-serialisable
 

@@ -99,7 +99,7 @@ def run_build(req: BuildRequest, timeout_s: float = BUILD_TIMEOUT_S) -> str:
     return req.refs()[0]
 
 
-ENVCHECK_DEPS = ["rich>=13", "nvidia-ml-py>=12"]  # from PyPI: a torch index may not mirror them
+ENVCHECK_DEPS = ["rich>=13", "packaging>=22", "nvidia-ml-py>=12"]  # from PyPI: a torch index may not mirror them
 
 
 def wheelhouse_command(row: Row, dest: Path, extra: list[str], torch: bool = True) -> list[str]:

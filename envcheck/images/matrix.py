@@ -44,6 +44,12 @@ class Row:
         """`2.9.1` -> `2.9`."""
         return ".".join(self.torch.split(".")[:2])
 
+    @property
+    def arch_list(self) -> list[str] | None:
+        """The GPU archs this row's torch wheels carry (sm_XY SASS, compute_XY PTX), or None when not on record."""
+        known = rules.WHEEL_ARCH_LISTS.get(self.cuda)
+        return rules.arch_list(known) if known else None
+
     def tags(self, target: str) -> list[str]:
         """Full tag first, then the aliases this row owns."""
         if target not in self.targets:

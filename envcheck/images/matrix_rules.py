@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from envcheck.versions import parse_version, release
+
 TARGETS = ("runtime", "devel", "jupyter", "ssh")
 PYPI_INDEX_URLS = ("https://pypi.org/simple", "https://pypi.org/simple/")
 
@@ -15,8 +17,33 @@ PYPI_CUDA: dict[tuple[int, int], str] = {
     (2, 11): "13.0", (2, 12): "13.0", (2, 13): "13.0", (2, 14): "13.0", (2, 15): "13.2",
 }
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
-_CUDA = re.compile(r"^(\d+)\.(\d+)$")
+# TORCH_CUDA_ARCH_LIST of the Linux x86_64 torch wheels per CUDA flavour, from pytorch/pytorch's wheel build
+# script .ci/manywheel/build_cuda.sh: release/2.8 (12.6 "5.0;6.0;7.0;7.5;8.0;8.6;9.0", 12.8
+# "7.0;7.5;8.0;8.6;9.0;10.0;12.0", 12.9 "...;12.0+PTX"), and from 2.9 on 13.0 "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
+# (CUDA 13 dropped sm_50-sm_70; aarch64 adds 11.0). Later releases were assumed unchanged per flavour;
+# `envcheck facts` (torch._C._cuda_getArchFlags) reads the truth inside an image.
+WHEEL_ARCH_LISTS: dict[str, str] = {
+    "12.6": "5.0;6.0;7.0;7.5;8.0;8.6;9.0",
+    "12.8": "7.0;7.5;8.0;8.6;9.0;10.0;12.0",
+    "12.9": "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+    "13.0": "7.5;8.0;8.6;9.0;10.0;12.0+PTX",
+}
+
+
+def arch_list(torch_cuda_arch_list: str) -> list[str]:
+    """TORCH_CUDA_ARCH_LIST ('8.6;12.0+PTX') as torch.cuda.get_arch_list() writes it (sm_86, sm_120, compute_120)."""
+    out: list[str] = []
+    for item in torch_cuda_arch_list.replace(" ", ";").split(";"):
+        if not item:
+            continue
+        number, ptx = item.removesuffix("+PTX"), item.endswith("+PTX")
+        digits = number.replace(".", "")
+        out.append(f"sm_{digits}")
+        if ptx:
+            out.append(f"compute_{digits}")
+    return out
+
+
 _ROW_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 _PYTHON = re.compile(r"^3\.\d{1,2}$")
 _IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
@@ -24,8 +51,17 @@ _INDEX_CUDA = re.compile(r"/cu(\d{3})/?$")
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
-    """`2.9.1` -> (2, 9, 1); callers validate the format first."""
-    return tuple(int(p) for p in text.split("."))
+    """`2.9.1` -> (2, 9, 1) (PEP 440 release numbers, via packaging); callers validate the format first."""
+    return release(text) or ()
+
+
+def _exact(value: Any, parts: int) -> bool:
+    """A plain release with exactly `parts` numbers (`2.9.1`, `12.8`): no pre/post/dev/local part, no epoch."""
+    if not isinstance(value, str):
+        return False
+    version = parse_version(value)
+    return (version is not None and str(version) == value and len(version.release) == parts
+            and not (version.is_prerelease or version.is_postrelease or version.local or version.epoch))
 
 
 def check_row_id(value: Any) -> str | None:
@@ -37,7 +73,7 @@ def check_row_id(value: Any) -> str | None:
 
 def check_torch(value: Any) -> str | None:
     """torch must be an exact 2.x.y release."""
-    if not isinstance(value, str) or not _VERSION.match(value):
+    if not _exact(value, 3):
         return f"{value!r} is not an exact version like '2.9.1'"
     if version_tuple(value)[0] != 2:
         return f"{value!r}: only torch 2.x is supported"
@@ -46,7 +82,7 @@ def check_torch(value: Any) -> str | None:
 
 def check_torchvision(value: Any, torch: str) -> str | None:
     """torchvision 0.(m+15).x is the release built against torch 2.m."""
-    if not isinstance(value, str) or not _VERSION.match(value):
+    if not _exact(value, 3):
         return f"{value!r} is not an exact version like '0.24.1'"
     minor = version_tuple(torch)[1]
     major_tv, minor_tv, _ = version_tuple(value)
@@ -59,7 +95,7 @@ def check_torchaudio(value: Any, torch: str) -> str | None:
     """torchaudio is optional ('' where no release exists); else it shares torch's major.minor."""
     if value == "":
         return None
-    if not isinstance(value, str) or not _VERSION.match(value):
+    if not _exact(value, 3):
         return f"{value!r} is not an exact version like '2.9.1' (or '' when no release exists)"
     major, minor = version_tuple(torch)[:2]
     if version_tuple(value)[:2] != (major, minor):
@@ -69,7 +105,7 @@ def check_torchaudio(value: Any, torch: str) -> str | None:
 
 def check_cuda(value: Any) -> str | None:
     """CUDA flavour as major.minor, 11.x to 13.x."""
-    if not isinstance(value, str) or not _CUDA.match(value):
+    if not _exact(value, 2):
         return f"{value!r} is not a CUDA version like '12.8'"
     if not 11 <= version_tuple(value)[0] <= 13:
         return f"{value!r}: CUDA major must be 11, 12 or 13"

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from envcheck.core.result import SCHEMA_VERSION, Status
@@ -55,13 +56,15 @@ def matrix_table(runs: Sequence[ImageRun]) -> Table:
 
 
 def print_matrix(runs: Sequence[ImageRun], console: Console) -> None:
-    """Print the table and, for each bad result, its summary and remediation."""
+    """Print the table and, for each warned, failed or errored result, its status, summary and remediation."""
     console.print(matrix_table(runs))
     for run in runs:
         for r in run.report.results if run.report else []:
-            if r.status.is_bad:
+            if r.status.is_bad or r.status is Status.WARN:
                 fix = f" -> {r.remediation}" if r.remediation else ""
-                console.print(f"[red]{run.image}[/red] {r.name}: {r.summary}{fix}")
+                colour = "red" if r.status.is_bad else "yellow"
+                console.print(f"[{colour}]{escape(run.image)}[/{colour}] {r.name} ({r.status.value}): "
+                              f"{escape(r.summary)}{escape(fix)}", highlight=False)
 
 
 def aggregate_json(runs: Sequence[ImageRun]) -> str:

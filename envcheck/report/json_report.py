@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+from importlib import resources
 from typing import Any
 
 from envcheck import __version__
@@ -10,22 +13,43 @@ from envcheck.core.check import Context
 from envcheck.core.result import SCHEMA_VERSION, Result
 from envcheck.core.runner import RunReport
 from envcheck.errors import FatalError
-from envcheck.report.summary import exit_code
+from envcheck.report.summary import counts, exit_code, verdict
 
 RESULT_KEYS = ("name", "status", "summary", "measured", "expected", "remediation", "reason", "details",
                "duration_s", "fault_class")
+READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 lacks verdict/counts, which parsing does not need
+VALIDATE_ENV = "ENVCHECK_VALIDATE_REPORTS"  # "1": validate every rendered report against the schema (tests)
 
 
 def to_json_dict(report: RunReport) -> dict[str, Any]:
-    """The JSON document as a dict."""
-    return {
+    """The JSON document as a dict (it follows report_schema.json)."""
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "envcheck_version": __version__,
+        "verdict": verdict(report.results),
+        "counts": counts(report.results),
         "context": report.context.to_dict(),
         "results": [{k: r.to_dict()[k] for k in RESULT_KEYS} for r in report.results],
         "facts": report.facts,
         "exit_code": exit_code(report.results),
     }
+    if os.environ.get(VALIDATE_ENV) == "1" and importlib.util.find_spec("jsonschema") is not None:
+        validate_report(doc)  # the tests set it (tests/conftest.py), so every report they produce is checked
+    return doc
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the run report (shipped in the package as report_schema.json)."""
+    loaded: dict[str, Any] = json.loads(
+        resources.files("envcheck.report").joinpath("report_schema.json").read_text())
+    return loaded
+
+
+def validate_report(doc: Any) -> None:
+    """Raise jsonschema.ValidationError unless `doc` follows the schema (needs the jsonschema package)."""
+    import jsonschema  # a test dependency only: rendering never needs it unless ENVCHECK_VALIDATE_REPORTS=1
+
+    jsonschema.validate(json.loads(json.dumps(doc, default=str)), schema())
 
 
 def render_json(report: RunReport) -> str:
@@ -42,8 +66,9 @@ def parse_report(text: str) -> RunReport:
     if not isinstance(data, dict) or "results" not in data:
         raise FatalError("report JSON has no 'results' list", 1)
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise FatalError(f"report schema_version {version!r} is not {SCHEMA_VERSION}; upgrade envcheck", 1)
+    if version not in READABLE_VERSIONS:
+        raise FatalError(f"report schema_version {version!r} is not one of {READABLE_VERSIONS}; upgrade envcheck",
+                         1)
     try:
         results = [Result.from_dict(r) for r in data["results"]]
     except (KeyError, ValueError, TypeError) as exc:

@@ -17,3 +17,11 @@ def counts(results: Iterable[Result]) -> dict[str, int]:
     """How many results of each status, in a fixed order."""
     seen = Counter(r.status for r in results)
     return {s.value: seen.get(s, 0) for s in Status}
+
+
+def verdict(results: Iterable[Result]) -> str:
+    """The run's overall verdict: fail (anything failed or errored), warn (anything warned), else pass."""
+    statuses = {r.status for r in results}
+    if any(s.is_bad for s in statuses):
+        return "fail"
+    return "warn" if Status.WARN in statuses else "pass"

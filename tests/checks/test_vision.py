@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.vision import cuda_mismatch, fix_command, matching_torchvision, pair_fix, pairing_problem
+from envcheck.checks.vision import (
+    _torch_pin,
+    cuda_mismatch,
+    fix_command,
+    matching_torchvision,
+    pair_fix,
+    pairing_problem,
+)
 from envcheck.core.result import Status
 from tests.helpers import run_check, run_cli
 
@@ -45,6 +52,22 @@ def test_cuda_mismatch_is_about_the_major_version(torch_cuda: str | None, tv_cud
                                                   problem: str | None) -> None:
     found = cuda_mismatch(torch_cuda, tv_cuda)
     assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+@pytest.mark.parametrize("requires, pin", [
+    (["torch (==2.11.0)", "numpy", "pillow (!=8.3.*,>=5.3.0)"], "2.11.0"),  # torchvision 0.26's METADATA form
+    (["numpy", "torch==2.9.1"], "2.9.1"),
+    (["torch (==2.8.0+cu128) ; platform_system == 'Linux'"], "2.8.0+cu128"),
+    (["torch>=2.14.0"], None),  # only a bound: the release rule decides
+    (["torchaudio==2.9.1", "not a requirement ((("], None),
+])
+def test_torchvision_pin_reads_every_metadata_form(requires: list[str], pin: str | None) -> None:
+    assert _torch_pin(requires) == pin
+
+
+def test_parenthesised_pin_now_names_the_torch_this_torchvision_was_built_for() -> None:
+    problem = pairing_problem("2.13.0+cpu", "0.26.0", _torch_pin(["torch (==2.11.0)"]))
+    assert problem is not None and "was built for torch 2.11.0" in problem
 
 
 def test_pair_fix_offers_the_torch_this_torchvision_was_built_for() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from envcheck.checks import registry
 from envcheck.report.json_report import parse_report
-from tests.helpers import no_gpu_env, run_cli
+from tests.helpers import load_report, no_gpu_env, run_cli
 
 CPU_SAFE = "container.shm,container.limits"
 
@@ -26,10 +26,11 @@ def test_exit_1_without_gpu_when_strict_and_json_on_stdout_alone() -> None:
     """Every GPU is hidden (CUDA_VISIBLE_DEVICES=""), so this holds on a GPU host too."""
     done = run_cli("--only", "cuda.available", "--json", "-", env=no_gpu_env())
     assert done.returncode == 1
-    data = json.loads(done.stdout)  # stdout holds the JSON and nothing else
+    data = load_report(done.stdout)  # stdout holds the JSON and nothing else; it follows the schema
     (result,) = data["results"]
     assert result["status"] == "fail" and result["remediation"]
-    assert data["schema_version"] == 1 and "platform" in data["facts"]
+    assert data["schema_version"] == 2 and "platform" in data["facts"]
+    assert data["verdict"] == "fail" and data["counts"]["fail"] == 1
     assert "cuda.available" in done.stderr  # the table went to stderr
 
 
@@ -37,7 +38,7 @@ def test_json_and_junit_contain_every_check(tmp_path: Path) -> None:
     done = run_cli("run", "--level", "full", "--allow-cpu", "--json", str(tmp_path / "r.json"),
                    "--junit", str(tmp_path / "r.xml"), timeout=600)
     names = set(registry())
-    data = json.loads((tmp_path / "r.json").read_text())
+    data = load_report((tmp_path / "r.json").read_text())
     assert {r["name"] for r in data["results"]} == names
     assert data["exit_code"] == done.returncode
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
@@ -48,6 +49,12 @@ def test_json_and_junit_contain_every_check(tmp_path: Path) -> None:
         tag = {"fail": "failure", "error": "error", "skip": "skipped"}.get(r["status"])
         if tag:
             assert cases[r["name"]].find(tag) is not None, r
+        status = cases[r["name"]].find("properties/property[@name='status']")
+        assert status is not None and status.get("value") == r["status"]
+    assert suite.get("timestamp") and suite.get("hostname")
+    props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert props["envcheck.verdict"] == data["verdict"] and props["torch"] == data["facts"]["torch"]["version"]
+    assert props["envcheck.warn"] == str(data["counts"]["warn"])
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, load_report
 
 # What pip says when it cannot reach an index (offline GPU machines); anything else is a real failure.
 NO_INDEX = ("Could not find a version that satisfies the requirement", "No matching distribution found",
@@ -40,7 +39,7 @@ def test_installs_and_runs_without_torch(bare_venv: Path, tmp_path: Path) -> Non
     assert listing.returncode == 0 and "cuda.available" in listing.stdout
     done = subprocess.run([python, "-m", "envcheck", "run", "--allow-cpu", "--json", "-"], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)
-    results = {r["name"]: r for r in json.loads(done.stdout)["results"]}
+    results = {r["name"]: r for r in load_report(done.stdout)["results"]}  # validated here: no jsonschema there
     assert "torch is not installed" in results["cuda.available"]["summary"]
     assert results["container.shm"]["status"] == "pass"
     skipped = [r for r in results.values() if r["status"] == "skip" and r["name"] != "image.versions"]

@@ -171,3 +171,58 @@ def test_the_real_image_verify_json_is_understood(tmp_path: Path, status: str, p
     code, path = build(tmp_path, doc)
     assert code == 0 and (check(path).returncode == 0) is passes, check(path).stderr
     assert json.loads(path.read_text())["report"]["results"][0]["name"] == "cuda.available"
+
+
+def test_predicate_is_the_in_toto_test_result_with_our_facts_as_extra_fields(tmp_path: Path) -> None:
+    rep = report("pass", "pass", "skip", "warn")
+    (tmp_path / "gpu.json").write_text(json.dumps(aggregate(rep)))
+    (tmp_path / "smi.csv").write_text(NVIDIA_SMI)
+    env = {"PATH": "/usr/bin:/bin", "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/envcheck",
+           "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2", "GITHUB_SHA": "f" * 40,
+           "GITHUB_WORKFLOW_REF": "acme/envcheck/.github/workflows/images.yml@refs/heads/main"}
+    out = tmp_path / "p.json"
+    done = script("verification_predicate.py", "build", "--ref", REF, "--report", str(tmp_path / "gpu.json"),
+                  "--gpus", str(tmp_path / "smi.csv"), "--out", str(out), env=env)
+    assert done.returncode == 0, done.stderr
+    p = json.loads(out.read_text())
+    assert p["result"] == "WARNED"  # passed, with a warning: in-toto's WARNED
+    assert p["passedTests"] == ["cuda.check0", "cuda.check1"] and p["warnedTests"] == ["cuda.check3"]
+    assert p["failedTests"] == [] and p["skippedTests"] == ["cuda.check2"]
+    assert p["url"] == "https://github.com/acme/envcheck/actions/runs/42/attempts/2"
+    assert p["configuration"][0] == {
+        "name": "acme/envcheck/.github/workflows/images.yml@refs/heads/main",
+        "uri": f"https://github.com/acme/envcheck/blob/{'f' * 40}/.github/workflows/images.yml",
+        "digest": {"gitCommit": "f" * 40}}
+    assert p["passed"] is True and p["gpus"] and p["report"]  # our facts stay, as extra fields
+    assert check(out).returncode == 0
+
+
+@pytest.mark.parametrize("statuses, failed", [(("pass", "fail"), ["cuda.check1"]),
+                                              (("error", "pass"), ["cuda.check0"])])
+def test_failed_and_errored_checks_are_failed_tests(tmp_path: Path, statuses: tuple[str, ...],
+                                                    failed: list[str]) -> None:
+    code, path = build(tmp_path, report(*statuses))
+    p = json.loads(path.read_text())
+    assert code == 0 and p["result"] == "FAILED" and p["failedTests"] == failed
+    assert check(path).returncode == 1
+
+
+def test_attestation_type_is_the_in_toto_test_result_predicate() -> None:
+    workflow = (ROOT / ".github/workflows/images.yml").read_text()
+    assert "PREDICATE_TYPE: https://in-toto.io/attestation/test-result/v0.1" in workflow
+
+
+def test_documented_cosign_identity_is_anchored_to_the_default_branch_or_a_tag() -> None:
+    docs = (ROOT / "docs/publishing.md").read_text()
+    ids = [line for line in docs.splitlines() if line.startswith("ID=")]
+    assert ids, "docs/publishing.md defines no ID= for cosign verify"
+    import re
+
+    for line in ids:
+        pattern = line.split("=", 1)[1].strip("'\"")
+        assert pattern.startswith("^") and pattern.endswith("$"), line
+        good = "https://github.com/<owner>/<repo>/.github/workflows/images.yml@"
+        assert re.match(pattern, good + "refs/heads/main") and re.match(pattern, good + "refs/tags/v1.2.0")
+        assert not re.match(pattern, good + "refs/heads/evil-branch")
+        assert not re.match(pattern, good + "refs/pull/7/merge")
+    assert "test-result/v0.1" in docs

@@ -1,0 +1,270 @@
+"""`envcheck host`: before anything is pulled, which of our images will run on this host, and why not.
+
+No torch: the driver and GPUs come from NVML (nvidia-ml-py, when installed), else `nvidia-smi`, else libcuda;
+Docker's GPU setup from files (`/etc/docker/daemon.json`, CDI specs) and `nvidia-ctk` on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envcheck.versions import parse_version, release
+
+# Oldest Linux driver that runs each CUDA major through minor-version compatibility (CUDA compatibility guide:
+# "CUDA 12.x: >= 525.60.13", "CUDA 13.x: >= 580"). A driver whose own CUDA is older than the row's minor
+# still runs it that way, but cannot JIT PTX newer than itself.
+MINOR_COMPAT_DRIVER = {12: "525.60.13", 13: "580"}
+
+
+@dataclass
+class HostGpus:
+    """What the host's driver says, without torch."""
+
+    source: str | None = None  # nvml, nvidia-smi, libcuda; None when no NVIDIA driver answered
+    driver: str | None = None
+    driver_cuda: str | None = None
+    capabilities: list[tuple[int, int]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    why_none: str = ""
+    listed: list[dict[str, Any]] = field(default_factory=list)  # each GPU: name and compute capability
+
+
+def driver_problem(driver: str | None, driver_cuda: str | None, row_cuda: str) -> str | None:
+    """Why a driver cannot run a CUDA `row_cuda` build, or None when it can (possibly via minor compat)."""
+    if driver is None:
+        return None
+    row = release(row_cuda) or (0, 0)
+    have = release(driver_cuda) if driver_cuda else None
+    if have is not None and have[:2] >= row[:2]:
+        return None
+    need = MINOR_COMPAT_DRIVER.get(row[0])
+    if need is None:
+        return f"no record of the minimum driver for CUDA {row_cuda}"
+    version = parse_version(driver)
+    if version is None:
+        return f"driver version {driver!r} is not a version"
+    if version < parse_version(need):  # type: ignore[operator]
+        supports = f" (supports CUDA {driver_cuda})" if driver_cuda else ""
+        return (f"driver {driver}{supports} is too old for CUDA {row_cuda}: CUDA {row[0]}.x needs >= {need} "
+                "(minor-version compatibility); upgrade the driver or pick a row with an older CUDA")
+    return None
+
+
+def minor_compat_note(driver_cuda: str | None, row_cuda: str) -> str:
+    """A note when a row runs only through minor-version compatibility."""
+    have = release(driver_cuda) if driver_cuda else None
+    row = release(row_cuda) or (0, 0)
+    if have is not None and have[:2] < row[:2]:
+        return f"runs via minor-version compatibility (driver's CUDA {driver_cuda} < {row_cuda}: no newer PTX JIT)"
+    return ""
+
+
+def arch_problem(capabilities: list[tuple[int, int]], arch_list: list[str] | None) -> str | None:
+    """Why some GPU's compute capability is not in a build's arch list, or None when all are covered."""
+    from envcheck.checks.cuda_arch import arch_coverage
+
+    if arch_list is None or not capabilities:
+        return None
+    missing = sorted({cap for cap in capabilities if arch_coverage(cap, arch_list) is None})
+    if not missing:
+        return None
+    sms = ", ".join(f"sm_{a}{b}" for a, b in missing)
+    return f"GPU arch {sms} is not in this build's arch list ({' '.join(arch_list)})"
+
+
+def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
+    """For each matrix row: runs (True/False, or None when unknown without a GPU), why, and its tags."""
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        problems = [p for p in (driver_problem(gpus.driver, gpus.driver_cuda, row.cuda),
+                                arch_problem(gpus.capabilities, row.arch_list)) if p]
+        if gpus.source is None:
+            runs: bool | None = None
+            why = (f"needs an NVIDIA driver >= {MINOR_COMPAT_DRIVER.get((release(row.cuda) or (0,))[0], '?')} "
+                   f"and a GPU in {' '.join(row.arch_list) if row.arch_list else 'an unrecorded arch list'}")
+        else:
+            runs = not problems
+            why = "; ".join(problems) or minor_compat_note(gpus.driver_cuda, row.cuda) or "driver and GPU arch fit"
+        out.append({"row": row.id, "torch": row.torch, "cuda": row.cuda, "runs": runs, "why": why,
+                    "arch_list": row.arch_list,
+                    "tags": [t for target in row.targets for t in row.tags(target)]})
+    return out
+
+
+def _capability(text: Any) -> tuple[int, int] | None:
+    numbers = release(str(text))
+    return (numbers[0], numbers[1]) if numbers and len(numbers) >= 2 else None
+
+
+def read_host_gpus() -> HostGpus:
+    """The driver, its CUDA and each GPU's compute capability: NVML, else nvidia-smi, else libcuda."""
+    from envcheck.checks.gpu_inventory import nvml_inventory, smi_inventory
+    from envcheck.checks.probe import driver_cuda_version, is_absent, load_library, run_command
+
+    reasons: list[str] = []
+    nvml = nvml_inventory(torch_uuids=lambda: None)
+    smi = nvml if isinstance(nvml, dict) else smi_inventory(run_command)
+    if isinstance(nvml, str):
+        reasons.append(nvml)
+    if isinstance(smi, str):
+        reasons.append(smi)
+    lib = load_library("libcuda.so.1")
+    lib_cuda = driver_cuda_version(lib) if not isinstance(lib, str) else None
+    if isinstance(lib, str):
+        reasons.append(lib)
+    if isinstance(smi, dict) and isinstance(smi.get("gpus"), list) and smi["gpus"]:
+        gpus = [g for g in smi["gpus"] if isinstance(g, dict)]
+        caps = [c for c in (_capability(g.get("compute_capability")) for g in gpus) if c]
+        driver_cuda = smi.get("driver_cuda")
+        if is_absent(driver_cuda) or not isinstance(driver_cuda, str):
+            driver_cuda = f"{lib_cuda // 1000}.{lib_cuda % 1000 // 10}" if lib_cuda else None
+        driver = smi.get("driver_version")
+        listed: list[dict[str, Any]] = [{"name": g.get("name") if isinstance(g.get("name"), str) else "GPU",
+                   "compute_capability": g.get("compute_capability") if _capability(g.get("compute_capability"))
+                   else None} for g in gpus]
+        return HostGpus(source=str(smi.get("source")), driver=driver if isinstance(driver, str) else None,
+                        driver_cuda=driver_cuda, capabilities=caps, names=[str(g["name"]) for g in listed],
+                        listed=listed)
+    if lib_cuda:
+        return HostGpus(source="libcuda", driver_cuda=f"{lib_cuda // 1000}.{lib_cuda % 1000 // 10}",
+                        why_none="libcuda loads but no GPU was listed (" + "; ".join(reasons) + ")")
+    return HostGpus(why_none="; ".join(reasons) or "no NVIDIA driver answered")
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
+    """Whether Docker can hand GPUs to containers: the nvidia runtime in daemon.json, nvidia-ctk, CDI specs."""
+    base = Path(root)
+    found: dict[str, Any] = {}
+    daemon = base / "etc/docker/daemon.json"
+    try:
+        config = json.loads(daemon.read_text())
+        runtimes = sorted((config.get("runtimes") or {}) if isinstance(config, dict) else {})
+        found["daemon_json_runtimes"] = runtimes
+        found["default_runtime"] = config.get("default-runtime") if isinstance(config, dict) else None
+    except FileNotFoundError:
+        found["daemon_json_runtimes"] = []
+    except (OSError, ValueError) as exc:
+        found["daemon_json_runtimes"] = []
+        found["daemon_json_error"] = f"{daemon}: {exc}"
+    path = os.pathsep.join(str(base / p.lstrip("/")) for p in os.environ.get("PATH", "").split(os.pathsep) if p) \
+        if root != "/" else None
+    found["nvidia_ctk"] = shutil.which("nvidia-ctk", path=path)
+    found["nvidia_container_runtime"] = shutil.which("nvidia-container-runtime", path=path)
+    specs: list[str] = []
+    for folder in ("etc/cdi", "var/run/cdi"):
+        for pattern in ("*.yaml", "*.yml", "*.json"):
+            specs.extend(sorted(glob.glob(str(base / folder / pattern))))
+    found["cdi_specs"] = specs
+    found["cdi_nvidia"] = [s for s in specs if "nvidia.com/gpu" in _read(s)]
+    runtime = "nvidia" in found["daemon_json_runtimes"]
+    if runtime or found["cdi_nvidia"]:
+        how = " and ".join(filter(None, ["the nvidia runtime in daemon.json" if runtime else "",
+                                          "CDI specs for nvidia.com/gpu" if found["cdi_nvidia"] else ""]))
+        found["summary"] = f"Docker GPU setup: {how} (docker run --gpus all ...)"
+        found["ready"] = True
+    else:
+        hint = ("nvidia-ctk is installed: run `sudo nvidia-ctk runtime configure --runtime=docker && "
+                "sudo systemctl restart docker`" if found["nvidia_ctk"] else
+                "install nvidia-container-toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker`")
+        found["summary"] = f"Docker GPU setup: none found (no nvidia runtime in {daemon}, no CDI spec); {hint}"
+        found["ready"] = False
+    return found
+
+
+def collect(matrix_path: str | None) -> dict[str, Any]:
+    """Everything `envcheck host` reports, as one JSON-able document."""
+    from envcheck.errors import UsageError
+    from envcheck.images.matrix import default_matrix_path, load_matrix
+
+    gpus = read_host_gpus()
+    doc: dict[str, Any] = {
+        "gpu": {"source": gpus.source, "driver": gpus.driver, "driver_cuda": gpus.driver_cuda,
+                "gpus": gpus.listed,
+                "why_none": gpus.why_none or None},
+        "docker": docker_gpu_setup(),
+    }
+    path = Path(matrix_path) if matrix_path else default_matrix_path()
+    if not path.is_file():
+        doc["matrix"] = None
+        doc["matrix_why"] = (f"no matrix at {path}: pass --matrix PATH (docker/matrix.toml of a clone) "
+                             "or set ENVCHECK_MATRIX")
+        if matrix_path:
+            raise UsageError(f"--matrix {matrix_path}: no such file")
+        return doc
+    matrix = load_matrix(path)
+    doc["matrix"] = str(matrix.path)
+    doc["rows"] = row_verdicts(gpus, list(matrix.rows))
+    return doc
+
+
+def print_host(doc: dict[str, Any]) -> None:
+    """The human form: one line per fact, then the rows."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(highlight=False, width=200 if not sys.stdout.isatty() else None)
+    gpu = doc["gpu"]
+    if not gpu["gpus"]:
+        console.print(f"No NVIDIA GPU: {escape(gpu['why_none'] or 'none listed')}. Listing what each row needs.",
+                      soft_wrap=True)
+    else:
+        caps = ", ".join(f"{g['name']} (sm_{str(g['compute_capability']).replace('.', '')})"
+                         if g["compute_capability"] else f"{g['name']} (compute capability unknown)"
+                         for g in gpu["gpus"])
+        console.print(f"Driver {gpu['driver'] or '?'} (CUDA {gpu['driver_cuda'] or '?'}, from {gpu['source']}); "
+                      f"GPUs: {escape(caps)}")
+    console.print(escape(doc["docker"]["summary"]))
+    if doc.get("matrix") is None:
+        console.print(escape(doc["matrix_why"]))
+        return
+    table = Table(title=f"which images run here ({doc['matrix']})")
+    for col in ("row", "torch", "cuda", "runs", "why", "tags (runtime; devel, jupyter, ssh alike)"):
+        table.add_column(col, overflow="fold")
+    for row in doc["rows"]:
+        runs = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[row["runs"]]
+        table.add_row(row["row"], row["torch"], row["cuda"], runs, escape(row["why"]),
+                      ", ".join(t for t in row["tags"] if t.endswith("-runtime")))
+    console.print(table)
+
+
+def cmd_host(args: argparse.Namespace) -> int:
+    """`envcheck host`: 0 always (it reports), 2 on bad input."""
+    from envcheck.errors import UsageError
+
+    doc = collect(args.matrix)
+    if args.json:
+        text = json.dumps(doc, indent=2) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+            return 0
+        try:
+            Path(args.json).write_text(text)
+        except OSError as exc:
+            raise UsageError(f"--json {args.json}: cannot write ({exc.strerror})") from None
+    print_host(doc)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `host` subcommand."""
+    host = sub.add_parser("host", help="before pulling: the driver, GPUs, Docker GPU setup, and which image "
+                                       "rows will run here (no torch needed)")
+    host.add_argument("--matrix", metavar="PATH", help="docker/matrix.toml (default: ENVCHECK_MATRIX or the clone's)")
+    host.add_argument("--json", metavar="PATH", help="write JSON ('-' = stdout only)")
+    host.set_defaults(handler=cmd_host)

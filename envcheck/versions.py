@@ -1,0 +1,73 @@
+"""Versions and requirements through `packaging` (PEP 440 / PEP 508), never by hand.
+
+Wheel metadata writes pins in more than one form: `torch==2.9.1`, `torch (==2.11.0)` (torchvision's), with
+extras (`cuda-toolkit[nvcc]==13.0.2`) and markers (`; platform_system == "Linux"`). All of them parse here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+
+def parse_version(text: str) -> Version | None:
+    """A PEP 440 version, or None when `text` is not one."""
+    try:
+        return Version(str(text).strip())
+    except InvalidVersion:
+        return None
+
+
+def release(text: str) -> tuple[int, ...] | None:
+    """The release numbers of a version (`2.13.0+cpu` -> (2, 13, 0)), or None when it is not a version."""
+    version = parse_version(text)
+    return version.release if version is not None else None
+
+
+def public(text: str) -> str:
+    """A version without its local label (`2.13.0+cu130` -> `2.13.0`); the text itself if not a version."""
+    version = parse_version(text)
+    return version.public if version is not None else str(text).split("+")[0]
+
+
+def requirements(lines: Iterable[str]) -> list[Requirement]:
+    """The parseable requirements among `lines` (metadata lines that are not PEP 508 are skipped)."""
+    out: list[Requirement] = []
+    for line in lines:
+        try:
+            out.append(Requirement(line))
+        except InvalidRequirement:
+            continue
+    return out
+
+
+def exact_pin(lines: Iterable[str], name: str) -> tuple[Requirement, str] | None:
+    """The first requirement on distribution `name` pinned exactly (`==X` or `===X`), and X."""
+    wanted = canonicalize_name(name)
+    for req in requirements(lines):
+        if canonicalize_name(req.name) != wanted:
+            continue
+        for spec in req.specifier:
+            if spec.operator in ("==", "===") and "*" not in spec.version:
+                return req, spec.version
+    return None
+
+
+def pinned(lines: Iterable[str], name: str) -> str | None:
+    """The version `name` is pinned to exactly in `lines` (`torch (==2.11.0)` -> `2.11.0`), or None."""
+    found = exact_pin(lines, name)
+    return found[1] if found else None
+
+
+def pinned_with_prefix(lines: Iterable[str], prefix: str) -> tuple[str, str] | None:
+    """The first exactly pinned requirement whose name starts with `prefix`, as (name, version)."""
+    want = canonicalize_name(prefix)
+    for req in requirements(lines):
+        if canonicalize_name(req.name).startswith(want):
+            found = exact_pin([str(req)], req.name)
+            if found:
+                return req.name, found[1]
+    return None

@@ -1,0 +1,58 @@
+"""The host install the README gives (`pip install torch-envcheck` / `pipx install torch-envcheck`), from a built
+wheel into a fresh venv (not editable): `envcheck --version` and `envcheck host` work there, without torch."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_install_without_torch import NO_INDEX
+from tests.helpers import ROOT
+
+DIST = "torch-envcheck"
+
+
+@pytest.mark.slow
+def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - 3.10
+        import tomli as tomllib
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == DIST
+    src = tmp_path / "src"  # a copy: setuptools writes build/ and *.egg-info next to the sources it builds
+    shutil.copytree(ROOT / "envcheck", src / "envcheck", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVCHECK_MATRIX")}
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"),
+                            str(src)], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    if built.returncode != 0 and any(m in built.stderr for m in NO_INDEX):
+        pytest.skip("no package index reachable for the isolated build backend")
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("torch_envcheck-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    done = subprocess.run([str(venv / "bin/pip"), "install", "-q", str(wheel)], capture_output=True, text=True,
+                          timeout=600, env=env)
+    if done.returncode != 0 and any(m in done.stderr for m in NO_INDEX):
+        pytest.skip("no package index reachable for rich/packaging")
+    assert done.returncode == 0, done.stderr
+    where = subprocess.run([str(venv / "bin/python"), "-c", "import envcheck, sys; print(envcheck.__file__)"],
+                           capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # the wheel's copy, not the checkout
+    version = subprocess.run([str(venv / "bin/envcheck"), "--version"], capture_output=True, text=True,
+                             timeout=60, env=env, cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.startswith("envcheck "), version.stderr
+    host = subprocess.run([str(venv / "bin/envcheck"), "host"], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=tmp_path)
+    assert host.returncode == 0, host.stderr
+    assert "Docker GPU setup:" in host.stdout and "no matrix at" in host.stdout  # no clone here: says so
+    rows = subprocess.run([str(venv / "bin/envcheck"), "host", "--matrix", str(ROOT / "docker/matrix.toml")],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert rows.returncode == 0 and "2.14-cu130" in rows.stdout, rows.stderr
