@@ -221,3 +221,22 @@ def test_a_math_changing_env_var_is_named_before_reinstall(monkeypatch: pytest.M
     assert result.status is Status.FAIL and result.fault_class == "config"
     assert "MKL_CBWR='COMPATIBLE' is set" in (result.remediation or "")
     assert "reinstall" not in (result.remediation or "")
+
+
+def test_an_editable_install_with_torch_in_its_name_is_not_a_startup_patch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real .pth files in a site dir: `pip install -e` of torch-envcheck writes an import of
+    `__editable___torch_envcheck_0_1_0_finder`, which is no patch of torch (it was blamed for wrong math);
+    a .pth that imports torch still is."""
+    import site
+
+    from envcheck.checks.numerics.suspects import startup_patches
+
+    (tmp_path / "__editable__.torch_envcheck-0.1.0.pth").write_text(
+        "import __editable___torch_envcheck_0_1_0_finder; __editable___torch_envcheck_0_1_0_finder.install()\n")
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(tmp_path)])
+    monkeypatch.setattr(site, "getusersitepackages", lambda: str(tmp_path))
+    assert [s for s in startup_patches() if str(tmp_path) in s.cause] == []
+    (tmp_path / "patch.pth").write_text("import torch; torch.mm = lambda a, b: a\n")
+    assert [s.cause for s in startup_patches() if str(tmp_path) in s.cause] == [
+        f"{tmp_path / 'patch.pth'} runs code that touches torch at every interpreter start"]

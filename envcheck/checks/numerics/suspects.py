@@ -62,16 +62,21 @@ def startup_patches() -> list[Suspect]:
     for name in ("sitecustomize", "usercustomize"):
         spec = importlib.util.find_spec(name) if name not in sys.modules else sys.modules[name].__spec__
         origin = getattr(spec, "origin", None)
-        if origin and os.path.isfile(origin) and "torch" in _read(origin):
+        if origin and os.path.isfile(origin) and TORCH_WORD.search(_read(origin)):
             found.append(Suspect(f"{origin} ({name}) mentions torch and runs at every interpreter start",
                                  "image"))
     dirs = [*site.getsitepackages(), site.getusersitepackages()]
     for folder in dict.fromkeys(dirs):
         for pth in sorted(Path(folder).glob("*.pth")) if os.path.isdir(folder) else []:
             lines = [ln for ln in _read(str(pth)).splitlines() if ln.startswith(("import ", "import\t"))]
-            if any("torch" in ln for ln in lines):
+            if any(TORCH_WORD.search(ln) for ln in lines):
                 found.append(Suspect(f"{pth} runs code that touches torch at every interpreter start", "image"))
     return found
+
+
+# torch itself (`import torch`, `torch.mm = ...`), not names that merely contain it, such as the editable
+# finder `__editable___torch_envcheck_0_1_0_finder` that `pip install -e` writes into a .pth file
+TORCH_WORD = re.compile(r"(?<![\w.])torch(?![\w])")
 
 
 def math_env(environ: Mapping[str, str] | None = None) -> list[Suspect]:
