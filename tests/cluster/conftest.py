@@ -26,10 +26,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BINARIES = ("munged", "slurmctld", "slurmd", "srun", "sinfo", "scontrol")
 START_TIMEOUT_S = 60.0
+SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])  # the daemons live in sbin
 
 
 def slurm_missing() -> str | None:
-    missing = [b for b in BINARIES if shutil.which(b) is None]
+    missing = [b for b in BINARIES if shutil.which(b, path=SEARCH_PATH) is None]
     if missing:
         return f"{', '.join(missing)} not found: apt-get install slurm-wlm munge (or run .ci/run)"
     if os.geteuid() != 0:
@@ -150,7 +151,7 @@ def slurm_cluster() -> Iterator[Cluster]:
     began = time.monotonic()
     d = Path(tempfile.mkdtemp(prefix="envcheck-slurm-"))
     node = socket.gethostname().split(".")[0]
-    env = {**os.environ, "SLURM_CONF": str(d / "slurm.conf"), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "SLURM_CONF": str(d / "slurm.conf"), "PYTHONPATH": str(ROOT), "PATH": SEARCH_PATH}
     cluster = Cluster(d, node, env)
     try:
         for sub in ("state", "spool", "log", "munge"):
