@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envcheck import __version__
+from envcheck.cluster.mode import add_arguments as add_cluster_arguments
 from envcheck.errors import FatalError, UsageError
 
 # Subcommands that live in their own packages; each module exposes register(subparsers).
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="run the checks (the default)")
     add_run_arguments(run)
+    add_cluster_arguments(run)
     run.set_defaults(handler=_handler("envcheck.commands", "cmd_run"))
     listing = sub.add_parser("list", help="list every check with its level and needs")
     listing.set_defaults(handler=_handler("envcheck.commands", "cmd_list"))

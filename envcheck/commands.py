@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from envcheck.checks import registry
+from envcheck.cluster import mode as cluster
 from envcheck.core.check import Context, Level
 from envcheck.core.runner import Runner, RunReport, parse_names, select
 from envcheck.report.json_report import render_json
@@ -47,19 +48,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run the selected checks and render every requested report."""
     ctx = context_from_args(args)
     specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
-    # With --json -, stdout carries the JSON alone; the table goes to stderr.
-    console = Console(stderr=args.json == "-", highlight=False, width=None if sys.stdout.isatty() else 140)
+    # With --json -, stdout carries the JSON alone (with --for, the verdict line); the table goes to stderr.
+    console = Console(stderr=args.json == "-" or bool(getattr(args, "for_mode", None)), highlight=False, width=None if sys.stdout.isatty() else 140)
     with Runner(ctx, total_timeout_s=args.timeout) as runner:
         runner.prestart(specs)
         results = runner.run(specs)
         facts = runner.facts()
+    results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
     print_report(report, console)
     if args.json:
         write_output(args.json, render_json(report))
     if args.junit:
         write_output(args.junit, render_junit(report))
-    return exit_code(results)
+    return cluster.finish(args, results, facts, exit_code(results))
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -1,4 +1,6 @@
-"""`torchrun ... -m envcheck.distributed`: the dist.* checks across nodes (rank 0 reports).
+"""`torchrun ... -m envcheck.distributed` (or `srun ... python -m envcheck.distributed`): the dist.* checks
+across nodes (rank 0 reports). Under srun, SLURM_PROCID/NTASKS/LOCALID and the job's first node stand in
+for torchrun's variables (envcheck.cluster.slurm).
 
 Thin entry: parse arguments, run this rank (envcheck.checks.distributed.torchrun), render on rank 0,
 exit non-zero on every node when any check failed. Rank 0 writes the report on every path: success,
@@ -16,6 +18,7 @@ from rich.console import Console
 
 from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, run_this_rank
 from envcheck.checks.facts import collect_facts
+from envcheck.cluster.slurm import torchrun_env
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
 from envcheck.core.runner import RunReport
@@ -62,10 +65,16 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run this rank; rank 0 renders. Exit 0 only when every check passed or warned."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        os.environ.update(torchrun_env(os.environ))  # under srun: Slurm's task variables stand in for torchrun's
+    except ValueError as exc:
+        print(f"envcheck.distributed: {exc}", file=sys.stderr)
+        return 2
     missing = missing_env()
     if missing:
         print(f"envcheck.distributed: {', '.join(missing)} not set; start it with torchrun, e.g. "
-              "`torchrun --nproc-per-node 2 -m envcheck.distributed`", file=sys.stderr)
+              "`torchrun --nproc-per-node 2 -m envcheck.distributed`, or with srun "
+              "(`srun -N 2 --ntasks-per-node 8 python -m envcheck.distributed`)", file=sys.stderr)
         return 2
     opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
                            min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)

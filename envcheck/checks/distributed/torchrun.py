@@ -34,6 +34,7 @@ DEAD_AFTER_S = 1.0  # a rank whose heartbeat is silent this long is dead (its pr
 GRACE_S = 3.0  # after a rank died or raised, how long the others get to report
 TERM_WAIT_S = 1.5  # rank 0, stopped by torchrun (SIGTERM), waits this long to tell who was stopped from who died
 VERDICT_MARGIN_S = 10.0  # other ranks wait this long beyond rank 0's own deadline for the exit code
+ACK_WAIT_S = 5.0  # without torchrun's agent (srun), rank 0 hosts the store: it waits this long for the others to read the verdict
 Report = Callable[[list[Result]], None]
 
 
@@ -99,6 +100,13 @@ class SideChannel:
 
     def set_verdict(self, code: int) -> None:
         self.store.set(self._key("verdict"), str(code))
+
+    def ack(self) -> None:
+        """This rank read the verdict (rank 0 may now close the store it hosts)."""
+        self.store.add(self._key("acked"), 1)
+
+    def acks(self) -> int:
+        return int(self.store.add(self._key("acked"), 0))
 
     def verdict(self) -> int | None:
         return int(self.store.get(self._key("verdict"))) if self.store.check([self._key("verdict")]) else None
@@ -258,6 +266,17 @@ def _store(rank: int, world: int, timeout_s: float) -> Any:
                          world, is_master=not agent and rank == 0, timeout=timedelta(seconds=timeout_s))
 
 
+def _wait_for_acks(channel: SideChannel, monitor: Monitor) -> None:
+    """When rank 0 hosts the store (no torchrun agent: srun), keep it up until the live ranks read the verdict;
+    leaving at once would make them fail reading it (connection closed) instead of exiting with it."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        return
+    live = sum(1 for r in range(1, monitor.world) if monitor.kind(r) != "dead")
+    deadline = time.monotonic() + ACK_WAIT_S
+    while channel.acks() < live and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+
+
 def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
     """Run this rank; rank 0 calls `report` with the results. Returns (agreed exit code, clean).
 
@@ -341,6 +360,13 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
             if code is not None:
                 break
         time.sleep(poll_s)
+    if rank == 0:
+        _wait_for_acks(channel, monitor)
+    else:
+        try:
+            channel.ack()
+        except Exception:  # rank 0 and its store are gone: nothing left to tell it
+            pass
     clean = monitor.all_done() and not stop.is_set()
     if clean:
         worker.join()

@@ -1,0 +1,71 @@
+"""The cluster options of `envcheck run` and what happens after the checks ran: class policy, the
+one-line reason, draining the node from a Slurm prolog, and the Prometheus textfile."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from envcheck.cluster.policy import Mode, decide, reclassify
+from envcheck.cluster.prometheus import render, textfile_path, write_atomic
+from envcheck.core.result import Result
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--for` and `--prometheus` (validated by argparse, before any check runs)."""
+    parser.add_argument("--for", dest="for_mode", choices=[m.value for m in Mode], metavar="MODE",
+                        help="exit policy for a cluster: prolog (Slurm), preflight (Kubernetes), npd "
+                             "(node-problem-detector); only node faults fail (see docs/cluster.md)")
+    parser.add_argument("--prometheus", type=textfile_path, metavar="FILE",
+                        help="write a node_exporter textfile (atomically) with each check's status and key figures")
+
+
+def adjust(args: argparse.Namespace, results: Sequence[Result]) -> list[Result]:
+    """Results as the cluster mode classes them (a node that lost its GPUs is a node fault)."""
+    mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+    return reclassify(results, mode, getattr(args, "expect_gpus", None))
+
+
+def drain(reason: str, env: Mapping[str, str]) -> str | None:
+    """From a Slurm prolog (SLURMD_NODENAME set), drain this node with envcheck's reason; a note on failure.
+
+    slurmd drains a node whose prolog failed with the reason "Prolog error"; draining it first, with the
+    finding, is what makes `sinfo -R` say why.
+    """
+    node = env.get("SLURMD_NODENAME")
+    scontrol = shutil.which("scontrol")
+    if not node or not scontrol:
+        return None
+    try:
+        done = subprocess.run([scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"scontrol update failed: {exc}"
+    return None if done.returncode == 0 else f"scontrol update failed: {(done.stderr or done.stdout).strip()}"
+
+
+def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int) -> int:
+    """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code."""
+    mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+    if mode is not None:
+        decision = decide(results, mode)
+        out = sys.stderr if getattr(args, "json", None) == "-" else sys.stdout  # keep `--json -` pure JSON
+        for line in decision.warnings:
+            print(f"envcheck: warning: {line}", file=sys.stderr)
+        if decision.reason:
+            print(decision.reason, file=out)  # npd's message, the prolog's Reason=, the pod's log
+            if mode is Mode.PROLOG and decision.code:
+                note = drain(decision.reason, os.environ)
+                if note:
+                    print(f"envcheck: warning: {note}", file=sys.stderr)
+        elif mode is Mode.NPD:
+            print("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", file=out)
+        code = decision.code
+    if getattr(args, "prometheus", None):
+        write_atomic(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
+    return code

@@ -1,0 +1,109 @@
+"""The exit policy of `envcheck run --for prolog|preflight|npd`, decided by each finding's fault class.
+
+A cluster acts on a verifier's exit code: a Slurm prolog that exits non-zero drains the node, a
+Kubernetes Job's podFailurePolicy matches exit codes, node-problem-detector reads 0/1/2. Only a `node`
+fault may take a node out of service; an `image` or `config` fault is the user's to fix, and draining a
+healthy node for it would be the worst outcome, so it is a warning (exit 0) in prolog and npd mode.
+An ERROR with no class means envcheck itself failed (a check crashed or timed out): that is no evidence
+against the node, so it never drains one either. The codes below are documented in docs/cluster.md and
+are stable: change them only with a new major version.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from envcheck.core.result import Result, Status
+
+OK = 0
+NODE_FAULT = 1  # prolog and npd: a node fault (npd: "problem")
+USAGE = 2  # bad input, every mode (npd reads 2 as "unknown", which is what it is)
+NPD_UNKNOWN = 2  # npd: envcheck could not judge the node (an unclassified ERROR)
+PREFLIGHT_NODE = 10  # preflight: retry elsewhere (the node is at fault)
+PREFLIGHT_IMAGE = 11  # preflight: fail the Job (the image is at fault; it fails on every node)
+PREFLIGHT_CONFIG = 12  # preflight: fail the Job (the pod spec or env is at fault)
+REASON_MAX = 200
+LOST_GPU_FIX = ("check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
+                "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`")  # scontrol's Reason= is free text; keep it one short line
+
+
+class Mode(str, enum.Enum):
+    """Who reads the exit code."""
+
+    PROLOG = "prolog"
+    PREFLIGHT = "preflight"
+    NPD = "npd"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The exit code, the one-line reason (empty when the node is fine) and warnings for the job's output."""
+
+    code: int
+    reason: str
+    warnings: tuple[str, ...]
+
+
+def one_line(result: Result) -> str:
+    """`[class] check: summary`, one line, at most REASON_MAX characters, no quotes that break a shell."""
+    text = f"[{result.fault_class or 'envcheck'}] {result.name}: {result.summary}"
+    text = " ".join(text.replace('"', "'").split())
+    return text if len(text) <= REASON_MAX else text[: REASON_MAX - 3] + "..."
+
+
+def _lost_gpu(result: Result, expect_gpus: int | None) -> bool:
+    """A GPU-count shortfall under --expect-gpus: fewer GPUs than the node must have, or none at all."""
+    if result.status is not Status.FAIL or result.fault_class != "config" or not expect_gpus:
+        return False
+    if result.name == "cuda.devices":
+        gpus = result.measured.get("gpus")
+        return isinstance(gpus, int) and gpus < expect_gpus
+    if result.name == "cuda.available":
+        findings = result.measured.get("findings") or [{}]
+        return isinstance(findings[0], dict) and findings[0].get("layer") == "container"
+    return False
+
+
+def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | None) -> list[Result]:
+    """In prolog and npd mode, a node that lacks the GPUs it must have (--expect-gpus) is a node fault.
+
+    Inside a container, no /dev/nvidia* means the container was started without GPU access (`config`).
+    A prolog or npd plugin runs on the host itself, started by the cluster, not by a user: there is no
+    container flag to blame, and a node with fewer GPUs than the admin said it has lost them (fallen off
+    the bus, driver unloaded). In preflight mode (a pod) the pod spec can still be at fault: kept `config`.
+    """
+    if mode not in (Mode.PROLOG, Mode.NPD):
+        return list(results)
+    out = []
+    for r in results:
+        if _lost_gpu(r, expect_gpus):
+            if r.name == "cuda.devices":
+                summary = f"{r.measured.get('gpus')} GPU(s) visible, {expect_gpus} expected: this node lost GPUs"
+            else:
+                problem = str(r.measured["findings"][0].get("problem", "")).split(":")[0]
+                summary = f"{expect_gpus} GPU(s) expected, none visible: {problem}"
+            r = replace(r, fault_class="node", summary=summary, remediation=LOST_GPU_FIX)
+        out.append(r)
+    return out
+
+
+def decide(results: Sequence[Result], mode: Mode) -> Decision:
+    """The exit code and messages for `mode`; see docs/cluster.md for the table."""
+    bad = [r for r in results if r.status.is_bad]
+    node = [r for r in bad if r.fault_class == "node"]
+    warnings = tuple(one_line(r) for r in results
+                     if r.status is Status.WARN or (r.status.is_bad and r.fault_class != "node"))
+    if node:
+        code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
+        reason = one_line(node[0]) + (f" (+{len(node) - 1} more node faults)" if len(node) > 1 else "")
+        return Decision(code, reason, warnings)
+    if mode is Mode.PREFLIGHT:
+        for cls, code in (("image", PREFLIGHT_IMAGE), ("config", PREFLIGHT_CONFIG)):
+            hit = [r for r in bad if r.fault_class == cls]
+            if hit:
+                return Decision(code, one_line(hit[0]), warnings)
+    if mode is Mode.NPD and any(r.fault_class is None for r in bad):
+        return Decision(NPD_UNKNOWN, "", warnings)
+    return Decision(OK, "", warnings)

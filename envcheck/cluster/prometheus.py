@@ -1,0 +1,119 @@
+"""`--prometheus FILE`: a node_exporter textfile-collector file, written atomically.
+
+node_exporter reads every `*.prom` file in its --collector.textfile.directory on each scrape; a file read
+half-written would drop or corrupt every series, so the text goes to a temp file in the same folder
+(same filesystem) and is renamed over the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from envcheck import __version__
+from envcheck.core.result import Result, Status
+
+STATUSES = tuple(s.value for s in Status)
+
+
+def textfile_path(text: str) -> str:
+    """argparse type: a file path whose folder exists and is writable (checked before any work)."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        raise argparse.ArgumentTypeError("needs prometheus_client: pip install 'envcheck[cluster]'") from None
+    path = Path(text)
+    if text in ("", "-") or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file path; give e.g. "
+                                          "/var/lib/node_exporter/textfile/envcheck.prom")
+    parent = path.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"folder {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in {parent} (permission denied)")
+    return text
+
+
+def _figure(results: Sequence[Result], check: str, key: str) -> float | None:
+    for r in results:
+        value = r.measured.get(key) if r.name == check else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _any_figure(results: Sequence[Result], key: str) -> float | None:
+    """The first check that measured `key` (no `run` check measures matmul TFLOP/s yet; `bench` does)."""
+    for r in results:
+        value = _figure(results, r.name, key)
+        if value is not None:
+            return value
+    return None
+
+
+def gpus_seen(results: Sequence[Result], facts: Mapping[str, Any]) -> float | None:
+    """GPUs this run saw: cuda.devices' count, else cuda.available's list, else none measured."""
+    count = _figure(results, "cuda.devices", "gpus")
+    if count is not None:
+        return count
+    for r in results:
+        if r.name == "cuda.available":
+            names = r.measured.get("gpus")
+            return float(len(names)) if isinstance(names, list) else 0.0
+    return None
+
+
+def render(results: Sequence[Result], facts: Mapping[str, Any], *, mode: str, exit_code: int,
+           now: float | None = None) -> bytes:
+    """The textfile's content, in Prometheus text format, from prometheus_client's own generator."""
+    from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+    reg = CollectorRegistry()
+    status = Gauge("envcheck_check_status", "1 for the check's status (pass/warn/fail/skip/error), 0 for the others",
+                   ["check", "status"], registry=reg)
+    fault = Gauge("envcheck_check_fault", "1 when the check failed, warned or errored with this fault class "
+                  "(node/image/config; 'none' for envcheck's own errors)", ["check", "fault_class"], registry=reg)
+    duration = Gauge("envcheck_check_duration_seconds", "wall time of the check", ["check"], registry=reg)
+    for r in results:
+        for s in STATUSES:
+            status.labels(r.name, s).set(1 if r.status.value == s else 0)
+        if r.status in (Status.WARN, Status.FAIL, Status.ERROR):
+            fault.labels(r.name, r.fault_class or "none").set(1)
+        duration.labels(r.name).set(r.duration_s)
+    figures = (
+        ("envcheck_gpus", "GPUs this run saw", gpus_seen(results, facts)),
+        ("envcheck_allreduce_busbw_gbps", "peak all-reduce bus bandwidth (GB/s), dist.busbw",
+         _figure(results, "dist.busbw", "peak_busbw_gbps")),
+        ("envcheck_matmul_tflops", "measured matmul TFLOP/s", _any_figure(results, "matmul_tflops")),
+    )
+    for name, doc, value in figures:
+        if value is not None:
+            Gauge(name, doc, registry=reg).set(value)
+    Gauge("envcheck_node_fault", "1 when any check failed with fault class node", registry=reg).set(
+        int(any(r.status.is_bad and r.fault_class == "node" for r in results)))
+    Gauge("envcheck_exit_code", "the exit code of this run", ["mode"], registry=reg).labels(mode).set(exit_code)
+    Gauge("envcheck_last_run_timestamp_seconds", "when this run ended (Unix time)", registry=reg).set(
+        time.time() if now is None else now)
+    Gauge("envcheck_build_info", "envcheck's version", ["version"], registry=reg).labels(__version__).set(1)
+    return generate_latest(reg)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write `data` to a temp file next to `path`, then rename it over `path`; no partial file remains."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # node_exporter often runs as another user
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,192 @@
+"""A real one-node Slurm (munged, slurmctld, slurmd on localhost) for the `slurm` tests.
+
+Session-scoped: started once (about a second), torn down at the end with no process or folder left.
+Tests switch the node's Prolog by rewriting the prolog script (`cluster.set_prolog`). Where slurm-wlm
+or munge is missing, or we are not root, the tests skip with the reason; ENVCHECK_REQUIRE_SLURM=1 (CI)
+makes that a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARIES = ("munged", "slurmctld", "slurmd", "srun", "sinfo", "scontrol")
+START_TIMEOUT_S = 60.0
+SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])  # the daemons live in sbin
+
+
+def slurm_missing() -> str | None:
+    missing = [b for b in BINARIES if shutil.which(b, path=SEARCH_PATH) is None]
+    if missing:
+        return f"{', '.join(missing)} not found: apt-get install slurm-wlm munge (or run .ci/run)"
+    if os.geteuid() != 0:
+        return "the one-node Slurm runs slurmd as root; run the tests as root"
+    return None
+
+
+def require_slurm() -> None:
+    why = slurm_missing()
+    if why:
+        if os.environ.get("ENVCHECK_REQUIRE_SLURM") == "1":
+            pytest.fail(f"slurm test cannot run and ENVCHECK_REQUIRE_SLURM=1: {why}")
+        pytest.skip(why)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("slurm") is not None:
+        require_slurm()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Cluster:
+    """What the tests need: the node's name, the environment for srun/sinfo, and the prolog switch."""
+
+    dir: Path
+    node: str
+    env: dict[str, str]
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    started_in_s: float = 0.0
+
+    def set_prolog(self, body: str) -> None:
+        """Replace the Prolog script (atomically: slurmd may be reading it)."""
+        tmp = self.dir / "prolog.sh.tmp"
+        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/prolog.log 2>&1\n{body}\n")
+        tmp.chmod(0o755)
+        tmp.replace(self.dir / "prolog.sh")
+
+    def run(self, *cmd: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(cmd), env={**self.env, **(env or {})}, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def state(self) -> str:
+        return self.run("sinfo", "-h", "-n", self.node, "-o", "%T").stdout.strip()
+
+    def reason(self) -> str:
+        return self.run("sinfo", "-R", "-h", "-o", "%E").stdout.strip()
+
+    def wait_state(self, want: str, timeout: float = START_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while (got := self.state()) != want:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"node {self.node} is {got!r}, not {want!r}, after {timeout:g}s; "
+                                     f"logs in {self.dir}/log")
+            time.sleep(0.2)
+
+    def resume(self) -> None:
+        """Undo a drain so the next test starts from an idle node."""
+        if self.state() != "idle":
+            self.run("scontrol", "update", f"NodeName={self.node}", "State=RESUME")
+            self.wait_state("idle")
+
+
+def _config(d: Path, node: str) -> str:
+    return f"""ClusterName=envcheck
+SlurmctldHost={node}(127.0.0.1)
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={d}/munge/socket
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/linear
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/builtin
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+MinJobAge=5
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+SlurmctldLogFile={d}/log/slurmctld.log
+SlurmdLogFile={d}/log/slurmd.log
+Prolog={d}/prolog.sh
+NodeName={node} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in reversed(procs):  # slurmd, slurmctld, then munged
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[Cluster]:
+    require_slurm()
+    began = time.monotonic()
+    d = Path(tempfile.mkdtemp(prefix="envcheck-slurm-"))
+    node = socket.gethostname().split(".")[0]
+    env = {**os.environ, "SLURM_CONF": str(d / "slurm.conf"), "PYTHONPATH": str(ROOT), "PATH": SEARCH_PATH}
+    cluster = Cluster(d, node, env)
+    try:
+        for sub in ("state", "spool", "log", "munge"):
+            (d / sub).mkdir(mode=0o700)
+        key = d / "munge" / "munge.key"
+        key.write_bytes(secrets.token_bytes(1024))
+        key.chmod(0o600)
+        (d / "slurm.conf").write_text(_config(d, node))
+        cluster.set_prolog("exit 0")
+        log = (d / "log" / "daemons.out").open("ab")
+        m = d / "munge"
+        cluster.procs.append(subprocess.Popen(
+            ["munged", "-F", "--force", f"--key-file={key}", f"--socket={m}/socket", f"--pid-file={m}/pid",
+             f"--log-file={m}/log", f"--seed-file={m}/seed"], stdout=log, stderr=log, env=env))
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not (m / "socket").exists():
+            if cluster.procs[0].poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"munged did not start: {(m / 'log').read_text() if (m / 'log').exists() else ''}")
+            time.sleep(0.05)
+        for cmd in (["slurmctld", "-D", "-i"], ["slurmd", "-D"]):
+            cluster.procs.append(subprocess.Popen(cmd, stdout=log, stderr=log, env=env))
+        cluster.wait_state("idle")
+        cluster.started_in_s = time.monotonic() - began
+        print(f"\none-node Slurm up in {cluster.started_in_s:.1f}s", file=sys.stderr)
+        yield cluster
+    finally:
+        _stop(cluster.procs)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster(slurm_cluster: Cluster) -> Iterator[Cluster]:
+    """The session's cluster, with a no-op prolog and an idle node before and after the test."""
+    slurm_cluster.set_prolog("exit 0")
+    slurm_cluster.resume()
+    yield slurm_cluster
+    slurm_cluster.set_prolog("exit 0")
+    slurm_cluster.resume()

