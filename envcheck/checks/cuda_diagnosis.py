@@ -1,18 +1,14 @@
 """Why `torch.cuda.is_available()` is False: probe each layer, name the missing one and its fix.
 
-`probe_cuda_layers()` reads the real system; `diagnose()` is pure, so every layer's finding can be
-tested, including the ones (old driver, missing capability) that need a GPU host to occur for real.
+`envcheck.checks.bundle.capture_cuda()` reads the real system; `diagnose()` is pure, so every layer's finding
+can be tested (and replayed from a bundle), including the ones that need a GPU host to occur for real.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from envcheck.checks.probe import driver_cuda_version, in_container, load_library, nvidia_device_nodes
 
 # Minimum Linux driver per CUDA minor (CUDA toolkit release notes, table 3, "Toolkit Driver Version").
 MIN_DRIVER = {"11.8": "520.61.05", "12.0": "525.60.13", "12.1": "530.30.02", "12.2": "535.54.03",
@@ -47,25 +43,6 @@ class Finding:
     problem: str
     fix: str
     fault_class: str  # node, image or config: who has to act (see envcheck.core.result.FAULT_CLASSES)
-
-
-def probe_cuda_layers(torch_error: str | None = None) -> CudaLayers:
-    """Read every layer from the live system (no CUDA context is created here)."""
-    torch_cuda = None
-    installed = importlib.util.find_spec("torch") is not None
-    if installed:
-        import torch
-
-        torch_cuda = torch.version.cuda
-    nodes = nvidia_device_nodes()
-    lib = load_library("libcuda.so.1")
-    container = in_container()
-    return CudaLayers(
-        torch_installed=installed, torch_cuda=torch_cuda, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
-        device_nodes=nodes, proc_driver=os.path.isdir("/proc/driver/nvidia"),
-        in_container=container is True, libcuda_error=lib if isinstance(lib, str) else None,
-        driver_cuda=None if isinstance(lib, str) else driver_cuda_version(lib),
-        driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"), torch_error=torch_error)
 
 
 def _cuda_tuple(text: str) -> tuple[int, int]:
