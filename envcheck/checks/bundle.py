@@ -7,6 +7,7 @@ function of what is captured here, so the live `cuda.available` check is capture
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
 import os
@@ -36,6 +37,7 @@ CUDA_KEYS: dict[str, tuple[type | None, ...]] = {
     "proc_driver_version": (str, None), "in_container": (bool,), "libcuda_error": (str, None),
     "driver_cuda": (int, None), "driver_capabilities": (str, None),
 }
+OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {"cu_init": (int, None), "libraries": (list,)}
 ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "LD_PRELOAD",
                 "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "ENVCHECK_")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CRED")
@@ -84,14 +86,22 @@ def capture_cuda() -> dict[str, Any]:
         proc_driver=os.path.isdir("/proc/driver/nvidia"), proc_driver_version=version.strip() if version else None,
         in_container=in_container() is True, libcuda_error=lib if isinstance(lib, str) else None,
         driver_cuda=None if isinstance(lib, str) else driver_cuda_version(lib),
-        driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"))
+        driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"), libraries=loaded_libraries(),
+        cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib))
     return out
 
 
+def cu_init(lib: ctypes.CDLL) -> int | None:
+    """cuInit(0)'s CUresult (0 success, 100 no device, 999 unknown ...); None when libcuda has no cuInit."""
+    try:
+        return int(lib.cuInit(ctypes.c_uint(0)))
+    except AttributeError:
+        return None
+
+
 def capture_host() -> dict[str, Any]:
-    """The bundle's host part: the CUDA inputs, the relevant env (redacted) and the libraries that were loaded."""
-    cuda = capture_cuda()
-    return {"cuda": cuda, "env": redact_env(dict(os.environ)), "libraries": loaded_libraries()}
+    """The bundle's host part: the CUDA inputs (loaded libraries among them) and the relevant env, redacted."""
+    return {"cuda": capture_cuda(), "env": redact_env(dict(os.environ))}
 
 
 def capture_check(ctx: Context) -> Result:
@@ -125,20 +135,23 @@ def validate_bundle(data: Any, where: str = "bundle") -> dict[str, Any]:
     cuda = data.get("cuda")
     if not isinstance(cuda, dict):
         raise UsageError(f"{where}: bundle has no 'cuda' section")
-    for key, types in CUDA_KEYS.items():
+    for key, types in {**CUDA_KEYS, **OPTIONAL_CUDA_KEYS}.items():
         if key not in cuda:
+            if key in OPTIONAL_CUDA_KEYS:
+                continue
             raise UsageError(f"{where}: bundle's cuda section lacks {key!r}")
         value = cuda[key]
         ok = any((value is None) if t is None else (isinstance(value, t) and not (t is int and
                                                                                isinstance(value, bool)))
                  for t in types)
+        if ok and isinstance(value, list):
+            ok = all(isinstance(item, str) for item in value)
         if not ok:
-            raise UsageError(f"{where}: bundle's cuda.{key} must be {_type_name(types)}, got {value!r:.60}")
+            raise UsageError(f"{where}: bundle's cuda.{key} must be {_type_name(types)}"
+                             f"{' of strings' if isinstance(value, list) else ''}, got {value!r:.60}")
     for key in ("env", "facts"):
         if key in data and not isinstance(data[key], dict):
             raise UsageError(f"{where}: bundle's {key!r} must be an object")
-    if "libraries" in data and not isinstance(data["libraries"], list):
-        raise UsageError(f"{where}: bundle's 'libraries' must be a list")
     return data
 
 

@@ -33,6 +33,9 @@ class CudaLayers:
     driver_cuda: int | None = None  # e.g. 12080
     driver_capabilities: str | None = None
     torch_error: str | None = None
+    cu_init: int | None = None  # cuInit(0)'s CUresult, asked of libcuda directly when torch saw no GPU
+    proc_driver_version: str | None = None  # /proc/driver/nvidia/version
+    libraries: list[str] = field(default_factory=list)  # CUDA-stack libraries mapped (/proc/self/maps)
 
 
 @dataclass(frozen=True)
@@ -92,19 +95,56 @@ CUDA_CODES: dict[int, tuple[str, str, str]] = {
     35: ("CUDA error 35 (CUDA driver version is insufficient for CUDA runtime version)",
          "upgrade the host driver (CUDA 12.x needs >= 525.60.13, 13.x >= 580), or use a torch built for an older "
          "CUDA major", "node"),
-    999: ("CUDA error 999 (unknown error): usually the kernel module is wedged (after suspend/resume, or "
-          "nvidia_uvm not loaded)", "on the host: check dmesg for NVRM/Xid, reload nvidia_uvm (rmmod nvidia_uvm; "
+    999: ("CUDA error 999 (unknown error): the driver is likely wedged (after suspend/resume, or a GPU fell off "
+          "the bus)", "on the host: check dmesg for NVRM/Xid, reload nvidia_uvm (rmmod nvidia_uvm; "
           "modprobe nvidia_uvm) or reboot", "node"),
 }
 _CODE = re.compile(r"(?:Error|error=|error \()\s*(\d{2,3})")
+# Codes torch names only in words (c10/cuda/CUDAFunctions.cpp words these cudaGetDeviceCount results).
+_WORDED = (("CUDA unknown error", 999), ("driver on your system is too old", 35),
+           ("Found no NVIDIA driver", 35))
+_KERNEL_MODULE = re.compile(r"Kernel Module\s+(?:for \S+\s+)?(\d+\.\d+(?:\.\d+)?)")
+_LIBCUDA = re.compile(r"/libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 
-def cuda_code_finding(error: str | None) -> Finding | None:
-    """The finding for a CUDA error code in torch's warning or a cuInit result text, or None."""
+def cuda_code(error: str | None, cu_init: int | None = None) -> int | None:
+    """The CUDA error code in torch's warning (by number or by torch's words), else cuInit's, else None."""
     m = _CODE.search(error or "")
-    if not m or int(m.group(1)) not in CUDA_CODES:
+    if m and int(m.group(1)) in CUDA_CODES:
+        return int(m.group(1))
+    for words, code in _WORDED:
+        if words in (error or ""):
+            return code
+    return cu_init if cu_init in CUDA_CODES else None
+
+
+def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
+    """Error 999's likely causes on the host, checked one by one: (cause, fix) for the first one found."""
+    kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
+    user = next((m.group(1) for p in layers.libraries if (m := _LIBCUDA.search(p))), None)
+    if kernel and user and kernel.group(1) != user:
+        return (f"the loaded kernel module is {kernel.group(1)} (/proc/driver/nvidia/version) but libcuda is "
+                f"{user}: the driver was upgraded without a reboot (or a stale libcuda is first on the path)",
+                "reboot the host (or reload the nvidia modules) so the kernel module matches libcuda")
+    if layers.device_nodes and "nvidia-uvm" not in layers.device_nodes:
+        return ("/dev/nvidia-uvm is missing: the nvidia_uvm kernel module is not loaded (CUDA needs it)",
+                "on the host: modprobe nvidia-uvm (or nvidia-modprobe -u -c0), then restart the container")
+    return None
+
+
+def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Finding | None:
+    """The finding for a CUDA error code in torch's warning or cuInit's result, or None."""
+    code = cuda_code(error, layers.cu_init if layers else None)
+    if code is None:
         return None
-    problem, fix, fault = CUDA_CODES[int(m.group(1))]
+    problem, fix, fault = CUDA_CODES[code]
+    cause = unknown_error_cause(layers) if code == 999 and layers else None
+    if cause:
+        problem, fix = f"CUDA error 999 (unknown error): {cause[0]}", cause[1]
+    elif code == 999 and layers:
+        problem += (" (checked and ruled out: kernel module vs libcuda version"
+                    f"{'' if layers.proc_driver_version and layers.libraries else ' (not readable here)'}, "
+                    "/dev/nvidia-uvm present)")
     return Finding("cuda-init", problem, fix, fault)
 
 
@@ -155,7 +195,7 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
                 "driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
                 f"{layers.torch_cuda}", f"upgrade the host driver to >= {driver}, or use an image built for "
                 f"CUDA <= {have[0]}.{have[1]} (e.g. a -cuda{have[0]}.x tag from the matrix)", "node"))
-    code = cuda_code_finding(layers.torch_error)
+    code = cuda_code_finding(layers.torch_error, layers)
     # The driver-version finding already names error 35's cause; any other code is its own, more precise one.
     if code and not (code.problem.startswith("CUDA error 35") and any(f.layer == "driver" for f in found)):
         found.append(code)

@@ -44,7 +44,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     facts = bundle.get("facts") or {}
     report = RunReport(results=results, facts={**facts, "bundle": {
         "file": args.bundle, "envcheck_version": bundle.get("envcheck_version"), "env": bundle.get("env", {}),
-        "libraries": bundle.get("libraries", [])}}, context=ctx)
+        "libraries": bundle["cuda"].get("libraries", [])}}, context=ctx)
     console = Console(stderr=args.json == "-", highlight=False, width=None if sys.stdout.isatty() else 140)
     print_report(report, console)
     if args.json:
