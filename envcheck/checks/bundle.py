@@ -37,7 +37,8 @@ CUDA_KEYS: dict[str, tuple[type | None, ...]] = {
     "proc_driver_version": (str, None), "in_container": (bool,), "libcuda_error": (str, None),
     "driver_cuda": (int, None), "driver_capabilities": (str, None),
 }
-OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {"cu_init": (int, None), "libraries": (list,)}
+OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {"cu_init": (int, None), "libraries": (list,),
+                                                           "nvml_error": (str, None)}
 ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "LD_PRELOAD",
                 "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "ENVCHECK_")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CRED")
@@ -87,8 +88,35 @@ def capture_cuda() -> dict[str, Any]:
         in_container=in_container() is True, libcuda_error=lib if isinstance(lib, str) else None,
         driver_cuda=None if isinstance(lib, str) else driver_cuda_version(lib),
         driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"), libraries=loaded_libraries(),
-        cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib))
+        cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib),
+        nvml_error=None if out["available"] else nvml_error())
     return out
+
+
+def nvml_error() -> str | None:
+    """NVML's first error (at init, or a GPU's handle: 'GPU 1: GPU is lost'); None when NVML answers or is absent."""
+    if importlib.util.find_spec("pynvml") is None:
+        return None
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return f"NVML init: {exc}"
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            try:
+                pynvml.nvmlDeviceGetHandleByIndex(i)
+            except Exception as exc:
+                return f"GPU {i}: {exc}"
+        return None
+    except Exception as exc:
+        return f"NVML: {exc}"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
 
 
 def cu_init(lib: ctypes.CDLL) -> int | None:

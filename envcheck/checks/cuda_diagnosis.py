@@ -36,6 +36,7 @@ class CudaLayers:
     cu_init: int | None = None  # cuInit(0)'s CUresult, asked of libcuda directly when torch saw no GPU
     proc_driver_version: str | None = None  # /proc/driver/nvidia/version
     libraries: list[str] = field(default_factory=list)  # CUDA-stack libraries mapped (/proc/self/maps)
+    nvml_error: str | None = None  # NVML's first error when torch saw no GPU (e.g. "GPU 0: GPU is lost")
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,10 @@ def cuda_code(error: str | None, cu_init: int | None = None) -> int | None:
 
 def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
     """Error 999's likely causes on the host, checked one by one: (cause, fix) for the first one found."""
+    if "gpu is lost" in (layers.nvml_error or "").lower():
+        return (f"NVML reports {layers.nvml_error}: the GPU has fallen off the bus (PCIe link or hardware fault)",
+                "drain the node and reboot it (nvidia-smi shows 'GPU is lost'); check dmesg for Xid 79 and the "
+                "GPU's seating, power and PCIe link")
     kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
     user = next((m.group(1) for p in layers.libraries if (m := _LIBCUDA.search(p))), None)
     if kernel and user and kernel.group(1) != user:
@@ -142,7 +147,7 @@ def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Fi
     if cause:
         problem, fix = f"CUDA error 999 (unknown error): {cause[0]}", cause[1]
     elif code == 999 and layers:
-        problem += (" (checked and ruled out: kernel module vs libcuda version"
+        problem += (" (checked and ruled out: a GPU lost in NVML, kernel module vs libcuda version"
                     f"{'' if layers.proc_driver_version and layers.libraries else ' (not readable here)'}, "
                     "/dev/nvidia-uvm present)")
     return Finding("cuda-init", problem, fix, fault)

@@ -85,11 +85,22 @@ def test_999_names_a_missing_nvidia_uvm() -> None:
     assert found[0]["fault_class"] == "node"
 
 
+# https://github.com/JosephKJ/OWOD/issues/81: nvidia-smi "Unable to determine the device handle for GPU
+# 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU" (NVML_ERROR_GPU_IS_LOST, whose text is this).
+def test_999_names_a_gpu_fallen_off_the_bus() -> None:
+    """Staged: NVML's handle for GPU 0 fails with 'GPU is lost' (pynvml's NVMLError_GPUIsLost text)."""
+    found = _replay(torch_error=E999, nvml_error="GPU 0: GPU is lost",
+                    proc_driver_version=PROC_VERSION.format(v="580.159.04"),
+                    libraries=[LIBCUDA.format(v="580.159.04")])
+    assert "NVML reports GPU 0: GPU is lost" in found[0]["problem"] and "fallen off the bus" in found[0]["problem"]
+    assert "reboot" in found[0]["fix"] and found[0]["fault_class"] == "node"
+
+
 def test_999_with_no_cause_found_says_what_was_ruled_out() -> None:
     found = _replay(torch_error=E999, proc_driver_version=PROC_VERSION.format(v="580.159.04"),
                     libraries=[LIBCUDA.format(v="580.159.04")])
     assert "likely wedged (after suspend/resume" in found[0]["problem"]
-    assert "ruled out: kernel module vs libcuda version, /dev/nvidia-uvm present" in found[0]["problem"]
+    assert "ruled out: a GPU lost in NVML, kernel module vs libcuda version, /dev/nvidia-uvm present" in found[0]["problem"]
 
 
 def test_35_in_torchs_words_names_the_driver() -> None:
