@@ -10,10 +10,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# Minimum Linux driver per CUDA minor (CUDA toolkit release notes, table 3, "Toolkit Driver Version").
-MIN_DRIVER = {"11.8": "520.61.05", "12.0": "525.60.13", "12.1": "530.30.02", "12.2": "535.54.03",
-              "12.4": "550.54.14", "12.6": "560.28.03", "12.8": "570.26", "12.9": "575.51.03",
-              "13.0": "580.65.06"}
+# CUDA minor-version compatibility: a build for CUDA N.x runs on any driver from N's floor (NVIDIA, "Minor
+# Version Compatibility", table 1: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+# gives 13.x >= 580, 12.x >= 525, 11.x >= 450; the toolkit release notes give the exact 12.x and 11.x floors).
+MAJOR_FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 NO_TORCH = "torch is not installed"
 CPU_TORCH_FIX = ("pip install --force-reinstall torch torchvision  # PyPI's Linux wheels are CUDA builds; or "
                  "pick a CUDA index: --index-url https://download.pytorch.org/whl/cu128")
@@ -153,6 +153,32 @@ def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Fi
     return Finding("cuda-init", problem, fix, fault)
 
 
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def driver_finding(layers: CudaLayers) -> Finding | None:
+    """The driver's fault by CUDA's compatibility rule: compare majors, then that major's driver floor.
+
+    A lower minor of the same major is no fault (minor-version compatibility); it is named only when nothing
+    else explains the failure (see `diagnose`)."""
+    if not layers.driver_cuda or not layers.torch_cuda:
+        return None
+    have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
+    need = _cuda_tuple(layers.torch_cuda)
+    floor = MAJOR_FLOOR.get(need[0])
+    kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
+    fix = (f"upgrade the host driver to >= {floor or 'one for CUDA ' + str(need[0])} (any driver from there runs "
+           f"every CUDA {need[0]}.x build), or use an image built for CUDA {have[0]}.x (a -cuda{have[0]}.x tag)")
+    if have[0] < need[0]:
+        return Finding("driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
+                       f"{layers.torch_cuda}: a CUDA {need[0]}.x build needs a driver >= {floor}", fix, "node")
+    if have[0] == need[0] and floor and kernel and _version(kernel.group(1)) < _version(floor):
+        return Finding("driver", f"the driver {kernel.group(1)} is below CUDA {need[0]}.x's floor {floor} "
+                       f"(torch was built for CUDA {layers.torch_cuda})", fix, "node")
+    return None
+
+
 def cpu_torch_finding(gpu_host: bool) -> Finding:
     """A CPU-only torch: on a GPU host the CUDA wheels are the fix; on a host without one, CPU is what it is."""
     if gpu_host:
@@ -192,14 +218,9 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
             fault = "node"
         found.append(Finding("libcuda", problem, fix, fault))
     elif layers.driver_cuda and layers.torch_cuda:
-        have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
-        need = _cuda_tuple(layers.torch_cuda)
-        if have < need:
-            driver = MIN_DRIVER.get(layers.torch_cuda, "a newer one")
-            found.append(Finding(
-                "driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
-                f"{layers.torch_cuda}", f"upgrade the host driver to >= {driver}, or use an image built for "
-                f"CUDA <= {have[0]}.{have[1]} (e.g. a -cuda{have[0]}.x tag from the matrix)", "node"))
+        driver = driver_finding(layers)
+        if driver:
+            found.append(driver)
     code = cuda_code_finding(layers.torch_error, layers)
     # The driver-version finding already names error 35's cause; any other code is its own, more precise one.
     if code and not (code.problem.startswith("CUDA error 35") and any(f.layer == "driver" for f in found)):
@@ -210,6 +231,13 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
                              "unset CUDA_VISIBLE_DEVICES, or set it to valid indices such as 0 or 0,1", "config"))
     if layers.torch_cuda is None:
         found.append(cpu_torch_finding(gpu_host=bool(layers.device_nodes or layers.proc_driver)))
+    if not found and layers.driver_cuda and layers.torch_cuda:
+        have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
+        if have < _cuda_tuple(layers.torch_cuda):  # same major: allowed by minor-version compatibility
+            found.append(Finding("driver", f"nothing else explains it; the driver supports CUDA {have[0]}.{have[1]} "
+                                 f"and torch was built for {layers.torch_cuda}, which minor-version compatibility "
+                                 "allows except for features that need the newer driver (e.g. PTX JIT)",
+                                 f"try a driver of CUDA {layers.torch_cuda} or newer", "node"))
     if not found:
         found.append(Finding("unknown", "CUDA init failed for a reason envcheck does not recognise: "
                              f"{layers.torch_error or 'no error text'}",
