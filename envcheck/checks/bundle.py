@@ -38,7 +38,7 @@ CUDA_KEYS: dict[str, tuple[type | None, ...]] = {
     "driver_cuda": (int, None), "driver_capabilities": (str, None),
 }
 OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {"cu_init": (int, None), "libraries": (list,),
-                                                           "nvml_error": (str, None)}
+                                                           "nvml_error": (str, None), "nvml_gpus": (list, str)}
 ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "LD_PRELOAD",
                 "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "ENVCHECK_")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CRED")
@@ -88,28 +88,33 @@ def capture_cuda() -> dict[str, Any]:
         in_container=in_container() is True, libcuda_error=lib if isinstance(lib, str) else None,
         driver_cuda=None if isinstance(lib, str) else driver_cuda_version(lib),
         driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"), libraries=loaded_libraries(),
-        cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib),
-        nvml_error=None if out["available"] else nvml_error())
+        cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib))
+    nvml = nvml_gpus()
+    out.update(nvml_gpus=nvml, nvml_error=first_nvml_error(nvml))
     return out
 
 
-def nvml_error() -> str | None:
-    """NVML's first error (at init, or a GPU's handle: 'GPU 1: GPU is lost'); None when NVML answers or is absent."""
-    if importlib.util.find_spec("pynvml") is None:
+def cu_init(lib: ctypes.CDLL) -> int | None:
+    """cuInit(0)'s CUresult (0 success, 100 no device, 999 unknown ...); None when libcuda has no cuInit."""
+    try:
+        return int(lib.cuInit(ctypes.c_uint(0)))
+    except AttributeError:
         return None
-    import pynvml
 
+
+def nvml_gpus() -> list[dict[str, Any]] | str:
+    """Each GPU's UUID, MIG mode and MIG device UUIDs from NVML (an entry's `error` when NVML fails on that GPU,
+    e.g. 'GPU is lost'); why NVML cannot tell, as text."""
+    try:
+        import pynvml
+    except ImportError:
+        return "NVML bindings not installed (pip install nvidia-ml-py)"
     try:
         pynvml.nvmlInit()
     except Exception as exc:
         return f"NVML init: {exc}"
     try:
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            try:
-                pynvml.nvmlDeviceGetHandleByIndex(i)
-            except Exception as exc:
-                return f"GPU {i}: {exc}"
-        return None
+        return [_nvml_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount())]
     except Exception as exc:
         return f"NVML: {exc}"
     finally:
@@ -119,12 +124,33 @@ def nvml_error() -> str | None:
             pass
 
 
-def cu_init(lib: ctypes.CDLL) -> int | None:
-    """cuInit(0)'s CUresult (0 success, 100 no device, 999 unknown ...); None when libcuda has no cuInit."""
+def _nvml_gpu(pynvml: Any, i: int) -> dict[str, Any]:
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
     try:
-        return int(lib.cuInit(ctypes.c_uint(0)))
-    except AttributeError:
-        return None
+        h = pynvml.nvmlDeviceGetHandleByIndex(i)
+        uuid = text(pynvml.nvmlDeviceGetUUID(h))
+    except Exception as exc:
+        return {"index": i, "error": str(exc) or type(exc).__name__}
+    try:
+        mig = bool(pynvml.nvmlDeviceGetMigMode(h)[0])
+    except Exception:  # NOT_SUPPORTED: a GPU without MIG
+        mig = False
+    slices: list[str] = []
+    for k in range(int(pynvml.nvmlDeviceGetMaxMigDeviceCount(h)) if mig else 0):
+        try:
+            slices.append(text(pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetMigDeviceHandleByIndex(h, k))))
+        except Exception:  # that slot holds no MIG device
+            continue
+    return {"index": i, "uuid": uuid, "mig": mig, "mig_devices": slices}
+
+
+def first_nvml_error(state: list[dict[str, Any]] | str) -> str | None:
+    """'GPU 1: GPU is lost' for the first GPU NVML fails on, or NVML's own failure; None when it answers."""
+    if isinstance(state, str):
+        return state if state.startswith("NVML") else None
+    return next((f"GPU {g['index']}: {g['error']}" for g in state if "error" in g), None)
 
 
 def capture_host() -> dict[str, Any]:
@@ -172,11 +198,12 @@ def validate_bundle(data: Any, where: str = "bundle") -> dict[str, Any]:
         ok = any((value is None) if t is None else (isinstance(value, t) and not (t is int and
                                                                                isinstance(value, bool)))
                  for t in types)
+        item = dict if key == "nvml_gpus" else str
         if ok and isinstance(value, list):
-            ok = all(isinstance(item, str) for item in value)
+            ok = all(isinstance(v, item) for v in value)
         if not ok:
             raise UsageError(f"{where}: bundle's cuda.{key} must be {_type_name(types)}"
-                             f"{' of strings' if isinstance(value, list) else ''}, got {value!r:.60}")
+                             f"{' of ' + item.__name__ if isinstance(value, list) else ''}, got {value!r:.60}")
     for key in ("env", "facts"):
         if key in data and not isinstance(data[key], dict):
             raise UsageError(f"{where}: bundle's {key!r} must be an object")

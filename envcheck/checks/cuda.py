@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from envcheck.checks.bundle import capture_cuda
+import os
+
+from envcheck.checks.bundle import capture_cuda, nvml_gpus
 from envcheck.checks.cuda_arch import arch_coverage, builds_supporting
-from envcheck.checks.cuda_diagnosis import gpu_error, gpu_label
+from envcheck.checks.cuda_diagnosis import gpu_error, gpu_label, visible_mig_devices
 from envcheck.checks.replay import cuda_available_verdict, gpu_count_verdict
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed
@@ -52,7 +54,10 @@ def cuda_devices(ctx: Context) -> Result:
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     expected = ctx.expect_gpus
-    verdict = gpu_count_verdict(count, ctx)
+    mig = 0
+    if expected is not None and expected > count:  # is MIG why? (NVML is only asked when the count is short)
+        mig = len(visible_mig_devices(nvml_gpus(), os.environ.get("CUDA_VISIBLE_DEVICES")))
+    verdict = gpu_count_verdict(count, ctx, mig)
     if verdict is not None:
         return verdict
     fraction = float(ctx.options.get("memory_fraction", 0.1))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 # CUDA minor-version compatibility: a build for CUDA N.x runs on any driver from N's floor (NVIDIA, "Minor
 # Version Compatibility", table 1: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
@@ -36,7 +37,8 @@ class CudaLayers:
     cu_init: int | None = None  # cuInit(0)'s CUresult, asked of libcuda directly when torch saw no GPU
     proc_driver_version: str | None = None  # /proc/driver/nvidia/version
     libraries: list[str] = field(default_factory=list)  # CUDA-stack libraries mapped (/proc/self/maps)
-    nvml_error: str | None = None  # NVML's first error when torch saw no GPU (e.g. "GPU 0: GPU is lost")
+    nvml_error: str | None = None  # NVML's first error (e.g. "GPU 0: GPU is lost")
+    nvml_gpus: list[dict[str, Any]] | str | None = None  # NVML's GPUs (uuid, mig, mig_devices), or why not known
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,35 @@ def _cuda_tuple(text: str) -> tuple[int, int]:
     return int(major), int(minor or 0)
 
 
-def _visible_devices_problem(value: str | None, gpu_nodes: int) -> str | None:
+def nvml_uuids(nvml: list[dict[str, Any]] | str | None) -> list[str] | None:
+    """Every GPU and MIG device UUID NVML lists; None when NVML could not tell."""
+    if not isinstance(nvml, list):
+        return None
+    return [u for g in nvml for u in [g.get("uuid"), *g.get("mig_devices", [])] if isinstance(u, str)]
+
+
+def _uuid_problem(value: str, token: str, nvml: list[dict[str, Any]] | str | None) -> str | None:
+    known = nvml_uuids(nvml)
+    if known is None:  # not a finding: said in the unknown finding's text (see unchecked_uuids)
+        return None
+    if not any(u.lower().startswith(token.lower()) for u in known):  # CUDA accepts an unambiguous UUID prefix
+        return (f"CUDA_VISIBLE_DEVICES={value!r} names {token}, which no GPU here has (NVML lists "
+                f"{', '.join(known) or 'no GPU'}): CUDA then sees no device")
+    return None
+
+
+def unchecked_uuids(value: str | None, nvml: list[dict[str, Any]] | str | None) -> str:
+    """' (CUDA_VISIBLE_DEVICES names GPU-..., which could not be checked ...)' when NVML could not tell, else ''."""
+    tokens = [t.strip() for t in (value or "").split(",") if t.strip().startswith(("GPU-", "MIG-"))]
+    if not tokens or nvml_uuids(nvml) is not None:
+        return ""
+    why = nvml if isinstance(nvml, str) else "NVML state was not captured"
+    return (f" (CUDA_VISIBLE_DEVICES names {', '.join(tokens)}, which could not be checked against this host's "
+            f"GPUs: {why})")
+
+
+def _visible_devices_problem(value: str | None, gpu_nodes: int,
+                             nvml: list[dict[str, Any]] | str | None = None) -> str | None:
     if value is None:
         return None
     if not value.strip():
@@ -67,6 +97,9 @@ def _visible_devices_problem(value: str | None, gpu_nodes: int) -> str | None:
         return f"CUDA_VISIBLE_DEVICES={value!r} names {', '.join(repeated)} more than once (CUDA then sees no GPU)"
     for token in (t.strip() for t in value.split(",")):
         if token.startswith(("GPU-", "MIG-")):
+            uuid = _uuid_problem(value, token, nvml)
+            if uuid:
+                return uuid
             continue
         if not re.fullmatch(r"\d+", token):
             return f"CUDA_VISIBLE_DEVICES={value!r} is invalid ({token!r} is not a GPU index or UUID)"
@@ -179,6 +212,22 @@ def driver_finding(layers: CudaLayers) -> Finding | None:
     return None
 
 
+MIG_FIX = ("CUDA enumerates one MIG device per process: run one process per slice with "
+           "CUDA_VISIBLE_DEVICES=MIG-<uuid> (nvidia-smi -L lists them; e.g. one rank per slice), or disable MIG "
+           "(nvidia-smi -i <gpu> -mig 0) for multi-GPU work in one process")
+
+
+def visible_mig_devices(nvml: list[dict[str, Any]] | str | None, visible: str | None) -> list[str]:
+    """The MIG devices this process was offered (all of them, or those CUDA_VISIBLE_DEVICES names)."""
+    if not isinstance(nvml, list):
+        return []
+    slices = [u for g in nvml if g.get("mig") for u in g.get("mig_devices", []) if isinstance(u, str)]
+    if visible is None:
+        return slices
+    tokens = [t.strip().lower() for t in visible.split(",") if t.strip()]
+    return [u for u in slices if any(u.lower().startswith(t) for t in tokens if t.startswith("mig-"))]
+
+
 def cpu_torch_finding(gpu_host: bool) -> Finding:
     """A CPU-only torch: on a GPU host the CUDA wheels are the fix; on a host without one, CPU is what it is."""
     if gpu_host:
@@ -225,7 +274,7 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
     # The driver-version finding already names error 35's cause; any other code is its own, more precise one.
     if code and not (code.problem.startswith("CUDA error 35") and any(f.layer == "driver" for f in found)):
         found.append(code)
-    cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes)
+    cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes, layers.nvml_gpus)
     if cvd:
         found.append(Finding("CUDA_VISIBLE_DEVICES", cvd,
                              "unset CUDA_VISIBLE_DEVICES, or set it to valid indices such as 0 or 0,1", "config"))
@@ -240,7 +289,8 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
                                  f"try a driver of CUDA {layers.torch_cuda} or newer", "node"))
     if not found:
         found.append(Finding("unknown", "CUDA init failed for a reason envcheck does not recognise: "
-                             f"{layers.torch_error or 'no error text'}",
+                             f"{layers.torch_error or 'no error text'}"
+                             f"{unchecked_uuids(layers.visible_devices, layers.nvml_gpus)}",
                              "run nvidia-smi on the host and in the container; check dmesg for NVRM errors", "node"))
     return found
 
