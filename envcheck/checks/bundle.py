@@ -168,6 +168,8 @@ CAPTURE_SPEC = CheckSpec("bundle.capture", capture_check, "capture what the CUDA
 
 def make_bundle(host: dict[str, Any], facts: dict[str, Any], version: str) -> dict[str, Any]:
     """The bundle document: schema header, the captured host part, and the facts (NVML state among them)."""
+    if isinstance(facts.get("env"), dict):  # facts' own env list: redact it the bundle's way too (URL user:token@)
+        facts = {**facts, "env": redact_env({str(k): str(v) for k, v in facts["env"].items()})}
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "envcheck_version": version, **host,
             "facts": facts}
 

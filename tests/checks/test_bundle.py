@@ -63,12 +63,14 @@ def test_a_broken_bundle_is_diagnosed_from_its_contents(tmp_path: Path, capsys: 
 @pytest.mark.parametrize("flags", [(), ("--allow-cpu",), ("--allow-cpu", "--expect-gpus", "1")])
 def test_round_trip_on_this_host_matches_run(tmp_path: Path, flags: tuple[str, ...]) -> None:
     env = {**no_gpu_env(), "NCCL_IB_AUTH_KEY": "hunter2-nccl",
-           "PIP_EXTRA_INDEX_URL": "https://alice:tok-3141@pypi.example.com/simple"}
+           "PIP_EXTRA_INDEX_URL": "https://alice:tok-3141@pypi.example.com/simple",
+           "TORCH_HUB_MIRROR": "https://carol:tok-2718@hub.example.com/"}  # also in facts' own env list
     bundle = tmp_path / "bundle.json"
     captured = run_cli("facts", "--bundle", str(bundle), env=env)
     assert captured.returncode == 0, captured.stderr
     text = bundle.read_text()
-    assert "hunter2-nccl" not in text and "tok-3141" not in text and "alice" not in text
+    assert "hunter2-nccl" not in text and "tok-3141" not in text and "alice" not in text and "tok-2718" not in text
+    assert "https://<redacted>@hub.example.com/" in text
     explained = run_cli("explain", str(bundle), "--json", "-", *flags, env=env)
     ran = run_cli("run", "--only", CHECKS, "--json", "-", *flags, env=env)
     assert explained.returncode == ran.returncode, (explained.stderr, ran.stderr)
