@@ -13,8 +13,8 @@ from envcheck.cluster.mode import add_arguments as add_cluster_arguments
 from envcheck.errors import FatalError, UsageError
 
 # Subcommands that live in their own packages; each module exposes register(subparsers).
-PLUGIN_COMMANDS = ("envcheck.bench.cli", "envcheck.images.cli", "envcheck.host")
-SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix")
+PLUGIN_COMMANDS = ("envcheck.bench.cli", "envcheck.images.cli", "envcheck.host", "envcheck.explain.cli")
+SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix", "host", "explain")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     facts = sub.add_parser("facts", help="print the environment facts")
     facts.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
     facts.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS")
+    facts.add_argument("--bundle", type=output_path, metavar="FILE", help="write a bundle for `envcheck explain`")
     facts.set_defaults(handler=_handler("envcheck.commands", "cmd_facts"))
     for module in PLUGIN_COMMANDS:
         importlib.import_module(module).register(sub)

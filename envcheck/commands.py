@@ -78,6 +78,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_facts(args: argparse.Namespace) -> int:
     """Collect and print (or write) the environment facts."""
+    if getattr(args, "bundle", None):  # `facts --bundle FILE`: envcheck.explain captures
+        from envcheck.explain.cli import cmd_bundle
+
+        return cmd_bundle(args)
     with Runner(Context(), total_timeout_s=args.timeout) as runner:
         facts = runner.facts()
     if args.json:

@@ -2,39 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
-import warnings
+import os
 
+from envcheck.checks.bundle import capture_cuda, nvml_gpus
 from envcheck.checks.cuda_arch import arch_coverage, builds_supporting
-from envcheck.checks.cuda_diagnosis import NO_TORCH, diagnose, gpu_error, gpu_label, probe_cuda_layers
+from envcheck.checks.cuda_diagnosis import gpu_error, gpu_label, visible_mig_devices
+from envcheck.checks.replay import cuda_available_verdict, gpu_count_verdict
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
+from envcheck.core.result import Result, failed, passed
 
 
 def cuda_available(ctx: Context) -> Result:
-    """torch.cuda.is_available(); when False, name the broken layer and its fix."""
-    import importlib.util
-
-    error = None
-    if importlib.util.find_spec("torch") is not None:
-        import torch
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            if torch.cuda.is_available():
-                names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-                return passed(f"{len(names)} GPU(s): {', '.join(names)}; torch CUDA {torch.version.cuda}",
-                              measured={"gpus": names, "torch_cuda": torch.version.cuda})
-        error = " ".join(str(w.message) for w in caught) or None
-    findings = diagnose(probe_cuda_layers(torch_error=error))
-    summary = f"CUDA is not available: {first_of([f.problem for f in findings])}"
-    fix = " | ".join(f"{f.layer}: {f.fix}" for f in findings)
-    measured = {"findings": [dataclasses.asdict(f) for f in findings]}
-    if ctx.allow_cpu and findings[0].problem != NO_TORCH:  # --allow-cpu allows no GPU, not no torch
-        return warned(summary + " (allowed by --allow-cpu)", fix, measured=measured,
-                      expected={"cuda_available": True}, fault_class=findings[0].fault_class)
-    return failed(summary, fix, measured=measured, expected={"cuda_available": True},
-                  fault_class=findings[0].fault_class)
+    """torch.cuda.is_available(); when False, name the broken layer and its fix (capture, then replay)."""
+    return cuda_available_verdict(capture_cuda(), ctx)
 
 
 def cuda_arch(ctx: Context) -> Result:
@@ -74,12 +54,12 @@ def cuda_devices(ctx: Context) -> Result:
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     expected = ctx.expect_gpus
-    if expected is not None and count != expected:
-        return failed(f"{count} GPU(s) visible, {expected} expected",
-                      "docker run --gpus all (or --gpus '\"device=0,1\"'); check CUDA_VISIBLE_DEVICES",
-                      measured={"gpus": count}, expected={"gpus": expected}, fault_class="config")
-    if count == 0:
-        return skipped("no CUDA device is visible (see cuda.available for why)")
+    mig = 0
+    if expected is not None and expected > count:  # is MIG why? (NVML is only asked when the count is short)
+        mig = len(visible_mig_devices(nvml_gpus(), os.environ.get("CUDA_VISIBLE_DEVICES")))
+    verdict = gpu_count_verdict(count, ctx, mig)
+    if verdict is not None:
+        return verdict
     fraction = float(ctx.options.get("memory_fraction", 0.1))
     measured: dict[str, object] = {"gpus": count, "fraction": fraction}
     for i in range(count):

@@ -1,23 +1,20 @@
 """Why `torch.cuda.is_available()` is False: probe each layer, name the missing one and its fix.
 
-`probe_cuda_layers()` reads the real system; `diagnose()` is pure, so every layer's finding can be
-tested, including the ones (old driver, missing capability) that need a GPU host to occur for real.
+`envcheck.checks.bundle.capture_cuda()` reads the real system; `diagnose()` is pure, so every layer's finding
+can be tested (and replayed from a bundle), including the ones that need a GPU host to occur for real.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from envcheck.checks.probe import driver_cuda_version, in_container, load_library, nvidia_device_nodes
-
-# Minimum Linux driver per CUDA minor (CUDA toolkit release notes, table 3, "Toolkit Driver Version").
-MIN_DRIVER = {"11.8": "520.61.05", "12.0": "525.60.13", "12.1": "530.30.02", "12.2": "535.54.03",
-              "12.4": "550.54.14", "12.6": "560.28.03", "12.8": "570.26", "12.9": "575.51.03",
-              "13.0": "580.65.06"}
+# CUDA minor-version compatibility: a build for CUDA N.x runs on any driver from N's floor (NVIDIA, "Minor
+# Version Compatibility", table 1: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+# gives 13.x >= 580, 12.x >= 525, 11.x >= 450; the toolkit release notes give the exact 12.x and 11.x floors).
+MAJOR_FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 NO_TORCH = "torch is not installed"
 CPU_TORCH_FIX = ("pip install --force-reinstall torch torchvision  # PyPI's Linux wheels are CUDA builds; or "
                  "pick a CUDA index: --index-url https://download.pytorch.org/whl/cu128")
@@ -37,6 +34,11 @@ class CudaLayers:
     driver_cuda: int | None = None  # e.g. 12080
     driver_capabilities: str | None = None
     torch_error: str | None = None
+    cu_init: int | None = None  # cuInit(0)'s CUresult, asked of libcuda directly when torch saw no GPU
+    proc_driver_version: str | None = None  # /proc/driver/nvidia/version
+    libraries: list[str] = field(default_factory=list)  # CUDA-stack libraries mapped (/proc/self/maps)
+    nvml_error: str | None = None  # NVML's first error (e.g. "GPU 0: GPU is lost")
+    nvml_gpus: list[dict[str, Any]] | str | None = None  # NVML's GPUs (uuid, mig, mig_devices), or why not known
 
 
 @dataclass(frozen=True)
@@ -49,31 +51,40 @@ class Finding:
     fault_class: str  # node, image or config: who has to act (see envcheck.core.result.FAULT_CLASSES)
 
 
-def probe_cuda_layers(torch_error: str | None = None) -> CudaLayers:
-    """Read every layer from the live system (no CUDA context is created here)."""
-    torch_cuda = None
-    installed = importlib.util.find_spec("torch") is not None
-    if installed:
-        import torch
-
-        torch_cuda = torch.version.cuda
-    nodes = nvidia_device_nodes()
-    lib = load_library("libcuda.so.1")
-    container = in_container()
-    return CudaLayers(
-        torch_installed=installed, torch_cuda=torch_cuda, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
-        device_nodes=nodes, proc_driver=os.path.isdir("/proc/driver/nvidia"),
-        in_container=container is True, libcuda_error=lib if isinstance(lib, str) else None,
-        driver_cuda=None if isinstance(lib, str) else driver_cuda_version(lib),
-        driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"), torch_error=torch_error)
-
-
 def _cuda_tuple(text: str) -> tuple[int, int]:
     major, _, minor = text.partition(".")
     return int(major), int(minor or 0)
 
 
-def _visible_devices_problem(value: str | None, gpu_nodes: int) -> str | None:
+def nvml_uuids(nvml: list[dict[str, Any]] | str | None) -> list[str] | None:
+    """Every GPU and MIG device UUID NVML lists; None when NVML could not tell."""
+    if not isinstance(nvml, list):
+        return None
+    return [u for g in nvml for u in [g.get("uuid"), *g.get("mig_devices", [])] if isinstance(u, str)]
+
+
+def _uuid_problem(value: str, token: str, nvml: list[dict[str, Any]] | str | None) -> str | None:
+    known = nvml_uuids(nvml)
+    if known is None:  # not a finding: said in the unknown finding's text (see unchecked_uuids)
+        return None
+    if not any(u.lower().startswith(token.lower()) for u in known):  # CUDA accepts an unambiguous UUID prefix
+        return (f"CUDA_VISIBLE_DEVICES={value!r} names {token}, which no GPU here has (NVML lists "
+                f"{', '.join(known) or 'no GPU'}): CUDA then sees no device")
+    return None
+
+
+def unchecked_uuids(value: str | None, nvml: list[dict[str, Any]] | str | None) -> str:
+    """' (CUDA_VISIBLE_DEVICES names GPU-..., which could not be checked ...)' when NVML could not tell, else ''."""
+    tokens = [t.strip() for t in (value or "").split(",") if t.strip().startswith(("GPU-", "MIG-"))]
+    if not tokens or nvml_uuids(nvml) is not None:
+        return ""
+    why = nvml if isinstance(nvml, str) else "NVML state was not captured"
+    return (f" (CUDA_VISIBLE_DEVICES names {', '.join(tokens)}, which could not be checked against this host's "
+            f"GPUs: {why})")
+
+
+def _visible_devices_problem(value: str | None, gpu_nodes: int,
+                             nvml: list[dict[str, Any]] | str | None = None) -> str | None:
     if value is None:
         return None
     if not value.strip():
@@ -86,6 +97,9 @@ def _visible_devices_problem(value: str | None, gpu_nodes: int) -> str | None:
         return f"CUDA_VISIBLE_DEVICES={value!r} names {', '.join(repeated)} more than once (CUDA then sees no GPU)"
     for token in (t.strip() for t in value.split(",")):
         if token.startswith(("GPU-", "MIG-")):
+            uuid = _uuid_problem(value, token, nvml)
+            if uuid:
+                return uuid
             continue
         if not re.fullmatch(r"\d+", token):
             return f"CUDA_VISIBLE_DEVICES={value!r} is invalid ({token!r} is not a GPU index or UUID)"
@@ -115,20 +129,103 @@ CUDA_CODES: dict[int, tuple[str, str, str]] = {
     35: ("CUDA error 35 (CUDA driver version is insufficient for CUDA runtime version)",
          "upgrade the host driver (CUDA 12.x needs >= 525.60.13, 13.x >= 580), or use a torch built for an older "
          "CUDA major", "node"),
-    999: ("CUDA error 999 (unknown error): usually the kernel module is wedged (after suspend/resume, or "
-          "nvidia_uvm not loaded)", "on the host: check dmesg for NVRM/Xid, reload nvidia_uvm (rmmod nvidia_uvm; "
+    999: ("CUDA error 999 (unknown error): the driver is likely wedged (after suspend/resume, or a GPU fell off "
+          "the bus)", "on the host: check dmesg for NVRM/Xid, reload nvidia_uvm (rmmod nvidia_uvm; "
           "modprobe nvidia_uvm) or reboot", "node"),
 }
 _CODE = re.compile(r"(?:Error|error=|error \()\s*(\d{2,3})")
+# Codes torch names only in words (c10/cuda/CUDAFunctions.cpp words these cudaGetDeviceCount results).
+_WORDED = (("CUDA unknown error", 999), ("driver on your system is too old", 35),
+           ("Found no NVIDIA driver", 35))
+_KERNEL_MODULE = re.compile(r"Kernel Module\s+(?:for \S+\s+)?(\d+\.\d+(?:\.\d+)?)")
+_LIBCUDA = re.compile(r"/libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 
-def cuda_code_finding(error: str | None) -> Finding | None:
-    """The finding for a CUDA error code in torch's warning or a cuInit result text, or None."""
+def cuda_code(error: str | None, cu_init: int | None = None) -> int | None:
+    """The CUDA error code in torch's warning (by number or by torch's words), else cuInit's, else None."""
     m = _CODE.search(error or "")
-    if not m or int(m.group(1)) not in CUDA_CODES:
+    if m and int(m.group(1)) in CUDA_CODES:
+        return int(m.group(1))
+    for words, code in _WORDED:
+        if words in (error or ""):
+            return code
+    return cu_init if cu_init in CUDA_CODES else None
+
+
+def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
+    """Error 999's likely causes on the host, checked one by one: (cause, fix) for the first one found."""
+    if "gpu is lost" in (layers.nvml_error or "").lower():
+        return (f"NVML reports {layers.nvml_error}: the GPU has fallen off the bus (PCIe link or hardware fault)",
+                "drain the node and reboot it (nvidia-smi shows 'GPU is lost'); check dmesg for Xid 79 and the "
+                "GPU's seating, power and PCIe link")
+    kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
+    user = next((m.group(1) for p in layers.libraries if (m := _LIBCUDA.search(p))), None)
+    if kernel and user and kernel.group(1) != user:
+        return (f"the loaded kernel module is {kernel.group(1)} (/proc/driver/nvidia/version) but libcuda is "
+                f"{user}: the driver was upgraded without a reboot (or a stale libcuda is first on the path)",
+                "reboot the host (or reload the nvidia modules) so the kernel module matches libcuda")
+    if layers.device_nodes and "nvidia-uvm" not in layers.device_nodes:
+        return ("/dev/nvidia-uvm is missing: the nvidia_uvm kernel module is not loaded (CUDA needs it)",
+                "on the host: modprobe nvidia-uvm (or nvidia-modprobe -u -c0), then restart the container")
+    return None
+
+
+def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Finding | None:
+    """The finding for a CUDA error code in torch's warning or cuInit's result, or None."""
+    code = cuda_code(error, layers.cu_init if layers else None)
+    if code is None:
         return None
-    problem, fix, fault = CUDA_CODES[int(m.group(1))]
+    problem, fix, fault = CUDA_CODES[code]
+    cause = unknown_error_cause(layers) if code == 999 and layers else None
+    if cause:
+        problem, fix = f"CUDA error 999 (unknown error): {cause[0]}", cause[1]
+    elif code == 999 and layers:
+        problem += (" (checked and ruled out: a GPU lost in NVML, kernel module vs libcuda version"
+                    f"{'' if layers.proc_driver_version and layers.libraries else ' (not readable here)'}, "
+                    "/dev/nvidia-uvm present)")
     return Finding("cuda-init", problem, fix, fault)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def driver_finding(layers: CudaLayers) -> Finding | None:
+    """The driver's fault by CUDA's compatibility rule: compare majors, then that major's driver floor.
+
+    A lower minor of the same major is no fault (minor-version compatibility); it is named only when nothing
+    else explains the failure (see `diagnose`)."""
+    if not layers.driver_cuda or not layers.torch_cuda:
+        return None
+    have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
+    need = _cuda_tuple(layers.torch_cuda)
+    floor = MAJOR_FLOOR.get(need[0])
+    kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
+    fix = (f"upgrade the host driver to >= {floor or 'one for CUDA ' + str(need[0])} (any driver from there runs "
+           f"every CUDA {need[0]}.x build), or use an image built for CUDA {have[0]}.x (a -cuda{have[0]}.x tag)")
+    if have[0] < need[0]:
+        return Finding("driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
+                       f"{layers.torch_cuda}: a CUDA {need[0]}.x build needs a driver >= {floor}", fix, "node")
+    if have[0] == need[0] and floor and kernel and _version(kernel.group(1)) < _version(floor):
+        return Finding("driver", f"the driver {kernel.group(1)} is below CUDA {need[0]}.x's floor {floor} "
+                       f"(torch was built for CUDA {layers.torch_cuda})", fix, "node")
+    return None
+
+
+MIG_FIX = ("CUDA enumerates one MIG device per process: run one process per slice with "
+           "CUDA_VISIBLE_DEVICES=MIG-<uuid> (nvidia-smi -L lists them; e.g. one rank per slice), or disable MIG "
+           "(nvidia-smi -i <gpu> -mig 0) for multi-GPU work in one process")
+
+
+def visible_mig_devices(nvml: list[dict[str, Any]] | str | None, visible: str | None) -> list[str]:
+    """The MIG devices this process was offered (all of them, or those CUDA_VISIBLE_DEVICES names)."""
+    if not isinstance(nvml, list):
+        return []
+    slices = [u for g in nvml if g.get("mig") for u in g.get("mig_devices", []) if isinstance(u, str)]
+    if visible is None:
+        return slices
+    tokens = [t.strip().lower() for t in visible.split(",") if t.strip()]
+    return [u for u in slices if any(u.lower().startswith(t) for t in tokens if t.startswith("mig-"))]
 
 
 def cpu_torch_finding(gpu_host: bool) -> Finding:
@@ -170,27 +267,30 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
             fault = "node"
         found.append(Finding("libcuda", problem, fix, fault))
     elif layers.driver_cuda and layers.torch_cuda:
-        have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
-        need = _cuda_tuple(layers.torch_cuda)
-        if have < need:
-            driver = MIN_DRIVER.get(layers.torch_cuda, "a newer one")
-            found.append(Finding(
-                "driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
-                f"{layers.torch_cuda}", f"upgrade the host driver to >= {driver}, or use an image built for "
-                f"CUDA <= {have[0]}.{have[1]} (e.g. a -cuda{have[0]}.x tag from the matrix)", "node"))
-    code = cuda_code_finding(layers.torch_error)
+        driver = driver_finding(layers)
+        if driver:
+            found.append(driver)
+    code = cuda_code_finding(layers.torch_error, layers)
     # The driver-version finding already names error 35's cause; any other code is its own, more precise one.
     if code and not (code.problem.startswith("CUDA error 35") and any(f.layer == "driver" for f in found)):
         found.append(code)
-    cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes)
+    cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes, layers.nvml_gpus)
     if cvd:
         found.append(Finding("CUDA_VISIBLE_DEVICES", cvd,
                              "unset CUDA_VISIBLE_DEVICES, or set it to valid indices such as 0 or 0,1", "config"))
     if layers.torch_cuda is None:
         found.append(cpu_torch_finding(gpu_host=bool(layers.device_nodes or layers.proc_driver)))
+    if not found and layers.driver_cuda and layers.torch_cuda:
+        have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
+        if have < _cuda_tuple(layers.torch_cuda):  # same major: allowed by minor-version compatibility
+            found.append(Finding("driver", f"nothing else explains it; the driver supports CUDA {have[0]}.{have[1]} "
+                                 f"and torch was built for {layers.torch_cuda}, which minor-version compatibility "
+                                 "allows except for features that need the newer driver (e.g. PTX JIT)",
+                                 f"try a driver of CUDA {layers.torch_cuda} or newer", "node"))
     if not found:
         found.append(Finding("unknown", "CUDA init failed for a reason envcheck does not recognise: "
-                             f"{layers.torch_error or 'no error text'}",
+                             f"{layers.torch_error or 'no error text'}"
+                             f"{unchecked_uuids(layers.visible_devices, layers.nvml_gpus)}",
                              "run nvidia-smi on the host and in the container; check dmesg for NVRM errors", "node"))
     return found
 

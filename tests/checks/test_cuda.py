@@ -72,8 +72,8 @@ def test_healthy_mocked_gpu_host_has_no_known_finding() -> None:
     (dict(device_nodes=[], proc_driver=False, in_container=False), "driver", "no NVIDIA driver", "install"),
     (dict(libcuda_error="libcuda.so.1: cannot open", driver_cuda=None, driver_capabilities="utility"),
      "libcuda", "lacks 'compute'", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"),
-    (dict(driver_cuda=12020), "driver", "driver supports CUDA 12.2, but torch was built for CUDA 12.8",
-     ">= 570.26"),
+    (dict(driver_cuda=11080), "driver", "driver supports CUDA 11.8, but torch was built for CUDA 12.8",
+     ">= 525.60.13"),  # an older major; a lower minor of 12 is minor-version compatible (test_driver_rule.py)
     (dict(driver_cuda=12080, torch_cuda="13.0"), "driver", "supports CUDA 12.8", "-cuda12.x"),
     (dict(visible_devices="-1"), "CUDA_VISIBLE_DEVICES", "the usual way to ask for none", "unset"),
     (dict(visible_devices="0,0"), "CUDA_VISIBLE_DEVICES", "names 0 more than once", "unset"),
