@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envcheck import __version__
+from envcheck.core.runner import Interrupted, interruptible
 from envcheck.errors import FatalError, UsageError
 
 # Subcommands that live in their own packages; each module exposes register(subparsers).
@@ -116,10 +118,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = getattr(args, "handler", None)
         if handler is None:
             raise UsageError(f"no command given; choose one of {', '.join(SUBCOMMANDS)}")
-        return int(handler(args))
+        with interruptible():
+            return int(handler(args))
     except FatalError as exc:
         print(f"envcheck: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("envcheck: interrupted", file=sys.stderr)
         return 130
+    except Interrupted as exc:
+        print(f"envcheck: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return exc.exit_code

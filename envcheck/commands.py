@@ -11,7 +11,7 @@ from rich.table import Table
 
 from envcheck.checks import registry
 from envcheck.core.check import Context, Level
-from envcheck.core.runner import Runner, RunReport, parse_names, select
+from envcheck.core.runner import Interrupted, Runner, RunReport, parse_names, select
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.summary import exit_code
@@ -50,8 +50,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     # With --json -, stdout carries the JSON alone; the table goes to stderr.
     console = Console(stderr=args.json == "-", highlight=False, width=None if sys.stdout.isatty() else 140)
     with Runner(ctx, total_timeout_s=args.timeout) as runner:
-        runner.prestart(specs)
-        results = runner.run(specs)
+        try:
+            results = runner.run(specs)
+        except Interrupted:  # SIGTERM/SIGHUP: report what finished (the workers die on the way out)
+            partial = RunReport(results=list(runner.finished), context=ctx)
+            print_report(partial, console)
+            raise
         facts = runner.facts()
     report = RunReport(results=results, facts=facts, context=ctx)
     print_report(report, console)

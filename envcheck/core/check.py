@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from envcheck.core.result import Result
 
@@ -65,12 +65,6 @@ class Context:
         return self.level is Level.FULL
 
 
-class CheckFunction(Protocol):
-    """A check is a plain function of the run context."""
-
-    def __call__(self, ctx: Context) -> Result: ...
-
-
 @dataclass(frozen=True)
 class CheckSpec:
     """One check, declared once. `name` is public (`domain.name`) and must never churn."""
@@ -81,12 +75,14 @@ class CheckSpec:
     level: Level = Level.QUICK
     needs: Needs = field(default_factory=Needs)
     timeout_s: float = 60.0
-    # Isolated checks run in a spawned worker process (one per `group`), never in the CLI process.
+    # Isolated checks run in a forked worker process (one per `group`), never in the CLI process.
     isolated: bool = True
     group: str = "torch"
     # Whether the check may touch a GPU (create a CUDA context, spawn GPU ranks). None: it does when it
     # needs torch or CUDA. The runner never lets two groups that use the GPU run at the same time.
     uses_gpu: bool | None = None
+    # Heavy modules (e.g. `torchvision`) the fork server imports once, so workers forked later inherit them.
+    preload: tuple[str, ...] = ()
 
     @property
     def gpu(self) -> bool:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Level
 from envcheck.core.execute import execute
-from envcheck.core.isolation import Worker, WorkerFailure
+from envcheck.core.isolation import START_TIMEOUT_S, FailureKind, ForkServer, Worker, WorkerFailure
 from envcheck.core.result import Result, errored
 from envcheck.errors import UsageError
 
@@ -59,47 +61,88 @@ def select(
     return [s for s in chosen if s.name not in skip]
 
 
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP reached envcheck (raised in the main thread, like KeyboardInterrupt for SIGINT)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports a process the signal ended."""
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into `Interrupted` in the main thread (so `with Runner` kills every worker)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_interrupted(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 class Runner:
-    """Runs checks with one worker per isolation group, and a cap on the whole run."""
+    """Runs checks with one forked worker per isolation group, and a cap on the whole run."""
 
     def __init__(self, ctx: Context, total_timeout_s: float | None = None, *,
-                 env: dict[str, str] | None = None, share_gpu: bool | None = None) -> None:
+                 env: dict[str, str] | None = None, share_gpu: bool | None = None,
+                 start_timeout_s: float = START_TIMEOUT_S) -> None:
         """`env`: the workers' environment (default: ours). `share_gpu`: whether groups that use the GPU
-        may overlap; default only on a host with no GPU (no /dev/nvidiaN), where there is nothing to share."""
+        may overlap; default only on a host with no GPU (no /dev/nvidiaN), where there is nothing to share.
+        `start_timeout_s`: how long the worker interpreter may take to start (before it imports torch)."""
         self.ctx = ctx
         self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s
         self._total = total_timeout_s
-        self._env = env
         self._share_gpu = (not gpu_present()) if share_gpu is None else share_gpu
+        self._server = ForkServer(env, start_timeout_s)
         self._workers: dict[str, Worker] = {}
         self._lock = threading.Lock()
+        self._aborted = False
+        self.finished: list[Result] = []  # in the order they finished, for a report of an interrupted run
 
     def __enter__(self) -> Runner:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is not None and not issubclass(kind, Exception):  # Ctrl-C, SIGTERM: no waiting on anything
+            self.abort()
         self.close()
 
     def close(self) -> None:
-        """Stop every worker and its process group."""
-        for worker in self._workers.values():
+        """Stop every worker and its process group, then the fork server."""
+        with self._lock:
+            workers = list(self._workers.values())
+            self._workers.clear()
+        for worker in workers:
             worker.close()
-        self._workers.clear()
+        self._server.close()
 
-    def prestart(self, specs: Iterable[CheckSpec]) -> None:
-        """Start the workers the run will need, so their imports overlap with inline checks."""
-        for spec in specs:
-            if spec.isolated:
-                self._worker(spec.group).start()
+    def abort(self) -> None:
+        """Kill every worker group and the fork server now; later checks are not run. Safe from any thread."""
+        self._aborted = True
+        self._server.abort()
+        for worker in list(self._workers.values()):
+            worker.abort()
 
     def _worker(self, group: str) -> Worker:
         with self._lock:
             if group not in self._workers:
-                self._workers[group] = Worker(self._env)
+                self._workers[group] = Worker(self._server)
             return self._workers[group]
 
     def release(self, group: str) -> None:
-        """Close a group's worker (and so its CUDA context); the next request starts a fresh one."""
+        """Close a group's worker (and so its CUDA context); the next request forks a fresh one."""
         with self._lock:
             worker = self._workers.pop(group, None)
         if worker is not None:
@@ -108,36 +151,31 @@ class Runner:
     def _left(self) -> float | None:
         return None if self._deadline is None else self._deadline - time.monotonic()
 
-    def run(self, specs: Iterable[CheckSpec], on_result: Callable[[Result], None] | None = None) -> list[Result]:
+    def _until(self, timeout_s: float) -> float:
+        left = self._left()
+        return time.monotonic() + (timeout_s if left is None else min(timeout_s, left))
+
+    def run(self, specs: Iterable[CheckSpec]) -> list[Result]:
         """Run every spec; a hung or crashed check becomes ERROR and the rest still run.
 
         Isolation groups run concurrently (one thread each, checks in a group in order), except that groups
         using the GPU never overlap on a GPU host: they run one after another in one thread, and each one's
-        worker is closed (releasing its CUDA context) before the next starts, so no GPU is shared between
+        worker is closed (releasing its CUDA context) before the next is forked, so no GPU is shared between
         groups (EXCLUSIVE_PROCESS mode would refuse the second; in DEFAULT mode it would disturb timings).
         Only the last GPU group keeps its worker, and the facts group goes last so facts reuse it.
         CPU-only groups still overlap with everything. Results keep spec order.
+
+        Every worker is forked from one server that imported torch once; the modules the checks declare in
+        `preload` are imported there once the first workers are forked, so later groups inherit them.
         """
         specs = list(specs)
-        self.prestart(specs)
         done: dict[int, Result] = {}
         lock = threading.Lock()
 
         def record(index: int, result: Result) -> None:
             with lock:
                 done[index] = result
-                if on_result is not None:
-                    on_result(result)
-
-        def run_group(members: list[tuple[int, CheckSpec]]) -> None:
-            for index, spec in members:
-                record(index, self.run_one(spec))
-
-        def run_gpu_lane(lane: list[str]) -> None:
-            for n, group in enumerate(lane):
-                run_group(groups[group])
-                if n < len(lane) - 1:
-                    self.release(group)
+                self.finished.append(result)
 
         groups: dict[str, list[tuple[int, CheckSpec]]] = {}
         for index, spec in enumerate(specs):
@@ -145,10 +183,36 @@ class Runner:
                 groups.setdefault(spec.group, []).append((index, spec))
         gpu_groups = [] if self._share_gpu else [g for g, m in groups.items() if any(s.gpu for _, s in m)]
         gpu_groups.sort(key=lambda g: g == FACTS_GROUP)  # stable: first-seen order, the facts group last
-        threads = [threading.Thread(target=run_group, args=(m,), daemon=True)
-                   for g, m in groups.items() if g not in gpu_groups]
-        if gpu_groups:
-            threads.append(threading.Thread(target=run_gpu_lane, args=(gpu_groups,), daemon=True))
+        lanes = [[g] for g in groups if g not in gpu_groups] + ([gpu_groups] if gpu_groups else [])
+        preloads = sorted({m for s in specs if s.isolated for m in s.preload})
+        first_forks = threading.Semaphore(0)
+
+        def run_lane(lane: list[str]) -> None:
+            try:
+                for n, group in enumerate(lane):
+                    members = groups[group]
+                    self._worker(group).start(self._until(members[0][1].timeout_s))
+                    if n == 0:
+                        first_forks.release()
+                    for index, spec in members:
+                        record(index, self.run_one(spec))
+                    if n < len(lane) - 1:
+                        self.release(group)
+            except Exception:
+                if not self._aborted:
+                    raise
+
+        def preload() -> None:
+            for _ in lanes:  # the first worker of every lane is forked before the server spends time importing
+                first_forks.acquire()
+            if not self._aborted:
+                self._server.request({"op": "preload", "modules": preloads}, self._until(FACTS_TIMEOUT_S))
+
+        if groups:
+            self._server.start()  # its torch import overlaps the inline checks
+        threads = [threading.Thread(target=run_lane, args=(lane,), daemon=True) for lane in lanes]
+        if preloads and len(gpu_groups) > 1:  # only a later GPU group is forked after the first ones
+            threads.append(threading.Thread(target=preload, daemon=True))
         for thread in threads:
             thread.start()
         for index, spec in enumerate(specs):
@@ -156,11 +220,13 @@ class Runner:
                 record(index, self.run_one(spec))
         for thread in threads:
             while thread.is_alive():
-                thread.join(0.2)  # short joins keep Ctrl-C responsive
+                thread.join(0.2)  # short joins keep Ctrl-C and SIGTERM responsive
         return [done[i] for i in range(len(specs))]
 
     def run_one(self, spec: CheckSpec) -> Result:
         """Run one check inline or isolated, within its timeout and what is left of the run's."""
+        if self._aborted:
+            return errored("not run: envcheck was interrupted").named(spec.name, 0.0)
         left = self._left()
         if left is not None and left <= 0:
             return errored(
@@ -177,18 +243,17 @@ class Runner:
         worker = self._worker(spec.group)
         reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
-            capped = timeout < spec.timeout_s and "timed out" in reply.reason
-            why = "the whole-run --timeout" if capped else "its timeout"
-            return errored(
-                f"{reply.reason} ({why})" if "timed out" in reply.reason else reply.reason,
-                details=reply.output,
-                measured={"timeout_s": round(timeout, 3)},
-            ).named(spec.name, time.monotonic() - start)
+            reason = reply.reason
+            if reply.kind is FailureKind.TIMEOUT:
+                reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
+            return errored(reason, details=reply.output, measured={"timeout_s": round(timeout, 3),
+                                                                   "worker_failure": reply.kind.value},
+                           ).named(spec.name, time.monotonic() - start)
         result = Result.from_dict(reply["result"])
         if reply.get("recycle"):  # a sticky CUDA error poisons the context: later checks get a fresh worker
             worker.close()
         if reply.get("output") and result.status.is_bad and not result.details:
-            result = Result.from_dict({**result.to_dict(), "details": reply["output"]})
+            result = dataclasses.replace(result, details=reply["output"])
         return result
 
     def facts(self) -> dict[str, Any]:
