@@ -108,24 +108,34 @@ def _handler(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     return call
 
 
+def guard(call: Callable[[], int], prog: str = "envcheck") -> int:
+    """The one error handler of every front door: a FatalError is one line and its exit code, Ctrl-C is 130,
+    SIGTERM/SIGHUP are 128 + the signal (and kill every worker on the way out); never a traceback for these."""
+    try:
+        with interruptible():
+            return int(call())
+    except FatalError as exc:
+        print(f"{prog}: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Interrupted as exc:
+        print(f"{prog}: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return exc.exit_code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: returns the exit code (0 ok, 1 check failed, 2 bad input, 130 Ctrl-C)."""
+    """Entry point: returns the exit code (0 ok, 1 check failed, 2 bad input, 130 Ctrl-C, 143 SIGTERM)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version")):
         args_list.insert(0, "run")
-    try:
+
+    def call() -> int:
         args = build_parser().parse_args(args_list)
         handler = getattr(args, "handler", None)
         if handler is None:
             raise UsageError(f"no command given; choose one of {', '.join(SUBCOMMANDS)}")
-        with interruptible():
-            return int(handler(args))
-    except FatalError as exc:
-        print(f"envcheck: error: {exc.message}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("envcheck: interrupted", file=sys.stderr)
-        return 130
-    except Interrupted as exc:
-        print(f"envcheck: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
-        return exc.exit_code
+        return int(handler(args))
+
+    return guard(call)

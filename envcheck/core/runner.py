@@ -18,7 +18,8 @@ from envcheck.core.result import Result, errored
 from envcheck.errors import UsageError
 
 FACTS_TIMEOUT_S = 30.0
-FACTS_GROUP = "torch"  # facts are collected in this group's worker
+FACTS_GROUP = "torch"
+PRELOAD_TIMEOUT_S = 120.0  # importing torchvision & co. once; a hang here ends the fork server  # facts are collected in this group's worker
 
 
 def gpu_present(dev: str = "/dev") -> bool:
@@ -186,11 +187,16 @@ class Runner:
         lanes = [[g] for g in groups if g not in gpu_groups] + ([gpu_groups] if gpu_groups else [])
         preloads = sorted({m for s in specs if s.isolated for m in s.preload})
         first_forks = threading.Semaphore(0)
+        preloaded = threading.Event()  # later GPU groups are forked after the preload, so they inherit it
+        if not preloads or len(gpu_groups) < 2:
+            preloaded.set()
 
         def run_lane(lane: list[str]) -> None:
             try:
                 for n, group in enumerate(lane):
                     members = groups[group]
+                    if n > 0:
+                        preloaded.wait(max(0.0, self._until(members[0][1].timeout_s) - time.monotonic()))
                     self._worker(group).start(self._until(members[0][1].timeout_s))
                     if n == 0:
                         first_forks.release()
@@ -205,13 +211,16 @@ class Runner:
         def preload() -> None:
             for _ in lanes:  # the first worker of every lane is forked before the server spends time importing
                 first_forks.acquire()
-            if not self._aborted:
-                self._server.request({"op": "preload", "modules": preloads}, self._until(FACTS_TIMEOUT_S))
+            try:
+                if not self._aborted:
+                    self._server.request({"op": "preload", "modules": preloads}, self._until(PRELOAD_TIMEOUT_S))
+            finally:
+                preloaded.set()
 
         if groups:
             self._server.start()  # its torch import overlaps the inline checks
         threads = [threading.Thread(target=run_lane, args=(lane,), daemon=True) for lane in lanes]
-        if preloads and len(gpu_groups) > 1:  # only a later GPU group is forked after the first ones
+        if not preloaded.is_set():  # only a later GPU group is forked after the first ones
             threads.append(threading.Thread(target=preload, daemon=True))
         for thread in threads:
             thread.start()

@@ -89,3 +89,10 @@ def cpu_meets_gpu(ctx: Context) -> Result:
 def sticky_cuda_error(ctx: Context) -> Result:
     """Fails the way a check does after cudaErrorLaunchFailure (the context is poisoned from here on)."""
     raise RuntimeError("CUDA error: unspecified launch failure")
+
+
+def where_am_i(ctx: Context) -> Result:
+    """Which process runs it, its parent and group, and whether torch was there before the check ran."""
+    return passed("here", measured={"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0),
+                                    "torch_preloaded": "torch" in sys.modules,
+                                    "json_tool_preloaded": "json.tool" in sys.modules})
