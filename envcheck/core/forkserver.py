@@ -97,7 +97,11 @@ class Server:
             return False
         request = json.loads(data)
         op = request.get("op")
-        if op == "fork":
+        if op == "fork" and cuda_initialized():  # a preload did it: a forked child would inherit a broken CUDA
+            send(self.sock, {"error": "CUDA was initialised in the fork server (by a preloaded module), so "
+                                      "forking a worker from it is unsafe"})
+            op = "refused"
+        elif op == "fork":
             send(self.sock, {"pid": self.fork(fds)})
         elif op == "preload":
             send(self.sock, preload(list(request.get("modules", []))))

@@ -259,9 +259,10 @@ class Worker:
         status_r, status_w = os.pipe()
         answer = self._server.request({"op": "fork"}, deadline, (req_r, rep_w, self._log.fileno(), status_w))
         _close(req_r, rep_w, status_w)
-        if isinstance(answer, WorkerFailure):
+        if isinstance(answer, WorkerFailure) or "pid" not in answer:
             _close(req_w, rep_r, status_r)
-            return answer
+            return answer if isinstance(answer, WorkerFailure) else WorkerFailure(
+                FailureKind.START, f"the worker could not be forked: {answer.get('error')}")
         self._pid, self._req, self._rep, self._status, self._buf = int(answer["pid"]), req_w, rep_r, status_r, b""
         return None
 

@@ -26,7 +26,7 @@ def test_hung_check_becomes_error_within_timeout_and_leaves_no_orphan() -> None:
         elapsed = time.monotonic() - start
         after = runner.run_one(spec(fault_checks.healthy))
     assert result.status is Status.ERROR
-    assert "timed out after 3s" in (result.reason or "")
+    assert "timed out after 3s" in (result.reason or "") and result.measured["worker_failure"] == "timeout"
     assert "about to hang" in result.details
     assert elapsed < 3 + 5
     assert after.status is Status.PASS
@@ -42,6 +42,7 @@ def test_segfault_and_os_exit_become_error_and_later_checks_run() -> None:
                               spec(fault_checks.raises), spec(fault_checks.healthy)])
     seg, hard, raised, ok = results
     assert seg.status is Status.ERROR and "SIGSEGV" in (seg.reason or "")
+    assert seg.measured["worker_failure"] == "signal" and hard.measured["worker_failure"] == "exit"
     assert "about to segfault" in seg.details and "Fatal Python error" in seg.details
     assert hard.status is Status.ERROR and "exited with code 7" in (hard.reason or "")
     assert raised.status is Status.ERROR and "ValueError: boom from a check" in (raised.reason or "")
