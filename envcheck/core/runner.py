@@ -195,13 +195,18 @@ class Runner:
             try:
                 for n, group in enumerate(lane):
                     members = groups[group]
+                    first = members[0][1]
                     if n > 0:
-                        preloaded.wait(max(0.0, self._until(members[0][1].timeout_s) - time.monotonic()))
-                    self._worker(group).start(self._until(members[0][1].timeout_s))
+                        preloaded.wait(max(0.0, self._until(first.timeout_s) - time.monotonic()))
+                    began, timeout = time.monotonic(), self._timeout(first)
+                    failure = self._worker(group).start(began + timeout) if timeout > 0 else None
                     if n == 0:
                         first_forks.release()
-                    for index, spec in members:
-                        record(index, self.run_one(spec))
+                    for m, (index, spec) in enumerate(members):
+                        if m == 0 and failure is not None:  # the first check bears why its worker never came
+                            record(index, self._failed(spec, failure, timeout, began))
+                        else:
+                            record(index, self.run_one(spec))
                     if n < len(lane) - 1:
                         self.release(group)
             except Exception:
@@ -242,7 +247,7 @@ class Runner:
                 f"not run: the whole-run timeout of {self._total:g}s was reached",
                 remediation="raise --timeout or narrow the run with --only",
             ).named(spec.name, 0.0)
-        timeout = spec.timeout_s if left is None else min(spec.timeout_s, left)
+        timeout = self._timeout(spec)
         if not spec.isolated:
             return execute(spec, self.ctx)
         start = time.monotonic()
@@ -252,18 +257,27 @@ class Runner:
         worker = self._worker(spec.group)
         reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
-            reason = reply.reason
-            if reply.kind is FailureKind.TIMEOUT:
-                reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
-            return errored(reason, details=reply.output, measured={"timeout_s": round(timeout, 3),
-                                                                   "worker_failure": reply.kind.value},
-                           ).named(spec.name, time.monotonic() - start)
+            return self._failed(spec, reply, timeout, start)
         result = Result.from_dict(reply["result"])
         if reply.get("recycle"):  # a sticky CUDA error poisons the context: later checks get a fresh worker
             worker.close()
         if reply.get("output") and result.status.is_bad and not result.details:
             result = dataclasses.replace(result, details=reply["output"])
         return result
+
+    def _timeout(self, spec: CheckSpec) -> float:
+        """The check's own timeout, capped by what is left of the run's."""
+        left = self._left()
+        return spec.timeout_s if left is None else min(spec.timeout_s, left)
+
+    @staticmethod
+    def _failed(spec: CheckSpec, failure: WorkerFailure, timeout: float, start: float) -> Result:
+        reason = failure.reason
+        if failure.kind is FailureKind.TIMEOUT:
+            reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
+        return errored(reason, details=failure.output, measured={"timeout_s": round(timeout, 3),
+                                                                 "worker_failure": failure.kind.value},
+                       ).named(spec.name, time.monotonic() - start)
 
     def facts(self) -> dict[str, Any]:
         """Collect environment facts in the torch worker (torch import and CUDA stay out of here)."""
