@@ -9,7 +9,6 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from envcheck.checks import registry
 from envcheck.core.check import Context, Level
 from envcheck.core.runner import Interrupted, Runner, RunReport, parse_names, select
 from envcheck.report.json_report import render_json
@@ -46,13 +45,17 @@ def write_output(path: str, text: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the selected checks and render every requested report."""
     ctx = context_from_args(args)
-    specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
     # With --json -, stdout carries the JSON alone; the table goes to stderr.
     console = Console(stderr=args.json == "-", highlight=False, width=None if sys.stdout.isatty() else 140)
     with Runner(ctx, total_timeout_s=args.timeout) as runner:
+        runner.start()  # torch imports in the fork server while the checks are loaded and selected
+        from envcheck.checks import registry
+
+        specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
         try:
             results = runner.run(specs)
-        except Interrupted:  # SIGTERM/SIGHUP: report what finished (the workers die on the way out)
+        except Interrupted:  # SIGTERM/SIGHUP: kill every worker, then report what finished
+            runner.abort()
             partial = RunReport(results=list(runner.finished), context=ctx)
             print_report(partial, console)
             raise
@@ -68,6 +71,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every check with its level, needs and timeout."""
+    from envcheck.checks import registry
+
     table = Table(title="envcheck checks")
     for col in ("check", "level", "needs", "timeout", "what it proves"):
         table.add_column(col)

@@ -27,6 +27,7 @@ from envcheck.core.forkserver import FDS_ENV, MAX_MESSAGE
 
 MAX_DETAILS = 20_000
 START_TIMEOUT_S = 30.0  # from spawning the server to its first word: only a hung site-packages takes longer
+IMPORT_TIMEOUT_S = 180.0  # then for `import torch` (5 s on a fast host, a minute on a cold network disk)
 _EOF = b"\x00eof"  # sentinel: the child closed its reply pipe (it died)
 
 
@@ -79,9 +80,12 @@ def _close(*fds: int) -> None:
 class ForkServer:
     """The parent's handle on the fork server: start it, wait for it, ask it to fork or preload."""
 
-    def __init__(self, env: dict[str, str] | None = None, start_timeout_s: float = START_TIMEOUT_S) -> None:
+    def __init__(self, env: dict[str, str] | None = None, start_timeout_s: float = START_TIMEOUT_S,
+                 import_timeout_s: float = IMPORT_TIMEOUT_S, run_deadline: float | None = None) -> None:
         self._env = env
         self._start_timeout_s = start_timeout_s
+        self._import_timeout_s = import_timeout_s
+        self._run_deadline = run_deadline
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
@@ -147,17 +151,23 @@ class ForkServer:
         message: dict[str, Any] = json.loads(data)
         return message
 
-    def _wait_ready(self, deadline: float) -> WorkerFailure | None:
+    def _wait_ready(self) -> WorkerFailure | None:
+        """Wait for the handshake (within the start timeout), then for torch (within the import timeout).
+
+        Neither counts against a check's own timeout: both are the run's fixed cost, bounded by the run's
+        deadline."""
         if self._failure is not None:
             return self._failure
         if self._proc is None:
             return WorkerFailure(FailureKind.START, "the worker server was closed")
+        run_deadline = self._run_deadline if self._run_deadline is not None else float("inf")
         try:
             if not self._hello:
                 limit = self._spawned_at + self._start_timeout_s
-                if self._recv(min(deadline, limit)) is None:
+                if self._recv(min(run_deadline, limit)) is None:
                     if time.monotonic() < limit:
-                        return WorkerFailure(FailureKind.TIMEOUT, "timed out while the worker started")
+                        return WorkerFailure(FailureKind.TIMEOUT, "the whole-run --timeout was reached while the"
+                                             " worker started", _tail(self._log))
                     self._fail(WorkerFailure(
                         FailureKind.START,
                         f"the worker did not start within {self._start_timeout_s:g}s: something in site-packages"
@@ -166,10 +176,16 @@ class ForkServer:
                     return self._failure
                 self._hello = True
             if self.ready is None:
-                ready = self._recv(deadline)
+                limit = self._spawned_at + self._start_timeout_s + self._import_timeout_s
+                ready = self._recv(min(run_deadline, limit))
                 if ready is None:
-                    return WorkerFailure(FailureKind.TIMEOUT, "timed out while the worker imported torch",
-                                         _tail(self._log))
+                    if time.monotonic() < limit:
+                        return WorkerFailure(FailureKind.TIMEOUT, "the whole-run --timeout was reached while the"
+                                             " worker imported torch", _tail(self._log))
+                    self._fail(WorkerFailure(
+                        FailureKind.START, f"the worker did not import torch within {self._import_timeout_s:g}s",
+                        _tail(self._log)))
+                    return self._failure
                 self.ready = ready
         except (EOFError, ValueError):
             code = self._proc.wait(timeout=5) if self._proc is not None else None
@@ -186,7 +202,7 @@ class ForkServer:
         """Send one request (with `fds`) once the server is ready; its answer, or why there is none."""
         with self._lock:
             self._spawn()
-            failure = self._wait_ready(deadline)
+            failure = self._wait_ready()
             if failure is not None:
                 return failure
             assert self._sock is not None
@@ -268,10 +284,10 @@ class Worker:
 
     def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any] | WorkerFailure:
         """Send one request; return the reply, or a WorkerFailure after killing the child."""
-        deadline = time.monotonic() + timeout_s
-        failure = self.start(deadline)
+        failure = self.start(time.monotonic() + timeout_s)
         if failure is not None:
             return failure
+        deadline = time.monotonic() + timeout_s  # the check's own time starts once its worker is there
         assert self._log is not None
         mark = os.fstat(self._log.fileno()).st_size
         try:
@@ -311,11 +327,14 @@ class Worker:
 
     def _exit_code(self, wait_s: float) -> int | None:
         """The child's exit code (negative: the signal), as the server reports it once it reaped it."""
-        with selectors.DefaultSelector() as sel:
-            sel.register(self._status, selectors.EVENT_READ)
-            if not sel.select(wait_s):
-                return None
-        data = os.read(self._status, 64)
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(self._status, selectors.EVENT_READ)
+                if not sel.select(wait_s):
+                    return None
+            data = os.read(self._status, 64)
+        except (OSError, ValueError):  # closed meanwhile (an abort raced us): the code is unknown
+            return None
         return int(data) if data.strip() else None
 
     def _died(self, mark: int) -> WorkerFailure:

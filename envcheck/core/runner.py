@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import re
 import signal
 import threading
 import time
@@ -24,11 +26,10 @@ PRELOAD_TIMEOUT_S = 120.0  # importing torchvision & co. once; a hang here ends 
 
 def gpu_present(dev: str = "/dev") -> bool:
     """Whether this host can have a usable GPU (an /dev/nvidiaN node), without importing torch or CUDA."""
-    import re
-
-    from envcheck.checks.probe import nvidia_device_nodes
-
-    return any(re.fullmatch(r"nvidia\d+", n) for n in nvidia_device_nodes(dev))
+    try:
+        return any(re.fullmatch(r"nvidia\d+", n) for n in os.listdir(dev))
+    except OSError:
+        return False
 
 
 @dataclass
@@ -106,7 +107,7 @@ class Runner:
         self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s
         self._total = total_timeout_s
         self._share_gpu = (not gpu_present()) if share_gpu is None else share_gpu
-        self._server = ForkServer(env, start_timeout_s)
+        self._server = ForkServer(env, start_timeout_s, run_deadline=self._deadline)
         self._workers: dict[str, Worker] = {}
         self._lock = threading.Lock()
         self._aborted = False
@@ -116,9 +117,16 @@ class Runner:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
-        if kind is not None and not issubclass(kind, Exception):  # Ctrl-C, SIGTERM: no waiting on anything
+        if kind is not None and not issubclass(kind, Exception):
+            # Ctrl-C, SIGTERM: kill everything and wait on nothing; the threads still own their workers' pipes,
+            # which go with the process.
             self.abort()
+            return
         self.close()
+
+    def start(self) -> None:
+        """Spawn the fork server now, so its torch import overlaps whatever the caller does next."""
+        self._server.start()
 
     def close(self) -> None:
         """Stop every worker and its process group, then the fork server."""
@@ -223,7 +231,7 @@ class Runner:
                 preloaded.set()
 
         if groups:
-            self._server.start()  # its torch import overlaps the inline checks
+            self.start()  # its torch import overlaps the inline checks (a no-op when it was started earlier)
         threads = [threading.Thread(target=run_lane, args=(lane,), daemon=True) for lane in lanes]
         if not preloaded.is_set():  # only a later GPU group is forked after the first ones
             threads.append(threading.Thread(target=preload, daemon=True))
@@ -251,10 +259,17 @@ class Runner:
         if not spec.isolated:
             return execute(spec, self.ctx)
         start = time.monotonic()
+        worker = self._worker(spec.group)
+        failure = worker.start(start + timeout)
+        if failure is not None:
+            return self._failed(spec, failure, timeout, start)
+        timeout = self._timeout(spec)  # the run's deadline may have come closer while the worker started
+        if timeout <= 0:
+            return self._failed(spec, WorkerFailure(FailureKind.TIMEOUT, "not run: the whole-run --timeout was "
+                                                    "reached while its worker started"), timeout, start)
         request = {"op": "check", "name": spec.name, "context": self.ctx.to_dict(),
                    "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
                    "needs": dataclasses.asdict(spec.needs)}
-        worker = self._worker(spec.group)
         reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
             return self._failed(spec, reply, timeout, start)
