@@ -49,8 +49,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json == "-", highlight=False, width=None if sys.stdout.isatty() else 140)
     with Runner(ctx, total_timeout_s=args.timeout) as runner:
         runner.start()  # torch imports in the fork server while the checks are loaded and selected
-        from envcheck.checks import registry
+        from envcheck.checks import HOOKS, registry
 
+        runner.hooks = HOOKS
         specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
         try:
             results = runner.run(specs)
@@ -85,7 +86,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_facts(args: argparse.Namespace) -> int:
     """Collect and print (or write) the environment facts."""
-    with Runner(Context(), total_timeout_s=args.timeout) as runner:
+    from envcheck.checks import HOOKS
+
+    with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         facts = runner.facts()
     if args.json:
         write_output(args.json, json.dumps(facts, indent=2, default=str) + "\n")

@@ -66,6 +66,20 @@ class Context:
 
 
 @dataclass(frozen=True)
+class Hooks:
+    """Check-layer policies the engine calls by `module:qualname` reference, so `core` imports nothing from
+    `checks` (the registry passes `envcheck.checks.HOOKS`). None: the engine does without."""
+
+    # () -> dict: the environment facts, collected in a worker.
+    facts: str | None = None
+    # (error text) -> an object with `problem` and `fix`, or None: a crash that is the environment's state
+    # (e.g. an EXCLUSIVE_PROCESS GPU held by another process), reported as FAIL instead of ERROR.
+    diagnose: str | None = None
+    # (result text) -> bool: the worker's state is poisoned (a sticky CUDA error) and must be replaced.
+    recycle: str | None = None
+
+
+@dataclass(frozen=True)
 class CheckSpec:
     """One check, declared once. `name` is public (`domain.name`) and must never churn."""
 

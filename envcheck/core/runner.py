@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.core.check import CheckSpec, Context, Level
+from envcheck.core.check import CheckSpec, Context, Hooks, Level
 from envcheck.core.execute import execute
 from envcheck.core.isolation import START_TIMEOUT_S, FailureKind, ForkServer, Worker, WorkerFailure
 from envcheck.core.result import Result, errored
@@ -99,11 +99,13 @@ class Runner:
 
     def __init__(self, ctx: Context, total_timeout_s: float | None = None, *,
                  env: dict[str, str] | None = None, share_gpu: bool | None = None,
-                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+                 start_timeout_s: float = START_TIMEOUT_S, hooks: Hooks | None = None) -> None:
         """`env`: the workers' environment (default: ours). `share_gpu`: whether groups that use the GPU
         may overlap; default only on a host with no GPU (no /dev/nvidiaN), where there is nothing to share.
-        `start_timeout_s`: how long the worker interpreter may take to start (before it imports torch)."""
+        `start_timeout_s`: how long the worker interpreter may take to start (before it imports torch).
+        `hooks`: the check layer's policies (`envcheck.checks.HOOKS`); without them there are no facts."""
         self.ctx = ctx
+        self.hooks = hooks or Hooks()
         self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s
         self._total = total_timeout_s
         self._share_gpu = (not gpu_present()) if share_gpu is None else share_gpu
@@ -257,7 +259,9 @@ class Runner:
             ).named(spec.name, 0.0)
         timeout = self._timeout(spec)
         if not spec.isolated:
-            return execute(spec, self.ctx)
+            from envcheck.core.worker import resolve
+
+            return execute(spec, self.ctx, resolve(self.hooks.diagnose) if self.hooks.diagnose else None)
         start = time.monotonic()
         worker = self._worker(spec.group)
         failure = worker.start(start + timeout)
@@ -269,7 +273,7 @@ class Runner:
                                                     "reached while its worker started"), timeout, start)
         request = {"op": "check", "name": spec.name, "context": self.ctx.to_dict(),
                    "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
-                   "needs": dataclasses.asdict(spec.needs)}
+                   "needs": dataclasses.asdict(spec.needs), "hooks": dataclasses.asdict(self.hooks)}
         reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
             return self._failed(spec, reply, timeout, start)
@@ -296,9 +300,11 @@ class Runner:
 
     def facts(self) -> dict[str, Any]:
         """Collect environment facts in the torch worker (torch import and CUDA stay out of here)."""
+        if self.hooks.facts is None:
+            return {"error": {"absent": "facts were not asked for (no facts hook)"}}
         left = self._left()
         timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
-        reply = self._worker(FACTS_GROUP).request({"op": "facts"}, timeout)
+        reply = self._worker(FACTS_GROUP).request({"op": "facts", "func": self.hooks.facts}, timeout)
         if isinstance(reply, WorkerFailure):
             return {"error": {"absent": f"facts could not be collected: {reply.reason}"}}
         facts: dict[str, Any] = reply["facts"]

@@ -69,20 +69,22 @@ def resolve_spec(request: dict[str, Any]) -> CheckSpec:
                      needs=Needs(**request.get("needs", {})))
 
 
+def _hook(request: dict[str, Any], name: str) -> Any:
+    ref = (request.get("hooks") or {}).get(name)
+    return resolve(ref) if ref else None
+
+
 def _handle(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "check":
         spec = resolve_spec(request)
-        result = execute(spec, Context.from_dict(request["context"]))
+        result = execute(spec, Context.from_dict(request["context"]), _hook(request, "diagnose"))
         # After a sticky CUDA error every later CUDA call here fails too: ask the runner for a fresh worker.
-        from envcheck.checks.cuda_diagnosis import sticky_cuda_error
-
-        recycle = sticky_cuda_error(f"{result.summary}\n{result.reason or ''}\n{result.details}")
-        return {"result": jsonable(result.to_dict()), "recycle": recycle}
+        recycle = _hook(request, "recycle")
+        text = f"{result.summary}\n{result.reason or ''}\n{result.details}"
+        return {"result": jsonable(result.to_dict()), "recycle": bool(recycle and recycle(text))}
     if op == "facts":
-        from envcheck.checks.facts import collect_facts
-
-        return {"facts": jsonable(collect_facts())}
+        return {"facts": jsonable(resolve(request["func"])())}
     if op == "ping":
         return {"pong": os.getpid()}
     raise ValueError(f"unknown op {op!r}")

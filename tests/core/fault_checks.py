@@ -96,3 +96,8 @@ def where_am_i(ctx: Context) -> Result:
     return passed("here", measured={"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0),
                                     "torch_preloaded": "torch" in sys.modules,
                                     "json_tool_preloaded": "json.tool" in sys.modules})
+
+
+def busy_gpu(ctx: Context) -> Result:
+    """Crashes the way CUDA does on an EXCLUSIVE_PROCESS GPU another process holds."""
+    raise RuntimeError("CUDA error: CUDA-capable device(s) is/are busy or unavailable")

@@ -6,6 +6,7 @@ import time
 import uuid
 from pathlib import Path
 
+from envcheck.checks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner
@@ -103,7 +104,7 @@ def test_spec_uses_gpu_defaults_to_its_torch_or_cuda_needs() -> None:
 
 def test_a_sticky_cuda_error_recycles_the_worker_for_later_checks() -> None:
     """No GPU: the check raises the real text of cudaErrorLaunchFailure; the next check gets a fresh worker."""
-    with Runner(Context()) as runner:
+    with Runner(Context(), hooks=HOOKS) as runner:
         before, sticky, after = runner.run([spec(fault_checks.healthy), spec(fault_checks.sticky_cuda_error),
                                             spec(fault_checks.healthy)])
     assert sticky.status is Status.ERROR and "unspecified launch failure" in (sticky.reason or "")

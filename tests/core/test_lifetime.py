@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from envcheck.checks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner
@@ -122,7 +123,7 @@ def test_a_hung_start_up_is_bounded_named_and_leaves_nothing(tmp_path: Path) -> 
     specs = [CheckSpec("test.a", fault_checks.healthy, "x", group="a", timeout_s=600),
              CheckSpec("test.b", fault_checks.healthy, "x", group="b", timeout_s=600)]
     start = time.monotonic()
-    with Runner(Context(), env=env, start_timeout_s=2) as runner:
+    with Runner(Context(), env=env, start_timeout_s=2, hooks=HOOKS) as runner:
         results = runner.run(specs)
         facts = runner.facts()
     assert time.monotonic() - start < 2 + 8
