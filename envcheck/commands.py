@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from envcheck.core.check import Context, Level
-from envcheck.core.runner import Interrupted, Runner, RunReport, parse_names, select
+from envcheck.core.run_report import RunReport
+from envcheck.core.runner import Interrupted, Runner, parse_names, select
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.summary import exit_code

@@ -18,7 +18,7 @@ from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, r
 from envcheck.checks.facts import collect_facts
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
-from envcheck.core.runner import RunReport
+from envcheck.core.run_report import RunReport
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.table import print_report

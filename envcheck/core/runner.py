@@ -10,13 +10,13 @@ import signal
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Hooks, Level
 from envcheck.core.execute import execute
 from envcheck.core.isolation import START_TIMEOUT_S, FailureKind, ForkServer, Worker, WorkerFailure
 from envcheck.core.result import Result, errored
+from envcheck.core.run_report import RunReport as RunReport  # re-exported for callers of the old path
 from envcheck.errors import UsageError
 
 FACTS_TIMEOUT_S = 30.0
@@ -30,15 +30,6 @@ def gpu_present(dev: str = "/dev") -> bool:
         return any(re.fullmatch(r"nvidia\d+", n) for n in os.listdir(dev))
     except OSError:
         return False
-
-
-@dataclass
-class RunReport:
-    """Everything one run produced; every report format renders this."""
-
-    results: list[Result]
-    facts: dict[str, Any] = field(default_factory=dict)
-    context: Context = field(default_factory=Context)
 
 
 def parse_names(text: str | None) -> list[str]:

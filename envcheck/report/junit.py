@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from envcheck.core.result import Status
-from envcheck.core.runner import RunReport
+from envcheck.core.run_report import RunReport
 from envcheck.report.summary import counts
 
 
