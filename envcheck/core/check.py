@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,6 +43,13 @@ class Context:
     allow_cpu: bool = False
     expect_gpus: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # When this check must be done by, on CLOCK_MONOTONIC (one clock for every process on the host): its own
+    # timeout capped by the run's. None outside a runner. Checks budget their time with `time_left()`.
+    deadline: float | None = None
+
+    def time_left(self) -> float | None:
+        """Seconds until `deadline` (never negative); None when there is none."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise for the worker protocol."""
@@ -57,6 +65,7 @@ class Context:
             allow_cpu=bool(data.get("allow_cpu", False)),
             expect_gpus=data.get("expect_gpus"),
             options=dict(data.get("options") or {}),
+            deadline=data.get("deadline"),
         )
 
     @property

@@ -252,7 +252,8 @@ class Runner:
         if not spec.isolated:
             from envcheck.core.worker import resolve
 
-            return execute(spec, self.ctx, resolve(self.hooks.diagnose) if self.hooks.diagnose else None)
+            ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
+            return execute(spec, ctx, resolve(self.hooks.diagnose) if self.hooks.diagnose else None)
         start = time.monotonic()
         worker = self._worker(spec.group)
         failure = worker.start(start + timeout)
@@ -262,7 +263,8 @@ class Runner:
         if timeout <= 0:
             return self._failed(spec, WorkerFailure(FailureKind.TIMEOUT, "not run: the whole-run --timeout was "
                                                     "reached while its worker started"), timeout, start)
-        request = {"op": "check", "name": spec.name, "context": self.ctx.to_dict(),
+        ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
+        request = {"op": "check", "name": spec.name, "context": ctx.to_dict(),
                    "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
                    "needs": dataclasses.asdict(spec.needs), "hooks": dataclasses.asdict(self.hooks)}
         reply = worker.request(request, timeout)

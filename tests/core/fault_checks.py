@@ -101,3 +101,8 @@ def where_am_i(ctx: Context) -> Result:
 def busy_gpu(ctx: Context) -> Result:
     """Crashes the way CUDA does on an EXCLUSIVE_PROCESS GPU another process holds."""
     raise RuntimeError("CUDA error: CUDA-capable device(s) is/are busy or unavailable")
+
+
+def budget(ctx: Context) -> Result:
+    """Reports how much time the runner gave it."""
+    return passed("budget", measured={"left": ctx.time_left()})

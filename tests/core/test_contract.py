@@ -38,3 +38,15 @@ def test_hooks_reach_the_worker_and_inline_checks() -> None:
     assert diagnosed.status is Status.FAIL and diagnosed_inline.status is Status.FAIL
     assert plain.status is Status.ERROR
     assert "platform" in facts and "error" in no_facts
+
+
+def test_a_check_knows_its_deadline_capped_by_the_whole_run() -> None:
+    own = CheckSpec("test.budget", fault_checks.budget, "x", group="a", timeout_s=50)
+    inline = CheckSpec("test.budget_inline", fault_checks.budget, "x", isolated=False, timeout_s=40)
+    with Runner(Context()) as runner:
+        isolated, local = runner.run([own, inline])
+    with Runner(Context(), total_timeout_s=30) as runner:
+        (capped,) = runner.run([own])
+    assert 40 < isolated.measured["left"] <= 50 and 30 < local.measured["left"] <= 40
+    assert 0 < capped.measured["left"] <= 30
+    assert Context().time_left() is None
