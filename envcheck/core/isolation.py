@@ -48,6 +48,7 @@ class WorkerFailure:
     kind: FailureKind
     reason: str
     output: str = ""
+    run_deadline: bool = False  # the whole-run deadline, not the check's own timeout, ended it (says so already)
 
 
 def _deadline_left(deadline: float) -> float:
@@ -166,8 +167,8 @@ class ForkServer:
                 limit = self._spawned_at + self._start_timeout_s
                 if self._recv(min(run_deadline, limit)) is None:
                     if time.monotonic() < limit:
-                        return WorkerFailure(FailureKind.TIMEOUT, "the whole-run --timeout was reached while the"
-                                             " worker started", _tail(self._log))
+                        return WorkerFailure(FailureKind.TIMEOUT, "timed out: the whole-run --timeout was reached"
+                                             " while the worker started", _tail(self._log), run_deadline=True)
                     self._fail(WorkerFailure(
                         FailureKind.START,
                         f"the worker did not start within {self._start_timeout_s:g}s: something in site-packages"
@@ -180,8 +181,8 @@ class ForkServer:
                 ready = self._recv(min(run_deadline, limit))
                 if ready is None:
                     if time.monotonic() < limit:
-                        return WorkerFailure(FailureKind.TIMEOUT, "the whole-run --timeout was reached while the"
-                                             " worker imported torch", _tail(self._log))
+                        return WorkerFailure(FailureKind.TIMEOUT, "timed out: the whole-run --timeout was reached"
+                                             " while the worker imported torch", _tail(self._log), run_deadline=True)
                     self._fail(WorkerFailure(
                         FailureKind.START, f"the worker did not import torch within {self._import_timeout_s:g}s",
                         _tail(self._log)))
@@ -355,8 +356,8 @@ class Worker:
         if pid is None:
             return
         _kill_group(pid)
-        if wait:
-            self._exit_code(2)
+        if wait:  # returns at once when the exit was already read (the server closed the status pipe)
+            self._exit_code(10)
         _close(self._req, self._rep, self._status)
         self._req = self._rep = self._status = -1
 
@@ -371,7 +372,7 @@ class Worker:
             _close(self._req)
             self._req = -1
             self._exit_code(5)
-        self.kill(wait=False)
+        self.kill()  # the group is gone (and a GPU context released) before the next GPU group is forked
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -262,7 +262,8 @@ class Runner:
         timeout = self._timeout(spec)  # the run's deadline may have come closer while the worker started
         if timeout <= 0:
             return self._failed(spec, WorkerFailure(FailureKind.TIMEOUT, "not run: the whole-run --timeout was "
-                                                    "reached while its worker started"), timeout, start)
+                                                    "reached while its worker started", run_deadline=True),
+                                timeout, start)
         ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
         request = {"op": "check", "name": spec.name, "context": ctx.to_dict(),
                    "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
@@ -285,7 +286,7 @@ class Runner:
     @staticmethod
     def _failed(spec: CheckSpec, failure: WorkerFailure, timeout: float, start: float) -> Result:
         reason = failure.reason
-        if failure.kind is FailureKind.TIMEOUT:
+        if failure.kind is FailureKind.TIMEOUT and not failure.run_deadline:
             reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
         return errored(reason, details=failure.output, measured={"timeout_s": round(timeout, 3),
                                                                  "worker_failure": failure.kind.value},
