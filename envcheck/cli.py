@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import signal
 import sys
@@ -18,8 +19,9 @@ PLUGIN_COMMANDS = ("envcheck.bench.cli", "envcheck.images.cli")
 SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing usage and exiting, so errors stay one line."""
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting, so errors stay one line (every front door
+    uses it, with the argument types below and `guard`)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (try `{self.prog} --help`)")
@@ -83,9 +85,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, plugins included."""
-    parser = _Parser(prog="envcheck", description="Prove that this PyTorch + CUDA environment works.")
+    parser = Parser(prog="envcheck", description="Prove that this PyTorch + CUDA environment works.")
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
     run = sub.add_parser("run", help="run the checks (the default)")
     add_run_arguments(run)
     run.set_defaults(handler=_handler("envcheck.commands", "cmd_run"))
@@ -108,11 +110,22 @@ def _handler(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     return call
 
 
-def guard(call: Callable[[], int], prog: str = "envcheck") -> int:
+def write_output(path: str, text: str) -> None:
+    """Write a report to a path, or to stdout for '-'."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True) -> int:
     """The one error handler of every front door: a FatalError is one line and its exit code, Ctrl-C is 130,
-    SIGTERM/SIGHUP are 128 + the signal (and kill every worker on the way out); never a traceback for these."""
+    SIGTERM/SIGHUP are 128 + the signal (and kill every worker on the way out); never a traceback for these.
+    `signals=False` leaves SIGTERM/SIGHUP as they are (a torchrun rank: torchrun's own teardown sends them)."""
     try:
-        with interruptible():
+        with interruptible() if signals else contextlib.nullcontext():
             return int(call())
     except FatalError as exc:
         print(f"{prog}: error: {exc.message}", file=sys.stderr)

@@ -9,6 +9,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from envcheck.cli import write_output
 from envcheck.core.check import Context, Level
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
@@ -31,16 +32,6 @@ def context_from_args(args: argparse.Namespace) -> Context:
             "memory_fraction": args.memory_fraction,
         },
     )
-
-
-def write_output(path: str, text: str) -> None:
-    """Write a report to a path, or to stdout for '-'."""
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
