@@ -15,7 +15,8 @@ from envcheck.core.result import Result, passed
 def sleeps_forever(ctx: Context) -> Result:
     """Hangs, and starts a grandchild that would hang too (it must die with the group)."""
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
-                     env={**os.environ, "ENVCHECK_TEST_MARKER": ctx.options["marker"]})
+                     env={**os.environ, "ENVCHECK_TEST_MARKER": ctx.options.get("marker")
+                          or os.environ["ENVCHECK_TEST_MARKER"]})
     print("about to hang", flush=True)
     time.sleep(3600)
     return passed("unreachable")

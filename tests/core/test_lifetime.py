@@ -81,6 +81,26 @@ def test_whatever_ends_envcheck_leaves_no_process_behind(how: str, expected_rc: 
                 pass
 
 
+def test_sigterm_reports_what_finished_and_leaves_nothing(tmp_path: Path) -> None:
+    """The real `envcheck run`: SIGTERM while a check hangs prints the report of what finished, exits 143."""
+    marker = f"envcheck-sigterm-{uuid.uuid4().hex}"
+    env = {**os.environ, "ENVCHECK_TEST_MARKER": marker}
+    run = subprocess.Popen([sys.executable, "-m", "tests.core.cli_driver", marker], cwd=ROOT, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert _wait_for(lambda: len(_grandchildren(marker)) >= 1, 60), "the hung check never started"
+        run.send_signal(signal.SIGTERM)
+        out, err = run.communicate(timeout=10)
+        assert run.returncode == 128 + signal.SIGTERM, err
+        assert "test.healthy" in out and "test.hangs" not in out  # what finished, and only that
+        assert "stopped by SIGTERM" in err and "Traceback" not in err
+        assert _wait_for(lambda: processes_with_marker(marker) == [], 10), processes_with_marker(marker)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+
 def _site(tmp_path: Path, body: str) -> dict[str, str]:
     """An environment whose interpreters run `body` as a real sitecustomize.py at start-up."""
     (tmp_path / "sitecustomize.py").write_text(textwrap.dedent(body))
