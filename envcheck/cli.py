@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envcheck import __version__
 from envcheck.cluster.mode import add_arguments as add_cluster_arguments
+from envcheck.core.runner import Interrupted, interruptible
 from envcheck.errors import FatalError, UsageError
 
 # Subcommands that live in their own packages; each module exposes register(subparsers).
@@ -17,8 +20,9 @@ PLUGIN_COMMANDS = ("envcheck.bench.cli", "envcheck.images.cli", "envcheck.host",
 SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix", "host", "explain")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing usage and exiting, so errors stay one line."""
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting, so errors stay one line (every front door
+    uses it, with the argument types below and `guard`)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (try `{self.prog} --help`)")
@@ -82,9 +86,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, plugins included."""
-    parser = _Parser(prog="envcheck", description="Prove that this PyTorch + CUDA environment works.")
+    parser = Parser(prog="envcheck", description="Prove that this PyTorch + CUDA environment works.")
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
     run = sub.add_parser("run", help="run the checks (the default)")
     add_run_arguments(run)
     add_cluster_arguments(run)
@@ -109,20 +113,45 @@ def _handler(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     return call
 
 
+def write_output(path: str, text: str) -> None:
+    """Write a report to a path, or to stdout for '-'."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True) -> int:
+    """The one error handler of every front door: a FatalError is one line and its exit code, Ctrl-C is 130,
+    SIGTERM/SIGHUP are 128 + the signal (and kill every worker on the way out); never a traceback for these.
+    `signals=False` leaves SIGTERM/SIGHUP as they are (a torchrun rank: torchrun's own teardown sends them)."""
+    try:
+        with interruptible() if signals else contextlib.nullcontext():
+            return int(call())
+    except FatalError as exc:
+        print(f"{prog}: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Interrupted as exc:
+        print(f"{prog}: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return exc.exit_code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: returns the exit code (0 ok, 1 check failed, 2 bad input, 130 Ctrl-C)."""
+    """Entry point: returns the exit code (0 ok, 1 check failed, 2 bad input, 130 Ctrl-C, 143 SIGTERM)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version")):
         args_list.insert(0, "run")
-    try:
+
+    def call() -> int:
         args = build_parser().parse_args(args_list)
         handler = getattr(args, "handler", None)
         if handler is None:
             raise UsageError(f"no command given; choose one of {', '.join(SUBCOMMANDS)}")
         return int(handler(args))
-    except FatalError as exc:
-        print(f"envcheck: error: {exc.message}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("envcheck: interrupted", file=sys.stderr)
-        return 130
+
+    return guard(call)

@@ -9,10 +9,11 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from envcheck.checks import registry
+from envcheck.cli import write_output
 from envcheck.cluster import mode as cluster
 from envcheck.core.check import Context, Level
-from envcheck.core.runner import Runner, RunReport, parse_names, select
+from envcheck.core.run_report import RunReport
+from envcheck.core.runner import Interrupted, Runner, parse_names, select
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.summary import exit_code
@@ -34,25 +35,25 @@ def context_from_args(args: argparse.Namespace) -> Context:
     )
 
 
-def write_output(path: str, text: str) -> None:
-    """Write a report to a path, or to stdout for '-'."""
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the selected checks and render every requested report."""
     ctx = context_from_args(args)
-    specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
     # With --json -, stdout carries the JSON alone (with --for, the verdict line); the table goes to stderr.
-    console = Console(stderr=args.json == "-" or bool(getattr(args, "for_mode", None)), highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = Console(stderr=args.json == "-" or bool(getattr(args, "for_mode", None)), highlight=False,
+                      width=None if sys.stdout.isatty() else 140)
     with Runner(ctx, total_timeout_s=args.timeout) as runner:
-        runner.prestart(specs)
-        results = runner.run(specs)
+        runner.start()  # torch imports in the fork server while the checks are loaded and selected
+        from envcheck.checks import HOOKS, registry
+
+        runner.hooks = HOOKS
+        specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
+        try:
+            results = runner.run(specs)
+        except Interrupted:  # SIGTERM/SIGHUP: kill every worker, then report what finished
+            runner.abort()
+            partial = RunReport(results=list(runner.finished), context=ctx)
+            print_report(partial, console)
+            raise
         facts = runner.facts()
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
@@ -66,6 +67,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every check with its level, needs and timeout."""
+    from envcheck.checks import registry
+
     table = Table(title="envcheck checks")
     for col in ("check", "level", "needs", "timeout", "what it proves"):
         table.add_column(col)
@@ -82,7 +85,9 @@ def cmd_facts(args: argparse.Namespace) -> int:
         from envcheck.explain.cli import cmd_bundle
 
         return cmd_bundle(args)
-    with Runner(Context(), total_timeout_s=args.timeout) as runner:
+    from envcheck.checks import HOOKS
+
+    with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         facts = runner.facts()
     if args.json:
         write_output(args.json, json.dumps(facts, indent=2, default=str) + "\n")

@@ -12,30 +12,34 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from rich.console import Console
 
 from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, run_this_rank
 from envcheck.checks.facts import collect_facts
+from envcheck.cli import Parser, guard, positive_float, write_output
 from envcheck.cluster.slurm import torchrun_env
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
-from envcheck.core.runner import RunReport
+from envcheck.core.run_report import RunReport
+from envcheck.errors import UsageError
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.table import print_report
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """The entry point's options (a subset of `envcheck run`)."""
-    parser = argparse.ArgumentParser(prog="torchrun ... -m envcheck.distributed", description=__doc__)
+    """The entry point's options (a subset of `envcheck run`, validated by the same argument types; a bad
+    value is one line and exit 2). `--timeout` here is how long a rank may make no progress."""
+    parser = Parser(prog="torchrun ... -m envcheck.distributed", description=__doc__)
     parser.add_argument("--level", choices=("quick", "full"), default="quick",
                         help="full adds the dist.busbw sweep")
     parser.add_argument("--allow-cpu", action="store_true", help="use gloo on CPU even when GPUs exist")
-    parser.add_argument("--timeout", type=float, default=120.0, help="a rank making no progress this long (s) is reported as stalled; also the process-group timeout")
-    parser.add_argument("--min-busbw", type=float, default=None, metavar="GBPS")
+    parser.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                        help="a rank making no progress this long (s) is reported as stalled; also the process-group timeout")
+    parser.add_argument("--min-busbw", type=positive_float, default=None, metavar="GBPS")
     parser.add_argument("--strict-perf", action="store_true", help="a busbw below --min-busbw fails")
+    # No output_path check: it creates the file, and only rank 0 may write (another node would keep it empty).
     parser.add_argument("--json", metavar="PATH", help="rank 0 writes the JSON report here ('-' = stdout)")
     parser.add_argument("--junit", metavar="PATH", help="rank 0 writes a JUnit XML report here")
     return parser.parse_args(argv)
@@ -49,9 +53,9 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
     # Files first: they are the record, whatever happens to the terminal.
     if args.json and args.json != "-":
-        Path(args.json).write_text(render_json(report))
+        write_output(args.json, render_json(report))
     if args.junit:
-        Path(args.junit).write_text(render_junit(report, suite_name="envcheck.distributed"))
+        write_output(args.junit, render_junit(report, suite_name="envcheck.distributed"))
     # markup=False: summaries quote backend errors such as gloo's '[/path/pair.cc:537]', which rich
     # would otherwise parse as a closing tag and raise on.
     print_report(report, Console(file=out, highlight=False, markup=False))
@@ -59,23 +63,26 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
         if r.name == "dist.busbw" and r.details:
             print(r.details, file=out)
     if args.json == "-":
-        sys.stdout.write(render_json(report))
+        write_output("-", render_json(report))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run this rank; rank 0 renders. Exit 0 only when every check passed or warned."""
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    """Run this rank; rank 0 renders. Exit 0 only when every check passed or warned; 2 on bad input."""
+    return guard(lambda: _main(sys.argv[1:] if argv is None else argv), prog="envcheck.distributed",
+                 signals=False)
+
+
+def _main(argv: list[str]) -> int:
+    args = parse_args(argv)
     try:
         os.environ.update(torchrun_env(os.environ))  # under srun: Slurm's task variables stand in for torchrun's
     except ValueError as exc:
-        print(f"envcheck.distributed: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     missing = missing_env()
     if missing:
-        print(f"envcheck.distributed: {', '.join(missing)} not set; start it with torchrun, e.g. "
-              "`torchrun --nproc-per-node 2 -m envcheck.distributed`, or with srun "
-              "(`srun -N 2 --ntasks-per-node 8 python -m envcheck.distributed`)", file=sys.stderr)
-        return 2
+        raise UsageError(f"{', '.join(missing)} not set; start it with torchrun, e.g. "
+                         "`torchrun --nproc-per-node 2 -m envcheck.distributed`, or with srun "
+                         "(`srun -N 2 --ntasks-per-node 8 python -m envcheck.distributed`)")
     opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
                            min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)
     code, clean = run_this_rank(opts, lambda results: render(results, args))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envcheck.checks import registry
+from envcheck.checks import HOOKS, registry
 from envcheck.core.check import CheckSpec, Context, Level
 from envcheck.core.execute import execute
 from envcheck.core.result import Result
@@ -37,7 +37,7 @@ def run_check(name: str, *, isolated: bool = True, level: str = "full", allow_cp
     ctx = make_context(level, allow_cpu, expect_gpus, **options)
     if not isolated:
         return execute(spec, ctx)
-    with Runner(ctx, env=env) as runner:
+    with Runner(ctx, env=env, hooks=HOOKS) as runner:
         return runner.run_one(spec)
 
 

@@ -49,6 +49,7 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     from envcheck.bench.baseline import load_baseline, regressions
     from envcheck.bench.report import build_document
     from envcheck.bench.units import CPU_UNITS, GPU_UNITS, PROBE, bench_registry
+    from envcheck.checks import HOOKS
     from envcheck.core.runner import Runner, parse_names, select
 
     _validate(args)
@@ -56,7 +57,7 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     # The workers' GPU idle check counts this process and its descendants as envcheck's own.
     options = {"cpu_threads": args.cpu_threads, "cpu_ranks": args.cpu_ranks, "envcheck_pid": os.getpid()}
     ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
-    with Runner(ctx, total_timeout_s=args.timeout) as runner:
+    with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         probe = runner.run_one(PROBE)
         if probe.status is not Status.PASS:
             raise FatalError(f"bench could not start: {probe.reason or probe.summary}", 1)

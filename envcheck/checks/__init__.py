@@ -11,7 +11,7 @@ import functools
 from collections.abc import Sequence
 
 from envcheck.checks import container, cuda, cudnn, distributed, image, numerics, torch_compile, vision
-from envcheck.core.check import CheckSpec
+from envcheck.core.check import CheckSpec, Hooks
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
@@ -26,6 +26,12 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     tuple(dataclasses.replace(spec, group="distributed") for spec in distributed.CHECKS),
     image.CHECKS,
 )
+
+
+# The check layer's policies, which the engine calls by reference (core imports nothing from checks).
+HOOKS = Hooks(facts="envcheck.checks.facts:collect_facts",
+              diagnose="envcheck.checks.cuda_diagnosis:busy_gpu_finding",
+              recycle="envcheck.checks.cuda_diagnosis:sticky_cuda_error")
 
 
 @functools.cache

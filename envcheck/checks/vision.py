@@ -197,5 +197,5 @@ def vision_ops(ctx: Context) -> Result:
 
 CHECKS = (
     CheckSpec("vision.ops", vision_ops, "torchvision matches torch (version, CUDA); nms/roi_align exact",
-              needs=Needs(torch=True), timeout_s=90),
+              needs=Needs(torch=True), timeout_s=90, preload=("torchvision",)),
 )

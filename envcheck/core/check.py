@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from envcheck.core.result import Result
 
@@ -42,6 +43,13 @@ class Context:
     allow_cpu: bool = False
     expect_gpus: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # When this check must be done by, on CLOCK_MONOTONIC (one clock for every process on the host): its own
+    # timeout capped by the run's. None outside a runner. Checks budget their time with `time_left()`.
+    deadline: float | None = None
+
+    def time_left(self) -> float | None:
+        """Seconds until `deadline` (never negative); None when there is none."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise for the worker protocol."""
@@ -57,6 +65,7 @@ class Context:
             allow_cpu=bool(data.get("allow_cpu", False)),
             expect_gpus=data.get("expect_gpus"),
             options=dict(data.get("options") or {}),
+            deadline=data.get("deadline"),
         )
 
     @property
@@ -65,10 +74,18 @@ class Context:
         return self.level is Level.FULL
 
 
-class CheckFunction(Protocol):
-    """A check is a plain function of the run context."""
+@dataclass(frozen=True)
+class Hooks:
+    """Check-layer policies the engine calls by `module:qualname` reference, so `core` imports nothing from
+    `checks` (the registry passes `envcheck.checks.HOOKS`). None: the engine does without."""
 
-    def __call__(self, ctx: Context) -> Result: ...
+    # () -> dict: the environment facts, collected in a worker.
+    facts: str | None = None
+    # (error text) -> an object with `problem` and `fix`, or None: a crash that is the environment's state
+    # (e.g. an EXCLUSIVE_PROCESS GPU held by another process), reported as FAIL instead of ERROR.
+    diagnose: str | None = None
+    # (result text) -> bool: the worker's state is poisoned (a sticky CUDA error) and must be replaced.
+    recycle: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,12 +98,14 @@ class CheckSpec:
     level: Level = Level.QUICK
     needs: Needs = field(default_factory=Needs)
     timeout_s: float = 60.0
-    # Isolated checks run in a spawned worker process (one per `group`), never in the CLI process.
+    # Isolated checks run in a forked worker process (one per `group`), never in the CLI process.
     isolated: bool = True
     group: str = "torch"
     # Whether the check may touch a GPU (create a CUDA context, spawn GPU ranks). None: it does when it
     # needs torch or CUDA. The runner never lets two groups that use the GPU run at the same time.
     uses_gpu: bool | None = None
+    # Heavy modules (e.g. `torchvision`) the fork server imports once, so workers forked later inherit them.
+    preload: tuple[str, ...] = ()
 
     @property
     def gpu(self) -> bool:

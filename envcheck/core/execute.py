@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context
@@ -44,8 +45,8 @@ def nvml_unavailable() -> str | None:
     return None
 
 
-def execute(spec: CheckSpec, ctx: Context) -> Result:
-    """Run `spec` here and now; never raises."""
+def execute(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | None = None) -> Result:
+    """Run `spec` here and now; never raises. `diagnose`: see `Hooks.diagnose`."""
     start = time.monotonic()
     try:
         why = unmet_need(spec)
@@ -53,19 +54,17 @@ def execute(spec: CheckSpec, ctx: Context) -> Result:
         if not isinstance(result, Result):
             result = errored(f"check returned {type(result).__name__}, not a Result")
     except Exception as exc:
-        result = environment_failure(exc) or errored(
+        result = environment_failure(exc, diagnose) or errored(
             f"check crashed: {type(exc).__name__}: {exc}".splitlines()[0],
             details=traceback.format_exc(),
         )
     return result.named(spec.name, time.monotonic() - start)
 
 
-def environment_failure(exc: Exception) -> Result | None:
-    """A crash that is the GPU's state, not the check's bug (e.g. an EXCLUSIVE_PROCESS GPU held by another
-    process): FAIL naming the GPU and the fix. None for anything else."""
-    from envcheck.checks.cuda_diagnosis import busy_gpu_finding
-
-    finding = busy_gpu_finding(str(exc))
+def environment_failure(exc: Exception, diagnose: Callable[[str], Any] | None) -> Result | None:
+    """A crash that is the GPU's state, not the check's bug, as `diagnose` tells: FAIL naming the problem and
+    the fix. None for anything else."""
+    finding = diagnose(str(exc)) if diagnose is not None else None
     if finding is None:
         return None
     return failed(finding.problem, finding.fix, details=traceback.format_exc(), fault_class=finding.fault_class)

@@ -2,39 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import re
+import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from envcheck.core.check import CheckSpec, Context, Level
+from envcheck.core.check import CheckSpec, Context, Hooks, Level
 from envcheck.core.execute import execute
-from envcheck.core.isolation import Worker, WorkerFailure
+from envcheck.core.isolation import START_TIMEOUT_S, FailureKind, ForkServer, Worker, WorkerFailure
 from envcheck.core.result import Result, errored
+from envcheck.core.run_report import RunReport as RunReport  # re-exported for callers of the old path
 from envcheck.errors import UsageError
 
 FACTS_TIMEOUT_S = 30.0
-FACTS_GROUP = "torch"  # facts are collected in this group's worker
+FACTS_GROUP = "torch"
+PRELOAD_TIMEOUT_S = 120.0  # importing torchvision & co. once; a hang here ends the fork server  # facts are collected in this group's worker
 
 
 def gpu_present(dev: str = "/dev") -> bool:
     """Whether this host can have a usable GPU (an /dev/nvidiaN node), without importing torch or CUDA."""
-    import re
-
-    from envcheck.checks.probe import nvidia_device_nodes
-
-    return any(re.fullmatch(r"nvidia\d+", n) for n in nvidia_device_nodes(dev))
-
-
-@dataclass
-class RunReport:
-    """Everything one run produced; every report format renders this."""
-
-    results: list[Result]
-    facts: dict[str, Any] = field(default_factory=dict)
-    context: Context = field(default_factory=Context)
+    try:
+        return any(re.fullmatch(r"nvidia\d+", n) for n in os.listdir(dev))
+    except OSError:
+        return False
 
 
 def parse_names(text: str | None) -> list[str]:
@@ -59,47 +54,97 @@ def select(
     return [s for s in chosen if s.name not in skip]
 
 
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP reached envcheck (raised in the main thread, like KeyboardInterrupt for SIGINT)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports a process the signal ended."""
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into `Interrupted` in the main thread (so `with Runner` kills every worker)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_interrupted(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 class Runner:
-    """Runs checks with one worker per isolation group, and a cap on the whole run."""
+    """Runs checks with one forked worker per isolation group, and a cap on the whole run."""
 
     def __init__(self, ctx: Context, total_timeout_s: float | None = None, *,
-                 env: dict[str, str] | None = None, share_gpu: bool | None = None) -> None:
+                 env: dict[str, str] | None = None, share_gpu: bool | None = None,
+                 start_timeout_s: float = START_TIMEOUT_S, hooks: Hooks | None = None) -> None:
         """`env`: the workers' environment (default: ours). `share_gpu`: whether groups that use the GPU
-        may overlap; default only on a host with no GPU (no /dev/nvidiaN), where there is nothing to share."""
+        may overlap; default only on a host with no GPU (no /dev/nvidiaN), where there is nothing to share.
+        `start_timeout_s`: how long the worker interpreter may take to start (before it imports torch).
+        `hooks`: the check layer's policies (`envcheck.checks.HOOKS`); without them there are no facts."""
         self.ctx = ctx
+        self.hooks = hooks or Hooks()
         self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s
         self._total = total_timeout_s
-        self._env = env
         self._share_gpu = (not gpu_present()) if share_gpu is None else share_gpu
+        self._server = ForkServer(env, start_timeout_s, run_deadline=self._deadline)
         self._workers: dict[str, Worker] = {}
         self._lock = threading.Lock()
+        self._aborted = False
+        self.finished: list[Result] = []  # in the order they finished, for a report of an interrupted run
 
     def __enter__(self) -> Runner:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is not None and not issubclass(kind, Exception):
+            # Ctrl-C, SIGTERM: kill everything and wait on nothing; the threads still own their workers' pipes,
+            # which go with the process.
+            self.abort()
+            return
         self.close()
 
-    def close(self) -> None:
-        """Stop every worker and its process group."""
-        for worker in self._workers.values():
-            worker.close()
-        self._workers.clear()
+    def start(self) -> None:
+        """Spawn the fork server now, so its torch import overlaps whatever the caller does next."""
+        self._server.start()
 
-    def prestart(self, specs: Iterable[CheckSpec]) -> None:
-        """Start the workers the run will need, so their imports overlap with inline checks."""
-        for spec in specs:
-            if spec.isolated:
-                self._worker(spec.group).start()
+    def close(self) -> None:
+        """Stop every worker and its process group, then the fork server."""
+        with self._lock:
+            workers = list(self._workers.values())
+            self._workers.clear()
+        for worker in workers:
+            worker.close()
+        self._server.close()
+
+    def abort(self) -> None:
+        """Kill every worker group and the fork server now; later checks are not run. Safe from any thread."""
+        self._aborted = True
+        self._server.abort()
+        for worker in list(self._workers.values()):
+            worker.abort()
 
     def _worker(self, group: str) -> Worker:
         with self._lock:
             if group not in self._workers:
-                self._workers[group] = Worker(self._env)
+                self._workers[group] = Worker(self._server)
             return self._workers[group]
 
     def release(self, group: str) -> None:
-        """Close a group's worker (and so its CUDA context); the next request starts a fresh one."""
+        """Close a group's worker (and so its CUDA context); the next request forks a fresh one."""
         with self._lock:
             worker = self._workers.pop(group, None)
         if worker is not None:
@@ -108,36 +153,31 @@ class Runner:
     def _left(self) -> float | None:
         return None if self._deadline is None else self._deadline - time.monotonic()
 
-    def run(self, specs: Iterable[CheckSpec], on_result: Callable[[Result], None] | None = None) -> list[Result]:
+    def _until(self, timeout_s: float) -> float:
+        left = self._left()
+        return time.monotonic() + (timeout_s if left is None else min(timeout_s, left))
+
+    def run(self, specs: Iterable[CheckSpec]) -> list[Result]:
         """Run every spec; a hung or crashed check becomes ERROR and the rest still run.
 
         Isolation groups run concurrently (one thread each, checks in a group in order), except that groups
         using the GPU never overlap on a GPU host: they run one after another in one thread, and each one's
-        worker is closed (releasing its CUDA context) before the next starts, so no GPU is shared between
+        worker is closed (releasing its CUDA context) before the next is forked, so no GPU is shared between
         groups (EXCLUSIVE_PROCESS mode would refuse the second; in DEFAULT mode it would disturb timings).
         Only the last GPU group keeps its worker, and the facts group goes last so facts reuse it.
         CPU-only groups still overlap with everything. Results keep spec order.
+
+        Every worker is forked from one server that imported torch once; the modules the checks declare in
+        `preload` are imported there once the first workers are forked, so later groups inherit them.
         """
         specs = list(specs)
-        self.prestart(specs)
         done: dict[int, Result] = {}
         lock = threading.Lock()
 
         def record(index: int, result: Result) -> None:
             with lock:
                 done[index] = result
-                if on_result is not None:
-                    on_result(result)
-
-        def run_group(members: list[tuple[int, CheckSpec]]) -> None:
-            for index, spec in members:
-                record(index, self.run_one(spec))
-
-        def run_gpu_lane(lane: list[str]) -> None:
-            for n, group in enumerate(lane):
-                run_group(groups[group])
-                if n < len(lane) - 1:
-                    self.release(group)
+                self.finished.append(result)
 
         groups: dict[str, list[tuple[int, CheckSpec]]] = {}
         for index, spec in enumerate(specs):
@@ -145,10 +185,49 @@ class Runner:
                 groups.setdefault(spec.group, []).append((index, spec))
         gpu_groups = [] if self._share_gpu else [g for g, m in groups.items() if any(s.gpu for _, s in m)]
         gpu_groups.sort(key=lambda g: g == FACTS_GROUP)  # stable: first-seen order, the facts group last
-        threads = [threading.Thread(target=run_group, args=(m,), daemon=True)
-                   for g, m in groups.items() if g not in gpu_groups]
-        if gpu_groups:
-            threads.append(threading.Thread(target=run_gpu_lane, args=(gpu_groups,), daemon=True))
+        lanes = [[g] for g in groups if g not in gpu_groups] + ([gpu_groups] if gpu_groups else [])
+        preloads = sorted({m for s in specs if s.isolated for m in s.preload})
+        first_forks = threading.Semaphore(0)
+        preloaded = threading.Event()  # later GPU groups are forked after the preload, so they inherit it
+        if not preloads or len(gpu_groups) < 2:
+            preloaded.set()
+
+        def run_lane(lane: list[str]) -> None:
+            try:
+                for n, group in enumerate(lane):
+                    members = groups[group]
+                    first = members[0][1]
+                    if n > 0:
+                        preloaded.wait(max(0.0, self._until(first.timeout_s) - time.monotonic()))
+                    began, timeout = time.monotonic(), self._timeout(first)
+                    failure = self._worker(group).start(began + timeout) if timeout > 0 else None
+                    if n == 0:
+                        first_forks.release()
+                    for m, (index, spec) in enumerate(members):
+                        if m == 0 and failure is not None:  # the first check bears why its worker never came
+                            record(index, self._failed(spec, failure, timeout, began))
+                        else:
+                            record(index, self.run_one(spec))
+                    if n < len(lane) - 1:
+                        self.release(group)
+            except Exception:
+                if not self._aborted:
+                    raise
+
+        def preload() -> None:
+            for _ in lanes:  # the first worker of every lane is forked before the server spends time importing
+                first_forks.acquire()
+            try:
+                if not self._aborted:
+                    self._server.request({"op": "preload", "modules": preloads}, self._until(PRELOAD_TIMEOUT_S))
+            finally:
+                preloaded.set()
+
+        if groups:
+            self.start()  # its torch import overlaps the inline checks (a no-op when it was started earlier)
+        threads = [threading.Thread(target=run_lane, args=(lane,), daemon=True) for lane in lanes]
+        if not preloaded.is_set():  # only a later GPU group is forked after the first ones
+            threads.append(threading.Thread(target=preload, daemon=True))
         for thread in threads:
             thread.start()
         for index, spec in enumerate(specs):
@@ -156,46 +235,70 @@ class Runner:
                 record(index, self.run_one(spec))
         for thread in threads:
             while thread.is_alive():
-                thread.join(0.2)  # short joins keep Ctrl-C responsive
+                thread.join(0.2)  # short joins keep Ctrl-C and SIGTERM responsive
         return [done[i] for i in range(len(specs))]
 
     def run_one(self, spec: CheckSpec) -> Result:
         """Run one check inline or isolated, within its timeout and what is left of the run's."""
+        if self._aborted:
+            return errored("not run: envcheck was interrupted").named(spec.name, 0.0)
         left = self._left()
         if left is not None and left <= 0:
             return errored(
                 f"not run: the whole-run timeout of {self._total:g}s was reached",
                 remediation="raise --timeout or narrow the run with --only",
             ).named(spec.name, 0.0)
-        timeout = spec.timeout_s if left is None else min(spec.timeout_s, left)
+        timeout = self._timeout(spec)
         if not spec.isolated:
-            return execute(spec, self.ctx)
+            from envcheck.core.worker import resolve
+
+            ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
+            return execute(spec, ctx, resolve(self.hooks.diagnose) if self.hooks.diagnose else None)
         start = time.monotonic()
-        request = {"op": "check", "name": spec.name, "context": self.ctx.to_dict(),
-                   "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
-                   "needs": dataclasses.asdict(spec.needs)}
         worker = self._worker(spec.group)
+        failure = worker.start(start + timeout)
+        if failure is not None:
+            return self._failed(spec, failure, timeout, start)
+        timeout = self._timeout(spec)  # the run's deadline may have come closer while the worker started
+        if timeout <= 0:
+            return self._failed(spec, WorkerFailure(FailureKind.TIMEOUT, "not run: the whole-run --timeout was "
+                                                    "reached while its worker started", run_deadline=True),
+                                timeout, start)
+        ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
+        request = {"op": "check", "name": spec.name, "context": ctx.to_dict(),
+                   "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
+                   "needs": dataclasses.asdict(spec.needs), "hooks": dataclasses.asdict(self.hooks)}
         reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
-            capped = timeout < spec.timeout_s and "timed out" in reply.reason
-            why = "the whole-run --timeout" if capped else "its timeout"
-            return errored(
-                f"{reply.reason} ({why})" if "timed out" in reply.reason else reply.reason,
-                details=reply.output,
-                measured={"timeout_s": round(timeout, 3)},
-            ).named(spec.name, time.monotonic() - start)
+            return self._failed(spec, reply, timeout, start)
         result = Result.from_dict(reply["result"])
         if reply.get("recycle"):  # a sticky CUDA error poisons the context: later checks get a fresh worker
             worker.close()
         if reply.get("output") and result.status.is_bad and not result.details:
-            result = Result.from_dict({**result.to_dict(), "details": reply["output"]})
+            result = dataclasses.replace(result, details=reply["output"])
         return result
+
+    def _timeout(self, spec: CheckSpec) -> float:
+        """The check's own timeout, capped by what is left of the run's."""
+        left = self._left()
+        return spec.timeout_s if left is None else min(spec.timeout_s, left)
+
+    @staticmethod
+    def _failed(spec: CheckSpec, failure: WorkerFailure, timeout: float, start: float) -> Result:
+        reason = failure.reason
+        if failure.kind is FailureKind.TIMEOUT and not failure.run_deadline:
+            reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
+        return errored(reason, details=failure.output, measured={"timeout_s": round(timeout, 3),
+                                                                 "worker_failure": failure.kind.value},
+                       ).named(spec.name, time.monotonic() - start)
 
     def facts(self) -> dict[str, Any]:
         """Collect environment facts in the torch worker (torch import and CUDA stay out of here)."""
+        if self.hooks.facts is None:
+            return {"error": {"absent": "facts were not asked for (no facts hook)"}}
         left = self._left()
         timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
-        reply = self._worker(FACTS_GROUP).request({"op": "facts"}, timeout)
+        reply = self._worker(FACTS_GROUP).request({"op": "facts", "func": self.hooks.facts}, timeout)
         if isinstance(reply, WorkerFailure):
             return {"error": {"absent": f"facts could not be collected: {reply.reason}"}}
         facts: dict[str, Any] = reply["facts"]

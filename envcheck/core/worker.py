@@ -1,69 +1,133 @@
-"""The child side of isolation: a spawned interpreter that runs checks on request.
+"""The child side of isolation: a process forked by the fork server that runs one group's checks.
 
-Protocol: one JSON request per line on stdin, one JSON reply per line on the original stdout.
-Everything checks print (Python or C level) goes to stderr, which the parent captures to a file.
+Protocol: one JSON request per line on its own request pipe, one JSON reply per line on its own reply pipe
+(inherited fds, never stdout), so nothing a check or an import prints can corrupt it. Everything the process
+prints (Python or C level) goes to the log file the parent reads back.
+
+A worker never outlives envcheck: the kernel kills it when the fork server dies (PR_SET_PDEATHSIG), and a
+watchdog thread kills its whole process group (ranks, DataLoader workers) when envcheck's lifeline pipe
+reaches EOF, which happens however envcheck ends, SIGKILL included.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
+import select
+import signal
 import sys
-from typing import Any, TextIO
+import threading
+from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.execute import execute, jsonable
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send `sig` to this process when its parent dies (Linux; a no-op elsewhere)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def watch_lifeline(fd: int) -> None:
+    """Kill this process group when `fd` (the read end of envcheck's lifeline pipe) reaches EOF."""
+
+    def watch() -> None:
+        while True:
+            try:
+                ready, _, _ = select.select([fd], [], [])
+                if ready and not os.read(fd, 1):
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="envcheck-lifeline", daemon=True).start()
+
+
+def resolve(ref: str) -> Any:
+    """The object named by a `module:qualname` reference."""
+    module, _, qualname = ref.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
 
 def resolve_spec(request: dict[str, Any]) -> CheckSpec:
-    """The registered spec by name, or an ad-hoc one from a `module:function` reference."""
-    from envcheck.checks import registry
+    """The spec a `check` request describes: its function by `module:qualname`, its needs as sent."""
+    return CheckSpec(request["name"], resolve(request["func"]), "isolated",
+                     needs=Needs(**request.get("needs", {})))
 
-    spec = registry().get(request["name"])
-    if spec is not None:
-        return spec
-    module, _, attr = request["func"].partition(":")
-    func = getattr(importlib.import_module(module), attr)
-    return CheckSpec(request["name"], func, "ad hoc", needs=Needs(**request.get("needs", {})))
+
+def _hook(request: dict[str, Any], name: str) -> Any:
+    ref = (request.get("hooks") or {}).get(name)
+    return resolve(ref) if ref else None
 
 
 def _handle(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "check":
         spec = resolve_spec(request)
-        result = execute(spec, Context.from_dict(request["context"]))
+        result = execute(spec, Context.from_dict(request["context"]), _hook(request, "diagnose"))
         # After a sticky CUDA error every later CUDA call here fails too: ask the runner for a fresh worker.
-        from envcheck.checks.cuda_diagnosis import sticky_cuda_error
-
-        recycle = sticky_cuda_error(f"{result.summary}\n{result.reason or ''}\n{result.details}")
-        return {"result": jsonable(result.to_dict()), "recycle": recycle}
+        recycle = _hook(request, "recycle")
+        text = f"{result.summary}\n{result.reason or ''}\n{result.details}"
+        return {"result": jsonable(result.to_dict()), "recycle": bool(recycle and recycle(text))}
     if op == "facts":
-        from envcheck.checks.facts import collect_facts
-
-        return {"facts": jsonable(collect_facts())}
+        return {"facts": jsonable(resolve(request["func"])())}
     if op == "ping":
         return {"pong": os.getpid()}
     raise ValueError(f"unknown op {op!r}")
 
 
-def serve(requests: TextIO, replies: TextIO) -> None:
-    """Answer requests until stdin closes."""
-    for line in requests:
-        if not line.strip():
-            continue
-        reply = _handle(json.loads(line))
-        replies.write(json.dumps(reply) + "\n")
-        replies.flush()
+def serve(requests: int, replies: int) -> None:
+    """Answer requests until the request pipe closes."""
+    with os.fdopen(requests, "r", encoding="utf-8") as rin, os.fdopen(replies, "w", encoding="utf-8") as rout:
+        for line in rin:
+            if not line.strip():
+                continue
+            reply = _handle(json.loads(line))
+            rout.write(json.dumps(reply) + "\n")
+            rout.flush()
 
 
-def main() -> None:
-    """Re-plumb stdout so that only protocol lines reach the parent, then serve."""
-    replies = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    serve(sys.stdin, replies)
+def run_forked(requests: int, replies: int, log: int, lifeline: int, server_pid: int) -> None:
+    """Entry of a freshly forked worker (called in the child, never returns)."""
+    code = 0
+    try:
+        os.setsid()  # its own process group: a timeout kills the check and everything it started
+        die_with_parent()
+        if os.getppid() != server_pid:  # the server died before the watchdog was armed
+            os._exit(0)
+        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        for fd in (requests, replies, lifeline):  # the check's own subprocesses must not hold them
+            os.set_inheritable(fd, False)
+        watch_lifeline(lifeline)
+        serve(requests, replies)
+    except BaseException:  # report it in the log, then leave without running the server's atexit hooks
+        import traceback
 
-
-if __name__ == "__main__":
-    main()
+        traceback.print_exc()
+        code = 70
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)

@@ -30,9 +30,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     from envcheck.checks.bundle import load_bundle
     from envcheck.checks.replay import explain_bundle
-    from envcheck.commands import write_output
+    from envcheck.cli import write_output
     from envcheck.core.check import Context
-    from envcheck.core.runner import RunReport
+    from envcheck.core.run_report import RunReport
     from envcheck.report.json_report import render_json
     from envcheck.report.junit import render_junit
     from envcheck.report.summary import exit_code
@@ -57,12 +57,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_bundle(args: argparse.Namespace) -> int:
     """`envcheck facts --bundle FILE`: capture the diagnosis inputs in an isolated worker, with the facts."""
     from envcheck.checks.bundle import CAPTURE_SPEC, make_bundle
-    from envcheck.commands import write_output
+    from envcheck.cli import write_output
     from envcheck.core.check import Context
     from envcheck.core.result import Status
+    from envcheck.checks import HOOKS
     from envcheck.core.runner import Runner
 
-    with Runner(Context(), total_timeout_s=args.timeout) as runner:
+    with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         (result,) = runner.run([CAPTURE_SPEC])
         facts = runner.facts() if result.status is Status.PASS else {}
     if result.status is not Status.PASS:

@@ -102,17 +102,18 @@ def run_build(req: BuildRequest, timeout_s: float = BUILD_TIMEOUT_S) -> str:
 ENVCHECK_DEPS = ["rich>=13", "packaging>=22", "nvidia-ml-py>=12"]  # from PyPI: a torch index may not mirror them
 
 
-def wheelhouse_command(row: Row, dest: Path, extra: list[str], torch: bool = True) -> list[str]:
-    """`pip download` of the row's wheels (for the image's Python and x86_64 glibc) into `dest`.
+def deps_download_command(row: Row, dest: Path) -> list[str]:
+    """`pip download` of envcheck's own dependencies, from PyPI, for the image's Python, into `dest`."""
+    cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--python-version", row.python,
+           "--implementation", "cp", "--index-url", "https://pypi.org/simple", "-d", str(dest)]
+    return [*cmd, *ENVCHECK_DEPS]
 
-    torch=False downloads envcheck's own dependencies from PyPI instead.
-    """
+
+def wheelhouse_command(row: Row, dest: Path, extra: list[str]) -> list[str]:
+    """`pip download` of the row's wheels (and `extra` requirements) for the image's Python and x86_64 glibc
+    into `dest`."""
     platforms = [f"manylinux_2_{n}_x86_64" for n in range(39, 4, -1)]
     platforms += ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
-    if not torch:
-        cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--python-version", row.python,
-               "--implementation", "cp", "--index-url", "https://pypi.org/simple", "-d", str(dest)]
-        return [*cmd, *ENVCHECK_DEPS]
     pins = [f"torch=={row.torch}", f"torchvision=={row.torchvision}"]
     if row.torchaudio:
         pins.append(f"torchaudio=={row.torchaudio}")

@@ -151,7 +151,7 @@ def cmd_image_wheelhouse(args: argparse.Namespace) -> int:
     dest = args.dest or builder.WHEELHOUSE
     dest.mkdir(parents=True, exist_ok=True)
     _pip(builder.wheelhouse_command(row, dest, []))
-    _pip(builder.wheelhouse_command(row, dest, [], torch=False))
+    _pip(builder.deps_download_command(row, dest))
     if not args.no_devel:
         _pip(builder.wheelhouse_command(row, dest, [nvcc_requirement(_torch_requires(dest, row), row.cuda)]))
     build_wheelhouse_image(row, dest)

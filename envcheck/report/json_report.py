@@ -11,7 +11,7 @@ from typing import Any
 from envcheck import __version__
 from envcheck.core.check import Context
 from envcheck.core.result import SCHEMA_VERSION, Result
-from envcheck.core.runner import RunReport
+from envcheck.core.run_report import RunReport
 from envcheck.errors import FatalError
 from envcheck.report.summary import counts, exit_code, verdict
 

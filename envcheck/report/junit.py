@@ -16,7 +16,7 @@ from typing import Any
 
 from envcheck import __version__
 from envcheck.core.result import Status
-from envcheck.core.runner import RunReport
+from envcheck.core.run_report import RunReport
 from envcheck.report.summary import counts, verdict
 
 

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envcheck.core.result import Result, Status
-from envcheck.core.runner import RunReport
+from envcheck.core.run_report import RunReport
 from envcheck.report.summary import counts, exit_code
 
 STYLES = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red",

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT
 
 TORCHRUN_TIMEOUT_S = 180
@@ -78,6 +80,16 @@ def test_outside_torchrun_is_a_usage_error() -> None:
                           timeout=60, env=dict(env, PYTHONPATH=str(ROOT)), cwd=ROOT)
     assert done.returncode == 2
     assert "torchrun" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("bad", [["--timeout", "0"], ["--timeout", "soon"], ["--min-busbw", "-3"], ["--nope"]])
+def test_bad_arguments_are_one_line_and_exit_2_like_envcheck_run(bad: list[str]) -> None:
+    """The torchrun entry validates with the CLI's argument types and error handler, before needing torchrun."""
+    done = subprocess.run([sys.executable, "-m", "envcheck.distributed", *bad], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stderr.startswith("envcheck.distributed: error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "not set" not in done.stderr  # refused for the argument, not for the missing torchrun environment
 
 
 def test_cluster_examples_run_the_entry_point_with_shared_memory() -> None:

@@ -15,7 +15,8 @@ from envcheck.core.result import Result, passed
 def sleeps_forever(ctx: Context) -> Result:
     """Hangs, and starts a grandchild that would hang too (it must die with the group)."""
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
-                     env={**os.environ, "ENVCHECK_TEST_MARKER": ctx.options["marker"]})
+                     env={**os.environ, "ENVCHECK_TEST_MARKER": ctx.options.get("marker")
+                          or os.environ["ENVCHECK_TEST_MARKER"]})
     print("about to hang", flush=True)
     time.sleep(3600)
     return passed("unreachable")
@@ -89,3 +90,20 @@ def cpu_meets_gpu(ctx: Context) -> Result:
 def sticky_cuda_error(ctx: Context) -> Result:
     """Fails the way a check does after cudaErrorLaunchFailure (the context is poisoned from here on)."""
     raise RuntimeError("CUDA error: unspecified launch failure")
+
+
+def where_am_i(ctx: Context) -> Result:
+    """Which process runs it, its parent and group, and whether torch was there before the check ran."""
+    return passed("here", measured={"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0),
+                                    "torch_preloaded": "torch" in sys.modules,
+                                    "json_tool_preloaded": "json.tool" in sys.modules})
+
+
+def busy_gpu(ctx: Context) -> Result:
+    """Crashes the way CUDA does on an EXCLUSIVE_PROCESS GPU another process holds."""
+    raise RuntimeError("CUDA error: CUDA-capable device(s) is/are busy or unavailable")
+
+
+def budget(ctx: Context) -> Result:
+    """Reports how much time the runner gave it."""
+    return passed("budget", measured={"left": ctx.time_left()})

@@ -6,6 +6,7 @@ import time
 import uuid
 from pathlib import Path
 
+from envcheck.checks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner
@@ -26,7 +27,7 @@ def test_hung_check_becomes_error_within_timeout_and_leaves_no_orphan() -> None:
         elapsed = time.monotonic() - start
         after = runner.run_one(spec(fault_checks.healthy))
     assert result.status is Status.ERROR
-    assert "timed out after 3s" in (result.reason or "")
+    assert "timed out after 3s" in (result.reason or "") and result.measured["worker_failure"] == "timeout"
     assert "about to hang" in result.details
     assert elapsed < 3 + 5
     assert after.status is Status.PASS
@@ -42,6 +43,7 @@ def test_segfault_and_os_exit_become_error_and_later_checks_run() -> None:
                               spec(fault_checks.raises), spec(fault_checks.healthy)])
     seg, hard, raised, ok = results
     assert seg.status is Status.ERROR and "SIGSEGV" in (seg.reason or "")
+    assert seg.measured["worker_failure"] == "signal" and hard.measured["worker_failure"] == "exit"
     assert "about to segfault" in seg.details and "Fatal Python error" in seg.details
     assert hard.status is Status.ERROR and "exited with code 7" in (hard.reason or "")
     assert raised.status is Status.ERROR and "ValueError: boom from a check" in (raised.reason or "")
@@ -102,7 +104,7 @@ def test_spec_uses_gpu_defaults_to_its_torch_or_cuda_needs() -> None:
 
 def test_a_sticky_cuda_error_recycles_the_worker_for_later_checks() -> None:
     """No GPU: the check raises the real text of cudaErrorLaunchFailure; the next check gets a fresh worker."""
-    with Runner(Context()) as runner:
+    with Runner(Context(), hooks=HOOKS) as runner:
         before, sticky, after = runner.run([spec(fault_checks.healthy), spec(fault_checks.sticky_cuda_error),
                                             spec(fault_checks.healthy)])
     assert sticky.status is Status.ERROR and "unspecified launch failure" in (sticky.reason or "")

@@ -121,3 +121,15 @@ def test_torchvision_cuda_int_form_is_normalised() -> None:
 
     assert cuda_text(13000) == "13.0" and cuda_text(12080) == "12.8"
     assert cuda_text("12.8") == "12.8" and cuda_text(None) is None
+
+
+def test_wheelhouse_downloads_the_row_from_its_index_and_envcheck_deps_from_pypi(tmp_path: Path) -> None:
+    """Two commands, each with only the arguments it uses (the torch=False variant ignored `extra`)."""
+    from envcheck.images import build
+
+    row = load_matrix(ROOT / "docker" / "matrix.toml").rows[0]
+    wheels = build.wheelhouse_command(row, tmp_path, ["extra-req==1"])
+    deps = build.deps_download_command(row, tmp_path)
+    assert f"torch=={row.torch}" in wheels and "extra-req==1" in wheels and row.index_url in wheels
+    assert all(d in deps for d in build.ENVCHECK_DEPS) and "https://pypi.org/simple" in deps
+    assert not any(a.startswith("torch") for a in deps)

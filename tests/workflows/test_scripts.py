@@ -161,7 +161,7 @@ def test_a_plain_run_report_is_accepted_too(tmp_path: Path) -> None:
 def test_the_real_image_verify_json_is_understood(tmp_path: Path, status: str, passes: bool) -> None:
     """Feed the document envcheck.images.verify.aggregate_json really writes."""
     from envcheck.core.result import Result, Status
-    from envcheck.core.runner import RunReport
+    from envcheck.core.run_report import RunReport
     from envcheck.images.container import ImageRun
     from envcheck.images.verify import aggregate_json
 

@@ -22,7 +22,6 @@ from envcheck.core.result import Result, failed, passed, warned
 __all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "sweep", "sweep_memory"]
 
 CPU_SIZES = tuple(MIB // 16 * 4**k for k in range(5))  # 64 KiB .. 16 MiB
-CPU_QUICK_SIZES = (MIB // 4, MIB)
 GPU_MIN_TOP = 256 * MIB
 GPU_MAX_TOP = 1024 * MIB
 SWEEP_DEADLINE_S = 60.0

@@ -41,12 +41,6 @@ def numerics_mode(seed: int = 0) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
-def sync(device: str) -> None:
-    """Wait for queued work on a CUDA device (no-op on CPU)."""
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(device)
 
 
 def native_bf16(device: str) -> bool:

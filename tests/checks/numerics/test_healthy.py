@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.checks import numerics, registry
+from envcheck.checks import HOOKS, numerics, registry
 from envcheck.core.result import Result, Status
 from envcheck.core.runner import Runner
 from tests.helpers import make_context
@@ -12,7 +12,7 @@ from tests.helpers import make_context
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, Result]:
-    with Runner(make_context("full", allow_cpu=True)) as runner:
+    with Runner(make_context("full", allow_cpu=True), hooks=HOOKS) as runner:
         return {spec.name: runner.run_one(spec) for spec in numerics.CHECKS}
 
 

@@ -1,0 +1,184 @@
+"""The fork server: one interpreter that imports torch once (never CUDA) and forks a worker per isolation group.
+
+Started by the parent side (`envcheck.core.isolation.ForkServer`) as `python -m envcheck.core.forkserver` in a
+session of its own, it talks over a SOCK_SEQPACKET socket (fd numbers in ENVCHECK_FORKSERVER_FDS):
+
+- to the parent, first `{"hello": pid}` as soon as the interpreter runs (the start-up handshake: whatever
+  site-packages does at start-up is over), then `{"ready": ...}` once torch is imported;
+- `{"op": "fork"}` with four fds (request pipe, reply pipe, log file, status pipe): forks a worker, answers
+  `{"pid": pid}`, and writes the worker's exit code to the status pipe when it reaps it;
+- `{"op": "preload", "modules": [...]}`: imports heavy modules once, so later forks inherit them;
+- `{"op": "state"}`: what is imported, and whether CUDA was initialised here (it must never be).
+
+EOF on the socket (envcheck ended, however) makes it kill every worker's process group and exit. Forking
+after CUDA is initialised is unsafe, so nothing here touches `torch.cuda` beyond `is_initialized()`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+from typing import Any
+
+FDS_ENV = "ENVCHECK_FORKSERVER_FDS"
+MAX_MESSAGE = 65536
+
+
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    """One JSON message as one packet."""
+    sock.sendall(json.dumps(message).encode())
+
+
+def preload(modules: list[str]) -> dict[str, Any]:
+    """Import `modules` here; a module that fails is named with its error, never fatal."""
+    loaded, failed = [], {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except BaseException as exc:  # an import may raise anything, SystemExit included
+            failed[name] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return {"loaded": loaded, "failed": failed, "cuda_initialized": cuda_initialized()}
+
+
+def cuda_initialized() -> bool:
+    """Whether CUDA was initialised in this process (reads a flag; initialises nothing)."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    return bool(cuda is not None and cuda.is_initialized())
+
+
+class Server:
+    """The fork loop."""
+
+    def __init__(self, sock: socket.socket, lifeline: int) -> None:
+        self.sock = sock
+        self.lifeline = lifeline
+        self.children: dict[int, int] = {}  # worker pid -> write end of its status pipe
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+
+    def serve(self) -> None:
+        """Answer requests until the parent's end of the socket closes."""
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.sock, selectors.EVENT_READ)
+            sel.register(self.wake_r, selectors.EVENT_READ)
+            while True:
+                for key, _ in sel.select():
+                    if key.fileobj == self.wake_r:
+                        while True:
+                            try:
+                                if not os.read(self.wake_r, 512):
+                                    break
+                            except BlockingIOError:
+                                break
+                        self.reap()
+                    elif not self.answer():
+                        return
+
+    def answer(self) -> bool:
+        """Handle one request; False at EOF."""
+        try:
+            data, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 8)
+        except InterruptedError:
+            return True
+        except OSError:
+            return False
+        if not data:
+            return False
+        request = json.loads(data)
+        op = request.get("op")
+        if op == "fork" and cuda_initialized():  # a preload did it: a forked child would inherit a broken CUDA
+            send(self.sock, {"error": "CUDA was initialised in the fork server (by a preloaded module), so "
+                                      "forking a worker from it is unsafe"})
+            op = "refused"
+        elif op == "fork":
+            send(self.sock, {"pid": self.fork(fds)})
+        elif op == "preload":
+            send(self.sock, preload(list(request.get("modules", []))))
+        elif op == "state":
+            send(self.sock, {"pid": os.getpid(), "cuda_initialized": cuda_initialized(),
+                             "modules": sorted(m for m in ("torch", *request.get("modules", ())) if m in sys.modules)})
+        else:
+            send(self.sock, {"error": f"unknown op {op!r}"})
+        for fd in fds if op != "fork" else ():
+            os.close(fd)
+        return True
+
+    def fork(self, fds: list[int]) -> int:
+        """Fork one worker; the parent keeps only the status pipe's write end."""
+        requests, replies, log, status = fds
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        server_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            from envcheck.core.worker import run_forked
+
+            self.sock.close()
+            for fd in (status, self.wake_r, self.wake_w, *self.children.values()):
+                os.close(fd)
+            run_forked(requests, replies, log, self.lifeline, server_pid)
+        for fd in (requests, replies, log):
+            os.close(fd)
+        self.children[pid] = status
+        return pid
+
+    def reap(self) -> None:
+        """Collect exited workers and tell the parent each one's exit code."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            fd = self.children.pop(pid, None)
+            if fd is not None:
+                try:
+                    os.write(fd, str(os.waitstatus_to_exitcode(status)).encode())
+                except OSError:
+                    pass
+                os.close(fd)
+
+    def shutdown(self) -> None:
+        """Kill every worker's process group."""
+        for pid in list(self.children):
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        self.reap()
+
+
+def main() -> None:
+    """Handshake, import torch once, then fork workers on request."""
+    control, lifeline = (int(fd) for fd in os.environ.pop(FDS_ENV).split(","))
+    sock = socket.socket(fileno=control)
+    send(sock, {"hello": os.getpid()})
+    modules = ["torch"] if importlib.util.find_spec("torch") is not None else []
+    send(sock, {"ready": True, **preload(modules)})
+    server = Server(sock, lifeline)
+    try:
+        server.serve()
+    finally:
+        server.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
