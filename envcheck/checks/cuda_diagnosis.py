@@ -308,15 +308,13 @@ COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLU
 # A check that crashed may leave the worker half-changed (a module half-imported, an operator registered twice:
 # torchvision's "... already registered" on re-import), so later checks in that worker would fail for its sake.
 WORKER_RESTART = "envcheck restarts the worker for later checks"
-CRASH_PREFIX = "check crashed:"
 
 
 def sticky_cuda_error(text: str) -> bool:
     """True when a result's text means the worker must be replaced: a CUDA error that poisons the process's
-    context, a check that crashed, or a check that says so (WORKER_RESTART)."""
+    context, or a check that says so (WORKER_RESTART). A check that crashed is replaced by the engine itself."""
     low = text.lower()
-    return (any(s in low for s in STICKY_CUDA_ERRORS) or low.startswith(CRASH_PREFIX)
-            or WORKER_RESTART in low)
+    return any(s in low for s in STICKY_CUDA_ERRORS) or WORKER_RESTART in low
 
 
 def gpu_label(index: int) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context
-from envcheck.core.result import Result, errored, failed, skipped
+from envcheck.core.result import Result, Status, errored, failed, skipped
 
 
 def unmet_need(spec: CheckSpec) -> str | None:
@@ -45,6 +45,14 @@ def nvml_unavailable() -> str | None:
     return None
 
 
+CRASH_PREFIX = "check crashed:"
+
+
+def crashed(result: Result) -> bool:
+    """Whether `result` is a check that raised (its process state may be half-changed: replace the worker)."""
+    return result.status is Status.ERROR and result.summary.startswith(CRASH_PREFIX)
+
+
 def execute(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | None = None) -> Result:
     """Run `spec` here and now; never raises. `diagnose`: see `Hooks.diagnose`."""
     start = time.monotonic()
@@ -55,7 +63,7 @@ def execute(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | None
             result = errored(f"check returned {type(result).__name__}, not a Result")
     except Exception as exc:
         result = environment_failure(exc, diagnose) or errored(
-            f"check crashed: {type(exc).__name__}: {exc}".splitlines()[0],
+            f"{CRASH_PREFIX} {type(exc).__name__}: {exc}".splitlines()[0],
             details=traceback.format_exc(),
         )
     return result.named(spec.name, time.monotonic() - start)

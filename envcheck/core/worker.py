@@ -22,7 +22,7 @@ import threading
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.execute import execute, jsonable
+from envcheck.core.execute import crashed, execute, jsonable
 
 PR_SET_PDEATHSIG = 1
 
@@ -79,10 +79,12 @@ def _handle(request: dict[str, Any]) -> dict[str, Any]:
     if op == "check":
         spec = resolve_spec(request)
         result = execute(spec, Context.from_dict(request["context"]), _hook(request, "diagnose"))
-        # After a sticky CUDA error every later CUDA call here fails too: ask the runner for a fresh worker.
+        # A check that raised may have left this process half-changed (an operator half-registered, a module
+        # half-imported): always a fresh worker for the next check. Beyond that the check layer's policy
+        # decides (a sticky CUDA error poisons the context, so every later CUDA call here would fail too).
         recycle = _hook(request, "recycle")
         text = f"{result.summary}\n{result.reason or ''}\n{result.details}"
-        return {"result": jsonable(result.to_dict()), "recycle": bool(recycle and recycle(text))}
+        return {"result": jsonable(result.to_dict()), "recycle": crashed(result) or bool(recycle and recycle(text))}
     if op == "facts":
         return {"facts": jsonable(resolve(request["func"])())}
     if op == "ping":
