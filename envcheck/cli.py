@@ -12,6 +12,7 @@ from pathlib import Path
 
 from envcheck import __version__
 from envcheck.cluster.mode import add_arguments as add_cluster_arguments
+from envcheck.core.check import MEMORY_FRACTION
 from envcheck.core.runner import Interrupted, interruptible
 from envcheck.errors import FatalError, UsageError
 
@@ -80,8 +81,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-busbw", type=positive_float, metavar="GBPS",
                         help="warn when all-reduce bus bandwidth is below this")
     parser.add_argument("--strict-perf", action="store_true", help="make --min-busbw a failure, not a warning")
-    parser.add_argument("--memory-fraction", type=positive_float, default=0.1, metavar="F",
-                        help="fraction of each GPU's memory cuda.devices allocates (default 0.1)")
+    parser.add_argument("--memory-fraction", type=positive_float, default=MEMORY_FRACTION, metavar="F",
+                        help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:

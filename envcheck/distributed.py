@@ -19,7 +19,7 @@ from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, r
 from envcheck.checks.facts import collect_facts
 from envcheck.cli import Parser, guard, positive_float, write_output
 from envcheck.cluster.slurm import torchrun_env
-from envcheck.core.check import Context, Level
+from envcheck.core.check import CheckOptions, Context, Level
 from envcheck.core.result import Result
 from envcheck.core.run_report import RunReport
 from envcheck.errors import UsageError
@@ -48,7 +48,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def render(results: list[Result], args: argparse.Namespace) -> None:
     """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
     context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
-                      options={"mode": "torchrun", "min_busbw_gbps": args.min_busbw, "strict_perf": args.strict_perf})
+                      options=CheckOptions(mode="torchrun", min_busbw_gbps=args.min_busbw,
+                                           strict_perf=args.strict_perf))
     report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
     # Files first: they are the record, whatever happens to the terminal.

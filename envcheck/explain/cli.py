@@ -56,11 +56,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_bundle(args: argparse.Namespace) -> int:
     """`envcheck facts --bundle FILE`: capture the diagnosis inputs in an isolated worker, with the facts."""
+    from envcheck.checks import HOOKS
     from envcheck.checks.bundle import CAPTURE_SPEC, make_bundle
     from envcheck.cli import write_output
     from envcheck.core.check import Context
     from envcheck.core.result import Status
-    from envcheck.checks import HOOKS
     from envcheck.core.runner import Runner
 
     with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
