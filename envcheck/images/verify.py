@@ -15,7 +15,7 @@ from rich.text import Text
 from envcheck.core.result import SCHEMA_VERSION, Status
 from envcheck.images.container import ImageRun
 from envcheck.report.json_report import to_json_dict
-from envcheck.report.junit import render_junit
+from envcheck.report.junit import junit_suite
 from envcheck.report.summary import exit_code
 from envcheck.report.table import STATUS_STYLES
 
@@ -84,8 +84,7 @@ def aggregate_junit(runs: Sequence[ImageRun]) -> str:
     suites = ET.Element("testsuites")
     for run in runs:
         if run.report is not None:
-            inner = ET.fromstring(render_junit(run.report, suite_name=run.image))
-            suites.extend(inner.findall("testsuite"))
+            suites.append(junit_suite(run.report, suite_name=run.image))
             continue
         suite = ET.SubElement(suites, "testsuite", {"name": run.image, "tests": "1", "failures": "0",
                                                     "errors": "1", "skipped": "0",
