@@ -5,7 +5,7 @@ warm rebuild after an envcheck-only change, and pip vs uv for the torch layer.
     PYTHONPATH=. python bench/images.py warm   [--row ID] [--target runtime]
     PYTHONPATH=. python bench/images.py cold   [--row ID]      (builds the torch stage with --no-cache)
     PYTHONPATH=. python bench/images.py installer [--row ID]  (torch stage: pip vs uv, offline wheels)
-Uses ENVCHECK_DOCKER (default /usr/bin/docker) and the base local/debian:bookworm unless --base is given.
+Uses the docker CLI envcheck.images.engine.docker_binary() chooses and the base local/debian:bookworm unless --base is given.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 
 from envcheck.images import build as builder
+from envcheck.images.engine import docker_binary
 from envcheck.images.matrix import default_matrix_path, load_matrix
 
-DOCKER = os.environ.setdefault("ENVCHECK_DOCKER", "/usr/bin/docker")
+DOCKER = docker_binary()
 ENV = {**os.environ, "DOCKER_BUILDKIT": "1"}
 TOUCHED = builder.REPO_ROOT / "envcheck" / "images" / "__init__.py"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from envcheck import __version__
 from envcheck.cluster.mode import add_arguments as add_cluster_arguments
+from envcheck.core.check import MEMORY_FRACTION
 from envcheck.core.runner import Interrupted, interruptible
 from envcheck.errors import FatalError, UsageError
 
@@ -64,24 +65,38 @@ def output_path(text: str) -> str:
     return text
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by `run` and the torchrun/host entry points."""
-    parser.add_argument("--level", choices=["quick", "full"], default="quick", help="quick (default) or full")
-    parser.add_argument("--only", metavar="NAMES", help="comma-separated check names to run")
-    parser.add_argument("--skip", metavar="NAMES", help="comma-separated check names to leave out")
+def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default: float | None = None,
+                             timeout_help: str = "cap the whole run", check_outputs: bool = True) -> None:
+    """The run flags `envcheck run` and the torchrun entry (`python -m envcheck.distributed`) share, declared
+    once: --level, --allow-cpu, --json, --junit, --timeout, --min-busbw, --strict-perf.
+
+    Where the torchrun entry differs it says so: its `--timeout` is how long a rank may make no progress
+    (and the process-group timeout), not a cap on the whole run (`timeout_default`, `timeout_help`); and it
+    passes `check_outputs=False`, since `output_path` creates the file and only rank 0 may write it."""
+    parser.add_argument("--level", choices=["quick", "full"], default="quick",
+                        help="quick (default) or full (adds the slower checks, e.g. the dist.busbw sweep)")
     parser.add_argument("--allow-cpu", action="store_true",
-                        help="no GPU is fine: GPU checks skip and cuda.available warns")
-    parser.add_argument("--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible")
-    parser.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
-    parser.add_argument("--junit", type=output_path, metavar="PATH", help="write JUnit XML")
-    parser.add_argument("--timeout", type=positive_float, metavar="SECONDS", help="cap the whole run")
-    parser.add_argument("--cpu-ranks", type=non_negative_int, default=2, metavar="N",
-                        help="gloo ranks for the CPU distributed check (default 2)")
+                        help="no GPU is fine: GPU checks skip, cuda.available warns, distributed checks use gloo")
+    out = output_path if check_outputs else str
+    parser.add_argument("--json", type=out, metavar="PATH", help="write JSON ('-' = stdout only)")
+    parser.add_argument("--junit", type=out, metavar="PATH", help="write JUnit XML")
+    parser.add_argument("--timeout", type=positive_float, default=timeout_default, metavar="SECONDS",
+                        help=timeout_help)
     parser.add_argument("--min-busbw", type=positive_float, metavar="GBPS",
                         help="warn when all-reduce bus bandwidth is below this")
     parser.add_argument("--strict-perf", action="store_true", help="make --min-busbw a failure, not a warning")
-    parser.add_argument("--memory-fraction", type=positive_float, default=0.1, metavar="F",
-                        help="fraction of each GPU's memory cuda.devices allocates (default 0.1)")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `envcheck run`: the shared run flags, plus selection and the single-node settings."""
+    add_shared_run_arguments(parser)
+    parser.add_argument("--only", metavar="NAMES", help="comma-separated check names to run")
+    parser.add_argument("--skip", metavar="NAMES", help="comma-separated check names to leave out")
+    parser.add_argument("--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible")
+    parser.add_argument("--cpu-ranks", type=non_negative_int, default=2, metavar="N",
+                        help="gloo ranks for the CPU distributed check (default 2)")
+    parser.add_argument("--memory-fraction", type=positive_float, default=MEMORY_FRACTION, metavar="F",
+                        help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:

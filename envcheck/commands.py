@@ -11,7 +11,7 @@ from rich.table import Table
 
 from envcheck.cli import write_output
 from envcheck.cluster import mode as cluster
-from envcheck.core.check import Context, Level
+from envcheck.core.check import CheckOptions, Context, Level
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
 from envcheck.report.json_report import render_json
@@ -26,12 +26,8 @@ def context_from_args(args: argparse.Namespace) -> Context:
         level=Level(args.level),
         allow_cpu=args.allow_cpu,
         expect_gpus=args.expect_gpus,
-        options={
-            "cpu_ranks": args.cpu_ranks,
-            "min_busbw_gbps": args.min_busbw,
-            "strict_perf": args.strict_perf,
-            "memory_fraction": args.memory_fraction,
-        },
+        options=CheckOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=args.min_busbw,
+                             strict_perf=args.strict_perf, memory_fraction=args.memory_fraction),
     )
 
 

@@ -17,9 +17,9 @@ from rich.console import Console
 
 from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, run_this_rank
 from envcheck.checks.facts import collect_facts
-from envcheck.cli import Parser, guard, positive_float, write_output
+from envcheck.cli import Parser, add_shared_run_arguments, guard, write_output
 from envcheck.cluster.slurm import torchrun_env
-from envcheck.core.check import Context, Level
+from envcheck.core.check import CheckOptions, Context, Level
 from envcheck.core.result import Result
 from envcheck.core.run_report import RunReport
 from envcheck.errors import UsageError
@@ -32,23 +32,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The entry point's options (a subset of `envcheck run`, validated by the same argument types; a bad
     value is one line and exit 2). `--timeout` here is how long a rank may make no progress."""
     parser = Parser(prog="torchrun ... -m envcheck.distributed", description=__doc__)
-    parser.add_argument("--level", choices=("quick", "full"), default="quick",
-                        help="full adds the dist.busbw sweep")
-    parser.add_argument("--allow-cpu", action="store_true", help="use gloo on CPU even when GPUs exist")
-    parser.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
-                        help="a rank making no progress this long (s) is reported as stalled; also the process-group timeout")
-    parser.add_argument("--min-busbw", type=positive_float, default=None, metavar="GBPS")
-    parser.add_argument("--strict-perf", action="store_true", help="a busbw below --min-busbw fails")
-    # No output_path check: it creates the file, and only rank 0 may write (another node would keep it empty).
-    parser.add_argument("--json", metavar="PATH", help="rank 0 writes the JSON report here ('-' = stdout)")
-    parser.add_argument("--junit", metavar="PATH", help="rank 0 writes a JUnit XML report here")
+    # The shared run flags; --timeout means a rank's allowed silence here, and only rank 0 writes --json/--junit
+    # (no output_path check: it creates the file, and another node would keep it empty).
+    add_shared_run_arguments(parser, timeout_default=120.0, check_outputs=False,
+                             timeout_help="a rank making no progress this long (s) is reported as stalled; "
+                                          "also the process-group timeout (not a cap on the whole run)")
     return parser.parse_args(argv)
 
 
 def render(results: list[Result], args: argparse.Namespace) -> None:
     """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
     context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
-                      options={"mode": "torchrun", "min_busbw_gbps": args.min_busbw, "strict_perf": args.strict_perf})
+                      options=CheckOptions(mode="torchrun", min_busbw_gbps=args.min_busbw,
+                                           strict_perf=args.strict_perf))
     report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
     # Files first: they are the record, whatever happens to the terminal.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envcheck.versions import parse_version, release
+from envcheck.versions import cuda_version_text, parse_version, release
 
 # Oldest Linux driver that runs each CUDA major through minor-version compatibility (CUDA compatibility guide:
 # "CUDA 12.x: >= 525.60.13", "CUDA 13.x: >= 580"). A driver whose own CUDA is older than the row's minor
@@ -125,7 +125,7 @@ def read_host_gpus() -> HostGpus:
         caps = [c for c in (_capability(g.get("compute_capability")) for g in gpus) if c]
         driver_cuda = smi.get("driver_cuda")
         if is_absent(driver_cuda) or not isinstance(driver_cuda, str):
-            driver_cuda = f"{lib_cuda // 1000}.{lib_cuda % 1000 // 10}" if lib_cuda else None
+            driver_cuda = cuda_version_text(lib_cuda) if lib_cuda else None
         driver = smi.get("driver_version")
         listed: list[dict[str, Any]] = [{"name": g.get("name") if isinstance(g.get("name"), str) else "GPU",
                    "compute_capability": g.get("compute_capability") if _capability(g.get("compute_capability"))
@@ -134,7 +134,7 @@ def read_host_gpus() -> HostGpus:
                         driver_cuda=driver_cuda, capabilities=caps, names=[str(g["name"]) for g in listed],
                         listed=listed)
     if lib_cuda:
-        return HostGpus(source="libcuda", driver_cuda=f"{lib_cuda // 1000}.{lib_cuda % 1000 // 10}",
+        return HostGpus(source="libcuda", driver_cuda=cuda_version_text(lib_cuda),
                         why_none="libcuda loads but no GPU was listed (" + "; ".join(reasons) + ")")
     return HostGpus(why_none="; ".join(reasons) or "no NVIDIA driver answered")
 

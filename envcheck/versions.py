@@ -71,3 +71,42 @@ def pinned_with_prefix(lines: Iterable[str], prefix: str) -> tuple[str, str] | N
             if found:
                 return req.name, found[1]
     return None
+
+
+# NVIDIA's integer version codes, decoded in one place.
+def cuda_numbers(code: int) -> tuple[int, int]:
+    """A CUDA version as the driver API and torchvision write it (1000*major + 10*minor): 12080 -> (12, 8)."""
+    return code // 1000, code % 1000 // 10
+
+
+def cuda_version_text(code: int) -> str:
+    """`cuda_numbers` as text: 12080 -> '12.8', 13000 -> '13.0'."""
+    major, minor = cuda_numbers(code)
+    return f"{major}.{minor}"
+
+
+def cudnn_numbers(code: int) -> tuple[int, int, int]:
+    """A cuDNN version as `cudnnGetVersion` writes it: 10000*major + 100*minor + patch from cuDNN 9 on
+    (91900 -> (9, 19, 0)), 1000*major + 100*minor + patch before (8902 -> (8, 9, 2))."""
+    major, rest = divmod(code, 10000) if code >= 90000 else divmod(code, 1000)
+    return major, rest // 100, rest % 100
+
+
+def cudnn_version_text(code: int) -> str:
+    """`cudnn_numbers` as text: 91900 -> '9.19.0'."""
+    return ".".join(map(str, cudnn_numbers(code)))
+
+
+# torchvision 0.(m+15) is the release built against torch 2.m (2.8 -> 0.23, 2.11 -> 0.26).
+TORCHVISION_MINOR_OFFSET = 15
+
+
+def torchvision_minor_for(torch_minor: int) -> int:
+    """The torchvision 0.x minor built for torch 2.`torch_minor`."""
+    return torch_minor + TORCHVISION_MINOR_OFFSET
+
+
+def torch_minor_for(torchvision_minor: int) -> int | None:
+    """The torch 2.x minor torchvision 0.`torchvision_minor` was built for; None before the rule held."""
+    minor = torchvision_minor - TORCHVISION_MINOR_OFFSET
+    return minor if minor >= 0 else None

@@ -6,7 +6,18 @@ import pytest
 
 from envcheck.checks.cudnn import cudnn_pin
 from envcheck.images import matrix_rules
-from envcheck.versions import pinned, pinned_with_prefix, public, release
+from envcheck.versions import (
+    cuda_numbers,
+    cuda_version_text,
+    cudnn_numbers,
+    cudnn_version_text,
+    pinned,
+    pinned_with_prefix,
+    public,
+    release,
+    torch_minor_for,
+    torchvision_minor_for,
+)
 
 
 def test_release_and_public() -> None:
@@ -45,3 +56,18 @@ def test_matrix_torch_must_be_a_plain_release(value: object) -> None:
                                        ("12.8rc1", False)])
 def test_matrix_cuda_is_major_minor(value: str, ok: bool) -> None:
     assert (matrix_rules.check_cuda(value) is None) is ok
+
+
+def test_cuda_codes_decode_to_major_minor() -> None:
+    assert cuda_numbers(12080) == (12, 8) and cuda_version_text(12080) == "12.8"
+    assert cuda_version_text(13000) == "13.0" and cuda_version_text(11020) == "11.2"
+
+
+def test_cudnn_codes_decode_in_both_encodings() -> None:
+    assert cudnn_numbers(91900) == (9, 19, 0) and cudnn_version_text(91900) == "9.19.0"
+    assert cudnn_version_text(90100) == "9.1.0" and cudnn_version_text(8902) == "8.9.2"
+
+
+def test_torchvision_per_torch_rule_both_ways() -> None:
+    assert torchvision_minor_for(8) == 23 and torchvision_minor_for(11) == 26
+    assert torch_minor_for(26) == 11 and torch_minor_for(14) is None

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envcheck.core.check import CheckSpec, Context, Level
+from envcheck.core.check import CheckOptions, CheckSpec, Context, Level
 from envcheck.core.result import Result, Status
 from envcheck.errors import FatalError, UsageError
 
@@ -55,7 +55,7 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # The workers' GPU idle check counts this process and its descendants as envcheck's own.
-    options = {"cpu_threads": args.cpu_threads, "cpu_ranks": args.cpu_ranks, "envcheck_pid": os.getpid()}
+    options = CheckOptions(cpu_threads=args.cpu_threads, cpu_ranks=args.cpu_ranks, envcheck_pid=os.getpid())
     ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
     with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         probe = runner.run_one(PROBE)

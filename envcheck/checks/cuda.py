@@ -60,7 +60,7 @@ def cuda_devices(ctx: Context) -> Result:
     verdict = gpu_count_verdict(count, ctx, mig)
     if verdict is not None:
         return verdict
-    fraction = float(ctx.options.get("memory_fraction", 0.1))
+    fraction = ctx.options.memory_fraction
     measured: dict[str, object] = {"gpus": count, "fraction": fraction}
     for i in range(count):
         try:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.versions import cuda_numbers
+
 # CUDA minor-version compatibility: a build for CUDA N.x runs on any driver from N's floor (NVIDIA, "Minor
 # Version Compatibility", table 1: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
 # gives 13.x >= 580, 12.x >= 525, 11.x >= 450; the toolkit release notes give the exact 12.x and 11.x floors).
@@ -197,7 +199,7 @@ def driver_finding(layers: CudaLayers) -> Finding | None:
     else explains the failure (see `diagnose`)."""
     if not layers.driver_cuda or not layers.torch_cuda:
         return None
-    have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
+    have = cuda_numbers(layers.driver_cuda)
     need = _cuda_tuple(layers.torch_cuda)
     floor = MAJOR_FLOOR.get(need[0])
     kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
@@ -281,7 +283,7 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
     if layers.torch_cuda is None:
         found.append(cpu_torch_finding(gpu_host=bool(layers.device_nodes or layers.proc_driver)))
     if not found and layers.driver_cuda and layers.torch_cuda:
-        have = (layers.driver_cuda // 1000, (layers.driver_cuda % 1000) // 10)
+        have = cuda_numbers(layers.driver_cuda)
         if have < _cuda_tuple(layers.torch_cuda):  # same major: allowed by minor-version compatibility
             found.append(Finding("driver", f"nothing else explains it; the driver supports CUDA {have[0]}.{have[1]} "
                                  f"and torch was built for {layers.torch_cuda}, which minor-version compatibility "

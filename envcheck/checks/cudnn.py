@@ -8,14 +8,9 @@ from typing import Any
 from envcheck.checks.cuda_diagnosis import gpu_error
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, warned
-from envcheck.versions import pinned_with_prefix
+from envcheck.versions import cudnn_numbers, pinned_with_prefix
 
 CONV_TOLERANCE = 1e-4  # max |cuda - cpu| / max |cpu|, float32 with TF32 off
-
-
-def _split(version: int) -> tuple[int, int, int]:
-    major, rest = divmod(version, 10000) if version >= 90000 else divmod(version, 1000)
-    return major, rest // 100, rest % 100
 
 
 def cudnn_pin(requires: list[str] | None = None) -> str | None:
@@ -68,7 +63,7 @@ def cudnn_conv(ctx: Context) -> Result:
     if loaded_raw is None:
         return failed("cuDNN could not be loaded", "pip install --force-reinstall torch (it pins nvidia-cudnn)",
                       fault_class="image")
-    loaded = _split(int(loaded_raw))
+    loaded = cudnn_numbers(int(loaded_raw))
     measured: dict[str, object] = {"cudnn_compiled": ".".join(map(str, compiled)),
                                    "cudnn_loaded": ".".join(map(str, loaded))}
     pin = cudnn_pin()

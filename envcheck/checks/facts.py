@@ -17,7 +17,7 @@ from typing import Any
 from envcheck.checks.distributed.facts import distributed_facts
 from envcheck.checks.gpu_inventory import field, gpu_inventory
 from envcheck.checks.probe import CommandRunner, absent, in_container, read_text, run_command
-from envcheck.versions import pinned_with_prefix
+from envcheck.versions import cudnn_version_text, pinned_with_prefix
 
 SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "credential")
 ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "ENVCHECK_")
@@ -63,8 +63,7 @@ def _dotted(version: Any) -> str:
     if isinstance(version, tuple):
         return ".".join(str(v) for v in version)
     if isinstance(version, int) and version > 1000:  # cuDNN style 90100 -> 9.1.0
-        major, rest = divmod(version, 10000) if version >= 90000 else divmod(version, 1000)
-        return f"{major}.{rest // 100}.{rest % 100}"
+        return cudnn_version_text(version)
     return str(version)
 
 

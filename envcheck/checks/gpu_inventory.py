@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from envcheck.checks.probe import CommandOutput, CommandRunner, absent, nvidia_device_nodes, run_command
+from envcheck.versions import cuda_version_text
 
 SMI_QUERY = "name,memory.total,compute_cap,driver_version"
 T = TypeVar("T")
@@ -153,8 +154,7 @@ def nvml_inventory(torch_uuids: Callable[[], list[str | None] | None] = _torch_u
         gpus = [_gpu(pynvml, i) for i in range(count)] if isinstance(count, int) else count
 
         def driver_cuda() -> str:
-            cuda = int(pynvml.nvmlSystemGetCudaDriverVersion())
-            return f"{cuda // 1000}.{(cuda % 1000) // 10}"
+            return cuda_version_text(int(pynvml.nvmlSystemGetCudaDriverVersion()))
 
         facts: dict[str, Any] = {
             "source": "nvml",

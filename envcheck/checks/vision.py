@@ -10,13 +10,20 @@ from envcheck.checks.cuda_diagnosis import WORKER_RESTART
 from envcheck.checks.image import image_fix, read_declared
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, skipped, warned
-from envcheck.versions import pinned, public, release
+from envcheck.versions import (
+    cuda_version_text,
+    pinned,
+    public,
+    release,
+    torch_minor_for,
+    torchvision_minor_for,
+)
 
 
 def matching_torchvision(torch_version: str) -> str | None:
     """The torchvision minor that pairs with a torch release (2.8 -> 0.23, 2.13 -> 0.28)."""
     numbers = release(torch_version)
-    return f"0.{numbers[1] + 15}" if numbers and len(numbers) >= 2 and numbers[0] == 2 else None
+    return f"0.{torchvision_minor_for(numbers[1])}" if numbers and len(numbers) >= 2 and numbers[0] == 2 else None
 
 
 def fix_command(torch_version: str) -> str:
@@ -31,15 +38,16 @@ def fix_command(torch_version: str) -> str:
 def cuda_text(value: object) -> str | None:
     """torchvision >= 0.26 reports its CUDA as an int (13000); older ones as text ('12.8')."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value // 1000}.{value % 1000 // 10}"
+        return cuda_version_text(value)
     return None if value is None else str(value)
 
 
 def pair_fix(torch_version: str, tv_version: str) -> str:
     """Both ways to make an unsupported pair match: the torch this torchvision was built for, or the reverse."""
     numbers = release(tv_version)
-    back = (f"pip install --force-reinstall torch==2.{numbers[1] - 15}.* torchvision=={tv_version}"
-            if numbers and len(numbers) >= 2 and numbers[0] == 0 and numbers[1] >= 15 else "")
+    torch_minor = torch_minor_for(numbers[1]) if numbers and len(numbers) >= 2 and numbers[0] == 0 else None
+    back = (f"pip install --force-reinstall torch==2.{torch_minor}.* torchvision=={tv_version}"
+            if torch_minor is not None else "")
     return (f"{back} (the torch this torchvision was built for), or " if back else "") + fix_command(torch_version)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from envcheck.core.result import Result
@@ -35,6 +35,40 @@ class Needs:
         return ", ".join(parts) or "-"
 
 
+# Share of each GPU's memory `cuda.devices` fills and the GPU busbw sweep's largest message may use.
+MEMORY_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """The run's settings that some checks read beyond level/allow_cpu/expect_gpus: one typed field each,
+    set by the front door that starts the run (`envcheck run`, `envcheck bench`, the torchrun entry)."""
+
+    # Gloo ranks the CPU distributed checks launch (`--cpu-ranks`); must be at least 1.
+    cpu_ranks: int = 2
+    # See MEMORY_FRACTION (`--memory-fraction`).
+    memory_fraction: float = MEMORY_FRACTION
+    # dist.busbw: a peak below this floor warns, or fails with `strict_perf` (`--min-busbw`, `--strict-perf`).
+    min_busbw_gbps: float | None = None
+    strict_perf: bool = False
+    # bench: torch's intra-op threads for the CPU units (None: torch's default).
+    cpu_threads: int | None = None
+    # bench: the envcheck process whose descendants count as envcheck's own GPU users.
+    envcheck_pid: int | None = None
+    # Which front door built the context when it is not `envcheck run` (e.g. "torchrun"); None otherwise.
+    mode: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise for the worker protocol and the JSON report."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckOptions:
+        """Inverse of `to_dict`; keys this version does not know (an older report's) are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
 @dataclass(frozen=True)
 class Context:
     """Run-wide settings a check may read. Plain data so it crosses into a worker as JSON."""
@@ -42,7 +76,7 @@ class Context:
     level: Level = Level.QUICK
     allow_cpu: bool = False
     expect_gpus: int | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: CheckOptions = field(default_factory=CheckOptions)
     # When this check must be done by, on CLOCK_MONOTONIC (one clock for every process on the host): its own
     # timeout capped by the run's. None outside a runner. Checks budget their time with `time_left()`.
     deadline: float | None = None
@@ -64,7 +98,7 @@ class Context:
             level=Level(data.get("level", "quick")),
             allow_cpu=bool(data.get("allow_cpu", False)),
             expect_gpus=data.get("expect_gpus"),
-            options=dict(data.get("options") or {}),
+            options=CheckOptions.from_dict(data.get("options") or {}),
             deadline=data.get("deadline"),
         )
 

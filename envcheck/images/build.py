@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from envcheck.errors import FatalError
+from envcheck.images.engine import docker_binary
 from envcheck.images.matrix import Row
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -19,14 +19,6 @@ WHEELHOUSE = REPO_ROOT / ".wheelhouse"
 DEFAULT_REPO = "envcheck"
 BUILD_TIMEOUT_S = 3600.0
 UV_VERSION = "0.13.9"  # keep equal to ARG UV_VERSION in docker/Dockerfile
-
-
-def docker_binary() -> str:
-    """ENVCHECK_DOCKER, else `docker` on PATH (it must support `--secret` with DOCKER_BUILDKIT=1)."""
-    found = os.environ.get("ENVCHECK_DOCKER") or shutil.which("docker")
-    if not found:
-        raise FatalError("no docker CLI found; install docker.io or set ENVCHECK_DOCKER=/path/to/docker", 2)
-    return found
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from envcheck.errors import FatalError, UsageError
 from envcheck.images import build as builder
 from envcheck.images.cli import selected_matrix
 from envcheck.images.container import ImageRun, RunOptions, run_in_image
-from envcheck.images.engine import connect
+from envcheck.images.engine import connect, docker_binary
 from envcheck.images.matrix import Matrix, Row
 from envcheck.images.nvcc import nvcc_requirement
 from envcheck.images.verify import aggregate_json, aggregate_junit, overall_exit_code, print_matrix
@@ -127,7 +127,7 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 def _wheelhouse_for(row: Row, offline: bool) -> str | None:
     """The row's wheelhouse image when it exists (always used if present; required with --offline)."""
     ref = builder.wheelhouse_image(row)
-    done = subprocess.run([builder.docker_binary(), "image", "inspect", ref], capture_output=True,
+    done = subprocess.run([docker_binary(), "image", "inspect", ref], capture_output=True,
                           timeout=60, check=False)
     if done.returncode == 0:
         return ref
@@ -193,7 +193,7 @@ def _torch_requires(dest: Path, row: Row) -> list[str]:
 def cmd_image_push(args: argparse.Namespace) -> int:
     """`envcheck image push --registry R`: docker tag + push every tag of the selected images."""
     matrix = selected_matrix(args)
-    docker = builder.docker_binary()
+    docker = docker_binary()
     for row, target in selected_pairs(matrix, args):
         local = f"{args.repo}:{row.tags(target)[0]}"
         for tag in row.tags(target):

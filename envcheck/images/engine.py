@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 from typing import Any
 
 from envcheck.errors import FatalError
@@ -10,6 +12,28 @@ from envcheck.errors import FatalError
 GPU_DRIVER_MISSING = 'could not select device driver ""'
 GPU_FIX = ("the Docker engine has no NVIDIA runtime: install nvidia-container-toolkit and run "
            "`nvidia-ctk runtime configure --runtime=docker && systemctl restart docker`, or pass --allow-cpu")
+
+
+DEBIAN_DOCKER = "/usr/bin/docker"  # Debian's docker.io client: BuildKit (`build --secret`) built in
+
+
+def find_docker() -> str | None:
+    """The docker CLI envcheck runs: $ENVCHECK_DOCKER, else Debian's /usr/bin/docker, else `docker` on PATH;
+    None when there is none."""
+    chosen = os.environ.get("ENVCHECK_DOCKER")
+    if chosen:
+        return chosen
+    if os.access(DEBIAN_DOCKER, os.X_OK):
+        return DEBIAN_DOCKER
+    return shutil.which("docker")
+
+
+def docker_binary() -> str:
+    """`find_docker()`, or a one-line error (it must support `--secret` with DOCKER_BUILDKIT=1)."""
+    found = find_docker()
+    if not found:
+        raise FatalError("no docker CLI found; install docker.io or set ENVCHECK_DOCKER=/path/to/docker", 2)
+    return found
 
 
 def docker_sdk() -> Any:

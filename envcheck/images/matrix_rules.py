@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envcheck.versions import parse_version, release
+from envcheck.versions import parse_version, release, torchvision_minor_for
 
 TARGETS = ("runtime", "devel", "jupyter", "ssh")
 PYPI_INDEX_URLS = ("https://pypi.org/simple", "https://pypi.org/simple/")
@@ -86,8 +86,8 @@ def check_torchvision(value: Any, torch: str) -> str | None:
         return f"{value!r} is not an exact version like '0.24.1'"
     minor = version_tuple(torch)[1]
     major_tv, minor_tv, _ = version_tuple(value)
-    if (major_tv, minor_tv) != (0, minor + 15):
-        return f"{value!r} does not match torch 2.{minor}.x (expected 0.{minor + 15}.x)"
+    if (major_tv, minor_tv) != (0, torchvision_minor_for(minor)):
+        return f"{value!r} does not match torch 2.{minor}.x (expected 0.{torchvision_minor_for(minor)}.x)"
     return None
 
 

@@ -10,15 +10,14 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from envcheck.core.result import SCHEMA_VERSION, Status
 from envcheck.images.container import ImageRun
 from envcheck.report.json_report import to_json_dict
-from envcheck.report.junit import render_junit
+from envcheck.report.junit import junit_suite
 from envcheck.report.summary import exit_code
-
-STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.ERROR: "bold red",
-         Status.SKIP: "dim"}
+from envcheck.report.table import STATUS_STYLES
 
 
 def image_exit_code(run: ImageRun) -> int:
@@ -48,7 +47,7 @@ def matrix_table(runs: Sequence[ImageRun]) -> Table:
         cells = []
         for run in runs:
             found = next((r for r in run.report.results if r.name == name), None) if run.report else None
-            cells.append(f"[{STYLE[found.status]}]{found.status.value}[/]" if found else "-")
+            cells.append(Text(found.status.value, style=STATUS_STYLES[found.status]) if found else Text("-"))
         table.add_row(name, *cells)
     table.add_row("[b]container[/b]", *[f"[bold red]error: {r.error}[/]" if r.error else
                                         f"exit {r.exit_code}, {r.duration_s:.0f}s" for r in runs])
@@ -85,8 +84,7 @@ def aggregate_junit(runs: Sequence[ImageRun]) -> str:
     suites = ET.Element("testsuites")
     for run in runs:
         if run.report is not None:
-            inner = ET.fromstring(render_junit(run.report, suite_name=run.image))
-            suites.extend(inner.findall("testsuite"))
+            suites.append(junit_suite(run.report, suite_name=run.image))
             continue
         suite = ET.SubElement(suites, "testsuite", {"name": run.image, "tests": "1", "failures": "0",
                                                     "errors": "1", "skipped": "0",

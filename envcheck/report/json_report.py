@@ -21,6 +21,12 @@ READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 lacks verdict/counts, which parsing
 VALIDATE_ENV = "ENVCHECK_VALIDATE_REPORTS"  # "1": validate every rendered report against the schema (tests)
 
 
+def result_json(result: Result) -> dict[str, Any]:
+    """One result as the report writes it (RESULT_KEYS, in that order), serialised once."""
+    data = result.to_dict()
+    return {k: data[k] for k in RESULT_KEYS}
+
+
 def to_json_dict(report: RunReport) -> dict[str, Any]:
     """The JSON document as a dict (it follows report_schema.json)."""
     doc = {
@@ -29,7 +35,7 @@ def to_json_dict(report: RunReport) -> dict[str, Any]:
         "verdict": verdict(report.results),
         "counts": counts(report.results),
         "context": report.context.to_dict(),
-        "results": [{k: r.to_dict()[k] for k in RESULT_KEYS} for r in report.results],
+        "results": [result_json(r) for r in report.results],
         "facts": report.facts,
         "exit_code": exit_code(report.results),
     }

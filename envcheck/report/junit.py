@@ -58,6 +58,15 @@ def suite_properties(report: RunReport) -> dict[str, str]:
 def render_junit(report: RunReport, suite_name: str = "envcheck", now: datetime | None = None,
                  hostname: str | None = None) -> str:
     """Serialise a report as a JUnit XML document (`now` and `hostname` default to this moment and host)."""
+    suites = ET.Element("testsuites")
+    suites.append(junit_suite(report, suite_name, now, hostname))
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def junit_suite(report: RunReport, suite_name: str = "envcheck", now: datetime | None = None,
+                hostname: str | None = None) -> ET.Element:
+    """The report's <testsuite> element (`render_junit` wraps it; `image verify` gathers one per image)."""
     tally = counts(report.results)
     total_time = sum(r.duration_s for r in report.results)
     stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)
@@ -100,7 +109,4 @@ def render_junit(report: RunReport, suite_name: str = "envcheck", now: datetime 
             ET.SubElement(case, "system-out").text = f"WARN: {body}"
         else:
             ET.SubElement(case, "system-out").text = body
-    suites = ET.Element("testsuites")
-    suites.append(suite)
-    ET.indent(suites)
-    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+    return suite

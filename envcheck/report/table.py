@@ -12,8 +12,9 @@ from envcheck.core.result import Result, Status
 from envcheck.core.run_report import RunReport
 from envcheck.report.summary import counts, exit_code
 
-STYLES = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red",
-          Status.SKIP: "dim", Status.ERROR: "bold magenta"}
+# The one palette for a status wherever envcheck prints one (the run table, `envcheck image verify`'s matrix).
+STATUS_STYLES = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red",
+                 Status.SKIP: "dim", Status.ERROR: "bold magenta"}
 
 
 def result_table(results: list[Result], title: str = "envcheck") -> Table:
@@ -26,7 +27,7 @@ def result_table(results: list[Result], title: str = "envcheck") -> Table:
     for r in results:
         # Text(): summaries quote real error text (gloo's '[/path/pair.cc:553]'), never rich markup
         status = r.status.value.upper() + (f" ({r.fault_class})" if r.fault_class else "")
-        table.add_row(Text(r.name), Text(status, style=STYLES[r.status]), Text(r.summary),
+        table.add_row(Text(r.name), Text(status, style=STATUS_STYLES[r.status]), Text(r.summary),
                       f"{r.duration_s:.2f}s")
         if r.remediation and r.status in (Status.FAIL, Status.ERROR, Status.WARN):
             table.add_row("", "", Text(f"fix: {r.remediation}", style="cyan"), "")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from envcheck.checks import HOOKS
 from envcheck.checks.cuda_diagnosis import CudaLayers, diagnose, sticky_cuda_error
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result, Status, failed, passed, skipped
@@ -142,7 +143,7 @@ def test_a_crashed_check_does_not_cascade_in_its_shared_worker() -> None:
     def spec(func):  # type: ignore[no-untyped-def]
         return CheckSpec(f"test.{func.__name__}", func, "fault injection", timeout_s=60, group="diag")
 
-    with Runner(Context()) as runner:
+    with Runner(Context(), hooks=HOOKS) as runner:  # HOOKS.recycle replaces the crashed worker
         crashed, later = runner.run([spec(diag_fault_checks.crashes_half_way),
                                      spec(diag_fault_checks.registers_the_same_operator)])
     assert crashed.status is Status.ERROR and "half-way crash" in (crashed.reason or "")

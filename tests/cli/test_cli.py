@@ -117,3 +117,16 @@ def test_ctrl_c_exits_130() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert b"interrupted" in err
+
+
+def test_run_and_the_torchrun_entry_declare_the_shared_run_flags_once() -> None:
+    from envcheck.cli import build_parser
+    from envcheck.distributed import parse_args
+
+    shared = ["--level", "full", "--allow-cpu", "--min-busbw", "5", "--strict-perf", "--timeout", "30"]
+    run = build_parser().parse_args(["run", *shared])
+    entry = parse_args(shared)
+    for name in ("level", "allow_cpu", "min_busbw", "strict_perf", "timeout"):
+        assert getattr(run, name) == getattr(entry, name), name
+    # --timeout keeps its torchrun meaning and default there; run's has none (no cap unless asked).
+    assert parse_args([]).timeout == 120.0 and build_parser().parse_args(["run"]).timeout is None

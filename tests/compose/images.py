@@ -15,7 +15,7 @@ from pathlib import Path
 
 from envcheck.images import build as builder
 from envcheck.images.matrix import default_matrix_path, load_matrix
-from tests.compose.stack import DOCKER, docker
+from tests.compose.stack import docker
 
 TARGETS = ("runtime", "jupyter", "ssh")
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -64,7 +64,6 @@ def build_request(target: str) -> builder.BuildRequest:
 
 def build_dev_images() -> DevImages:
     """Build the three targets (minutes for the first torch layer; seconds once cached)."""
-    os.environ.setdefault("ENVCHECK_DOCKER", DOCKER)  # Debian's client: BuildKit built in
     if not _exists(TEST_BASE):
         raise RuntimeError(f"base image {TEST_BASE} is missing; run `make base-image`")
     refs = {}

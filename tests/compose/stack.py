@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -14,8 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envcheck.images.engine import find_docker
+
 ROOT = Path(__file__).resolve().parents[2]
-DOCKER = "/usr/bin/docker" if Path("/usr/bin/docker").exists() else (shutil.which("docker") or "docker")
+DOCKER = find_docker() or "docker"
 
 
 def compose_command() -> list[str]:

@@ -14,9 +14,7 @@ from envcheck.core.result import Result, passed
 
 def sleeps_forever(ctx: Context) -> Result:
     """Hangs, and starts a grandchild that would hang too (it must die with the group)."""
-    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
-                     env={**os.environ, "ENVCHECK_TEST_MARKER": ctx.options.get("marker")
-                          or os.environ["ENVCHECK_TEST_MARKER"]})
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])  # inherits ENVCHECK_TEST_MARKER
     print("about to hang", flush=True)
     time.sleep(3600)
     return passed("unreachable")
@@ -56,7 +54,7 @@ def _alive(pid: int) -> bool:
 
 def gpu_user(ctx: Context) -> Result:
     """Stands in for a check holding a CUDA context: records its interval and which earlier GPU workers live."""
-    pids_file = os.path.join(ctx.options["dir"], "gpu-pids")
+    pids_file = os.path.join(os.environ["ENVCHECK_TEST_DIR"], "gpu-pids")
     with open(pids_file, "a+") as fh:
         fh.seek(0)
         earlier = {int(line) for line in fh.read().split()} - {os.getpid()}
@@ -69,7 +67,7 @@ def gpu_user(ctx: Context) -> Result:
 
 def _meet(ctx: Context, mine: str, theirs: str) -> Result:
     """Rendezvous: True only when the other side runs at the same time (bounded wait, no speed assertion)."""
-    folder = ctx.options["dir"]
+    folder = os.environ["ENVCHECK_TEST_DIR"]
     open(os.path.join(folder, mine), "w").close()
     deadline = time.monotonic() + 15
     while not os.path.exists(os.path.join(folder, theirs)) and time.monotonic() < deadline:
@@ -107,3 +105,8 @@ def busy_gpu(ctx: Context) -> Result:
 def budget(ctx: Context) -> Result:
     """Reports how much time the runner gave it."""
     return passed("budget", measured={"left": ctx.time_left()})
+
+
+def echoes_options(ctx: Context) -> Result:
+    """Reports the typed options as the worker received them."""
+    return passed("options", measured={"type": type(ctx.options).__name__, **ctx.options.to_dict()})

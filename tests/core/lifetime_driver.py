@@ -19,7 +19,7 @@ def main() -> int:
     specs = [CheckSpec(f"test.hang_{g}", fault_checks.sleeps_forever, "hangs", group=g, timeout_s=600)
              for g in ("a", "b")]
     env = {**os.environ, "ENVCHECK_TEST_MARKER": marker}
-    with Runner(Context(options={"marker": marker}), env=env, share_gpu=True) as runner:
+    with Runner(Context(), env=env, share_gpu=True) as runner:
         runner.run(specs)
     return 0
 

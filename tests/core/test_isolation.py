@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
@@ -18,10 +19,14 @@ def spec(func, timeout_s: float = 20.0) -> CheckSpec:  # type: ignore[no-untyped
     return CheckSpec(f"test.{func.__name__}", func, "fault injection", timeout_s=timeout_s, group="faults")
 
 
+def marked(marker: str) -> dict[str, str]:
+    """The workers' environment with the marker their processes (and grandchildren) are found by."""
+    return {**os.environ, "ENVCHECK_TEST_MARKER": marker}
+
+
 def test_hung_check_becomes_error_within_timeout_and_leaves_no_orphan() -> None:
     marker = uuid.uuid4().hex
-    ctx = Context(options={"marker": marker})
-    with Runner(ctx) as runner:
+    with Runner(Context(), env=marked(marker)) as runner:
         start = time.monotonic()
         result = runner.run_one(spec(fault_checks.sleeps_forever, timeout_s=3))
         elapsed = time.monotonic() - start
@@ -53,7 +58,7 @@ def test_segfault_and_os_exit_become_error_and_later_checks_run() -> None:
 
 def test_whole_run_timeout_caps_checks_and_marks_the_rest() -> None:
     marker = uuid.uuid4().hex
-    with Runner(Context(options={"marker": marker}), total_timeout_s=2) as runner:
+    with Runner(Context(), total_timeout_s=2, env=marked(marker)) as runner:
         start = time.monotonic()
         hung, never = runner.run([spec(fault_checks.sleeps_forever, 60), spec(fault_checks.healthy)])
         assert time.monotonic() - start < 2 + 5
@@ -79,7 +84,7 @@ def test_gpu_groups_never_overlap_and_release_their_worker_while_cpu_groups_stil
              gpu(fault_checks.gpu_user, "gpu_a"), gpu(fault_checks.gpu_user, "gpu_b"),
              gpu(fault_checks.gpu_meets_cpu, "gpu_a"),
              CheckSpec("test.cpu_meets_gpu", fault_checks.cpu_meets_gpu, "cpu", group="cpu", uses_gpu=False)]
-    with Runner(Context(options={"dir": str(tmp_path)}), share_gpu=False) as runner:
+    with Runner(Context(), share_gpu=False, env={**os.environ, "ENVCHECK_TEST_DIR": str(tmp_path)}) as runner:
         results = runner.run(specs)
     assert all(r.status is Status.PASS for r in results), results
     by_group: dict[int, list[tuple[float, float]]] = {}

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from envcheck.images import build as builder
+from envcheck.images.engine import find_docker
 from envcheck.images.matrix import Row, default_matrix_path, load_matrix
 
 TEST_ROW = os.environ.get("ENVCHECK_TEST_ROW", "2.11-cu130")
@@ -24,8 +25,6 @@ TEST_REPO = "envcheck-images-test"  # not shared with other helpers on this engi
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 SECRET_MARKER = "envcheck-ca-secret-marker-7f3a"
 
-if "ENVCHECK_DOCKER" not in os.environ and Path("/usr/bin/docker").exists():
-    os.environ["ENVCHECK_DOCKER"] = "/usr/bin/docker"  # Debian's client: BuildKit built in
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +59,7 @@ def build_image(row: Row, target: str, ca: Path, docker_client: Any) -> str:
         return ref
     if _existing(docker_client, TEST_BASE) is None:
         pytest.fail(f"base image {TEST_BASE} is missing; run `make base-image`")
-    if shutil.which(os.environ["ENVCHECK_DOCKER"]) is None:
+    if shutil.which(find_docker() or "docker") is None:
         pytest.fail("no docker CLI for BuildKit builds; set ENVCHECK_DOCKER")
     return builder.run_build(req, timeout_s=3000)
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from envcheck.images.engine import docker_binary
 from envcheck.images.matrix import Row
 from tests.helpers import run_cli
 from tests.images.conftest import SECRET_MARKER, run_in
@@ -75,7 +75,7 @@ def test_torch_compile_runs_on_cpu(docker_client: Any, runtime_image: str) -> No
 
 
 def test_no_secret_in_layers_build_args_or_labels(docker_client: Any, runtime_image: str) -> None:
-    history = subprocess.run([os.environ["ENVCHECK_DOCKER"], "history", "--no-trunc", runtime_image],
+    history = subprocess.run([docker_binary(), "history", "--no-trunc", runtime_image],
                              capture_output=True,
                              text=True, timeout=60, check=True).stdout
     config = json.dumps(docker_client.images.get(runtime_image).attrs)

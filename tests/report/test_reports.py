@@ -147,3 +147,32 @@ def test_junit_makes_warn_visible_and_has_timestamp_hostname_and_suite_facts() -
     assert (warn.findtext("system-out") or "").startswith("WARN: meh")
     assert suite.find("testcase[@name='a.pass']/system-out").text == "ok\nmeasured: {\"x\": 1}"  # type: ignore[union-attr]
     assert [c.tag for c in suite][0] == "properties"  # the XSD wants properties before the testcases
+
+
+def test_image_verify_junit_holds_each_images_suite_as_render_junit_writes_it() -> None:
+    from envcheck.images.container import ImageRun
+    from envcheck.images.verify import aggregate_junit
+
+    runs = [ImageRun(image="img:1", report=RunReport(RESULTS), exit_code=1),
+            ImageRun(image="img:2", error="container exited 137", exit_code=137)]
+    suites = ET.fromstring(aggregate_junit(runs)).findall("testsuite")
+    alone = ET.fromstring(render_junit(RunReport(RESULTS), suite_name="img:1")).find("testsuite")
+    assert alone is not None and [s.get("name") for s in suites] == ["img:1", "img:2"]
+
+    def shape(suite: ET.Element) -> list[tuple[str, dict[str, str], str]]:
+        return [(e.tag, {k: v for k, v in e.attrib.items() if k != "timestamp"}, (e.text or "").strip())
+                for e in suite.iter()]
+
+    assert shape(suites[0]) == shape(alone)
+    assert suites[1].find("testcase/error").get("message") == "container exited 137"  # type: ignore[union-attr]
+
+
+def test_json_report_serialises_each_result_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envcheck.core.result import Result
+
+    calls = []
+    original = Result.to_dict
+    monkeypatch.setattr(Result, "to_dict", lambda self: calls.append(self.name) or original(self))
+    doc = json.loads(render_json(RunReport(RESULTS)))
+    assert sorted(calls) == sorted(r.name for r in RESULTS)
+    assert [r["name"] for r in doc["results"]] == [r.name for r in RESULTS]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.distributed import pattern
 from envcheck.checks.distributed.rank_plan import RankContext
 from envcheck.checks.distributed.verdicts import exact_op_result
+from envcheck.core.check import CheckOptions
 
 COUNT = 4096
 
@@ -25,6 +25,6 @@ def run(rc: RankContext) -> dict[str, Any]:
     return {"elements": COUNT * rc.world, "wrong": wrong}
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Mapping[str, Any]) -> Any:
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Any:
     """Every gathered element exact."""
     return exact_op_result(findings, "all_gather", "all_gather", backend, world)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.distributed import pattern
@@ -11,7 +10,7 @@ from envcheck.checks.distributed.faults import apply_at_all_reduce
 from envcheck.checks.distributed.launch import launch
 from envcheck.checks.distributed.rank_plan import RankContext
 from envcheck.checks.distributed.verdicts import WRONG_REMEDIATION, scope, sum_wrong
-from envcheck.core.check import Context
+from envcheck.core.check import CheckOptions, Context
 from envcheck.core.result import Result, failed, passed
 
 GPU_EXACT_COUNT = 4 << 20  # 16 MiB of float32
@@ -45,7 +44,7 @@ def run(rc: RankContext) -> dict[str, Any]:
     return out
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Mapping[str, Any]) -> Result:
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Result:
     """#wrong over every element of every rank, for each dtype."""
     measured: dict[str, Any] = {"backend": backend, "world_size": world}
     problems = []

@@ -50,8 +50,8 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
                           "install a CUDA build of torch (pip install torch --index-url "
                           "https://download.pytorch.org/whl/cu128)", fault_class="image")
         return "nccl", int(torch.cuda.device_count())
-    ranks = ctx.options.get("cpu_ranks", 2)
-    if not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 1:
+    ranks = ctx.options.cpu_ranks
+    if ranks < 1:
         return errored(f"cpu_ranks must be a positive integer, got {ranks!r} (use --cpu-ranks 2)")
     if not dist.is_gloo_available():
         return skipped("this torch build has no gloo backend")

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from envcheck.checks.distributed.forked import ForkedRank
 from envcheck.checks.distributed.shm import remove_segments, segments_mapped_by
+from envcheck.core.check import MEMORY_FRACTION
 
 POLL_S = 0.05
 GRACE_S = 3.0  # how long the other ranks get to notice a dead peer before they are killed
@@ -39,7 +40,7 @@ class LaunchPlan:
     sizes: tuple[int, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     start: str = "spawn"  # "fork" (when this process has not initialised CUDA, see can_fork) or "spawn"
-    memory_fraction: float = 0.1  # GPU sweep: share of free memory the largest message may use
+    memory_fraction: float = MEMORY_FRACTION  # GPU sweep: share of free memory the largest message may use
 
 
 @dataclass

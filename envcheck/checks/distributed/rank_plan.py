@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from envcheck.checks.distributed.faults import Fault
+from envcheck.core.check import MEMORY_FRACTION
 
 Progress = Callable[[str], None]
 
@@ -34,7 +35,7 @@ class RankContext:
     progress: Progress
     fault: Fault | None = None
     sizes: tuple[int, ...] = ()
-    memory_fraction: float = 0.1
+    memory_fraction: float = MEMORY_FRACTION
 
 
 def collective(step: str) -> ModuleType:
@@ -51,7 +52,7 @@ def collective(step: str) -> ModuleType:
 
 
 def run_plan(rank: int, world: int, device: Any, steps: tuple[str, ...], sizes: tuple[int, ...],
-             progress: Progress, fault: Fault | None = None, memory_fraction: float = 0.1) -> dict[str, Any]:
+             progress: Progress, fault: Fault | None = None, memory_fraction: float = MEMORY_FRACTION) -> dict[str, Any]:
     """Run the requested steps in order and return this rank's findings, keyed by step."""
     rc = RankContext(rank, world, device, progress, fault, sizes, memory_fraction)
     found: dict[str, Any] = {"rank": rank, "device": str(device)}

@@ -6,7 +6,6 @@ Timing arithmetic lives in the shared `timing` module; `busbw`/`algbw` are re-ex
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -16,7 +15,7 @@ from envcheck.checks.distributed.pattern import VERIFY_WORKSPACE_BYTES, count_wr
 from envcheck.checks.distributed.rank_plan import RankContext
 from envcheck.checks.distributed.timing import MIB, algbw, busbw, iterations, slowest_rank, time_op
 from envcheck.checks.distributed.verdicts import WRONG_REMEDIATION, format_table, scope, sweep_rows
-from envcheck.core.check import Context
+from envcheck.core.check import CheckOptions, Context
 from envcheck.core.result import Result, failed, passed, warned
 
 __all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "sweep", "sweep_memory"]
@@ -100,10 +99,9 @@ def run(rc: RankContext) -> list[dict[str, Any]]:
     return sweep(sizes, rc.device, rc.progress)
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Mapping[str, Any]) -> Result:
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Result:
     """Peak busbw over the sweep against an optional floor (`min_busbw_gbps`, `strict_perf`); #wrong fails."""
-    floor = options.get("min_busbw_gbps")
-    min_busbw = None if floor is None else float(floor)
+    min_busbw = options.min_busbw_gbps
     rows = sweep_rows(findings)
     peak = max(rows, key=lambda r: r["busbw_gbps"])
     measured = {"backend": backend, "world_size": world, "peak_busbw_gbps": peak["busbw_gbps"],
@@ -120,7 +118,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Map
         if peak["busbw_gbps"] < min_busbw:
             fix = ("Check `nvidia-smi topo -m` (PIX/NV# links expected, not SYS), that NCCL uses NVLink/P2P "
                    "(NCCL_DEBUG=INFO), and that containers run with --ipc=host")
-            make = failed if options.get("strict_perf") else warned
+            make = failed if options.strict_perf else warned
             return make(f"{head}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
                         expected=expected, details=table, fault_class="node")
     if world == 1:
@@ -137,7 +135,7 @@ def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
     # GPU sizes are chosen by the ranks from their free memory (the coordinator never touches CUDA).
     plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, () if backend == "nccl" else CPU_SIZES,
                       start="fork",
-                      memory_fraction=float(ctx.options.get("memory_fraction", 0.1)))
+                      memory_fraction=ctx.options.memory_fraction)
     outcome = launcher(plan)
     if not outcome.ok:
         return launch_failure(outcome, [])

@@ -24,6 +24,7 @@ from typing import Any
 from envcheck.checks.distributed.faults import fault_from_env
 from envcheck.checks.distributed.rank_plan import collective, run_plan
 from envcheck.checks.distributed.verdicts import combine
+from envcheck.core.check import CheckOptions
 from envcheck.core.result import Result, failed
 
 REQUIRED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
@@ -233,7 +234,7 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
                         measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
                         fault_class="node")
         return [result.named("dist.all_reduce", took)]
-    options = {"min_busbw_gbps": opts.min_busbw_gbps, "strict_perf": opts.strict_perf}
+    options = CheckOptions(min_busbw_gbps=opts.min_busbw_gbps, strict_perf=opts.strict_perf)
     return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
             for name, steps in checks_to_run(opts)]
 
