@@ -116,7 +116,10 @@ def test_cgroup_limits_for_real_in_a_child_cgroup() -> None:
         pytest.skip(f"cannot create a cgroup here ({exc.strerror}); the crafted-tree tests cover the parsing")
     try:
         for path, value in writes:
-            path.write_text(value)
+            try:
+                path.write_text(value)
+            except OSError as exc:  # seen on the H100 proof host: the controller is not delegated to this subtree
+                pytest.skip(f"cannot set {path.name} here ({exc.strerror}); the crafted-tree tests cover the parsing")
         join = "; ".join(f"echo $$ > {folder}/cgroup.procs" for folder in made)
         code = "from envcheck.checks.facts import cgroup_limits; import json; print(json.dumps(cgroup_limits()))"
         done = subprocess.run(["sh", "-c", f'{join} && exec "$0" -c "$1"', sys.executable, code],

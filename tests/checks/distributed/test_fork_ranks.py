@@ -55,10 +55,13 @@ def stub_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_mapped_driver_that_never_ran_cuinit_allows_forking_nccl_ranks(stub_driver: Path) -> None:
     """In a fresh interpreter: the stand-in driver is mapped (as on the H100 host) but not initialised, so
     NCCL ranks may be forked; after cuInit they must be spawned."""
+    # Only the stand-in's lines of /proc/self/maps: on a GPU host the real libcuda is mapped too (seen on the
+    # H100 proof host) and would answer for itself.
     code = (f"import ctypes\nlib = ctypes.CDLL({str(stub_driver)!r})\n"
             "from envcheck.checks.distributed.launch import can_fork, mapped_libcuda\n"
-            "print(mapped_libcuda() is not None, can_fork('nccl'))\n"
-            "lib.cuInit(0)\nprint(can_fork('nccl'), can_fork('gloo'))\n")
+            f"maps = lambda: ''.join(l for l in open('/proc/self/maps') if {str(stub_driver)!r} in l)\n"
+            "print(mapped_libcuda(maps()) is not None, can_fork('nccl', maps()))\n"
+            "lib.cuInit(0)\nprint(can_fork('nccl', maps()), can_fork('gloo', maps()))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert out.stdout.split() == ["True", "True", "False", "True"], out.stdout + out.stderr
 
