@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
+from collections.abc import Iterator
 
 from rich.console import Console
 from rich.table import Table
@@ -36,6 +39,19 @@ def context_from_args(args: argparse.Namespace) -> Context:
     )
 
 
+@contextlib.contextmanager
+def swept() -> Iterator[None]:
+    """On the way out (any path, after the Runner killed its workers): remove the launcher work directories of
+    workers that died without cleaning up (killed on timeout, by Ctrl-C or SIGTERM)."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        from envcheck.checks.distributed.workdirs import sweep_after_run
+
+        sweep_after_run(started)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the selected checks and render every requested report."""
     ctx = context_from_args(args)
@@ -43,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # goes to stderr.
     console = Console(stderr=report_on_stdout(args) or bool(getattr(args, "for_mode", None)), highlight=False,
                       width=None if sys.stdout.isatty() else 140)
-    with Runner(ctx, total_timeout_s=args.timeout) as runner:
+    with swept(), Runner(ctx, total_timeout_s=args.timeout) as runner:
         runner.start()  # torch imports in the fork server while the checks are loaded and selected
         from envcheck.checks import HOOKS, registry
 

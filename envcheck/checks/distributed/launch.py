@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from envcheck.checks.distributed.forked import ForkedRank
 from envcheck.checks.distributed.shm import remove_segments, segments_mapped_by
+from envcheck.checks.distributed.workdirs import WORKDIR_PREFIX, sweep_stale_workdirs
 from envcheck.errors import StartFailure, process_start_problem
 
 POLL_S = 0.05
@@ -177,34 +178,6 @@ def _fork_rank(rank: int, argv: list[str], workdir: Path, env: dict[str, str]) -
     proc = ForkedRank(target, str(workdir / f"rank{rank}.log"), env)
     os.close(read_fd)
     return proc, write_fd
-
-
-WORKDIR_PREFIX = "envcheck-dist-"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
-def sweep_stale_workdirs(root: str | None = None) -> list[str]:
-    """Remove the work directories of launches whose process is gone (`envcheck-dist-<pid>-*`: the worker
-    that owned it was killed on timeout, or SIGKILLed, before its own cleanup ran); the paths removed."""
-    base = Path(root or tempfile.gettempdir())
-    removed = []
-    for path in base.glob(f"{WORKDIR_PREFIX}*-*"):
-        pid_text = path.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
-        if not pid_text.isdigit() or not path.is_dir() or path.is_symlink():
-            continue
-        if int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(str(path))
-    return removed
 
 
 def launch(plan: LaunchPlan) -> LaunchOutcome:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks.distributed import launch as launch_mod
+from envcheck.checks.distributed import workdirs
 
 
 def _dead_pid() -> int:
@@ -27,7 +28,7 @@ def test_stale_workdirs_of_dead_launches_are_swept(tmp_path: Path) -> None:
     for path in (dead, live, other):
         path.mkdir()
         (path / "rank0.log").write_text("x")
-    assert launch_mod.sweep_stale_workdirs(str(tmp_path)) == [str(dead)]
+    assert workdirs.sweep_stale_workdirs(str(tmp_path)) == [str(dead)]
     assert not dead.exists() and live.exists() and other.exists()
 
 
