@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import math
+import os
 import signal
+import stat
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -29,40 +33,155 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (try `{self.prog} --help`)")
 
 
-def positive_float(text: str) -> float:
-    """argparse type for --timeout."""
+def _finite(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):  # nan compares false with every limit, so it would silently disable one
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give e.g. 10 or 2.5")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type for --timeout and --min-busbw: a finite number > 0."""
+    value = _finite(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text}")
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """argparse type for thresholds in percent: a finite number >= 0."""
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """argparse type for --memory-fraction: a finite number in (0, 1]."""
+    value = _finite(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1 (a fraction, e.g. 0.1), got {text}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
-    """argparse type for GPU and rank counts."""
-    if not text.isdigit():
+    """argparse type for GPU counts."""
+    if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
     return int(text)
 
 
+# The gloo ranks of the CPU distributed check are forked processes on this host, each with its own torch
+# import and TCP connections; beyond this many they exhaust the process and file limits long before they
+# prove anything more than 2 ranks do.
+MAX_CPU_RANKS = 64
+
+
+def rank_count(text: str) -> int:
+    """argparse type for --cpu-ranks: 2 to MAX_CPU_RANKS (an all-reduce needs two ranks)."""
+    value = non_negative_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{text}: an all-reduce needs at least 2 ranks (e.g. --cpu-ranks 2)")
+    if value > MAX_CPU_RANKS:
+        raise argparse.ArgumentTypeError(
+            f"{text}: at most {MAX_CPU_RANKS}; each rank is a process forked on this host, and more exhaust the "
+            "process and file limits without proving more (test many ranks with torchrun across nodes)")
+    return value
+
+
+def names(text: str) -> str:
+    """argparse type for --only/--skip: at least one comma-separated name (an empty list is a mistake)."""
+    if not [n for n in text.split(",") if n.strip()]:
+        raise argparse.ArgumentTypeError(f"{text!r} names no check; give comma-separated names (see `envcheck list`)")
+    return text
+
+
+NAME_MAX = 255
+
+
 def output_path(text: str) -> str:
-    """argparse type for --json/--junit: '-' or a path whose folder exists and is writable."""
+    """argparse type for --json/--junit: '-' (stdout) or a regular file we can write, whose folder exists.
+    Nothing is created or opened for writing here (a later usage error must leave nothing behind), and a
+    FIFO or device is refused (opening one can block forever)."""
     if text == "-":
         return text
+    if not text or (text.endswith(os.sep) and not os.path.isdir(text)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file path; give e.g. report.json")
     path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file path")
+    if len(os.fsencode(path.name)) > NAME_MAX:
+        raise argparse.ArgumentTypeError(f"file name longer than {NAME_MAX} bytes; give a shorter one")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {exc.strerror}") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise argparse.ArgumentTypeError(f"{text} is a directory; give a file path")
+        if not stat.S_ISREG(st.st_mode):
+            raise argparse.ArgumentTypeError(f"{text} is not a regular file (a FIFO or device); give a file path, "
+                                              "or - for stdout")
+        try:  # no O_CREAT, no O_TRUNC: proves we may write without touching the file
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"cannot write {text}: {exc.strerror}") from None
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise argparse.ArgumentTypeError(f"folder {parent} does not exist; create it first")
-    try:
-        with open(path, "a"):
-            pass
+    try:  # the report is written as a temp file in this folder, then renamed: prove that works, leave nothing
+        fd, probe = tempfile.mkstemp(prefix=".envcheck-probe-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as exc:
-        raise argparse.ArgumentTypeError(f"cannot write {text}: {exc.strerror}") from None
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {exc.strerror} in {parent}") from None
     return text
+
+
+def output_dir(text: str) -> str:
+    """argparse type for bench --plots: a folder that exists and is writable, or can be created (nothing is
+    created here)."""
+    if not text:
+        raise argparse.ArgumentTypeError("'' is not a folder; give e.g. plots/")
+    path = Path(text)
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"{existing} is not a folder; give a folder path for the plots")
+    if not os.access(existing, os.W_OK | os.X_OK) or os.statvfs(existing).f_flag & os.ST_RDONLY:
+        raise argparse.ArgumentTypeError(f"cannot write in {existing}")
+    return text
+
+
+STDOUT_REPORTS = ("json", "junit", "bundle")
+
+
+def check_stdout(args: argparse.Namespace) -> None:
+    """At most one report may go to stdout ('-'), so stdout stays one parseable document."""
+    dashes = [f"--{name}" for name in STDOUT_REPORTS if getattr(args, name, None) == "-"]
+    if len(dashes) > 1:
+        raise UsageError(f"{' and '.join(dashes)} both write to stdout; give all but one a file path")
+
+
+def write_reports(reports: Sequence[tuple[str | None, Callable[[], str]]]) -> list[str]:
+    """Write each (path, render) whose path is set, every one attempted; the failures' one-line messages."""
+    failures = []
+    for path, render in reports:
+        if path:
+            try:
+                write_output(path, render())
+            except WriteError as exc:
+                failures.append(exc.message)
+    return failures
+
+
+def report_on_stdout(args: argparse.Namespace) -> bool:
+    """Whether a report goes to stdout (then the table goes to stderr)."""
+    return any(getattr(args, name, None) == "-" for name in STDOUT_REPORTS)
 
 
 def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default: float | None = None,
@@ -72,7 +191,7 @@ def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default
 
     Where the torchrun entry differs it says so: its `--timeout` is how long a rank may make no progress
     (and the process-group timeout), not a cap on the whole run (`timeout_default`, `timeout_help`); and it
-    passes `check_outputs=False`, since `output_path` creates the file and only rank 0 may write it."""
+    passes `check_outputs=False`: only rank 0 writes the reports, so the other ranks must not judge the path."""
     parser.add_argument("--level", choices=["quick", "full"], default="quick",
                         help="quick (default) or full (adds the slower checks, e.g. the dist.busbw sweep)")
     parser.add_argument("--allow-cpu", action="store_true",
@@ -90,12 +209,12 @@ def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `envcheck run`: the shared run flags, plus selection and the single-node settings."""
     add_shared_run_arguments(parser)
-    parser.add_argument("--only", metavar="NAMES", help="comma-separated check names to run")
-    parser.add_argument("--skip", metavar="NAMES", help="comma-separated check names to leave out")
+    parser.add_argument("--only", type=names, metavar="NAMES", help="comma-separated check names to run")
+    parser.add_argument("--skip", type=names, metavar="NAMES", help="comma-separated check names to leave out")
     parser.add_argument("--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible")
-    parser.add_argument("--cpu-ranks", type=non_negative_int, default=2, metavar="N",
+    parser.add_argument("--cpu-ranks", type=rank_count, default=2, metavar="N",
                         help="gloo ranks for the CPU distributed check (default 2)")
-    parser.add_argument("--memory-fraction", type=positive_float, default=MEMORY_FRACTION, metavar="F",
+    parser.add_argument("--memory-fraction", type=fraction, default=MEMORY_FRACTION, metavar="F",
                         help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)")
 
 
@@ -128,26 +247,94 @@ def _handler(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     return call
 
 
+class WriteError(FatalError):
+    """A report could not be written (the checks themselves ran): one line, exit 3."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=3)
+
+
+def _stdout_gone() -> None:
+    """After EPIPE, point fd 1 at /dev/null so the interpreter's final flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+_STDOUT_CLOSED = False
+
+
+def _reopen_closed_stdout() -> None:
+    """Started with stdout closed (`>&-`): put /dev/null on fd 1, so no file or socket opened later lands
+    there and the table can be printed (to nowhere), and remember that a report for '-' cannot be written."""
+    global _STDOUT_CLOSED
+    if sys.stdout is not None:
+        return
+    _STDOUT_CLOSED = True
+    fd = os.open(os.devnull, os.O_WRONLY)
+    if fd != 1:
+        os.dup2(fd, 1)
+        os.close(fd)
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+
+
 def write_output(path: str, text: str) -> None:
-    """Write a report to a path, or to stdout for '-'."""
+    """Write a report to a path (atomically: a temp file in the same folder, then a rename, so a reader never
+    sees half a report), or to stdout for '-'. A failure is a WriteError (one line, exit 3), never a traceback."""
     if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        with open(path, "w", encoding="utf-8") as fh:
+        if sys.stdout is None or _STDOUT_CLOSED:
+            raise WriteError("cannot write the report to stdout: stdout is closed")
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_gone()
+            raise WriteError("cannot write the report to stdout: its reader exited (broken pipe)") from None
+        except OSError as exc:  # ENOSPC (stdout is /dev/full), EIO ...
+            _stdout_gone()
+            raise WriteError(f"cannot write the report to stdout: {exc.strerror}") from None
+        return
+    target = Path(os.path.realpath(path))
+    tmp: str | None = None
+    try:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = 0o644
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:200]}.", suffix=".tmp", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True) -> int:
     """The one error handler of every front door: a FatalError is one line and its exit code, Ctrl-C is 130,
     SIGTERM/SIGHUP are 128 + the signal (and kill every worker on the way out); never a traceback for these.
     `signals=False` leaves SIGTERM/SIGHUP as they are (a torchrun rank: torchrun's own teardown sends them)."""
+    _reopen_closed_stdout()
     try:
         with interruptible() if signals else contextlib.nullcontext():
             return int(call())
     except FatalError as exc:
         print(f"{prog}: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # the reader of stdout exited while the table was printed (`envcheck | head`)
+        _stdout_gone()
+        print(f"{prog}: error: stdout was closed by its reader (broken pipe)", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
@@ -157,13 +344,15 @@ def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: returns the exit code (0 ok, 1 check failed, 2 bad input, 130 Ctrl-C, 143 SIGTERM)."""
+    """Entry point: returns the exit code (0 ok, 1 check failed, 2 bad input, 3 a report could not be written,
+    130 Ctrl-C, 143 SIGTERM)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version")):
         args_list.insert(0, "run")
 
     def call() -> int:
         args = build_parser().parse_args(args_list)
+        check_stdout(args)
         handler = getattr(args, "handler", None)
         if handler is None:
             raise UsageError(f"no command given; choose one of {', '.join(SUBCOMMANDS)}")

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
+from collections.abc import Iterator
 
 from rich.console import Console
 from rich.table import Table
 
-from envcheck.cli import write_output
+from envcheck.cli import WriteError, report_on_stdout, write_output, write_reports
 from envcheck.cluster import mode as cluster
 from envcheck.core.check import CheckOptions, Context, Level
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
+from envcheck.errors import FatalError
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.summary import exit_code
@@ -31,13 +35,27 @@ def context_from_args(args: argparse.Namespace) -> Context:
     )
 
 
+@contextlib.contextmanager
+def swept() -> Iterator[None]:
+    """On the way out (any path, after the Runner killed its workers): remove the launcher work directories of
+    workers that died without cleaning up (killed on timeout, by Ctrl-C or SIGTERM)."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        from envcheck.checks.distributed.workdirs import sweep_after_run
+
+        sweep_after_run(started)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the selected checks and render every requested report."""
     ctx = context_from_args(args)
-    # With --json -, stdout carries the JSON alone (with --for, the verdict line); the table goes to stderr.
-    console = Console(stderr=args.json == "-" or bool(getattr(args, "for_mode", None)), highlight=False,
+    # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
+    # goes to stderr.
+    console = Console(stderr=report_on_stdout(args) or bool(getattr(args, "for_mode", None)), highlight=False,
                       width=None if sys.stdout.isatty() else 140)
-    with Runner(ctx, total_timeout_s=args.timeout) as runner:
+    with swept(), Runner(ctx, total_timeout_s=args.timeout) as runner:
         runner.start()  # torch imports in the fork server while the checks are loaded and selected
         from envcheck.checks import HOOKS, registry
 
@@ -54,11 +72,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
     print_report(report, console)
-    if args.json:
-        write_output(args.json, render_json(report))
-    if args.junit:
-        write_output(args.junit, render_junit(report))
-    return cluster.finish(args, results, facts, exit_code(results))
+    failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
+    code = cluster.finish(args, results, facts, exit_code(results))
+    if failures:  # the table is shown and --for has spoken; a report the user asked for is missing
+        raise WriteError("; ".join(failures))
+    return code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -85,8 +103,11 @@ def cmd_facts(args: argparse.Namespace) -> int:
 
     with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         facts = runner.facts()
-    if args.json:
-        write_output(args.json, json.dumps(facts, indent=2, default=str) + "\n")
     if args.json != "-":
         print_facts(facts)
+    if args.json:
+        write_output(args.json, json.dumps(facts, indent=2, default=str) + "\n")
+    if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
+        error = facts["error"]
+        raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=1)
     return 0

@@ -6,9 +6,17 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
+from envcheck.cli import (
+    WriteError,
+    non_negative_float,
+    output_dir,
+    output_path,
+    positive_float,
+    rank_count,
+    write_output,
+)
 from envcheck.core.check import CheckOptions, CheckSpec, Context, Level
 from envcheck.core.result import Result, Status
 from envcheck.errors import FatalError, UsageError
@@ -19,17 +27,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="measure GPU (or CPU) performance against peaks and the seeds' claims",
                        description="Measure matmul, memory, copy, all-reduce and training-step performance.")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (CPU: about a minute)")
-    p.add_argument("--json", metavar="PATH|-", help="write the JSON report to PATH, or to stdout with -")
-    p.add_argument("--plots", metavar="DIR", help="write PNG plots of the sweeps into DIR")
+    p.add_argument("--json", type=output_path, metavar="PATH|-", help="write the JSON report to PATH, or to stdout with -")
+    p.add_argument("--plots", type=output_dir, metavar="DIR", help="write PNG plots of the sweeps into DIR")
     p.add_argument("--baseline", metavar="FILE", help="compare with an earlier --json report; exit 1 on regression")
-    p.add_argument("--threshold", metavar="PCT", type=float, default=10.0,
+    p.add_argument("--threshold", metavar="PCT", type=non_negative_float, default=10.0,
                    help="regression threshold in percent (default 10)")
-    p.add_argument("--timeout", metavar="S", type=float, default=None, help="cap on the whole bench, in seconds")
+    p.add_argument("--timeout", metavar="S", type=positive_float, default=None, help="cap on the whole bench, in seconds")
     p.add_argument("--allow-cpu", action="store_true", help="on a host without a GPU, measure the CPU variants")
     p.add_argument("--cpu-threads", metavar="N", type=int, default=None,
                    help="torch threads for the CPU variants (default: torch's choice)")
     p.add_argument("--only", metavar="NAMES", help="comma-separated bench units to run (see bench.* names)")
-    p.add_argument("--cpu-ranks", metavar="N", type=int, default=2, help="processes in the gloo all-reduce")
+    p.add_argument("--cpu-ranks", metavar="N", type=rank_count, default=2, help="processes in the gloo all-reduce")
     p.set_defaults(handler=bench_main)
 
 
@@ -42,6 +50,11 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--cpu-threads {args.cpu_threads}: must be at least 1")
     if args.cpu_ranks < 2:
         raise UsageError(f"--cpu-ranks {args.cpu_ranks}: an all-reduce needs at least 2 ranks")
+    if args.plots:  # before any work, not after the whole bench ran
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plots needs matplotlib: pip install 'envcheck[bench]'") from None
 
 
 def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
@@ -92,7 +105,10 @@ def bench_main(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     try:
         doc = run_bench(args, progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))
-        plots = write_plots(doc["figures"], args.plots) if args.plots else []
+        try:
+            plots = write_plots(doc["figures"], args.plots) if args.plots else []
+        except OSError as exc:
+            raise WriteError(f"cannot write the plots into {args.plots}: {exc.strerror or exc}") from None
     except FatalError as exc:
         print(f"envcheck bench: {exc.message}", file=sys.stderr)
         return exc.exit_code
@@ -102,9 +118,9 @@ def bench_main(args: argparse.Namespace) -> int:
     for path in plots:
         console.print(f"plot written: {path}", markup=False)
     if args.json:
-        text = json.dumps(doc, indent=2)
-        if to_stdout:
-            sys.stdout.write(text + "\n")
-        else:
-            Path(args.json).write_text(text + "\n")
+        try:
+            write_output(args.json, json.dumps(doc, indent=2) + "\n")
+        except FatalError as exc:
+            print(f"envcheck bench: {exc.message}", file=sys.stderr)
+            return exc.exit_code
     return int(doc["exit_code"])

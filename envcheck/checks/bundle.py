@@ -16,6 +16,7 @@ import stat
 import warnings
 from typing import Any
 
+from envcheck import secrets
 from envcheck.checks.probe import (
     driver_cuda_version,
     in_container,
@@ -41,22 +42,12 @@ OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {"cu_init": (int, None)
                                                            "nvml_error": (str, None), "nvml_gpus": (list, str)}
 ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "LD_PRELOAD",
                 "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "ENVCHECK_")
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CRED")
-_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
 _LIBS = re.compile(r"/lib(cuda|cudart|cudnn[a-z_]*|nccl|nvidia-ml|cublas|cublasLt|torch_cuda)\.so[.\d]*$")
 
 
 def redact_env(environ: dict[str, str]) -> dict[str, str]:
-    """The variables the diagnosis reads; a name that suggests a secret hides its value, URLs lose user:token@."""
-    out: dict[str, str] = {}
-    for name in sorted(environ):
-        if not name.startswith(ENV_PREFIXES):
-            continue
-        if any(w in name.upper() for w in SECRET_WORDS):
-            out[name] = "<redacted>"
-        else:
-            out[name] = _URL_USERINFO.sub(r"\1<redacted>@", environ[name])
-    return out
+    """The variables the diagnosis reads, secrets redacted by name and in URLs (envcheck.secrets)."""
+    return secrets.redact_env(environ, ENV_PREFIXES)
 
 
 def loaded_libraries(maps: str | None = None) -> list[str]:

@@ -14,24 +14,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from envcheck import secrets
 from envcheck.checks.distributed.facts import distributed_facts
 from envcheck.checks.gpu_inventory import field, gpu_inventory
 from envcheck.checks.probe import CommandRunner, absent, in_container, read_text, run_command
 from envcheck.versions import cudnn_version_text, pinned_with_prefix
 
-SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "credential")
 ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "ENVCHECK_")
 
 
 def redact_env(environ: dict[str, str]) -> dict[str, str]:
-    """The GPU-relevant variables, with any whose name suggests a secret redacted."""
-    out: dict[str, str] = {}
-    for name in sorted(environ):
-        if not name.startswith(ENV_PREFIXES):
-            continue
-        secret = any(w in name.lower() for w in SECRET_WORDS)
-        out[name] = "<redacted>" if secret else environ[name]
-    return out
+    """The GPU-relevant variables, secrets redacted by name and in URLs (envcheck.secrets)."""
+    return secrets.redact_env(environ, ENV_PREFIXES)
 
 
 def os_facts() -> dict[str, Any]:
@@ -147,26 +141,12 @@ def collect_facts(run: CommandRunner = run_command) -> dict[str, Any]:
 # ---- collect_env parity: toolchain, libc, packages, cgroup limits, runtime env, build arch flags ----------
 
 RUNTIME_ENV_PREFIXES = ("GLOO_", "NCCL_", "LD_", "OMP_", "PYTHONPATH", "MKL_", "KMP_")
-RUNTIME_SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "auth", "cred")
 _UNLIMITED_V1 = 2**62  # cgroup v1 writes "no limit" as LONG_MAX rounded down to a page
-
-
-def redact_value(value: str) -> str:
-    """Hide credentials inside URLs (`https://user:token@host` -> `https://<redacted>@host`)."""
-    import re
-
-    return re.sub(r"(?<=://)[^/@\s:]+(:[^/@\s]*)?@", "<redacted>@", value)
 
 
 def runtime_env(environ: dict[str, str]) -> dict[str, str]:
     """GLOO_*, NCCL_*, LD_*, OMP_*, MKL_*, KMP_* and PYTHONPATH, secrets redacted by name and in URLs."""
-    out: dict[str, str] = {}
-    for name in sorted(environ):
-        if not name.startswith(RUNTIME_ENV_PREFIXES):
-            continue
-        secret = any(w in name.lower() for w in RUNTIME_SECRET_WORDS)
-        out[name] = "<redacted>" if secret else redact_value(environ[name])
-    return out
+    return secrets.redact_env(environ, RUNTIME_ENV_PREFIXES)
 
 
 def toolchain_facts(run: CommandRunner = run_command) -> dict[str, Any]:

@@ -54,7 +54,8 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
     mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
     if mode is not None:
         decision = decide(results, mode)
-        out = sys.stderr if getattr(args, "json", None) == "-" else sys.stdout  # keep `--json -` pure JSON
+        # keep `--json -`/`--junit -` pure
+        out = sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "junit", None)) else sys.stdout
         for line in decision.warnings:
             print(f"envcheck: warning: {line}", file=sys.stderr)
         if decision.reason:

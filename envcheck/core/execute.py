@@ -10,6 +10,7 @@ from typing import Any
 
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result, Status, errored, failed, skipped
+from envcheck.errors import StartFailure
 
 
 def unmet_need(spec: CheckSpec) -> str | None:
@@ -61,6 +62,8 @@ def execute(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | None
         result = skipped(why) if why else spec.func(ctx)
         if not isinstance(result, Result):
             result = errored(f"check returned {type(result).__name__}, not a Result")
+    except StartFailure as exc:  # a process could not be started: the cause is the whole story
+        result = errored(str(exc))
     except Exception as exc:
         result = environment_failure(exc, diagnose) or errored(
             f"{CRASH_PREFIX} {type(exc).__name__}: {exc}".splitlines()[0],

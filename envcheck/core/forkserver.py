@@ -16,6 +16,7 @@ after CUDA is initialised is unsafe, so nothing here touches `torch.cuda` beyond
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -102,7 +103,15 @@ class Server:
                                       "forking a worker from it is unsafe"})
             op = "refused"
         elif op == "fork":
-            send(self.sock, {"pid": self.fork(fds)})
+            try:
+                send(self.sock, {"pid": self.fork(fds)})
+            except OSError as exc:  # BlockingIOError under a low `ulimit -u`: an error result, not a dead server
+                from envcheck.errors import process_start_problem
+
+                for fd in fds:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                send(self.sock, {"error": process_start_problem(exc)})
         elif op == "preload":
             send(self.sock, preload(list(request.get("modules", []))))
         elif op == "state":
@@ -114,7 +123,7 @@ class Server:
             os.close(fd)
         return True
 
-    def fork(self, fds: list[int]) -> int:
+    def fork(self, fds: list[int]) -> int:  # raises OSError when the fork fails (fds still open)
         """Fork one worker; the parent keeps only the status pipe's write end."""
         requests, replies, log, status = fds
         for stream in (sys.stdout, sys.stderr):

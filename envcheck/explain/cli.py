@@ -30,7 +30,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     from envcheck.checks.bundle import load_bundle
     from envcheck.checks.replay import explain_bundle
-    from envcheck.cli import write_output
+    from envcheck.cli import WriteError, report_on_stdout, write_reports
     from envcheck.core.check import Context
     from envcheck.core.run_report import RunReport
     from envcheck.report.json_report import render_json
@@ -45,12 +45,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     report = RunReport(results=results, facts={**facts, "bundle": {
         "file": args.bundle, "envcheck_version": bundle.get("envcheck_version"), "env": bundle.get("env", {}),
         "libraries": bundle["cuda"].get("libraries", [])}}, context=ctx)
-    console = Console(stderr=args.json == "-", highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = Console(stderr=report_on_stdout(args), highlight=False, width=None if sys.stdout.isatty() else 140)
     print_report(report, console)
-    if args.json:
-        write_output(args.json, render_json(report))
-    if args.junit:
-        write_output(args.junit, render_junit(report))
+    failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
+    if failures:
+        raise WriteError("; ".join(failures))
     return exit_code(results)
 
 

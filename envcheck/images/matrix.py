@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -99,16 +100,33 @@ def default_matrix_path() -> Path:
     return repo if repo.is_file() else Path("docker") / "matrix.toml"
 
 
+MAX_MATRIX_BYTES = 1 << 20  # the committed matrix is a few KiB
+
+
+def _read_regular(path: Path, limit: int) -> str:
+    """A regular file's text, at most `limit` bytes (a FIFO would block, /dev/zero never ends)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a FIFO does not wait for a writer
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path}: not a regular file; give the path of a matrix.toml")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"{path}: larger than {limit // 1024} KiB; a matrix file is a few KiB")
+    return data.decode("utf-8")
+
+
 def load_matrix(path: Path) -> Matrix:
     """Parse and validate a matrix file; any problem is a one-line UsageError naming file, row, field."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_regular(path, MAX_MATRIX_BYTES))
     except FileNotFoundError:
         raise UsageError(f"{path}: matrix file not found; pass --matrix PATH or set ENVCHECK_MATRIX") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read the matrix file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not valid TOML: nested too deeply; a matrix is rows of flat tables") from None
     where = str(path)
     unknown = sorted(set(data) - {"schema_version", "defaults", "rows"})
     if unknown:
@@ -129,7 +147,9 @@ def load_matrix(path: Path) -> Matrix:
 
 
 def _parse_row(where: str, index: int, raw: dict[str, Any]) -> Row:
-    label = f"{where}: row {index} ({raw.get('id', '?')})"
+    row_id = raw.get("id", "?")
+    shown = row_id if isinstance(row_id, str) and row_id.isascii() and row_id.isprintable() else repr(row_id)
+    label = f"{where}: row {index} ({shown})"  # one line even when the id itself is the problem
 
     def bad(name: str, problem: str | None) -> None:
         if problem:

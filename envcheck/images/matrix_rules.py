@@ -44,10 +44,13 @@ def arch_list(torch_cuda_arch_list: str) -> list[str]:
     return out
 
 
-_ROW_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
-_PYTHON = re.compile(r"^3\.\d{1,2}$")
-_IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
-_INDEX_CUDA = re.compile(r"/cu(\d{3})/?$")
+# fullmatch with explicit ASCII classes: `$` also matches before a final newline, and `\d` matches any
+# Unicode digit; a newline in a value would inject lines into the `KEY=VALUE` build_args of CI.
+_ROW_ID = re.compile(r"[a-z0-9][a-z0-9.-]*")
+_PYTHON = re.compile(r"3\.[0-9]{1,2}")
+_IMAGE_REF = re.compile(r"[a-z0-9][a-z0-9._/:@-]*")
+_URL = re.compile(r"https://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+")  # RFC 3986 characters: no space or control
+_INDEX_CUDA = re.compile(r"/cu([0-9]{3})/?\Z")
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -57,7 +60,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 def _exact(value: Any, parts: int) -> bool:
     """A plain release with exactly `parts` numbers (`2.9.1`, `12.8`): no pre/post/dev/local part, no epoch."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not value.isascii():
         return False
     version = parse_version(value)
     return (version is not None and str(version) == value and len(version.release) == parts
@@ -66,7 +69,7 @@ def _exact(value: Any, parts: int) -> bool:
 
 def check_row_id(value: Any) -> str | None:
     """Row ids become part of CI job names: lowercase letters, digits, dots and dashes."""
-    if not isinstance(value, str) or not _ROW_ID.match(value):
+    if not isinstance(value, str) or not _ROW_ID.fullmatch(value):
         return f"{value!r} is not a row id (lowercase letters, digits, '.', '-'; e.g. '2.9-cu128')"
     return None
 
@@ -114,8 +117,8 @@ def check_cuda(value: Any) -> str | None:
 
 def check_index_url(value: Any, torch: str, cuda: str) -> str | None:
     """The index must serve the row's CUDA flavour: PyPI's default, or a `.../cuXYZ` index."""
-    if not isinstance(value, str) or not value.startswith("https://"):
-        return f"{value!r} is not an https:// wheel index URL"
+    if not isinstance(value, str) or not _URL.fullmatch(value):
+        return f"{value!r} is not an https:// wheel index URL (no spaces, newlines or other control characters)"
     if value in PYPI_INDEX_URLS:
         key = version_tuple(torch)[:2]
         pypi_cuda = PYPI_CUDA.get((key[0], key[1]))
@@ -137,14 +140,14 @@ def check_index_url(value: Any, torch: str, cuda: str) -> str | None:
 
 def check_python(value: Any) -> str | None:
     """Python as major.minor; the base image must ship that python3."""
-    if not isinstance(value, str) or not _PYTHON.match(value):
+    if not isinstance(value, str) or not _PYTHON.fullmatch(value):
         return f"{value!r} is not a Python version like '3.11'"
     return None
 
 
 def check_base_image(value: Any) -> str | None:
     """An apt-based image reference (name[:tag][@digest])."""
-    if not isinstance(value, str) or not _IMAGE_REF.match(value):
+    if not isinstance(value, str) or not _IMAGE_REF.fullmatch(value):
         return f"{value!r} is not an image reference like 'debian:bookworm-slim'"
     return None
 

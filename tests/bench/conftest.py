@@ -6,7 +6,6 @@ subcommand, `tests.helpers.run_cli("bench", ...)` drives the same handler.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -23,11 +22,16 @@ FAST_UNITS = "bench.cpu_matmul,bench.cpu_memory"
 
 def bench(*argv: str) -> int:
     """Parse `envcheck bench ARGV` and run its handler; return the exit code."""
-    parser = argparse.ArgumentParser(prog="envcheck")
-    register(parser.add_subparsers())
-    args = parser.parse_args(["bench", *argv])
-    code: int = args.handler(args)
-    return code
+    from envcheck.cli import Parser, guard
+
+    def call() -> int:  # as the CLI parses: the shared Parser and error handler (a bad value is exit 2)
+        parser = Parser(prog="envcheck")
+        register(parser.add_subparsers(parser_class=Parser))
+        args = parser.parse_args(["bench", *argv])
+        code: int = args.handler(args)
+        return code
+
+    return guard(call, signals=False)
 
 
 @contextlib.contextmanager

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -102,21 +104,45 @@ def test_facts_json_is_structured_and_says_why_values_are_absent() -> None:
     assert set(facts["ulimits"]) == {"memlock_bytes", "stack_bytes", "nofile"}
 
 
-def test_ctrl_c_exits_130() -> None:
+def test_ctrl_c_exits_130_without_traceback_and_leaves_nothing() -> None:
+    """Ctrl-C (SIGINT to the foreground process group) mid-run: exit 130, one line, every process gone, no
+    launcher work directory left."""
     import signal
     import subprocess
     import sys
     import time
+    import uuid
 
-    from tests.helpers import ROOT
+    from tests.helpers import ROOT, descendants, processes_with_marker
 
+    marker = f"envcheck-ctrl-c-{uuid.uuid4().hex}"
     proc = subprocess.Popen([sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--level", "full"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert b"interrupted" in err
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            env={**os.environ, "ENVCHECK_TEST_MARKER": marker})
+    try:
+        deadline = time.monotonic() + 60
+        seen: set[int] = set()
+        while time.monotonic() < deadline and len(seen) < 3:  # the fork server and its workers are running
+            seen.update(descendants(proc.pid))
+            time.sleep(0.1)
+        assert seen, "envcheck never started a worker"
+        time.sleep(1.0)
+        seen.update(descendants(proc.pid))
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert b"interrupted" in err and b"Traceback" not in err, err.decode()
+        assert err.decode().strip().splitlines()[-1] == "envcheck: interrupted"
+        end = time.monotonic() + 10
+        while processes_with_marker(marker) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert processes_with_marker(marker) == [], "processes left behind"
+        left = [p for pid in seen for p in Path(tempfile.gettempdir()).glob(f"envcheck-dist-{pid}-*")]
+        assert left == [], left
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def test_run_and_the_torchrun_entry_declare_the_shared_run_flags_once() -> None:

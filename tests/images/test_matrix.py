@@ -133,3 +133,65 @@ def test_wheelhouse_downloads_the_row_from_its_index_and_envcheck_deps_from_pypi
     assert f"torch=={row.torch}" in wheels and "extra-req==1" in wheels and row.index_url in wheels
     assert all(d in deps for d in build.ENVCHECK_DEPS) and "https://pypi.org/simple" in deps
     assert not any(a.startswith("torch") for a in deps)
+
+
+# Issue 11: the validator must reject what would inject lines into CI or hang the reader.
+def test_a_newline_in_index_url_cannot_inject_build_args(tmp_path: Path) -> None:
+    evil = GOOD_ROW.replace('"2.9-cu128"', '"2.9-cu130"').replace('"12.8"', '"13.0"').replace(
+        '"https://pypi.org/simple"', '"https://x.example/cu130\\nBASE_IMAGE=evil:latest\\nx=https://y/cu130"')
+    try:
+        matrix = load_matrix(write(tmp_path, HEADER + evil))
+    except UsageError as exc:
+        assert "index_url" in exc.message and "newlines" in exc.message and "\n" not in exc.message
+    else:  # today's code: CI's build_args gain a BASE_IMAGE line the matrix never declared as such
+        lines = github_matrix(matrix)["include"][0]["build_args"].splitlines()
+        pytest.fail(f"accepted, and build_args now has {len(lines)} lines: {lines}")
+
+
+@pytest.mark.parametrize("field, value", [
+    ("id", '"2.9-cu128\\n"'),
+    ("python", '"3.11\\n"'),
+    ("python", '"3.1\u0661"'),
+    ("base_image", '"debian:bookworm-slim\\n"'),
+    ("index_url", '"https://pypi.org/simple\\n"'),
+    ("torch", '"2.9.\u0661"'),
+    ("cuda", '"12.\u0668"'),
+])
+def test_trailing_newlines_and_non_ascii_digits_are_rejected(tmp_path: Path, field: str, value: str) -> None:
+    row = GOOD_ROW.replace("[[rows]]\n", f"[[rows]]\n{field} = {value}\n") if field in ("python", "base_image") \
+        else "\n".join(f"{field} = {value}" if line.startswith(f"{field} =") else line
+                       for line in GOOD_ROW.splitlines())
+    assert f"field {field!r}" in error_of(tmp_path, HEADER + row)
+
+
+def test_deeply_nested_toml_is_one_line(tmp_path: Path) -> None:
+    assert "nested too deeply" in error_of(tmp_path, HEADER + "x = " + "[" * 20000 + "]" * 20000 + "\n")
+
+
+@pytest.mark.parametrize("name", ["fifo", "/dev/zero"])
+def test_only_regular_files_are_read(tmp_path: Path, name: str) -> None:
+    import os
+    import threading
+
+    path = Path(name) if name.startswith("/") else tmp_path / name
+    if not path.exists():
+        os.mkfifo(path)
+    outcome: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            load_matrix(path)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=load, daemon=True)  # today: a FIFO blocks, /dev/zero reads without end
+    worker.start()
+    worker.join(20)
+    assert not worker.is_alive(), f"load_matrix({path}) hangs"
+    assert isinstance(outcome[0], UsageError) and "not a regular file" in outcome[0].message
+
+
+def test_the_matrix_file_has_a_size_limit(tmp_path: Path) -> None:
+    big = write(tmp_path, HEADER + "#" * (2 << 20) + "\n" + GOOD_ROW)
+    with pytest.raises(UsageError, match="larger than"):
+        load_matrix(big)

@@ -22,7 +22,9 @@ from typing import Any, Protocol
 
 from envcheck.checks.distributed.forked import ForkedRank
 from envcheck.checks.distributed.shm import remove_segments, segments_mapped_by
+from envcheck.checks.distributed.workdirs import WORKDIR_PREFIX, sweep_stale_workdirs
 from envcheck.core.check import MEMORY_FRACTION
+from envcheck.errors import StartFailure, process_start_problem
 
 POLL_S = 0.05
 GRACE_S = 3.0  # how long the other ranks get to notice a dead peer before they are killed
@@ -180,11 +182,20 @@ def _fork_rank(rank: int, argv: list[str], workdir: Path, env: dict[str, str]) -
 
 
 def launch(plan: LaunchPlan) -> LaunchOutcome:
-    """Run every rank to completion, death or the deadline; never leaves a rank behind."""
+    """Run every rank to completion, death or the deadline; never leaves a rank behind, nor its work
+    directory (removed on every path here; a SIGKILL that skips this is swept by the next launch)."""
+    sweep_stale_workdirs()
+    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
+    try:
+        return _launch(plan, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _launch(plan: LaunchPlan, workdir: Path) -> LaunchOutcome:
     import torch.distributed as dist
 
     began, started_at = time.monotonic(), time.time()
-    workdir = Path(tempfile.mkdtemp(prefix="envcheck-dist-"))
     config = json.dumps({"backend": plan.backend, "steps": list(plan.steps), "sizes": list(plan.sizes),
                          "memory_fraction": plan.memory_fraction,
                          "collective_timeout_s": plan.deadline_s + 5.0})
@@ -209,13 +220,16 @@ def launch(plan: LaunchPlan) -> LaunchOutcome:
         for rank in () if fork else range(plan.world_size):
             procs.append(_spawn_rank(rank, [str(rank), argv[1], str(store.port), *argv[3:]], workdir, env))
         deadline_hit = _supervise(procs, began + plan.deadline_s)
+    except OSError as exc:
+        if len(procs) < plan.world_size:  # a rank could not be forked or spawned (e.g. ulimit -u reached)
+            raise StartFailure(f"rank {len(procs)} of {plan.world_size}: {process_start_problem(exc)}") from None
+        raise
     finally:
         for write_fd in pipes:
             os.close(write_fd)
         killed, shm_removed = _kill_all(procs)
         del store
     ranks = [_collect(workdir, rank, proc, rank in killed) for rank, proc in enumerate(procs)]
-    shutil.rmtree(workdir, ignore_errors=True)
     return LaunchOutcome(plan, ranks, round(time.monotonic() - began, 3), deadline_hit, shm_removed,
                          started_at)
 
