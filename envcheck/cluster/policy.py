@@ -22,8 +22,6 @@ NODE_FAULT = 1  # prolog and npd: a node fault (npd: "problem")
 USAGE = 2  # bad input, every mode (npd reads 2 as "unknown", which is what it is)
 NPD_UNKNOWN = 2  # npd: envcheck could not judge the node (an unclassified ERROR)
 PREFLIGHT_NODE = 10  # preflight: retry elsewhere (the node is at fault)
-PREFLIGHT_IMAGE = 11  # preflight: fail the Job (the image is at fault; it fails on every node)
-PREFLIGHT_CONFIG = 12  # preflight: fail the Job (the pod spec or env is at fault)
 REASON_MAX = 200
 LOST_GPU_FIX = ("check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
                 "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`")  # scontrol's Reason= is free text; keep it one short line
@@ -99,11 +97,7 @@ def decide(results: Sequence[Result], mode: Mode) -> Decision:
         code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
         reason = one_line(node[0]) + (f" (+{len(node) - 1} more node faults)" if len(node) > 1 else "")
         return Decision(code, reason, warnings)
-    if mode is Mode.PREFLIGHT:
-        for cls, code in (("image", PREFLIGHT_IMAGE), ("config", PREFLIGHT_CONFIG)):
-            hit = [r for r in bad if r.fault_class == cls]
-            if hit:
-                return Decision(code, one_line(hit[0]), warnings)
+    # Image and config faults never fail a node's gate, in any mode: exit 0 with the warnings in the job's output.
     if mode is Mode.NPD and any(r.fault_class is None for r in bad):
         return Decision(NPD_UNKNOWN, "", warnings)
     return Decision(OK, "", warnings)

@@ -53,7 +53,7 @@ def test_pod_failure_policy_keys_on_the_preflight_codes() -> None:
     job = docs(EXAMPLES / "job-pod-failure-policy.yaml")[0]
     by_action = {r["action"]: set(r["onExitCodes"]["values"]) for r in job["spec"]["podFailurePolicy"]["rules"]}
     assert by_action["Ignore"] == {policy.PREFLIGHT_NODE}
-    assert by_action["FailJob"] == {policy.USAGE, policy.PREFLIGHT_IMAGE, policy.PREFLIGHT_CONFIG}
+    assert by_action["FailJob"] == {policy.USAGE}
     command = " ".join(job["spec"]["template"]["spec"]["containers"][0]["command"])
     assert "--for preflight" in command
 
@@ -72,8 +72,7 @@ def test_cluster_md_documents_the_codes() -> None:
     codes = {m: [int(c) for c in re.findall(r"\d+", v)] for m, v in rows.items()}
     assert codes["prolog"] == [policy.OK, policy.NODE_FAULT, policy.USAGE]
     assert codes["npd"] == [policy.OK, policy.NODE_FAULT, policy.NPD_UNKNOWN]
-    assert codes["preflight"] == [policy.OK, policy.PREFLIGHT_NODE, policy.PREFLIGHT_IMAGE,
-                                  policy.PREFLIGHT_CONFIG, policy.USAGE]
+    assert codes["preflight"] == [policy.OK, policy.PREFLIGHT_NODE, policy.USAGE]
 
 
 def test_prolog_script_is_shellcheck_clean() -> None:

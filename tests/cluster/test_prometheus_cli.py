@@ -51,15 +51,16 @@ def test_prolog_node_fault_exit_reason_and_textfile(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["envcheck.prom"]  # no temp file left behind
 
 
-def test_image_fault_warns_and_exits_0_in_prolog_but_11_in_preflight(tmp_path: Path) -> None:
+def test_an_image_fault_warns_and_exits_0_in_every_mode(tmp_path: Path) -> None:
+    """Image and config faults never fail a node's gate (issue 14): a warning in the job's output, exit 0."""
     args = ("run", "--allow-cpu", "--only", "image.versions,container.shm")
     prolog = envcheck(*args, "--for", "prolog", env={"ENVCHECK_IMAGE": "1"})
     assert prolog.returncode == 0, prolog.stderr
     assert prolog.stdout == ""
     assert "envcheck: warning: [image] image.versions:" in prolog.stderr
     preflight = envcheck(*args, "--for", "preflight", env={"ENVCHECK_IMAGE": "1"})
-    assert preflight.returncode == 11
-    assert preflight.stdout.startswith("[image] image.versions:")
+    assert preflight.returncode == 0, preflight.stderr
+    assert "envcheck: warning: [image] image.versions:" in preflight.stderr
     npd = envcheck(*args, "--for", "npd", env={"ENVCHECK_IMAGE": "1"})
     assert (npd.returncode, npd.stdout) == (0, "envcheck: node OK\n")
 

@@ -115,3 +115,15 @@ def test_image_versions_fails_after_pip_installing_another_torch(docker_client: 
         assert "torch 2.13.0 (image declares 2.11.0)" in result["summary"]
     finally:
         docker_client.images.remove(derived.id, force=True)
+
+
+def test_torch_compile_works_inside_the_runtime_image(docker_client: Any, runtime_image: str) -> None:
+    """compile.inductor for real in the image as its user runs it (uid 1000, the image's own TMPDIR and caches,
+    its g++ and Python headers): the runtime target must be able to torch.compile, on CPU here."""
+    script = ("envcheck run --only compile.inductor --allow-cpu --level full --json /tmp/report.json >/tmp/out 2>&1;"
+              " rc=$?; cat /tmp/report.json || cat /tmp/out; exit $rc")  # logs mix stdout and stderr: JSON alone
+    code, output = run_in(docker_client, runtime_image, ["sh", "-c", script], timeout_s=600)
+    assert code == 0, output
+    (result,) = json.loads(output)["results"]
+    assert result["status"] == "pass", result
+    assert result["measured"]["devices"]["cpu"]["compile_s"] > 0
