@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envcheck.cli import output_path
 from envcheck.versions import cuda_version_text, parse_version, release
 
 # Oldest Linux driver that runs each CUDA major through minor-version compatibility (CUDA compatibility guide:
@@ -245,18 +246,14 @@ def print_host(doc: dict[str, Any]) -> None:
 
 def cmd_host(args: argparse.Namespace) -> int:
     """`envcheck host`: 0 always (it reports), 2 on bad input."""
-    from envcheck.errors import UsageError
+
+    from envcheck.cli import write_output
 
     doc = collect(args.matrix)
     if args.json:
-        text = json.dumps(doc, indent=2) + "\n"
+        write_output(args.json, json.dumps(doc, indent=2) + "\n")  # atomic; a failure is one line, exit 3
         if args.json == "-":
-            sys.stdout.write(text)
             return 0
-        try:
-            Path(args.json).write_text(text)
-        except OSError as exc:
-            raise UsageError(f"--json {args.json}: cannot write ({exc.strerror})") from None
     print_host(doc)
     return 0
 
@@ -266,5 +263,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     host = sub.add_parser("host", help="before pulling: the driver, GPUs, Docker GPU setup, and which image "
                                        "rows will run here (no torch needed)")
     host.add_argument("--matrix", metavar="PATH", help="docker/matrix.toml (default: ENVCHECK_MATRIX or the clone's)")
-    host.add_argument("--json", metavar="PATH", help="write JSON ('-' = stdout only)")
+    host.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
     host.set_defaults(handler=cmd_host)

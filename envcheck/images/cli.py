@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from envcheck.cli import names, output_path, positive_float
 from envcheck.errors import UsageError
 from envcheck.images.matrix import Matrix, default_matrix_path, github_matrix, load_matrix
 from envcheck.images.matrix_rules import TARGETS
@@ -76,15 +77,15 @@ def _row_target_args(parser: argparse.ArgumentParser) -> None:
 
 def _verify_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-cpu", action="store_true", help="no GPU request; GPU checks skip")
-    parser.add_argument("--timeout", type=float, default=900.0, metavar="S",
+    parser.add_argument("--timeout", type=positive_float, default=900.0, metavar="S",
                         help="per-container limit in seconds; the container is killed after it (default 900)")
     parser.add_argument("--shm-size", default="8g", help="container /dev/shm size (default 8g)")
     parser.add_argument("--ipc-host", action="store_true", help="share the host IPC namespace instead")
     parser.add_argument("--level", choices=["quick", "full"], default="quick")
-    parser.add_argument("--only", metavar="NAMES", help="comma-separated checks to run inside")
-    parser.add_argument("--skip", metavar="NAMES", help="comma-separated checks to leave out")
-    parser.add_argument("--json", metavar="PATH", help="aggregate JSON report ('-' = stdout)")
-    parser.add_argument("--junit", metavar="PATH", help="aggregate JUnit XML (one suite per image)")
+    parser.add_argument("--only", type=names, metavar="NAMES", help="comma-separated checks to run inside")
+    parser.add_argument("--skip", type=names, metavar="NAMES", help="comma-separated checks to leave out")
+    parser.add_argument("--json", type=output_path, metavar="PATH", help="aggregate JSON report ('-' = stdout)")
+    parser.add_argument("--junit", type=output_path, metavar="PATH", help="aggregate JUnit XML (one suite per image)")
 
 
 def _lazy(module: str, name: str):  # type: ignore[no-untyped-def]

@@ -60,13 +60,10 @@ def verify_images(images: list[str], args: argparse.Namespace) -> int:
 
 
 def _write(path: str, text: str) -> None:
-    if path == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    """The one report writer (atomic; a failure is one line and exit 3)."""
+    from envcheck.cli import write_output
+
+    write_output(path, text)
 
 
 def cmd_image_verify(args: argparse.Namespace) -> int:

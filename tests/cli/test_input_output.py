@@ -47,6 +47,11 @@ def _one_line(done: subprocess.CompletedProcess[str], code: int = 2) -> str:
     (["bench", "--json", "/nonexistent-dir/b.json"], "folder /nonexistent-dir does not exist"),
     (["bench", "--plots", "/etc/hostname/plots"], "/etc/hostname is not a folder"),
     (["run", "--json", "/dev/null/x.json"], "Not a directory"),
+    (["image", "verify", "img:tag", "--timeout", "nan"], "not a finite number"),
+    (["matrix", "verify", "--timeout", "inf"], "not a finite number"),
+    (["image", "verify", "img:tag", "--json", "/nonexistent-dir/r.json"], "folder /nonexistent-dir does not exist"),
+    (["image", "verify", "img:tag", "--only", ""], "names no check"),
+    (["host", "--json", "/nonexistent-dir/h.json"], "folder /nonexistent-dir does not exist"),
 ])
 def test_bad_numbers_names_and_consumers_are_one_line_exit_2(args: list[str], needle: str) -> None:
     done = run_cli(*args)
