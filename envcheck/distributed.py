@@ -17,7 +17,7 @@ from rich.console import Console
 
 from envcheck.checks.distributed.torchrun import TorchrunOptions, missing_env, run_this_rank
 from envcheck.checks.facts import collect_facts
-from envcheck.cli import Parser, add_shared_run_arguments, guard, write_output
+from envcheck.cli import Parser, add_shared_run_arguments, check_stdout, guard, output_path, write_output
 from envcheck.cluster.slurm import torchrun_env
 from envcheck.core.check import CheckOptions, Context, Level
 from envcheck.core.result import Result
@@ -32,8 +32,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The entry point's options (a subset of `envcheck run`, validated by the same argument types; a bad
     value is one line and exit 2). `--timeout` here is how long a rank may make no progress."""
     parser = Parser(prog="torchrun ... -m envcheck.distributed", description=__doc__)
-    # The shared run flags; --timeout means a rank's allowed silence here, and only rank 0 writes --json/--junit
-    # (no output_path check: it creates the file, and another node would keep it empty).
+    # The shared run flags; --timeout means a rank's allowed silence here, and only rank 0 writes --json/--junit,
+    # so only rank 0 judges those paths (in _main: another node need not have the folder).
     add_shared_run_arguments(parser, timeout_default=120.0, check_outputs=False,
                              timeout_help="a rank making no progress this long (s) is reported as stalled; "
                                           "also the process-group timeout (not a cap on the whole run)")
@@ -79,6 +79,14 @@ def _main(argv: list[str]) -> int:
         raise UsageError(f"{', '.join(missing)} not set; start it with torchrun, e.g. "
                          "`torchrun --nproc-per-node 2 -m envcheck.distributed`, or with srun "
                          "(`srun -N 2 --ntasks-per-node 8 python -m envcheck.distributed`)")
+    check_stdout(args)
+    if os.environ.get("RANK") == "0":  # the writer judges the report paths before any collective runs
+        for flag in ("json", "junit"):
+            if getattr(args, flag):
+                try:
+                    output_path(getattr(args, flag))
+                except argparse.ArgumentTypeError as exc:
+                    raise UsageError(f"argument --{flag}: {exc}") from None
     opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
                            min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)
     code, clean = run_this_rank(opts, lambda results: render(results, args))

@@ -209,3 +209,17 @@ def test_facts_that_collected_nothing_exit_non_zero(monkeypatch: pytest.MonkeyPa
         commands.cmd_facts(args)
     assert info.value.exit_code == 1
     assert json.loads(capsys.readouterr().out)["error"]  # the record is still written
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--json", "/nonexistent-dir/x.json"], "folder /nonexistent-dir does not exist"),
+    (["--json", "-", "--junit", "-"], "--json and --junit both write to stdout"),
+])
+def test_torchrun_entry_rank_0_judges_its_report_paths_before_any_work(args: list[str], needle: str) -> None:
+    """Rank 0 (the writer) refuses a report path it could not write before any collective starts; the other
+    ranks never judge them (another node need not have the folder)."""
+    env = {**os.environ, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": "29599", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "envcheck.distributed", "--allow-cpu", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2 and needle in _one_line(done), done.stderr
