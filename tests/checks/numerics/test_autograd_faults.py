@@ -25,13 +25,17 @@ from envcheck.core.result import Status
 from tests.helpers import run_spec
 
 
-class CubeWrongBackward(torch.autograd.Function):
-    """x**3 whose backward says 2x² instead of 3x²."""
+class _Cube(torch.autograd.Function):
+    """x**3; subclasses give the backward under test."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(x)
         return x**3
+
+
+class CubeWrongBackward(_Cube):
+    """x**3 whose backward says 2x² instead of 3x²."""
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
@@ -39,14 +43,9 @@ class CubeWrongBackward(torch.autograd.Function):
         return grad * 2 * x * x
 
 
-class CubeNoisyBackward(torch.autograd.Function):
+class CubeNoisyBackward(_Cube):
     """x**3 with a correct backward plus ~1e-14 relative random noise: what atomic-add accumulation
     (cuDNN conv backward, index/scatter backward on CUDA) does. Stands in for a GPU kernel on CPU."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return x**3
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
