@@ -86,12 +86,23 @@ def _pid_of_task(marker: str, procid: int, timeout: float = 60) -> int:
     raise AssertionError(f"task {procid} with {marker} never appeared")
 
 
+def _sockets(pid: int) -> int:
+    """How many sockets `pid` holds now; its descriptors open and close while we look (seen in CI: a
+    descriptor listed by iterdir was gone by readlink)."""
+    count = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            count += os.readlink(fd).startswith("socket:")
+        except OSError:
+            continue
+    return count
+
+
 def _wait_connected(pid: int, sockets: int = 3, timeout: float = 60) -> None:
     """Until `pid` holds `sockets` sockets: the store client and gloo's pairs, so it has joined the job."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        fds = Path(f"/proc/{pid}/fd")
-        if sum(1 for fd in fds.iterdir() if os.readlink(fd).startswith("socket:")) >= sockets:
+        if _sockets(pid) >= sockets:
             time.sleep(1.0)  # and let it reach the all-reduce, where ENVCHECK_TEST_FAULT makes it hang
             return
         time.sleep(0.1)
