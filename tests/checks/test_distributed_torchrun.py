@@ -25,7 +25,8 @@ def _free_port() -> int:
 
 def _torchrun_two_nodes(tmp_path: Path, *extra: str, fault: str | None = None) -> list[tuple[int, str]]:
     port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+    # TMPDIR under tmp_path: torchrun's agent leaves a /tmp/torchelastic_* tree per launch and never removes it
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
     env.pop("ENVCHECK_TEST_FAULT", None)
     if fault:
         env["ENVCHECK_TEST_FAULT"] = fault
@@ -116,7 +117,8 @@ def _torchrun_standalone(tmp_path: Path, *extra: str, fault: str | None = None) 
     """One real torchrun agent, 2 gloo workers on CPU; returns (exit code, output, seconds taken)."""
     import time
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+    # TMPDIR under tmp_path: torchrun's agent leaves a /tmp/torchelastic_* tree per launch and never removes it
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
     env.pop("ENVCHECK_TEST_FAULT", None)
     if fault:
         env["ENVCHECK_TEST_FAULT"] = fault
