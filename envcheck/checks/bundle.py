@@ -21,6 +21,7 @@ from envcheck.checks.probe import (
     driver_cuda_version,
     in_container,
     load_library,
+    mapped_paths,
     nvidia_device_nodes,
     read_text,
 )
@@ -52,9 +53,7 @@ def redact_env(environ: dict[str, str]) -> dict[str, str]:
 
 def loaded_libraries(maps: str | None = None) -> list[str]:
     """Paths of the CUDA-stack libraries mapped into this process (/proc/self/maps): the ones that won."""
-    text = read_text("/proc/self/maps") if maps is None else maps
-    paths = {line.split(None, 5)[5].strip() for line in (text or "").splitlines() if len(line.split(None, 5)) == 6}
-    return sorted(p for p in paths if _LIBS.search(p))
+    return sorted(p for p in mapped_paths(maps) or () if _LIBS.search(p))
 
 
 def capture_cuda() -> dict[str, Any]:

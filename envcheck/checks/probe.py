@@ -60,6 +60,14 @@ def read_text(path: str) -> str | None:
         return None
 
 
+def mapped_paths(maps: str | None = None) -> set[str] | None:
+    """The files mapped into this process (`/proc/self/maps`, or `maps` given as text); None when unreadable."""
+    text = read_text("/proc/self/maps") if maps is None else maps
+    if text is None:
+        return None
+    return {parts[5].strip() for line in text.splitlines() if len(parts := line.split(None, 5)) == 6}
+
+
 def load_library(name: str) -> ctypes.CDLL | str:
     """dlopen a library; the error text when it cannot be loaded."""
     try:

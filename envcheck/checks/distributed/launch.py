@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from envcheck.checks.distributed.forked import ForkedRank
 from envcheck.checks.distributed.shm import remove_segments, segments_mapped_by
 from envcheck.checks.distributed.workdirs import WORKDIR_PREFIX, sweep_stale_workdirs
+from envcheck.checks.probe import mapped_paths
 from envcheck.core.check import MEMORY_FRACTION
 from envcheck.errors import StartFailure, process_start_problem
 
@@ -116,16 +117,10 @@ CUDA_ERROR_NOT_INITIALIZED = 3
 
 def mapped_libcuda(maps: str | None = None) -> str | None:
     """The path of the CUDA driver library mapped into this process, or None."""
-    if maps is None:
-        try:
-            maps = Path("/proc/self/maps").read_text()
-        except OSError:
-            return "unknown"  # cannot tell: callers treat it as loaded
-    for line in maps.splitlines():
-        path = line.split(maxsplit=5)[-1] if len(line.split(maxsplit=5)) == 6 else ""
-        if "/libcuda.so" in path:
-            return path.strip()
-    return None
+    paths = mapped_paths(maps)
+    if paths is None:
+        return "unknown"  # cannot tell: callers treat it as loaded
+    return next((p for p in sorted(paths) if "/libcuda.so" in p), None)
 
 
 def cuda_driver_initialised(maps: str | None = None) -> bool:

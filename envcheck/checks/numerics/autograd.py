@@ -31,7 +31,6 @@ NONDET_REMEDIATION = ("the gradients match the numerical Jacobian but differ bet
 
 # TF32 keeps 10 mantissa bits (unit roundoff 2**-11 ~ 4.9e-4); small sums of such products stay within 1e-2.
 TF32_TOL = {"atol": 1e-2, "rtol": 1e-2}
-TF32_OVERRIDE = TORCH_OVERRIDE
 
 DeviceOp = Callable[[OpCase], Callable[..., Any]]
 
@@ -134,7 +133,7 @@ def autograd_device_agreement(ctx: Context, devices: Callable[[], list[str]] = c
     if not as_tf32:
         result = comparisons_result("CUDA vs CPU gradients", comparisons, tolerances=AGREEMENT_TOL,
                                     remediation=REMEDIATION)
-        if cause and cause.startswith(TF32_OVERRIDE):
+        if cause and cause.startswith(TORCH_OVERRIDE):
             result = replace(result, summary=result.summary + f" ({cause} is set, but float32 matmuls measured "
                              "full float32 here: this torch does not apply it)")
         return replace(result, measured={**result.measured, **measured_modes})
