@@ -144,8 +144,17 @@ def first_nvml_error(state: list[dict[str, Any]] | str) -> str | None:
 
 
 def capture_host() -> dict[str, Any]:
-    """The bundle's host part: the CUDA inputs (loaded libraries among them) and the relevant env, redacted."""
-    return {"cuda": capture_cuda(), "env": redact_env(dict(os.environ))}
+    """The bundle's host part: the CUDA inputs (loaded libraries among them), every replayable section's inputs
+    (envcheck.checks.sections), and the relevant env, redacted."""
+    from envcheck.checks.sections import SECTIONS
+
+    host: dict[str, Any] = {"cuda": capture_cuda(), "env": redact_env(dict(os.environ))}
+    for section in SECTIONS:
+        try:
+            host[section.key] = section.capture()
+        except Exception as exc:  # one section that cannot be read must not lose the rest of the bundle
+            host[section.key] = {"capture_error": f"{type(exc).__name__}: {exc}"}
+    return host
 
 
 def capture_check(ctx: Context) -> Result:
@@ -199,6 +208,14 @@ def validate_bundle(data: Any, where: str = "bundle") -> dict[str, Any]:
     for key in ("env", "facts"):
         if key in data and not isinstance(data[key], dict):
             raise UsageError(f"{where}: bundle's {key!r} must be an object")
+    from envcheck.checks.sections import SECTIONS
+
+    for section in SECTIONS:
+        if section.key in data:
+            part = data[section.key]
+            if isinstance(part, dict) and set(part) == {"capture_error"} and isinstance(part["capture_error"], str):
+                continue
+            section.validate(part, f"{where}: bundle's {section.key}")
     return data
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from envcheck.checks.cuda_diagnosis import MIG_FIX, NO_TORCH, CudaLayers, diagnose, visible_mig_devices
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
+from envcheck.core.result import Result, errored, failed, first_of, passed, skipped, warned
 
 REPLAYED = ("cuda.available", "cuda.devices")
 
@@ -63,7 +63,8 @@ def gpu_count_verdict(count: int, ctx: Context, mig_devices: int = 0) -> Result 
 
 
 def explain_bundle(bundle: Mapping[str, Any], ctx: Context) -> list[Result]:
-    """The verdicts `envcheck run --only cuda.available,cuda.devices` would have given on the captured host."""
+    """The verdicts `envcheck run` would have given on the captured host for cuda.available, cuda.devices and
+    every replayable section the bundle holds."""
     cuda = bundle["cuda"]
     results = [cuda_available_verdict(cuda, ctx).named("cuda.available", 0.0)]
     if not cuda["torch_installed"]:
@@ -74,4 +75,12 @@ def explain_bundle(bundle: Mapping[str, Any], ctx: Context) -> list[Result]:
         devices = gpu_count_verdict(count, ctx, mig) or passed(
             f"{count} GPU(s) (replayed from a bundle: memory was not allocated here)", measured={"gpus": count})
     results.append(devices.named("cuda.devices", 0.0))
+    from envcheck.checks.sections import SECTIONS
+
+    for section in SECTIONS:  # sections an older envcheck did not capture are left out
+        part = bundle.get(section.key)
+        if isinstance(part, dict) and "capture_error" in part:
+            results.append(errored(f"could not be captured: {part['capture_error']}").named(section.check, 0.0))
+        elif part is not None:
+            results.append(section.verdict(part, ctx).named(section.check, 0.0))
     return results

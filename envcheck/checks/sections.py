@@ -1,0 +1,7 @@
+"""Every replayable bundle section besides `cuda`, in report order (see envcheck.checks.section)."""
+
+from __future__ import annotations
+
+from envcheck.checks.section import Section
+
+SECTIONS: tuple[Section, ...] = ()
