@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.metadata
+import importlib.util
+import re
 import traceback
 from typing import Any
 
 from envcheck.checks.cuda_diagnosis import WORKER_RESTART
 from envcheck.checks.image import image_fix, read_declared
-from envcheck.core.check import CheckSpec, Context, Needs
+from envcheck.core.check import CheckSpec, Context, Level, Needs
 from envcheck.core.result import Result, failed, passed, skipped, warned
 from envcheck.versions import (
     cuda_version_text,
@@ -129,48 +132,94 @@ BUILD_MISMATCH = ("torchvision::nms does not exist", "undefined symbol", "couldn
                   "compiled with a different version", "was compiled against")
 
 
+# Loading the ops library directly shows the loader's own reason, which torchvision's import hides behind
+# "operator torchvision::nms does not exist": a CUDA torchvision on a CPU torch cannot find CUDA's runtime.
+_CUDA_LIBRARY = re.compile(r"(lib(?:c10_cuda|torch_cuda|cudart|cublas\w*|cusparse|cufft|curand|cusolver|nvrtc|nvjpeg|nvToolsExt|"
+                           r"nvJitLink)\.so[.\d]*): cannot open shared object file")
+
+
 def build_mismatch(error: str) -> str | None:
     """The versions/build cause an import error names, or None when the error is about something else."""
     low = error.lower()
     if any(s in low for s in BUILD_MISMATCH):
         return "torchvision's C++ ops were built for another torch or CUDA than the one installed"
+    missing = _CUDA_LIBRARY.search(error)
+    if missing:
+        return (f"torchvision's C++ ops need {missing.group(1)}, a CUDA library this torch does not have: a "
+                "CUDA torchvision with a CPU-only torch, or one built for another CUDA major")
     return None
 
 
-def vision_ops(ctx: Context) -> Result:
-    """torchvision imports, matches torch's version and CUDA, and nms/roi_align give exact answers."""
-    import torch
+def ops_library() -> str:
+    """The path of torchvision's compiled ops (`torchvision/_C*.so`), found the way torchvision.extension finds
+    it, without importing the torchvision package (whose import costs about as much as torch's own: it pulls in
+    torch._dynamo and torch.onnx). ImportError when there is none."""
+    spec = importlib.util.find_spec("torchvision")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    details = (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES)
+    for folder in folders:
+        found = importlib.machinery.FileFinder(folder, details).find_spec("_C")
+        if found is not None and found.origin:
+            return found.origin
+    raise ImportError(f"torchvision has no compiled ops library (_C) in {', '.join(folders) or 'no folder'}")
 
+
+class LoadedOps:
+    """torchvision's operators called through torch.ops, as torchvision.ops calls them (same arguments)."""
+
+    def nms(self, boxes: Any, scores: Any, iou_threshold: float) -> Any:
+        import torch
+
+        return torch.ops.torchvision.nms(boxes, scores, iou_threshold)
+
+    def roi_align(self, feats: Any, rois: Any, output_size: int, spatial_scale: float, sampling_ratio: int,
+                  aligned: bool) -> Any:
+        import torch
+
+        return torch.ops.torchvision.roi_align(feats, rois, spatial_scale, output_size, output_size,
+                                               sampling_ratio, aligned)
+
+
+def _installed(torch_version: str) -> tuple[str, list[str], str | None, Any, Result | None]:
+    """(torchvision version, its requirements, the image's fix or ours, the declaration, a verdict that ends the
+    check early: torchvision absent)."""
     want, declared = declared_torchvision()
     # Inside an image that declares torchvision, the fix is the image's own pins: the same one image.versions gives.
-    tv_fix = image_fix(declared) if want and declared else fix_command(torch.__version__)
+    tv_fix = image_fix(declared) if want and declared else fix_command(torch_version)
     try:
         tv_version = importlib.metadata.version("torchvision")
     except importlib.metadata.PackageNotFoundError:
         if want:
-            return failed(f"torchvision is not installed, but this image declares torchvision {want}", tv_fix,
-                          expected={"torchvision": want}, fault_class="image")
-        return skipped("torchvision is not installed and no envcheck image declares it (install it to check it: "
-                       f"{fix_command(torch.__version__).split(' from ONE')[0]})")
-    measured: dict[str, object] = {"torch": torch.__version__, "torchvision": tv_version,
-                                   "torch_cuda": torch.version.cuda}
-    pin = _torch_pin(importlib.metadata.requires("torchvision") or [])
-    measured["torchvision_requires_torch"] = pin
-    try:
-        import torchvision
-        from torchvision import ops
-    except Exception as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        versions = pairing_problem(torch.__version__, tv_version, pin) or build_mismatch(why)
-        if versions:
-            return failed(f"torchvision {tv_version} does not import with torch {torch.__version__}: {why} "
-                          f"({versions})", tv_fix, measured=measured, expected={"import": "ok"},
-                          fault_class="image")
-        # A half-done import leaves operators registered: a re-import in this worker would fail differently.
-        return failed(f"torchvision {tv_version} does not import: {why} ({WORKER_RESTART})", NOT_VERSIONS_FIX,
-                      measured=measured, expected={"import": "ok"}, fault_class="image",
-                      details=traceback.format_exc())
-    tv_cuda = cuda_text(torchvision.version.cuda)
+            return "", [], tv_fix, want, failed(f"torchvision is not installed, but this image declares "
+                                                f"torchvision {want}", tv_fix, expected={"torchvision": want},
+                                                fault_class="image")
+        return "", [], tv_fix, want, skipped(
+            "torchvision is not installed and no envcheck image declares it (install it to check it: "
+            f"{fix_command(torch_version).split(' from ONE')[0]})")
+    return tv_version, importlib.metadata.requires("torchvision") or [], tv_fix, want, None
+
+
+def _import_failure(tv_version: str, torch_version: str, pin: str | None, exc: BaseException, tv_fix: str | None,
+                    measured: dict[str, object], what: str) -> Result:
+    chain: list[BaseException] = [exc]
+    while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 5:
+        chain.append(cause)  # torch.ops.load_library says "Could not load this library"; the loader says why
+    why = "; ".join(str(e).splitlines()[0] if str(e) else type(e).__name__ for e in chain)
+    versions = pairing_problem(torch_version, tv_version, pin) or build_mismatch(why)
+    if versions:
+        return failed(f"torchvision {tv_version} {what} with torch {torch_version}: {why} ({versions})", tv_fix,
+                      measured=measured, expected={"import": "ok"}, fault_class="image")
+    # A half-done import leaves operators registered: a re-import in this worker would fail differently.
+    return failed(f"torchvision {tv_version} {what}: {why} ({WORKER_RESTART})", NOT_VERSIONS_FIX,
+                  measured=measured, expected={"import": "ok"}, fault_class="image",
+                  details=traceback.format_exc())
+
+
+def _judge(ops: Any, tv_version: str, tv_cuda: str | None, pin: str | None, tv_fix: str | None, want: Any,
+           measured: dict[str, object], how: str) -> Result:
+    """The verdict once torchvision's ops are loaded: CUDA pairing, then nms/roi_align exact on every device."""
+    import torch
+
     measured["torchvision_cuda"] = tv_cuda
     cuda_problem = cuda_mismatch(torch.version.cuda, tv_cuda)
     if cuda_problem:
@@ -199,11 +248,57 @@ def vision_ops(ctx: Context) -> Result:
         return warned(f"{pairing}; nms and roi_align happen to work, but this pair is unsupported",
                       tv_fix if want else pair_fix(torch.__version__, tv_version), measured=measured,
                       expected={"torchvision": matching_torchvision(torch.__version__)}, fault_class="image")
-    return passed(f"torchvision {tv_version} matches torch {torch.__version__}; nms and roi_align exact on "
+    return passed(f"torchvision {tv_version} matches torch {torch.__version__}; {how}; nms and roi_align exact on "
                   f"{', '.join(devices)}", measured=measured)
 
 
+def vision_ops(ctx: Context) -> Result:
+    """torchvision matches torch's version and CUDA, its compiled ops load into this torch, and nms/roi_align
+    give exact answers. The ops library is loaded directly, as torchvision.extension loads it, so the quick
+    level does not pay for importing the whole package (vision.import does that at the full level)."""
+    import torch
+
+    tv_version, requires, tv_fix, want, early = _installed(torch.__version__)
+    if early is not None:
+        return early
+    pin = _torch_pin(requires)
+    measured: dict[str, object] = {"torch": torch.__version__, "torchvision": tv_version,
+                                   "torch_cuda": torch.version.cuda, "torchvision_requires_torch": pin}
+    try:
+        library = ops_library()
+        measured["ops_library"] = library
+        torch.ops.load_library(library)
+        code = int(torch.ops.torchvision._cuda_version())  # what torchvision.extension._check_cuda_version asks
+    except Exception as exc:
+        return _import_failure(tv_version, torch.__version__, pin, exc, tv_fix, measured,
+                               "has C++ ops that do not load")
+    return _judge(LoadedOps(), tv_version, cuda_text(code) if code > 0 else None, pin, tv_fix, want, measured,
+                  "its C++ ops load")
+
+
+def vision_import(ctx: Context) -> Result:
+    """The whole torchvision package imports (what a user's `import torchvision` does) and torchvision.ops'
+    nms/roi_align give exact answers through its Python API."""
+    import torch
+
+    tv_version, requires, tv_fix, want, early = _installed(torch.__version__)
+    if early is not None:
+        return early
+    pin = _torch_pin(requires)
+    measured: dict[str, object] = {"torch": torch.__version__, "torchvision": tv_version,
+                                   "torch_cuda": torch.version.cuda, "torchvision_requires_torch": pin}
+    try:
+        import torchvision
+        from torchvision import ops
+    except Exception as exc:
+        return _import_failure(tv_version, torch.__version__, pin, exc, tv_fix, measured, "does not import")
+    return _judge(ops, tv_version, cuda_text(torchvision.version.cuda), pin, tv_fix, want, measured,
+                  "the package imports")
+
+
 CHECKS = (
-    CheckSpec("vision.ops", vision_ops, "torchvision matches torch (version, CUDA); nms/roi_align exact",
-              needs=Needs(torch=True), timeout_s=90, preload=("torchvision",)),
+    CheckSpec("vision.ops", vision_ops, "torchvision matches torch (version, CUDA); its C++ ops load; "
+              "nms/roi_align exact", needs=Needs(torch=True), timeout_s=90),
+    CheckSpec("vision.import", vision_import, "the whole torchvision package imports; torchvision.ops exact",
+              level=Level.FULL, needs=Needs(torch=True), timeout_s=90, preload=("torchvision",)),
 )

@@ -169,11 +169,16 @@ def test_torchvision_import_failing_for_another_reason_names_it_and_does_not_say
     why = "libjpeg.so.8: cannot open shared object file: No such file or directory"
     site = _fake_torchvision(tmp_path, f"raise ImportError({why!r})\n")
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = run_cli("run", "--only", "vision.ops", "--allow-cpu", "--json", "-", env=env)
-    (result,) = json.loads(done.stdout)["results"]
+    done = run_cli("run", "--level", "full", "--only", "vision.ops,vision.import", "--allow-cpu", "--json", "-",
+                   env=env)
+    results = {r["name"]: r for r in json.loads(done.stdout)["results"]}
+    result = results["vision.import"]  # the package import is what fails
     assert result["status"] == "fail" and why in result["summary"], result
     assert "--force-reinstall" not in result["remediation"] and "will not help" in result["remediation"]
     assert sticky_cuda_error(result["summary"])  # the worker is replaced for the checks after it
+    ops = results["vision.ops"]  # this fake has no compiled ops library: named as that, not as versions
+    assert ops["status"] == "fail" and "has no compiled ops library (_C)" in ops["summary"], ops
+    assert "--force-reinstall" not in ops["remediation"]
 
 
 SITECUSTOMIZE = '''

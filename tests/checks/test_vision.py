@@ -91,14 +91,41 @@ def cuda_torchvision(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_cuda_torchvision_on_cpu_torch_fails_with_the_fix(cuda_torchvision: Path) -> None:
+    """Real: PyPI's CUDA torchvision beside this venv's CPU torch. vision.ops loads the ops library directly and
+    must name the loader's reason (torch's libc10_cuda is missing), not 'reinstalling will not help';
+    vision.import sees torchvision's own 'operator torchvision::nms does not exist'. Both give the pair fix."""
     env = {**os.environ, "PYTHONPATH": f"{cuda_torchvision}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = run_cli("run", "--only", "vision.ops", "--allow-cpu", "--json", "-", env=env)
+    done = run_cli("run", "--level", "full", "--only", "vision.ops,vision.import", "--allow-cpu", "--json", "-",
+                   env=env)
     assert done.returncode == 1, done.stderr
-    (result,) = json.loads(done.stdout)["results"]
-    assert result["status"] == "fail", result
-    assert "torchvision" in result["summary"]
-    assert "--force-reinstall torch==" in result["remediation"]
-    assert "from ONE index" in result["remediation"]
+    results = {r["name"]: r for r in json.loads(done.stdout)["results"]}
+    for result in results.values():
+        assert result["status"] == "fail", result
+        assert result["fault_class"] == "image"
+        assert "torchvision" in result["summary"]
+        assert "--force-reinstall torch==" in result["remediation"]
+        assert "from ONE index" in result["remediation"]
+    assert "libc10_cuda.so" in results["vision.ops"]["summary"]
+    assert "a CUDA torchvision with a CPU-only torch" in results["vision.ops"]["summary"]
+
+
+@pytest.mark.parametrize("error, cause", [
+    # torch.ops.load_library's wrapper and the loader's reason, as vision.ops sees them for a CUDA torchvision on
+    # a CPU torch (seen for real in the test above).
+    ("Could not load this library: /x/torchvision/_C.so; libc10_cuda.so: cannot open shared object file: No such "
+     "file or directory", "need libc10_cuda.so"),
+    # A cu12 torchvision beside a cu13 torch (the CUDA runtime of the other major is not installed).
+    ("libcudart.so.12: cannot open shared object file: No such file or directory", "need libcudart.so.12"),
+    # torchvision's own words after its import swallowed the loader's reason (pytorch/vision#8181 and many others).
+    ("operator torchvision::nms does not exist", "built for another torch or CUDA"),
+    ("/x/torchvision/_C.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev", "built for another torch or CUDA"),
+    ("No module named 'PIL'", None),
+])
+def test_build_mismatch_reads_the_loaders_reason(error: str, cause: str | None) -> None:
+    from envcheck.checks.vision import build_mismatch
+
+    found = build_mismatch(error)
+    assert (found is None) if cause is None else (cause in (found or "")), found
 
 
 def test_missing_torchvision_skips_with_the_reason() -> None:
@@ -140,9 +167,10 @@ def test_missing_torchvision_fails_when_the_image_declares_it_with_the_images_ow
     assert drift.status is Status.FAIL and drift.remediation == result.remediation
 
 
-def test_a_failing_gpu_is_named_in_vision_ops(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No GPU and no torchvision here: torchvision's metadata and module are faked, torch.cuda reports one fake
-    H100, and the op run on cuda:0 reports the real text of cudaErrorIllegalAddress."""
+@pytest.mark.parametrize("check", ["vision.ops", "vision.import"])
+def test_a_failing_gpu_is_named_in_vision_ops(monkeypatch: pytest.MonkeyPatch, check: str) -> None:
+    """No GPU and no torchvision here: torchvision's metadata, module and ops library are faked, torch.cuda
+    reports one fake H100, and the op run on cuda:0 reports the real text of cudaErrorIllegalAddress."""
     import importlib.metadata
     import types
 
@@ -168,7 +196,12 @@ def test_a_failing_gpu_is_named_in_vision_ops(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
     monkeypatch.setattr(vision, "_ops_problem", lambda ops, device: None if device == "cpu" else
                         f"torchvision ops fail on {device}: CUDA error: an illegal memory access was encountered")
-    result = run_check("vision.ops", isolated=False)
+    monkeypatch.setattr(vision, "ops_library", lambda: "/fake/torchvision/_C.so")
+    monkeypatch.setattr(torch.ops, "load_library", lambda path: None)
+    monkeypatch.setattr(torch.ops.torchvision, "_cuda_version",
+                        lambda: int(str(torch.version.cuda).replace(".", "0")) * 10 if torch.version.cuda else -1,
+                        raising=False)
+    result = run_check(check, isolated=False)
     assert result.status is Status.FAIL
     assert "on cuda:0 = GPU 0 (NVIDIA H100 80GB HBM3, UUID 6f1c2d3e-aaaa, PCI 00000000:19:00.0)" in result.summary
     assert "restarts the worker" in result.summary
