@@ -154,17 +154,23 @@ def cuda_code(error: str | None, cu_init: int | None = None) -> int | None:
     return cu_init if cu_init in CUDA_CODES else None
 
 
+def version_skew(layers: CudaLayers) -> tuple[str, str] | None:
+    """(kernel module version, libcuda version) when they differ: a driver upgraded without a reboot."""
+    kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
+    user = next((m.group(1) for p in layers.libraries if (m := _LIBCUDA.search(p))), None)
+    return (kernel.group(1), user) if kernel and user and kernel.group(1) != user else None
+
+
 def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
     """Error 999's likely causes on the host, checked one by one: (cause, fix) for the first one found."""
     if "gpu is lost" in (layers.nvml_error or "").lower():
         return (f"NVML reports {layers.nvml_error}: the GPU has fallen off the bus (PCIe link or hardware fault)",
                 "drain the node and reboot it (nvidia-smi shows 'GPU is lost'); check dmesg for Xid 79 and the "
                 "GPU's seating, power and PCIe link")
-    kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
-    user = next((m.group(1) for p in layers.libraries if (m := _LIBCUDA.search(p))), None)
-    if kernel and user and kernel.group(1) != user:
-        return (f"the loaded kernel module is {kernel.group(1)} (/proc/driver/nvidia/version) but libcuda is "
-                f"{user}: the driver was upgraded without a reboot (or a stale libcuda is first on the path)",
+    skew = version_skew(layers)
+    if skew:
+        return (f"the loaded kernel module is {skew[0]} (/proc/driver/nvidia/version) but libcuda is "
+                f"{skew[1]}: the driver was upgraded without a reboot (or a stale libcuda is first on the path)",
                 "reboot the host (or reload the nvidia modules) so the kernel module matches libcuda")
     if layers.device_nodes and "nvidia-uvm" not in layers.device_nodes:
         return ("/dev/nvidia-uvm is missing: the nvidia_uvm kernel module is not loaded (CUDA needs it)",
@@ -178,9 +184,12 @@ def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Fi
     if code is None:
         return None
     problem, fix, fault = CUDA_CODES[code]
-    cause = unknown_error_cause(layers) if code == 999 and layers else None
+    cause = unknown_error_cause(layers) if code in (999, 803) and layers else None
+    if cause and code == 803 and not cause[0].startswith("the loaded kernel module"):
+        cause = None  # 803 is a libcuda/kernel mismatch: only the version skew explains it further
     if cause:
-        problem, fix = f"CUDA error 999 (unknown error): {cause[0]}", cause[1]
+        problem = f"CUDA error {code} ({'unknown error' if code == 999 else 'driver combination'}): {cause[0]}"
+        fix = cause[1]
     elif code == 999 and layers:
         problem += (" (checked and ruled out: a GPU lost in NVML, kernel module vs libcuda version"
                     f"{'' if layers.proc_driver_version and layers.libraries else ' (not readable here)'}, "
@@ -202,7 +211,9 @@ def driver_finding(layers: CudaLayers) -> Finding | None:
     have = cuda_numbers(layers.driver_cuda)
     need = _cuda_tuple(layers.torch_cuda)
     floor = MAJOR_FLOOR.get(need[0])
-    kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
+    # After an upgrade without a reboot the kernel module is the old driver: the skew is the cause (reboot), and
+    # libcuda (driver_cuda) tells what the host will run, so the module's version is not held to the floor.
+    kernel = None if version_skew(layers) else _KERNEL_MODULE.search(layers.proc_driver_version or "")
     fix = (f"upgrade the host driver to >= {floor or 'one for CUDA ' + str(need[0])} (any driver from there runs "
            f"every CUDA {need[0]}.x build), or use an image built for CUDA {have[0]}.x (a -cuda{have[0]}.x tag)")
     if have[0] < need[0]:
