@@ -150,18 +150,24 @@ def build_mismatch(error: str) -> str | None:
     return None
 
 
-def ops_library() -> str:
-    """The path of torchvision's compiled ops (`torchvision/_C*.so`), found the way torchvision.extension finds
-    it, without importing the torchvision package (whose import costs about as much as torch's own: it pulls in
-    torch._dynamo and torch.onnx). ImportError when there is none."""
+# torchvision's compiled ops library: `_C_stable` since 0.29 (built on torch's stable ABI), `_C` before.
+OPS_LIBRARIES = ("_C_stable", "_C")
+
+
+def ops_library() -> str | None:
+    """The path of torchvision's compiled ops library, found the way torchvision.extension finds it, without
+    importing the torchvision package (whose import costs about as much as torch's own: it pulls in
+    torch._dynamo and torch.onnx); None when none of the known names is there (a layout this envcheck does
+    not know: vision.ops then imports the package instead)."""
     spec = importlib.util.find_spec("torchvision")
     folders = list(spec.submodule_search_locations or []) if spec else []
     details = (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES)
     for folder in folders:
-        found = importlib.machinery.FileFinder(folder, details).find_spec("_C")
-        if found is not None and found.origin:
-            return found.origin
-    raise ImportError(f"torchvision has no compiled ops library (_C) in {', '.join(folders) or 'no folder'}")
+        for name in OPS_LIBRARIES:
+            found = importlib.machinery.FileFinder(folder, details).find_spec(name)
+            if found is not None and found.origin:
+                return found.origin
+    return None
 
 
 class LoadedOps:
@@ -264,9 +270,11 @@ def vision_ops(ctx: Context) -> Result:
     pin = _torch_pin(requires)
     measured: dict[str, object] = {"torch": torch.__version__, "torchvision": tv_version,
                                    "torch_cuda": torch.version.cuda, "torchvision_requires_torch": pin}
+    library = ops_library()
+    if library is None:  # an unknown layout: judge it by importing the package, as a user's job would
+        return vision_import(ctx)
+    measured["ops_library"] = library
     try:
-        library = ops_library()
-        measured["ops_library"] = library
         torch.ops.load_library(library)
         code = int(torch.ops.torchvision._cuda_version())  # what torchvision.extension._check_cuda_version asks
     except Exception as exc:

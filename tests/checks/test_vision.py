@@ -205,3 +205,28 @@ def test_a_failing_gpu_is_named_in_vision_ops(monkeypatch: pytest.MonkeyPatch, c
     assert result.status is Status.FAIL
     assert "on cuda:0 = GPU 0 (NVIDIA H100 80GB HBM3, UUID 6f1c2d3e-aaaa, PCI 00000000:19:00.0)" in result.summary
     assert "restarts the worker" in result.summary
+
+
+@pytest.mark.parametrize("files, found", [
+    (["_C.so"], "_C.so"),  # torchvision <= 0.28
+    (["_C_stable.so", "image_stable.so"], "_C_stable.so"),  # 0.29+: torch's stable ABI (seen in make verify's venv)
+    (["image.so"], None),  # a layout this envcheck does not know: vision.ops imports the package instead
+])
+def test_ops_library_is_found_under_each_torchvision_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            files: list[str], found: str | None) -> None:
+    """Real file lookup (importlib's FileFinder, as torchvision.extension does it) in a torchvision folder laid
+    out as each release ships it; the library files are empty stand-ins (only their names are read)."""
+    import importlib
+
+    from envcheck.checks.vision import ops_library
+
+    package = tmp_path / "torchvision"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name in files:
+        (package / name).write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    got = ops_library()
+    assert got == (str(package / found) if found else None)
