@@ -10,7 +10,17 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
-from envcheck.checks import container, cuda, cudnn, distributed, image, numerics, torch_compile, vision
+from envcheck.checks import (
+    container,
+    cuda,
+    cudnn,
+    distributed,
+    image,
+    network,
+    numerics,
+    torch_compile,
+    vision,
+)
 from envcheck.core.check import CheckSpec, Hooks
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
@@ -18,6 +28,7 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     cudnn.CHECKS,
     vision.CHECKS,
     container.CHECKS,
+    network.CHECKS,
     numerics.CHECKS,
     torch_compile.CHECKS,
     # The ranks dist.* spawns need each GPU to themselves: run them from a worker of their own, which holds no

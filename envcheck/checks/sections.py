@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from envcheck.checks import network
 from envcheck.checks.section import Section
 
-SECTIONS: tuple[Section, ...] = ()
+SECTIONS: tuple[Section, ...] = (
+    network.SECTION,
+)

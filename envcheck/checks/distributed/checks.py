@@ -14,9 +14,10 @@ from types import MappingProxyType
 
 from envcheck.checks.distributed import diagnosis
 from envcheck.checks.distributed.faults import ENV_VAR as FAULT_VAR
-from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, launch
+from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, _rank_env, launch
 from envcheck.checks.distributed.rank_plan import collective
-from envcheck.checks.distributed.verdicts import combine
+from envcheck.checks.distributed.verdicts import combine, interface_cause
+from envcheck.checks.network import interfaces
 from envcheck.core.check import Context
 from envcheck.core.result import Result, errored, failed, skipped
 
@@ -104,6 +105,13 @@ def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
                       f"failure): {diagnosis.describe_slow_start(outcome)}",
                       diagnosis.SLOW_START_REMEDIATION, measured=measured,
                       details=diagnosis.failure_details(outcome), fault_class="node")
+    try:  # the interface the ranks' socket variable names is missing: the cause, not the transport
+        cause = interface_cause(diagnosis.failure_details(outcome), _rank_env(outcome.plan), interfaces())
+    except OSError:
+        cause = None
+    if cause:
+        return failed(f"{outcome.plan.backend} ranks failed to initialise: {cause[0]}", cause[1],
+                      measured=measured, details=diagnosis.failure_details(outcome), fault_class="config")
     summary = diagnosis.describe_failure(outcome)
     return failed(f"{outcome.plan.backend} ranks failed: {summary}",
                   diagnosis.remediation_for(outcome.plan.backend),

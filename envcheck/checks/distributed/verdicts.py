@@ -6,8 +6,11 @@ and the torchrun entry. Each collective's own `judge` lives in its module.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
+from envcheck.checks.network import judge_variable
 from envcheck.core.result import Result, failed, passed
 
 WRONG_REMEDIATION = (
@@ -15,6 +18,31 @@ WRONG_REMEDIATION = (
     "NCCL_PROTO=Simple to isolate the transport, check `nvidia-smi -q -d ECC` and dmesg for Xid errors, "
     "and do not train on this host until fixed"
 )
+
+
+# What a rank shows when its backend found no interface for the variable. gloo, from this host's torch 2.13:
+# `... device.cc:84] ifa != nullptr. Unable to find address for: nosuch0`, and for an empty name between commas
+# `GlooDeviceFactory::makeTCPDevice(): interface or hostname can't be empty`. NCCL: `NCCL WARN Bootstrap : no socket
+# interface found` (https://github.com/pytorch/pytorch/issues/29482, NCCL_SOCKET_IFNAME=eth0), and from NCCL 2.27
+# `ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)`
+# (https://github.com/NVIDIA/nccl/issues/1837, NCCL_SOCKET_IFNAME naming a missing interface).
+INTERFACE_ERRORS = (
+    ("GLOO_SOCKET_IFNAME",
+     re.compile(r"Unable to find address for: |makeTCPDevice\(\): interface or hostname can't be empty")),
+    ("NCCL_SOCKET_IFNAME", re.compile(r"no socket interface found|is neither AF_INET\(2\) nor AF_INET6\(10\)")),
+)
+
+
+def interface_cause(text: str, env: Mapping[str, str],
+                    interfaces: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(cause, fix) when the ranks' output shows their backend finding no socket interface and the variable they
+    ran with selects none of `interfaces` (envcheck.checks.network's reading); None otherwise."""
+    for var, pattern in INTERFACE_ERRORS:
+        if var in env and pattern.search(text):
+            finding = judge_variable(var, env[var], {"interfaces": interfaces, "env": dict(env)})
+            if finding.status == "fail" and finding.fix:
+                return finding.text, finding.fix
+    return None
 
 
 def scope(backend: str, world: int) -> str:
