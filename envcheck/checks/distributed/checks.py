@@ -73,6 +73,8 @@ def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher 
     if first.ok or plan.backend != "nccl" or os.environ.get(FAULT_VAR):
         return first, None, []
     notes: list[str] = []
+    if interface_cause(diagnosis.failure_details(first), _rank_env(first.plan), interfaces()):
+        return first, None, notes  # a socket interface that is not there: no transport retry can change that
     if diagnosis.slow_start(first):
         left = budget_s - (time.monotonic() - began)
         if left < MIN_RETRY_S:

@@ -90,3 +90,24 @@ def test_real_gloo_ranks_name_the_missing_interface(tmp_path: Path, value: str, 
     assert processes_with_marker(marker) == [], "a rank survived the check"
     assert not stale.exists(), "the launch did not work in this TMPDIR, so the next line would prove nothing"
     assert list(tmp_path.glob("envcheck-dist-*")) == [], "a launch work directory was left behind"
+
+
+def test_a_missing_interface_is_not_retried_with_transports_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated NCCL launcher (no GPU here): its ranks raise the 2.14 'no socket interface found' error. No
+    P2P/SHM retry can fix a variable naming a missing interface, so the launch is not repeated."""
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "eth0")
+    monkeypatch.delenv("ENVCHECK_TEST_FAULT", raising=False)
+    monkeypatch.setattr(checks, "interfaces", lambda: HOST)
+    plans: list[LaunchPlan] = []
+
+    def launcher(plan: LaunchPlan) -> LaunchOutcome:
+        plans.append(plan)
+        ranks = [RankOutcome(r, 1, False, [("started", 1.0), ("store", 1.1), ("init", 1.2)],
+                             {"rank": r, "error": NCCL_214.splitlines()[0], "traceback": NCCL_214}, NCCL_WARN)
+                 for r in range(2)]
+        return LaunchOutcome(plan, ranks, 1.3, False)
+
+    outcome, fixed_by, notes = checks.launch_with_bisection(LaunchPlan("nccl", 2, ("correctness",), 18.0), 60.0,
+                                                            launcher)
+    assert not outcome.ok and fixed_by is None and notes == []
+    assert len(plans) == 1
