@@ -10,12 +10,23 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
-from envcheck.checks import container, cuda, cudnn, distributed, image, numerics, torch_compile, vision
+from envcheck.checks import (
+    container,
+    cuda,
+    cudnn,
+    distributed,
+    image,
+    libraries,
+    numerics,
+    torch_compile,
+    vision,
+)
 from envcheck.core.check import CheckSpec, Hooks
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
     cudnn.CHECKS,
+    libraries.CHECKS,
     vision.CHECKS,
     container.CHECKS,
     numerics.CHECKS,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from envcheck.checks import libraries
 from envcheck.checks.section import Section
 
-SECTIONS: tuple[Section, ...] = ()
+SECTIONS: tuple[Section, ...] = (
+    libraries.SECTION,
+)

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from envcheck.checks.bundle import SCHEMA_VERSION, loaded_libraries, redact_env
+from envcheck.checks.sections import SECTIONS
 from envcheck.cli import main
 from tests.helpers import no_gpu_env, run_cli
 
 HEALTHY_H100 = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
-CHECKS = "cuda.available,cuda.devices"
+CHECKS = ",".join(["cuda.available", "cuda.devices", *(section.check for section in SECTIONS)])
 
 
 def _explain(capsys: pytest.CaptureFixture[str], path: Path | str, *flags: str) -> tuple[int, dict[str, Any]]:
