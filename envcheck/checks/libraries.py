@@ -463,8 +463,11 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     if not rows:
         return passed(f"torch {data.get('torch_version')} (CUDA {data['torch_cuda']}) has no NVIDIA library mapped "
                       "yet; one distribution per NVIDIA library family", measured=measured)
-    libs = ", ".join(f"{r['library']} {r['version'] or '?'}" for r in rows if r["from"])
-    return passed(f"{len(rows)} NVIDIA libraries loaded from torch's pinned wheels ({libs})", measured=measured)
+    wheel = [f"{r['library']} {r['version'] or '?'}" for r in rows if r["from"]]
+    other = [r["path"] for r in rows if not r["from"]]  # no wheel ships them, torch pins none: a source build
+    parts = [f"{len(wheel)} from torch's pinned wheels ({', '.join(wheel)})"] if wheel else []
+    parts += [f"{len(other)} from the system, as this torch build expects ({', '.join(other)})"] if other else []
+    return passed(f"NVIDIA libraries loaded: {'; '.join(parts)}", measured=measured)
 
 
 SECTION = Section("libraries", "libs.cuda", capture, validate, verdict)

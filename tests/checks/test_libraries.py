@@ -338,7 +338,7 @@ def test_the_wheels_libnccl_wins_without_ld_library_path(tmp_path: Path, built: 
     assert wheel in data["loaded"]
     result = verdict(data, make_context())
     assert result.status is Status.PASS, result.summary
-    assert result.summary == "1 NVIDIA libraries loaded from torch's pinned wheels (libnccl.so.2 2.27.5)"
+    assert result.summary == "NVIDIA libraries loaded: 1 from torch's pinned wheels (libnccl.so.2 2.27.5)"
     assert result.measured["libraries"] == [{"library": "libnccl.so.2", "path": wheel, "from": "nvidia-nccl-cu12",
                                              "version": "2.27.5", "pinned": "nvidia-nccl-cu12==2.27.5"}]
 
@@ -473,6 +473,15 @@ def test_a_malformed_section_in_a_bundle_is_one_line(tmp_path: Path) -> None:
     done = run_cli("explain", str(path))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "libraries.loaded must be list" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_source_build_linked_to_system_cuda_passes() -> None:
+    """An NGC-style torch built against /usr/local/cuda: no nvidia-* wheels, no pins, nothing shadowed."""
+    loaded = ["/usr/local/cuda-12.8/targets/x86_64-linux/lib/libcudart.so.12.8.90",
+              "/usr/lib/x86_64-linux-gnu/libnccl.so.2.25.1"]
+    result = verdict(_section(loaded=loaded), make_context())
+    assert result.status is Status.PASS
+    assert result.summary == f"NVIDIA libraries loaded: 2 from the system, as this torch build expects ({', '.join(loaded)})"
 
 
 def test_no_torch_skips_as_the_live_check_does() -> None:
