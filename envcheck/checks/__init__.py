@@ -16,6 +16,7 @@ from envcheck.checks import (
     cudnn,
     distributed,
     image,
+    libraries,
     network,
     numerics,
     torch_compile,
@@ -26,6 +27,7 @@ from envcheck.core.check import CheckSpec, Hooks
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
     cudnn.CHECKS,
+    libraries.CHECKS,
     vision.CHECKS,
     container.CHECKS,
     network.CHECKS,

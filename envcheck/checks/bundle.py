@@ -8,6 +8,7 @@ function of what is captured here, so the live `cuda.available` check is capture
 from __future__ import annotations
 
 import ctypes
+import importlib
 import importlib.util
 import json
 import os
@@ -17,6 +18,7 @@ import warnings
 from typing import Any
 
 from envcheck import secrets
+from envcheck.checks.cuda_diagnosis import IMPORT_FAILED
 from envcheck.checks.probe import (
     driver_cuda_version,
     in_container,
@@ -60,9 +62,12 @@ def capture_cuda() -> dict[str, Any]:
     """Read every input of the CUDA diagnosis from the live system (creates no CUDA context on failure)."""
     out: dict[str, Any] = {"torch_installed": importlib.util.find_spec("torch") is not None, "torch_cuda": None,
                            "available": False, "gpus": [], "torch_error": None}
-    if out["torch_installed"]:
-        import torch
-
+    torch: Any = None
+    try:
+        torch = importlib.import_module("torch") if out["torch_installed"] else None
+    except Exception as exc:  # a library torch links failed to load: libs.cuda names which
+        out["torch_error"] = f"{IMPORT_FAILED} {type(exc).__name__}: {exc}"
+    if torch is not None:
         out["torch_cuda"] = torch.version.cuda
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -18,6 +18,7 @@ from envcheck.versions import cuda_numbers
 # gives 13.x >= 580, 12.x >= 525, 11.x >= 450; the toolkit release notes give the exact 12.x and 11.x floors).
 MAJOR_FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 NO_TORCH = "torch is not installed"
+IMPORT_FAILED = "import torch failed:"  # torch_error's prefix when the import itself raised
 CPU_TORCH_FIX = ("pip install --force-reinstall torch torchvision  # PyPI's Linux wheels are CUDA builds; or "
                  "pick a CUDA index: --index-url https://download.pytorch.org/whl/cu128")
 
@@ -256,6 +257,10 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
     found: list[Finding] = []
     if not layers.torch_installed:
         return [Finding("torch", NO_TORCH, "pip install torch torchvision", "image")]
+    if layers.torch_error and layers.torch_error.startswith(IMPORT_FAILED):
+        return [Finding("torch", f"torch cannot be imported ({layers.torch_error[len(IMPORT_FAILED):].strip()})",
+                        "envcheck run --only libs.cuda  # names the library that failed to load and its fix "
+                        "(LD_LIBRARY_PATH, a duplicate nvidia-* wheel, a missing pin)", "image")]
     gpu_nodes = sum(1 for n in layers.device_nodes if re.fullmatch(r"nvidia\d+", n))
     if not layers.device_nodes and not layers.proc_driver:
         if layers.in_container:

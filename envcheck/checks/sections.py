@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from envcheck.checks import network
+from envcheck.checks import libraries, network
 from envcheck.checks.section import Section
 
 SECTIONS: tuple[Section, ...] = (
+    libraries.SECTION,
     network.SECTION,
 )
