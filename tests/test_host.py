@@ -332,3 +332,20 @@ def test_dev_char_problem() -> None:
     assert problem["fix"].startswith("sudo nvidia-ctk system create-dev-char-symlinks --create-all")
     assert dev_char_problem(["nvidia0 (195:0)"], "cgroupfs") is None  # Docker set to cgroupfs: not affected
     assert dev_char_problem([], None) is None
+
+
+def test_yaml_without_pyyaml_is_one_line_and_json_still_reads(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML is not a dependency of envcheck: its absence is staged by hiding the module."""
+    import sys
+
+    from envcheck.documents import read_document
+    from envcheck.errors import UsageError
+
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    (tmp_path / "c.yaml").write_text(COMPOSE)
+    with pytest.raises(UsageError) as info:
+        read_document(str(tmp_path / "c.yaml"), "compose file")
+    assert "reading YAML needs PyYAML" in info.value.message and "--format json" in info.value.message
+    (tmp_path / "c.json").write_text(json.dumps({"services": {"a": {"image": "x"}}}))
+    assert read_document(str(tmp_path / "c.json"), "compose file") == {"services": {"a": {"image": "x"}}}
