@@ -247,6 +247,9 @@ def device_access_finding(layers: CudaLayers) -> Finding | None:
     """The /dev/nvidia* nodes exist but cannot be opened: EPERM is a device cgroup, EACCES the nodes' mode or a
     nodev mount. Without captured open() results, NVML's "Unknown Error" in a container stands in for EPERM."""
     refused = layers.device_access or {}
+    gpus = [n for n in layers.device_nodes if re.fullmatch(r"nvidia\d+", n)]
+    if not ({"nvidiactl", "nvidia-uvm"} & set(refused) or gpus and all(n in refused for n in gpus)):
+        refused = {}  # some GPUs refused, the rest usable: a restriction by design (Slurm's ConstrainDevices)
     unknown = "unknown error" in (layers.nvml_error or "").lower()
     said = f"; NVML says {layers.nvml_error!r}" if unknown else ""
     eperm = ", ".join(f"/dev/{n}" for n, e in sorted(refused.items()) if e == "EPERM")
@@ -258,10 +261,11 @@ def device_access_finding(layers: CudaLayers) -> Finding | None:
                        "for the NVIDIA nodes (NVIDIA/nvidia-container-toolkit#48)", DAEMON_RELOAD_FIX, "node")
     if eperm:
         return Finding("devices", f"{eperm} exist but open() is refused (EPERM){said}: a device cgroup denies this "
-                       "process the GPUs (a systemd unit's DevicePolicy=/DeviceAllow=, or a runtime's)",
-                       "allow the devices to the unit (systemctl show <unit> -p DevicePolicy -p DeviceAllow; "
-                       "DeviceAllow=/dev/nvidiactl rw, /dev/nvidia0 rw, /dev/nvidia-uvm rw) or run outside it",
-                       "config")
+                       "process the GPUs (a Slurm job without a GPU allocation under ConstrainDevices=yes, or a "
+                       "systemd unit's DevicePolicy=/DeviceAllow=)",
+                       "ask for the GPUs (srun/sbatch --gpus=N or --gres=gpu:N), or allow them to the unit "
+                       "(systemctl show <unit> -p DevicePolicy -p DeviceAllow; DeviceAllow=/dev/nvidiactl rw, "
+                       "/dev/nvidia0 rw, /dev/nvidia-uvm rw)", "config")
     if eacces:
         where = "this container's user" if layers.in_container else "this user"
         return Finding("devices", f"{eacces} exist but open() is refused (EACCES: permission denied){said}: the "

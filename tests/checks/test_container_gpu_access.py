@@ -77,10 +77,23 @@ def test_the_verdict_names_the_device_cause_first_and_drops_the_generic_999() ->
     assert "CUDA error 999" in without.summary  # the rule fires on the evidence, not on the 999 alone
 
 
-def test_eperm_outside_a_container_is_a_unit_device_policy() -> None:
+def test_eperm_outside_a_container_is_a_job_or_unit_device_policy() -> None:
     (first, *_) = diagnose(layers(in_container=False, device_access={"nvidia0": "EPERM"}))
     assert first.layer == "devices" and first.fault_class == "config"
-    assert "DevicePolicy" in first.problem and "DeviceAllow" in first.fix
+    assert "ConstrainDevices" in first.problem and "--gres=gpu:N" in first.fix and "DeviceAllow" in first.fix
+
+
+@pytest.mark.parametrize("refused, named", [
+    # Slurm confines a job to its GPUs with the device cgroup (ConstrainDevices=yes: NVIDIA/pyxis#47, #72)
+    ({"nvidia1": "EPERM"}, False),  # a Slurm job given GPU 0 of two: GPU 1 is refused by design
+    ({"nvidia0": "EPERM", "nvidia1": "EPERM"}, True),  # no GPU left
+    ({"nvidia-uvm": "EPERM"}, True),  # CUDA needs /dev/nvidia-uvm
+    ({"nvidiactl": "EACCES"}, True),
+])
+def test_only_refusals_that_leave_no_usable_gpu_are_named(refused: dict[str, str], named: bool) -> None:
+    nodes = ["nvidia-uvm", "nvidia0", "nvidia1", "nvidiactl"]
+    found = diagnose(layers(in_container=False, device_nodes=nodes, device_access=refused))
+    assert (found[0].layer == "devices") is named, found
 
 
 @pytest.mark.parametrize("in_container, fault", [(True, "config"), (False, "node")])
