@@ -1,7 +1,8 @@
 """`envcheck host`: before anything is pulled, which of our images will run on this host, and why not.
 
 No torch: the driver and GPUs come from NVML (nvidia-ml-py, when installed), else `nvidia-smi`, else libcuda;
-Docker's GPU setup from files (`/etc/docker/daemon.json`, CDI specs) and `nvidia-ctk` on PATH.
+Docker's GPU setup from files (`/etc/docker/daemon.json`, CDI specs: envcheck.cdi, /dev/char links) and
+`nvidia-ctk` on PATH; `--compose FILE` lints a compose file's GPU requests (envcheck.compose_gpu).
 """
 
 from __future__ import annotations
@@ -157,6 +158,9 @@ def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
         runtimes = sorted((config.get("runtimes") or {}) if isinstance(config, dict) else {})
         found["daemon_json_runtimes"] = runtimes
         found["default_runtime"] = config.get("default-runtime") if isinstance(config, dict) else None
+        opts = config.get("exec-opts") if isinstance(config, dict) else None
+        found["cgroup_driver"] = next((str(o).partition("=")[2] for o in opts or [] if isinstance(opts, list)
+                                       and str(o).startswith("native.cgroupdriver=")), None)
     except FileNotFoundError:
         found["daemon_json_runtimes"] = []
     except (OSError, ValueError) as exc:
@@ -187,18 +191,63 @@ def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
     return found
 
 
-def collect(matrix_path: str | None) -> dict[str, Any]:
+def dev_char_problem(missing: list[str], cgroup_driver: str | None) -> dict[str, str] | None:
+    """The host's NVIDIA nodes without /dev/char links: GPU containers under systemd's cgroup management lose them
+    at the next `systemctl daemon-reload` (NVIDIA/nvidia-container-toolkit#48); None when none is missing or
+    Docker is set to cgroupfs."""
+    if not missing or cgroup_driver == "cgroupfs":
+        return None
+    from envcheck.checks.cuda_diagnosis import DAEMON_RELOAD_FIX
+
+    return {"problem": f"no /dev/char/<major>:<minor> link for {', '.join(missing)}: GPU containers run under the "
+                       "systemd cgroup driver lose these GPUs at the next `systemctl daemon-reload` ('Failed to "
+                       "initialize NVML: Unknown Error' inside them)",
+            "fix": DAEMON_RELOAD_FIX.partition("; on the host, once: ")[2], "fault_class": "node"}
+
+
+def dev_char_links(dev: str = "/dev") -> dict[str, Any]:
+    """The NVIDIA nodes lacking /dev/char links, read on the host (a container's /dev has no /dev/char)."""
+    from envcheck.checks.bundle import missing_char_symlinks
+    from envcheck.checks.probe import in_container
+
+    if in_container() is True:
+        return {"checked": False, "why": "envcheck runs inside a container: run `envcheck host` on the host"}
+    return {"checked": True, "missing": missing_char_symlinks(dev)}
+
+
+def read_compose(path: str) -> dict[str, Any]:
+    """A compose file as a mapping; one-line UsageError for a missing or malformed one."""
+    from envcheck.documents import read_document
+    from envcheck.errors import UsageError
+
+    data = read_document(path, "compose file")
+    if not isinstance(data, dict) or not isinstance(data.get("services", {}), dict):
+        raise UsageError(f"compose file {path}: not a compose file (a mapping with a 'services' mapping is expected)")
+    return data
+
+
+def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[str, Any]:
     """Everything `envcheck host` reports, as one JSON-able document."""
+    from envcheck.cdi import cdi_dirs, cdi_report
+    from envcheck.compose_gpu import compose_gpu_problems, gpu_services
     from envcheck.errors import UsageError
     from envcheck.images.matrix import default_matrix_path, load_matrix
 
+    compose = read_compose(compose_path) if compose_path else None  # bad input fails before anything is probed
     gpus = read_host_gpus()
     doc: dict[str, Any] = {
         "gpu": {"source": gpus.source, "driver": gpus.driver, "driver_cuda": gpus.driver_cuda,
                 "gpus": gpus.listed,
                 "why_none": gpus.why_none or None},
         "docker": docker_gpu_setup(),
+        "cdi": cdi_report(cdi_dirs(), bool(gpus.listed), gpus.driver),
+        "dev_char": dev_char_links(),
     }
+    doc["dev_char"]["problem"] = dev_char_problem(doc["dev_char"].get("missing", []),
+                                                  doc["docker"].get("cgroup_driver"))
+    if compose is not None:
+        doc["compose"] = {"file": compose_path, "gpu_services": gpu_services(compose),
+                          "problems": compose_gpu_problems(compose)}
     path = Path(matrix_path) if matrix_path else default_matrix_path()
     if not path.is_file():
         doc["matrix"] = None
@@ -231,6 +280,18 @@ def print_host(doc: dict[str, Any]) -> None:
         console.print(f"Driver {gpu['driver'] or '?'} (CUDA {gpu['driver_cuda'] or '?'}, from {gpu['source']}); "
                       f"GPUs: {escape(caps)}")
     console.print(escape(doc["docker"]["summary"]))
+    for spec in doc["cdi"]["specs"]:
+        if not spec["error"]:
+            console.print(escape(f"CDI {spec['kind']}: {', '.join(spec['devices']) or 'no devices'} ({spec['path']})"),
+                          soft_wrap=True)
+    problems = [*doc["cdi"]["problems"], *filter(None, [doc["dev_char"].get("problem")]),
+                *(doc["compose"]["problems"] if "compose" in doc else [])]
+    for p in problems:
+        console.print(escape(f"problem ({p['fault_class']}): {p['problem']} -> fix: {p['fix']}"), soft_wrap=True)
+    if "compose" in doc and not doc["compose"]["problems"]:
+        names = doc["compose"]["gpu_services"]
+        console.print(escape(f"{doc['compose']['file']}: " + (f"the GPU requests of {', '.join(names)} all get "
+                                                               "CUDA (compute)" if names else "no GPU request")))
     if doc.get("matrix") is None:
         console.print(escape(doc["matrix_why"]))
         return
@@ -245,17 +306,18 @@ def print_host(doc: dict[str, Any]) -> None:
 
 
 def cmd_host(args: argparse.Namespace) -> int:
-    """`envcheck host`: 0 always (it reports), 2 on bad input."""
+    """`envcheck host`: 0 (it reports), 1 when --compose FILE has a GPU request problem, 2 on bad input."""
 
     from envcheck.cli import write_output
 
-    doc = collect(args.matrix)
+    doc = collect(args.matrix, args.compose)
+    code = 1 if doc.get("compose", {}).get("problems") else 0
     if args.json:
         write_output(args.json, json.dumps(doc, indent=2) + "\n")  # atomic; a failure is one line, exit 3
         if args.json == "-":
-            return 0
+            return code
     print_host(doc)
-    return 0
+    return code
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -263,5 +325,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     host = sub.add_parser("host", help="before pulling: the driver, GPUs, Docker GPU setup, and which image "
                                        "rows will run here (no torch needed)")
     host.add_argument("--matrix", metavar="PATH", help="docker/matrix.toml (default: ENVCHECK_MATRIX or the clone's)")
+    host.add_argument("--compose", metavar="FILE", help="lint this compose file's GPU requests (capabilities "
+                                                          "without compute; exit 1 when one is wrong)")
     host.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
     host.set_defaults(handler=cmd_host)

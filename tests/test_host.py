@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from envcheck.host import (
 )
 from envcheck.images import matrix_rules
 from envcheck.images.matrix import default_matrix_path, load_matrix
-from tests.helpers import run_cli
+from tests.helpers import ROOT, run_cli
 
 
 @pytest.mark.parametrize("driver, driver_cuda, row_cuda, problem", [
@@ -133,3 +134,218 @@ def test_host_with_gpus_prints_driver_gpus_and_verdicts(monkeypatch: pytest.Monk
     assert rows["2.9-cu126"]["runs"] is False and "sm_120" in rows["2.9-cu126"]["why"]
     assert rows["2.9-cu128"]["runs"] is True
     assert rows["2.14-cu130"]["runs"] is False and "needs >= 580" in rows["2.14-cu130"]["why"]
+
+
+# --- containers: compose GPU requests, CDI specs, /dev/char links (issue 16) -----------------------------------
+# Real-world: `capabilities: [gpu, utility]` leaves libcuda.so.1 out (https://github.com/mudler/LocalAI/issues/11973,
+# https://github.com/weaviate/weaviate/issues/1736); Docker derives NVIDIA_DRIVER_CAPABILITIES from the request's
+# NVIDIA capabilities (moby daemon/nvidia_linux.go). Stale CDI specs after a driver upgrade
+# (https://github.com/NVIDIA/nvidia-container-toolkit/issues/692) and `unresolvable CDI devices nvidia.com/gpu=all`
+# (https://github.com/NVIDIA/nvidia-container-toolkit/issues/146, https://github.com/moby/moby/issues/47633).
+
+COMPOSE = """
+services:
+  good:
+    image: x
+    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: all, capabilities: [gpu, compute, utility]}]}}}
+  default-caps:
+    image: x
+    deploy: {resources: {reservations: {devices: [{capabilities: [gpu]}]}}}
+  no-compute:
+    image: x
+    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: 1, capabilities: [gpu, utility]}]}}}
+  all-cap:
+    image: x
+    deploy: {resources: {reservations: {devices: [{driver: nvidia, capabilities: [gpu, all]}]}}}
+  env-caps:
+    image: x
+    environment: ["NVIDIA_DRIVER_CAPABILITIES=utility,video"]
+  amd:
+    image: x
+    deploy: {resources: {reservations: {devices: [{driver: amd, capabilities: [gpu]}]}}}
+"""
+
+
+def test_compose_gpu_problems_pure() -> None:
+    import yaml
+
+    from envcheck.compose_gpu import compose_gpu_problems, gpu_services
+
+    compose = yaml.safe_load(COMPOSE)
+    found = {p["service"]: p for p in compose_gpu_problems(compose)}
+    assert set(found) == {"no-compute", "all-cap", "env-caps"}
+    assert "NVIDIA_DRIVER_CAPABILITIES=utility: without 'compute' libcuda.so.1 is not mounted" in \
+        found["no-compute"]["problem"]
+    assert found["no-compute"]["fix"].startswith("capabilities: [gpu, compute, utility]")
+    assert "could not select device driver \"nvidia\" with capabilities: [[gpu all]]" in found["all-cap"]["problem"]
+    assert "NVIDIA_DRIVER_CAPABILITIES='utility,video' lacks 'compute'" in found["env-caps"]["problem"]
+    assert all(p["fault_class"] == "config" for p in found.values())
+    assert gpu_services(compose) == ["all-cap", "default-caps", "good", "no-compute"]
+    assert compose_gpu_problems({"services": {"x": {"deploy": {"resources": "junk"}}}}) == []
+    assert compose_gpu_problems(["not", "a", "mapping"]) == []
+
+
+def test_host_compose_lint_via_the_cli(tmp_path: Path) -> None:
+    bad = tmp_path / "compose.yaml"
+    bad.write_text(COMPOSE)
+    done = run_cli("host", "--compose", str(bad), "--json", "-", timeout=60)
+    assert done.returncode == 1, done.stderr
+    problems = json.loads(done.stdout)["compose"]["problems"]
+    assert [p["service"] for p in problems] == ["all-cap", "env-caps", "no-compute"]
+    human = run_cli("host", "--compose", str(bad), timeout=60)
+    assert human.returncode == 1 and "problem (config): service 'no-compute'" in human.stdout
+
+
+def test_the_repos_own_compose_file_passes() -> None:
+    done = run_cli("host", "--compose", str(ROOT / "compose.yaml"), "--json", "-", timeout=60)
+    assert done.returncode == 0, done.stderr
+    compose = json.loads(done.stdout)["compose"]
+    assert compose["problems"] == [] and compose["gpu_services"] == ["jupyter", "ssh", "verify"]
+
+
+def test_the_lint_reads_compose_configs_own_json(tmp_path: Path) -> None:
+    """`docker compose config --format json` (real Compose v2, no engine needed) of the repo's file with
+    [gpu, utility]: the anchors and profiles resolved by Compose itself, then linted as JSON."""
+    from tests.compose.stack import compose_command
+
+    try:
+        compose = compose_command()
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    source = tmp_path / "compose.yaml"
+    source.write_text((ROOT / "compose.yaml").read_text().replace("capabilities: [gpu]",
+                                                                  "capabilities: [gpu, utility]"))
+    config = subprocess.run([*compose, "-f", str(source), "--profile", "verify", "--profile", "ssh", "config",
+                             "--format", "json"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert config.returncode == 0, config.stderr
+    (tmp_path / "config.json").write_text(config.stdout)
+    done = run_cli("host", "--compose", str(tmp_path / "config.json"), "--json", "-", timeout=60)
+    assert done.returncode == 1
+    assert [p["service"] for p in json.loads(done.stdout)["compose"]["problems"]] == ["ssh", "verify"]
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "cannot read compose file"),
+    ("services: [a, b]\n", "not a compose file"),
+    ("services: {a: [\n", "not valid YAML"),
+    ("\xff\xfe", "not UTF-8"),
+])
+def test_bad_compose_file_is_one_line(tmp_path: Path, content: str | None, words: str) -> None:
+    path = tmp_path / "c.yaml"
+    if content is not None:
+        path.write_bytes(content.encode("latin-1"))
+    done = run_cli("host", "--compose", str(path), timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _spec(root: Path, driver: str, libs_exist: bool) -> str:
+    """A spec shaped like `nvidia-ctk cdi generate`'s, its host paths under `root`."""
+    lib = root / f"usr/lib/x86_64-linux-gnu/libcuda.so.{driver}"
+    hook = root / "usr/bin/nvidia-cdi-hook"
+    for path in (root / "dev/nvidia0", root / "dev/nvidiactl", hook) + ((lib,) if libs_exist else ()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    return f"""---
+cdiVersion: 0.5.0
+kind: nvidia.com/gpu
+devices:
+- name: "0"
+  containerEdits:
+    deviceNodes:
+    - path: {root}/dev/nvidia0
+- name: all
+  containerEdits:
+    deviceNodes:
+    - path: {root}/dev/nvidia0
+containerEdits:
+  deviceNodes:
+  - path: {root}/dev/nvidiactl
+  hooks:
+  - hookName: createContainer
+    path: {hook}
+    args: [nvidia-cdi-hook, update-ldcache, --folder, /usr/lib/x86_64-linux-gnu]
+  mounts:
+  - hostPath: {lib}
+    containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.{driver}
+    options: [ro, nosuid, nodev, bind]
+"""
+
+
+def test_cdi_specs_fresh_stale_unreadable_and_missing(tmp_path: Path) -> None:
+    from envcheck.cdi import cdi_report
+
+    etc, run = tmp_path / "etc/cdi", tmp_path / "var/run/cdi"
+    etc.mkdir(parents=True)
+    run.mkdir(parents=True)
+    (etc / "nvidia.yaml").write_text(_spec(tmp_path / "fresh", "570.86.15", libs_exist=True))
+    fresh = cdi_report([str(etc), str(run)], gpus_present=True, driver="570.86.15")
+    assert fresh["problems"] == [] and fresh["specs"][0]["devices"] == ["0", "all"]
+    assert cdi_report([str(run)], gpus_present=False)["problems"] == []  # no GPU: no CDI needed
+    (missing,) = cdi_report([str(run)], gpus_present=True)["problems"]
+    assert "no CDI spec offers nvidia.com/gpu" in missing["problem"] and "unresolvable CDI devices" in \
+        missing["problem"] and missing["fix"].startswith("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
+    (etc / "nvidia.yaml").write_text(_spec(tmp_path / "old", "550.54.15", libs_exist=False))
+    (run / "broken.json").write_text('{"cdiVersion": "0.6.0", "kind": ')
+    (run / "other.json").write_text(json.dumps({"cdiVersion": "0.6.0", "kind": "vendor.com/x",
+                                                "devices": [{"name": "a"}]}))
+    report = cdi_report([str(etc), str(run)], gpus_present=True, driver="570.86.15")
+    stale, broken = report["problems"]
+    assert "nvidia.yaml (nvidia.com/gpu) is stale: 1 host path(s)" in stale["problem"]
+    assert "libraries of driver 550.54.15, but the driver is 570.86.15" in stale["problem"]
+    assert stale["fault_class"] == "node" and "regenerate it after every driver upgrade" in stale["fix"]
+    assert "broken.json cannot be used" in broken["problem"]
+    assert {s["kind"] for s in report["specs"]} == {"nvidia.com/gpu", "vendor.com/x", None}
+
+
+def test_cdi_without_an_all_device_is_named(tmp_path: Path) -> None:
+    from envcheck.cdi import cdi_problems, spec_from
+
+    spec = spec_from("x.json", {"kind": "nvidia.com/gpu", "devices": [{"name": "0"}]})
+    (problem,) = cdi_problems([spec], gpus_present=True)
+    assert "offer 0 but not 'all'" in problem["problem"]
+
+
+def test_host_cli_reads_cdi_from_env_dirs_with_gpus_injected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The GPU layer is injected (no GPU here); the CDI files and the command are real."""
+    from envcheck import host
+    from envcheck.cli import main
+
+    (tmp_path / "cdi").mkdir()
+    (tmp_path / "cdi/nvidia.yaml").write_text(_spec(tmp_path / "old", "550.54.15", libs_exist=False))
+    monkeypatch.setenv("ENVCHECK_CDI_DIRS", str(tmp_path / "cdi"))
+    monkeypatch.setattr(host, "read_host_gpus", lambda: HostGpus(
+        "nvml", "570.86.15", "12.8", [(9, 0)], ["H100"], listed=[{"name": "H100", "compute_capability": "9.0"}]))
+    assert main(["host"]) == 0
+    out = capsys.readouterr().out
+    assert f"CDI nvidia.com/gpu: 0, all ({tmp_path}/cdi/nvidia.yaml)" in out
+    assert "problem (node): CDI spec" in out and "driver 550.54.15, but the driver is 570.86.15" in out
+
+
+def test_dev_char_problem() -> None:
+    from envcheck.host import dev_char_problem
+
+    problem = dev_char_problem(["nvidia0 (195:0)"], None)
+    assert problem is not None and problem["fault_class"] == "node"
+    assert "nvidia0 (195:0)" in problem["problem"] and "systemctl daemon-reload" in problem["problem"]
+    assert problem["fix"].startswith("sudo nvidia-ctk system create-dev-char-symlinks --create-all")
+    assert dev_char_problem(["nvidia0 (195:0)"], "cgroupfs") is None  # Docker set to cgroupfs: not affected
+    assert dev_char_problem([], None) is None
+
+
+def test_yaml_without_pyyaml_is_one_line_and_json_still_reads(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML is not a dependency of envcheck: its absence is staged by hiding the module."""
+    import sys
+
+    from envcheck.documents import read_document
+    from envcheck.errors import UsageError
+
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    (tmp_path / "c.yaml").write_text(COMPOSE)
+    with pytest.raises(UsageError) as info:
+        read_document(str(tmp_path / "c.yaml"), "compose file")
+    assert "reading YAML needs PyYAML" in info.value.message and "--format json" in info.value.message
+    (tmp_path / "c.json").write_text(json.dumps({"services": {"a": {"image": "x"}}}))
+    assert read_document(str(tmp_path / "c.json"), "compose file") == {"services": {"a": {"image": "x"}}}

@@ -8,6 +8,7 @@ function of what is captured here, so the live `cuda.available` check is capture
 from __future__ import annotations
 
 import ctypes
+import errno
 import importlib
 import importlib.util
 import json
@@ -42,7 +43,9 @@ CUDA_KEYS: dict[str, tuple[type | None, ...]] = {
     "driver_cuda": (int, None), "driver_capabilities": (str, None),
 }
 OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {"cu_init": (int, None), "libraries": (list,),
-                                                           "nvml_error": (str, None), "nvml_gpus": (list, str)}
+                                                           "nvml_error": (str, None), "nvml_gpus": (list, str),
+                                                           "device_access": (dict, None),  # {"nvidia0": "EPERM"}
+                                                           "char_symlinks_missing": (list, None)}
 ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "LD_PRELOAD",
                 "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "ENVCHECK_")
 _LIBS = re.compile(r"/lib(cuda|cudart|cudnn[a-z_]*|nccl|nvidia-ml|cublas|cublasLt|torch_cuda)\.so[.\d]*$")
@@ -77,16 +80,61 @@ def capture_cuda() -> dict[str, Any]:
         out["torch_error"] = " ".join(str(w.message) for w in caught) or None
     lib = load_library("libcuda.so.1")
     version = read_text("/proc/driver/nvidia/version")
+    contained = in_container() is True
+    out.update(device_access=device_open_errors(),  # links are a host matter: a container's /dev has none
+               char_symlinks_missing=None if contained else missing_char_symlinks())
     out.update(
         visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"), device_nodes=nvidia_device_nodes(),
         proc_driver=os.path.isdir("/proc/driver/nvidia"), proc_driver_version=version.strip() if version else None,
-        in_container=in_container() is True, libcuda_error=lib if isinstance(lib, str) else None,
+        in_container=contained, libcuda_error=lib if isinstance(lib, str) else None,
         driver_cuda=None if isinstance(lib, str) else driver_cuda_version(lib),
         driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"), libraries=loaded_libraries(),
         cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib))
     nvml = nvml_gpus()
     out.update(nvml_gpus=nvml, nvml_error=first_nvml_error(nvml))
     return out
+
+
+def _char_nodes(dev: str) -> list[tuple[str, os.stat_result]]:
+    found = []
+    for name in nvidia_device_nodes(dev):
+        try:
+            st = os.stat(os.path.join(dev, name))
+        except OSError:
+            continue
+        if stat.S_ISCHR(st.st_mode):  # /dev/nvidia-caps is a directory
+            found.append((name, st))
+    return found
+
+
+def device_open_errors(dev: str = "/dev") -> dict[str, str]:
+    """Each /dev/nvidia* character node that open() refuses, by errno name: EPERM is a device cgroup (a container's
+    after `systemctl daemon-reload`), EACCES the node's mode or a nodev mount, ENXIO no driver behind the node."""
+    refused: dict[str, str] = {}
+    for name, _ in _char_nodes(dev):
+        try:  # what CUDA and NVML do first; no ioctl is issued
+            fd = os.open(os.path.join(dev, name), os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except OSError as exc:
+            refused[name] = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+            continue
+        os.close(fd)
+    return refused
+
+
+def missing_char_symlinks(dev: str = "/dev") -> list[str]:
+    """The /dev/nvidia* character nodes with no /dev/char/<major>:<minor> link resolving to them, as
+    'nvidia0 (195:0)': runc finds devices through these links when systemd manages the container's cgroup."""
+    missing: list[str] = []
+    for name, st in _char_nodes(dev):
+        number = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        try:
+            link = os.stat(os.path.join(dev, "char", number))
+            ok = stat.S_ISCHR(link.st_mode) and link.st_rdev == st.st_rdev
+        except OSError:
+            ok = False
+        if not ok:
+            missing.append(f"{name} ({number})")
+    return missing
 
 
 def cu_init(lib: ctypes.CDLL) -> int | None:
@@ -207,9 +255,11 @@ def validate_bundle(data: Any, where: str = "bundle") -> dict[str, Any]:
         item = dict if key == "nvml_gpus" else str
         if ok and isinstance(value, list):
             ok = all(isinstance(v, item) for v in value)
+        if ok and isinstance(value, dict):
+            ok = all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
         if not ok:
-            raise UsageError(f"{where}: bundle's cuda.{key} must be {_type_name(types)}"
-                             f"{' of ' + item.__name__ if isinstance(value, list) else ''}, got {value!r:.60}")
+            of = f" of {item.__name__}" if isinstance(value, list) else " of str to str" if isinstance(value, dict) else ""
+            raise UsageError(f"{where}: bundle's cuda.{key} must be {_type_name(types)}{of}, got {value!r:.60}")
     for key in ("env", "facts"):
         if key in data and not isinstance(data[key], dict):
             raise UsageError(f"{where}: bundle's {key!r} must be an object")

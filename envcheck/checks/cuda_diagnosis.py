@@ -19,6 +19,10 @@ from envcheck.versions import cuda_numbers
 MAJOR_FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 NO_TORCH = "torch is not installed"
 IMPORT_FAILED = "import torch failed:"  # torch_error's prefix when the import itself raised
+# Docker sets NVIDIA_DRIVER_CAPABILITIES from the NVIDIA capabilities of the device request (moby
+# daemon/nvidia_linux.go: compute, compat32, graphics, utility, video, display), so [gpu, utility] means no libcuda.
+CAPABILITIES_FIX = ("in compose: capabilities: [gpu, compute, utility] (or just [gpu], which leaves the image's "
+                    "NVIDIA_DRIVER_CAPABILITIES, else the toolkit's default utility,compute); with docker run: --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility")
 CPU_TORCH_FIX = ("pip install --force-reinstall torch torchvision  # PyPI's Linux wheels are CUDA builds; or "
                  "pick a CUDA index: --index-url https://download.pytorch.org/whl/cu128")
 
@@ -42,6 +46,8 @@ class CudaLayers:
     libraries: list[str] = field(default_factory=list)  # CUDA-stack libraries mapped (/proc/self/maps)
     nvml_error: str | None = None  # NVML's first error (e.g. "GPU 0: GPU is lost")
     nvml_gpus: list[dict[str, Any]] | str | None = None  # NVML's GPUs (uuid, mig, mig_devices), or why not known
+    device_access: dict[str, str] | None = None  # /dev/nvidia* nodes open() refuses: name -> errno name; None: unread
+    char_symlinks_missing: list[str] | None = None  # host only: nodes without a /dev/char/<major>:<minor> link
 
 
 @dataclass(frozen=True)
@@ -226,6 +232,57 @@ def driver_finding(layers: CudaLayers) -> Finding | None:
     return None
 
 
+# A running container loses its GPUs when systemd re-applies the container's device cgroup (`systemctl
+# daemon-reload`) without the NVIDIA devices: runc names them by /dev/char/<major>:<minor> links that the driver does
+# not create. NVIDIA/nvidia-container-toolkit#48 (and NVIDIA/nvidia-docker#1730): "Failed to initialize NVML: Unknown
+# Error"; "The container needs to be deleted once the issue occurs"; workarounds in this order.
+DAEMON_RELOAD_FIX = (
+    "delete and recreate the container (it stays cut off until then); on the host, once: sudo nvidia-ctk system "
+    "create-dev-char-symlinks --create-all, and make it run at boot with the udev rule ACTION==\"add\", "
+    "DEVPATH==\"/bus/pci/drivers/nvidia\", RUN+=\"/usr/bin/nvidia-ctk system create-dev-char-symlinks --create-all\" "
+    "in /lib/udev/rules.d/71-nvidia-dev-char.rules; or give GPUs through CDI (--device nvidia.com/gpu=all), or "
+    "run Docker with the cgroupfs driver (\"exec-opts\": [\"native.cgroupdriver=cgroupfs\"] in daemon.json)")
+
+
+def device_access_finding(layers: CudaLayers) -> Finding | None:
+    """The /dev/nvidia* nodes exist but cannot be opened: EPERM is a device cgroup, EACCES the nodes' mode or a
+    nodev mount. Without captured open() results, NVML's "Unknown Error" in a container stands in for EPERM."""
+    refused = layers.device_access or {}
+    gpus = [n for n in layers.device_nodes if re.fullmatch(r"nvidia\d+", n)]
+    if not ({"nvidiactl", "nvidia-uvm"} & set(refused) or gpus and all(n in refused for n in gpus)):
+        refused = {}  # some GPUs refused, the rest usable: a restriction by design (Slurm's ConstrainDevices)
+    unknown = "unknown error" in (layers.nvml_error or "").lower()
+    said = f"; NVML says {layers.nvml_error!r}" if unknown else ""
+    eperm = ", ".join(f"/dev/{n}" for n, e in sorted(refused.items()) if e == "EPERM")
+    eacces = ", ".join(f"/dev/{n}" for n, e in sorted(refused.items()) if e == "EACCES")
+    if eperm and layers.in_container:
+        return Finding("devices", f"{eperm} exist but open() is refused (EPERM){said}: the container's device "
+                       "cgroup no longer allows the GPUs. With the systemd cgroup driver a `systemctl daemon-reload` "
+                       "on the host re-applies it without them when the host lacks /dev/char/<major>:<minor> links "
+                       "for the NVIDIA nodes (NVIDIA/nvidia-container-toolkit#48)", DAEMON_RELOAD_FIX, "node")
+    if eperm:
+        return Finding("devices", f"{eperm} exist but open() is refused (EPERM){said}: a device cgroup denies this "
+                       "process the GPUs (a Slurm job without a GPU allocation under ConstrainDevices=yes, or a "
+                       "systemd unit's DevicePolicy=/DeviceAllow=)",
+                       "ask for the GPUs (srun/sbatch --gpus=N or --gres=gpu:N), or allow them to the unit "
+                       "(systemctl show <unit> -p DevicePolicy -p DeviceAllow; DeviceAllow=/dev/nvidiactl rw, "
+                       "/dev/nvidia0 rw, /dev/nvidia-uvm rw)", "config")
+    if eacces:
+        where = "this container's user" if layers.in_container else "this user"
+        return Finding("devices", f"{eacces} exist but open() is refused (EACCES: permission denied){said}: the "
+                       f"nodes' mode or group bars {where}, or /dev is mounted nodev",
+                       "ls -l /dev/nvidia* and findmnt -T /dev/nvidia0 (no nodev); add the user to the nodes' group "
+                       "(docker run --group-add $(stat -c %g /dev/nvidia0), or usermod -aG video USER on a host), "
+                       "or on the host set the driver's NVreg_DeviceFileMode=0666",
+                       "config" if layers.in_container else "node")
+    if unknown and layers.in_container and layers.device_nodes and layers.device_access is None:
+        return Finding("devices", f"NVML says {layers.nvml_error!r} in a container whose /dev/nvidia* nodes exist: "
+                       "most often its device cgroup was re-applied without the GPUs (`systemctl daemon-reload` "
+                       "under the systemd cgroup driver, NVIDIA/nvidia-container-toolkit#48); whether open() is "
+                       "refused was not captured", DAEMON_RELOAD_FIX, "node")
+    return None
+
+
 MIG_FIX = ("CUDA enumerates one MIG device per process: run one process per slice with "
            "CUDA_VISIBLE_DEVICES=MIG-<uuid> (nvidia-smi -L lists them; e.g. one rank per slice), or disable MIG "
            "(nvidia-smi -i <gpu> -mig 0) for multi-GPU work in one process")
@@ -262,6 +319,9 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
                         "envcheck run --only libs.cuda  # names the library that failed to load and its fix "
                         "(LD_LIBRARY_PATH, a duplicate nvidia-* wheel, a missing pin)", "image")]
     gpu_nodes = sum(1 for n in layers.device_nodes if re.fullmatch(r"nvidia\d+", n))
+    devices = device_access_finding(layers) if layers.device_nodes else None
+    if devices:  # the nodes are there but unusable: the first broken layer, whatever CUDA then reports
+        found.append(devices)
     if not layers.device_nodes and not layers.proc_driver:
         if layers.in_container:
             found.append(Finding("container", "no /dev/nvidia* device nodes and no /proc/driver/nvidia: the "
@@ -275,9 +335,11 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
     elif layers.libcuda_error:
         caps = layers.driver_capabilities
         if layers.in_container and caps is not None and "compute" not in caps and "all" not in caps:
-            fix = "set NVIDIA_DRIVER_CAPABILITIES=compute,utility (docker run -e ...)"
+            fix = CAPABILITIES_FIX
             fault = "config"
-            problem = f"libcuda.so.1 cannot be loaded: NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks 'compute'"
+            problem = (f"libcuda.so.1 cannot be loaded: NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks 'compute' (set by "
+                       "-e, or by Docker from the GPU request's capabilities: compose's `capabilities:` list, "
+                       "docker run --gpus 'all,capabilities=...')")
         else:
             fix = ("install the NVIDIA driver's user-space libraries (libcuda.so.1), or in a container "
                    "use nvidia-container-toolkit with NVIDIA_DRIVER_CAPABILITIES=compute,utility")
@@ -289,8 +351,14 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
         if driver:
             found.append(driver)
     code = cuda_code_finding(layers.torch_error, layers)
-    # The driver-version finding already names error 35's cause; any other code is its own, more precise one.
-    if code and not (code.problem.startswith("CUDA error 35") and any(f.layer == "driver" for f in found)):
+    # The driver-version finding already names error 35's cause, and unopenable nodes explain 999 and 100; any other
+    # code is its own, more precise one.
+    if code is not None:
+        words = code.problem
+        explained = (words.startswith("CUDA error 35") and any(f.layer == "driver" for f in found)
+                     or devices is not None and words.startswith(("CUDA error 999", "CUDA error 100")))
+        code = None if explained else code
+    if code:
         found.append(code)
     cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes, layers.nvml_gpus)
     if cvd:

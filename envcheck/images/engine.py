@@ -9,11 +9,6 @@ from typing import Any
 
 from envcheck.errors import FatalError
 
-GPU_DRIVER_MISSING = 'could not select device driver ""'
-GPU_FIX = ("the Docker engine has no NVIDIA runtime: install nvidia-container-toolkit and run "
-           "`nvidia-ctk runtime configure --runtime=docker && systemctl restart docker`, or pass --allow-cpu")
-
-
 DEBIAN_DOCKER = "/usr/bin/docker"  # Debian's docker.io client: BuildKit (`build --secret`) built in
 
 
@@ -68,8 +63,13 @@ def require_image(client: Any, image: str) -> Any:
 
 
 def explain_start_error(image: str, exc: Exception) -> FatalError:
-    """Turn a container start failure into the fix a user needs."""
+    """Turn a container start failure into the fix a user needs (GPU refusals: envcheck.images.gpu_errors)."""
+    from envcheck.images.gpu_errors import default_row_of, explain_gpu_refusal
+
     text = str(getattr(exc, "explanation", None) or exc)
-    if GPU_DRIVER_MISSING in text or "capabilities: [[gpu]]" in text:
-        return FatalError(f"{image}: cannot give the container a GPU ({text.strip()}); fix: {GPU_FIX}", 2)
-    return FatalError(f"{image}: the container did not start: {text.strip().splitlines()[0]}", 2)
+    refusal = explain_gpu_refusal(text, default_row_of(image))
+    if refusal is not None:
+        return FatalError(f"{image}: cannot give the container a GPU: {refusal.cause} (the daemon said: "
+                          f"{refusal.matched}); fix: {refusal.fix} [fault: {refusal.fault_class}]", 2)
+    first = (text.strip().splitlines() or [type(exc).__name__])[0]
+    return FatalError(f"{image}: the container did not start: {first}", 2)
