@@ -10,6 +10,7 @@ exactly as the live check judges the host.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from envcheck.core.result import Result, first_of, passed, skipped, warned
 from envcheck.errors import UsageError
 
 NOT_SUPPORTED = "not supported"
+NVML_BUDGET_S = 20.0  # under gpu.health's 30 s timeout: a hung NVML is reported, not a timed-out check
 # nvmlClocksEventReason* bits (nvml.h; the deprecated ClocksThrottleReason* bits have the same values).
 GPU_IDLE = 0x1
 HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x8, 0x20, 0x40, 0x80
@@ -105,32 +107,52 @@ def _gpu(pynvml: Any, read: Callable[..., Any], i: int) -> dict[str, Any]:
     return gpu
 
 
-def capture(kmsg: str = KMSG) -> dict[str, Any]:
-    """Each GPU's NVML health fields and the kernel log's Xid events; `nvml_error` says why NVML cannot tell."""
-    out: dict[str, Any] = {"nvml_error": None, "driver_version": None, "gpus": [], "kernel_log": capture_xids(kmsg)}
+def _nvml_state(state: dict[str, Any]) -> None:
+    """Fill `state` from NVML: nvml_error, driver_version, and gpus one by one (`at`: the GPU being read)."""
     try:
         import pynvml
     except ImportError:
-        out["nvml_error"] = "NVML bindings not installed (pip install nvidia-ml-py)"
-        return out
+        state["nvml_error"] = "NVML bindings not installed (pip install nvidia-ml-py)"
+        return
     try:
         pynvml.nvmlInit()
     except Exception as exc:
-        out["nvml_error"] = f"NVML could not start: {exc}{_INIT_HINTS.get(getattr(exc, 'value', None), '')}"
-        return out
+        state["nvml_error"] = f"NVML could not start: {exc}{_INIT_HINTS.get(getattr(exc, 'value', None), '')}"
+        return
     try:
         read = _reader(pynvml)
-        out["driver_version"] = read("nvmlSystemGetDriverVersion", convert=_text)
+        state["driver_version"] = read("nvmlSystemGetDriverVersion", convert=_text)
         count = read("nvmlDeviceGetCount", convert=int)
         if is_absent(count):
-            out["nvml_error"] = f"NVML cannot count the GPUs: {count['absent']}"
-        else:
-            out["gpus"] = [_gpu(pynvml, read, i) for i in range(count)]
+            state["nvml_error"] = f"NVML cannot count the GPUs: {count['absent']}"
+            return
+        for i in range(count):
+            state["at"] = i
+            state["gpus"].append(_gpu(pynvml, read, i))
+        state["at"] = None
     finally:
         try:
             pynvml.nvmlShutdown()
         except Exception:
             pass
+
+
+def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S) -> dict[str, Any]:
+    """Each GPU's NVML health fields and the kernel log's Xid events; `nvml_error` says why NVML cannot tell.
+
+    NVML runs in a thread with a time budget: a GPU in a bad state can hang NVML calls (ctypes releases the GIL
+    while one waits), and then the kernel log and the GPUs read so far still come back, with the hang named."""
+    state: dict[str, Any] = {"nvml_error": None, "driver_version": None, "gpus": [], "at": None}
+    reader = threading.Thread(target=_nvml_state, args=(state,), name="envcheck-nvml", daemon=True)
+    reader.start()
+    out: dict[str, Any] = {"kernel_log": capture_xids(kmsg)}
+    reader.join(nvml_budget_s)
+    out.update(nvml_error=state["nvml_error"], driver_version=state["driver_version"], gpus=list(state["gpus"]),
+               nvml_hung=None)
+    if reader.is_alive():  # left behind as a daemon thread: it ends with this process
+        at = state["at"]
+        out.update(nvml_error=f"NVML did not answer within {nvml_budget_s:g} s"
+                   + (f" (reading GPU {at})" if at is not None else ""), nvml_hung=at if at is not None else -1)
     return out
 
 
@@ -232,6 +254,13 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     for gpu in gpus:
         key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
         findings += _gpu_findings(gpu, by_pci.pop(key, []) if key else [])
+    hung = data.get("nvml_hung")
+    if isinstance(hung, int) and not isinstance(hung, bool):
+        who = f"GPU {hung}" if hung >= 0 else "NVML"
+        findings.append(Finding(0, who, who, f"{data.get('nvml_error')}: a GPU in a bad state hangs NVML",
+                                "nvidia-smi -q (does it hang too?); dmesg | grep -i xid; "
+                                f"{RESET.format(i=hung) if hung >= 0 else 'nvidia-smi -r (GPU reset)'} or reboot "
+                                "the node; RMA if it recurs"))
     for pci, rest in by_pci.items():  # a GPU NVML no longer lists (one that fell off the bus) or cannot read
         findings += _xid_findings(rest, f"PCI {pci} (no GPU that NVML lists)", f"PCI {pci}", pci)
     nvml_error = data.get("nvml_error")
@@ -264,7 +293,7 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
 def validate(data: Any, where: str) -> None:
     """One-line UsageError naming the first thing malformed in a bundle's gpu_health section."""
     require(data, where, {"nvml_error": (str, None), "driver_version": (str, dict, None), "gpus": (list,),
-                          "kernel_log": (dict,)})
+                          "kernel_log": (dict,), "nvml_hung": (int, None)})
     for n, gpu in enumerate(data.get("gpus") or []):
         require(gpu, f"{where}.gpus[{n}]", _FIELDS)
         if "index" not in gpu:

@@ -93,7 +93,7 @@ def healthy_gpu(index: int = 0, **changes: Any) -> dict[str, Any]:
 
 def state(*gpus: dict[str, Any], xid: list[str] | None = None, nvml_error: str | None = None,
           log_error: str | None = None) -> dict[str, Any]:
-    return {"nvml_error": nvml_error, "driver_version": "580.95.05", "gpus": list(gpus),
+    return {"nvml_error": nvml_error, "driver_version": "580.95.05", "gpus": list(gpus), "nvml_hung": None,
             "kernel_log": {"source": "/dev/kmsg", "error": log_error, "xid": parse_xid_lines(xid or [])}}
 
 
@@ -358,6 +358,7 @@ It answers from nvml_state.json beside it, raising NVMLError with NVML's codes a
 the state does not mention answers NOT_SUPPORTED, as NVML does for a feature a GPU lacks."""
 import json
 import os
+import time
 
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC = 0, 1
@@ -408,6 +409,7 @@ def nvmlDeviceGetCount():
 
 
 def nvmlDeviceGetHandleByIndex(index):
+    time.sleep(_STATE["gpus"][index].get("hang_s", 0))  # a GPU in a bad state: NVML blocks on it
     _fail(_STATE["gpus"][index].get("handle", {}))
     return index
 
@@ -526,6 +528,25 @@ def test_a_gpu_nvml_cannot_open_does_not_lose_the_others(fake_nvml: Callable[...
     assert data["gpus"][1] == {"index": 1, "error": "nvmlDeviceGetHandleByIndex: GPU is lost"}
     assert data["gpus"][0]["uuid"] == UUID0
     assert verdict(data, CTX).summary == "GPU 1: NVML cannot read it: nvmlDeviceGetHandleByIndex: GPU is lost"
+
+
+def test_nvml_that_hangs_on_a_gpu_is_named_and_the_rest_still_comes_back(fake_nvml: Callable[..., Path],
+                                                                         tmp_path: Path) -> None:
+    """NVML blocks for 3 s on GPU 1 (as it can on a GPU in a bad state); the budget is 0.5 s."""
+    log = tmp_path / "kmsg"
+    log.write_text(KMSG79.replace("0000:2b:00", "0000:3c:00"))
+    fake_nvml(nvml_gpu(0), nvml_gpu(1, hang_s=3))
+    start = time.monotonic()
+    data = capture(str(log), nvml_budget_s=0.5)
+    assert time.monotonic() - start < 2
+    assert [g["index"] for g in data["gpus"]] == [0] and data["nvml_hung"] == 1
+    assert data["kernel_log"]["xid"][0]["xid"] == 79
+    result = judge(data)
+    assert result.status is Status.WARN and result.fault_class == "node"
+    assert result.summary.startswith("GPU 1: NVML did not answer within 0.5 s (reading GPU 1): a GPU in a bad state "
+                                     "hangs NVML (+1 more)")
+    assert (result.remediation or "").startswith("GPU 1: nvidia-smi -q (does it hang too?); dmesg | grep -i xid; "
+                                                 "nvidia-smi -r -i 1 (GPU reset) or reboot the node")
 
 
 @pytest.mark.parametrize("lack, event_error", [
