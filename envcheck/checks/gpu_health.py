@@ -195,7 +195,8 @@ def _xid_findings(events: list[Mapping[str, Any]], label: str, who: str, i: str)
 
 def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]]) -> list[Finding]:
     i, label, who = str(gpu["index"]), _label(gpu), f"GPU {gpu['index']}"
-    pci = gpu["pci"] if isinstance(gpu.get("pci"), str) else "<PCI address>"
+    key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
+    pci = f"{key}.0" if key else "<PCI address>"  # lspci's and nvidia-smi's domain:bus:device.function
     out = _xid_findings(events, label, who, i)
 
     def add(rank: int, problem: str, fix: str) -> None:
@@ -262,7 +263,7 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
                                 f"{RESET.format(i=hung) if hung >= 0 else 'nvidia-smi -r (GPU reset)'} or reboot "
                                 "the node; RMA if it recurs"))
     for pci, rest in by_pci.items():  # a GPU NVML no longer lists (one that fell off the bus) or cannot read
-        findings += _xid_findings(rest, f"PCI {pci} (no GPU that NVML lists)", f"PCI {pci}", pci)
+        findings += _xid_findings(rest, f"PCI {pci} (no GPU that NVML lists)", f"PCI {pci}", f"{pci}.0")
     nvml_error = data.get("nvml_error")
     log_note = f"Xid history unknown ({log['error']})" if log.get("error") else (
         f"kernel log: {len(events)} kind(s) of Xid" if events else "kernel log: no Xid")

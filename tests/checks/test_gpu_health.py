@@ -125,7 +125,7 @@ BUSY = 0x0  # no clock event reason: the GPU is running at full clocks
     ({"ecc_volatile_uncorrected": 2}, [], "2 uncorrectable ECC error(s) since the driver loaded",
      "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i 0"),
     ({"pcie_width": 8}, [], "PCIe link runs at x8, below its x16 maximum",
-     "lspci -vv -s 00000000:3B:00.0 | grep -E 'LnkCap|LnkSta'"),
+     "lspci -vv -s 0000:3b:00.0 | grep -E 'LnkCap|LnkSta'"),
     ({"pcie_gen": 3, "clock_events": BUSY}, [], "PCIe link runs at gen 3, below its gen 5 maximum while the GPU "
      "is busy", "nvidia-smi -q -d PCIE -i 0"),
     ({"clock_events": 0x40 | 0x8, "temperature_c": 91}, [], "clocks held down by HW thermal slowdown, HW slowdown "
@@ -241,6 +241,12 @@ def test_an_xid_on_a_gpu_nvml_no_longer_lists_is_named_by_its_pci_address() -> N
     assert result.status is Status.WARN
     assert result.summary.startswith("PCI 0000:2b:00 (no GPU that NVML lists): Xid 79 (GPU has fallen off")
     assert "PCI 0000:2b:00: drain the node and reboot it" in (result.remediation or "")
+
+
+def test_an_xid_fix_off_nvmls_list_names_the_gpu_by_pci_address() -> None:
+    """nvidia-smi -i takes a PCI bus id (domain:bus:device.function) where no index is known."""
+    result = judge(state(healthy_gpu(0), xid=[XID120]))
+    assert (result.remediation or "").startswith("PCI 0000:01:00: drain; nvidia-smi -r -i 0000:01:00.0 (GPU reset)")
 
 
 @pytest.mark.parametrize("nvml_error", [
