@@ -6,7 +6,7 @@ from envcheck.checks import gpu_health, libraries, network
 from envcheck.checks.section import Section
 
 SECTIONS: tuple[Section, ...] = (
+    gpu_health.SECTION,
     libraries.SECTION,
     network.SECTION,
-    gpu_health.SECTION,
 )
