@@ -15,6 +15,7 @@ from envcheck.checks import (
     cuda,
     cudnn,
     distributed,
+    gpu_health,
     image,
     libraries,
     network,
@@ -26,6 +27,7 @@ from envcheck.core.check import CheckSpec, Hooks
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
+    gpu_health.CHECKS,
     cudnn.CHECKS,
     libraries.CHECKS,
     vision.CHECKS,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from envcheck.checks import libraries, network
+from envcheck.checks import gpu_health, libraries, network
 from envcheck.checks.section import Section
 
 SECTIONS: tuple[Section, ...] = (
+    gpu_health.SECTION,
     libraries.SECTION,
     network.SECTION,
 )
