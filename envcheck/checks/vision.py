@@ -7,6 +7,7 @@ import importlib.metadata
 import importlib.util
 import re
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.checks.cuda_diagnosis import WORKER_RESTART
@@ -186,27 +187,41 @@ class LoadedOps:
                                                sampling_ratio, aligned)
 
 
-def _installed(torch_version: str) -> tuple[str, list[str], str | None, Any, Result | None]:
-    """(torchvision version, its requirements, the image's fix or ours, the declaration, a verdict that ends the
-    check early: torchvision absent)."""
+@dataclass
+class _Installed:
+    """The torchvision found beside torch: its version, the torch it pins, the fix to offer, the image's
+    declared torchvision (None outside an envcheck image), and what the result will carry."""
+
+    version: str
+    pin: str | None
+    fix: str | None
+    want: Any
+    measured: dict[str, object]
+
+
+def _installed() -> _Installed | Result:
+    """The torchvision installed, or the verdict that ends the check early (torchvision absent)."""
+    import torch
+
     want, declared = declared_torchvision()
     # Inside an image that declares torchvision, the fix is the image's own pins: the same one image.versions gives.
-    tv_fix = image_fix(declared) if want and declared else fix_command(torch_version)
+    tv_fix = image_fix(declared) if want and declared else fix_command(torch.__version__)
     try:
         tv_version = importlib.metadata.version("torchvision")
     except importlib.metadata.PackageNotFoundError:
         if want:
-            return "", [], tv_fix, want, failed(f"torchvision is not installed, but this image declares "
-                                                f"torchvision {want}", tv_fix, expected={"torchvision": want},
-                                                fault_class="image")
-        return "", [], tv_fix, want, skipped(
-            "torchvision is not installed and no envcheck image declares it (install it to check it: "
-            f"{fix_command(torch_version).split(' from ONE')[0]})")
-    return tv_version, importlib.metadata.requires("torchvision") or [], tv_fix, want, None
+            return failed(f"torchvision is not installed, but this image declares torchvision {want}", tv_fix,
+                          expected={"torchvision": want}, fault_class="image")
+        return skipped("torchvision is not installed and no envcheck image declares it (install it to check it: "
+                       f"{fix_command(torch.__version__).split(' from ONE')[0]})")
+    pin = _torch_pin(importlib.metadata.requires("torchvision") or [])
+    return _Installed(tv_version, pin, tv_fix, want, {"torch": torch.__version__, "torchvision": tv_version,
+                                                      "torch_cuda": torch.version.cuda,
+                                                      "torchvision_requires_torch": pin})
 
 
-def _import_failure(tv_version: str, torch_version: str, pin: str | None, exc: BaseException, tv_fix: str | None,
-                    measured: dict[str, object], what: str) -> Result:
+def _import_failure(tv: _Installed, torch_version: str, exc: BaseException, what: str) -> Result:
+    tv_version, pin, tv_fix, measured = tv.version, tv.pin, tv.fix, tv.measured
     chain: list[BaseException] = [exc]
     while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 5:
         chain.append(cause)  # torch.ops.load_library says "Could not load this library"; the loader says why
@@ -221,11 +236,11 @@ def _import_failure(tv_version: str, torch_version: str, pin: str | None, exc: B
                   details=traceback.format_exc())
 
 
-def _judge(ops: Any, tv_version: str, tv_cuda: str | None, pin: str | None, tv_fix: str | None, want: Any,
-           measured: dict[str, object], how: str) -> Result:
+def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:
     """The verdict once torchvision's ops are loaded: CUDA pairing, then nms/roi_align exact on every device."""
     import torch
 
+    tv_version, pin, tv_fix, want, measured = tv.version, tv.pin, tv.fix, tv.want, tv.measured
     measured["torchvision_cuda"] = tv_cuda
     cuda_problem = cuda_mismatch(torch.version.cuda, tv_cuda)
     if cuda_problem:
@@ -264,24 +279,19 @@ def vision_ops(ctx: Context) -> Result:
     level does not pay for importing the whole package (vision.import does that at the full level)."""
     import torch
 
-    tv_version, requires, tv_fix, want, early = _installed(torch.__version__)
-    if early is not None:
-        return early
-    pin = _torch_pin(requires)
-    measured: dict[str, object] = {"torch": torch.__version__, "torchvision": tv_version,
-                                   "torch_cuda": torch.version.cuda, "torchvision_requires_torch": pin}
+    tv = _installed()
+    if isinstance(tv, Result):
+        return tv
     library = ops_library()
     if library is None:  # an unknown layout: judge it by importing the package, as a user's job would
         return vision_import(ctx)
-    measured["ops_library"] = library
+    tv.measured["ops_library"] = library
     try:
         torch.ops.load_library(library)
         code = int(torch.ops.torchvision._cuda_version())  # what torchvision.extension._check_cuda_version asks
     except Exception as exc:
-        return _import_failure(tv_version, torch.__version__, pin, exc, tv_fix, measured,
-                               "has C++ ops that do not load")
-    return _judge(LoadedOps(), tv_version, cuda_text(code) if code > 0 else None, pin, tv_fix, want, measured,
-                  "its C++ ops load")
+        return _import_failure(tv, torch.__version__, exc, "has C++ ops that do not load")
+    return _judge(LoadedOps(), tv, cuda_text(code) if code > 0 else None, "its C++ ops load")
 
 
 def vision_import(ctx: Context) -> Result:
@@ -289,19 +299,15 @@ def vision_import(ctx: Context) -> Result:
     nms/roi_align give exact answers through its Python API."""
     import torch
 
-    tv_version, requires, tv_fix, want, early = _installed(torch.__version__)
-    if early is not None:
-        return early
-    pin = _torch_pin(requires)
-    measured: dict[str, object] = {"torch": torch.__version__, "torchvision": tv_version,
-                                   "torch_cuda": torch.version.cuda, "torchvision_requires_torch": pin}
+    tv = _installed()
+    if isinstance(tv, Result):
+        return tv
     try:
         import torchvision
         from torchvision import ops
     except Exception as exc:
-        return _import_failure(tv_version, torch.__version__, pin, exc, tv_fix, measured, "does not import")
-    return _judge(ops, tv_version, cuda_text(torchvision.version.cuda), pin, tv_fix, want, measured,
-                  "the package imports")
+        return _import_failure(tv, torch.__version__, exc, "does not import")
+    return _judge(ops, tv, cuda_text(torchvision.version.cuda), "the package imports")
 
 
 CHECKS = (
