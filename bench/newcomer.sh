@@ -79,8 +79,8 @@ step "make compose (only if 'docker compose version' fails)" \
 step "make base-image (no registry here)" bash -c "docker image inspect $BASE >/dev/null 2>&1 || make base-image"
 step "make image ROW=2.11-cu130 TARGET=runtime BASE_IMAGE=$BASE" \
     make image ROW=2.11-cu130 TARGET=runtime BASE_IMAGE=$BASE
-step "docker run ... $TAG-runtime envcheck run --allow-cpu" \
-    docker run --rm --ipc=host --ulimit memlock=-1 --ulimit stack=67108864 "$TAG-runtime" envcheck run --allow-cpu
+step "docker run --rm --ipc=host ... $TAG-runtime envcheck run --allow-cpu" \
+    docker run --rm --ipc=host --ulimit stack=67108864 "$TAG-runtime" envcheck run --allow-cpu
 step "make verify-image IMAGE=$TAG-runtime ALLOW_CPU=1" make verify-image "IMAGE=$TAG-runtime" ALLOW_CPU=1
 step "cp .env.example .env (HOST_UID/HOST_GID: a non-root uid)" \
     bash -c 'cp .env.example .env && grep -q "^HOST_UID=1000" .env'
