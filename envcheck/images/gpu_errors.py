@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.cdi import CDI_FIX
 from envcheck.checks.cuda_diagnosis import MAJOR_FLOOR
-from envcheck.compose_gpu import DRIVER_CAPS
+from envcheck.host.cdi import CDI_FIX
+from envcheck.host.compose_gpu import DRIVER_CAPS
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit on the host, then `sudo nvidia-ctk runtime configure "
                "--runtime=docker && sudo systemctl restart docker` (the daemon looks for the NVIDIA hook only when it "

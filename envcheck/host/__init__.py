@@ -1,8 +1,8 @@
 """`envcheck host`: before anything is pulled, which of our images will run on this host, and why not.
 
 No torch: the driver and GPUs come from NVML (nvidia-ml-py, when installed), else `nvidia-smi`, else libcuda;
-Docker's GPU setup from files (`/etc/docker/daemon.json`, CDI specs: envcheck.cdi, /dev/char links) and
-`nvidia-ctk` on PATH; `--compose FILE` lints a compose file's GPU requests (envcheck.compose_gpu).
+Docker's GPU setup from files (`/etc/docker/daemon.json`, CDI specs: envcheck.host.cdi, /dev/char links) and
+`nvidia-ctk` on PATH; `--compose FILE` lints a compose file's GPU requests (envcheck.host.compose_gpu).
 """
 
 from __future__ import annotations
@@ -217,8 +217,8 @@ def dev_char_links(dev: str = "/dev") -> dict[str, Any]:
 
 def read_compose(path: str) -> dict[str, Any]:
     """A compose file as a mapping; one-line UsageError for a missing or malformed one."""
-    from envcheck.documents import read_document
     from envcheck.errors import UsageError
+    from envcheck.host.documents import read_document
 
     data = read_document(path, "compose file")
     if not isinstance(data, dict) or not isinstance(data.get("services", {}), dict):
@@ -228,9 +228,9 @@ def read_compose(path: str) -> dict[str, Any]:
 
 def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[str, Any]:
     """Everything `envcheck host` reports, as one JSON-able document."""
-    from envcheck.cdi import cdi_dirs, cdi_report
-    from envcheck.compose_gpu import compose_gpu_problems, gpu_services
     from envcheck.errors import UsageError
+    from envcheck.host.cdi import cdi_dirs, cdi_report
+    from envcheck.host.compose_gpu import compose_gpu_problems, gpu_services
     from envcheck.images.matrix import default_matrix_path, load_matrix
 
     compose = read_compose(compose_path) if compose_path else None  # bad input fails before anything is probed

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.documents import read_document
 from envcheck.errors import UsageError
+from envcheck.host.documents import read_document
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 GPU_KIND = "nvidia.com/gpu"

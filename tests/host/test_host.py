@@ -169,7 +169,7 @@ services:
 def test_compose_gpu_problems_pure() -> None:
     import yaml
 
-    from envcheck.compose_gpu import compose_gpu_problems, gpu_services
+    from envcheck.host.compose_gpu import compose_gpu_problems, gpu_services
 
     compose = yaml.safe_load(COMPOSE)
     found = {p["service"]: p for p in compose_gpu_problems(compose)}
@@ -273,7 +273,7 @@ containerEdits:
 
 
 def test_cdi_specs_fresh_stale_unreadable_and_missing(tmp_path: Path) -> None:
-    from envcheck.cdi import cdi_report
+    from envcheck.host.cdi import cdi_report
 
     etc, run = tmp_path / "etc/cdi", tmp_path / "var/run/cdi"
     etc.mkdir(parents=True)
@@ -299,7 +299,7 @@ def test_cdi_specs_fresh_stale_unreadable_and_missing(tmp_path: Path) -> None:
 
 
 def test_cdi_without_an_all_device_is_named(tmp_path: Path) -> None:
-    from envcheck.cdi import cdi_problems, spec_from
+    from envcheck.host.cdi import cdi_problems, spec_from
 
     spec = spec_from("x.json", {"kind": "nvidia.com/gpu", "devices": [{"name": "0"}]})
     (problem,) = cdi_problems([spec], gpus_present=True)
@@ -339,8 +339,8 @@ def test_yaml_without_pyyaml_is_one_line_and_json_still_reads(tmp_path: Path,
     """PyYAML is not a dependency of envcheck: its absence is staged by hiding the module."""
     import sys
 
-    from envcheck.documents import read_document
     from envcheck.errors import UsageError
+    from envcheck.host.documents import read_document
 
     monkeypatch.setitem(sys.modules, "yaml", None)
     (tmp_path / "c.yaml").write_text(COMPOSE)
