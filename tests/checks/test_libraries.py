@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from envcheck.checks import libraries
 from envcheck.checks.libraries import SECTION, capture, findings, nvidia_dists, pins, required_by, verdict
+from envcheck.checks.libraries import inputs as libraries_inputs
 from envcheck.core.result import Status
 from envcheck.errors import UsageError
 from tests.checks.test_bundle import HEALTHY_H100
@@ -140,7 +140,7 @@ def test_pins_follow_markers_and_cuda_toolkit_extras(tmp_path: Path) -> None:
         'nvidia-cufft==12.0.0.61; extra == "cufft"'])
     torch_13 = ['cuda-toolkit[cublas,cudart]==13.0.2; platform_system == "Linux"',
                 "nvidia-nccl-cu13 (==2.28.9) ; platform_machine == 'x86_64'"]
-    got = pins(torch_13, lambda name: libraries._requires(name, [str(site)]))
+    got = pins(torch_13, lambda name: libraries_inputs._requires(name, [str(site)]))
     assert got == {"cuda-toolkit": "13.0.2", "nvidia-cublas": "13.1.0.3", "nvidia-cuda-runtime": "13.0.96",
                    "nvidia-nccl-cu13": "2.28.9"}
 
