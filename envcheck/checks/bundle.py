@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+import threading
 import warnings
 from typing import Any
 
@@ -145,9 +146,21 @@ def cu_init(lib: ctypes.CDLL) -> int | None:
         return None
 
 
-def nvml_gpus() -> list[dict[str, Any]] | str:
+NVML_BUDGET_S = 15.0  # a GPU in a bad state can hang NVML calls: well under cuda.available's 60 s timeout
+
+
+def nvml_gpus(budget_s: float = NVML_BUDGET_S) -> list[dict[str, Any]] | str:
     """Each GPU's UUID, MIG mode and MIG device UUIDs from NVML (an entry's `error` when NVML fails on that GPU,
-    e.g. 'GPU is lost'); why NVML cannot tell, as text."""
+    e.g. 'GPU is lost'); why NVML cannot tell, as text. NVML is asked in a thread with a time budget, so a hung
+    NVML is named ('NVML did not answer within 15 s') rather than timing out the check that asked."""
+    answer: list[list[dict[str, Any]] | str] = []
+    reader = threading.Thread(target=lambda: answer.append(_nvml_gpus()), name="envcheck-nvml", daemon=True)
+    reader.start()
+    reader.join(budget_s)
+    return answer[0] if answer else f"NVML did not answer within {budget_s:g} s (a GPU or the driver is hung)"
+
+
+def _nvml_gpus() -> list[dict[str, Any]] | str:
     try:
         import pynvml
     except ImportError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,24 @@ def test_loaded_libraries_are_the_cuda_stack_paths_from_maps() -> None:
     assert loaded_libraries(maps) == ["/opt/nccl/lib/libnccl.so.2.28.9",
                                       "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
                                       "/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9"]
+
+
+def test_a_hung_nvml_is_named_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated NVML (none here): a pynvml whose nvmlInit never returns in time, as on a GPU in a bad state.
+    The capture names the hang instead of letting cuda.available run into its timeout."""
+    import threading
+    import time
+    import types
+
+    from envcheck.checks.bundle import first_nvml_error, nvml_gpus
+
+    release = threading.Event()
+    hung = types.ModuleType("pynvml")
+    hung.nvmlInit = lambda: release.wait(30)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", hung)
+    began = time.monotonic()
+    state = nvml_gpus(budget_s=0.3)
+    release.set()  # let the abandoned reader end (it is a daemon thread either way)
+    assert time.monotonic() - began < 5
+    assert state == "NVML did not answer within 0.3 s (a GPU or the driver is hung)"
+    assert first_nvml_error(state) == state
