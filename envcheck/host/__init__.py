@@ -8,7 +8,6 @@ Docker's GPU setup from files (`/etc/docker/daemon.json`, CDI specs: envcheck.ho
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import shutil
@@ -170,10 +169,9 @@ def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
         if root != "/" else None
     found["nvidia_ctk"] = shutil.which("nvidia-ctk", path=path)
     found["nvidia_container_runtime"] = shutil.which("nvidia-container-runtime", path=path)
-    specs: list[str] = []
-    for folder in ("etc/cdi", "var/run/cdi"):
-        for pattern in ("*.yaml", "*.yml", "*.json"):
-            specs.extend(sorted(glob.glob(str(base / folder / pattern))))
+    from envcheck.host.cdi import CDI_DIRS, spec_paths
+
+    specs = spec_paths([str(base / d.lstrip("/")) for d in CDI_DIRS])
     found["cdi_specs"] = specs
     found["cdi_nvidia"] = [s for s in specs if "nvidia.com/gpu" in _read(s)]
     runtime = "nvidia" in found["daemon_json_runtimes"]

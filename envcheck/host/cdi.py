@@ -64,16 +64,20 @@ def spec_from(path: str, data: Any, exists: Callable[[str], bool] = os.path.exis
     return CdiSpec(path, data["kind"], [str(d.get("name")) for d in devices], missing)
 
 
+def spec_paths(dirs: Sequence[str]) -> list[str]:
+    """Every *.yaml, *.yml and *.json file in `dirs` (the files CDI reads), folder by folder, sorted."""
+    return [path for folder in dirs for path in sorted(p for pattern in ("*.yaml", "*.yml", "*.json")
+                                                       for p in glob.glob(os.path.join(folder, pattern)))]
+
+
 def read_specs(dirs: Sequence[str]) -> list[CdiSpec]:
-    """Every *.yaml, *.yml and *.json spec in `dirs`, unreadable ones with their error."""
+    """Every spec in `dirs`, unreadable ones with their error."""
     specs: list[CdiSpec] = []
-    for folder in dirs:
-        for path in sorted(p for pattern in ("*.yaml", "*.yml", "*.json")
-                           for p in glob.glob(os.path.join(folder, pattern))):
-            try:
-                specs.append(spec_from(path, read_document(path, "CDI spec")))
-            except UsageError as exc:
-                specs.append(CdiSpec(path, error=exc.message))
+    for path in spec_paths(dirs):
+        try:
+            specs.append(spec_from(path, read_document(path, "CDI spec")))
+        except UsageError as exc:
+            specs.append(CdiSpec(path, error=exc.message))
     return specs
 
 
