@@ -28,6 +28,7 @@ from envcheck.checks.probe import (
     mapped_paths,
     nvidia_device_nodes,
     read_text,
+    with_nvml,
 )
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result, passed
@@ -161,23 +162,14 @@ def nvml_gpus(budget_s: float = NVML_BUDGET_S) -> list[dict[str, Any]] | str:
 
 
 def _nvml_gpus() -> list[dict[str, Any]] | str:
-    try:
-        import pynvml
-    except ImportError:
-        return "NVML bindings not installed (pip install nvidia-ml-py)"
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return f"NVML init: {exc}"
-    try:
-        return [_nvml_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount())]
-    except Exception as exc:
-        return f"NVML: {exc}"
-    finally:
+    def gpus(pynvml: Any) -> list[dict[str, Any]] | str:
         try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+            return [_nvml_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception as exc:
+            return f"NVML: {exc}"
+
+    return with_nvml(gpus, lambda exc: "NVML bindings not installed (pip install nvidia-ml-py)"
+                     if isinstance(exc, ImportError) else f"NVML init: {exc}")
 
 
 def _nvml_gpu(pynvml: Any, i: int) -> dict[str, Any]:

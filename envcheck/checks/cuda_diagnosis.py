@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.checks.probe import with_nvml
 from envcheck.versions import cuda_numbers
 
 # CUDA minor-version compatibility: a build for CUDA N.x runs on any driver from N's floor (NVIDIA, "Minor
@@ -429,26 +430,17 @@ def gpu_label(index: int) -> str:
 
 def nvml_compute_modes() -> dict[int, str] | str:
     """Each physical GPU's compute mode by NVML index, or why NVML cannot tell."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return f"compute mode unknown (NVML unavailable: {exc})"
-    try:
-        modes: dict[int, str] = {}
+    def modes(pynvml: Any) -> dict[int, str] | str:
+        found: dict[int, str] = {}
         for i in range(pynvml.nvmlDeviceGetCount()):
             try:
                 mode = int(pynvml.nvmlDeviceGetComputeMode(pynvml.nvmlDeviceGetHandleByIndex(i)))
-                modes[i] = COMPUTE_MODES.get(mode, str(mode))
+                found[i] = COMPUTE_MODES.get(mode, str(mode))
             except Exception as exc:
-                modes[i] = f"unknown ({exc})"
-        return modes
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+                found[i] = f"unknown ({exc})"
+        return found
+
+    return with_nvml(modes, lambda exc: f"compute mode unknown (NVML unavailable: {exc})")
 
 
 def busy_gpu_finding(error: str, where: str | None = None,

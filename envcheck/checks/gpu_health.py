@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.probe import absent, is_absent
+from envcheck.checks.probe import absent, is_absent, with_nvml
 from envcheck.checks.section import Section, require
 from envcheck.checks.xid import KMSG, capture_xids, meaning_of, pci_key
 from envcheck.core.check import CheckSpec, Context
@@ -109,17 +109,7 @@ def _gpu(pynvml: Any, read: Callable[..., Any], i: int) -> dict[str, Any]:
 
 def _nvml_state(state: dict[str, Any]) -> None:
     """Fill `state` from NVML: nvml_error, driver_version, and gpus one by one (`at`: the GPU being read)."""
-    try:
-        import pynvml
-    except ImportError:
-        state["nvml_error"] = "NVML bindings not installed (pip install nvidia-ml-py)"
-        return
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        state["nvml_error"] = f"NVML could not start: {exc}{_INIT_HINTS.get(getattr(exc, 'value', None), '')}"
-        return
-    try:
+    def fill(pynvml: Any) -> None:
         read = _reader(pynvml)
         state["driver_version"] = read("nvmlSystemGetDriverVersion", convert=_text)
         count = read("nvmlDeviceGetCount", convert=int)
@@ -130,11 +120,12 @@ def _nvml_state(state: dict[str, Any]) -> None:
             state["at"] = i
             state["gpus"].append(_gpu(pynvml, read, i))
         state["at"] = None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+
+    def unavailable(exc: BaseException) -> None:
+        state["nvml_error"] = ("NVML bindings not installed (pip install nvidia-ml-py)" if isinstance(exc, ImportError)
+                               else f"NVML could not start: {exc}{_INIT_HINTS.get(getattr(exc, 'value', None), '')}")
+
+    with_nvml(fill, unavailable)
 
 
 def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S) -> dict[str, Any]:

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
-from envcheck.checks.probe import CommandOutput, CommandRunner, absent, nvidia_device_nodes, run_command
+from envcheck.checks.probe import (
+    CommandOutput,
+    CommandRunner,
+    absent,
+    nvidia_device_nodes,
+    run_command,
+    with_nvml,
+)
 from envcheck.versions import cuda_version_text
 
 SMI_QUERY = "name,memory.total,compute_cap,driver_version"
@@ -141,15 +148,7 @@ def _strip_uuids(value: Any) -> Any:
 
 def nvml_inventory(torch_uuids: Callable[[], list[str | None] | None] = _torch_uuids) -> dict[str, Any] | str:
     """Inventory through NVML; the reason as a string when NVML cannot be used at all."""
-    if importlib.util.find_spec("pynvml") is None:
-        return "NVML not installed (pip install nvidia-ml-py)"
-    import pynvml
-
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return f"NVML could not start ({exc}): no NVIDIA driver loaded"
-    try:
+    def inventory(pynvml: Any) -> dict[str, Any] | str:
         count = field(lambda: int(pynvml.nvmlDeviceGetCount()), "nvmlDeviceGetCount")
         gpus = [_gpu(pynvml, i) for i in range(count)] if isinstance(count, int) else count
 
@@ -167,11 +166,9 @@ def nvml_inventory(torch_uuids: Callable[[], list[str | None] | None] = _torch_u
         if uuids is not None and isinstance(gpus, list):
             facts["torch_devices"] = torch_device_map(uuids, gpus)
         return dict(_strip_uuids(facts))
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+
+    return with_nvml(inventory, lambda exc: "NVML not installed (pip install nvidia-ml-py)"
+                     if isinstance(exc, ImportError) else f"NVML could not start ({exc}): no NVIDIA driver loaded")
 
 
 def smi_inventory(run: CommandRunner = run_command) -> dict[str, Any] | str:

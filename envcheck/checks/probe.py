@@ -12,9 +12,10 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 PROBE_TIMEOUT_S = 10.0
+T = TypeVar("T")
 
 
 def absent(reason: str) -> dict[str, str]:
@@ -103,3 +104,21 @@ def in_container() -> bool | dict[str, str]:
         return absent("/proc/1/cgroup not readable")
     markers = ("docker", "kubepods", "containerd", "libpod", "lxc")
     return any(m in cgroup for m in markers) or os.environ.get("container") is not None
+
+
+def with_nvml(body: Callable[[Any], T], unavailable: Callable[[BaseException], T]) -> T:
+    """`body(pynvml)` between nvmlInit and nvmlShutdown (a failing shutdown is ignored); `unavailable(exc)` when
+    the bindings are not installed (ImportError) or NVML cannot start (NVML's own error, e.g. no driver)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # ImportError, pynvml.NVMLError and its many subclasses
+        return unavailable(exc)
+    try:
+        return body(pynvml)
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
