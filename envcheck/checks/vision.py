@@ -233,7 +233,7 @@ def _import_failure(tv: _Installed, torch_version: str, exc: BaseException, what
     # A half-done import leaves operators registered: a re-import in this worker would fail differently.
     return failed(f"torchvision {tv_version} {what}: {why} ({WORKER_RESTART})", NOT_VERSIONS_FIX,
                   measured=measured, expected={"import": "ok"}, fault_class="image",
-                  details=traceback.format_exc())
+                  details=traceback.format_exc(), restart_worker=True)
 
 
 def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:

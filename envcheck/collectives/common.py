@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from types import MappingProxyType
 
-from envcheck.checks.network import interfaces
 from envcheck.collectives import failures as diagnosis
 from envcheck.collectives.faults import ENV_VAR as FAULT_VAR
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, _rank_env, launch
@@ -20,6 +19,7 @@ from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine, interface_cause
 from envcheck.core.check import Context
 from envcheck.core.result import Result, errored, failed, skipped
+from envcheck.probe.interfaces import interfaces
 
 ALL_REDUCE_TIMEOUT_S = 65.0  # spec timeouts (the engine's hard bound): room for 3 NCCL attempts of 18 s
 # Internal deadlines, kept below the spec timeouts so that we, not the engine, kill the ranks and can

@@ -43,11 +43,11 @@ def collective(step: str) -> ModuleType:
     module = None
     if step.isidentifier():
         try:
-            module = importlib.import_module(f"envcheck.checks.dist.{step}")
+            module = importlib.import_module(f"envcheck.collectives.{step}")
         except ModuleNotFoundError:
             module = None
     if module is None or not callable(getattr(module, "run", None)) or not callable(getattr(module, "judge", None)):
-        raise ValueError(f"{step!r} is not a collective module of envcheck.checks.dist")
+        raise ValueError(f"{step!r} is not a collective module of envcheck.collectives")
     return module
 
 

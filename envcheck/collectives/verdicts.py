@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.checks.network import judge_variable
+from envcheck.collectives.interface_rules import judge_variable
 from envcheck.core.result import Result, failed, passed
 
 WRONG_REMEDIATION = (

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.app.args import output_path
+from envcheck.checks.cuda.layers import MAJOR_FLOOR
 from envcheck.core.versions import cuda_version_text, parse_version, release
 
-# Oldest Linux driver that runs each CUDA major through minor-version compatibility (CUDA compatibility guide:
-# "CUDA 12.x: >= 525.60.13", "CUDA 13.x: >= 580"). A driver whose own CUDA is older than the row's minor
-# still runs it that way, but cannot JIT PTX newer than itself.
-MINOR_COMPAT_DRIVER = {12: "525.60.13", 13: "580"}
+# The driver floor per CUDA major (minor-version compatibility) is one table: envcheck.checks.cuda.layers.
+MINOR_COMPAT_DRIVER = MAJOR_FLOOR
 
 
 @dataclass

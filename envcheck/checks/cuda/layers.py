@@ -17,6 +17,10 @@ from envcheck.probe.nvml import with_nvml
 # CUDA minor-version compatibility: a build for CUDA N.x runs on any driver from N's floor (NVIDIA, "Minor
 # Version Compatibility", table 1: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
 # gives 13.x >= 580, 12.x >= 525, 11.x >= 450; the toolkit release notes give the exact 12.x and 11.x floors).
+# Oldest Linux driver that runs each CUDA major through minor-version compatibility (CUDA compatibility guide:
+# "CUDA 11.x: >= 450.80.02", "CUDA 12.x: >= 525.60.13", "CUDA 13.x: >= 580"). A driver whose own CUDA is older
+# than the build's minor still runs it that way, but cannot JIT PTX newer than itself. The one copy of this table
+# (envcheck host and image verify read it too).
 MAJOR_FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 NO_TORCH = "torch is not installed"
 IMPORT_FAILED = "import torch failed:"  # torch_error's prefix when the import itself raised
@@ -58,7 +62,14 @@ class Finding:
     layer: str
     problem: str
     fix: str
-    fault_class: str  # node, image or config: who has to act (see envcheck.core.result.FAULT_CLASSES)
+    fault_class: str  # node, image or config: who has to act (see envcheck.core.result.FaultClass)
+    # The stable finding code (`cuda.error.802`); empty: `cuda.<layer>` (see `finding_code`).
+    code: str = ""
+
+
+def finding_code(finding: Finding) -> str:
+    """The finding's stable code: its own, else `cuda.<layer>` (cuda.container, cuda.driver, cuda.devices ...)."""
+    return finding.code or f"cuda.{finding.layer.replace('-', '_')}"
 
 
 def _cuda_tuple(text: str) -> tuple[int, int]:
@@ -202,7 +213,7 @@ def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Fi
         problem += (" (checked and ruled out: a GPU lost in NVML, kernel module vs libcuda version"
                     f"{'' if layers.proc_driver_version and layers.libraries else ' (not readable here)'}, "
                     "/dev/nvidia-uvm present)")
-    return Finding("cuda-init", problem, fix, fault)
+    return Finding("cuda-init", problem, fix, fault, code=f"cuda.error.{code}")
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -394,14 +405,15 @@ COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLU
 
 # A check that crashed may leave the worker half-changed (a module half-imported, an operator registered twice:
 # torchvision's "... already registered" on re-import), so later checks in that worker would fail for its sake.
+# Said in the summary of a result that sets `restart_worker` (the flag is what the engine reads).
 WORKER_RESTART = "envcheck restarts the worker for later checks"
 
 
 def sticky_cuda_error(text: str) -> bool:
-    """True when a result's text means the worker must be replaced: a CUDA error that poisons the process's
-    context, or a check that says so (WORKER_RESTART). A check that crashed is replaced by the engine itself."""
+    """True when a result's text carries a CUDA error that poisons the process's context (CUDA's own words), so
+    the worker must be replaced. A check that crashed, or one that sets `restart_worker`, is replaced anyway."""
     low = text.lower()
-    return any(s in low for s in STICKY_CUDA_ERRORS) or WORKER_RESTART in low
+    return any(s in low for s in STICKY_CUDA_ERRORS)
 
 
 def gpu_label(index: int) -> str:
@@ -464,7 +476,7 @@ def busy_gpu_finding(error: str, where: str | None = None,
         problem = f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable); {mode_text}"
     fix = ("wait for the other job on that GPU to end (nvidia-smi lists it), or as root set the default "
            "compute mode: nvidia-smi -i <index> -c DEFAULT (on Slurm, request the GPU for this job)")
-    return Finding("gpu", problem, fix, "node")
+    return Finding("gpu", problem, fix, "node", code="cuda.gpu_busy")
 
 
 def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Finding:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import envcheck.checks.dist as package
+import envcheck.collectives as package
 from envcheck.collectives import all_reduce, rank_plan
 from envcheck.collectives import common as checks
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, launch

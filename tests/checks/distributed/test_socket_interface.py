@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from envcheck.checks.network import VARIABLES
 from envcheck.collectives import common as checks
+from envcheck.collectives.interface_rules import VARIABLES
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, RankOutcome
 from envcheck.collectives.verdicts import interface_cause
 from envcheck.core.result import Status
