@@ -15,7 +15,7 @@ from rich.table import Table
 from envcheck.app.args import report_on_stdout
 from envcheck.app.output import WriteError, write_output, write_reports
 from envcheck.cluster import mode as cluster
-from envcheck.core.check import CheckOptions, Context, Level
+from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level
 from envcheck.core.errors import FatalError
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
@@ -31,8 +31,9 @@ def context_from_args(args: argparse.Namespace) -> Context:
         level=Level(args.level),
         allow_cpu=args.allow_cpu,
         expect_gpus=args.expect_gpus,
-        options=CheckOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=args.min_busbw,
-                             strict_perf=args.strict_perf, memory_fraction=args.memory_fraction),
+        options=CheckOptions(
+            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf),
+            devices=DeviceOptions(memory_fraction=args.memory_fraction)),
     )
 
 

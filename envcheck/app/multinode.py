@@ -20,7 +20,7 @@ from envcheck.app.guard import guard
 from envcheck.app.output import write_output
 from envcheck.cluster.slurm import torchrun_env
 from envcheck.collectives.torchrun import TorchrunOptions, missing_env, run_this_rank
-from envcheck.core.check import CheckOptions, Context, Level
+from envcheck.core.check import CheckOptions, Context, DistOptions, Level
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result
 from envcheck.core.run_report import RunReport
@@ -45,8 +45,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def render(results: list[Result], args: argparse.Namespace) -> None:
     """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
     context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
-                      options=CheckOptions(mode="torchrun", min_busbw_gbps=args.min_busbw,
-                                           strict_perf=args.strict_perf))
+                      options=CheckOptions(front_door="torchrun", dist=DistOptions(
+                          min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)))
     report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
     # Files first: they are the record, whatever happens to the terminal.

@@ -9,7 +9,7 @@ from envcheck.collectives.common import Launcher, correctness_check
 from envcheck.collectives.launch import launch
 from envcheck.collectives.rank_plan import RankContext
 from envcheck.collectives.verdicts import WRONG_REMEDIATION, scope, sum_wrong
-from envcheck.core.check import CheckOptions, Context
+from envcheck.core.check import Context, DistOptions
 from envcheck.core.result import Result, failed, passed
 
 GPU_EXACT_COUNT = 4 << 20  # 16 MiB of float32
@@ -44,7 +44,7 @@ def run(rc: RankContext) -> dict[str, Any]:
     return out
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Result:
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions) -> Result:
     """#wrong over every element of every rank, for each dtype."""
     measured: dict[str, Any] = {"backend": backend, "world_size": world}
     problems = []

@@ -51,7 +51,7 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
                           "install a CUDA build of torch (pip install torch --index-url "
                           "https://download.pytorch.org/whl/cu128)", fault_class="image")
         return "nccl", int(torch.cuda.device_count())
-    ranks = ctx.options.cpu_ranks
+    ranks = ctx.options.dist.cpu_ranks
     if ranks < 1:
         return errored(f"cpu_ranks must be a positive integer, got {ranks!r} (use --cpu-ranks 2)")
     if not dist.is_gloo_available():
@@ -153,7 +153,7 @@ def correctness_check(ctx: Context, steps: tuple[str, ...], launcher: Launcher =
     if not outcome.ok:
         return launch_failure(outcome, notes)
     findings = [r.found or {} for r in outcome.ranks]
-    result = combine([collective(step).judge(findings, plan.backend, plan.world_size, ctx.options)
+    result = combine([collective(step).judge(findings, plan.backend, plan.world_size, ctx.options.dist)
                       for step in steps])
     if notes:
         result = replace(result, measured={**result.measured, "launch_notes": notes})

@@ -24,7 +24,7 @@ from typing import Any
 from envcheck.collectives.rank_hook import load_rank_hook
 from envcheck.collectives.rank_plan import collective, run_plan
 from envcheck.collectives.verdicts import combine
-from envcheck.core.check import CheckOptions
+from envcheck.core.check import DistOptions
 from envcheck.core.result import Result, failed
 
 REQUIRED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
@@ -234,7 +234,7 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
                         measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
                         fault_class="node")
         return [result.named("dist.all_reduce", took)]
-    options = CheckOptions(min_busbw_gbps=opts.min_busbw_gbps, strict_perf=opts.strict_perf)
+    options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, strict_perf=opts.strict_perf)
     return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
             for name, steps in checks_to_run(opts)]
 
