@@ -96,7 +96,10 @@ def functional_driver(name: str, opts: dict[str, Any], impl: str, params: list[T
     if func is None or (impl == "fused" and params[0].device.type not in ("cpu", "cuda")):
         return None
     ps = [p.clone() for p in params]
-    zeros = lambda: [torch.zeros_like(p) for p in ps]  # noqa: E731
+
+    def zeros() -> list[Tensor]:
+        return [torch.zeros_like(p) for p in ps]
+
     beta1, beta2 = opts.get("betas", (0.9, 0.999))
     values: dict[str, Any] = {
         "params": ps, "momentum_buffer_list": [None] * len(ps), "exp_avgs": zeros(), "exp_avg_sqs": zeros(),

@@ -42,7 +42,8 @@ def sgd(o: dict[str, Any]) -> Step:
 def adam(o: dict[str, Any]) -> Step:
     """Adam / AdamW (decoupled_weight_decay) with amsgrad and maximize."""
     b1, b2 = o.get("betas", (0.9, 0.999))
-    eps, st = o.get("eps", 1e-8), {"t": 0, "m": {}, "v": {}, "vmax": {}}
+    eps = o.get("eps", 1e-8)
+    st: dict[str, Any] = {"t": 0, "m": {}, "v": {}, "vmax": {}}
 
     def step(ps: list[Tensor], gs: list[Tensor]) -> None:
         st["t"] += 1
@@ -102,7 +103,8 @@ def rmsprop(o: dict[str, Any]) -> Step:
 def adamax(o: dict[str, Any]) -> Step:
     """Adamax (infinity-norm Adam) with weight decay, maximize."""
     b1, b2 = o.get("betas", (0.9, 0.999))
-    eps, st = o.get("eps", 1e-8), {"t": 0, "m": {}, "u": {}}
+    eps = o.get("eps", 1e-8)
+    st: dict[str, Any] = {"t": 0, "m": {}, "u": {}}
 
     def step(ps: list[Tensor], gs: list[Tensor]) -> None:
         st["t"] += 1
@@ -139,7 +141,8 @@ def nadam(o: dict[str, Any]) -> Step:
 def radam(o: dict[str, Any]) -> Step:
     """RAdam (Liu et al. 2019): the rectified step once rho_t > 5, plain momentum before."""
     b1, b2 = o.get("betas", (0.9, 0.999))
-    eps, st = o.get("eps", 1e-8), {"t": 0, "m": {}, "v": {}}
+    eps = o.get("eps", 1e-8)
+    st: dict[str, Any] = {"t": 0, "m": {}, "v": {}}
     rho_inf = 2 / (1 - b2) - 1
 
     def step(ps: list[Tensor], gs: list[Tensor]) -> None:
@@ -195,7 +198,7 @@ def rprop(o: dict[str, Any]) -> Step:
 
 def asgd(o: dict[str, Any]) -> Step:
     """ASGD (Polyak averaging): decay, step with the previous eta, then update eta and mu."""
-    lam, alpha, t0 = o.get("lambd", 1e-4), o.get("alpha", 0.75), o.get("t0", 1e6)
+    lam, alpha = o.get("lambd", 1e-4), o.get("alpha", 0.75)  # t0 only drives the average ax, which is state
     st: dict[str, Any] = {"t": 0, "eta": o["lr"]}
 
     def step(ps: list[Tensor], gs: list[Tensor]) -> None:
