@@ -40,7 +40,7 @@ OPTIONS: dict[str, tuple[float, list[dict[str, Any]]]] = {
     "Adamax": (0.1, [{}, {"weight_decay": 0.1}, {"maximize": True}]),
     "NAdam": (0.1, [{}, {"weight_decay": 0.1}, {"decoupled_weight_decay": True, "weight_decay": 0.1},
                     {"maximize": True}]),
-    "RAdam": (0.1, [{"betas": B}, {"betas": B, "weight_decay": 0.1},
+    "RAdam": (0.1, [{"betas": B}, {"betas": B, "eps": 0.1}, {"betas": B, "weight_decay": 0.1},
                     {"betas": B, "decoupled_weight_decay": True, "weight_decay": 0.1}, {"betas": B, "maximize": True}]),
     "Adadelta": (1.0, [{}, {"weight_decay": 0.1}, {"maximize": True}]),
     "Rprop": (0.01, [{}, {"maximize": True}, {"etas": (0.3, 1.5)}]),
