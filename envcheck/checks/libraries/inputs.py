@@ -12,11 +12,11 @@ from typing import Any
 from packaging.markers import UndefinedEnvironmentName
 from packaging.utils import canonicalize_name
 
-from envcheck.checks.bundle import loaded_libraries
-from envcheck.checks.probe import mapped_paths
-from envcheck.checks.section import require
-from envcheck.errors import UsageError
-from envcheck.versions import release, requirements
+from envcheck.checks.cuda.capture import loaded_libraries
+from envcheck.core.errors import UsageError
+from envcheck.core.section import require
+from envcheck.core.versions import release, requirements
+from envcheck.probe.system import mapped_paths
 
 # Library file stem -> the NVIDIA distribution family that ships it (names without the -cuNN suffix).
 FAMILIES = {

@@ -1,0 +1,119 @@
+"""`envcheck bench`: measure performance (separate from the pass/fail run) and report figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from envcheck.app.args import non_negative_float, output_dir, output_path, positive_float, rank_count
+from envcheck.app.output import WriteError, write_output
+from envcheck.core.check import CheckOptions, CheckSpec, Context, Level
+from envcheck.core.errors import FatalError, UsageError
+from envcheck.core.result import Result, Status
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `bench` subcommand."""
+    p = sub.add_parser("bench", help="measure GPU (or CPU) performance against peaks and the seeds' claims",
+                       description="Measure matmul, memory, copy, all-reduce and training-step performance.")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (CPU: about a minute)")
+    p.add_argument("--json", type=output_path, metavar="PATH|-", help="write the JSON report to PATH, or to stdout with -")
+    p.add_argument("--plots", type=output_dir, metavar="DIR", help="write PNG plots of the sweeps into DIR")
+    p.add_argument("--baseline", metavar="FILE", help="compare with an earlier --json report; exit 1 on regression")
+    p.add_argument("--threshold", metavar="PCT", type=non_negative_float, default=10.0,
+                   help="regression threshold in percent (default 10)")
+    p.add_argument("--timeout", metavar="S", type=positive_float, default=None, help="cap on the whole bench, in seconds")
+    p.add_argument("--allow-cpu", action="store_true", help="on a host without a GPU, measure the CPU variants")
+    p.add_argument("--cpu-threads", metavar="N", type=int, default=None,
+                   help="torch threads for the CPU variants (default: torch's choice)")
+    p.add_argument("--only", metavar="NAMES", help="comma-separated bench units to run (see bench.* names)")
+    p.add_argument("--cpu-ranks", metavar="N", type=rank_count, default=2, help="processes in the gloo all-reduce")
+    p.set_defaults(handler=bench_main)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if args.threshold < 0:
+        raise UsageError(f"--threshold {args.threshold:g}: must be >= 0 (a percentage, e.g. --threshold 10)")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout:g}: must be a positive number of seconds")
+    if args.cpu_threads is not None and args.cpu_threads < 1:
+        raise UsageError(f"--cpu-threads {args.cpu_threads}: must be at least 1")
+    if args.cpu_ranks < 2:
+        raise UsageError(f"--cpu-ranks {args.cpu_ranks}: an all-reduce needs at least 2 ranks")
+    if args.plots:  # before any work, not after the whole bench ran
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plots needs matplotlib: pip install 'envcheck[bench]'") from None
+
+
+def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
+    """Run the probe, then the GPU units (or the CPU variants), and return the bench document."""
+    from envcheck.bench.baseline import load_baseline, regressions
+    from envcheck.bench.report import build_document
+    from envcheck.bench.units import CPU_UNITS, GPU_UNITS, PROBE, bench_registry
+    from envcheck.checks import HOOKS
+    from envcheck.core.runner import Runner, parse_names, select
+
+    _validate(args)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    # The workers' GPU idle check counts this process and its descendants as envcheck's own.
+    options = CheckOptions(cpu_threads=args.cpu_threads, cpu_ranks=args.cpu_ranks, envcheck_pid=os.getpid())
+    ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
+    with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
+        probe = runner.run_one(PROBE)
+        if probe.status is not Status.PASS:
+            raise FatalError(f"bench could not start: {probe.reason or probe.summary}", 1)
+        device = dict(probe.measured)
+        if not device.get("cuda") and not args.allow_cpu:
+            raise UsageError("no CUDA device is visible; pass --allow-cpu to measure the CPU variants instead")
+        units: tuple[CheckSpec, ...] = GPU_UNITS if device.get("cuda") else GPU_UNITS + CPU_UNITS
+        if args.only:
+            units = tuple(select(bench_registry(), Level.FULL, parse_names(args.only)))
+        results: list[Result] = []
+        for spec in units:
+            if progress is not None:
+                progress(f"running {spec.name} ...")
+            results.append(runner.run_one(spec))
+    doc = build_document(device, results, args.quick)
+    if baseline is not None:
+        doc["regressions"] = regressions(doc["figures"], baseline["figures"], args.threshold)
+    bad = doc["regressions"] or any(r.status is Status.ERROR for r in results)
+    doc["exit_code"] = 1 if bad else 0
+    return doc
+
+
+def bench_main(args: argparse.Namespace) -> int:
+    """Handler for `envcheck bench`; returns the exit code (usage errors print one line, exit 2)."""
+    from rich.console import Console
+
+    from envcheck.bench.plots import write_plots
+    from envcheck.bench.report import render_notes, render_table
+
+    to_stdout = args.json == "-"
+    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 150)
+    err = Console(stderr=True)
+    try:
+        doc = run_bench(args, progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))
+        try:
+            plots = write_plots(doc["figures"], args.plots) if args.plots else []
+        except OSError as exc:
+            raise WriteError(f"cannot write the plots into {args.plots}: {exc.strerror or exc}") from None
+    except FatalError as exc:
+        print(f"envcheck bench: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    console.print(render_table(doc))
+    for line in render_notes(doc):
+        console.print(line, markup=False)
+    for path in plots:
+        console.print(f"plot written: {path}", markup=False)
+    if args.json:
+        try:
+            write_output(args.json, json.dumps(doc, indent=2) + "\n")
+        except FatalError as exc:
+            print(f"envcheck bench: {exc.message}", file=sys.stderr)
+            return exc.exit_code
+    return int(doc["exit_code"])
