@@ -15,7 +15,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from envcheck.core.result import Result, Status
+from envcheck.core.result import FaultClass, Result, Status
 
 OK = 0
 NODE_FAULT = 1  # prolog and npd: a node fault (npd: "problem")
@@ -46,22 +46,20 @@ class Decision:
 
 def one_line(result: Result) -> str:
     """`[class] check: summary`, one line, at most REASON_MAX characters, no quotes that break a shell."""
-    text = f"[{result.fault_class or 'envcheck'}] {result.name}: {result.summary}"
+    who = result.fault_class.value if result.fault_class is not None else "envcheck"
+    text = f"[{who}] {result.name}: {result.summary}"
     text = " ".join(text.replace('"', "'").split())
     return text if len(text) <= REASON_MAX else text[: REASON_MAX - 3] + "..."
 
 
 def _lost_gpu(result: Result, expect_gpus: int | None) -> bool:
     """A GPU-count shortfall under --expect-gpus: fewer GPUs than the node must have, or none at all."""
-    if result.status is not Status.FAIL or result.fault_class != "config" or not expect_gpus:
+    if result.status is not Status.FAIL or result.fault_class is not FaultClass.CONFIG or not expect_gpus:
         return False
-    if result.name == "cuda.devices":
+    if result.code == "cuda.gpu_count":
         gpus = result.measured.get("gpus")
         return isinstance(gpus, int) and gpus < expect_gpus
-    if result.name == "cuda.available":
-        findings = result.measured.get("findings") or [{}]
-        return isinstance(findings[0], dict) and findings[0].get("layer") == "container"
-    return False
+    return result.code == "cuda.container"  # no /dev/nvidia* and no driver inside: on the host, GPUs are gone
 
 
 def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | None) -> list[Result]:
@@ -77,12 +75,12 @@ def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | 
     out = []
     for r in results:
         if _lost_gpu(r, expect_gpus):
-            if r.name == "cuda.devices":
+            if r.code == "cuda.gpu_count":
                 summary = f"{r.measured.get('gpus')} GPU(s) visible, {expect_gpus} expected: this node lost GPUs"
             else:
                 problem = str(r.measured["findings"][0].get("problem", "")).split(":")[0]
                 summary = f"{expect_gpus} GPU(s) expected, none visible: {problem}"
-            r = replace(r, fault_class="node", summary=summary, remediation=LOST_GPU_FIX)
+            r = replace(r, fault_class=FaultClass.NODE, summary=summary, remediation=LOST_GPU_FIX, code="gpu.lost")
         out.append(r)
     return out
 
@@ -90,9 +88,9 @@ def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | 
 def decide(results: Sequence[Result], mode: Mode) -> Decision:
     """The exit code and messages for `mode`; see docs/cluster.md for the table."""
     bad = [r for r in results if r.status.is_bad]
-    node = [r for r in bad if r.fault_class == "node"]
+    node = [r for r in bad if r.fault_class is FaultClass.NODE]
     warnings = tuple(one_line(r) for r in results
-                     if r.status is Status.WARN or (r.status.is_bad and r.fault_class != "node"))
+                     if r.status is Status.WARN or (r.status.is_bad and r.fault_class is not FaultClass.NODE))
     if node:
         code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
         reason = one_line(node[0]) + (f" (+{len(node) - 1} more node faults)" if len(node) > 1 else "")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck import __version__
-from envcheck.core.result import Result, Status
+from envcheck.core.result import FaultClass, Result, Status
 
 STATUSES = tuple(s.value for s in Status)
 
@@ -78,24 +78,28 @@ def render(results: Sequence[Result], facts: Mapping[str, Any], *, mode: str, ex
                    ["check", "status"], registry=reg)
     fault = Gauge("envcheck_check_fault", "1 when the check failed, warned or errored with this fault class "
                   "(node/image/config; 'none' for envcheck's own errors)", ["check", "fault_class"], registry=reg)
+    finding = Gauge("envcheck_finding", "1 for each finding (warn/fail/error) by its stable code and fault class",
+                    ["check", "code", "fault_class"], registry=reg)
     duration = Gauge("envcheck_check_duration_seconds", "wall time of the check", ["check"], registry=reg)
     for r in results:
         for s in STATUSES:
             status.labels(r.name, s).set(1 if r.status.value == s else 0)
         if r.status in (Status.WARN, Status.FAIL, Status.ERROR):
-            fault.labels(r.name, r.fault_class or "none").set(1)
+            who = r.fault_class.value if r.fault_class is not None else "none"
+            fault.labels(r.name, who).set(1)
+            finding.labels(r.name, r.code or f"{r.name}.{r.status.value}", who).set(1)
         duration.labels(r.name).set(r.duration_s)
     figures = (
         ("envcheck_gpus", "GPUs this run saw", gpus_seen(results, facts)),
         ("envcheck_allreduce_busbw_gbps", "peak all-reduce bus bandwidth (GB/s), dist.busbw",
-         _figure(results, "dist.busbw", "peak_busbw_gbps")),
+         _any_figure(results, "peak_busbw_gbps")),
         ("envcheck_matmul_tflops", "measured matmul TFLOP/s", _any_figure(results, "matmul_tflops")),
     )
     for name, doc, value in figures:
         if value is not None:
             Gauge(name, doc, registry=reg).set(value)
     Gauge("envcheck_node_fault", "1 when any check failed with fault class node", registry=reg).set(
-        int(any(r.status.is_bad and r.fault_class == "node" for r in results)))
+        int(any(r.status.is_bad and r.fault_class is FaultClass.NODE for r in results)))
     Gauge("envcheck_exit_code", "the exit code of this run", ["mode"], registry=reg).labels(mode).set(exit_code)
     Gauge("envcheck_last_run_timestamp_seconds", "when this run ended (Unix time)", registry=reg).set(
         time.time() if now is None else now)

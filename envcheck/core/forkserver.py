@@ -27,6 +27,8 @@ import socket
 import sys
 from typing import Any
 
+from envcheck.core.protocol import Op
+
 FDS_ENV = "ENVCHECK_FORKSERVER_FDS"
 MAX_MESSAGE = 65536
 
@@ -98,23 +100,23 @@ class Server:
             return False
         request = json.loads(data)
         op = request.get("op")
-        if op == "fork" and cuda_initialized():  # a preload did it: a forked child would inherit a broken CUDA
+        if op == Op.FORK and cuda_initialized():  # a preload did it: a forked child would inherit a broken CUDA
             send(self.sock, {"error": "CUDA was initialised in the fork server (by a preloaded module), so "
                                       "forking a worker from it is unsafe"})
             op = "refused"
-        elif op == "fork":
+        elif op == Op.FORK:
             try:
                 send(self.sock, {"pid": self.fork(fds)})
             except OSError as exc:  # BlockingIOError under a low `ulimit -u`: an error result, not a dead server
-                from envcheck.errors import process_start_problem
+                from envcheck.core.errors import process_start_problem
 
                 for fd in fds:
                     with contextlib.suppress(OSError):
                         os.close(fd)
                 send(self.sock, {"error": process_start_problem(exc)})
-        elif op == "preload":
+        elif op == Op.PRELOAD:
             send(self.sock, preload(list(request.get("modules", []))))
-        elif op == "state":
+        elif op == Op.STATE:
             send(self.sock, {"pid": os.getpid(), "cuda_initialized": cuda_initialized(),
                              "modules": sorted(m for m in ("torch", *request.get("modules", ())) if m in sys.modules)})
         else:

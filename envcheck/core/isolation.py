@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from envcheck.core.forkserver import FDS_ENV, MAX_MESSAGE
+from envcheck.core.protocol import Op
 
 MAX_DETAILS = 20_000
 START_TIMEOUT_S = 30.0  # from spawning the server to its first word: only a hung site-packages takes longer
@@ -274,7 +275,7 @@ class Worker:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         status_r, status_w = os.pipe()
-        answer = self._server.request({"op": "fork"}, deadline, (req_r, rep_w, self._log.fileno(), status_w))
+        answer = self._server.request({"op": Op.FORK}, deadline, (req_r, rep_w, self._log.fileno(), status_w))
         _close(req_r, rep_w, status_w)
         if isinstance(answer, WorkerFailure) or "pid" not in answer:
             _close(req_w, rep_r, status_r)

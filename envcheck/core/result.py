@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 SCHEMA_VERSION = 2  # 2: the run report gained `verdict` and `counts` (report_schema.json)
+SCHEMA_MINOR = 1  # 2.1: every result carries a stable finding `code` (additive: a 2.0 reader ignores it)
 
 JSONValue = Any  # measured/expected values must be JSON-serialisable
 
@@ -27,9 +28,20 @@ class Status(str, enum.Enum):
         return self in (Status.FAIL, Status.ERROR)
 
 
-# Who has to act on a finding: `node` (host, driver, hardware, fabric), `image` (the software in the image or
-# venv), `config` (how the container or process was started: flags and env). None for pass and skip.
-FAULT_CLASSES = ("node", "image", "config")
+class FaultClass(str, enum.Enum):
+    """Who has to act on a finding: `node` (host, driver, hardware, fabric), `image` (the software in the image
+    or venv), `config` (how the container or process was started: flags, env, limits). None for pass and skip;
+    an ERROR (envcheck's own failure) has none, so no cluster policy ever blames a node for it."""
+
+    NODE = "node"
+    IMAGE = "image"
+    CONFIG = "config"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FAULT_CLASSES = tuple(c.value for c in FaultClass)
 
 
 @dataclass(frozen=True)
@@ -45,26 +57,40 @@ class Result:
     details: str = ""
     name: str = ""
     duration_s: float = 0.0
-    fault_class: str | None = None
+    fault_class: FaultClass | None = None
+    # The finding's stable code (`cuda.error.802`, `xid.79`, `gpu.lost`, `runtime.tmp_readonly`): what cluster
+    # policy, metrics and tests switch on, never the human text. Defaults to `<check>.<status>` once named.
+    code: str | None = None
+    # The worker that ran this check is poisoned (a sticky CUDA error): the engine replaces it before the next.
+    restart_worker: bool = False
 
     def __post_init__(self) -> None:
-        if self.fault_class is not None and self.fault_class not in FAULT_CLASSES:
-            raise ValueError(f"fault_class must be one of {FAULT_CLASSES} or None, got {self.fault_class!r}")
+        if self.fault_class is not None and not isinstance(self.fault_class, FaultClass):
+            try:
+                object.__setattr__(self, "fault_class", FaultClass(self.fault_class))
+            except ValueError:
+                raise ValueError(f"fault_class must be one of {FAULT_CLASSES} or None, "
+                                 f"got {self.fault_class!r}") from None
         if self.status in (Status.PASS, Status.SKIP):
             object.__setattr__(self, "fault_class", None)
+            object.__setattr__(self, "code", None)
         if self.status in (Status.SKIP, Status.ERROR) and not (self.reason or "").strip():
             object.__setattr__(self, "reason", self.summary or "no reason given")
         if "\n" in self.summary:
             object.__setattr__(self, "summary", " ".join(self.summary.split()))
 
     def named(self, name: str, duration_s: float) -> Result:
-        """Return a copy stamped with the check name and its wall time."""
-        return replace(self, name=name, duration_s=round(duration_s, 4))
+        """Return a copy stamped with the check name and its wall time (and a default code for a finding)."""
+        code = self.code
+        if code is None and self.status in (Status.WARN, Status.FAIL, Status.ERROR):
+            code = f"{name}.{self.status.value}"
+        return replace(self, name=name, duration_s=round(duration_s, 4), code=code)
 
     def to_dict(self) -> dict[str, JSONValue]:
         """Serialise for the JSON report and the worker protocol."""
         data = asdict(self)
         data["status"] = self.status.value
+        data["fault_class"] = self.fault_class.value if self.fault_class is not None else None
         return data
 
     @classmethod

@@ -13,11 +13,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Hooks, Level
+from envcheck.core.errors import UsageError
 from envcheck.core.execute import execute
 from envcheck.core.isolation import START_TIMEOUT_S, FailureKind, ForkServer, Worker, WorkerFailure
+from envcheck.core.protocol import Op
 from envcheck.core.result import Result, errored
 from envcheck.core.run_report import RunReport as RunReport  # re-exported for callers of the old path
-from envcheck.errors import UsageError
 
 FACTS_TIMEOUT_S = 30.0
 FACTS_GROUP = "torch"
@@ -219,7 +220,7 @@ class Runner:
                 first_forks.acquire()
             try:
                 if not self._aborted:
-                    self._server.request({"op": "preload", "modules": preloads}, self._until(PRELOAD_TIMEOUT_S))
+                    self._server.request({"op": Op.PRELOAD, "modules": preloads}, self._until(PRELOAD_TIMEOUT_S))
             finally:
                 preloaded.set()
 
@@ -265,7 +266,7 @@ class Runner:
                                                     "reached while its worker started", run_deadline=True),
                                 timeout, start)
         ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
-        request = {"op": "check", "name": spec.name, "context": ctx.to_dict(),
+        request = {"op": Op.CHECK, "name": spec.name, "context": ctx.to_dict(),
                    "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
                    "needs": dataclasses.asdict(spec.needs), "hooks": dataclasses.asdict(self.hooks)}
         reply = worker.request(request, timeout)
@@ -298,7 +299,7 @@ class Runner:
             return {"error": {"absent": "facts were not asked for (no facts hook)"}}
         left = self._left()
         timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
-        reply = self._worker(FACTS_GROUP).request({"op": "facts", "func": self.hooks.facts}, timeout)
+        reply = self._worker(FACTS_GROUP).request({"op": Op.FACTS, "func": self.hooks.facts}, timeout)
         if isinstance(reply, WorkerFailure):
             return {"error": {"absent": f"facts could not be collected: {reply.reason}"}}
         facts: dict[str, Any] = reply["facts"]

@@ -23,6 +23,7 @@ from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.execute import crashed, execute, jsonable
+from envcheck.core.protocol import Op
 
 PR_SET_PDEATHSIG = 1
 
@@ -76,7 +77,7 @@ def _hook(request: dict[str, Any], name: str) -> Any:
 
 def _handle(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
-    if op == "check":
+    if op == Op.CHECK:
         spec = resolve_spec(request)
         result = execute(spec, Context.from_dict(request["context"]), _hook(request, "diagnose"))
         # A check that raised may have left this process half-changed (an operator half-registered, a module
@@ -84,10 +85,11 @@ def _handle(request: dict[str, Any]) -> dict[str, Any]:
         # decides (a sticky CUDA error poisons the context, so every later CUDA call here would fail too).
         recycle = _hook(request, "recycle")
         text = f"{result.summary}\n{result.reason or ''}\n{result.details}"
-        return {"result": jsonable(result.to_dict()), "recycle": crashed(result) or bool(recycle and recycle(text))}
-    if op == "facts":
+        replace = crashed(result) or result.restart_worker or bool(recycle and recycle(text))
+        return {"result": jsonable(result.to_dict()), "recycle": replace}
+    if op == Op.FACTS:
         return {"facts": jsonable(resolve(request["func"])())}
-    if op == "ping":
+    if op == Op.PING:
         return {"pong": os.getpid()}
     raise ValueError(f"unknown op {op!r}")
 

@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 from envcheck.host.documents import read_document
+from envcheck.images.gpu_errors import CDI_FIX
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 GPU_KIND = "nvidia.com/gpu"
-CDI_FIX = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (then nvidia-ctk cdi list shows the devices)"
 _LIB_VERSION = re.compile(r"\.so\.(\d{3}\.\d+(?:\.\d+)?)$")
 
 

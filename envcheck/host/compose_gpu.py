@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-NVIDIA_CAPS = ("compute", "compat32", "graphics", "utility", "video", "display")
-DRIVER_CAPS = frozenset({"gpu", "nvidia", *NVIDIA_CAPS})  # the capability set Docker's nvidia driver registers
+from envcheck.images.gpu_errors import DRIVER_CAPS, NVIDIA_CAPS
+
 COMPUTE_FIX = "capabilities: [gpu, compute, utility] (or just [gpu]: the image's or the toolkit's default applies)"
 ENV_FIX = "NVIDIA_DRIVER_CAPABILITIES: compute,utility (or all)"
 

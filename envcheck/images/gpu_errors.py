@@ -20,9 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.cuda_diagnosis import MAJOR_FLOOR
-from envcheck.host.cdi import CDI_FIX
-from envcheck.host.compose_gpu import DRIVER_CAPS
+from envcheck.checks.cuda.layers import MAJOR_FLOOR
+
+# The Docker/NVIDIA container toolkit facts the daemon's refusals and `envcheck host` share (host imports them).
+CDI_FIX = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (then nvidia-ctk cdi list shows the devices)"
+NVIDIA_CAPS = ("compute", "compat32", "graphics", "utility", "video", "display")
+DRIVER_CAPS = frozenset({"gpu", "nvidia", *NVIDIA_CAPS})  # the capability set Docker's nvidia driver registers
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit on the host, then `sudo nvidia-ctk runtime configure "
                "--runtime=docker && sudo systemctl restart docker` (the daemon looks for the NVIDIA hook only when it "
@@ -93,7 +96,7 @@ def matrix_row_of(image: str, rows: Sequence[Any]) -> str | None:
 def default_row_of(image: str) -> Callable[[], str | None]:
     """A lazy lookup of the image's row in the default matrix (None when there is no matrix to read)."""
     def find() -> str | None:
-        from envcheck.errors import UsageError
+        from envcheck.core.errors import UsageError
         from envcheck.images.matrix import default_matrix_path, load_matrix
 
         try:

@@ -10,13 +10,13 @@ from typing import Any
 
 from envcheck import __version__
 from envcheck.core.check import Context
-from envcheck.core.result import SCHEMA_VERSION, Result
+from envcheck.core.errors import FatalError
+from envcheck.core.result import SCHEMA_MINOR, SCHEMA_VERSION, Result
 from envcheck.core.run_report import RunReport
-from envcheck.errors import FatalError
 from envcheck.report.summary import counts, exit_code, verdict
 
 RESULT_KEYS = ("name", "status", "summary", "measured", "expected", "remediation", "reason", "details",
-               "duration_s", "fault_class")
+               "duration_s", "fault_class", "code", "restart_worker")
 READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 lacks verdict/counts, which parsing does not need
 VALIDATE_ENV = "ENVCHECK_VALIDATE_REPORTS"  # "1": validate every rendered report against the schema (tests)
 
@@ -24,13 +24,14 @@ VALIDATE_ENV = "ENVCHECK_VALIDATE_REPORTS"  # "1": validate every rendered repor
 def result_json(result: Result) -> dict[str, Any]:
     """One result as the report writes it (RESULT_KEYS, in that order), serialised once."""
     data = result.to_dict()
-    return {k: data[k] for k in RESULT_KEYS}
+    return {k: data.get(k) for k in RESULT_KEYS}
 
 
 def to_json_dict(report: RunReport) -> dict[str, Any]:
     """The JSON document as a dict (it follows report_schema.json)."""
     doc = {
         "schema_version": SCHEMA_VERSION,
+        "schema_minor": SCHEMA_MINOR,
         "envcheck_version": __version__,
         "verdict": verdict(report.results),
         "counts": counts(report.results),

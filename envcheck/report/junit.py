@@ -90,6 +90,7 @@ def junit_suite(report: RunReport, suite_name: str = "envcheck", now: datetime |
         body = "\n".join(filter(None, [
             r.summary,
             f"fault class: {r.fault_class}" if r.fault_class else "",
+            f"code: {r.code}" if r.code else "",
             f"remediation: {r.remediation}" if r.remediation else "",
             f"measured: {json.dumps(r.measured, default=str)}" if r.measured else "",
             f"expected: {json.dumps(r.expected, default=str)}" if r.expected else "",
@@ -98,7 +99,9 @@ def junit_suite(report: RunReport, suite_name: str = "envcheck", now: datetime |
         props = ET.SubElement(case, "properties")
         ET.SubElement(props, "property", {"name": "status", "value": r.status.value})
         if r.fault_class:  # who must act: node, image or config (the cluster exit policy reads it)
-            ET.SubElement(props, "property", {"name": "fault_class", "value": r.fault_class})
+            ET.SubElement(props, "property", {"name": "fault_class", "value": r.fault_class.value})
+        if r.code:  # the finding's stable code (what CI and cluster policy switch on)
+            ET.SubElement(props, "property", {"name": "code", "value": r.code})
         if r.status is Status.FAIL:
             ET.SubElement(case, "failure", {"message": r.summary, "type": "fail"}).text = body
         elif r.status is Status.ERROR:

@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from envcheck.app.main import main
 from envcheck.checks import network
-from envcheck.checks.network import gloo_pieces, nccl_list, nccl_matches, verdict
-from envcheck.cli import main
+from envcheck.checks.network import verdict
+from envcheck.collectives.interface_rules import gloo_pieces, nccl_list, nccl_matches
 from envcheck.core.check import Context
+from envcheck.core.errors import UsageError
 from envcheck.core.result import Status
-from envcheck.errors import UsageError
+from envcheck.probe.interfaces import IFF_LOOPBACK
 from tests.helpers import no_gpu_env, run_cli
 
 UP_RUNNING, UP, DOWN, LOOPBACK = 0x1043, 0x1003, 0x82, 0x49
@@ -175,7 +177,7 @@ def test_capture_sees_this_hosts_interfaces() -> None:
     captured = network.capture()
     names = {i["name"] for i in captured["interfaces"]}
     lo = next(i for i in captured["interfaces"] if i["name"] == "lo")
-    assert "127.0.0.1" in lo["ipv4"] and lo["flags"] & network.IFF_LOOPBACK
+    assert "127.0.0.1" in lo["ipv4"] and lo["flags"] & IFF_LOOPBACK
     assert {"lo"} <= names and all(isinstance(i["flags"], int) for i in captured["interfaces"])
 
 

@@ -58,9 +58,9 @@ LOST_AVAILABLE = failed("CUDA is not available: no /dev/nvidia* device nodes and
                         measured={"findings": [{"layer": "container", "problem": "no /dev/nvidia* device nodes "
                                                 "and no /proc/driver/nvidia: the container was started without "
                                                 "GPU access"}]},
-                        fault_class="config").named("cuda.available", 1)
+                        fault_class="config", code="cuda.container").named("cuda.available", 1)
 LOST_DEVICES = failed("0 GPU(s) visible, 1 expected", "docker run --gpus all", measured={"gpus": 0},
-                      expected={"gpus": 1}, fault_class="config").named("cuda.devices", 0)
+                      expected={"gpus": 1}, fault_class="config", code="cuda.gpu_count").named("cuda.devices", 0)
 
 
 @pytest.mark.parametrize("mode", [Mode.PROLOG, Mode.NPD])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.checks.distributed.crossnode import SKEW_FAIL_S, SKEW_WARN_S, judge_roll_call
+from envcheck.collectives.crossnode import SKEW_FAIL_S, SKEW_WARN_S, judge_roll_call
 from envcheck.core.result import Status
 
 MASTER = {"name": "n1", "port": 29500, "node": "n1", "addresses": ["10.77.0.11"], "error": None, "time": 100.0}
