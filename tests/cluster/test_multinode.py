@@ -93,8 +93,9 @@ def test_node_fault_drains_only_that_node_and_the_job_runs_on_the_others(three_n
     deadline = time.monotonic() + 15
     while "drain" not in three_nodes.states().get("n2", "") and time.monotonic() < deadline:
         time.sleep(0.2)
+    three_nodes.wait_states({"n1": "idle", "n3": "idle"}, timeout=15)  # after "completing" the failed job
     states = three_nodes.states()
-    assert states["n2"] in ("drained", "draining", "drain") and states["n1"] == states["n3"] == "idle", states
+    assert states["n2"] in ("drained", "draining", "drain"), states
     reasons = three_nodes.reasons()
     assert list(reasons) == ["n2"], reasons
     assert reasons["n2"].startswith("[node] cuda.available: 1 GPU(s) expected, none visible"), reasons
