@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from envcheck.cluster.slurm_layout import rank_nodes
 from envcheck.collectives.interface_rules import judge_variable
 from envcheck.collectives.rendezvous import Reach, reach_store, resolve
 from envcheck.probe.interfaces import interfaces
+from envcheck.probe.slurm_layout import rank_nodes
 
 ARRIVE, WORD = "envcheck/arrive/", "envcheck/rollcall"
 WORD_MARGIN_S = 10.0  # the others wait this long beyond rank 0's roll call for its word

@@ -1,10 +1,10 @@
-"""Which node each rank of an srun step runs on (envcheck.cluster.slurm_layout), from Slurm's own variables."""
+"""Which node each rank of an srun step runs on (envcheck.probe.slurm_layout), from Slurm's own variables."""
 
 from __future__ import annotations
 
 import pytest
 
-from envcheck.cluster.slurm_layout import rank_nodes, tasks_per_node
+from envcheck.probe.slurm_layout import rank_nodes, tasks_per_node
 
 
 def test_tasks_per_node_expands_slurms_compressed_counts() -> None:
