@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from envcheck.cluster.slurm import expand_nodelist
+from envcheck.probe.slurm_env import expand_nodelist
 
 
 def tasks_per_node(text: str) -> list[int]:
