@@ -26,11 +26,11 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 LIMIT = ("tbf", "rate", "50mbit", "burst", "32kbit", "latency", "50ms")
 
 
-def pairs_result(cluster: MultiCluster, tmp_path: Path, *extra: str) -> tuple[dict[str, Any], float]:
-    """srun -N 3 (one rank per node) of `envcheck.distributed --pairwise`: (the dist.pairs result, seconds)."""
+def pairs_result(cluster: MultiCluster, tmp_path: Path, *extra: str, per_node: int = 1) -> tuple[dict[str, Any], float]:
+    """srun on every node (`per_node` ranks each) of `envcheck.distributed --pairwise`: (dist.pairs, seconds)."""
     report = tmp_path / "pairs.json"
     began = time.monotonic()
-    done = cluster.run("srun", "-N", str(cluster.size), "-n", str(cluster.size), sys.executable, "-m",
+    done = cluster.run("srun", "-N", str(cluster.size), "-n", str(cluster.size * per_node), sys.executable, "-m",
                        "envcheck.distributed", "--allow-cpu", "--pairwise", "--timeout", "30", "--json", str(report),
                        *extra, timeout=90)
     took = time.monotonic() - began
@@ -59,9 +59,10 @@ def limited_n2(three_nodes: MultiCluster) -> Iterator[MultiCluster]:
 
 
 def test_every_pair_measured_and_none_slow(three_nodes: MultiCluster, tmp_path: Path) -> None:
-    result, _ = pairs_result(three_nodes, tmp_path)
+    result, _ = pairs_result(three_nodes, tmp_path, per_node=2)  # a pair's group: both ranks of both nodes
     assert result["status"] == "pass", result
     assert result["measured"]["rounds"] == 3 and set(busbw(result)) == {("n1", "n2"), ("n1", "n3"), ("n2", "n3")}
+    assert {tuple(p["ranks"]) for p in result["measured"]["pairs"]} == {(0, 1, 2, 3), (0, 1, 4, 5), (2, 3, 4, 5)}
     assert all(v > 0 for v in busbw(result).values()), result
     assert "slow_nodes" not in result["measured"], result
 
