@@ -8,6 +8,7 @@ namespace only: the kernel really throttles that node's traffic. Simulated: noth
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,8 @@ def test_two_nodes_against_the_floor(two_nodes: MultiCluster, tmp_path: Path) ->
 def test_the_fixture_leaves_nothing_behind_after_a_tc_change() -> None:
     why = multinode_missing()
     if why:
+        if os.environ.get("ENVCHECK_REQUIRE_SLURM") == "1":
+            pytest.fail(f"multi-node slurm test cannot run and ENVCHECK_REQUIRE_SLURM=1: {why}")
         pytest.skip(why)
     host_qdiscs = subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, timeout=10, check=True)
     d = Path(tempfile.mkdtemp(prefix="envcheck-slurm2n-tc-"))
