@@ -92,7 +92,7 @@ def call_in_thread(body: Callable[[dict[str, Any]], T], budget_s: float, call: s
 
 
 def run_in_child(argv: list[str], budget_s: float, call: str, env: dict[str, str] | None = None,
-                 kill: Callable[[int], None] = lambda pid: os.kill(pid, signal.SIGKILL)) -> Budgeted[str]:
+                 kill: Callable[[int], None] = lambda pid: os.killpg(pid, signal.SIGKILL)) -> Budgeted[str]:
     """argv's stdout within the budget, or the evidence of its hang. At the budget the child's state is read,
     then it is killed; if it is still there after KILL_GRACE_S (D state: the kernel holds it), it is left."""
     out: Budgeted[str] = Budgeted()

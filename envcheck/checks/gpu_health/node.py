@@ -3,7 +3,7 @@ stuck thread), a GPU that fell off the bus without an Xid, and a GPU on the PCI 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,11 +41,11 @@ def hang_finding(data: Mapping[str, Any]) -> Finding | None:
                    "RMA if it recurs", "nvml.hang")
 
 
-def _nvml_keys(gpus: list[Mapping[str, Any]]) -> set[str]:
+def _nvml_keys(gpus: Sequence[Mapping[str, Any]]) -> set[str]:
     return {k for g in gpus if isinstance(g.get("pci"), str) and (k := pci_key(g["pci"]))}
 
 
-def bus_findings(events: list[Mapping[str, Any]], gpus: list[Mapping[str, Any]]) -> list[Finding]:
+def bus_findings(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]]) -> list[Finding]:
     """NVRM's 'has fallen off the bus' line without an Xid (newer drivers): gpu.fell_off_bus."""
     out = []
     for e in events:
@@ -57,7 +57,7 @@ def bus_findings(events: list[Mapping[str, Any]], gpus: list[Mapping[str, Any]])
     return out
 
 
-def missing_findings(pci_gpus: Any, gpus: list[Mapping[str, Any]], data: Mapping[str, Any]) -> list[Finding]:
+def missing_findings(pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> list[Finding]:
     """NVIDIA display/3D functions on the PCI bus that NVML does not list (NVML answered): gpu.lost."""
     if not isinstance(pci_gpus, list) or data.get("nvml_error") or data.get("nvml_hung") is not None:
         return []

@@ -140,7 +140,8 @@ def parse_xid_lines(lines: list[str], after_seq: int | None = None, since_s: flo
     """Xid events in kernel log lines (/dev/kmsg records, dmesg or journal lines), one entry per (GPU, code)
     with its count, its bursts (distinct seconds, or distinct texts without times), the last occurrence's text
     and time since boot (seconds, /dev/kmsg only). See scan() for the window."""
-    return scan(lines, after_seq, since_s)["xid"]
+    events: list[dict[str, Any]] = scan(lines, after_seq, since_s)["xid"]
+    return events
 
 
 def scan(lines: list[str], after_seq: int | None = None, since_s: float | None = None) -> dict[str, Any]:
