@@ -13,8 +13,8 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from envcheck.collectives import failures as diagnosis
-from envcheck.collectives.faults import ENV_VAR as FAULT_VAR
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, _rank_env, launch
+from envcheck.collectives.rank_hook import HOOK_VAR
 from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine, interface_cause
 from envcheck.core.check import Context
@@ -70,7 +70,7 @@ def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher 
     """
     began = time.monotonic()
     first = launcher(plan)
-    if first.ok or plan.backend != "nccl" or os.environ.get(FAULT_VAR):
+    if first.ok or plan.backend != "nccl" or os.environ.get(HOOK_VAR):
         return first, None, []
     notes: list[str] = []
     if interface_cause(diagnosis.failure_details(first), _rank_env(first.plan), interfaces()):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from envcheck.collectives.faults import fault_from_env
+from envcheck.collectives.rank_hook import load_rank_hook
 from envcheck.collectives.rank_plan import collective, run_plan
 from envcheck.collectives.verdicts import combine
 from envcheck.core.check import CheckOptions
@@ -316,7 +316,7 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
             channel.phase(rank, "ready")
             steps = tuple(step for _, names in checks_to_run(opts) for step in names)
             found = run_plan(rank, world, device, steps, (), lambda phase: channel.phase(rank, phase),
-                             fault_from_env())
+                             load_rank_hook())
         except Exception as exc:
             found = _error(rank, exc)
         channel.found(rank, found)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.conftest import ROOT, Cluster
+from tests.rank_faults import RANK_HOOK
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -111,7 +112,8 @@ def _wait_connected(pid: int, sockets: int = 3, timeout: float = 60) -> None:
 
 def test_srun_names_a_killed_task(cluster: Cluster, tmp_path: Path) -> None:
     marker = f"ENVCHECK_TEST_MARK={os.getpid()}-{time.monotonic_ns()}"
-    env = {**cluster.env, marker.split("=")[0]: marker.split("=")[1], "ENVCHECK_TEST_FAULT": "rank=1:hang"}
+    env = {**cluster.env, marker.split("=")[0]: marker.split("=")[1], "ENVCHECK_TEST_FAULT": "rank=1:hang",
+           "ENVCHECK_RANK_HOOK": RANK_HOOK}
     proc = subprocess.Popen(["srun", "-n", "2", sys.executable, "-m", "envcheck.distributed", "--allow-cpu",
                              "--timeout", "60", "--json", str(tmp_path / "dist.json")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
