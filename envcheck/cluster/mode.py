@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from envcheck.cluster.policy import Mode, decide, reclassify
+from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, Mode, decide, reclassify
 from envcheck.cluster.prometheus import render, textfile_path, write_atomic
 from envcheck.core.result import Result
 
@@ -68,5 +68,24 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
             print("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", file=out)
         code = decision.code
     if getattr(args, "prometheus", None):
-        write_atomic(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
+        try:
+            write_atomic(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
+        except (OSError, ValueError) as exc:  # envcheck's own failure: never evidence against the node
+            return own_failure(mode, code, f"metrics not written to {args.prometheus}: {exc}")
+    return code
+
+
+def own_failure(mode: Mode | None, code: int, what: str) -> int:
+    """envcheck could not finish its own job (a write, its stderr): one line, and an exit code that never drains
+    a node for it: prolog and preflight keep the node's verdict (0 unless a node fault was found), npd says
+    'unknown' (2) unless a node fault was found. Outside cluster modes the caller's handler decides (raise)."""
+    try:
+        print(f"envcheck: warning: {' '.join(what.split())[:300]} (envcheck's own failure, not the node's)",
+              file=sys.stderr)
+    except (OSError, ValueError):  # a full or closed stderr: nothing more to say
+        pass
+    if mode is None:
+        raise OSError(what)
+    if mode is Mode.NPD:
+        return code if code == NODE_FAULT else NPD_UNKNOWN
     return code
