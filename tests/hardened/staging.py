@@ -73,7 +73,7 @@ def run(h: Hardening, argv: list[str], timeout_s: float = 300) -> subprocess.Com
     """Run argv staged; the environment is the caller's plus h.env (HOME etc.)."""
     env = {**os.environ, **h.env}
     env.pop("PYTEST_CURRENT_TEST", None)
-    return subprocess.run(command(h, argv), capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+    return subprocess.run(command(h, argv), capture_output=True, text=True, timeout=timeout_s, env=env, check=False, cwd="/")
 
 
 def python(h: Hardening, code: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
