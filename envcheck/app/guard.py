@@ -58,7 +58,11 @@ def _say(line: str) -> None:
 def log_folders() -> list[str]:
     """Where a crash log may go, first choice first: ENVCHECK_LOG_DIR, XDG_CACHE_HOME/envcheck, the temp dir."""
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    candidates = [os.environ.get("ENVCHECK_LOG_DIR", ""), os.path.join(cache, "envcheck"), tempfile.gettempdir()]
+    candidates = [os.environ.get("ENVCHECK_LOG_DIR", ""), os.path.join(cache, "envcheck")]
+    try:
+        candidates.append(tempfile.gettempdir())
+    except OSError:  # no writable temp dir at all (`docker run --read-only` without --tmpfs /tmp)
+        pass
     return [c for c in candidates if c]
 
 
