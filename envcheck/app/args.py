@@ -11,6 +11,7 @@ from pathlib import Path
 
 from envcheck.core.check import MEMORY_FRACTION
 from envcheck.core.errors import UsageError
+from envcheck.core.text import one_line
 
 
 class Parser(argparse.ArgumentParser):
@@ -161,11 +162,24 @@ STDOUT_REPORTS = ("json", "junit", "bundle")
 
 
 
+FILE_OUTPUTS = ("json", "junit", "bundle", "prometheus")
+
+
 def check_stdout(args: argparse.Namespace) -> None:
-    """At most one report may go to stdout ('-'), so stdout stays one parseable document."""
+    """At most one report may go to stdout ('-'), so stdout stays one parseable document; and no two reports
+    may name the same file (one would silently replace the other)."""
     dashes = [f"--{name}" for name in STDOUT_REPORTS if getattr(args, name, None) == "-"]
     if len(dashes) > 1:
         raise UsageError(f"{' and '.join(dashes)} both write to stdout; give all but one a file path")
+    seen: dict[str, str] = {}
+    for name in FILE_OUTPUTS:
+        path = getattr(args, name, None)
+        if not isinstance(path, str) or path == "-":
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise UsageError(f"{seen[key]} and --{name} both name {one_line(path)}; give each report its own file")
+        seen[key] = f"--{name}"
 
 
 

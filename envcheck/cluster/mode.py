@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envcheck.cluster.policy import Mode, decide, reclassify
-from envcheck.cluster.prometheus import render, textfile_path, write_atomic
+from envcheck.cluster.prometheus import render, textfile_path
 from envcheck.core.result import Result
 
 
@@ -49,24 +49,39 @@ def drain(reason: str, env: Mapping[str, str]) -> str | None:
     return None if done.returncode == 0 else f"scontrol update failed: {(done.stderr or done.stdout).strip()}"
 
 
+def _say(line: str, out: Any) -> None:
+    """One line; a closed or full stdout is the table's loss (recorded there), not a reason to skip a report."""
+    try:
+        print(line, file=out, flush=True)
+    except OSError:
+        from envcheck.app.output import stdout_gone
+
+        if out is sys.stdout:
+            stdout_gone()
+
+
+def textfile(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int) -> bytes:
+    """The --prometheus textfile's content for this run (written by envcheck.app.output, with the other reports)."""
+    mode = getattr(args, "for_mode", None)
+    return render(results, facts, mode=mode or "run", exit_code=code)
+
+
 def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int) -> int:
-    """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code."""
+    """Apply --for (exit code, reason line, warnings); returns the exit code (`textfile` is the metrics file)."""
     mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
     if mode is not None:
         decision = decide(results, mode)
         # keep `--json -`/`--junit -` pure
         out = sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "junit", None)) else sys.stdout
         for line in decision.warnings:
-            print(f"envcheck: warning: {line}", file=sys.stderr)
+            _say(f"envcheck: warning: {line}", sys.stderr)
         if decision.reason:
-            print(decision.reason, file=out)  # npd's message, the prolog's Reason=, the pod's log
+            _say(decision.reason, out)  # npd's message, the prolog's Reason=, the pod's log
             if mode is Mode.PROLOG and decision.code:
                 note = drain(decision.reason, os.environ)
                 if note:
-                    print(f"envcheck: warning: {note}", file=sys.stderr)
+                    _say(f"envcheck: warning: {note}", sys.stderr)
         elif mode is Mode.NPD:
-            print("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", file=out)
+            _say("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", out)
         code = decision.code
-    if getattr(args, "prometheus", None):
-        write_atomic(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
     return code
