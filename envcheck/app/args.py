@@ -98,6 +98,28 @@ def names(text: str) -> str:
 
 
 NAME_MAX = 255
+MAX_THREADS = 4096  # beyond any host's cores; torch.set_num_threads overflows a C int long before
+
+
+def thread_count(text: str) -> int:
+    """argparse type for --cpu-threads: a whole number from 1 to MAX_THREADS."""
+    value = non_negative_int(text)
+    if not 1 <= value <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{text[:30]}: give 1 to {MAX_THREADS} threads")
+    return value
+
+
+def input_file(text: str) -> str:
+    """argparse type for an input file (bench --baseline): a regular file that exists; a FIFO or device is
+    refused (reading one can block forever)."""
+    try:
+        st = os.stat(text)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {one_line(text)}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise argparse.ArgumentTypeError(f"{one_line(text)} is not a regular file (a folder, FIFO or device); "
+                                          "give a report file that `envcheck bench --json` wrote")
+    return text
 
 
 

@@ -17,6 +17,7 @@ from envcheck.app.output import Terminal, raise_failures, write_reports
 from envcheck.cluster import mode as cluster
 from envcheck.core.check import CheckOptions, Context, Level
 from envcheck.core.errors import FatalError
+from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
 from envcheck.core.text import visible
@@ -110,7 +111,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
         facts = runner.facts()
     if args.json != "-":
         print_facts(facts, Terminal(highlight=False))
-    raise_failures(write_reports([(args.json, lambda: json.dumps(facts, indent=2, default=str) + "\n")]))
+    raise_failures(write_reports([(args.json, lambda: json.dumps(redact_deep(facts), indent=2, default=str) + "\n")]))
     if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
         error = facts["error"]
         raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=1)

@@ -10,12 +10,15 @@ Every renderer passes such text through one of these before it leaves the proces
 - `label_value()` for Prometheus label values: the same escapes with newline escaped too; prometheus_client then
   applies the exposition format's own escaping (backslash, double quote, newline).
 JSON keeps the exact value (json escapes every control character and lone surrogate itself).
+Every one of them, JSON included, first applies envcheck.core.redact (token-shaped values, URL credentials).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from envcheck.core.redact import redact_value
 
 # Bidi embedding/override/isolate marks: they reorder what a reader sees (CVE-2021-42574, "Trojan Source").
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
@@ -32,6 +35,7 @@ def _escape(ch: str) -> str:
 
 
 def _escaped(text: str, keep: str) -> str:
+    text = redact_value(text)  # tokens and URL credentials never reach any output (envcheck.core.redact)
     return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
 
 
