@@ -6,7 +6,7 @@ Every renderer passes such text through one of these before it leaves the proces
   were not UTF-8 (carried as `surrogateescape` surrogates, as os.environ and os.listdir carry them) show as `\\xff`.
   Newline and tab stay (a table cell may span lines); nothing else that can steer a terminal reaches it.
 - `xml_text()` for JUnit: the same escapes, so the file holds only XML 1.0 characters (Char, section 2.2) and
-  nothing a CI page would interpret; newline, tab and carriage return stay.
+  nothing a CI page would interpret; newline and tab stay (a raw CR would be read back as a newline).
 - `label_value()` for Prometheus label values: the same escapes with newline escaped too; prometheus_client then
   applies the exposition format's own escaping (backslash, double quote, newline).
 JSON keeps the exact value (json escapes every control character and lone surrogate itself).
@@ -51,7 +51,12 @@ def one_line(value: Any) -> str:
 
 def xml_text(value: Any) -> str:
     """Text that holds only XML 1.0 characters (the rest shown as escapes, as visible() does)."""
-    return _escaped(value if isinstance(value, str) else str(value), "\n\t\r")
+    return _escaped(value if isinstance(value, str) else str(value), "\n\t")
+
+
+def xml_attribute(value: Any) -> str:
+    """An XML attribute value: xml_text() on one line (a parser turns a raw newline or tab there into a space)."""
+    return one_line(value)
 
 
 def label_value(value: Any) -> str:

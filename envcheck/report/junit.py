@@ -21,7 +21,7 @@ from typing import Any
 from envcheck import __version__
 from envcheck.core.result import Status
 from envcheck.core.run_report import RunReport
-from envcheck.core.text import xml_text
+from envcheck.core.text import xml_attribute, xml_text
 from envcheck.report.summary import counts, verdict
 
 
@@ -129,5 +129,5 @@ def xml_safe(element: ET.Element) -> ET.Element:
             node.text = xml_text(node.text)
         if node.tail is not None:
             node.tail = xml_text(node.tail)
-        node.attrib = {xml_text(k): xml_text(v) for k, v in node.attrib.items()}
+        node.attrib = {xml_text(k): xml_attribute(v) for k, v in node.attrib.items()}
     return element

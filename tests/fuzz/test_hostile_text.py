@@ -16,7 +16,7 @@ from rich.console import Console
 from envcheck.cluster.prometheus import render
 from envcheck.core.result import failed, passed, warned
 from envcheck.core.run_report import RunReport
-from envcheck.core.text import BIDI, label_value, visible, xml_text
+from envcheck.core.text import BIDI, label_value, visible, xml_attribute, xml_text
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.table import print_facts, print_report
@@ -54,11 +54,14 @@ def test_the_table_never_shows_a_raw_control_character(text: str) -> None:
 
 @given(HOSTILE)
 def test_junit_is_well_formed_xml_1_0(text: str) -> None:
-    doc = render_junit(report_with(text), hostname=text)
+    report = report_with(text)
+    doc = render_junit(report, hostname=text)
     assert not NOT_XML.search(doc)
     root = ET.fromstring(doc.encode("utf-8"))
     failure = root.find("testsuite/testcase/failure")
-    assert failure is not None and xml_text(f"NCCL_SOCKET_IFNAME={text} matches nothing") == failure.get("message")
+    summary = report.results[0].summary
+    assert failure is not None and failure.get("message") == xml_attribute(summary)
+    assert failure.text is not None and xml_text(summary) in failure.text
 
 
 @given(HOSTILE)
