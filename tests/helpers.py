@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def make_context(level: str = "full", allow_cpu: bool = True, expect_gpus: int | None = None,
                  **options: Any) -> Context:
     """A run context as the CLI would build it."""
-    return Context(level=Level(level), allow_cpu=allow_cpu, expect_gpus=expect_gpus, options=CheckOptions(**options))
+    return Context(level=Level(level), allow_cpu=allow_cpu, expect_gpus=expect_gpus, options=CheckOptions.from_dict(options))
 
 
 # The worker environment of a host with no visible GPU: CUDA_VISIBLE_DEVICES="" hides every GPU from CUDA,

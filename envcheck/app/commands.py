@@ -13,9 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from envcheck.app.args import report_on_stdout
-from envcheck.app.output import Terminal, raise_failures, write_reports
+from envcheck.app.output import Terminal, WriteError, raise_failures, write_reports
 from envcheck.cluster import mode as cluster
-from envcheck.core.check import CheckOptions, Context, Level
+from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level
 from envcheck.core.errors import FatalError
 from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
@@ -33,8 +33,9 @@ def context_from_args(args: argparse.Namespace) -> Context:
         level=Level(args.level),
         allow_cpu=args.allow_cpu,
         expect_gpus=args.expect_gpus,
-        options=CheckOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=args.min_busbw,
-                             strict_perf=args.strict_perf, memory_fraction=args.memory_fraction),
+        options=CheckOptions(
+            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf),
+            devices=DeviceOptions(memory_fraction=args.memory_fraction)),
     )
 
 
@@ -75,11 +76,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
     print_report(report, console)
-    code = cluster.finish(args, results, facts, exit_code(results))
     # every report is attempted whatever happened to the table or the others; then one line, exit 3
-    failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report)),
-                              (getattr(args, "prometheus", None), lambda: cluster.textfile(args, results, facts, code))])
-    raise_failures(failures)
+    failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
+    try:  # --for's verdict and the metrics file (a failed one is --for's own failure there: cluster.own_failure)
+        code = cluster.finish(args, results, facts, exit_code(results))
+    except WriteError as exc:
+        code = 3
+        failures.append(exc.message)
+    raise_failures(failures)  # the table is shown and --for has spoken; a report the user asked for is missing
     return code
 
 

@@ -1,6 +1,6 @@
 """`torchrun ... -m envcheck.distributed` (or `srun ... python -m envcheck.distributed`): the dist.* checks
 across nodes (rank 0 reports). Under srun, SLURM_PROCID/NTASKS/LOCALID and the job's first node stand in
-for torchrun's variables (envcheck.cluster.slurm).
+for torchrun's variables (envcheck.probe.slurm_env).
 
 Thin entry: parse arguments, run this rank (envcheck.collectives.torchrun), render on rank 0,
 exit non-zero on every node when any check failed. Rank 0 writes the report on every path: success,
@@ -18,13 +18,13 @@ from rich.console import Console
 from envcheck.app.args import Parser, add_shared_run_arguments, check_stdout, output_path
 from envcheck.app.guard import guard
 from envcheck.app.output import write_output
-from envcheck.cluster.slurm import torchrun_env
 from envcheck.collectives.torchrun import TorchrunOptions, missing_env, run_this_rank
-from envcheck.core.check import CheckOptions, Context, Level
+from envcheck.core.check import CheckOptions, Context, DistOptions, Level
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result
 from envcheck.core.run_report import RunReport
 from envcheck.probe.facts import collect_facts
+from envcheck.probe.slurm_env import torchrun_env
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.table import print_report
@@ -45,8 +45,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def render(results: list[Result], args: argparse.Namespace) -> None:
     """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
     context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
-                      options=CheckOptions(mode="torchrun", min_busbw_gbps=args.min_busbw,
-                                           strict_perf=args.strict_perf))
+                      options=CheckOptions(front_door="torchrun", dist=DistOptions(
+                          min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)))
     report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
     # Files first: they are the record, whatever happens to the terminal.

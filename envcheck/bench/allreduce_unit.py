@@ -27,7 +27,7 @@ def all_reduce_figures(backend: str, ctx: Context) -> list[dict[str, Any]]:
 
         world = torch.cuda.device_count()
     else:
-        world = ctx.options.cpu_ranks
+        world = ctx.options.dist.cpu_ranks
     rows = all_reduce_sweep(backend, world, sweep_sizes(backend, not ctx.full), timeout_s=120.0)
     return [
         figure(f"all_reduce.{backend}.{row['bytes']}", float(row["busbw_gbps"]), "GB/s",

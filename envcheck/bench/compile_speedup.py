@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from envcheck.bench.figures import figure
-from envcheck.bench.timing import interleaved
 from envcheck.bench.training_step import build, make_step
+from envcheck.bench.unit_timing import interleaved
 
 
 def compile_figures(device: str, quick: bool) -> list[dict[str, Any]]:

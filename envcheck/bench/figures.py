@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.bench.peaks import pct_of_peak
-from envcheck.bench.timing import Timing
+from envcheck.bench.unit_timing import Timing
 
 
 def figure(

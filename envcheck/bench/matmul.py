@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from envcheck.bench.figures import figure
-from envcheck.bench.timing import Timing, measure
+from envcheck.bench.unit_timing import Timing, measure
 
 GPU_DTYPES = ("float32", "tf32", "bfloat16", "float16")
 

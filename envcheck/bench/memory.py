@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envcheck.bench.figures import figure
-from envcheck.bench.timing import Timing, measure
+from envcheck.bench.unit_timing import Timing, measure
 
 MIB = 1 << 20
 DEVICE_SIZES = {"quick": (256 * MIB, 512 * MIB, 1024 * MIB), "full": tuple(MIB << k for k in range(8, 12))}

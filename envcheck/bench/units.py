@@ -30,7 +30,7 @@ def _quick(ctx: Context) -> bool:
 
 
 def _threads(ctx: Context) -> None:
-    threads = ctx.options.cpu_threads
+    threads = ctx.options.bench.cpu_threads
     if threads:
         import torch
 
@@ -99,7 +99,7 @@ def judged(summary: str, measured: dict[str, Any], state: dict[str, Any]) -> Res
 
 def _root_pid(ctx: Context) -> int | None:
     """The envcheck process that started the bench workers (its descendants are envcheck's own)."""
-    return ctx.options.envcheck_pid
+    return ctx.options.bench.envcheck_pid
 
 
 def headline(figs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -11,9 +11,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from envcheck.cluster.policy import Mode, decide, reclassify
+from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, Mode, decide, reclassify
 from envcheck.cluster.prometheus import render, textfile_path
 from envcheck.core.result import Result
+from envcheck.core.text import one_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +51,7 @@ def drain(reason: str, env: Mapping[str, str]) -> str | None:
 
 
 def _say(line: str, out: Any) -> None:
-    """One line; a closed or full stdout is the table's loss (recorded there), not a reason to skip a report."""
+    """One line; a closed or full stdout is the table's loss, not a reason to skip the metrics file."""
     try:
         print(line, file=out, flush=True)
     except OSError:
@@ -60,14 +61,8 @@ def _say(line: str, out: Any) -> None:
             stdout_gone()
 
 
-def textfile(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int) -> bytes:
-    """The --prometheus textfile's content for this run (written by envcheck.app.output, with the other reports)."""
-    mode = getattr(args, "for_mode", None)
-    return render(results, facts, mode=mode or "run", exit_code=code)
-
-
 def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int) -> int:
-    """Apply --for (exit code, reason line, warnings); returns the exit code (`textfile` is the metrics file)."""
+    """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code."""
     mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
     if mode is not None:
         decision = decide(results, mode)
@@ -84,4 +79,29 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         elif mode is Mode.NPD:
             _say("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", out)
         code = decision.code
+    if getattr(args, "prometheus", None):
+        from envcheck.app.output import WriteError, write_output
+
+        try:  # the one writer (envcheck.app.output): atomic, regular files only, one error mapping
+            write_output(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
+        except WriteError as exc:  # envcheck's own failure: never evidence against the node
+            if mode is None:
+                raise  # `run` without --for: one line, exit 3, after the other reports (envcheck.app.commands)
+            return own_failure(mode, code, f"metrics not written to {args.prometheus}: {exc.message}")
+    return code
+
+
+def own_failure(mode: Mode | None, code: int, what: str) -> int:
+    """envcheck could not finish its own job (a write, its stderr): one line, and an exit code that never drains
+    a node for it: prolog and preflight keep the node's verdict (0 unless a node fault was found), npd says
+    'unknown' (2) unless a node fault was found. Outside cluster modes the caller's handler decides (raise)."""
+    try:
+        print(f"envcheck: warning: {one_line(' '.join(what.split()))[:300]} (envcheck's own failure, not the node's)",
+              file=sys.stderr)
+    except (OSError, ValueError):  # a full or closed stderr: nothing more to say
+        pass
+    if mode is None:
+        raise OSError(what)
+    if mode is Mode.NPD:
+        return code if code == NODE_FAULT else NPD_UNKNOWN
     return code

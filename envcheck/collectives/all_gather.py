@@ -7,7 +7,7 @@ from typing import Any
 from envcheck.collectives import pattern
 from envcheck.collectives.rank_plan import RankContext
 from envcheck.collectives.verdicts import exact_op_result
-from envcheck.core.check import CheckOptions
+from envcheck.core.check import DistOptions
 
 COUNT = 4096
 
@@ -25,6 +25,6 @@ def run(rc: RankContext) -> dict[str, Any]:
     return {"elements": COUNT * rc.world, "wrong": wrong}
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Any:
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions) -> Any:
     """Every gathered element exact."""
     return exact_op_result(findings, "all_gather", "all_gather", backend, world)

@@ -6,11 +6,10 @@ from typing import Any
 
 from envcheck.collectives import pattern
 from envcheck.collectives.common import Launcher, correctness_check
-from envcheck.collectives.faults import apply_at_all_reduce
 from envcheck.collectives.launch import launch
 from envcheck.collectives.rank_plan import RankContext
 from envcheck.collectives.verdicts import WRONG_REMEDIATION, scope, sum_wrong
-from envcheck.core.check import CheckOptions, Context
+from envcheck.core.check import Context, DistOptions
 from envcheck.core.result import Result, failed, passed
 
 GPU_EXACT_COUNT = 4 << 20  # 16 MiB of float32
@@ -26,7 +25,8 @@ def run(rc: RankContext) -> dict[str, Any]:
 
     count = GPU_EXACT_COUNT if rc.device.type == "cuda" else CPU_EXACT_COUNT
     buf = pattern.exact_contribution(rc.rank, count, rc.device)
-    apply_at_all_reduce(rc.fault, rc.rank, buf)
+    if rc.hook is not None:  # tests inject faults here (envcheck.collectives.rank_hook)
+        rc.hook("all_reduce", rc.rank, buf)
     rc.progress("all_reduce.float32")
     dist.all_reduce(buf)
     wrong, first = pattern.count_wrong(buf, pattern.exact_sum(rc.world, count, rc.device))
@@ -44,7 +44,7 @@ def run(rc: RankContext) -> dict[str, Any]:
     return out
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Result:
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions) -> Result:
     """#wrong over every element of every rank, for each dtype."""
     measured: dict[str, Any] = {"backend": backend, "world_size": world}
     problems = []

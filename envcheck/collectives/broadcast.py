@@ -7,7 +7,7 @@ from typing import Any
 from envcheck.collectives import pattern
 from envcheck.collectives.rank_plan import RankContext
 from envcheck.collectives.verdicts import exact_op_result
-from envcheck.core.check import CheckOptions
+from envcheck.core.check import DistOptions
 
 COUNT = 4096
 
@@ -25,6 +25,6 @@ def run(rc: RankContext) -> dict[str, Any]:
     return {"elements": COUNT, "wrong": pattern.count_wrong(buf, expected)[0], "root": root}
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Any:
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions) -> Any:
     """Every broadcast element exact."""
     return exact_op_result(findings, "broadcast", f"broadcast (root {world - 1})", backend, world)

@@ -13,8 +13,8 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from envcheck.collectives import failures as diagnosis
-from envcheck.collectives.faults import ENV_VAR as FAULT_VAR
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, _rank_env, launch
+from envcheck.collectives.rank_hook import HOOK_VAR
 from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine, interface_cause
 from envcheck.core.check import Context
@@ -51,7 +51,7 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
                           "install a CUDA build of torch (pip install torch --index-url "
                           "https://download.pytorch.org/whl/cu128)", fault_class="image")
         return "nccl", int(torch.cuda.device_count())
-    ranks = ctx.options.cpu_ranks
+    ranks = ctx.options.dist.cpu_ranks
     if ranks < 1:
         return errored(f"cpu_ranks must be a positive integer, got {ranks!r} (use --cpu-ranks 2)")
     if not dist.is_gloo_available():
@@ -70,7 +70,7 @@ def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher 
     """
     began = time.monotonic()
     first = launcher(plan)
-    if first.ok or plan.backend != "nccl" or os.environ.get(FAULT_VAR):
+    if first.ok or plan.backend != "nccl" or os.environ.get(HOOK_VAR):
         return first, None, []
     notes: list[str] = []
     if interface_cause(diagnosis.failure_details(first), _rank_env(first.plan), interfaces()):
@@ -153,7 +153,7 @@ def correctness_check(ctx: Context, steps: tuple[str, ...], launcher: Launcher =
     if not outcome.ok:
         return launch_failure(outcome, notes)
     findings = [r.found or {} for r in outcome.ranks]
-    result = combine([collective(step).judge(findings, plan.backend, plan.world_size, ctx.options)
+    result = combine([collective(step).judge(findings, plan.backend, plan.world_size, ctx.options.dist)
                       for step in steps])
     if notes:
         result = replace(result, measured={**result.measured, "launch_notes": notes})

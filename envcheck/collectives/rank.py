@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
         import torch
         import torch.distributed as dist
 
-        from envcheck.collectives.faults import fault_from_env
+        from envcheck.collectives.rank_hook import load_rank_hook
         from envcheck.collectives.rank_plan import run_plan
 
         progress("store")
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
         dist.barrier()
         progress("ready")
         found = run_plan(rank, world, device, tuple(config["steps"]), tuple(config["sizes"]), progress,
-                         fault_from_env(), float(config["memory_fraction"]))
+                         load_rank_hook(), float(config["memory_fraction"]))
         found["nccl_version"] = _nccl_version() if config["backend"] == "nccl" else None
         (out_dir / f"rank{rank}.json").write_text(json.dumps(found))
         dist.destroy_process_group()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from envcheck.collectives.faults import Fault
+from envcheck.collectives.rank_hook import RankHook
 from envcheck.core.check import MEMORY_FRACTION
 
 Progress = Callable[[str], None]
@@ -33,7 +33,7 @@ class RankContext:
     world: int
     device: Any
     progress: Progress
-    fault: Fault | None = None
+    hook: RankHook | None = None  # ENVCHECK_RANK_HOOK: called before each collective (the tests' faults)
     sizes: tuple[int, ...] = ()
     memory_fraction: float = MEMORY_FRACTION
 
@@ -52,9 +52,9 @@ def collective(step: str) -> ModuleType:
 
 
 def run_plan(rank: int, world: int, device: Any, steps: tuple[str, ...], sizes: tuple[int, ...],
-             progress: Progress, fault: Fault | None = None, memory_fraction: float = MEMORY_FRACTION) -> dict[str, Any]:
+             progress: Progress, hook: RankHook | None = None, memory_fraction: float = MEMORY_FRACTION) -> dict[str, Any]:
     """Run the requested steps in order and return this rank's findings, keyed by step."""
-    rc = RankContext(rank, world, device, progress, fault, sizes, memory_fraction)
+    rc = RankContext(rank, world, device, progress, hook, sizes, memory_fraction)
     found: dict[str, Any] = {"rank": rank, "device": str(device)}
     for step in steps:
         found[step] = collective(step).run(rc)

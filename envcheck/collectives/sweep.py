@@ -15,7 +15,7 @@ from envcheck.collectives.pattern import VERIFY_WORKSPACE_BYTES, count_wrong_exa
 from envcheck.collectives.rank_plan import RankContext
 from envcheck.collectives.timing import MIB, algbw, busbw, iterations, slowest_rank, time_op
 from envcheck.collectives.verdicts import WRONG_REMEDIATION, format_table, scope, sweep_rows
-from envcheck.core.check import CheckOptions, Context
+from envcheck.core.check import Context, DistOptions
 from envcheck.core.result import Result, failed, passed, warned
 
 __all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "sweep", "sweep_memory"]
@@ -99,7 +99,7 @@ def run(rc: RankContext) -> list[dict[str, Any]]:
     return sweep(sizes, rc.device, rc.progress)
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Result:
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions) -> Result:
     """Peak busbw over the sweep against an optional floor (`min_busbw_gbps`, `strict_perf`); #wrong fails."""
     min_busbw = options.min_busbw_gbps
     rows = sweep_rows(findings)
@@ -135,8 +135,8 @@ def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
     # GPU sizes are chosen by the ranks from their free memory (the coordinator never touches CUDA).
     plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, () if backend == "nccl" else CPU_SIZES,
                       start="fork",
-                      memory_fraction=ctx.options.memory_fraction)
+                      memory_fraction=ctx.options.devices.memory_fraction)
     outcome = launcher(plan)
     if not outcome.ok:
         return launch_failure(outcome, [])
-    return judge([r.found or {} for r in outcome.ranks], backend, world, ctx.options)
+    return judge([r.found or {} for r in outcome.ranks], backend, world, ctx.options.dist)

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from envcheck.collectives.faults import fault_from_env
+from envcheck.collectives.gate import enter
+from envcheck.collectives.rank_hook import load_rank_hook
 from envcheck.collectives.rank_plan import collective, run_plan
 from envcheck.collectives.verdicts import combine
-from envcheck.core.check import CheckOptions
+from envcheck.core.check import DistOptions
 from envcheck.core.result import Result, failed
 
 REQUIRED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
@@ -234,7 +235,7 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
                         measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
                         fault_class="node")
         return [result.named("dist.all_reduce", took)]
-    options = CheckOptions(min_busbw_gbps=opts.min_busbw_gbps, strict_perf=opts.strict_perf)
+    options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, strict_perf=opts.strict_perf)
     return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
             for name, steps in checks_to_run(opts)]
 
@@ -258,13 +259,9 @@ def incomplete_result(monitor: Monitor, backend: str, took: float) -> Result:
                   details=details, fault_class="node").named("dist.all_reduce", took)
 
 
-def _store(rank: int, world: int, timeout_s: float) -> Any:
-    """A client of torchrun's store (the agent hosts it), or rank 0 hosts it outside the agent."""
-    import torch.distributed as dist
-
-    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-    return dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500")),
-                         world, is_master=not agent and rank == 0, timeout=timedelta(seconds=timeout_s))
+def _with(report: Report, extra: list[Result]) -> Report:
+    """`report` with the roll call's warnings added after the collectives' results."""
+    return lambda results: report([*results, *extra])
 
 
 def _wait_for_acks(channel: SideChannel, monitor: Monitor) -> None:
@@ -290,7 +287,12 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
     rank, world, local = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
     use_nccl = torch.cuda.is_available() and not opts.allow_cpu
     backend = "nccl" if use_nccl else "gloo"
-    store = _store(rank, world, max(opts.timeout_s, 30.0))
+    gate = enter(rank, world, opts.timeout_s, report)  # roll call: a cross-node fault stops here, named
+    if gate.store is None:
+        return gate.code, True
+    if gate.warnings:
+        report = _with(report, gate.warnings)
+    store = gate.store
     channel = SideChannel(dist.PrefixStore("", store))
     channel.beat(rank)
     stop = threading.Event()
@@ -316,7 +318,7 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
             channel.phase(rank, "ready")
             steps = tuple(step for _, names in checks_to_run(opts) for step in names)
             found = run_plan(rank, world, device, steps, (), lambda phase: channel.phase(rank, phase),
-                             fault_from_env())
+                             load_rank_hook())
         except Exception as exc:
             found = _error(rank, exc)
         channel.found(rank, found)

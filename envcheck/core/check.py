@@ -40,23 +40,46 @@ MEMORY_FRACTION = 0.1
 
 
 @dataclass(frozen=True)
-class CheckOptions:
-    """The run's settings that some checks read beyond level/allow_cpu/expect_gpus: one typed field each,
-    set by the front door that starts the run (`envcheck run`, `envcheck bench`, the torchrun entry)."""
+class DistOptions:
+    """The distributed checks' settings (`--cpu-ranks`, `--min-busbw`, `--strict-perf`)."""
 
-    # Gloo ranks the CPU distributed checks launch (`--cpu-ranks`); must be at least 1.
+    # Gloo ranks the CPU distributed checks launch; must be at least 1.
     cpu_ranks: int = 2
-    # See MEMORY_FRACTION (`--memory-fraction`).
-    memory_fraction: float = MEMORY_FRACTION
-    # dist.busbw: a peak below this floor warns, or fails with `strict_perf` (`--min-busbw`, `--strict-perf`).
+    # dist.busbw: a peak below this floor warns, or fails with `strict_perf`.
     min_busbw_gbps: float | None = None
     strict_perf: bool = False
-    # bench: torch's intra-op threads for the CPU units (None: torch's default).
+
+
+@dataclass(frozen=True)
+class DeviceOptions:
+    """The GPU device checks' settings (`--memory-fraction`: see MEMORY_FRACTION)."""
+
+    memory_fraction: float = MEMORY_FRACTION
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """`envcheck bench`'s settings."""
+
+    # torch's intra-op threads for the CPU units (None: torch's default).
     cpu_threads: int | None = None
-    # bench: the envcheck process whose descendants count as envcheck's own GPU users.
+    # The envcheck process whose descendants count as envcheck's own GPU users.
     envcheck_pid: int | None = None
+
+
+_GROUPS = {"dist": DistOptions, "devices": DeviceOptions, "bench": BenchOptions}
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """The run's settings beyond level/allow_cpu/expect_gpus, grouped by concern, each group typed; set by the
+    front door that starts the run (`envcheck run`, `envcheck bench`, the torchrun entry)."""
+
+    dist: DistOptions = field(default_factory=DistOptions)
+    devices: DeviceOptions = field(default_factory=DeviceOptions)
+    bench: BenchOptions = field(default_factory=BenchOptions)
     # Which front door built the context when it is not `envcheck run` (e.g. "torchrun"); None otherwise.
-    mode: str | None = None
+    front_door: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise for the worker protocol and the JSON report."""
@@ -64,9 +87,19 @@ class CheckOptions:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckOptions:
-        """Inverse of `to_dict`; keys this version does not know (an older report's) are ignored."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """Inverse of `to_dict`. Keys this version does not know are ignored; a flat dict (a report of an older
+        envcheck, or `run_check(cpu_ranks=3)` in the tests) is sorted into its groups by field name."""
+        groups: dict[str, dict[str, Any]] = {name: {} for name in _GROUPS}
+        for key, value in data.items():
+            if key in _GROUPS and isinstance(value, dict):
+                groups[key].update(value)
+                continue
+            for name, group in _GROUPS.items():
+                if key in {f.name for f in fields(group)}:
+                    groups[name][key] = value
+        made = {name: group(**{k: v for k, v in groups[name].items() if k in {f.name for f in fields(group)}})
+                for name, group in _GROUPS.items()}
+        return cls(front_door=data.get("front_door", data.get("mode")), **made)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

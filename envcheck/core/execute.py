@@ -43,6 +43,10 @@ def nvml_unavailable() -> str | None:
         pynvml.nvmlInit()
     except Exception as exc:  # pynvml raises its own NVMLError subclasses
         return f"NVML could not start: {exc} (no NVIDIA driver loaded?)"
+    try:  # every session opened is closed (NVML counts them)
+        pynvml.nvmlShutdown()
+    except Exception:
+        pass
     return None
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from envcheck.bench.cli import register
+from envcheck.bench.command import register
 
 FAST_UNITS = "bench.cpu_matmul,bench.cpu_memory"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.bench import timing
+from envcheck.bench import unit_timing as timing
 from envcheck.bench.matmul import matmul_rate
 
 

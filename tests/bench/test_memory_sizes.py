@@ -13,7 +13,7 @@ import pytest
 
 from envcheck.bench.matmul import fitting_sizes, matmul_bytes
 from envcheck.bench.memory import MIB, device_copy_bytes, device_copy_figures, device_copy_sizes
-from envcheck.bench.timing import Timing
+from envcheck.bench.unit_timing import Timing
 from envcheck.bench.units import headline
 from tests.bench.h100 import h100_figure
 

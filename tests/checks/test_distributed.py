@@ -1,5 +1,5 @@
 """dist.* checks through the real engine with real gloo ranks; faults come from the test-only
-ENVCHECK_TEST_FAULT variable (see envcheck/checks/distributed/faults.py). NCCL paths need a GPU."""
+ENVCHECK_TEST_FAULT variable (see tests/rank_faults.py). NCCL paths need a GPU."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ import pytest
 from envcheck.checks.dist import distributed_facts
 from envcheck.collectives import common as checks
 from envcheck.collectives.all_reduce import CPU_EXACT_COUNT
-from envcheck.collectives.faults import CORRUPT_STRIDE, corrupted_elements, parse_fault
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, RankOutcome
 from envcheck.collectives.shm import remove_segments, segments_mapped_by
 from envcheck.collectives.sweep import busbw, gpu_sizes
 from envcheck.core.result import Status, passed
 from envcheck.probe.system import CommandOutput
 from tests.helpers import descendants, processes_with_marker, run_check
+from tests.rank_faults import CORRUPT_STRIDE, RANK_HOOK, corrupted_elements, parse_fault
 
 
 @pytest.fixture
@@ -50,6 +50,7 @@ def test_collectives_exact(marker: str) -> None:
 
 def test_corrupt_rank_fails_with_wrong_count(monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
     monkeypatch.setenv("ENVCHECK_TEST_FAULT", "rank=1:corrupt")
+    monkeypatch.setenv("ENVCHECK_RANK_HOOK", RANK_HOOK)
     result = run_check("dist.all_reduce", cpu_ranks=2)
     assert result.status is Status.FAIL
     # every rank holds the reduced buffer, so each sees every corrupted element
@@ -66,6 +67,7 @@ STALL_BOUND_S = checks.CORRECTNESS_DEADLINE_S["gloo"] + 18
 
 def test_rank_exiting_mid_collective_is_named(monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
     monkeypatch.setenv("ENVCHECK_TEST_FAULT", "rank=1:exit")
+    monkeypatch.setenv("ENVCHECK_RANK_HOOK", RANK_HOOK)
     began = time.monotonic()
     result = run_check("dist.all_reduce", cpu_ranks=2)
     assert time.monotonic() - began < STALL_BOUND_S
@@ -75,6 +77,7 @@ def test_rank_exiting_mid_collective_is_named(monkeypatch: pytest.MonkeyPatch, m
 
 def test_hanging_rank_is_killed_and_named(monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
     monkeypatch.setenv("ENVCHECK_TEST_FAULT", "rank=1:hang")
+    monkeypatch.setenv("ENVCHECK_RANK_HOOK", RANK_HOOK)
     began = time.monotonic()
     result = run_check("dist.all_reduce", cpu_ranks=3)
     assert time.monotonic() - began < STALL_BOUND_S

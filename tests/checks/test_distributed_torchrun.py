@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
+from tests.rank_faults import RANK_HOOK
 
 TORCHRUN_TIMEOUT_S = 180
 
@@ -30,6 +31,7 @@ def _torchrun_two_nodes(tmp_path: Path, *extra: str, fault: str | None = None) -
     env.pop("ENVCHECK_TEST_FAULT", None)
     if fault:
         env["ENVCHECK_TEST_FAULT"] = fault
+        env["ENVCHECK_RANK_HOOK"] = RANK_HOOK
     torchrun = [sys.executable, "-m", "torch.distributed.run"]
     procs = []
     for node in (0, 1):
@@ -122,6 +124,7 @@ def _torchrun_standalone(tmp_path: Path, *extra: str, fault: str | None = None) 
     env.pop("ENVCHECK_TEST_FAULT", None)
     if fault:
         env["ENVCHECK_TEST_FAULT"] = fault
+        env["ENVCHECK_RANK_HOOK"] = RANK_HOOK
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
             "--max-restarts", "0", "-m", "envcheck.distributed", "--allow-cpu", "--timeout", str(FAULT_TIMEOUT_S),
             "--json", str(tmp_path / "report.json"), *extra]

@@ -23,6 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster import multinode
+from tests.cluster.multinode import MultiCluster
+
 ROOT = Path(__file__).resolve().parents[2]
 BINARIES = ("munged", "slurmctld", "slurmd", "srun", "sinfo", "scontrol")
 START_TIMEOUT_S = 60.0
@@ -190,3 +193,75 @@ def cluster(slurm_cluster: Cluster) -> Iterator[Cluster]:
     yield slurm_cluster
     slurm_cluster.set_prolog("exit 0")
     slurm_cluster.resume()
+
+
+MULTI_BINARIES = ("ip", "nsenter", "unshare", "tc")
+
+
+def multinode_missing() -> str | None:
+    """Why the multi-node Slurm cannot start here (None when it can)."""
+    why = slurm_missing()
+    missing = [b for b in MULTI_BINARIES if shutil.which(b, path=SEARCH_PATH) is None]
+    if why is None and missing:
+        why = f"{', '.join(missing)} not found: apt-get install iproute2 util-linux (or run .ci/run)"
+    if why is None and subprocess.run(["ip", "netns", "list"], capture_output=True, timeout=10).returncode != 0:
+        why = "`ip netns` does not work here (no network namespaces: a container without CAP_SYS_ADMIN?)"
+    return why
+
+
+def _multinode(size: int) -> Iterator[MultiCluster]:
+    why = multinode_missing()
+    if why:
+        if os.environ.get("ENVCHECK_REQUIRE_SLURM") == "1":
+            pytest.fail(f"multi-node slurm test cannot run and ENVCHECK_REQUIRE_SLURM=1: {why}")
+        pytest.skip(why)
+    d = Path(tempfile.mkdtemp(prefix=f"envcheck-slurm{size}n-"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": SEARCH_PATH}
+    cluster: MultiCluster | None = None
+    try:
+        cluster = multinode.start(d, size, env)
+        print(f"\n{size}-node Slurm up in {cluster.started_in_s:.1f}s", file=sys.stderr)
+        yield cluster
+    finally:
+        if cluster is not None:
+            multinode.stop(cluster)
+            left = multinode.leftovers(cluster)
+            assert not left, f"the {size}-node Slurm left {left}"
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_2nodes() -> Iterator[MultiCluster]:
+    """A real 2-node Slurm (tests/cluster/multinode.py), started once per session."""
+    yield from _multinode(2)
+
+
+@pytest.fixture(scope="session")
+def slurm_3nodes() -> Iterator[MultiCluster]:
+    """A real 3-node Slurm, started once per session."""
+    yield from _multinode(3)
+
+
+def _fresh(cluster: MultiCluster) -> Iterator[MultiCluster]:
+    cluster.set_prolog("exit 0")
+    for node in ("ctl", *cluster.nodes):
+        cluster.write_hosts(node)
+    cluster.resume_all()
+    yield cluster
+    cluster.set_prolog("exit 0")
+    for node in ("ctl", *cluster.nodes):
+        cluster.write_hosts(node)
+    cluster.resume_all()
+
+
+@pytest.fixture
+def two_nodes(slurm_2nodes: MultiCluster) -> Iterator[MultiCluster]:
+    """The 2-node cluster with a no-op prolog, full /etc/hosts and idle nodes before and after the test."""
+    yield from _fresh(slurm_2nodes)
+
+
+@pytest.fixture
+def three_nodes(slurm_3nodes: MultiCluster) -> Iterator[MultiCluster]:
+    """The 3-node cluster, reset as `two_nodes` is."""
+    yield from _fresh(slurm_3nodes)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.cluster import slurm
-from envcheck.cluster.slurm import expand_nodelist, first_node, torchrun_env
+from envcheck.probe import slurm_env as slurm
+from envcheck.probe.slurm_env import expand_nodelist, first_node, torchrun_env
 from tests.cluster.conftest import Cluster
 
 

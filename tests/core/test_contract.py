@@ -6,7 +6,16 @@ import ast
 from pathlib import Path
 
 from envcheck.checks import HOOKS
-from envcheck.core.check import MEMORY_FRACTION, CheckOptions, CheckSpec, Context, Level
+from envcheck.core.check import (
+    MEMORY_FRACTION,
+    BenchOptions,
+    CheckOptions,
+    CheckSpec,
+    Context,
+    DeviceOptions,
+    DistOptions,
+    Level,
+)
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner
 from tests.core import fault_checks
@@ -53,8 +62,9 @@ def test_a_check_knows_its_deadline_capped_by_the_whole_run() -> None:
 
 
 def test_typed_options_cross_into_the_worker_and_back_from_a_report() -> None:
-    options = CheckOptions(cpu_ranks=3, memory_fraction=0.25, min_busbw_gbps=5.0, strict_perf=True,
-                           cpu_threads=4, envcheck_pid=123, mode="torchrun")
+    options = CheckOptions(dist=DistOptions(cpu_ranks=3, min_busbw_gbps=5.0, strict_perf=True),
+                           devices=DeviceOptions(memory_fraction=0.25),
+                           bench=BenchOptions(cpu_threads=4, envcheck_pid=123), front_door="torchrun")
     ctx = Context(level=Level.FULL, allow_cpu=True, expect_gpus=2, options=options)
     with Runner(ctx) as runner:
         result = runner.run_one(CheckSpec("test.echo", fault_checks.echoes_options, "x", group="a"))
@@ -63,10 +73,11 @@ def test_typed_options_cross_into_the_worker_and_back_from_a_report() -> None:
     assert Context.from_dict(ctx.to_dict()) == ctx
     # A report written by another version: unknown keys are ignored, missing ones take the defaults.
     old = Context.from_dict({"level": "quick", "options": {"cpu_ranks": 4, "marker": "x"}})
-    assert old.options == CheckOptions(cpu_ranks=4) and old.options.memory_fraction == MEMORY_FRACTION
+    assert old.options == CheckOptions(dist=DistOptions(cpu_ranks=4))
+    assert old.options.devices.memory_fraction == MEMORY_FRACTION
 
 
 def test_the_memory_fraction_default_is_the_cli_default() -> None:
     from envcheck.app.main import build_parser
 
-    assert build_parser().parse_args(["run"]).memory_fraction == MEMORY_FRACTION == CheckOptions().memory_fraction
+    assert build_parser().parse_args(["run"]).memory_fraction == MEMORY_FRACTION == CheckOptions().devices.memory_fraction

@@ -66,7 +66,7 @@ def cuda_devices(ctx: Context) -> Result:
     verdict = gpu_count_verdict(count, ctx, mig)
     if verdict is not None:
         return verdict
-    fraction = ctx.options.memory_fraction
+    fraction = ctx.options.devices.memory_fraction
     measured: dict[str, object] = {"gpus": count, "fraction": fraction}
     for i in range(count):
         try:

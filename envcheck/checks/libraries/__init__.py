@@ -11,8 +11,8 @@ Capture reads metadata only (METADATA, RECORD), `/proc/self/maps` and the LD_LIB
 
 from __future__ import annotations
 
-from envcheck.checks.libraries.capture import capture, nvidia_dists, pins, required_by, validate
-from envcheck.checks.libraries.verdict import findings, verdict
+from envcheck.checks.libraries.inputs import capture, nvidia_dists, pins, required_by, validate
+from envcheck.checks.libraries.rules import findings, verdict
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result
 from envcheck.core.section import Section

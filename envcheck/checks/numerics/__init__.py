@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from envcheck.checks.numerics.activation_grads import autograd_activations
+from envcheck.checks.numerics.amp_dynamics import amp_dynamics
 from envcheck.checks.numerics.amp_training import amp_training_convergence
 from envcheck.checks.numerics.autocast_dtypes import amp_autocast_dtypes
 from envcheck.checks.numerics.autograd import autograd_device_agreement, autograd_gradcheck
@@ -16,7 +18,12 @@ from envcheck.checks.numerics.checkpointing import train_checkpointing
 from envcheck.checks.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
 from envcheck.checks.numerics.grad_accumulation import train_grad_accumulation
 from envcheck.checks.numerics.grad_scaler import amp_grad_scaler
+from envcheck.checks.numerics.inplace_detection import autograd_inplace_detection
 from envcheck.checks.numerics.linear_vjp import autograd_linear_vjp
+from envcheck.checks.numerics.loss_reference import losses_reference
+from envcheck.checks.numerics.low_precision import lowp_reductions
+from envcheck.checks.numerics.opdb import ops_opdb
+from envcheck.checks.numerics.optim_differential import optim_differential
 from envcheck.checks.numerics.resume import train_resume
 from envcheck.checks.numerics.scaled_clipping import amp_clip_after_unscale
 from envcheck.checks.numerics.second_order import autograd_second_order
@@ -60,6 +67,27 @@ _SPECS: tuple[CheckSpec, ...] = (
     CheckSpec("train.resume", train_resume,
               "model+optimizer state_dict round trip through a file resumes with an identical next step",
               Level.FULL, TORCH),
+    # Differential checks (issue 25): each compares with an independent implementation.
+    CheckSpec("optim.differential", optim_differential,
+              "torch.optim single-tensor/foreach/fused across options vs float64 references (quick: SGD/Adam/AdamW "
+              "kernels; full: every optimizer class)", Level.QUICK, TORCH, timeout_s=120),
+    CheckSpec("losses.reference", losses_reference,
+              "cross_entropy (weight, ignore_index, label_smoothing, probabilities), nll, bce, mse/l1/huber, kl vs "
+              "float64 formulas", Level.QUICK, TORCH),
+    CheckSpec("lowp.reductions", lowp_reductions,
+              "bf16/fp16 sum, mean and softmax at large logits within Higham's dtype-derived bounds", Level.QUICK,
+              TORCH),
+    CheckSpec("amp.dynamics", amp_dynamics,
+              "autocast cast cache across no_grad; GradScaler over 300 steps vs the documented rule; unscale, clip, "
+              "step", Level.QUICK, TORCH),
+    CheckSpec("autograd.inplace_detection", autograd_inplace_detection,
+              "every in-place path (methods, out=, foreach, embedding renorm) bumps the version counter",
+              Level.QUICK, TORCH),
+    CheckSpec("autograd.activations", autograd_activations,
+              "activation backward and double backward vs float64 finite differences", Level.QUICK, TORCH),
+    CheckSpec("ops.opdb", ops_opdb,
+              "training-step ops from torch's op_db: float32 vs float64, gradcheck, gradgradcheck, autocast dtype",
+              Level.FULL, TORCH, timeout_s=180),
 )
 
 # Numerics share one worker of their own ("numerics"), which the engine runs concurrently with the

@@ -19,7 +19,7 @@ from envcheck.app.args import (
     thread_count,
 )
 from envcheck.app.output import WriteError, write_output
-from envcheck.core.check import CheckOptions, CheckSpec, Context, Level
+from envcheck.core.check import BenchOptions, CheckOptions, CheckSpec, Context, DistOptions, Level
 from envcheck.core.errors import FatalError, UsageError
 from envcheck.core.result import Result, Status
 
@@ -70,7 +70,8 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # The workers' GPU idle check counts this process and its descendants as envcheck's own.
-    options = CheckOptions(cpu_threads=args.cpu_threads, cpu_ranks=args.cpu_ranks, envcheck_pid=os.getpid())
+    options = CheckOptions(bench=BenchOptions(cpu_threads=args.cpu_threads, envcheck_pid=os.getpid()),
+                           dist=DistOptions(cpu_ranks=args.cpu_ranks))
     ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
     with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         probe = runner.run_one(PROBE)

@@ -1,4 +1,5 @@
-"""TEST-ONLY fault injection for ranks, read from ENVCHECK_TEST_FAULT (never set it in real runs).
+"""Fault injection for ranks, read from ENVCHECK_TEST_FAULT: a rank hook (envcheck.collectives.rank_hook) that the
+tests name in ENVCHECK_RANK_HOOK (`RANK_HOOK` below), so none of it ships in the package.
 
 Format: `rank=R:KIND` with KIND one of `corrupt` (add 1 to every CORRUPT_STRIDE-th element of the
 float32 all-reduce input), `exit` (exit with code 3 as the all-reduce starts) or `hang` (sleep forever
@@ -57,3 +58,12 @@ def apply_at_all_reduce(fault: Fault | None, rank: int, contribution: Any) -> No
 def corrupted_elements(count: int) -> int:
     """How many elements a `corrupt` fault changes in a buffer of `count` elements."""
     return len(range(0, count, CORRUPT_STRIDE))
+
+
+RANK_HOOK = f"{os.path.abspath(__file__)}:at_collective"  # the value of ENVCHECK_RANK_HOOK that loads this module
+
+
+def at_collective(step: str, rank: int, contribution: Any) -> None:
+    """The rank hook: misbehave as ENVCHECK_TEST_FAULT says when the float32 all-reduce starts."""
+    if step == "all_reduce":
+        apply_at_all_reduce(fault_from_env(), rank, contribution)

@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from envcheck.checks.libraries.capture import (
+from envcheck.checks.libraries.inputs import (
     MISSING_LIBRARY,
     SYMBOL_LIBS,
     UNDEFINED_SYMBOL,

@@ -1,0 +1,196 @@
+"""ops.opdb: the ops a training step uses, taken with their sample inputs from PyTorch's own op database
+(torch.testing._internal.common_methods_invocations.op_db): forward in float32 vs the same op in float64, backward
+and double backward vs float64 finite differences (gradcheck/gradgradcheck, fast mode) where the OpInfo says the
+op supports them, and autocast's documented output dtype per op.
+
+op_db is internal API: this check is pinned to the torch versions of the matrix (PINNED) and skips with the reason
+anywhere else, or when the import or an OpInfo's shape changed. Its import needs `expecttest` only for a TestCase
+base class; when that test-only package is absent a stand-in module is registered (unittest.TestCase).
+Forward bound: an op over inputs of at most K elements is at most K + 8 operations deep (sums, dot products: Higham
+2002 eq. 3.5 gives γ_K·|a|·|b|), so |err| <= (K + 8)·u·(1 + max|ref|), u = float32 eps/2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
+from envcheck.checks.numerics.devices import check_devices, numerics_mode
+from envcheck.core.check import Context
+from envcheck.core.result import Result, skipped
+
+PINNED = ("2.11", "2.13", "2.14")
+MAX_SAMPLES = 2
+TRAINING_OPS = (
+    "matmul", "mm", "bmm", "addmm", "nn.functional.linear", "nn.functional.conv1d", "nn.functional.conv2d",
+    "nn.functional.layer_norm", "nn.functional.group_norm", "nn.functional.rms_norm", "nn.functional.gelu",
+    "nn.functional.silu", "nn.functional.relu", "nn.functional.softplus", "nn.functional.mish", "nn.functional.elu",
+    "tanh", "sigmoid", "softmax", "log_softmax", "nn.functional.cross_entropy", "nn.functional.nll_loss",
+    "nn.functional.mse_loss", "nn.functional.binary_cross_entropy_with_logits", "nn.functional.smooth_l1_loss",
+    "nn.functional.huber_loss", "nn.functional.kl_div", "sum", "mean", "var", "nn.functional.embedding",
+    "nn.functional.scaled_dot_product_attention", "nn.functional.normalize", "cumsum", "nn.functional.avg_pool2d",
+)
+# torch.amp docs, "Autocast Op Reference": ops that run in the lower precision, and ops that autocast to float32.
+LOWER = {"matmul", "mm", "bmm", "addmm", "nn.functional.linear", "nn.functional.conv1d", "nn.functional.conv2d",
+         "nn.functional.scaled_dot_product_attention"}
+FLOAT32 = {"cuda": {"softmax", "log_softmax", "nn.functional.layer_norm", "nn.functional.group_norm", "sum",
+                    "cumsum", "nn.functional.mse_loss", "nn.functional.nll_loss", "nn.functional.cross_entropy",
+                    "nn.functional.kl_div", "nn.functional.smooth_l1_loss", "nn.functional.huber_loss",
+                    "nn.functional.binary_cross_entropy_with_logits", "nn.functional.softplus"},
+           "cpu": {"nn.functional.mse_loss", "nn.functional.nll_loss", "nn.functional.smooth_l1_loss",
+                   "nn.functional.huber_loss", "nn.functional.kl_div",
+                   "nn.functional.binary_cross_entropy_with_logits"}}
+
+
+def load_op_db() -> tuple[list[Any] | None, str]:
+    """The OpInfos for TRAINING_OPS, or None and why not."""
+    import torch
+
+    version = ".".join(torch.__version__.split(".")[:2])
+    if version not in PINNED:
+        return None, f"op_db is internal API, pinned to torch {', '.join(PINNED)}; this is torch {torch.__version__}"
+    try:
+        import expecttest  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        import types
+        import unittest
+
+        stand_in = types.ModuleType("expecttest")
+        stand_in.TestCase = unittest.TestCase  # type: ignore[attr-defined]
+        sys.modules["expecttest"] = stand_in
+    try:
+        from torch.testing._internal.common_methods_invocations import op_db
+    except Exception as exc:
+        return None, f"torch.testing._internal.common_methods_invocations did not import: {exc!r}"[:300]
+    # common_utils freezes torch.backends flags for its test runner (disable_global_flags); undo that here.
+    flags = getattr(getattr(torch.backends, "flags_frozen", None), "__globals__", {})
+    if "__allow_nonbracketed_mutation_flag" in flags:
+        flags["__allow_nonbracketed_mutation_flag"] = True
+    infos = [o for o in op_db if o.name in TRAINING_OPS and not getattr(o, "variant_test_name", "")]
+    if not infos or not all(hasattr(o, a) for o in infos for a in ("sample_inputs", "supports_autograd")):
+        return None, "op_db's OpInfo shape changed (no sample_inputs/supports_autograd)"
+    return infos, ""
+
+
+def resolve(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """The op by its public name, looked up now (so a replaced function is what gets checked)."""
+    import torch
+
+    obj: Any = torch
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return fallback
+    return obj  # type: ignore[no-any-return]
+
+
+def op_function(info: Any) -> Callable[..., Any]:
+    """OpInfo wrappers (lambdas) call the public op by name themselves; bare ops are looked up by name now."""
+    return info.op if getattr(info.op, "__name__", "") == "<lambda>" else resolve(info.name, info.op)
+
+
+def _first_float(out: Any) -> Any:
+    import torch
+
+    if isinstance(out, (tuple, list)):
+        return next((o for o in out if isinstance(o, torch.Tensor) and o.is_floating_point()), None)
+    return out if isinstance(out, torch.Tensor) and out.is_floating_point() else None
+
+
+def _cast(v: Any, dtype: Any) -> Any:
+    import torch
+
+    if isinstance(v, torch.Tensor) and v.is_floating_point():
+        return v.detach().to(dtype)
+    if isinstance(v, (tuple, list)):
+        return type(v)(_cast(x, dtype) for x in v)
+    if isinstance(v, dict):
+        return {k: _cast(x, dtype) for k, x in v.items()}
+    return v
+
+
+def op_comparisons(info: Any, device: str) -> tuple[list[Comparison], list[str]]:
+    """Forward float32 vs float64, gradcheck, gradgradcheck and autocast dtype for one OpInfo's first samples."""
+    import torch
+    from torch.autograd import gradcheck, gradgradcheck
+
+    fn = op_function(info)
+    u = torch.finfo(torch.float32).eps / 2
+    comps: list[Comparison] = []
+    bad: list[str] = []
+    samples = list(info.sample_inputs(device, torch.float64, requires_grad=info.supports_autograd))[:MAX_SAMPLES]
+    for k, s in enumerate(samples):
+        label = f"{info.name}[sample {k}]"
+        try:
+            ref = _first_float(fn(s.input, *s.args, **s.kwargs))
+        except (RuntimeError, TypeError, ValueError):
+            continue  # a float64 sample this op does not take here: nothing to compare against
+        try:
+            got = _first_float(fn(_cast(s.input, torch.float32), *_cast(s.args, torch.float32),
+                                  **_cast(s.kwargs, torch.float32)))
+        except (RuntimeError, TypeError, ValueError) as exc:
+            bad.append(f"{label} on {device}: float32 run raised {exc!r}"[:200])
+            continue
+        if ref is None or got is None:
+            continue
+        n = max([t.numel() for t in (s.input, *s.args) if isinstance(t, torch.Tensor)] or [1])
+        bound = (n + 8) * u * (1 + float(ref.detach().abs().max()) if ref.numel() else 1.0)
+        comps.append(compare(got, ref, op=f"{label} float32 vs float64", device=device, dtype="float32",
+                             atol=bound, rtol=0.0))
+        if not (info.supports_autograd and isinstance(s.input, torch.Tensor) and s.input.requires_grad):
+            continue
+
+        def primary(x: Any, s: Any = s) -> Any:
+            return _first_float(fn(x, *s.args, **s.kwargs))
+
+        checks = [("backward", gradcheck)] + ([("double backward", gradgradcheck)] if info.supports_gradgrad else [])
+        for what, check in checks:
+            try:
+                ok = check(primary, (s.input,), fast_mode=True, raise_exception=False)
+            except RuntimeError as exc:
+                ok = "does not require grad" in str(exc)  # a sample whose output ignores the input
+            if not ok:
+                bad.append(f"{label} {what} on {device}: analytical and finite-difference derivatives differ")
+    return comps, bad
+
+
+def autocast_problems(info: Any, device: str) -> list[str]:
+    """The op's output dtype under autocast vs the documented op list."""
+    import torch
+
+    kind = device.split(":")[0]
+    low = torch.bfloat16 if kind == "cpu" else torch.float16
+    want = low if info.name in LOWER else torch.float32 if info.name in FLOAT32.get(kind, set()) else None
+    if want is None:
+        return []
+    fn = op_function(info)
+    s = next(iter(info.sample_inputs(device, torch.float32)))
+    with torch.autocast(kind, dtype=low):
+        out = _first_float(fn(s.input, *s.args, **s.kwargs))
+    if out is not None and out.dtype != want:
+        return [f"{info.name} under autocast({kind}, {low}) returned {out.dtype}, the autocast op reference says {want}"]
+    return []
+
+
+def ops_opdb(ctx: Context) -> Result:
+    """Training-step ops from op_db: float32 forward, derivatives and autocast dtypes hold on every device."""
+    infos, why = load_op_db()
+    if infos is None:
+        return skipped(why)
+    comparisons: list[Comparison] = []
+    problems: list[str] = []
+    with numerics_mode():
+        for device in check_devices():
+            for info in infos:
+                found, bad = op_comparisons(info, device)
+                comparisons += found
+                problems += bad + autocast_problems(info, device)
+    names = sorted({i.name for i in infos})
+    return comparisons_result(f"op_db training ops ({len(names)})", comparisons, problems=problems,
+                              tolerances={"forward": "(K+8)·u·(1+max|ref|), K = largest input numel",
+                                          "derivatives": "gradcheck/gradgradcheck fast mode, float64"},
+                              extra={"ops": names, "missing_from_op_db": sorted(set(TRAINING_OPS) - set(names))},
+                              remediation="an op computes a wrong value or derivative in this torch build; "
+                                          "reinstall torch")

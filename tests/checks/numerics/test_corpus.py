@@ -1,0 +1,70 @@
+"""The fault corpus (tests/checks/numerics/corpus): every mechanism harms a real training script, and the full
+level catches each one by its named check; the quick level's catch rate is printed (run with -s to see it)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from envcheck.checks import numerics
+from envcheck.core.check import Context, Level
+from envcheck.core.execute import execute
+from envcheck.core.result import Status
+from tests.checks.numerics.corpus.mechanisms import CORPUS, Mechanism
+
+SPECS = {s.name: s for s in numerics.CHECKS}
+QUICK = [s for s in numerics.CHECKS if s.level is Level.QUICK]
+
+
+def _outcome(m: Mechanism, injected: bool) -> torch.Tensor:
+    if not injected:
+        return m.script()
+    with m.inject():
+        return m.script()
+
+
+def test_corpus_is_large_and_cited() -> None:
+    assert len(CORPUS) >= 30
+    assert all(m.source.startswith("https://github.com/pytorch/pytorch/") for m in CORPUS)
+    assert len({m.name for m in CORPUS}) == len(CORPUS)
+    assert {m.check for m in CORPUS} <= set(SPECS)
+
+
+@pytest.mark.parametrize("m", CORPUS, ids=[m.name for m in CORPUS])
+def test_mechanism_harms_training(m: Mechanism) -> None:
+    """Premise: the injected bug changes what a small real training run produces, beyond float32 noise."""
+    healthy, broken = _outcome(m, False), _outcome(m, True)
+    same = healthy.shape == broken.shape and torch.allclose(healthy, broken, rtol=1e-3, atol=1e-5, equal_nan=True)
+    assert not same, f"{m.name}: training outcome unchanged ({healthy[:4]} vs {broken[:4]})"
+
+
+@pytest.mark.parametrize("m", CORPUS, ids=[m.name for m in CORPUS])
+def test_mechanism_caught_at_full_level(m: Mechanism) -> None:
+    with m.inject():
+        result = execute(SPECS[m.check], Context(level=Level.FULL, allow_cpu=True))
+    assert result.status is Status.FAIL, (m.name, m.check, result.status, result.summary)
+
+
+def quick_catches(m: Mechanism) -> list[str]:
+    """The quick-level checks that fail with this mechanism injected."""
+    with m.inject():
+        return [s.name for s in QUICK
+                if execute(s, Context(level=Level.QUICK, allow_cpu=True)).status is Status.FAIL]
+
+
+def test_quick_level_catch_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    caught = {m.name: quick_catches(m) for m in CORPUS}
+    rate = sum(bool(v) for v in caught.values()) / len(CORPUS)
+    with capsys.disabled():
+        print(f"\nquick-level catch rate: {rate:.0%} ({sum(bool(v) for v in caught.values())}/{len(CORPUS)})")
+        for name, by in caught.items():
+            print(f"  {'caught' if by else 'missed'}  {name}  {', '.join(by)}")
+    assert not math.isnan(rate)
+
+
+def test_healthy_quick_level_catches_nothing() -> None:
+    """No false failure: with nothing injected, every quick check passes."""
+    bad = [s.name for s in QUICK if execute(s, Context(level=Level.QUICK, allow_cpu=True)).status is not Status.PASS]
+    assert not bad
