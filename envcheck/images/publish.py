@@ -74,8 +74,10 @@ def check_gate(state: Path) -> Staged:
     """Refuse (exit 1) unless verified.json passes for exactly the staged digest and the staging tag still
     points at it (an image changed after verification is refused)."""
     staged = load_staged(state)
-    doc = read_json(state / VERIFIED, f"digest {staged.digest} was never verified; run `make publish-verify` "
-                                      "(envcheck image publish verify) first")
+    try:
+        doc = read_json(state / VERIFIED, "run `make publish-verify` (envcheck image publish verify) first")
+    except FatalError as exc:
+        raise FatalError(f"refusing to promote {staged.ref}: it was never verified ({exc.message})", REFUSED) from None
     verified = provenance.subject_digest(doc)
     if verified != staged.digest or doc.get("predicateType") != provenance.TEST_RESULT:
         raise FatalError(f"refusing to promote {staged.ref}: the verification record is for {verified}, not this "
