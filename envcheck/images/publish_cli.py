@@ -41,7 +41,12 @@ def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             parser.add_argument("--attest-key", type=Path, metavar="PEM",
                                 help="sign verified.json as a DSSE envelope and attach it as sha256-<hex>.att")
         parser.set_defaults(handler=globals()[f"cmd_{name}"])
-    publish.set_defaults(handler=_missing(publish, ", ".join(steps)))
+    sig = psub.add_parser("check-signature", help="does IMAGE pass a containers policy.json (e.g. signedBy)?")
+    sig.add_argument("image", metavar="IMAGE", help="registry reference, e.g. ghcr.io/org/envcheck:TAG")
+    sig.add_argument("--policy", type=Path, required=True, help="containers-policy.json")
+    sig.add_argument("--registries-d", type=Path, metavar="DIR", help="where the simple signatures are read")
+    sig.set_defaults(handler=cmd_check_signature)
+    publish.set_defaults(handler=_missing(publish, ", ".join([*steps, "check-signature"])))
 
 
 def _day(text: str) -> datetime.date:
@@ -123,3 +128,12 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return code
     return cmd_promote(args)
+
+
+def cmd_check_signature(args: argparse.Namespace) -> int:
+    """Exit 0 when the image passes the policy; one line and exit 1 when it is refused."""
+    from envcheck.images.skopeo import check_policy
+
+    check_policy(args.image, args.policy, args.registries_d)
+    print(f"{args.image} is accepted by {args.policy}")
+    return 0

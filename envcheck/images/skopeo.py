@@ -6,6 +6,7 @@ import hashlib
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -94,3 +95,15 @@ def push_layout(layout: Path, dest: str) -> None:
     """Push an OCI image layout (one manifest) to `dest` unchanged."""
     run_skopeo(["copy", "--preserve-digests", *tls_flags(dest, "dest-tls-verify"), f"oci:{layout}",
                 f"docker://{dest}"], what=f"pushing {layout} to {dest}")
+
+
+def check_policy(ref: str, policy: Path, registries_d: Path | None = None) -> None:
+    """Raise (exit 1) unless `ref` passes the containers-policy.json `policy` (e.g. a signedBy rule); skopeo
+    evaluates it while reading the image, so the image is copied to a temporary folder and dropped."""
+    args = ["--policy", str(policy), *(["--registries.d", str(registries_d)] if registries_d else [])]
+    with tempfile.TemporaryDirectory(prefix="envcheck-policy-") as tmp:
+        try:
+            run_skopeo([*args, "copy", *tls_flags(ref, "src-tls-verify"), f"docker://{ref}", f"dir:{tmp}/image"],
+                       what=f"{ref} is refused by {policy}")
+        except FatalError as exc:
+            raise FatalError(exc.message, 1) from None
