@@ -46,11 +46,11 @@ def ed25519_pem(path: Path) -> object:
 
 def test_the_verification_is_attached_as_a_dsse_signed_in_toto_statement(
         registry: str, standins: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    from google.protobuf import json_format
     from in_toto.models.metadata import Envelope
     from in_toto_attestation.predicates.test_result.v0 import test_result_pb2
     from in_toto_attestation.v1 import statement_pb2
     from in_toto_attestation.v1.statement import Statement
-    from google.protobuf import json_format
     from securesystemslib.exceptions import VerificationError
     from securesystemslib.signer import SSlibKey
 
