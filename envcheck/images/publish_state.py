@@ -62,6 +62,7 @@ def save_staged(state: Path, staged: Staged) -> Path:
     """Write staged.json; its path."""
     path = state / STAGED
     write_json(path, {**asdict(staged), "public_tags": list(staged.public_tags), "ref": staged.ref})
+    (state / "ref").write_text(staged.ref + "\n")  # for shell steps: "$(cat DIR/ref)"
     return path
 
 
