@@ -45,6 +45,7 @@ def running_registry(root: Path) -> Iterator[str]:
     """Start docker-registry on 127.0.0.1:<random>; yield `127.0.0.1:PORT`; stop it and wait for it."""
     require_tools("docker-registry", "skopeo")
     port = free_port()
+    root.mkdir(parents=True, exist_ok=True)
     config = root / "config.yml"
     config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root}/data\n"
                       f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
