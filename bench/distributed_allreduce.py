@@ -34,16 +34,16 @@ def main() -> None:
     _timed("fresh interpreter: import torch.distributed", lambda: subprocess.run(
         [sys.executable, "-c", "import torch.distributed"], check=True, timeout=120))
 
-    from envcheck.checks.distributed.launch import LaunchPlan, launch
-    from envcheck.checks.distributed.sweep import CPU_SIZES
-    from envcheck.checks.distributed.verdicts import format_table, sweep_rows
+    from envcheck.collectives.launch import LaunchPlan, launch
+    from envcheck.collectives.sweep import CPU_SIZES
+    from envcheck.collectives.verdicts import format_table, sweep_rows
     from tests.helpers import run_check
 
     for start in ("spawn", "fork"):
         plan = LaunchPlan("gloo", args.ranks, ("all_reduce", "all_gather", "broadcast"), 60.0, start=start)
         outcome = _timed(f"correctness launch, ranks started by {start}", lambda p=plan: launch(p))
         assert outcome.ok  # type: ignore[attr-defined]
-    from envcheck.checks.distributed import checks
+    from envcheck.collectives import common as checks
     from tests.helpers import make_context
 
     inline = _timed("dist.all_reduce inline, torch already imported (marginal)",

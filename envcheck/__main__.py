@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from envcheck.cli import main
+from envcheck.app.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,12 +1,11 @@
-"""envcheck.versions: packaging-based parsing of versions and the pins wheels write in their metadata."""
+"""envcheck.core.versions: packaging-based parsing of versions and the pins wheels write in their metadata."""
 
 from __future__ import annotations
 
 import pytest
 
 from envcheck.checks.cudnn import cudnn_pin
-from envcheck.images import matrix_rules
-from envcheck.versions import (
+from envcheck.core.versions import (
     cuda_numbers,
     cuda_version_text,
     cudnn_numbers,
@@ -18,6 +17,7 @@ from envcheck.versions import (
     torch_minor_for,
     torchvision_minor_for,
 )
+from envcheck.images import matrix_rules
 
 
 def test_release_and_public() -> None:

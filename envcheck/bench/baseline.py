@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 
 
 def load_baseline(path: str) -> dict[str, Any]:

@@ -8,18 +8,11 @@ import os
 import sys
 from typing import Any
 
-from envcheck.cli import (
-    WriteError,
-    non_negative_float,
-    output_dir,
-    output_path,
-    positive_float,
-    rank_count,
-    write_output,
-)
+from envcheck.app.args import non_negative_float, output_dir, output_path, positive_float, rank_count
+from envcheck.app.output import WriteError, write_output
 from envcheck.core.check import CheckOptions, CheckSpec, Context, Level
+from envcheck.core.errors import FatalError, UsageError
 from envcheck.core.result import Result, Status
-from envcheck.errors import FatalError, UsageError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

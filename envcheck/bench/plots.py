@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 
 FAMILIES = {  # file stem -> (key prefixes, x label, log-x)
     "matmul": (("matmul.", "cpu_matmul."), "matrix size n (n x n @ n x n)", True),

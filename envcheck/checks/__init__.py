@@ -14,7 +14,7 @@ from envcheck.checks import (
     container,
     cuda,
     cudnn,
-    distributed,
+    dist,
     gpu_health,
     image,
     libraries,
@@ -24,6 +24,7 @@ from envcheck.checks import (
     vision,
 )
 from envcheck.core.check import CheckSpec, Hooks
+from envcheck.core.section import Section
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
@@ -38,15 +39,25 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     # The ranks dist.* spawns need each GPU to themselves: run them from a worker of their own, which holds no
     # CUDA context (the torch group's worker holds one on every GPU once cuda.* has run); the runner never
     # overlaps GPU groups, and closes each one's worker before the next starts.
-    tuple(dataclasses.replace(spec, group="distributed") for spec in distributed.CHECKS),
+    tuple(dataclasses.replace(spec, group="distributed") for spec in dist.CHECKS),
     image.CHECKS,
 )
 
 
+# Every replayable bundle section, in report order (envcheck.core.section): `envcheck facts --bundle` captures
+# each one, `envcheck explain` replays each one present.
+SECTIONS: tuple[Section, ...] = (
+    cuda.SECTION,
+    gpu_health.SECTION,
+    libraries.SECTION,
+    network.SECTION,
+)
+
+
 # The check layer's policies, which the engine calls by reference (core imports nothing from checks).
-HOOKS = Hooks(facts="envcheck.checks.facts:collect_facts",
-              diagnose="envcheck.checks.cuda_diagnosis:busy_gpu_finding",
-              recycle="envcheck.checks.cuda_diagnosis:sticky_cuda_error")
+HOOKS = Hooks(facts="envcheck.probe.facts:collect_facts",
+              diagnose="envcheck.checks.cuda.layers:busy_gpu_finding",
+              recycle="envcheck.checks.cuda.layers:sticky_cuda_error")
 
 
 @functools.cache

@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.facts import shm_bytes
-from envcheck.checks.probe import is_absent
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, warned
+from envcheck.probe.facts import shm_bytes
+from envcheck.probe.system import is_absent
 
 MIN_SHM_BYTES = 1 << 30
 SHM_FIX = "docker run --ipc=host ... (or --shm-size=8g; in compose: ipc: host or shm_size: 8gb)"

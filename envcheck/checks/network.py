@@ -25,11 +25,11 @@ import socket
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from envcheck.checks.probe import read_text
-from envcheck.checks.section import Section, require
 from envcheck.core.check import CheckSpec, Context
+from envcheck.core.errors import UsageError
 from envcheck.core.result import Result, failed, passed, warned
-from envcheck.errors import UsageError
+from envcheck.core.section import Section, require
+from envcheck.probe.system import read_text
 
 JUDGED = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_IB_HCA")
 VARIABLES = (*JUDGED, "NCCL_SOCKET_FAMILY")

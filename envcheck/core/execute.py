@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context
+from envcheck.core.errors import StartFailure
 from envcheck.core.result import Result, Status, errored, failed, skipped
-from envcheck.errors import StartFailure
 
 
 def unmet_need(spec: CheckSpec) -> str | None:

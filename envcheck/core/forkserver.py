@@ -106,7 +106,7 @@ class Server:
             try:
                 send(self.sock, {"pid": self.fork(fds)})
             except OSError as exc:  # BlockingIOError under a low `ulimit -u`: an error result, not a dead server
-                from envcheck.errors import process_start_problem
+                from envcheck.core.errors import process_start_problem
 
                 for fd in fds:
                     with contextlib.suppress(OSError):

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Hooks, Level
+from envcheck.core.errors import UsageError
 from envcheck.core.execute import execute
 from envcheck.core.isolation import START_TIMEOUT_S, FailureKind, ForkServer, Worker, WorkerFailure
 from envcheck.core.result import Result, errored
 from envcheck.core.run_report import RunReport as RunReport  # re-exported for callers of the old path
-from envcheck.errors import UsageError
 
 FACTS_TIMEOUT_S = 30.0
 FACTS_GROUP = "torch"

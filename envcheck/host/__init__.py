@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envcheck.cli import output_path
-from envcheck.versions import cuda_version_text, parse_version, release
+from envcheck.app.args import output_path
+from envcheck.core.versions import cuda_version_text, parse_version, release
 
 # Oldest Linux driver that runs each CUDA major through minor-version compatibility (CUDA compatibility guide:
 # "CUDA 12.x: >= 525.60.13", "CUDA 13.x: >= 580"). A driver whose own CUDA is older than the row's minor
@@ -70,7 +70,7 @@ def minor_compat_note(driver_cuda: str | None, row_cuda: str) -> str:
 
 def arch_problem(capabilities: list[tuple[int, int]], arch_list: list[str] | None) -> str | None:
     """Why some GPU's compute capability is not in a build's arch list, or None when all are covered."""
-    from envcheck.checks.cuda_arch import arch_coverage
+    from envcheck.checks.cuda.arch import arch_coverage
 
     if arch_list is None or not capabilities:
         return None
@@ -107,8 +107,8 @@ def _capability(text: Any) -> tuple[int, int] | None:
 
 def read_host_gpus() -> HostGpus:
     """The driver, its CUDA and each GPU's compute capability: NVML, else nvidia-smi, else libcuda."""
-    from envcheck.checks.gpu_inventory import nvml_inventory, smi_inventory
-    from envcheck.checks.probe import driver_cuda_version, is_absent, load_library, run_command
+    from envcheck.probe.inventory import nvml_inventory, smi_inventory
+    from envcheck.probe.system import driver_cuda_version, is_absent, load_library, run_command
 
     reasons: list[str] = []
     nvml = nvml_inventory(torch_uuids=lambda: None)
@@ -195,7 +195,7 @@ def dev_char_problem(missing: list[str], cgroup_driver: str | None) -> dict[str,
     Docker is set to cgroupfs."""
     if not missing or cgroup_driver == "cgroupfs":
         return None
-    from envcheck.checks.cuda_diagnosis import DAEMON_RELOAD_FIX
+    from envcheck.checks.cuda.layers import DAEMON_RELOAD_FIX
 
     return {"problem": f"no /dev/char/<major>:<minor> link for {', '.join(missing)}: GPU containers run under the "
                        "systemd cgroup driver lose these GPUs at the next `systemctl daemon-reload` ('Failed to "
@@ -205,8 +205,8 @@ def dev_char_problem(missing: list[str], cgroup_driver: str | None) -> dict[str,
 
 def dev_char_links(dev: str = "/dev") -> dict[str, Any]:
     """The NVIDIA nodes lacking /dev/char links, read on the host (a container's /dev has no /dev/char)."""
-    from envcheck.checks.bundle import missing_char_symlinks
-    from envcheck.checks.probe import in_container
+    from envcheck.checks.cuda.capture import missing_char_symlinks
+    from envcheck.probe.system import in_container
 
     if in_container() is True:
         return {"checked": False, "why": "envcheck runs inside a container: run `envcheck host` on the host"}
@@ -215,7 +215,7 @@ def dev_char_links(dev: str = "/dev") -> dict[str, Any]:
 
 def read_compose(path: str) -> dict[str, Any]:
     """A compose file as a mapping; one-line UsageError for a missing or malformed one."""
-    from envcheck.errors import UsageError
+    from envcheck.core.errors import UsageError
     from envcheck.host.documents import read_document
 
     data = read_document(path, "compose file")
@@ -226,7 +226,7 @@ def read_compose(path: str) -> dict[str, Any]:
 
 def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[str, Any]:
     """Everything `envcheck host` reports, as one JSON-able document."""
-    from envcheck.errors import UsageError
+    from envcheck.core.errors import UsageError
     from envcheck.host.cdi import cdi_dirs, cdi_report
     from envcheck.host.compose_gpu import compose_gpu_problems, gpu_services
     from envcheck.images.matrix import default_matrix_path, load_matrix
@@ -306,7 +306,7 @@ def print_host(doc: dict[str, Any]) -> None:
 def cmd_host(args: argparse.Namespace) -> int:
     """`envcheck host`: 0 (it reports), 1 when --compose FILE has a GPU request problem, 2 on bad input."""
 
-    from envcheck.cli import write_output
+    from envcheck.app.output import write_output
 
     doc = collect(args.matrix, args.compose)
     code = 1 if doc.get("compose", {}).get("problems") else 0

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 from envcheck.host.documents import read_document
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")

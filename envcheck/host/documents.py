@@ -12,7 +12,7 @@ import os
 import stat
 from typing import Any
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 
 MAX_DOCUMENT_BYTES = 4 * 2**20
 

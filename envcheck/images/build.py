@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from envcheck.errors import FatalError
+from envcheck.core.errors import FatalError
 from envcheck.images.engine import docker_binary
 from envcheck.images.matrix import Row
 

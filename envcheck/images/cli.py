@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from envcheck.cli import names, output_path, positive_float
-from envcheck.errors import UsageError
+from envcheck.app.args import names, output_path, positive_float
+from envcheck.core.errors import UsageError
 from envcheck.images.matrix import Matrix, default_matrix_path, github_matrix, load_matrix
 from envcheck.images.matrix_rules import TARGETS
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from envcheck.errors import FatalError, UsageError
+from envcheck.core.errors import FatalError, UsageError
 from envcheck.images import build as builder
 from envcheck.images.cli import selected_matrix
 from envcheck.images.container import ImageRun, RunOptions, run_in_image
@@ -61,7 +61,7 @@ def verify_images(images: list[str], args: argparse.Namespace) -> int:
 
 def _write(path: str, text: str) -> None:
     """The one report writer (atomic; a failure is one line and exit 3)."""
-    from envcheck.cli import write_output
+    from envcheck.app.output import write_output
 
     write_output(path, text)
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.core.errors import FatalError
 from envcheck.core.run_report import RunReport
-from envcheck.errors import FatalError
 from envcheck.images.engine import docker_sdk, explain_start_error, require_image
 from envcheck.report.json_report import parse_report
 

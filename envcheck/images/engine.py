@@ -7,7 +7,7 @@ import os
 import shutil
 from typing import Any
 
-from envcheck.errors import FatalError
+from envcheck.core.errors import FatalError
 
 DEBIAN_DOCKER = "/usr/bin/docker"  # Debian's docker.io client: BuildKit (`build --secret`) built in
 

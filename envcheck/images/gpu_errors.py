@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.cuda_diagnosis import MAJOR_FLOOR
+from envcheck.checks.cuda.layers import MAJOR_FLOOR
 from envcheck.host.cdi import CDI_FIX
 from envcheck.host.compose_gpu import DRIVER_CAPS
 
@@ -93,7 +93,7 @@ def matrix_row_of(image: str, rows: Sequence[Any]) -> str | None:
 def default_row_of(image: str) -> Callable[[], str | None]:
     """A lazy lookup of the image's row in the default matrix (None when there is no matrix to read)."""
     def find() -> str | None:
-        from envcheck.errors import UsageError
+        from envcheck.core.errors import UsageError
         from envcheck.images.matrix import default_matrix_path, load_matrix
 
         try:

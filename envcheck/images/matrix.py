@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 from envcheck.images import matrix_rules as rules
 
 if sys.version_info >= (3, 11):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envcheck.versions import parse_version, release, torchvision_minor_for
+from envcheck.core.versions import parse_version, release, torchvision_minor_for
 
 TARGETS = ("runtime", "devel", "jupyter", "ssh")
 PYPI_INDEX_URLS = ("https://pypi.org/simple", "https://pypi.org/simple/")

@@ -10,9 +10,9 @@ from typing import Any
 
 from envcheck import __version__
 from envcheck.core.check import Context
+from envcheck.core.errors import FatalError
 from envcheck.core.result import SCHEMA_VERSION, Result
 from envcheck.core.run_report import RunReport
-from envcheck.errors import FatalError
 from envcheck.report.summary import counts, exit_code, verdict
 
 RESULT_KEYS = ("name", "status", "summary", "measured", "expected", "remediation", "reason", "details",

@@ -1,6 +1,6 @@
 """One helper to run `envcheck bench` the way the CLI does (argparse + handler), in this process.
 
-The units still run in spawned bench workers. Once the lead's `envcheck.cli` registers the
+The units still run in spawned bench workers. Once the lead's `envcheck.app.main` registers the
 subcommand, `tests.helpers.run_cli("bench", ...)` drives the same handler.
 """
 
@@ -22,7 +22,8 @@ FAST_UNITS = "bench.cpu_matmul,bench.cpu_memory"
 
 def bench(*argv: str) -> int:
     """Parse `envcheck bench ARGV` and run its handler; return the exit code."""
-    from envcheck.cli import Parser, guard
+    from envcheck.app.args import Parser
+    from envcheck.app.guard import guard
 
     def call() -> int:  # as the CLI parses: the shared Parser and error handler (a bad value is exit 2)
         parser = Parser(prog="envcheck")

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from envcheck.checks.bundle import SCHEMA_VERSION, loaded_libraries, redact_env
-from envcheck.checks.sections import SECTIONS
-from envcheck.cli import main
+from envcheck.app.main import main
+from envcheck.checks import SECTIONS
+from envcheck.checks.cuda.capture import loaded_libraries
+from envcheck.evidence.bundle import SCHEMA_VERSION, redact_env
 from tests.helpers import no_gpu_env, run_cli
 
 HEALTHY_H100 = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
@@ -179,7 +180,7 @@ def test_a_hung_nvml_is_named_within_the_budget(monkeypatch: pytest.MonkeyPatch)
     import time
     import types
 
-    from envcheck.checks.bundle import first_nvml_error, nvml_gpus
+    from envcheck.checks.cuda.capture import first_nvml_error, nvml_gpus
 
     release = threading.Event()
     hung = types.ModuleType("pynvml")

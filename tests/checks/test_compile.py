@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.torch_compile import probes
-from envcheck.checks.torch_compile.diagnosis import Evidence, classify, first_line
+from envcheck.checks.torch_compile import toolchain as probes
+from envcheck.checks.torch_compile.causes import Evidence, classify, first_line
 from envcheck.core.result import Result, Status
 from tests.helpers import ROOT, no_gpu_env, run_check
 
@@ -124,7 +124,7 @@ def test_missing_python_headers_are_named(scratch: Path) -> None:
 
 def test_probes_see_a_real_noexec_and_read_only_mount(scratch: Path) -> None:
     _namespaces()
-    code = ("import sys; from envcheck.checks.torch_compile.probes import dir_problems; "
+    code = ("import sys; from envcheck.checks.torch_compile.toolchain import dir_problems; "
             "print(dir_problems(sys.argv[1])); print(dir_problems(sys.argv[2] + '/not/yet/made'))")
     ne, ro = scratch / "ne", scratch / "ro"
     ne.mkdir(), ro.mkdir()
@@ -186,8 +186,8 @@ def test_anything_else_gives_the_first_real_line_never_reinstall() -> None:
 
 
 def test_probes_alone_name_a_likely_cause_when_the_error_names_none() -> None:
-    from envcheck.checks.torch_compile.diagnosis import preflight_cause
-    from envcheck.checks.torch_compile.probes import Compiler
+    from envcheck.checks.torch_compile.causes import preflight_cause
+    from envcheck.checks.torch_compile.toolchain import Compiler
 
     gpu_host = Evidence(cc=Compiler("C compiler (Triton helpers, GPU)", ("gcc",), "/usr/bin/gcc"))
     cause = preflight_cause(gpu_host)  # simulated: a GPU host whose ldconfig -p lists no libcuda.so
@@ -213,7 +213,7 @@ TRITON_NO_CC = ("RuntimeError: Failed to find C compiler. Please specify via CC 
 
 
 def test_triton_without_a_c_compiler_is_named_simulated(monkeypatch: pytest.MonkeyPatch) -> None:
-    from envcheck.checks.torch_compile.probes import Compiler
+    from envcheck.checks.torch_compile.toolchain import Compiler
 
     monkeypatch.delenv("CC", raising=False)
     cause = classify(TRITON_NO_CC, Evidence(cc=Compiler("C compiler (Triton helpers, GPU)", ("gcc", "clang"))))

@@ -32,10 +32,11 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.bundle import device_open_errors, missing_char_symlinks, validate_bundle
-from envcheck.checks.cuda_diagnosis import DAEMON_RELOAD_FIX, CudaLayers, diagnose
-from envcheck.checks.replay import cuda_available_verdict
-from envcheck.errors import UsageError
+from envcheck.checks.cuda.capture import device_open_errors, missing_char_symlinks
+from envcheck.checks.cuda.layers import DAEMON_RELOAD_FIX, CudaLayers, diagnose
+from envcheck.checks.cuda.verdict import cuda_available_verdict
+from envcheck.core.errors import UsageError
+from envcheck.evidence.bundle import validate_bundle
 from tests.helpers import ROOT, make_context, run_cli
 
 NODES = ["nvidia-uvm", "nvidia0", "nvidiactl"]
@@ -213,7 +214,7 @@ def test_nodev_nodes_really_refuse_open_and_the_live_check_names_it() -> None:
 
 def test_the_capture_records_each_refused_node() -> None:
     _need_root_and_mknod()
-    code = ("from envcheck.checks.bundle import device_open_errors as d; import json; print(json.dumps(d()))")
+    code = ("from envcheck.checks.cuda.capture import device_open_errors as d; import json; print(json.dumps(d()))")
     nodev = _in_staged_dev(f'exec {sys.executable} -c "{code}"')
     assert json.loads(nodev.stdout) == {"nvidia-uvm": "EACCES", "nvidia0": "EACCES", "nvidiactl": "EACCES"}, \
         nodev.stderr

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from envcheck.checks.bundle import validate_bundle
-from envcheck.checks.replay import explain_bundle
 from envcheck.core.check import Context
+from envcheck.evidence.bundle import validate_bundle
+from envcheck.evidence.replay import explain_bundle
 
 HEALTHY_H100 = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
 _PREFIX = ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
@@ -138,7 +138,7 @@ def test_100_capture_asks_cuinit_of_the_driver(tmp_path: Path) -> None:
     (tmp_path / "stub.c").write_text(STUB)
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), str(tmp_path / "stub.c")],
                    check=True, timeout=60)
-    code = ("import json; from envcheck.checks.bundle import capture_cuda; c = capture_cuda(); "
+    code = ("import json; from envcheck.checks.cuda.capture import capture_cuda; c = capture_cuda(); "
             "print(json.dumps([c['cu_init'], c['driver_cuda'], c['libcuda_error']]))")
     env = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(tmp_path), "CUDA_VISIBLE_DEVICES": "",
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}

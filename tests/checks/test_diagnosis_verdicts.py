@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks import HOOKS
-from envcheck.checks.cuda_diagnosis import CudaLayers, diagnose, sticky_cuda_error
+from envcheck.checks.cuda.layers import CudaLayers, diagnose, sticky_cuda_error
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result, Status, failed, passed, skipped
 from envcheck.core.runner import Runner

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.distributed import checks, distributed_facts
-from envcheck.checks.distributed.all_reduce import CPU_EXACT_COUNT
-from envcheck.checks.distributed.faults import CORRUPT_STRIDE, corrupted_elements, parse_fault
-from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, RankOutcome
-from envcheck.checks.distributed.shm import remove_segments, segments_mapped_by
-from envcheck.checks.distributed.sweep import busbw, gpu_sizes
-from envcheck.checks.probe import CommandOutput
+from envcheck.checks.dist import distributed_facts
+from envcheck.collectives import common as checks
+from envcheck.collectives.all_reduce import CPU_EXACT_COUNT
+from envcheck.collectives.faults import CORRUPT_STRIDE, corrupted_elements, parse_fault
+from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, RankOutcome
+from envcheck.collectives.shm import remove_segments, segments_mapped_by
+from envcheck.collectives.sweep import busbw, gpu_sizes
 from envcheck.core.result import Status, passed
+from envcheck.probe.system import CommandOutput
 from tests.helpers import descendants, processes_with_marker, run_check
 
 
@@ -211,7 +212,7 @@ def test_bisection_stops_when_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_all_reduce_sweep_api_for_bench(marker: str) -> None:
-    from envcheck.checks.distributed import all_reduce_sweep
+    from envcheck.checks.dist import all_reduce_sweep
 
     rows = all_reduce_sweep("gloo", 2, [4096, 65536], timeout_s=60.0)
     assert [r["bytes"] for r in rows] == [4096, 65536]

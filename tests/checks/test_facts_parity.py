@@ -10,14 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks import facts
-from envcheck.checks.facts import (
-    cgroup_limits,
-    package_facts,
-    runtime_env,
-    toolchain_facts,
-    torch_build_facts,
-)
+from envcheck.probe import facts
+from envcheck.probe.facts import cgroup_limits, package_facts, runtime_env, toolchain_facts, torch_build_facts
 from tests.helpers import ROOT, run_cli
 
 
@@ -121,7 +115,7 @@ def test_cgroup_limits_for_real_in_a_child_cgroup() -> None:
             except OSError as exc:  # seen on the H100 proof host: the controller is not delegated to this subtree
                 pytest.skip(f"cannot set {path.name} here ({exc.strerror}); the crafted-tree tests cover the parsing")
         join = "; ".join(f"echo $$ > {folder}/cgroup.procs" for folder in made)
-        code = "from envcheck.checks.facts import cgroup_limits; import json; print(json.dumps(cgroup_limits()))"
+        code = "from envcheck.probe.facts import cgroup_limits; import json; print(json.dumps(cgroup_limits()))"
         done = subprocess.run(["sh", "-c", f'{join} && exec "$0" -c "$1"', sys.executable, code],
                               capture_output=True, text=True, timeout=60, cwd=ROOT,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -29,10 +29,11 @@ import pytest
 
 from envcheck.checks import gpu_health
 from envcheck.checks.gpu_health import NOT_SUPPORTED, capture, validate, verdict
-from envcheck.checks.xid import parse_xid_lines, pci_key, read_kernel_log
+from envcheck.checks.gpu_health.xid import parse_xid_lines, pci_key
 from envcheck.core.check import Context
+from envcheck.core.errors import UsageError
 from envcheck.core.result import Result, Status
-from envcheck.errors import UsageError
+from envcheck.probe.kernel_log import read_kernel_log
 from tests.helpers import ROOT, load_report, run_cli
 
 CTX = Context()
@@ -698,8 +699,7 @@ def test_a_malformed_gpu_health_section_is_one_line_and_exit_2(tmp_path: Path) -
 
 
 def test_the_section_is_registered_for_capture_and_replay() -> None:
-    from envcheck.checks import registry
-    from envcheck.checks.sections import SECTIONS
+    from envcheck.checks import SECTIONS, registry
 
     assert gpu_health.SECTION in SECTIONS and registry()["gpu.health"].func is gpu_health.gpu_health
     assert not registry()["gpu.health"].gpu  # NVML only: no CUDA context, so it never waits for a GPU group

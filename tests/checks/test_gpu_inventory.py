@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from envcheck.checks import gpu_inventory
-from envcheck.checks.facts import torch_facts
-from envcheck.checks.probe import is_absent
+from envcheck.probe import inventory as gpu_inventory
+from envcheck.probe.facts import torch_facts
+from envcheck.probe.system import is_absent
 
 pynvml = pytest.importorskip("pynvml")
 
@@ -109,7 +109,7 @@ def test_facts_survive_cudnn_version_raising(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_one_failing_facts_section_keeps_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
-    from envcheck.checks import facts
+    from envcheck.probe import facts
 
     def broken(run: Any) -> Any:
         raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)

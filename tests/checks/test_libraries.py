@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 
 from envcheck.checks.libraries import SECTION, capture, findings, nvidia_dists, pins, required_by, verdict
-from envcheck.checks.libraries import inputs as libraries_inputs
+from envcheck.checks.libraries import capture as libraries_inputs
+from envcheck.core.errors import UsageError
 from envcheck.core.result import Status
-from envcheck.errors import UsageError
 from tests.checks.test_bundle import HEALTHY_H100
 from tests.helpers import ROOT, make_context, run_check, run_cli
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from envcheck.app.main import main
 from envcheck.checks import network
 from envcheck.checks.network import gloo_pieces, nccl_list, nccl_matches, verdict
-from envcheck.cli import main
 from envcheck.core.check import Context
+from envcheck.core.errors import UsageError
 from envcheck.core.result import Status
-from envcheck.errors import UsageError
 from tests.helpers import no_gpu_env, run_cli
 
 UP_RUNNING, UP, DOWN, LOOPBACK = 0x1043, 0x1003, 0x82, 0x49

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.checks import bundle, facts
+from envcheck.evidence import bundle
+from envcheck.probe import facts
 
 ENV = {
     "NVIDIA_MIRROR": "https://alice:s3cr3t@mirror.example/nvidia",  # allowlisted prefix, a URL with a password

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from envcheck.checks.bundle import first_nvml_error, nvml_gpus, validate_bundle
-from envcheck.checks.replay import explain_bundle
+from envcheck.checks.cuda.capture import first_nvml_error, nvml_gpus
 from envcheck.core.check import Context
+from envcheck.evidence.bundle import validate_bundle
+from envcheck.evidence.replay import explain_bundle
 
 HEALTHY_H100 = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
 H100_UUID = "GPU-f4acb5ba-fbe9-afa1-f27c-5d7a9b9f2503"  # the proof host's GPU (nvidia-smi -L)

@@ -146,7 +146,7 @@ def test_ctrl_c_exits_130_without_traceback_and_leaves_nothing() -> None:
 
 
 def test_run_and_the_torchrun_entry_declare_the_shared_run_flags_once() -> None:
-    from envcheck.cli import build_parser
+    from envcheck.app.main import build_parser
     from envcheck.distributed import parse_args
 
     shared = ["--level", "full", "--allow-cpu", "--min-busbw", "5", "--strict-perf", "--timeout", "30"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck import cli
+from envcheck.app import args, output
 from tests.helpers import ROOT, run_cli
 
 CPU_SAFE = "container.shm,container.limits"
@@ -87,7 +87,7 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
 
 
 def test_validation_creates_nothing(tmp_path: Path) -> None:
-    assert cli.output_path(str(tmp_path / "r.json")) == str(tmp_path / "r.json")
+    assert args.output_path(str(tmp_path / "r.json")) == str(tmp_path / "r.json")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -119,8 +119,8 @@ def test_write_is_atomic_and_a_failure_leaves_no_temp_file(tmp_path: Path, monke
             raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: Full(real_fdopen(fd, *a, **k)))
-    with pytest.raises(cli.WriteError, match="No space left on device"):
-        cli.write_output(str(target), "new report")
+    with pytest.raises(output.WriteError, match="No space left on device"):
+        output.write_output(str(target), "new report")
     assert target.read_text() == "old report"  # never half a report
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left
 
@@ -129,14 +129,15 @@ def test_a_directory_in_the_way_is_one_line_and_the_table_is_kept(tmp_path: Path
     target = tmp_path / "r.json"
     code = """
 import os, sys
-from envcheck import cli
+from envcheck.app import output
+from envcheck.app.guard import guard
 path = sys.argv[1]
 def call():
     os.mkdir(path)  # appears after validation, before the write
     print("TABLE")
-    cli.write_output(path, "{}")
+    output.write_output(path, "{}")
     return 0
-sys.exit(cli.guard(call))
+sys.exit(guard(call))
 """
     done = subprocess.run([sys.executable, "-c", code, str(target)], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
@@ -180,15 +181,15 @@ def test_write_output_broken_pipe_is_a_write_error(monkeypatch: pytest.MonkeyPat
             pass
 
     monkeypatch.setattr(sys, "stdout", Gone())
-    monkeypatch.setattr(cli, "_stdout_gone", lambda: None)
-    with pytest.raises(cli.WriteError, match="broken pipe"):
-        cli.write_output("-", "{}")
+    monkeypatch.setattr(output, "stdout_gone", lambda: None)
+    with pytest.raises(output.WriteError, match="broken pipe"):
+        output.write_output("-", "{}")
 
 
 def test_facts_that_collected_nothing_exit_non_zero(monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from envcheck import commands
-    from envcheck.errors import FatalError
+    from envcheck.app import commands
+    from envcheck.core.errors import FatalError
 
     class DeadRunner:
         def __init__(self, *a: object, **k: object) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 import envcheck.checks
-from envcheck.cli import main
+from envcheck.app.main import main
 from envcheck.core.check import CheckSpec
 from tests.core import fault_checks
 

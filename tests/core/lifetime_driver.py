@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from envcheck.cli import guard
+from envcheck.app.guard import guard
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.runner import Runner
 from tests.core import fault_checks

@@ -67,6 +67,6 @@ def test_typed_options_cross_into_the_worker_and_back_from_a_report() -> None:
 
 
 def test_the_memory_fraction_default_is_the_cli_default() -> None:
-    from envcheck.cli import build_parser
+    from envcheck.app.main import build_parser
 
     assert build_parser().parse_args(["run"]).memory_fraction == MEMORY_FRACTION == CheckOptions().memory_fraction

@@ -14,9 +14,9 @@ import pytest
 
 from envcheck.core import forkserver
 from envcheck.core.check import CheckSpec, Context
+from envcheck.core.errors import StartFailure, process_start_problem
 from envcheck.core.execute import execute
 from envcheck.core.result import Status
-from envcheck.errors import StartFailure, process_start_problem
 
 EAGAIN = BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
 
@@ -48,7 +48,7 @@ def test_fork_server_answers_a_failed_fork_with_the_cause(monkeypatch: pytest.Mo
 
 def test_a_launch_whose_rank_cannot_fork_is_an_error_result(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from envcheck.checks.distributed import launch as launch_mod
+    from envcheck.collectives import launch as launch_mod
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(launch_mod, "can_fork", lambda *a: True)

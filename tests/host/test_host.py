@@ -124,7 +124,7 @@ def test_host_with_gpus_prints_driver_gpus_and_verdicts(monkeypatch: pytest.Monk
     fake = HostGpus("nvidia-smi", "575.57.08", "12.9", [(12, 0)], ["RTX 5090"],
                     listed=[{"name": "RTX 5090", "compute_capability": "12.0"}])
     monkeypatch.setattr(host, "read_host_gpus", lambda: fake)
-    from envcheck.cli import main
+    from envcheck.app.main import main
 
     assert main(["host"]) == 0
     out = capsys.readouterr().out
@@ -310,7 +310,7 @@ def test_host_cli_reads_cdi_from_env_dirs_with_gpus_injected(tmp_path: Path, mon
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """The GPU layer is injected (no GPU here); the CDI files and the command are real."""
     from envcheck import host
-    from envcheck.cli import main
+    from envcheck.app.main import main
 
     (tmp_path / "cdi").mkdir()
     (tmp_path / "cdi/nvidia.yaml").write_text(_spec(tmp_path / "old", "550.54.15", libs_exist=False))
@@ -339,7 +339,7 @@ def test_yaml_without_pyyaml_is_one_line_and_json_still_reads(tmp_path: Path,
     """PyYAML is not a dependency of envcheck: its absence is staged by hiding the module."""
     import sys
 
-    from envcheck.errors import UsageError
+    from envcheck.core.errors import UsageError
     from envcheck.host.documents import read_document
 
     monkeypatch.setitem(sys.modules, "yaml", None)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.errors import FatalError
+from envcheck.core.errors import FatalError
 from envcheck.images import engine
 
 

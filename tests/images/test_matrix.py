@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 from envcheck.images.matrix import default_matrix_path, github_matrix, load_matrix
 from tests.helpers import ROOT
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from envcheck.errors import FatalError
+from envcheck.core.errors import FatalError
 from envcheck.images.container import RUNNER_LABEL, RunOptions, run_in_image
 from envcheck.images.engine import connect
 from tests.helpers import run_cli

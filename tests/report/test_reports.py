@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 from rich.console import Console
 
+from envcheck.core.errors import FatalError
 from envcheck.core.result import SCHEMA_VERSION, Status, errored, failed, passed, skipped, warned
 from envcheck.core.run_report import RunReport
-from envcheck.errors import FatalError
 from envcheck.report.json_report import parse_report, render_json, schema, validate_report
 from envcheck.report.junit import render_junit
 from envcheck.report.table import print_facts, print_report

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 from tests.workflows.matrix_file import MALFORMED, MATRIX, expected_pairs, requires_matrix_code
 
 pytestmark = requires_matrix_code

@@ -11,11 +11,11 @@ Capture reads metadata only (METADATA, RECORD), `/proc/self/maps` and the LD_LIB
 
 from __future__ import annotations
 
-from envcheck.checks.libraries.diagnosis import findings, verdict
-from envcheck.checks.libraries.inputs import capture, nvidia_dists, pins, required_by, validate
-from envcheck.checks.section import Section
+from envcheck.checks.libraries.capture import capture, nvidia_dists, pins, required_by, validate
+from envcheck.checks.libraries.verdict import findings, verdict
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result
+from envcheck.core.section import Section
 
 __all__ = ["CHECKS", "SECTION", "capture", "findings", "nvidia_dists", "pins", "required_by", "validate", "verdict"]
 

@@ -10,8 +10,8 @@ import statistics
 import time
 from typing import Any
 
-from envcheck.checks.torch_compile import probes
-from envcheck.checks.torch_compile.diagnosis import Cause, Evidence, classify, preflight_cause
+from envcheck.checks.torch_compile import toolchain as probes
+from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, preflight_cause
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, passed
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.checks.distributed import checks, diagnosis
-from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, RankOutcome
+from envcheck.collectives import common as checks
+from envcheck.collectives import failures as diagnosis
+from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, RankOutcome
 from envcheck.core.result import Status
 
 PLAN = LaunchPlan("nccl", 8, ("correctness",), 18.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from envcheck.checks.distributed import checks
+from envcheck.collectives import common as checks
 from tests.helpers import ROOT
 
 DOC = ROOT / "docs" / "distributed.md"
@@ -30,7 +30,7 @@ def test_doc_states_the_retry_budget_the_code_uses() -> None:
 
 
 def test_doc_states_the_torchrun_give_up_rules_the_code_uses() -> None:
-    from envcheck.checks.distributed import torchrun
+    from envcheck.collectives import torchrun
 
     text = _flat()
     assert f"a rank whose heartbeat stops for {torchrun.DEAD_AFTER_S:g} s is dead" in text

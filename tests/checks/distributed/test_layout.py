@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-import envcheck.checks.distributed as package
-from envcheck.checks.distributed import all_reduce, checks, rank_plan
-from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, launch
+import envcheck.checks.dist as package
+from envcheck.collectives import all_reduce, rank_plan
+from envcheck.collectives import common as checks
+from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, launch
 from tests.helpers import make_context
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from envcheck.checks.distributed import pattern
+from envcheck.collectives import pattern
 
 COUNT = 4096
 
@@ -66,7 +66,7 @@ def test_contributors_keep_every_partial_sum_representable() -> None:
 
 def test_gloo_lowp_exact_at_16_ranks() -> None:
     """Real gloo ranks (forked, CPU) reduce bfloat16/float16 in their own order: still #wrong 0."""
-    from envcheck.checks.distributed.launch import LaunchPlan, launch
+    from envcheck.collectives.launch import LaunchPlan, launch
 
     outcome = launch(LaunchPlan("gloo", 16, ("all_reduce", "all_gather", "broadcast"), 60.0, start="fork"))
     assert outcome.ok, [r.log for r in outcome.ranks]

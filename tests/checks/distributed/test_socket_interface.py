@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from envcheck.checks.distributed import checks
-from envcheck.checks.distributed.launch import LaunchOutcome, LaunchPlan, RankOutcome
-from envcheck.checks.distributed.verdicts import interface_cause
 from envcheck.checks.network import VARIABLES
+from envcheck.collectives import common as checks
+from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, RankOutcome
+from envcheck.collectives.verdicts import interface_cause
 from envcheck.core.result import Status
 from tests.helpers import no_gpu_env, processes_with_marker, run_cli
 

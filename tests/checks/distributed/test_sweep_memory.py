@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from envcheck.checks.distributed import pattern, sweep
+from envcheck.collectives import pattern, sweep
 
 MIB = 1 << 20
 GIB = 1 << 30

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from envcheck.checks.distributed import torchrun
-from envcheck.checks.distributed.torchrun import Monitor, SideChannel
+from envcheck.collectives import torchrun
+from envcheck.collectives.torchrun import Monitor, SideChannel
 
 
 class Clock:

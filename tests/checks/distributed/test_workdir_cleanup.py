@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.distributed import launch as launch_mod
-from envcheck.checks.distributed import workdirs
+from envcheck.collectives import launch as launch_mod
+from envcheck.collectives import workdirs
 
 
 def _dead_pid() -> int:

@@ -1,0 +1,114 @@
+"""What `run`, `list` and `facts` do once their arguments are parsed."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Iterator
+
+from rich.console import Console
+from rich.table import Table
+
+from envcheck.app.args import report_on_stdout
+from envcheck.app.output import WriteError, write_output, write_reports
+from envcheck.cluster import mode as cluster
+from envcheck.core.check import CheckOptions, Context, Level
+from envcheck.core.errors import FatalError
+from envcheck.core.run_report import RunReport
+from envcheck.core.runner import Interrupted, Runner, parse_names, select
+from envcheck.report.json_report import render_json
+from envcheck.report.junit import render_junit
+from envcheck.report.summary import exit_code
+from envcheck.report.table import print_facts, print_report
+
+
+def context_from_args(args: argparse.Namespace) -> Context:
+    """Build the run context from parsed `run` arguments."""
+    return Context(
+        level=Level(args.level),
+        allow_cpu=args.allow_cpu,
+        expect_gpus=args.expect_gpus,
+        options=CheckOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=args.min_busbw,
+                             strict_perf=args.strict_perf, memory_fraction=args.memory_fraction),
+    )
+
+
+@contextlib.contextmanager
+def swept() -> Iterator[None]:
+    """On the way out (any path, after the Runner killed its workers): remove the launcher work directories of
+    workers that died without cleaning up (killed on timeout, by Ctrl-C or SIGTERM)."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        from envcheck.collectives.workdirs import sweep_after_run
+
+        sweep_after_run(started)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the selected checks and render every requested report."""
+    ctx = context_from_args(args)
+    # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
+    # goes to stderr.
+    console = Console(stderr=report_on_stdout(args) or bool(getattr(args, "for_mode", None)), highlight=False,
+                      width=None if sys.stdout.isatty() else 140)
+    with swept(), Runner(ctx, total_timeout_s=args.timeout) as runner:
+        runner.start()  # torch imports in the fork server while the checks are loaded and selected
+        from envcheck.checks import HOOKS, registry
+
+        runner.hooks = HOOKS
+        specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
+        try:
+            results = runner.run(specs)
+        except Interrupted:  # SIGTERM/SIGHUP: kill every worker, then report what finished
+            runner.abort()
+            partial = RunReport(results=list(runner.finished), context=ctx)
+            print_report(partial, console)
+            raise
+        facts = runner.facts()
+    results = cluster.adjust(args, results)
+    report = RunReport(results=results, facts=facts, context=ctx)
+    print_report(report, console)
+    failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
+    code = cluster.finish(args, results, facts, exit_code(results))
+    if failures:  # the table is shown and --for has spoken; a report the user asked for is missing
+        raise WriteError("; ".join(failures))
+    return code
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print every check with its level, needs and timeout."""
+    from envcheck.checks import registry
+
+    table = Table(title="envcheck checks")
+    for col in ("check", "level", "needs", "timeout", "what it proves"):
+        table.add_column(col)
+    for spec in registry().values():
+        table.add_row(spec.name, spec.level.value, spec.needs.describe(), f"{spec.timeout_s:g}s",
+                      spec.description)
+    Console(highlight=False, width=160).print(table)
+    return 0
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    """Collect and print (or write) the environment facts."""
+    if getattr(args, "bundle", None):  # `facts --bundle FILE`: envcheck.explain captures
+        from envcheck.app.explain import cmd_bundle
+
+        return cmd_bundle(args)
+    from envcheck.checks import HOOKS
+
+    with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
+        facts = runner.facts()
+    if args.json != "-":
+        print_facts(facts)
+    if args.json:
+        write_output(args.json, json.dumps(facts, indent=2, default=str) + "\n")
+    if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
+        error = facts["error"]
+        raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=1)
+    return 0

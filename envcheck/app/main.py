@@ -1,0 +1,72 @@
+"""The `envcheck` command: its parser (plugins register their own subcommands) and `main(argv) -> int`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from envcheck import __version__
+from envcheck.app.args import Parser, add_run_arguments, check_stdout, output_path, positive_float
+from envcheck.app.guard import guard
+from envcheck.cluster.mode import add_arguments as add_cluster_arguments
+from envcheck.core.errors import UsageError
+
+# Subcommands that live in their own packages; each module exposes register(subparsers).
+PLUGIN_COMMANDS = ("envcheck.bench.cli", "envcheck.images.cli", "envcheck.host", "envcheck.app.explain")
+
+
+
+SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix", "host", "explain")
+
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, plugins included."""
+    parser = Parser(prog="envcheck", description="Prove that this PyTorch + CUDA environment works.")
+    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    run = sub.add_parser("run", help="run the checks (the default)")
+    add_run_arguments(run)
+    add_cluster_arguments(run)
+    run.set_defaults(handler=_handler("envcheck.app.commands", "cmd_run"))
+    listing = sub.add_parser("list", help="list every check with its level and needs")
+    listing.set_defaults(handler=_handler("envcheck.app.commands", "cmd_list"))
+    facts = sub.add_parser("facts", help="print the environment facts")
+    facts.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
+    facts.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS")
+    facts.add_argument("--bundle", type=output_path, metavar="FILE", help="write a bundle for `envcheck explain`")
+    facts.set_defaults(handler=_handler("envcheck.app.commands", "cmd_facts"))
+    for module in PLUGIN_COMMANDS:
+        importlib.import_module(module).register(sub)
+    return parser
+
+
+
+def _handler(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    def call(args: argparse.Namespace) -> int:
+        fn: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
+        return fn(args)
+
+    return call
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: returns the exit code (0 ok, 1 check failed, 2 bad input, 3 a report could not be written,
+    130 Ctrl-C, 143 SIGTERM)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version")):
+        args_list.insert(0, "run")
+
+    def call() -> int:
+        args = build_parser().parse_args(args_list)
+        check_stdout(args)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            raise UsageError(f"no command given; choose one of {', '.join(SUBCOMMANDS)}")
+        return int(handler(args))
+
+    return guard(call)
+

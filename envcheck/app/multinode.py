@@ -1,0 +1,100 @@
+"""`torchrun ... -m envcheck.distributed` (or `srun ... python -m envcheck.distributed`): the dist.* checks
+across nodes (rank 0 reports). Under srun, SLURM_PROCID/NTASKS/LOCALID and the job's first node stand in
+for torchrun's variables (envcheck.cluster.slurm).
+
+Thin entry: parse arguments, run this rank (envcheck.collectives.torchrun), render on rank 0,
+exit non-zero on every node when any check failed. Rank 0 writes the report on every path: success,
+failure, a dead rank, a stalled rank (findings travel over torchrun's TCPStore, not the backend).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from rich.console import Console
+
+from envcheck.app.args import Parser, add_shared_run_arguments, check_stdout, output_path
+from envcheck.app.guard import guard
+from envcheck.app.output import write_output
+from envcheck.cluster.slurm import torchrun_env
+from envcheck.collectives.torchrun import TorchrunOptions, missing_env, run_this_rank
+from envcheck.core.check import CheckOptions, Context, Level
+from envcheck.core.errors import UsageError
+from envcheck.core.result import Result
+from envcheck.core.run_report import RunReport
+from envcheck.probe.facts import collect_facts
+from envcheck.report.json_report import render_json
+from envcheck.report.junit import render_junit
+from envcheck.report.table import print_report
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The entry point's options (a subset of `envcheck run`, validated by the same argument types; a bad
+    value is one line and exit 2). `--timeout` here is how long a rank may make no progress."""
+    parser = Parser(prog="torchrun ... -m envcheck.distributed", description=__doc__)
+    # The shared run flags; --timeout means a rank's allowed silence here, and only rank 0 writes --json/--junit,
+    # so only rank 0 judges those paths (in _main: another node need not have the folder).
+    add_shared_run_arguments(parser, timeout_default=120.0, check_outputs=False,
+                             timeout_help="a rank making no progress this long (s) is reported as stalled; "
+                                          "also the process-group timeout (not a cap on the whole run)")
+    return parser.parse_args(argv)
+
+
+def render(results: list[Result], args: argparse.Namespace) -> None:
+    """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
+    context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
+                      options=CheckOptions(mode="torchrun", min_busbw_gbps=args.min_busbw,
+                                           strict_perf=args.strict_perf))
+    report = RunReport(results=results, facts=collect_facts(), context=context)
+    out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
+    # Files first: they are the record, whatever happens to the terminal.
+    if args.json and args.json != "-":
+        write_output(args.json, render_json(report))
+    if args.junit:
+        write_output(args.junit, render_junit(report, suite_name="envcheck.distributed"))
+    # markup=False: summaries quote backend errors such as gloo's '[/path/pair.cc:537]', which rich
+    # would otherwise parse as a closing tag and raise on.
+    print_report(report, Console(file=out, highlight=False, markup=False))
+    for r in results:
+        if r.name == "dist.busbw" and r.details:
+            print(r.details, file=out)
+    if args.json == "-":
+        write_output("-", render_json(report))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run this rank; rank 0 renders. Exit 0 only when every check passed or warned; 2 on bad input."""
+    return guard(lambda: _main(sys.argv[1:] if argv is None else argv), prog="envcheck.distributed",
+                 signals=False)
+
+
+def _main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    try:
+        os.environ.update(torchrun_env(os.environ))  # under srun: Slurm's task variables stand in for torchrun's
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    missing = missing_env()
+    if missing:
+        raise UsageError(f"{', '.join(missing)} not set; start it with torchrun, e.g. "
+                         "`torchrun --nproc-per-node 2 -m envcheck.distributed`, or with srun "
+                         "(`srun -N 2 --ntasks-per-node 8 python -m envcheck.distributed`)")
+    check_stdout(args)
+    if os.environ.get("RANK") == "0":  # the writer judges the report paths before any collective runs
+        for flag in ("json", "junit"):
+            if getattr(args, flag):
+                try:
+                    output_path(getattr(args, flag))
+                except argparse.ArgumentTypeError as exc:
+                    raise UsageError(f"argument --{flag}: {exc}") from None
+    opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
+                           min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)
+    code, clean = run_this_rank(opts, lambda results: render(results, args))
+    if not clean:  # a rank died or stalled: a thread may be stuck in a collective, so skip teardown
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+

@@ -1,0 +1,32 @@
+"""Distributed checks: exact, hang-proof collectives across GPUs (NCCL) or CPU ranks (gloo), and busbw.
+
+Shaped like nccl-tests: one module per collective (`all_reduce`, `all_gather`, `broadcast`, `sweep`
+for the busbw sweep) over one shared launcher (`launch`), verifier (`pattern`, `verdicts`) and timing
+module (`timing`). Adding a collective = its module + its line in CHECKS.
+
+Check code lives here; `python -m envcheck.distributed` is the thin torchrun entry for many nodes.
+"""
+
+from __future__ import annotations
+
+from envcheck.collectives.all_reduce import nccl_all_reduce
+from envcheck.collectives.common import ALL_REDUCE_TIMEOUT_S, all_gather_broadcast
+from envcheck.probe.topology import distributed_facts
+from envcheck.collectives.sweep import BUSBW_TIMEOUT_S, all_reduce_busbw, busbw
+from envcheck.collectives.bench_sweep import all_reduce_sweep
+from envcheck.core.check import CheckSpec, Level, Needs
+
+CHECKS: tuple[CheckSpec, ...] = (
+    CheckSpec("dist.all_reduce", nccl_all_reduce,
+              "all-reduce is exact on every element (float32, bf16 and fp16 #wrong 0), "
+              "one NCCL rank per GPU or gloo ranks on CPU",
+              level=Level.QUICK, needs=Needs(torch=True), timeout_s=ALL_REDUCE_TIMEOUT_S),
+    CheckSpec("dist.collectives", all_gather_broadcast,
+              "all_gather and broadcast reproduce every element exactly",
+              level=Level.QUICK, needs=Needs(torch=True), timeout_s=ALL_REDUCE_TIMEOUT_S),
+    CheckSpec("dist.busbw", all_reduce_busbw,
+              "all-reduce algbw/busbw over a message-size sweep (nccl-tests convention), vs --min-busbw",
+              level=Level.FULL, needs=Needs(torch=True), timeout_s=BUSBW_TIMEOUT_S),
+)
+
+__all__ = ["CHECKS", "all_reduce_sweep", "busbw", "distributed_facts"]

@@ -1,0 +1,260 @@
+"""libs.cuda's verdict: a pure function of the captured section (envcheck explain replays it)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from envcheck.checks.libraries.capture import (
+    MISSING_LIBRARY,
+    SYMBOL_LIBS,
+    UNDEFINED_SYMBOL,
+    dist_family,
+    family_of,
+    file_version,
+    same_release,
+    stem,
+)
+from envcheck.core.check import Context
+from envcheck.core.result import Result, failed, passed, skipped, warned
+from envcheck.core.versions import release
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One cause: what is wrong, the command that fixes it, who must act, and whether it breaks torch."""
+
+    problem: str
+    fix: str
+    fault_class: str
+    fatal: bool = False
+
+
+class _View:
+    """Lookups over a captured section."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data = data
+        self.pins: dict[str, str] = dict(data.get("pins", {}))
+        self.dists: list[dict[str, Any]] = list(data.get("dists", []))
+        self.owners: dict[str, list[dict[str, Any]]] = {}
+        for d in self.dists:
+            for lib in d["libs"]:
+                self.owners.setdefault(lib["path"], []).append(d)
+
+    def pinned(self, family: str) -> tuple[str, str] | None:
+        """(name, version) torch pins in `family`."""
+        return next(((n, v) for n, v in self.pins.items() if dist_family(n) == family), None)
+
+    def shipping(self, lib_stem: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """(dist, lib) for every wheel copy of `lib_stem`."""
+        return [(d, lib) for d in self.dists for lib in d["libs"] if stem(lib["path"]) == lib_stem]
+
+    def wheel_copy(self, lib_stem: str) -> str:
+        """'DIST VERSION ships PATH' for the pinned (else first) wheel copy, or what should ship it."""
+        copies = self.shipping(lib_stem)
+        family = family_of(lib_stem) or ""
+        pin = self.pinned(family)
+        copies.sort(key=lambda c: not (pin and c[0]["name"] == canonicalize_name(pin[0])))
+        if copies:
+            d, lib = copies[0]
+            return f"the wheel's copy is {lib['path']} ({d['name']} {d['version']})"
+        return f"torch pins {pin[0]}=={pin[1]}, which is not installed" if pin else "no wheel ships it"
+
+    def search_hit(self, real: str | None, lib_stem: str) -> tuple[str, str] | None:
+        """('LD_PRELOAD' | 'LD_LIBRARY_PATH', entry) offering `real` (or, without it, any copy of `lib_stem`)."""
+        for p in self.data.get("ld_preload", []):
+            if (real and p == real) or (not real and stem(p) == lib_stem):
+                return "LD_PRELOAD", p
+        for d in self.data.get("ld_library_path", []):
+            for name, target in d["libs"].items():
+                if (real and (target == real or os.path.join(d["dir"], name) == real)) or (
+                        not real and stem(name) == lib_stem):
+                    return "LD_LIBRARY_PATH", d["dir"]
+        return None
+
+    def drop_fix(self, var: str, entry: str) -> str:
+        """`export VAR=rest` (or `unset VAR`) without `entry`."""
+        if var == "LD_PRELOAD":
+            rest = [p for p in self.data.get("ld_preload", []) if p != entry]
+            return f"export LD_PRELOAD='{' '.join(rest)}'" if rest else "unset LD_PRELOAD"
+        rest = [d["dir"] for d in self.data.get("ld_library_path", []) if d["dir"] != entry]
+        return f"export LD_LIBRARY_PATH={':'.join(rest)}" if rest else "unset LD_LIBRARY_PATH"
+
+
+def _shadow(view: _View, path: str, lib_stem: str, fatal: bool, what: str) -> Finding:
+    """A library found outside the wheels: which search entry offered it, and the fix."""
+    hit = view.search_hit(path or None, lib_stem)
+    copy = view.wheel_copy(lib_stem)
+    if hit:
+        var, entry = hit
+        return Finding(f"{what} from {var} ({entry}): {copy}",
+                       f"{view.drop_fix(var, entry)}  # remove {entry} so torch loads the wheel's {lib_stem}",
+                       "config", fatal)
+    pin = view.pinned(family_of(lib_stem) or "")
+    fix = (f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}  # the {lib_stem} torch pins"
+           if pin else "pip install --force-reinstall torch  # restores the NVIDIA wheels torch pins")
+    return Finding(f"{what} (not from a wheel, nor from LD_LIBRARY_PATH/LD_PRELOAD: ld.so.cache or a system "
+                   f"path won): {copy}", fix, "image", fatal)
+
+
+def import_finding(view: _View, error: str) -> Finding:
+    """The library cause of a failed `import torch`, from its error text."""
+    first = error.strip().splitlines()[0][:300] if error.strip() else "import failed"
+    missing = MISSING_LIBRARY.search(error)
+    if missing:
+        soname = missing.group(1)
+        lib_stem = stem(soname) or soname
+        copies = [c for c in view.shipping(lib_stem) if os.path.basename(c[1]["path"]) == soname]
+        pin = view.pinned(family_of(lib_stem) or "")
+        if pin and not any(c[0]["name"] == canonicalize_name(pin[0]) for c in copies):
+            return Finding(f"torch cannot import: {soname} is missing ({first}); torch pins {pin[0]}=={pin[1]}, "
+                           "which is not installed", f"pip install {pin[0]}=={pin[1]}", "image", True)
+        for d, lib in copies:
+            if lib["state"] == "missing":
+                return Finding(f"torch cannot import: {soname} is missing ({first}); {d['name']} "
+                               f"{d['version']} lists {lib['path']} but the file is gone (removed when another "
+                               "distribution sharing it was uninstalled?)",
+                               f"pip install --force-reinstall --no-deps {d['name']}=={d['version']}", "image", True)
+        if copies:
+            d, lib = copies[0]
+            return Finding(f"torch cannot import: the loader does not find {soname} ({first}), though {d['name']} "
+                           f"installed it at {lib['path']}: torch and the NVIDIA wheels are in different "
+                           "site-packages (torch's RUNPATH is $ORIGIN/../../nvidia/...)",
+                           f"pip install --force-reinstall torch=={view.data.get('torch_version') or 'X'}  "
+                           f"# one site-packages for both; stopgap: export LD_LIBRARY_PATH="
+                           f"{os.path.dirname(lib['path'])}", "image", True)
+        return Finding(f"torch cannot import: {soname} is missing ({first})",
+                       "pip install --force-reinstall torch  # installs the NVIDIA wheels it pins", "image", True)
+    undefined = UNDEFINED_SYMBOL.search(error)
+    if undefined:
+        needer, symbol, versioned = undefined.groups()
+        lib_stem = stem(versioned) if versioned else next((lib for p, lib in SYMBOL_LIBS if symbol.startswith(p)),
+                                                          None)
+        if lib_stem is None:
+            return Finding(f"torch cannot import: {first}", "pip install --force-reinstall torch", "image", True)
+        who = os.path.basename(needer) if needer else "torch"
+        what = f"torch cannot import: {who} needs {symbol}, which the {lib_stem} the loader found lacks (older)"
+        if view.search_hit(None, lib_stem):
+            return _shadow(view, "", lib_stem, True, what + "; it came")
+        family = family_of(lib_stem) or ""
+        doubled = [d for d in view.dists if dist_family(d["name"]) == family]
+        if len(doubled) > 1:
+            return duplicate_finding(view, family, doubled, fatal=True, why=what)
+        pin = view.pinned(family)
+        return Finding(f"{what}: {view.wheel_copy(lib_stem)}",
+                       f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}" if pin else
+                       "pip install --force-reinstall torch", "image", True)
+    return Finding(f"torch cannot import: {first}", "pip install --force-reinstall torch", "image", True)
+
+
+def duplicate_finding(view: _View, family: str, dists: list[dict[str, Any]], fatal: bool = False,
+                      why: str = "") -> Finding:
+    """Several distributions of one family: which to uninstall, and the kept one to restore if files are shared."""
+    pin = view.pinned(family)
+    keep = next((d for d in dists if pin and d["name"] == canonicalize_name(pin[0])), None)
+    if keep is None:  # nothing pinned (CPU-only torch): keep the newest CUDA (no -cuNN suffix: CUDA 13 on)
+        keep = max(dists, key=_cuda_major)
+    drop = [d["name"] for d in dists if d is not keep]
+    paths = {lib["path"] for lib in keep["libs"]}
+    shared = sorted({lib["path"] for d in dists if d is not keep for lib in d["libs"] if lib["path"] in paths})
+    names = ", ".join(f"{d['name']} {d['version']}" for d in dists)
+    problem = f"{len(dists)} {family} distributions are installed ({names})"
+    if pin:
+        problem += f"; torch pins {pin[0]}=={pin[1]}"
+    if shared:
+        foreign = [d["name"] for d in dists if d is not keep and any(
+            lib["path"] == shared[0] and lib["state"] == "ok" for lib in d["libs"])]
+        problem += f"; they share {shared[0]}" + (f", which holds {foreign[0]}'s bytes" if foreign else "")
+    users = sorted({u for n in drop for u in view.data.get("required_by", {}).get(n, []) if u != "torch"})
+    fix = f"pip uninstall -y {' '.join(drop)}"
+    if shared:
+        fix += f" && pip install --force-reinstall --no-deps {keep['name']}=={pin[1] if pin else keep['version']}"
+    if users:
+        fix += f"  # first check {', '.join(users)}, which require(s) {', '.join(drop)}"
+    return Finding(f"{why}: {problem}" if why else problem, fix, "image", fatal)
+
+
+def _cuda_major(dist: Mapping[str, Any]) -> int:
+    m = re.search(r"-cu(\d+)$", dist["name"])
+    return int(m.group(1)) if m else 13
+
+
+def findings(data: Mapping[str, Any]) -> tuple[list[Finding], list[dict[str, Any]]]:
+    """Every cause found, worst first, and a row per loaded NVIDIA library (what won, and the pin)."""
+    view = _View(data)
+    found: list[Finding] = []
+    if data.get("import_error"):
+        found.append(import_finding(view, data["import_error"]))
+    rows: list[dict[str, Any]] = []
+    for path in data.get("loaded", []):
+        lib_stem = stem(path)
+        family = family_of(lib_stem)
+        if lib_stem is None or family is None:
+            continue
+        owners = view.owners.get(path, [])
+        holders = [d for d in owners if any(x["path"] == path and x["state"] == "ok" for x in d["libs"])]
+        owner = (holders or owners)[0] if owners else None
+        version = owner["version"] if owner else file_version(path)
+        pin = view.pinned(family)
+        rows.append({"library": os.path.basename(path), "path": path, "from": owner["name"] if owner else None,
+                     "version": version, "pinned": f"{pin[0]}=={pin[1]}" if pin else None})
+        if owner is None and view.shipping(lib_stem):
+            differs = f", not the {pin[1]} torch pins" if version and pin and same_release(version, pin[1]) is False \
+                else ""
+            what = f"{lib_stem} {version or '(version unknown)'} is loaded from {path}{differs}"
+            found.append(_shadow(view, path, lib_stem, False, what))
+        elif owner is None and pin:
+            found.append(Finding(f"{lib_stem} is loaded from {path}, but torch pins {pin[0]}=={pin[1]}, which is "
+                                 "not installed", f"pip install {pin[0]}=={pin[1]}", "image"))
+        elif owner is not None and pin and owner["name"] != canonicalize_name(pin[0]) and len(
+                [d for d in view.dists if dist_family(d["name"]) == family]) < 2:
+            found.append(Finding(f"{lib_stem} is loaded from {path} ({owner['name']} {owner['version']}), but "
+                                 f"torch pins {pin[0]}=={pin[1]}", f"pip install {pin[0]}=={pin[1]}", "image"))
+    families: dict[str, list[dict[str, Any]]] = {}
+    for d in view.dists:
+        families.setdefault(dist_family(d["name"]), []).append(d)
+    for family, dists in sorted(families.items()):
+        if len(dists) > 1 and not any(f.fatal and family in f.problem for f in found):
+            found.append(duplicate_finding(view, family, dists))
+    installed = {d["name"]: d["version"] for d in view.dists}
+    for name, version in sorted(view.pins.items()):
+        have = installed.get(name)
+        if have is not None and have != version and release(have) != release(version):
+            found.append(Finding(f"{name} {have} is installed, torch {data.get('torch_version')} pins {version}",
+                                 f"pip install {name}=={version}", "image"))
+    found.sort(key=lambda f: not f.fatal)
+    return found, rows
+
+
+def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
+    """libs.cuda's verdict for a captured `libraries` section."""
+    if not data.get("torch_installed"):
+        return skipped("needs torch, which is not installed")
+    found, rows = findings(data)
+    measured = {"libraries": rows, "pins": data.get("pins", {}),
+                "ld_library_path": [d["dir"] for d in data.get("ld_library_path", [])]}
+    if found:
+        summary = found[0].problem + (f" (+{len(found) - 1} more)" if len(found) > 1 else "")
+        fix = " | ".join(dict.fromkeys(f.fix for f in found))
+        measured["findings"] = [f.__dict__ for f in found]
+        make = failed if found[0].fatal else warned
+        return make(summary, fix, measured=measured, fault_class=found[0].fault_class)
+    if not data.get("torch_cuda"):
+        return passed(f"torch {data.get('torch_version')} is CPU-only: no CUDA libraries to check; one distribution "
+                      "per NVIDIA library family", measured=measured)
+    if not rows:
+        return passed(f"torch {data.get('torch_version')} (CUDA {data['torch_cuda']}) has no NVIDIA library mapped "
+                      "yet; one distribution per NVIDIA library family", measured=measured)
+    wheel = [f"{r['library']} {r['version'] or '?'}" for r in rows if r["from"]]
+    other = [r["path"] for r in rows if not r["from"]]  # no wheel ships them, torch pins none: a source build
+    parts = [f"{len(wheel)} from torch's pinned wheels ({', '.join(wheel)})"] if wheel else []
+    parts += [f"{len(other)} from the system, as this torch build expects ({', '.join(other)})"] if other else []
+    return passed(f"NVIDIA libraries loaded: {'; '.join(parts)}", measured=measured)
+
+

@@ -1,0 +1,142 @@
+"""`dist.busbw`: the all-reduce bandwidth sweep (nccl-tests conventions), also reusable by bench code.
+
+`sweep` runs inside an initialised process group; every rank must call it with the same sizes.
+Timing arithmetic lives in the shared `timing` module; `busbw`/`algbw` are re-exported here.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from envcheck.collectives.common import Launcher, choose_ranks, launch_failure
+from envcheck.collectives.launch import LaunchPlan, launch
+from envcheck.collectives.pattern import VERIFY_WORKSPACE_BYTES, count_wrong_exact, fill_exact
+from envcheck.collectives.rank_plan import RankContext
+from envcheck.collectives.timing import MIB, algbw, busbw, iterations, slowest_rank, time_op
+from envcheck.collectives.verdicts import WRONG_REMEDIATION, format_table, scope, sweep_rows
+from envcheck.core.check import CheckOptions, Context
+from envcheck.core.result import Result, failed, passed, warned
+
+__all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "sweep", "sweep_memory"]
+
+CPU_SIZES = tuple(MIB // 16 * 4**k for k in range(5))  # 64 KiB .. 16 MiB
+GPU_MIN_TOP = 256 * MIB
+GPU_MAX_TOP = 1024 * MIB
+SWEEP_DEADLINE_S = 60.0
+BUSBW_TIMEOUT_S = 75.0
+
+
+# What one sweep size holds on the GPU at once: the message buffer (all-reduced in place), the
+# verification's chunked temporaries, and room for NCCL's own buffers (channels x peers x
+# NCCL_BUFFSIZE, plus the communicator's workspace), which grow with the number of peers.
+NCCL_MARGIN_BYTES = 512 * MIB
+
+
+def sweep_memory(nbytes: int) -> int:
+    """Device bytes one sweep size of `nbytes` needs at its peak (message + verification + NCCL)."""
+    return nbytes + VERIFY_WORKSPACE_BYTES + NCCL_MARGIN_BYTES
+
+
+def gpu_sizes(free_bytes: int, memory_fraction: float) -> tuple[int, ...]:
+    """1 MiB doubling up to the largest power of two that fits.
+
+    The largest message is aimed at `memory_fraction` of the free memory (but at least GPU_MIN_TOP,
+    at most GPU_MAX_TOP), and never so large that `sweep_memory` of it exceeds the free memory.
+    Empty when not even 1 MiB fits.
+    """
+    aim = min(GPU_MAX_TOP, max(int(free_bytes * memory_fraction), GPU_MIN_TOP))
+    sizes, size = [], MIB
+    while size <= aim and sweep_memory(size) <= free_bytes:
+        sizes.append(size)
+        size *= 2
+    return tuple(sizes)
+
+
+def sweep(sizes: tuple[int, ...], device: Any, progress: Any = None) -> list[dict[str, Any]]:
+    """Time float32 all-reduce per size (max over ranks) and verify one exact run per size."""
+    import torch
+    import torch.distributed as dist
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    on_gpu = device.type == "cuda"
+    rows = []
+    for nbytes in sizes:
+        if progress is not None:
+            progress(f"sweep.{nbytes}")
+        count = nbytes // 4
+        buf = torch.zeros(count, device=device, dtype=torch.float32)
+        t = slowest_rank(time_op(partial(dist.all_reduce, buf), *iterations(nbytes, on_gpu), on_gpu), device)
+        fill_exact(buf, rank)
+        dist.all_reduce(buf)
+        wrong = count_wrong_exact(buf, world)
+        del buf
+        rows.append({"bytes": nbytes, "dtype": "float32", "time_us": round(t * 1e6, 2),
+                     "algbw_gbps": round(algbw(nbytes, t), 4),
+                     "busbw_gbps": round(busbw(algbw(nbytes, t), world), 4), "wrong": wrong})
+    return rows
+
+
+def agreed_gpu_sizes(device: Any, memory_fraction: float) -> tuple[int, ...]:
+    """Sweep sizes from the smallest free memory of any rank, so every rank uses the same list."""
+    import torch
+    import torch.distributed as dist
+
+    free = torch.tensor([torch.cuda.mem_get_info(device)[0]], device=device, dtype=torch.int64)
+    dist.all_reduce(free, op=dist.ReduceOp.MIN)
+    sizes = gpu_sizes(int(free.item()), memory_fraction)
+    if not sizes:
+        raise RuntimeError(f"only {int(free.item()) / MIB:.0f} MiB of GPU memory free on some rank; the sweep "
+                           f"needs {sweep_memory(MIB) / MIB:.0f} MiB for its smallest size")
+    return sizes
+
+
+def run(rc: RankContext) -> list[dict[str, Any]]:
+    """The rank side: the plan's sizes, or (GPU, none given) sizes agreed from free memory."""
+    sizes = rc.sizes
+    if not sizes:
+        sizes = agreed_gpu_sizes(rc.device, rc.memory_fraction) if rc.device.type == "cuda" else CPU_SIZES
+    return sweep(sizes, rc.device, rc.progress)
+
+
+def judge(findings: list[dict[str, Any]], backend: str, world: int, options: CheckOptions) -> Result:
+    """Peak busbw over the sweep against an optional floor (`min_busbw_gbps`, `strict_perf`); #wrong fails."""
+    min_busbw = options.min_busbw_gbps
+    rows = sweep_rows(findings)
+    peak = max(rows, key=lambda r: r["busbw_gbps"])
+    measured = {"backend": backend, "world_size": world, "peak_busbw_gbps": peak["busbw_gbps"],
+                "peak_at_bytes": peak["bytes"], "rows": rows}
+    expected: dict[str, Any] = {"wrong": 0}
+    table = format_table(rows)
+    wrong = sum(r["wrong"] for r in rows)
+    head = f"all_reduce busbw peak {peak['busbw_gbps']:.3f} GB/s at {peak['bytes']} B over {scope(backend, world)}"
+    if wrong:
+        return failed(f"{head}, but #wrong {wrong} during the sweep", WRONG_REMEDIATION, measured=measured,
+                      expected=expected, details=table, fault_class="node")
+    if min_busbw is not None:
+        expected["min_busbw_gbps"] = min_busbw
+        if peak["busbw_gbps"] < min_busbw:
+            fix = ("Check `nvidia-smi topo -m` (PIX/NV# links expected, not SYS), that NCCL uses NVLink/P2P "
+                   "(NCCL_DEBUG=INFO), and that containers run with --ipc=host")
+            make = failed if options.strict_perf else warned
+            return make(f"{head}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
+                        expected=expected, details=table, fault_class="node")
+    if world == 1:
+        head += " (busbw is 0 by definition with one rank)"
+    return passed(head, measured=measured, expected=expected, details=table)
+
+
+def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
+    """The `dist.busbw` check: sweep message sizes; report algbw/busbw (GB/s), judge against --min-busbw."""
+    chosen = choose_ranks(ctx)
+    if isinstance(chosen, Result):
+        return chosen
+    backend, world = chosen
+    # GPU sizes are chosen by the ranks from their free memory (the coordinator never touches CUDA).
+    plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, () if backend == "nccl" else CPU_SIZES,
+                      start="fork",
+                      memory_fraction=ctx.options.memory_fraction)
+    outcome = launcher(plan)
+    if not outcome.ok:
+        return launch_failure(outcome, [])
+    return judge([r.found or {} for r in outcome.ranks], backend, world, ctx.options)

@@ -1,0 +1,375 @@
+"""The many-node path: every torchrun worker runs the same plan; rank 0 judges all findings.
+
+Rendezvous, ranks and MASTER_ADDR/PORT come from torchrun. Findings, phases, heartbeats and the exit
+code travel over the c10d TCPStore (torchrun's agent hosts it), never over the backend under test: a
+rank that dies or stalls inside NCCL cannot take the report with it. The plan runs in a worker thread;
+the main thread beats, watches every rank's progress, and rank 0 gives up on a rank that stopped
+beating (dead), raised, or made no progress for `--timeout` seconds (stalled), names it, writes the
+report, and publishes the exit code, so every path ends within the timeout plus a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from envcheck.collectives.faults import fault_from_env
+from envcheck.collectives.rank_plan import collective, run_plan
+from envcheck.collectives.verdicts import combine
+from envcheck.core.check import CheckOptions
+from envcheck.core.result import Result, failed
+
+REQUIRED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+PREFIX = "envcheck/"
+POLL_S = 0.1
+BEAT_S = 0.25  # each rank's main thread bumps its heartbeat counter this often
+DEAD_AFTER_S = 1.0  # a rank whose heartbeat is silent this long is dead (its process is gone)
+GRACE_S = 3.0  # after a rank died or raised, how long the others get to report
+TERM_WAIT_S = 1.5  # rank 0, stopped by torchrun (SIGTERM), waits this long to tell who was stopped from who died
+VERDICT_MARGIN_S = 10.0  # other ranks wait this long beyond rank 0's own deadline for the exit code
+ACK_WAIT_S = 5.0  # without torchrun's agent (srun), rank 0 hosts the store: it waits this long for the others to read the verdict
+Report = Callable[[list[Result]], None]
+
+
+@dataclass(frozen=True)
+class TorchrunOptions:
+    """What the entry point parsed from its command line."""
+
+    full: bool
+    allow_cpu: bool
+    timeout_s: float
+    min_busbw_gbps: float | None = None
+    strict_perf: bool = False
+
+
+def missing_env() -> list[str]:
+    """torchrun variables absent from this environment (non-empty: not started by torchrun)."""
+    return [name for name in REQUIRED_ENV if name not in os.environ]
+
+
+def local_rank_problem(local_rank: int, visible: int, cuda_visible_devices: str | None) -> str | None:
+    """Why LOCAL_RANK cannot have its own GPU (NCCL needs one per process), or None when it can."""
+    if local_rank < visible:
+        return None
+    shown = "unset" if cuda_visible_devices is None else repr(cuda_visible_devices)
+    return (f"LOCAL_RANK {local_rank} has no GPU: only {visible} GPU(s) visible to this process "
+            f"(CUDA_VISIBLE_DEVICES={shown}); start torchrun with --nproc-per-node {max(visible, 1)} or fewer "
+            f"(one process per visible GPU), or make more GPUs visible")
+
+
+def _error(rank: int, exc: BaseException) -> dict[str, Any]:
+    return {"rank": rank, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
+            "traceback": traceback.format_exc()[-4000:]}
+
+
+class SideChannel:
+    """Per-rank phases, heartbeats and findings, plus the verdict, in the c10d store.
+
+    Watching costs three non-blocking counter reads per rank (`add(key, 0)`); a phase or the findings
+    are read only when the counters say they changed.
+    """
+
+    FOUND, STOPPED = 1, 2
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def _key(self, what: str, rank: int | None = None) -> str:
+        return f"{PREFIX}{what}" if rank is None else f"{PREFIX}{what}/{rank}"
+
+    def phase(self, rank: int, phase: str) -> None:
+        self.store.set(self._key("phase", rank), phase)
+        self.store.add(self._key("progress", rank), 1)
+
+    def beat(self, rank: int) -> None:
+        self.store.add(self._key("beat", rank), 1)
+
+    def found(self, rank: int, found: dict[str, Any]) -> None:
+        self.store.set(self._key("found", rank), json.dumps(found))
+        self.store.add(self._key("flags", rank), self.FOUND)
+
+    def stopped(self, rank: int) -> None:
+        self.store.add(self._key("flags", rank), self.STOPPED)
+
+    def set_verdict(self, code: int) -> None:
+        self.store.set(self._key("verdict"), str(code))
+
+    def ack(self) -> None:
+        """This rank read the verdict (rank 0 may now close the store it hosts)."""
+        self.store.add(self._key("acked"), 1)
+
+    def acks(self) -> int:
+        return int(self.store.add(self._key("acked"), 0))
+
+    def verdict(self) -> int | None:
+        return int(self.store.get(self._key("verdict"))) if self.store.check([self._key("verdict")]) else None
+
+    def counters(self, rank: int) -> tuple[int, int, int]:
+        """(heartbeats, phases entered, flags) of one rank; never blocks."""
+        return (int(self.store.add(self._key("beat", rank), 0)), int(self.store.add(self._key("progress", rank), 0)),
+                int(self.store.add(self._key("flags", rank), 0)))
+
+    def read_phase(self, rank: int) -> str:
+        key = self._key("phase", rank)
+        return self.store.get(key).decode() if self.store.check([key]) else "not started"
+
+    def read_found(self, rank: int) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.store.get(self._key("found", rank)))
+        return found
+
+
+@dataclass
+class RankState:
+    """What one rank last showed, and when (this process's monotonic clock) that last changed."""
+
+    beat: int = -1
+    progress: int = -1
+    beat_at: float = 0.0
+    progress_at: float = 0.0
+    phase: str = "not started"
+    found: dict[str, Any] | None = None
+    stopped: bool = False
+
+
+@dataclass
+class Monitor:
+    """Every rank's state as seen from one process; decides when to stop waiting."""
+
+    channel: SideChannel
+    world: int
+    stall_s: float
+    now: Callable[[], float] = time.monotonic
+    ranks: list[RankState] = field(default_factory=list)
+    trouble_at: float | None = None  # when a rank was first seen dead or raising
+
+    def __post_init__(self) -> None:
+        began = self.now()
+        self.ranks = [RankState(beat_at=began, progress_at=began) for _ in range(self.world)]
+
+    def poll(self, ranks: range | None = None) -> None:
+        """Read the state of `ranks` (default: all) from the store."""
+        now = self.now()
+        for rank in range(self.world) if ranks is None else ranks:
+            state = self.ranks[rank]
+            beat, progress, flags = self.channel.counters(rank)
+            if beat != state.beat:
+                state.beat, state.beat_at = beat, now
+            if progress != state.progress:
+                state.progress, state.progress_at = progress, now
+                state.phase = self.channel.read_phase(rank)
+            if flags & SideChannel.FOUND and state.found is None:
+                state.found = self.channel.read_found(rank)
+            state.stopped = bool(flags & SideChannel.STOPPED)
+        if self.trouble_at is None and any(self.kind(r) in ("dead", "raised") for r in range(self.world)):
+            self.trouble_at = now
+
+    def kind(self, rank: int) -> str:
+        """done, raised, stopped (SIGTERM from torchrun), dead (heartbeat silent) or running."""
+        state = self.ranks[rank]
+        if state.found is not None:
+            return "raised" if "error" in state.found else "done"
+        if state.stopped:
+            return "stopped"
+        if state.beat > 0 and self.now() - state.beat_at > DEAD_AFTER_S:  # it beat, then fell silent
+            return "dead"
+        return "running"
+
+    def all_done(self) -> bool:
+        return all(s.found is not None for s in self.ranks)
+
+    def stalled_for(self) -> float:
+        """Seconds since any unfinished rank last entered a new phase."""
+        return self.now() - max(s.progress_at for s in self.ranks)
+
+    def give_up(self) -> bool:
+        """True when waiting longer cannot help: grace after a death or error spent, or no progress."""
+        if self.trouble_at is not None and self.now() - self.trouble_at >= GRACE_S:
+            return True
+        return self.stalled_for() >= self.stall_s
+
+    def describe(self) -> str:
+        """One line naming the ranks that died or stalled (the usual cause) first, then the ones that
+        raised (often victims: a peer closed the connection or a collective timed out) or were stopped."""
+        parts = []
+        for rank, state in enumerate(self.ranks):
+            if self.kind(rank) == "dead":
+                parts.append(f"rank {rank} died (no heartbeat for {self.now() - state.beat_at:.1f}s) "
+                             f"after reaching '{state.phase}'")
+        running = [r for r in range(self.world) if self.kind(r) == "running"]
+        if running:
+            least = min(self.ranks[r].progress for r in running)
+            behind = [r for r in running if self.ranks[r].progress == least]
+            names = ", ".join(str(r) for r in behind)
+            verb = "still waiting after" if parts else "stalled after"  # behind a dead rank: its victims
+            parts.append(f"rank{'s' if len(behind) > 1 else ''} {names} {verb} "
+                         f"'{self.ranks[behind[0]].phase}' (no progress for {self.stalled_for():.1f}s, "
+                         f"--timeout {self.stall_s:g}s)")
+        for rank, state in enumerate(self.ranks):
+            if self.kind(rank) == "raised":
+                parts.append(f"rank {rank} raised in '{state.phase}': {(state.found or {}).get('error')}")
+        stopped = [str(r) for r in range(self.world) if self.kind(r) == "stopped"]
+        if stopped:
+            parts.append(f"rank{'s' if len(stopped) > 1 else ''} {', '.join(stopped)} stopped by torchrun (SIGTERM)")
+        return "; ".join(parts) or "no rank reported"
+
+    def table(self) -> list[dict[str, Any]]:
+        return [{"rank": r, "state": self.kind(r), "last_phase": s.phase} for r, s in enumerate(self.ranks)]
+
+
+def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, took: float) -> list[Result]:
+    world = len(findings)
+    broken = [f for f in findings if "error" in f]
+    if broken:
+        ranks = ", ".join(str(f["rank"]) for f in broken)
+        result = failed(f"{backend} collectives raised on rank(s) {ranks}: {broken[0]['error']}",
+                        "see details for each failing rank's traceback; rerun with NCCL_DEBUG=INFO",
+                        measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
+                        fault_class="node")
+        return [result.named("dist.all_reduce", took)]
+    options = CheckOptions(min_busbw_gbps=opts.min_busbw_gbps, strict_perf=opts.strict_perf)
+    return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
+            for name, steps in checks_to_run(opts)]
+
+
+def checks_to_run(opts: TorchrunOptions) -> list[tuple[str, tuple[str, ...]]]:
+    """(check name, collective steps) in the order they run, as the single-node checks define them."""
+    out = [("dist.all_reduce", ("all_reduce",)), ("dist.collectives", ("all_gather", "broadcast"))]
+    if opts.full:
+        out.append(("dist.busbw", ("sweep",)))
+    return out
+
+
+def incomplete_result(monitor: Monitor, backend: str, took: float) -> Result:
+    """FAIL naming the dead, raising, stopped or stalled ranks (not every rank reported)."""
+    details = "\n".join(f"--- rank {s.found['rank']}:\n{s.found.get('traceback', '')}" for s in monitor.ranks
+                        if s.found and "error" in s.found)
+    return failed(f"{backend} ranks did not all finish: {monitor.describe()}",
+                  "the named rank's node log shows why it died or where it hangs; rerun with NCCL_DEBUG=INFO "
+                  "(and NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, to isolate a transport)",
+                  measured={"world_size": monitor.world, "ranks": monitor.table(), "timeout_s": monitor.stall_s},
+                  details=details, fault_class="node").named("dist.all_reduce", took)
+
+
+def _store(rank: int, world: int, timeout_s: float) -> Any:
+    """A client of torchrun's store (the agent hosts it), or rank 0 hosts it outside the agent."""
+    import torch.distributed as dist
+
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    return dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500")),
+                         world, is_master=not agent and rank == 0, timeout=timedelta(seconds=timeout_s))
+
+
+def _wait_for_acks(channel: SideChannel, monitor: Monitor) -> None:
+    """When rank 0 hosts the store (no torchrun agent: srun), keep it up until the live ranks read the verdict;
+    leaving at once would make them fail reading it (connection closed) instead of exiting with it."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        return
+    live = sum(1 for r in range(1, monitor.world) if monitor.kind(r) != "dead")
+    deadline = time.monotonic() + ACK_WAIT_S
+    while channel.acks() < live and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+
+
+def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
+    """Run this rank; rank 0 calls `report` with the results. Returns (agreed exit code, clean).
+
+    `clean` is False when the plan thread may still be stuck in a collective: the caller must then
+    leave with os._exit (process teardown would wait for it).
+    """
+    import torch
+    import torch.distributed as dist
+
+    rank, world, local = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
+    use_nccl = torch.cuda.is_available() and not opts.allow_cpu
+    backend = "nccl" if use_nccl else "gloo"
+    store = _store(rank, world, max(opts.timeout_s, 30.0))
+    channel = SideChannel(dist.PrefixStore("", store))
+    channel.beat(rank)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    began = time.monotonic()
+
+    def plan() -> None:
+        try:
+            problem = local_rank_problem(local, torch.cuda.device_count(), os.environ.get("CUDA_VISIBLE_DEVICES")) \
+                if use_nccl else None
+            if problem:
+                raise RuntimeError(problem)
+            device = torch.device("cuda", local) if use_nccl else torch.device("cpu")
+            kwargs: dict[str, Any] = {}
+            if use_nccl:
+                torch.cuda.set_device(device)
+                kwargs["device_id"] = device
+            channel.phase(rank, "init")
+            dist.init_process_group(backend, store=dist.PrefixStore("pg/", store), rank=rank, world_size=world,
+                                    timeout=timedelta(seconds=opts.timeout_s), **kwargs)
+            channel.phase(rank, "barrier")
+            dist.barrier()
+            channel.phase(rank, "ready")
+            steps = tuple(step for _, names in checks_to_run(opts) for step in names)
+            found = run_plan(rank, world, device, steps, (), lambda phase: channel.phase(rank, phase),
+                             fault_from_env())
+        except Exception as exc:
+            found = _error(rank, exc)
+        channel.found(rank, found)
+
+    channel.phase(rank, "started")
+    worker = threading.Thread(target=plan, name="envcheck-dist-plan", daemon=True)
+    worker.start()
+    monitor = Monitor(channel, world, opts.timeout_s)
+    code: int | None = None
+    beat_at = 0.0
+    poll_s = max(POLL_S, world / 1000)  # rank 0 reads 3 counters per rank per poll
+    while code is None:
+        if time.monotonic() - beat_at >= BEAT_S:
+            channel.beat(rank)
+            beat_at = time.monotonic()
+        monitor.poll(None if rank == 0 else range(1))  # the others only watch rank 0
+        if rank == 0:
+            finished = monitor.all_done()
+            if stop.is_set() and not finished:
+                channel.stopped(rank)
+                time.sleep(TERM_WAIT_S)  # let live ranks say they were stopped, dead ones fall silent
+                monitor.poll()
+            if finished or stop.is_set() or monitor.give_up():
+                took = time.monotonic() - began
+                results = (_judge([s.found or {} for s in monitor.ranks], backend, opts, took) if finished
+                           else [incomplete_result(monitor, backend, took)])
+                code = int(any(r.status.is_bad for r in results))
+                try:
+                    report(results)
+                finally:
+                    channel.set_verdict(code)  # even if reporting raised: the others must not wait
+                break
+        else:
+            code = channel.verdict()
+            if code is not None:
+                break
+            if stop.is_set():
+                channel.stopped(rank)
+                code = 1
+            elif monitor.kind(0) == "dead" or monitor.stalled_for() >= opts.timeout_s + VERDICT_MARGIN_S:
+                code = 1  # rank 0 is gone, or made no progress well past its own deadline: no verdict
+            if code is not None:
+                break
+        time.sleep(poll_s)
+    if rank == 0:
+        _wait_for_acks(channel, monitor)
+    else:
+        try:
+            channel.ack()
+        except Exception:  # rank 0 and its store are gone: nothing left to tell it
+            pass
+    clean = monitor.all_done() and not stop.is_set()
+    if clean:
+        worker.join()
+        dist.destroy_process_group()
+    return code, clean

@@ -1,0 +1,42 @@
+"""The one error type the CLI turns into a one-line message and an exit code."""
+
+from __future__ import annotations
+
+# envcheck's own failure (a crash in its code, a report it could not write): never a verdict on the environment.
+INTERNAL_ERROR_EXIT = 3
+
+
+class FatalError(Exception):
+    """A problem the user must fix; printed as one line, never as a traceback."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class UsageError(FatalError):
+    """Bad usage or bad input (exit code 2)."""
+
+
+class StartFailure(RuntimeError):
+    """A process could not be started (fork/spawn failed): the check reports `error` with this cause, no trace."""
+
+
+def process_start_problem(exc: OSError) -> str:
+    """Why a fork/spawn failed, in words, with the fix (EAGAIN from fork is the user's process limit)."""
+    import errno
+
+    if exc.errno == errno.EAGAIN:
+        try:
+            import resource
+
+            soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+            limit = "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
+        except (ImportError, OSError, ValueError):
+            limit = "?"
+        return (f"cannot start a process: the user's process limit is reached (ulimit -u: {limit}); "
+                "raise it (ulimit -u) or end other processes of this user")
+    if exc.errno == errno.ENOMEM:
+        return "cannot start a process: out of memory (fork failed with ENOMEM); free memory or raise the limit"
+    return f"cannot start a process: {exc.strerror or exc}"

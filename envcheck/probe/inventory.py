@@ -1,0 +1,199 @@
+"""Driver and GPU inventory from NVML (nvidia-ml-py), falling back to nvidia-smi. UUIDs are left out.
+
+Every field is read on its own: one NVML call that fails (NOT_SUPPORTED on a MIG slice, a GPU that fell off
+the bus) leaves `absent: why` in that field alone, and the rest of the inventory stays.
+
+torch's device index is not NVML's: CUDA_VISIBLE_DEVICES reorders and hides GPUs, and with MIG torch sees
+slices, not boards. A torch device is matched to NVML by UUID only; without a match its NVML data is
+"unknown", never another GPU's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
+
+from envcheck.core.versions import cuda_version_text
+from envcheck.probe.nvml import text as _text
+from envcheck.probe.nvml import with_nvml
+from envcheck.probe.system import CommandOutput, CommandRunner, absent, nvidia_device_nodes, run_command
+
+SMI_QUERY = "name,memory.total,compute_cap,driver_version"
+T = TypeVar("T")
+
+
+
+
+def field(read: Callable[[], T], what: str) -> T | dict[str, str]:
+    """`read()`, or absent('<what> failed: <error>') for just this field."""
+    try:
+        return read()
+    except Exception as exc:  # pynvml.NVMLError and its many subclasses; a missing symbol in old bindings
+        return absent(f"{what} failed: {exc or type(exc).__name__}")
+
+
+def normal_uuid(uuid: Any) -> str:
+    """A UUID without its GPU-/MIG- prefix, lower case: torch prints none, NVML prints one."""
+    text = _text(uuid).strip().lower()
+    for prefix in ("gpu-", "mig-"):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
+
+
+def _mib(text: str) -> int:
+    return int(float(text))
+
+
+def _uuid_of(pynvml: Any, h: Any) -> str:
+    return normal_uuid(pynvml.nvmlDeviceGetUUID(h))
+
+
+def _memory_mib(pynvml: Any, h: Any) -> int:
+    return int(pynvml.nvmlDeviceGetMemoryInfo(h).total) // 2**20
+
+
+def _mig_slices(pynvml: Any, h: Any) -> list[dict[str, Any]] | dict[str, str]:
+    count = int(pynvml.nvmlDeviceGetMaxMigDeviceCount(h))
+    slices: list[dict[str, Any]] = []
+    for k in range(count):
+        try:
+            mh = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(h, k)
+        except Exception:  # NOT_FOUND: that slot holds no MIG device
+            continue
+        slices.append({"slot": k, "_uuid": field(partial(_uuid_of, pynvml, mh), "nvmlDeviceGetUUID"),
+                       "memory_mib": field(partial(_memory_mib, pynvml, mh), "nvmlDeviceGetMemoryInfo")})
+    return slices
+
+
+def _gpu(pynvml: Any, i: int) -> dict[str, Any]:
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(i)
+    except Exception as exc:
+        return {"index": i, "absent": f"nvmlDeviceGetHandleByIndex({i}) failed: {exc}"}
+
+    def capability() -> str:
+        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+        return f"{major}.{minor}"
+
+    gpu: dict[str, Any] = {
+        "index": i,
+        "name": field(lambda: _text(pynvml.nvmlDeviceGetName(h)), "nvmlDeviceGetName"),
+        "memory_mib": field(partial(_memory_mib, pynvml, h), "nvmlDeviceGetMemoryInfo"),
+        "compute_capability": field(capability, "nvmlDeviceGetCudaComputeCapability"),
+        "_uuid": field(partial(_uuid_of, pynvml, h), "nvmlDeviceGetUUID"),
+    }
+    mig = field(lambda: bool(pynvml.nvmlDeviceGetMigMode(h)[0]), "nvmlDeviceGetMigMode")
+    if isinstance(mig, dict) and "not supported" in mig["absent"].lower():
+        mig = False  # a GPU without MIG
+    gpu["mig"] = mig
+    if gpu["mig"] is True:
+        gpu["mig_slices"] = field(lambda: _mig_slices(pynvml, h), "MIG device enumeration")
+    return gpu
+
+
+def torch_device_map(torch_uuids: list[str | None], gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Which NVML GPU (and MIG slice) each torch device is, by UUID; 'unknown' when no UUID matches."""
+    out = []
+    for t, uuid in enumerate(torch_uuids):
+        entry: dict[str, Any] = {"torch_index": t, "nvml_index": absent("unknown: torch reports no UUID")}
+        if uuid:
+            key = normal_uuid(uuid)
+            entry["nvml_index"] = absent("unknown: no NVML GPU or MIG slice has this device's UUID")
+            for gpu in gpus:
+                if gpu.get("_uuid") == key:
+                    entry["nvml_index"] = gpu["index"]
+                slices = gpu.get("mig_slices")
+                for s in slices if isinstance(slices, list) else []:
+                    if s.get("_uuid") == key:
+                        entry.update(nvml_index=gpu["index"], mig_slot=s["slot"], memory_mib=s["memory_mib"])
+        out.append(entry)
+    return out
+
+
+def _torch_uuids() -> list[str | None] | None:
+    """UUIDs of the devices torch sees (device properties only, no CUDA context); None without CUDA torch."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    try:
+        if not torch.cuda.is_available():
+            return None
+        uuids: list[str | None] = []
+        for i in range(torch.cuda.device_count()):
+            value = getattr(torch.cuda.get_device_properties(i), "uuid", None)
+            uuids.append(None if value is None else str(value))
+        return uuids
+    except Exception:
+        return None
+
+
+def _strip_uuids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_uuids(v) for k, v in value.items() if k != "_uuid"}
+    if isinstance(value, list):
+        return [_strip_uuids(v) for v in value]
+    return value
+
+
+def nvml_inventory(torch_uuids: Callable[[], list[str | None] | None] = _torch_uuids) -> dict[str, Any] | str:
+    """Inventory through NVML; the reason as a string when NVML cannot be used at all."""
+    def inventory(pynvml: Any) -> dict[str, Any] | str:
+        count = field(lambda: int(pynvml.nvmlDeviceGetCount()), "nvmlDeviceGetCount")
+        gpus = [_gpu(pynvml, i) for i in range(count)] if isinstance(count, int) else count
+
+        def driver_cuda() -> str:
+            return cuda_version_text(int(pynvml.nvmlSystemGetCudaDriverVersion()))
+
+        facts: dict[str, Any] = {
+            "source": "nvml",
+            "driver_version": field(lambda: _text(pynvml.nvmlSystemGetDriverVersion()),
+                                    "nvmlSystemGetDriverVersion"),
+            "driver_cuda": field(driver_cuda, "nvmlSystemGetCudaDriverVersion"),
+            "gpus": gpus,
+        }
+        uuids = torch_uuids()
+        if uuids is not None and isinstance(gpus, list):
+            facts["torch_devices"] = torch_device_map(uuids, gpus)
+        return dict(_strip_uuids(facts))
+
+    return with_nvml(inventory, lambda exc: "NVML not installed (pip install nvidia-ml-py)"
+                     if isinstance(exc, ImportError) else f"NVML could not start ({exc}): no NVIDIA driver loaded")
+
+
+def smi_inventory(run: CommandRunner = run_command) -> dict[str, Any] | str:
+    """Inventory through nvidia-smi; the reason as a string when it cannot be used."""
+    out = run(["nvidia-smi", f"--query-gpu={SMI_QUERY}", "--format=csv,noheader,nounits"], 10.0)
+    if not isinstance(out, CommandOutput):
+        return out["absent"]
+    if out.returncode != 0:
+        return f"nvidia-smi failed: {(out.stderr or out.stdout).strip().splitlines()[-1:] or ['no output']}"
+    gpus: list[dict[str, Any]] = []
+    driver: str | None = None
+    for i, line in enumerate(row for row in out.stdout.splitlines() if row.strip()):
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 4:
+            gpus.append({"index": i, "absent": f"unparsable nvidia-smi line: {line.strip()!r}"})
+            continue
+        name, mem, cap, driver = parts
+        gpus.append({"index": i, "name": name,
+                     "memory_mib": field(partial(_mib, mem), f"memory.total {mem!r}"),
+                     "compute_capability": cap})
+    return {"source": "nvidia-smi", "driver_version": driver or absent("nvidia-smi listed no GPU"),
+            "driver_cuda": absent("nvidia-smi query does not report it"), "gpus": gpus}
+
+
+def gpu_inventory(run: CommandRunner = run_command) -> dict[str, Any]:
+    """NVML first, then nvidia-smi; when both fail, say why each did."""
+    nvml = nvml_inventory()
+    if isinstance(nvml, dict):
+        return nvml
+    smi = smi_inventory(run)
+    if isinstance(smi, dict):
+        return smi
+    nodes = nvidia_device_nodes()
+    hint = "no /dev/nvidia* device nodes" if not nodes else f"device nodes present: {', '.join(nodes)}"
+    return {"source": absent(f"{nvml}; {smi}; {hint}")}

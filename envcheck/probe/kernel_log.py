@@ -1,0 +1,60 @@
+"""Xid events from the kernel log: read what /dev/kmsg holds without ever blocking, parse NVRM Xid lines, and
+say what each common code means.
+
+NVML keeps no cheap Xid history, but the driver logs every Xid as a kernel message:
+`NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.` The PCI address ties it to a GPU.
+Meanings and actions follow NVIDIA's Xid catalog: https://docs.nvidia.com/deploy/xid-errors/index.html
+(Ampere and newer: https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+
+KMSG = "/dev/kmsg"
+
+
+
+MAX_LOG_BYTES = 16 * 2**20  # the kernel's ring buffer is at most a few MiB; stop well past that
+
+
+
+MAX_LOG_SECONDS = 2.0
+
+
+
+def read_kernel_log(path: str = KMSG) -> tuple[list[str], str | None]:
+    """The kernel log's lines as buffered now, and why it could not be read (None: it was).
+
+    /dev/kmsg is opened non-blocking: each read returns one record, EAGAIN means everything buffered has been
+    read, so this never waits for new messages. Bounded by size and time."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        hint = " (needs root or sysctl kernel.dmesg_restrict=0)" if exc.errno in (errno.EACCES, errno.EPERM) else ""
+        return [], f"{path}: {exc.strerror}{hint}"
+    chunks: list[bytes] = []
+    total, stop, why = 0, time.monotonic() + MAX_LOG_SECONDS, None
+    try:
+        while total < MAX_LOG_BYTES and time.monotonic() < stop:
+            try:
+                chunk = os.read(fd, 16384)
+            except BlockingIOError:  # EAGAIN: all that is buffered has been read
+                break
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # older records were overwritten while reading: go on
+                    continue
+                why = f"{path}: {exc.strerror}"
+                break
+            if not chunk:  # end of a regular file, or a FIFO with no writer
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace").splitlines(), why
+

@@ -1,0 +1,121 @@
+"""Bounded probes of the system: commands with timeouts (never a shell), files, libraries.
+
+Every probe returns a value or an `absent(reason)` marker, so a missing value always says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+PROBE_TIMEOUT_S = 10.0
+
+
+
+T = TypeVar("T")
+
+
+
+def absent(reason: str) -> dict[str, str]:
+    """The marker for a value that could not be had, with the reason."""
+    return {"absent": reason}
+
+
+
+def is_absent(value: Any) -> bool:
+    """True for an `absent(...)` marker."""
+    return isinstance(value, dict) and set(value) == {"absent"}
+
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    """What a probed command printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+
+CommandRunner = Callable[[list[str], float], "CommandOutput | dict[str, str]"]
+
+
+
+def run_command(argv: list[str], timeout_s: float = PROBE_TIMEOUT_S) -> CommandOutput | dict[str, str]:
+    """Run a command with a timeout; absent(reason) when it is missing, hangs or cannot start."""
+    if shutil.which(argv[0]) is None:
+        return absent(f"{argv[0]} not found on PATH")
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        return absent(f"{argv[0]} did not answer within {timeout_s:g}s")
+    except OSError as exc:
+        return absent(f"{argv[0]} could not start: {exc.strerror}")
+    return CommandOutput(done.returncode, done.stdout, done.stderr)
+
+
+
+def read_text(path: str) -> str | None:
+    """A small file's text, or None when it cannot be read."""
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return None
+
+
+
+def mapped_paths(maps: str | None = None) -> set[str] | None:
+    """The files mapped into this process (`/proc/self/maps`, or `maps` given as text); None when unreadable."""
+    text = read_text("/proc/self/maps") if maps is None else maps
+    if text is None:
+        return None
+    return {parts[5].strip() for line in text.splitlines() if len(parts := line.split(None, 5)) == 6}
+
+
+
+def load_library(name: str) -> ctypes.CDLL | str:
+    """dlopen a library; the error text when it cannot be loaded."""
+    try:
+        return ctypes.CDLL(name)
+    except OSError as exc:
+        return str(exc)
+
+
+
+def driver_cuda_version(lib: ctypes.CDLL) -> int | None:
+    """cuDriverGetVersion() from a loaded libcuda, e.g. 12080; None when the call fails."""
+    version = ctypes.c_int(0)
+    try:
+        rc = lib.cuDriverGetVersion(ctypes.byref(version))
+    except AttributeError:
+        return None
+    return int(version.value) if rc == 0 else None
+
+
+
+def nvidia_device_nodes(dev: str = "/dev") -> list[str]:
+    """The /dev/nvidia* nodes present (nvidiactl, nvidia0, nvidia-uvm ...)."""
+    try:
+        return sorted(n for n in os.listdir(dev) if n.startswith("nvidia"))
+    except OSError:
+        return []
+
+
+
+def in_container() -> bool | dict[str, str]:
+    """Whether this process runs inside a container (docker, podman, containerd, kubernetes)."""
+    if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"):
+        return True
+    cgroup = read_text("/proc/1/cgroup")
+    if cgroup is None:
+        return absent("/proc/1/cgroup not readable")
+    markers = ("docker", "kubepods", "containerd", "libpod", "lxc")
+    return any(m in cgroup for m in markers) or os.environ.get("container") is not None
+
