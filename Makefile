@@ -106,6 +106,8 @@ verify-images: $(TEST_VENV)/.installed ## run envcheck inside every built matrix
 PUBLISH_STATE ?= publish-state/$(ROW)-$(TARGET)
 LOCAL ?=
 PUBLISH_ENV = $(IMAGES_ENV) $(TOOL) image publish
+# The test venv only when TOOL runs from it (images.yml passes TOOL=envcheck, installed on the runner).
+TOOL_DEPS = $(if $(filter $(TEST_VENV)/%,$(TOOL)),$(TEST_VENV)/.installed)
 PLAN_FLAGS = --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY) $(if $(LOCAL),--local $(LOCAL)) \
 	--state $(PUBLISH_STATE)
 PUBLISH_VERIFY_FLAGS = $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $(if $(JSON),--json $(JSON)) \
@@ -115,18 +117,18 @@ PROMOTE_FLAGS = $(if $(SIGN_BY),--sign-by $(SIGN_BY)) $(if $(REGISTRIES_D),--reg
 NEEDS_REGISTRY = @test -n "$(REGISTRY)" || { echo "make $@ needs REGISTRY=host/org/name (e.g. ghcr.io/org/envcheck)" >&2; exit 2; }
 
 .PHONY: publish-dry-run publish-stage publish-verify publish-promote publish push
-publish-dry-run: $(TEST_VENV)/.installed ## print what `make publish` would push, verify and tag, and where (touches nothing)
+publish-dry-run: $(TOOL_DEPS) ## print what `make publish` would push, verify and tag, and where (touches nothing)
 	$(NEEDS_REGISTRY)
 	$(PUBLISH_ENV) plan $(PLAN_FLAGS)
 
-publish-stage: $(TEST_VENV)/.installed ## push ROW/TARGET under its staging tag only; record the digest in PUBLISH_STATE
+publish-stage: $(TOOL_DEPS) ## push ROW/TARGET under its staging tag only; record the digest in PUBLISH_STATE
 	$(NEEDS_REGISTRY)
 	$(PUBLISH_ENV) stage $(PLAN_FLAGS)
 
-publish-verify: $(TEST_VENV)/.installed ## pull the staged digest, run envcheck inside it (ALLOW_CPU=1 LEVEL=full JSON= JUNIT=)
+publish-verify: $(TOOL_DEPS) ## pull the staged digest, run envcheck inside it (ALLOW_CPU=1 LEVEL=full JSON= JUNIT=)
 	$(PUBLISH_ENV) verify --state $(PUBLISH_STATE) $(PUBLISH_VERIFY_FLAGS)
 
-publish-promote: $(TEST_VENV)/.installed ## point every public tag at the verified digest (SIGN_BY= REGISTRIES_D= ATTEST_KEY=)
+publish-promote: $(TOOL_DEPS) ## point every public tag at the verified digest (SIGN_BY= REGISTRIES_D= ATTEST_KEY=)
 	$(PUBLISH_ENV) promote --state $(PUBLISH_STATE) $(PROMOTE_FLAGS)
 
 publish: publish-stage ## stage, verify, promote: make publish REGISTRY=ghcr.io/org/envcheck [ALLOW_CPU=1]
