@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from envcheck.errors import FatalError, UsageError
+from envcheck.core.errors import FatalError, UsageError
 from envcheck.images import skopeo
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"

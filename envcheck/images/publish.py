@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from envcheck.errors import FatalError
+from envcheck.core.errors import FatalError
 from envcheck.images import provenance, skopeo
 from envcheck.images import publish_state as records
 from envcheck.images.container import ImageRun, RunOptions, run_in_image

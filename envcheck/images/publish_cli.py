@@ -7,7 +7,7 @@ import datetime
 import sys
 from pathlib import Path
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 
 
 def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

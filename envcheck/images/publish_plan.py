@@ -6,7 +6,7 @@ import datetime
 import re
 from dataclasses import dataclass
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 from envcheck.images.matrix import Matrix
 
 # A repository reference: host[:port]/path (lower case, Docker's grammar, no tag or digest).

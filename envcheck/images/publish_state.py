@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from envcheck.errors import UsageError
+from envcheck.core.errors import UsageError
 from envcheck.images.publish_plan import PublishPlan, check_digest, check_repository
 
 STAGED = "staged.json"

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from envcheck.errors import FatalError
+from envcheck.core.errors import FatalError
 
 REGISTRY_FAILED = 4  # exit code: the registry or the transport failed (not a verdict on the image)
 _LOOPBACK = ("127.", "localhost", "[::1]")
