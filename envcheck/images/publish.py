@@ -56,12 +56,17 @@ def stage(plan: PublishPlan, state: Path) -> Staged:
 def verify(state: Path, options: RunOptions) -> tuple[ImageRun, dict[str, object]]:
     """Pull the staged digest itself and run envcheck inside it; write verified.json (an in-toto Statement)."""
     staged = load_staged(state)
+    had_it = subprocess.run([docker_binary(), "image", "inspect", staged.ref], capture_output=True, timeout=60,
+                            check=False).returncode == 0
     docker(["pull", staged.ref], f"pulling {staged.ref}", timeout_s=3600)
     client = connect()
     try:
         run = run_in_image(client, staged.ref, options)
     finally:
         client.close()
+        if not had_it:  # leave the engine as it was: the pulled digest goes again
+            subprocess.run([docker_binary(), "image", "rm", staged.ref], capture_output=True, timeout=120,
+                           check=False)
     statuses = {r.name: r.status.value for r in run.report.results} if run.report and not run.error else {}
     predicate = {**provenance.test_result(statuses), "configuration": [],
                  "url": provenance.run_url(provenance.github_env())}

@@ -73,11 +73,12 @@ def test_publish_pushes_verifies_by_digest_and_points_every_tag_at_it(
     digest = full_publish(tmp_path, f"{registry}/t/ok", standins["pass-a"])
     assert tag_digest(registry, "t/ok", f"staging-{TEST_ROW}-runtime") == digest
     assert tags_of(registry, "t/ok") == dict.fromkeys(public_tags(), digest)
-    # verify pulled the digest itself, and ran envcheck inside it (the stand-in's real report came back)
+    # verify pulled the digest itself and ran envcheck inside it (the stand-in's real report came back), then
+    # removed what it pulled
     docker = find_docker() or "docker"
     pulled = subprocess.run([docker, "image", "inspect", f"{registry}/t/ok@{digest}"], capture_output=True,
                             timeout=60, check=False)
-    assert pulled.returncode == 0
+    assert pulled.returncode != 0, "verify left the pulled digest in the engine"
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["images"][0]["image"] == f"{registry}/t/ok@{digest}" and report["exit_code"] == 0
     statement = json.loads((tmp_path / "verified.json").read_text())
