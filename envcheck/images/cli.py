@@ -57,12 +57,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     wheels.add_argument("--dest", type=Path, help="default: .wheelhouse/ in the repository")
     wheels.add_argument("--no-devel", action="store_true", help="skip nvcc (devel target) wheels")
     wheels.set_defaults(handler=_lazy("envcheck.images.commands", "cmd_image_wheelhouse"))
-    push = isub.add_parser("push", help="tag a built row/target for REGISTRY and push every tag")
-    _matrix_arg(push)
-    _row_target_args(push)
-    push.add_argument("--registry", required=True, help="e.g. ghcr.io/org/envcheck")
-    push.set_defaults(handler=_lazy("envcheck.images.commands", "cmd_image_push"))
-    image.set_defaults(handler=_missing(image, "verify, build, wheelhouse, push"))
+    from envcheck.images.publish_cli import register as register_publish
+
+    register_publish(isub)
+    image.set_defaults(handler=_missing(image, "verify, build, wheelhouse, publish"))
 
 
 def _matrix_arg(parser: argparse.ArgumentParser) -> None:
