@@ -10,7 +10,7 @@ from pathlib import Path
 from envcheck.core.errors import FatalError
 from envcheck.images import provenance, skopeo
 from envcheck.images import publish_state as records
-from envcheck.images.container import ImageRun, RunOptions, run_in_image
+from envcheck.images.docker_run import ImageRun, RunOptions, run_in_image
 from envcheck.images.engine import connect, docker_binary
 from envcheck.images.publish_plan import PublishPlan
 from envcheck.images.publish_state import REFUSED, VERIFIED, Staged, load_staged, read_json

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from envcheck.app.images import selected_matrix
 from envcheck.core.errors import FatalError, UsageError
 from envcheck.images import build as builder
-from envcheck.images.cli import selected_matrix
-from envcheck.images.container import ImageRun, RunOptions, run_in_image
+from envcheck.images.docker_run import ImageRun, RunOptions, run_in_image
 from envcheck.images.engine import connect, docker_binary
 from envcheck.images.matrix import Matrix, Row
 from envcheck.images.nvcc import nvcc_requirement

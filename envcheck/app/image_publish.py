@@ -12,7 +12,7 @@ from envcheck.core.errors import UsageError
 
 def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `image publish` and its steps under `envcheck image`."""
-    from envcheck.images.cli import _matrix_arg, _missing, _verify_args
+    from envcheck.app.images import _matrix_arg, _missing, _verify_args
 
     publish = isub.add_parser("publish", help="stage, verify and promote one row/target (docs/publishing.md)")
     psub = publish.add_subparsers(dest="publish_command", parser_class=type(publish))
@@ -65,7 +65,7 @@ def _state(args: argparse.Namespace) -> Path:
 
 
 def _plan(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from envcheck.images.cli import selected_matrix
+    from envcheck.app.images import selected_matrix
     from envcheck.images.publish_plan import make_plan
 
     return make_plan(selected_matrix(args), args.row, args.target, args.registry, local_image=args.local,
@@ -92,7 +92,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """envcheck inside the staged digest; exit 0 only when it passed."""
     from rich.console import Console
 
-    from envcheck.images.commands import _write, run_options
+    from envcheck.app.image_commands import _write, run_options
     from envcheck.images.publish import verify
     from envcheck.images.verify import aggregate_json, aggregate_junit, image_exit_code, print_matrix
 
