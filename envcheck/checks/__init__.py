@@ -20,6 +20,7 @@ from envcheck.checks import (
     libraries,
     network,
     numerics,
+    runtime,
     torch_compile,
     vision,
 )
@@ -33,6 +34,7 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     libraries.CHECKS,
     vision.CHECKS,
     container.CHECKS,
+    runtime.CHECKS,
     network.CHECKS,
     numerics.CHECKS,
     torch_compile.CHECKS,
