@@ -44,6 +44,11 @@ def leftovers(tmp: Path) -> list[str]:
     return sorted({p.name for pattern in PATTERNS for p in tmp.glob(pattern)})
 
 
+def _sigint_default() -> None:
+    """A job started in the background inherits SIGINT ignored (and Python then installs no handler): undo that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def one(only: str, sig: signal.Signals | None, delay: float, timeout: float) -> tuple[int | None, list[str], int, float]:
     """One run: (exit code, leftovers, processes left, seconds). `sig` None: a clean run to its end."""
     tmp = Path(tempfile.mkdtemp(prefix="sigleft-"))
@@ -53,7 +58,7 @@ def one(only: str, sig: signal.Signals | None, delay: float, timeout: float) -> 
     start = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "envcheck", "run", "--level", "full", "--allow-cpu", "--only", only],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_sigint_default)
     try:
         if sig is not None:
             try:
