@@ -20,7 +20,7 @@ from envcheck.core.errors import FatalError
 from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
-from envcheck.core.text import visible
+from envcheck.core.text import one_line, visible
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.summary import exit_code
@@ -73,6 +73,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print_report(partial, console)
             raise
         facts = runner.facts()
+        for note in runner.notes:  # e.g. no writable temp dir for the run's private one: the run went on without
+            with contextlib.suppress(OSError, ValueError):
+                print(f"envcheck: note: {one_line(note)}", file=sys.stderr, flush=True)
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
     print_report(report, console)

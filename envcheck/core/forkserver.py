@@ -10,7 +10,8 @@ session of its own, it talks over a SOCK_SEQPACKET socket (fd numbers in ENVCHEC
 - `{"op": "preload", "modules": [...]}`: imports heavy modules once, so later forks inherit them;
 - `{"op": "state"}`: what is imported, and whether CUDA was initialised here (it must never be).
 
-EOF on the socket (envcheck ended, however) makes it kill every worker's process group and exit. Forking
+EOF on the socket (envcheck ended, however) makes it kill every worker's process group, remove the run's
+private temp dir (ENVCHECK_RUN_DIR, see `envcheck.core.rundir`) and exit. Forking
 after CUDA is initialised is unsafe, so nothing here touches `torch.cuda` beyond `is_initialized()`.
 """
 
@@ -27,6 +28,7 @@ import socket
 import sys
 from typing import Any
 
+from envcheck.core import rundir
 from envcheck.core.protocol import Op
 
 FDS_ENV = "ENVCHECK_FORKSERVER_FDS"
@@ -60,9 +62,10 @@ def cuda_initialized() -> bool:
 class Server:
     """The fork loop."""
 
-    def __init__(self, sock: socket.socket, lifeline: int) -> None:
+    def __init__(self, sock: socket.socket, lifeline: int, run_dir: str | None = None) -> None:
         self.sock = sock
         self.lifeline = lifeline
+        self.run_dir = run_dir  # the run's private temp dir: each worker makes its own part of it its TMPDIR
         self.children: dict[int, int] = {}  # worker pid -> write end of its status pipe
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
@@ -140,7 +143,7 @@ class Server:
             self.sock.close()
             for fd in (status, self.wake_r, self.wake_w, *self.children.values()):
                 os.close(fd)
-            run_forked(requests, replies, log, self.lifeline, server_pid)
+            run_forked(requests, replies, log, self.lifeline, server_pid, self.run_dir)
         for fd in (requests, replies, log):
             os.close(fd)
         self.children[pid] = status
@@ -177,15 +180,17 @@ class Server:
 def main() -> None:
     """Handshake, import torch once, then fork workers on request."""
     control, lifeline = (int(fd) for fd in os.environ.pop(FDS_ENV).split(","))
+    run_dir = os.environ.pop(rundir.RUN_DIR_ENV, None)
     sock = socket.socket(fileno=control)
     send(sock, {"hello": os.getpid()})
     modules = ["torch"] if importlib.util.find_spec("torch") is not None else []
     send(sock, {"ready": True, **preload(modules)})
-    server = Server(sock, lifeline)
+    server = Server(sock, lifeline, run_dir)
     try:
         server.serve()
     finally:
         server.shutdown()
+        rundir.remove(run_dir)  # envcheck is gone (even by SIGKILL) or done: nothing of the run stays
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         os._exit(0)

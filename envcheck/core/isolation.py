@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any
 
+from envcheck.core import rundir, signals
 from envcheck.core.forkserver import FDS_ENV, MAX_MESSAGE
 from envcheck.core.protocol import Op
 from envcheck.core.scratch import scratch_file
@@ -97,6 +98,8 @@ class ForkServer:
         self._hello = False
         self.ready: dict[str, Any] | None = None
         self._failure: WorkerFailure | None = None
+        self.run_dir: str | None = None  # the run's private temp dir (envcheck.core.rundir), once spawned
+        self.no_run_dir: str | None = None  # why there is none
 
     @property
     def pid(self) -> int | None:
@@ -125,6 +128,10 @@ class ForkServer:
             self._failure = WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
             return
         env = dict(os.environ if self._env is None else self._env)
+        with signals.deferred():  # made and recorded as one step: a signal between them would leak the dir
+            self.run_dir, self.no_run_dir = rundir.create(env)
+        if self.run_dir is not None:
+            env[rundir.RUN_DIR_ENV] = self.run_dir
         env.setdefault("PYTHONFAULTHANDLER", "1")
         env["PYTHONUNBUFFERED"] = "1"
         env[FDS_ENV] = f"{theirs.fileno()},{life_r}"
@@ -246,11 +253,16 @@ class ForkServer:
                 pass
 
     def close(self) -> None:
-        """Stop the server; every worker sees the lifeline close and kills its group."""
+        """Stop the server (every worker sees the lifeline close and kills its group), remove the run's dir."""
         self._kill()
         if self._log is not None:
             self._log.close()
             self._log = None
+        self.remove_run_dir()
+
+    def remove_run_dir(self) -> None:
+        """Remove the run's private temp dir (every process that wrote there is dead or being killed)."""
+        rundir.remove(self.run_dir)
 
     def abort(self) -> None:
         """Kill the server now, from any thread, without waiting for a lock."""
@@ -367,7 +379,7 @@ class Worker:
         return WorkerFailure(FailureKind.EXIT, f"the check's process died (exited with code {code})", output)
 
     def kill(self, wait: bool = True) -> None:
-        """Kill the child's whole process group and wait (briefly) for the server to reap it."""
+        """Kill the child's whole process group, wait (briefly) for the server to reap it, remove its temp dir."""
         pid, self._pid = self._pid, None
         if pid is None:
             return
@@ -376,6 +388,8 @@ class Worker:
             self._exit_code(10)
         _close(self._req, self._rep, self._status)
         self._req = self._rep = self._status = -1
+        if self._server.run_dir is not None:  # what its killed DataLoader workers or compiles left there
+            rundir.remove(rundir.worker_dir(self._server.run_dir, pid), wait_s=1.0 if wait else 0.0)
 
     def abort(self) -> None:
         """Kill the child's group now, from any thread; its pipes stay open for the thread using them."""

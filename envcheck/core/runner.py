@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from envcheck.core import signals
 from envcheck.core.check import CheckSpec, Context, Hooks, Level
 from envcheck.core.errors import UsageError
 from envcheck.core.execute import execute
@@ -119,25 +120,35 @@ class Runner:
             return
         self.close()
 
+    @property
+    def notes(self) -> list[str]:
+        """What the run did without (no writable temp dir for its private one), for the caller to say."""
+        return [self._server.no_run_dir] if self._server.no_run_dir else []
+
     def start(self) -> None:
         """Spawn the fork server now, so its torch import overlaps whatever the caller does next."""
         self._server.start()
 
     def close(self) -> None:
-        """Stop every worker and its process group, then the fork server."""
-        with self._lock:
-            workers = list(self._workers.values())
-            self._workers.clear()
-        for worker in workers:
-            worker.close()
-        self._server.close()
+        """Stop every worker and its process group, then the fork server; remove the run's private temp dir.
+        A signal that comes meanwhile waits until that is done (then stops envcheck as usual)."""
+        with signals.deferred():
+            with self._lock:
+                workers = list(self._workers.values())
+                self._workers.clear()
+            for worker in workers:
+                worker.close()
+            self._server.close()
 
     def abort(self) -> None:
-        """Kill every worker group and the fork server now; later checks are not run. Safe from any thread."""
-        self._aborted = True
-        self._server.abort()
-        for worker in list(self._workers.values()):
-            worker.abort()
+        """Kill every worker group and the fork server now, then remove the run's private temp dir; later checks
+        are not run. Safe from any thread; a second signal cannot cut it short."""
+        with signals.deferred(redeliver=False):
+            self._aborted = True
+            self._server.abort()
+            for worker in list(self._workers.values()):
+                worker.abort()
+            self._server.remove_run_dir()
 
     def _worker(self, group: str) -> Worker:
         with self._lock:

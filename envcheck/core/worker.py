@@ -21,6 +21,7 @@ import sys
 import threading
 from typing import Any
 
+from envcheck.core import rundir
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.execute import crashed, execute, jsonable
 from envcheck.core.protocol import Op
@@ -105,8 +106,10 @@ def serve(requests: int, replies: int) -> None:
             rout.flush()
 
 
-def run_forked(requests: int, replies: int, log: int, lifeline: int, server_pid: int) -> None:
-    """Entry of a freshly forked worker (called in the child, never returns)."""
+def run_forked(requests: int, replies: int, log: int, lifeline: int, server_pid: int,
+               run_dir: str | None = None) -> None:
+    """Entry of a freshly forked worker (called in the child, never returns); its temp dir is its own part of
+    `run_dir` (see `envcheck.core.rundir`)."""
     code = 0
     try:
         os.setsid()  # its own process group: a timeout kills the check and everything it started
@@ -122,6 +125,7 @@ def run_forked(requests: int, replies: int, log: int, lifeline: int, server_pid:
         for fd in (requests, replies, lifeline):  # the check's own subprocesses must not hold them
             os.set_inheritable(fd, False)
         watch_lifeline(lifeline)
+        rundir.enter(run_dir)
         serve(requests, replies)
     except BaseException:  # report it in the log, then leave without running the server's atexit hooks
         import traceback
