@@ -62,13 +62,20 @@ def _env(**changes: str | None) -> dict[str, str]:
     return env
 
 
-def test_healthy_host_passes_and_reports_figures() -> None:
-    result = run_check("compile.inductor", env=no_gpu_env())
+def test_healthy_host_passes_and_reports_figures(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"  # the user's temp dir: Inductor's default cache would be tmp/torchinductor_<user>
+    tmp.mkdir()
+    env = {**no_gpu_env(), "TMPDIR": str(tmp)}
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    result = run_check("compile.inductor", env=env)
     assert result.status is Status.PASS, (result.summary, result.details)
     cpu = result.measured["devices"]["cpu"]
     assert cpu["compile_s"] > 0 and cpu["compiled_ms"] > 0 and cpu["eager_ms"] > 0
     assert cpu["compiled_vs_eager"] > 0 and cpu["max_rel_diff"] <= 1e-4
     assert result.measured["cxx"]
+    assert result.measured["dirs"]["temp dir"] == str(tmp)  # the probes name the user's dirs, not the private one
+    assert result.measured["dirs"]["Inductor cache"].startswith(f"{tmp}/torchinductor_")
+    assert list(tmp.iterdir()) == [], "the compile's cache stayed in the user's temp dir"
 
 
 @pytest.mark.parametrize("variable", ["TMPDIR", "TORCHINDUCTOR_CACHE_DIR"])

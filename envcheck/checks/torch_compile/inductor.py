@@ -1,7 +1,10 @@
 """compile.inductor: torch.compile (Inductor) compiles a function and its backward on CPU and every GPU.
 
-It compiles in the temp and cache directories this process inherited (TMPDIR, TORCHINDUCTOR_CACHE_DIR,
-TRITON_CACHE_DIR), because those are what a user's job would use; redirecting them would test nothing.
+It compiles in the cache directories this process inherited (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR) when the
+user set them, because those are what a user's job would use; redirecting them would test nothing. Inductor's
+default cache (<TMPDIR>/torchinductor_<user>) goes in the worker's private temp dir (envcheck.core.rundir), made
+inside the user's temp dir, so on the same mount, and removed with the run: nothing of this check stays behind.
+The pre-flight probes name the user's own directories.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from envcheck.checks.torch_compile import toolchain as probes
 from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, preflight_cause
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, passed
+from envcheck.core.rundir import user_paths
 
 SHAPE = (256, 512)  # small: compile time does not depend on it (dynamic=False), the timing is not all overhead
 TOLERANCE = 1e-4
@@ -135,7 +139,7 @@ def compile_inductor(ctx: Context) -> Result:
         try:
             figures = run_on(device)
         except Exception as exc:
-            text = _error_text(exc)
+            text = user_paths(_error_text(exc))  # the user's temp dir, not this worker's private one
             cause = _failure(text, ev)
             problems.append(Cause(f"torch.compile fails on {device}: {cause.summary}", cause.fix,
                                   fault_class=cause.fault_class))

@@ -7,9 +7,10 @@ import re
 import shutil
 import subprocess
 import sysconfig
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from envcheck.core.rundir import user_env, user_temp_dir
 
 PROBE_TIMEOUT_S = 10.0
 
@@ -97,11 +98,17 @@ def dir_problems(path: str) -> tuple[str, ...]:
     return tuple(problems)
 
 
+def default_cache_dir() -> str:
+    """Inductor's default cache, <TMPDIR>/torchinductor_<user>, in the temp dir the user's jobs use (this check's
+    own worker has a private TMPDIR on the same mount, envcheck.core.rundir, which is what its compile fills)."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir as inductors
+
+    return os.path.join(user_temp_dir(), os.path.basename(inductors()))
+
+
 def inductor_cache_dir() -> str:
     """Where Inductor caches compiled code: $TORCHINDUCTOR_CACHE_DIR, else <TMPDIR>/torchinductor_<user>."""
-    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-
-    return os.path.abspath(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
+    return os.path.abspath(user_env("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
 
 
 def triton_cache_dir() -> str:
@@ -112,11 +119,9 @@ def triton_cache_dir() -> str:
 
 
 def directories(gpu: bool) -> list[Directory]:
-    """The directories a compile in this process would use, each with its problems (none when fine)."""
-    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-
+    """The directories the user's compile would use, each with its problems (none when fine)."""
     dirs = [
-        ("temp dir", tempfile.gettempdir(), "TMPDIR"),
+        ("temp dir", user_temp_dir(), "TMPDIR"),
         ("Inductor cache", inductor_cache_dir(), "TORCHINDUCTOR_CACHE_DIR"),
         # codecache._HEADER_DIR: precompiled headers always go under the *default* cache dir, so only TMPDIR
         # moves them, whatever TORCHINDUCTOR_CACHE_DIR says.
