@@ -20,6 +20,37 @@ def sleeps_forever(ctx: Context) -> Result:
     return passed("unreachable")
 
 
+def holds_a_dataloader(ctx: Context) -> Result:
+    """Takes one batch from a real 1-worker DataLoader, then hangs: its worker process holds the `pymp-*` dir
+    multiprocessing made in the temp dir to pass the batch's shared memory (resource_sharer), which only that
+    process's exit handler would remove."""
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Zeros(Dataset[torch.Tensor]):
+        def __len__(self) -> int:
+            return 1000
+
+        def __getitem__(self, index: int) -> torch.Tensor:
+            return torch.zeros(1024)
+
+    batches = iter(DataLoader(Zeros(), batch_size=None, num_workers=1))
+    next(batches)
+    time.sleep(3600)
+    return passed("unreachable")
+
+
+def temp_dirs(ctx: Context) -> Result:
+    """Reports the temp dirs this worker got: TMPDIR, what tempfile and Inductor use, the user's temp dir."""
+    import tempfile
+
+    from envcheck.core.rundir import user_temp_dir
+
+    return passed("temp dirs", measured={"TMPDIR": os.environ.get("TMPDIR"), "tempfile": tempfile.gettempdir(),
+                                         "inductor": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+                                         "user": user_temp_dir(), "pid": os.getpid()})
+
+
 def segfaults(ctx: Context) -> Result:
     """Dereferences NULL."""
     print("about to segfault", flush=True)

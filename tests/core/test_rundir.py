@@ -1,0 +1,90 @@
+"""The run's private temp dir (envcheck.core.rundir): each worker's TMPDIR, inside the user's, gone with the run.
+
+Real Runner, real forked workers; the checks report what temp dirs they got (tests/core/fault_checks.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from envcheck.core import signals
+from envcheck.core.check import CheckSpec, Context
+from envcheck.core.result import Status
+from envcheck.core.runner import Interrupted, Runner, interruptible
+from tests.core import fault_checks
+
+
+def _spec(group: str, func=fault_checks.temp_dirs, timeout_s: float = 60) -> CheckSpec:  # type: ignore[no-untyped-def]
+    return CheckSpec(f"test.temp_{group}", func, "x", group=group, timeout_s=timeout_s)
+
+
+def test_each_worker_gets_its_own_temp_dir_inside_the_users_and_the_run_leaves_none(tmp_path: Path) -> None:
+    tmp, cache = tmp_path / "tmp", tmp_path / "my-inductor-cache"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+    with Runner(Context(), env=env, share_gpu=True) as runner:
+        results = runner.run([_spec("a"), _spec("b")])
+        run_dir = runner._server.run_dir
+        assert run_dir is not None and Path(run_dir).parent == tmp and Path(run_dir).is_dir()
+        assert runner.notes == []
+    for result in results:
+        got = result.measured
+        assert result.status is Status.PASS, result
+        assert got["TMPDIR"] == got["tempfile"] == os.path.join(run_dir, f"w{got['pid']}")
+        assert got["user"] == str(tmp)  # what the compile check's probes name: the user's own temp dir
+        assert got["inductor"] == str(cache)  # a cache the user set is the user's: left as it is
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_worker_killed_on_timeout_loses_its_temp_dir_at_once(tmp_path: Path) -> None:
+    """A real DataLoader worker holds its `pymp-*` dir when the check's timeout kills the group: the dir goes
+    with the worker, while the run (and its dir) goes on."""
+    pytest.importorskip("torch")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.extend(str(p) for p in tmp.glob("envcheck-run-*/w*/pymp-*"))
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    with Runner(Context(), env={**os.environ, "TMPDIR": str(tmp)}, share_gpu=True) as runner:
+        (result,) = runner.run([_spec("pymp", fault_checks.holds_a_dataloader, timeout_s=8)])
+        stop.set()
+        watcher.join()
+        assert result.status is Status.ERROR and "timed out" in (result.reason or ""), result
+        assert seen, "the DataLoader never made its pymp-* dir, so the next line would prove nothing"
+        assert os.listdir(runner._server.run_dir or "") == []
+    assert list(tmp.iterdir()) == []
+
+
+def test_without_a_writable_temp_dir_the_run_goes_on_and_says_so(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"  # not writable for root too (a read-only mount is in tests/hardened)
+    with Runner(Context(), env={**os.environ, "TMPDIR": str(missing)}, share_gpu=True) as runner:
+        (result,) = runner.run([_spec("a")])
+        notes = runner.notes
+    assert result.status is Status.PASS and result.measured["TMPDIR"] == str(missing)
+    assert len(notes) == 1 and str(missing) in notes[0] and "not writable" in notes[0]
+
+
+def test_a_signal_during_clean_up_waits_until_it_is_done() -> None:
+    done = []
+    with pytest.raises(Interrupted) as stopped, interruptible():
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the handler would run here, cutting the clean-up short
+            done.append("clean-up")
+    assert done == ["clean-up"] and stopped.value.signum == signal.SIGTERM
+    with interruptible(), signals.deferred(redeliver=False):  # already stopping for a signal: not raised again
+        os.kill(os.getpid(), signal.SIGHUP)
+        time.sleep(0.05)
