@@ -8,51 +8,54 @@ import sys
 from typing import Any
 
 from envcheck.app.args import output_path
+from envcheck.core.text import visible
 from envcheck.host import collect
 
 
 def print_host(doc: dict[str, Any]) -> None:
-    """The human form: one line per fact, then the rows."""
-    from rich.console import Console
-    from rich.markup import escape
+    """The human form: one line per fact, then the rows. Every value from outside (a GPU name, Docker's and the
+    compose file's text, paths) goes through core.text.visible: shown, never markup or a terminal sequence."""
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(highlight=False, width=200 if not sys.stdout.isatty() else None)
+    from envcheck.app.output import Terminal
+
+    console = Terminal(highlight=False, width=200 if not sys.stdout.isatty() else None)
+
+    def line(text: str) -> None:
+        console.print(Text(visible(text)), soft_wrap=True)
+
     gpu = doc["gpu"]
     if not gpu["gpus"]:
-        console.print(f"No NVIDIA GPU: {escape(gpu['why_none'] or 'none listed')}. Listing what each row needs.",
-                      soft_wrap=True)
+        line(f"No NVIDIA GPU: {gpu['why_none'] or 'none listed'}. Listing what each row needs.")
     else:
         caps = ", ".join(f"{g['name']} (sm_{str(g['compute_capability']).replace('.', '')})"
                          if g["compute_capability"] else f"{g['name']} (compute capability unknown)"
                          for g in gpu["gpus"])
-        console.print(f"Driver {gpu['driver'] or '?'} (CUDA {gpu['driver_cuda'] or '?'}, from {gpu['source']}); "
-                      f"GPUs: {escape(caps)}")
-    console.print(escape(doc["docker"]["summary"]))
+        line(f"Driver {gpu['driver'] or '?'} (CUDA {gpu['driver_cuda'] or '?'}, from {gpu['source']}); GPUs: {caps}")
+    line(doc["docker"]["summary"])
     for spec in doc["cdi"]["specs"]:
         if not spec["error"]:
-            console.print(escape(f"CDI {spec['kind']}: {', '.join(spec['devices']) or 'no devices'} ({spec['path']})"),
-                          soft_wrap=True)
+            line(f"CDI {spec['kind']}: {', '.join(spec['devices']) or 'no devices'} ({spec['path']})")
     problems = [*doc["cdi"]["problems"], *filter(None, [doc["dev_char"].get("problem")]),
                 *(doc["compose"]["problems"] if "compose" in doc else [])]
     for p in problems:
-        console.print(escape(f"problem ({p['fault_class']}): {p['problem']} -> fix: {p['fix']}"), soft_wrap=True)
+        line(f"problem ({p['fault_class']}): {p['problem']} -> fix: {p['fix']}")
     if "compose" in doc and not doc["compose"]["problems"]:
         names = doc["compose"]["gpu_services"]
-        console.print(escape(f"{doc['compose']['file']}: " + (f"the GPU requests of {', '.join(names)} all get "
-                                                               "CUDA (compute)" if names else "no GPU request")))
+        line(f"{doc['compose']['file']}: " + (f"the GPU requests of {', '.join(names)} all get CUDA (compute)"
+                                               if names else "no GPU request"))
     if doc.get("matrix") is None:
-        console.print(escape(doc["matrix_why"]))
+        line(doc["matrix_why"])
         return
-    table = Table(title=f"which images run here ({doc['matrix']})")
+    table = Table(title=Text(visible(f"which images run here ({doc['matrix']})")))
     for col in ("row", "torch", "cuda", "runs", "why", "tags (runtime; devel, jupyter, ssh alike)"):
         table.add_column(col, overflow="fold")
     for row in doc["rows"]:
-        runs = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[row["runs"]]
-        table.add_row(row["row"], row["torch"], row["cuda"], runs, escape(row["why"]),
-                      ", ".join(t for t in row["tags"] if t.endswith("-runtime")))
+        runs = {True: Text("yes", style="green"), False: Text("no", style="red"), None: Text("?")}[row["runs"]]
+        table.add_row(*(Text(visible(row[k])) for k in ("row", "torch", "cuda")), runs, Text(visible(row["why"])),
+                      Text(visible(", ".join(t for t in row["tags"] if t.endswith("-runtime")))))
     console.print(table)
-
 
 
 def cmd_host(args: argparse.Namespace) -> int:

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from envcheck.core.result import SCHEMA_VERSION, Status
+from envcheck.core.text import visible
 from envcheck.images.docker_run import ImageRun
 from envcheck.report.json_report import to_json_dict
 from envcheck.report.junit import junit_suite
@@ -33,11 +33,12 @@ def overall_exit_code(runs: Sequence[ImageRun]) -> int:
 
 
 def matrix_table(runs: Sequence[ImageRun]) -> Table:
-    """Checks down, images across; a container that produced no report shows its error."""
+    """Checks down, images across; a container that produced no report shows its error. Image names, check names
+    and errors come from outside (the command line, the container's report, Docker): core.text.visible."""
     table = Table(title="envcheck inside each image")
     table.add_column("check")
     for run in runs:
-        table.add_column(run.image, overflow="fold")
+        table.add_column(Text(visible(run.image)), overflow="fold")
     names: list[str] = []
     for run in runs:
         for result in run.report.results if run.report else []:
@@ -48,9 +49,10 @@ def matrix_table(runs: Sequence[ImageRun]) -> Table:
         for run in runs:
             found = next((r for r in run.report.results if r.name == name), None) if run.report else None
             cells.append(Text(found.status.value, style=STATUS_STYLES[found.status]) if found else Text("-"))
-        table.add_row(name, *cells)
-    table.add_row("[b]container[/b]", *[f"[bold red]error: {r.error}[/]" if r.error else
-                                        f"exit {r.exit_code}, {r.duration_s:.0f}s" for r in runs])
+        table.add_row(Text(visible(name)), *cells)
+    table.add_row(Text("container", style="bold"), *[Text(visible(f"error: {r.error}"), style="bold red") if r.error
+                                                     else Text(f"exit {r.exit_code}, {r.duration_s:.0f}s")
+                                                     for r in runs])
     return table
 
 
@@ -62,8 +64,9 @@ def print_matrix(runs: Sequence[ImageRun], console: Console) -> None:
             if r.status.is_bad or r.status is Status.WARN:
                 fix = f" -> {r.remediation}" if r.remediation else ""
                 colour = "red" if r.status.is_bad else "yellow"
-                console.print(f"[{colour}]{escape(run.image)}[/{colour}] {r.name} ({r.status.value}): "
-                              f"{escape(r.summary)}{escape(fix)}", highlight=False)
+                console.print(Text.assemble((visible(run.image), colour),
+                                            visible(f" {r.name} ({r.status.value}): {r.summary}{fix}")),
+                              highlight=False)
 
 
 def aggregate_json(runs: Sequence[ImageRun]) -> str:
