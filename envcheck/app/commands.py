@@ -62,6 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from envcheck.checks import HOOKS, registry
 
         runner.hooks = HOOKS
+        runner.prefetch_facts()  # in a worker of their own, beside the checks (off the GPU lane)
         specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
         try:
             results = runner.run(specs)
