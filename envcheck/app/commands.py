@@ -13,8 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from envcheck.app.args import report_on_stdout
-from envcheck.app.output import WriteError, write_output, write_reports
+from envcheck.app.output import write_output, write_reports
 from envcheck.cluster import mode as cluster
+from envcheck.cluster.own import guarded
 from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level
 from envcheck.core.errors import FatalError
 from envcheck.core.run_report import RunReport
@@ -51,7 +52,13 @@ def swept() -> Iterator[None]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run the selected checks and render every requested report."""
+    """Run the selected checks and render every requested report; under --for, envcheck's own failures never
+    drain the node (envcheck.cluster.own)."""
+    mode = cluster.mode_of(args)
+    return _run(args) if mode is None else guarded(mode, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
     # goes to stderr.
@@ -73,12 +80,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         facts = runner.facts()
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
-    print_report(report, console)
+    try:
+        print_report(report, console)
+        shown = []
+    except OSError as exc:  # a full stderr (cluster modes print the table there): the verdict still counts
+        if cluster.mode_of(args) is None:
+            raise
+        shown = [f"the table was not shown: {exc.strerror or exc}"]
     failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
-    code = cluster.finish(args, results, facts, exit_code(results))
-    if failures:  # the table is shown and --for has spoken; a report the user asked for is missing
-        raise WriteError("; ".join(failures))
-    return code
+    # the table is shown and --for has spoken; a report the user asked for is missing: exit 3 (outside --for)
+    return cluster.finish(args, results, facts, exit_code(results), [*shown, *failures])
 
 
 def cmd_list(args: argparse.Namespace) -> int:

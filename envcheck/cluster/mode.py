@@ -9,9 +9,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TextIO
 
-from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, Mode, decide, reclassify
+from envcheck.app.output import stdout_gone
+from envcheck.cluster.own import own_failure
+from envcheck.cluster.policy import Mode, decide, reclassify
 from envcheck.cluster.prometheus import render, textfile_path, write_atomic
 from envcheck.core.result import Result
 
@@ -23,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(node-problem-detector); only node faults fail (see docs/cluster.md)")
     parser.add_argument("--prometheus", type=textfile_path, metavar="FILE",
                         help="write a node_exporter textfile (atomically) with each check's status and key figures")
+
+
+def mode_of(args: argparse.Namespace) -> Mode | None:
+    """The cluster mode `--for` names, or None."""
+    return Mode(args.for_mode) if getattr(args, "for_mode", None) else None
 
 
 def adjust(args: argparse.Namespace, results: Sequence[Result]) -> list[Result]:
@@ -49,43 +56,45 @@ def drain(reason: str, env: Mapping[str, str]) -> str | None:
     return None if done.returncode == 0 else f"scontrol update failed: {(done.stderr or done.stdout).strip()}"
 
 
-def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int) -> int:
-    """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code."""
+def _say(line: str, out: TextIO) -> str | None:
+    """Print one line and flush it; the problem in words when the stream is full or closed."""
+    try:
+        print(line, file=out, flush=True)
+    except (OSError, ValueError) as exc:
+        if out is sys.stdout:
+            stdout_gone()  # the interpreter's last flush must not fail again (exit 120)
+        return f"{'stdout' if out is sys.stdout else 'stderr'} not written: {getattr(exc, 'strerror', None) or exc}"
+    return None
+
+
+def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int,
+           own: Sequence[str] = ()) -> int:
+    """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code. `own` are
+    envcheck's own failures so far (a report not written, the table not shown): in a cluster mode each is a
+    warning that never drains the node; outside one they are the caller's to raise."""
     mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+    problems = list(own)
     if mode is not None:
         decision = decide(results, mode)
         # keep `--json -`/`--junit -` pure
         out = sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "junit", None)) else sys.stdout
         for line in decision.warnings:
-            print(f"envcheck: warning: {line}", file=sys.stderr)
+            _say(f"envcheck: warning: {line}", sys.stderr)
         if decision.reason:
-            print(decision.reason, file=out)  # npd's message, the prolog's Reason=, the pod's log
-            if mode is Mode.PROLOG and decision.code:
-                note = drain(decision.reason, os.environ)
-                if note:
-                    print(f"envcheck: warning: {note}", file=sys.stderr)
+            said = _say(decision.reason, out)  # npd's message, the prolog's log, the pod's log
         elif mode is Mode.NPD:
-            print("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", file=out)
+            said = _say("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", out)
+        else:
+            said = None
+        problems += [said] if said else []
         code = decision.code
     if getattr(args, "prometheus", None):
         try:
             write_atomic(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
         except (OSError, ValueError) as exc:  # envcheck's own failure: never evidence against the node
-            return own_failure(mode, code, f"metrics not written to {args.prometheus}: {exc}")
-    return code
-
-
-def own_failure(mode: Mode | None, code: int, what: str) -> int:
-    """envcheck could not finish its own job (a write, its stderr): one line, and an exit code that never drains
-    a node for it: prolog and preflight keep the node's verdict (0 unless a node fault was found), npd says
-    'unknown' (2) unless a node fault was found. Outside cluster modes the caller's handler decides (raise)."""
-    try:
-        print(f"envcheck: warning: {' '.join(what.split())[:300]} (envcheck's own failure, not the node's)",
-              file=sys.stderr)
-    except (OSError, ValueError):  # a full or closed stderr: nothing more to say
-        pass
-    if mode is None:
-        raise OSError(what)
-    if mode is Mode.NPD:
-        return code if code == NODE_FAULT else NPD_UNKNOWN
+            problems.append(f"metrics not written to {args.prometheus}: {getattr(exc, 'strerror', None) or exc}")
+    if mode is None and problems:
+        return own_failure(None, code, "; ".join(problems))  # raises: exit 3, one line
+    for what in problems:
+        code = own_failure(mode, code, what)
     return code

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -31,12 +32,29 @@ def textfile_path(text: str) -> str:
     if text in ("", "-") or path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is not a file path; give e.g. "
                                           "/var/lib/node_exporter/textfile/envcheck.prom")
+    problem = not_regular(path)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     parent = path.parent
     if not parent.is_dir():
         raise argparse.ArgumentTypeError(f"folder {parent} does not exist; create it first")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"cannot write in {parent} (permission denied)")
     return text
+
+
+def not_regular(path: Path) -> str | None:
+    """Why `path` must not be replaced (it exists and is a device, a FIFO or a socket: renaming a temp file over
+    /dev/full as root would replace the device node), else None."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file (a FIFO or device); give a file path, e.g. envcheck.prom"
+    return None
 
 
 def _figure(results: Sequence[Result], check: str, key: str) -> float | None:
@@ -110,6 +128,9 @@ def render(results: Sequence[Result], facts: Mapping[str, Any], *, mode: str, ex
 def write_atomic(path: str, data: bytes) -> None:
     """Write `data` to a temp file next to `path`, then rename it over `path`; no partial file remains."""
     target = Path(path)
+    problem = not_regular(target)  # checked again: the target may have changed since the arguments were read
+    if problem:
+        raise ValueError(problem)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

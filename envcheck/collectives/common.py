@@ -102,6 +102,10 @@ def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
     """FAIL naming the ranks that stalled or died (or were still starting), with every rank's log."""
     measured = {"ranks": diagnosis.rank_table(outcome), "elapsed_s": outcome.elapsed_s,
                 "deadline_s": outcome.plan.deadline_s, "bisection": notes}
+    limit = diagnosis.limit_cause(diagnosis.failure_details(outcome), len(outcome.ranks))
+    if limit:  # the job user's ulimit, not the node: envcheck's own failure (no class), never a drain
+        return errored(limit, measured=measured, details=diagnosis.failure_details(outcome),
+                       code="envcheck.resource_limit")
     if diagnosis.slow_start(outcome):
         return failed(f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
                       f"failure): {diagnosis.describe_slow_start(outcome)}",
