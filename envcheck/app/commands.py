@@ -55,6 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run the selected checks and render every requested report; under --for, envcheck's own failures never
     drain the node (envcheck.cluster.own)."""
     mode = cluster.mode_of(args)
+    cluster.apply_budget(args)
     return _run(args) if mode is None else guarded(mode, lambda: _run(args))
 
 

@@ -1,27 +1,31 @@
 """The cluster options of `envcheck run` and what happens after the checks ran: class policy, the
-one-line reason, draining the node from a Slurm prolog, and the Prometheus textfile."""
+one-line reason, the Slurm prolog's verdict and the health check's drain/resume (cluster.slurm_node), the health
+check's 60 s budget, and the Prometheus textfile."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from envcheck.app.output import stdout_gone
+from envcheck.cluster import slurm_node
 from envcheck.cluster.own import own_failure
-from envcheck.cluster.policy import Mode, decide, reclassify
+from envcheck.cluster.policy import Decision, Mode, decide, reclassify
 from envcheck.cluster.prometheus import render, textfile_path, write_atomic
 from envcheck.core.result import Result
+
+HEALTH_KILL_S = 60  # slurm.conf(5), HealthCheckProgram
+HEALTH_CHECKS_S = 40.0  # the checks' share; the rest is envcheck's start (~3 s) and at most 2 Slurm calls of 5 s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--for` and `--prometheus` (validated by argparse, before any check runs)."""
     parser.add_argument("--for", dest="for_mode", choices=[m.value for m in Mode], metavar="MODE",
-                        help="exit policy for a cluster: prolog (Slurm), preflight (Kubernetes), npd "
+                        help="exit policy for a cluster: prolog (Slurm Prolog/Epilog), health (Slurm HealthCheckProgram: "
+                             "drains and resumes the node, within 60 s), preflight (Kubernetes), npd "
                              "(node-problem-detector); only node faults fail (see docs/cluster.md)")
     parser.add_argument("--prometheus", type=textfile_path, metavar="FILE",
                         help="write a node_exporter textfile (atomically) with each check's status and key figures")
@@ -38,22 +42,26 @@ def adjust(args: argparse.Namespace, results: Sequence[Result]) -> list[Result]:
     return reclassify(results, mode, getattr(args, "expect_gpus", None))
 
 
-def drain(reason: str, env: Mapping[str, str]) -> str | None:
-    """From a Slurm prolog (SLURMD_NODENAME set), drain this node with envcheck's reason; a note on failure.
+def apply_budget(args: argparse.Namespace) -> None:
+    """Health mode finishes within slurmd's 60 s (slurm.conf: HealthCheckProgram "will be killed if it does not
+    terminate normally within 60 seconds"): the checks get at most HEALTH_CHECKS_S, whatever --timeout says."""
+    if mode_of(args) is Mode.HEALTH and (args.timeout is None or args.timeout > HEALTH_CHECKS_S):
+        if args.timeout is not None:
+            _say(f"envcheck: warning: --timeout {args.timeout:g} capped to {HEALTH_CHECKS_S:g} s: slurmd kills a "
+                 f"HealthCheckProgram after {HEALTH_KILL_S} s", sys.stderr)
+        args.timeout = HEALTH_CHECKS_S
 
-    slurmd drains a node whose prolog failed with the reason "Prolog error"; draining it first, with the
-    finding, is what makes `sinfo -R` say why.
-    """
-    node = env.get("SLURMD_NODENAME")
-    scontrol = shutil.which("scontrol")
-    if not node or not scontrol:
-        return None
-    try:
-        done = subprocess.run([scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"],
-                              capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"scontrol update failed: {exc}"
-    return None if done.returncode == 0 else f"scontrol update failed: {(done.stderr or done.stdout).strip()}"
+
+def _slurm(mode: Mode, decision: Decision, results: Sequence[Result]) -> list[str]:
+    """The prolog keeps its verdict for the health check (no Slurm command: the prolog guide's rule); the health
+    check drains or resumes the node itself (cluster.slurm_node)."""
+    if mode is Mode.PROLOG and ("SLURM_JOB_ID" in os.environ or "SLURMD_NODENAME" in os.environ):
+        problem = slurm_node.remember_prolog(decision.reason if decision.code else None, os.environ)
+        return [problem] if problem else []
+    if mode is Mode.HEALTH:
+        for line in slurm_node.act(decision.reason if decision.code else "", results, os.environ):
+            _say(f"envcheck: {line}", sys.stderr)
+    return []
 
 
 def _say(line: str, out: TextIO) -> str | None:
@@ -87,6 +95,7 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         else:
             said = None
         problems += [said] if said else []
+        problems += _slurm(mode, decision, results)
         code = decision.code
     if getattr(args, "prometheus", None):
         try:

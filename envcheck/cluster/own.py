@@ -53,7 +53,8 @@ def describe(exc: BaseException) -> str:
                 f"{_limit(resource.RLIMIT_NPROC)}); raise it (ulimit -u) or end other processes of this user")
     if isinstance(exc, OSError):
         return f"envcheck could not finish: {exc.strerror or exc}"
-    from envcheck.app.guard import save_traceback  # the one crash log: envcheck's own bug, kept for its developers
+    # the one crash log: envcheck's own bug, kept for its developers
+    from envcheck.app.guard import save_traceback
 
     where = save_traceback("envcheck")
     text = str(exc).splitlines()[0] if str(exc) else ""

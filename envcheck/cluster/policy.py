@@ -30,9 +30,10 @@ LOST_GPU_FIX = ("check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off 
 class Mode(str, enum.Enum):
     """Who reads the exit code."""
 
-    PROLOG = "prolog"
+    PROLOG = "prolog"  # also the Epilog
     PREFLIGHT = "preflight"
     NPD = "npd"
+    HEALTH = "health"  # Slurm's HealthCheckProgram: drains and resumes the node itself (cluster.slurm_node)
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,14 @@ def _lost_gpu(result: Result, expect_gpus: int | None) -> bool:
 
 
 def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | None) -> list[Result]:
-    """In prolog and npd mode, a node that lacks the GPUs it must have (--expect-gpus) is a node fault.
+    """In prolog, health and npd mode, a node that lacks the GPUs it must have (--expect-gpus) is a node fault.
 
     Inside a container, no /dev/nvidia* means the container was started without GPU access (`config`).
     A prolog or npd plugin runs on the host itself, started by the cluster, not by a user: there is no
     container flag to blame, and a node with fewer GPUs than the admin said it has lost them (fallen off
     the bus, driver unloaded). In preflight mode (a pod) the pod spec can still be at fault: kept `config`.
     """
-    if mode not in (Mode.PROLOG, Mode.NPD):
+    if mode not in (Mode.PROLOG, Mode.NPD, Mode.HEALTH):
         return list(results)
     out = []
     for r in results:
@@ -92,7 +93,8 @@ def decide(results: Sequence[Result], mode: Mode) -> Decision:
     warnings = tuple(one_line(r) for r in results
                      if r.status is Status.WARN or (r.status.is_bad and r.fault_class is not FaultClass.NODE))
     if node:
-        code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
+        code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.HEALTH: NODE_FAULT,
+                Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
         reason = one_line(node[0]) + (f" (+{len(node) - 1} more node faults)" if len(node) > 1 else "")
         return Decision(code, reason, warnings)
     # Image and config faults never fail a node's gate, in any mode: exit 0 with the warnings in the job's output.

@@ -71,7 +71,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[s
                        "dist.all_reduce"], base, None)
     started = {}
     for name, (argv, where, to_full) in plans.items():
-        sink = open(full, "w") if to_full else None  # noqa: SIM115 - closed below
+        sink = open(full, "w") if to_full else None  # closed below
         started[name] = (subprocess.Popen(argv, cwd=ROOT, env=env, text=True,
                                           stdout=sink if to_full == "stdout" else subprocess.PIPE,
                                           stderr=sink if to_full == "stderr" else subprocess.PIPE), where, sink)
