@@ -14,6 +14,7 @@ from envcheck.checks import (
     container,
     cuda,
     cudnn,
+    dcgm,
     dist,
     gpu_health,
     image,
@@ -29,6 +30,7 @@ from envcheck.core.section import Section
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
     gpu_health.CHECKS,
+    dcgm.CHECKS,
     cudnn.CHECKS,
     libraries.CHECKS,
     vision.CHECKS,
