@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from rich.table import Table
 from rich.text import Text
 
-from envcheck.app.args import report_on_stdout
+from envcheck import __version__
 from envcheck.app.output import Terminal, WriteError, raise_failures, write_reports
+from envcheck.app.render import show_and_write, terminal
 from envcheck.cluster import mode as cluster
 from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level
 from envcheck.core.errors import FatalError
@@ -21,8 +22,6 @@ from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
 from envcheck.core.text import visible
-from envcheck.report.json_report import render_json
-from envcheck.report.junit import render_junit
 from envcheck.report.summary import exit_code
 from envcheck.report.table import print_facts, print_report
 
@@ -57,8 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
     # goes to stderr.
-    console = Terminal(stderr=report_on_stdout(args) or bool(getattr(args, "for_mode", None)), highlight=False,
-                      width=None if sys.stdout.isatty() else 140)
+    console = terminal(args, to_stderr=bool(getattr(args, "for_mode", None)))
     with swept(), Runner(ctx, total_timeout_s=args.timeout) as runner:
         runner.start()  # torch imports in the fork server while the checks are loaded and selected
         from envcheck.checks import HOOKS, registry
@@ -75,9 +73,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         facts = runner.facts()
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
-    print_report(report, console)
     # every report is attempted whatever happened to the table or the others; then one line, exit 3
-    failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
+    failures = show_and_write(report, args, console)
     try:  # --for's verdict and the metrics file (a failed one is --for's own failure there: cluster.own_failure)
         code = cluster.finish(args, results, facts, exit_code(results))
     except WriteError as exc:
@@ -106,8 +103,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_facts(args: argparse.Namespace) -> int:
     """Collect and print (or write) the environment facts."""
     if getattr(args, "bundle", None):  # `facts --bundle FILE`: envcheck.explain captures
-        from envcheck.app.explain import cmd_bundle
-
         return cmd_bundle(args)
     from envcheck.checks import HOOKS
 
@@ -119,4 +114,25 @@ def cmd_facts(args: argparse.Namespace) -> int:
     if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
         error = facts["error"]
         raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=1)
+    return 0
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    """`envcheck facts --bundle FILE`: capture the diagnosis inputs in an isolated worker, with the facts."""
+    from envcheck.app.output import write_output
+    from envcheck.checks import HOOKS
+    from envcheck.core.check import Context
+    from envcheck.core.result import Status
+    from envcheck.core.runner import Runner
+    from envcheck.evidence.bundle import CAPTURE_SPEC, make_bundle
+
+    with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
+        (result,) = runner.run([CAPTURE_SPEC])
+        facts = runner.facts() if result.status is Status.PASS else {}
+    if result.status is not Status.PASS:
+        raise FatalError(f"could not capture the bundle: {result.summary}", exit_code=3)
+    bundle = make_bundle(dict(result.measured["bundle"]), facts, __version__)  # type: ignore[arg-type]
+    write_output(args.bundle, json.dumps(bundle, indent=2, default=str) + "\n")
+    if args.bundle != "-":
+        print(f"wrote {args.bundle}: explain it anywhere with `envcheck explain {args.bundle}`", file=sys.stderr)
     return 0
