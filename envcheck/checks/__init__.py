@@ -19,6 +19,7 @@ from envcheck.checks import (
     image,
     libraries,
     network,
+    node,
     numerics,
     torch_compile,
     vision,
@@ -29,6 +30,7 @@ from envcheck.core.section import Section
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
     gpu_health.CHECKS,
+    node.CHECKS,
     cudnn.CHECKS,
     libraries.CHECKS,
     vision.CHECKS,
