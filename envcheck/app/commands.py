@@ -9,17 +9,19 @@ import sys
 import time
 from collections.abc import Iterator
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from envcheck.app.args import report_on_stdout
-from envcheck.app.output import WriteError, write_output, write_reports
+from envcheck.app.output import Terminal, WriteError, raise_failures, write_reports
 from envcheck.checks.node.path import node_facts, node_specs
 from envcheck.cluster import mode as cluster
 from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level, ProfileOptions
 from envcheck.core.errors import FatalError
+from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
+from envcheck.core.text import visible
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit
 from envcheck.report.summary import exit_code
@@ -71,7 +73,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
     # goes to stderr.
-    console = Console(stderr=report_on_stdout(args) or bool(getattr(args, "for_mode", None)), highlight=False,
+    console = Terminal(stderr=report_on_stdout(args) or bool(getattr(args, "for_mode", None)), highlight=False,
                       width=None if sys.stdout.isatty() else 140)
     with swept(), Runner(ctx, total_timeout_s=args.timeout) as runner:
         if not ctx.options.node_path:
@@ -94,10 +96,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
     print_report(report, console)
+    # every report is attempted whatever happened to the table or the others; then one line, exit 3
     failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
-    code = cluster.finish(args, results, facts, exit_code(results))
-    if failures:  # the table is shown and --for has spoken; a report the user asked for is missing
-        raise WriteError("; ".join(failures))
+    try:  # --for's verdict and the metrics file (a failed one is --for's own failure there: cluster.own_failure)
+        code = cluster.finish(args, results, facts, exit_code(results))
+    except WriteError as exc:
+        code = 3
+        failures.append(exc.message)
+    raise_failures(failures)  # the table is shown and --for has spoken; a report the user asked for is missing
     return code
 
 
@@ -109,9 +115,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     for col in ("check", "level", "needs", "timeout", "what it proves"):
         table.add_column(col)
     for spec in registry().values():
-        table.add_row(spec.name, spec.level.value, spec.needs.describe(), f"{spec.timeout_s:g}s",
-                      spec.description)
-    Console(highlight=False, width=160).print(table)
+        table.add_row(*(Text(visible(cell)) for cell in (spec.name, spec.level.value, spec.needs.describe(),
+                                                          f"{spec.timeout_s:g}s", spec.description)))
+    console = Terminal(highlight=False, width=160)
+    console.print(table)
+    raise_failures(write_reports([]))
     return 0
 
 
@@ -126,9 +134,8 @@ def cmd_facts(args: argparse.Namespace) -> int:
     with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         facts = runner.facts()
     if args.json != "-":
-        print_facts(facts)
-    if args.json:
-        write_output(args.json, json.dumps(facts, indent=2, default=str) + "\n")
+        print_facts(facts, Terminal(highlight=False))
+    raise_failures(write_reports([(args.json, lambda: json.dumps(redact_deep(facts), indent=2, default=str) + "\n")]))
     if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
         error = facts["error"]
         raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=1)

@@ -26,10 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Replay the bundle's diagnosis and render it as `run` would; exit as `run` would have."""
-    from rich.console import Console
-
     from envcheck.app.args import report_on_stdout
-    from envcheck.app.output import WriteError, write_reports
+    from envcheck.app.output import Terminal, raise_failures, write_reports
     from envcheck.core.check import Context
     from envcheck.core.run_report import RunReport
     from envcheck.evidence.bundle import load_bundle
@@ -46,11 +44,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     report = RunReport(results=results, facts={**facts, "bundle": {
         "file": args.bundle, "envcheck_version": bundle.get("envcheck_version"), "env": bundle.get("env", {}),
         "libraries": bundle["cuda"].get("libraries", [])}}, context=ctx)
-    console = Console(stderr=report_on_stdout(args), highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = Terminal(stderr=report_on_stdout(args), highlight=False, width=None if sys.stdout.isatty() else 140)
     print_report(report, console)
-    failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
-    if failures:
-        raise WriteError("; ".join(failures))
+    raise_failures(write_reports([(args.json, lambda: render_json(report)),
+                                  (args.junit, lambda: render_junit(report))]))
     return exit_code(results)
 
 

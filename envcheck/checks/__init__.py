@@ -21,6 +21,7 @@ from envcheck.checks import (
     network,
     node,
     numerics,
+    runtime,
     torch_compile,
     vision,
 )
@@ -35,6 +36,7 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     libraries.CHECKS,
     vision.CHECKS,
     container.CHECKS,
+    runtime.CHECKS,
     network.CHECKS,
     numerics.CHECKS,
     torch_compile.CHECKS,

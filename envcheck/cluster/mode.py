@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, Mode, decide, reclassify
-from envcheck.cluster.prometheus import render, textfile_path, write_atomic
+from envcheck.cluster.prometheus import render, textfile_path
 from envcheck.core.result import Result
+from envcheck.core.text import one_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +50,17 @@ def drain(reason: str, env: Mapping[str, str]) -> str | None:
     return None if done.returncode == 0 else f"scontrol update failed: {(done.stderr or done.stdout).strip()}"
 
 
+def _say(line: str, out: Any) -> None:
+    """One line; a closed or full stdout is the table's loss, not a reason to skip the metrics file."""
+    try:
+        print(line, file=out, flush=True)
+    except OSError:
+        from envcheck.app.output import stdout_gone
+
+        if out is sys.stdout:
+            stdout_gone()
+
+
 def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int) -> int:
     """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code."""
     mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
@@ -57,21 +69,25 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         # keep `--json -`/`--junit -` pure
         out = sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "junit", None)) else sys.stdout
         for line in decision.warnings:
-            print(f"envcheck: warning: {line}", file=sys.stderr)
+            _say(f"envcheck: warning: {line}", sys.stderr)
         if decision.reason:
-            print(decision.reason, file=out)  # npd's message, the prolog's Reason=, the pod's log
+            _say(decision.reason, out)  # npd's message, the prolog's Reason=, the pod's log
             if mode is Mode.PROLOG and decision.code:
                 note = drain(decision.reason, os.environ)
                 if note:
-                    print(f"envcheck: warning: {note}", file=sys.stderr)
+                    _say(f"envcheck: warning: {note}", sys.stderr)
         elif mode is Mode.NPD:
-            print("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", file=out)
+            _say("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", out)
         code = decision.code
     if getattr(args, "prometheus", None):
-        try:
-            write_atomic(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
-        except (OSError, ValueError) as exc:  # envcheck's own failure: never evidence against the node
-            return own_failure(mode, code, f"metrics not written to {args.prometheus}: {exc}")
+        from envcheck.app.output import WriteError, write_output
+
+        try:  # the one writer (envcheck.app.output): atomic, regular files only, one error mapping
+            write_output(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
+        except WriteError as exc:  # envcheck's own failure: never evidence against the node
+            if mode is None:
+                raise  # `run` without --for: one line, exit 3, after the other reports (envcheck.app.commands)
+            return own_failure(mode, code, f"metrics not written to {args.prometheus}: {exc.message}")
     return code
 
 
@@ -80,7 +96,7 @@ def own_failure(mode: Mode | None, code: int, what: str) -> int:
     a node for it: prolog and preflight keep the node's verdict (0 unless a node fault was found), npd says
     'unknown' (2) unless a node fault was found. Outside cluster modes the caller's handler decides (raise)."""
     try:
-        print(f"envcheck: warning: {' '.join(what.split())[:300]} (envcheck's own failure, not the node's)",
+        print(f"envcheck: warning: {one_line(' '.join(what.split()))[:300]} (envcheck's own failure, not the node's)",
               file=sys.stderr)
     except (OSError, ValueError):  # a full or closed stderr: nothing more to say
         pass
