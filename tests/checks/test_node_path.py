@@ -124,3 +124,23 @@ def test_the_torch_checks_stay_available_by_name(libdir: Path, tmp_path: Path) -
     """--only with a torch check leaves the node path: the poisoned torch is imported, and says so."""
     done = run_prolog(libdir, tmp_path, "--only", "container.shm")
     assert "torch imported on the node path" in done.stdout + done.stderr
+
+
+def test_a_second_nvml_reader_does_not_wait_again_behind_a_hung_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated NVML: nvmlInit blocks. gpu.health and node.profile both read NVML on the node path: the second
+    answers at once with the first one's evidence instead of spending another budget."""
+    import threading
+    import types
+
+    from envcheck.probe.nvml import read_nvml
+
+    release = threading.Event()
+    hung = types.ModuleType("pynvml")
+    hung.nvmlInit = lambda: release.wait(30)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", hung)
+    first = read_nvml(lambda pynvml, progress: None, lambda exc: None, budget_s=0.3)
+    began = time.monotonic()
+    second = read_nvml(lambda pynvml, progress: None, lambda exc: None, budget_s=5)
+    release.set()
+    assert first.hang is not None and second.hang is not None and second.hang.get("earlier") is True
+    assert time.monotonic() - began < 0.2
