@@ -39,6 +39,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add_shared_run_arguments(parser, timeout_default=120.0, check_outputs=False,
                              timeout_help="a rank making no progress this long (s) is reported as stalled; "
                                           "also the process-group timeout (not a cap on the whole run)")
+    parser.add_argument("--pairwise", action="store_true",
+                        help="also measure all-reduce busbw between every pair of nodes (dist.pairs; --level full "
+                             "runs it anyway) and name a slow node against --min-busbw, or else against the others")
     return parser.parse_args(argv)
 
 
@@ -58,7 +61,7 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
     # would otherwise parse as a closing tag and raise on.
     print_report(report, Console(file=out, highlight=False, markup=False))
     for r in results:
-        if r.name == "dist.busbw" and r.details:
+        if r.name in ("dist.busbw", "dist.pairs") and r.details:
             print(r.details, file=out)
     if args.json == "-":
         write_output("-", render_json(report))
@@ -90,7 +93,7 @@ def _main(argv: list[str]) -> int:
                 except argparse.ArgumentTypeError as exc:
                     raise UsageError(f"argument --{flag}: {exc}") from None
     opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
-                           min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)
+                           min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf, pairwise=args.pairwise)
     code, clean = run_this_rank(opts, lambda results: render(results, args))
     if not clean:  # a rank died or stalled: a thread may be stuck in a collective, so skip teardown
         sys.stdout.flush()
