@@ -15,8 +15,9 @@ from rich.text import Text
 from envcheck import __version__
 from envcheck.app.output import Terminal, WriteError, raise_failures, write_reports
 from envcheck.app.render import show_and_write, terminal
+from envcheck.checks.node.path import node_facts, node_specs
 from envcheck.cluster import mode as cluster
-from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level
+from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level, ProfileOptions
 from envcheck.core.errors import FatalError
 from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
@@ -27,15 +28,30 @@ from envcheck.report.table import print_facts, print_report
 
 
 def context_from_args(args: argparse.Namespace) -> Context:
-    """Build the run context from parsed `run` arguments."""
+    """Build the run context from parsed `run` arguments: a --profile's values, overridden by explicit flags
+    (--expect-gpus, --min-busbw); `args.expect_gpus` is set to the result, so the cluster policy sees it too."""
+    profile = getattr(args, "profile", None) or ProfileOptions()
+    if args.expect_gpus is None:
+        args.expect_gpus = profile.gpu_count
+    min_busbw = args.min_busbw if args.min_busbw is not None else profile.busbw_floor_gbps
     return Context(
         level=Level(args.level),
         allow_cpu=args.allow_cpu,
         expect_gpus=args.expect_gpus,
         options=CheckOptions(
-            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf),
-            devices=DeviceOptions(memory_fraction=args.memory_fraction)),
+            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=min_busbw, strict_perf=args.strict_perf),
+            devices=DeviceOptions(memory_fraction=args.memory_fraction), profile=profile,
+            node_path=node_path(args, profile)),
     )
+
+
+def node_path(args: argparse.Namespace, profile: ProfileOptions) -> bool:
+    """`--for prolog|npd` without --only (unless the profile's level is "torch"), or --only naming node.* checks
+    alone: the torch-free node path."""
+    only = parse_names(getattr(args, "only", None))
+    if only:  # `--only node.cuda_driver,node.profile`: the same torch-free path, by name
+        return all(name.startswith("node.") for name in only)
+    return getattr(args, "for_mode", None) in ("prolog", "npd") and profile.level == "node"
 
 
 @contextlib.contextmanager
@@ -58,11 +74,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     # goes to stderr.
     console = terminal(args, to_stderr=bool(getattr(args, "for_mode", None)))
     with swept(), Runner(ctx, total_timeout_s=args.timeout) as runner:
-        runner.start()  # torch imports in the fork server while the checks are loaded and selected
+        if not ctx.options.node_path:
+            runner.start()  # torch imports in the fork server while the checks are loaded and selected
         from envcheck.checks import HOOKS, registry
 
         runner.hooks = HOOKS
-        specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
+        if ctx.options.node_path:  # --for prolog|npd: the node checks inline, no fork server, no torch
+            specs = node_specs(registry(), parse_names(args.only), parse_names(args.skip))
+        else:
+            specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
         try:
             results = runner.run(specs)
         except Interrupted:  # SIGTERM/SIGHUP: kill every worker, then report what finished
@@ -70,7 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             partial = RunReport(results=list(runner.finished), context=ctx)
             print_report(partial, console)
             raise
-        facts = runner.facts()
+        facts = node_facts(results) if ctx.options.node_path else runner.facts()
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
     # every report is attempted whatever happened to the table or the others; then one line, exit 3

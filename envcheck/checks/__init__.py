@@ -19,6 +19,7 @@ from envcheck.checks import (
     image,
     libraries,
     network,
+    node,
     numerics,
     runtime,
     torch_compile,
@@ -30,6 +31,7 @@ from envcheck.core.section import Section
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
     gpu_health.CHECKS,
+    node.CHECKS,
     cudnn.CHECKS,
     libraries.CHECKS,
     vision.CHECKS,
