@@ -242,7 +242,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible")
     parser.add_argument("--cpu-ranks", type=rank_count, default=2, metavar="N",
                         help="gloo ranks for the CPU distributed check (default 2)")
-    from envcheck.cluster.profile import profile_arg
+    from envcheck.cluster.node_profiles import profile_arg
 
     parser.add_argument("--profile", type=profile_arg, metavar="FILE|NAME",
                         help="what this node type must have (TOML file, or built-in: h100-sxm-8, h200-8, a100-sxm-8, "

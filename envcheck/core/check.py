@@ -69,7 +69,7 @@ class BenchOptions:
 
 @dataclass(frozen=True)
 class ProfileOptions:
-    """What a node of this type must have (`--profile`: a TOML file or a built-in name; envcheck.cluster.profile).
+    """What a node of this type must have (`--profile`: a TOML file or a built-in name; envcheck.cluster.node_profiles).
     None: that value is not part of the profile."""
 
     profile: str | None = None  # the profile's name, e.g. "h100-sxm-8"

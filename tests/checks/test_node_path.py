@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.node.cuda_driver import verdict
+from envcheck.checks.node.driver_api import verdict
 from envcheck.core.result import Status
 from envcheck.probe.cuda_driver import probe
 from tests.checks.stub_libcuda import build

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from envcheck.checks.node.profile_match import capture, verdict
-from envcheck.cluster.profile import BUILT_IN, built_in, load
+from envcheck.cluster.node_profiles import BUILT_IN, built_in, load
 from envcheck.core.check import ProfileOptions
 from envcheck.core.result import Status
 
@@ -28,7 +28,7 @@ BUSES = ["18", "2a", "3a", "5d", "9a", "ab", "b3", "db"]
 
 
 def test_every_built_in_profile_loads_and_cites_a_source_for_each_value() -> None:
-    from envcheck.cluster.profile import tomllib
+    from envcheck.cluster.node_profiles import tomllib
 
     assert set(built_in()) >= {"h100-sxm-8", "h200-8", "a100-sxm-8", "a100-80gb-sxm-8", "l40s", "b200-8"}
     for name in built_in():
