@@ -14,7 +14,7 @@ from envcheck.cluster.mode import add_arguments as add_cluster_arguments
 from envcheck.core.errors import UsageError
 
 # Subcommands that live in their own packages; each module exposes register(subparsers).
-PLUGIN_COMMANDS = ("envcheck.bench.command", "envcheck.images.cli", "envcheck.host", "envcheck.app.explain")
+PLUGIN_COMMANDS = ("envcheck.app.bench", "envcheck.app.images", "envcheck.app.host", "envcheck.app.explain")
 
 
 

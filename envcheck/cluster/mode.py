@@ -14,7 +14,7 @@ from envcheck.app.output import stdout_gone
 from envcheck.cluster import slurm_node
 from envcheck.cluster.own import own_failure
 from envcheck.cluster.policy import Decision, Mode, decide, reclassify
-from envcheck.cluster.prometheus import render, textfile_path, write_atomic
+from envcheck.cluster.prometheus import render, textfile_path
 from envcheck.core.result import Result
 
 HEALTH_KILL_S = 60  # slurm.conf(5), HealthCheckProgram
@@ -98,12 +98,14 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         problems += _slurm(mode, decision, results)
         code = decision.code
     if getattr(args, "prometheus", None):
-        try:
-            write_atomic(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
-        except (OSError, ValueError) as exc:  # envcheck's own failure: never evidence against the node
-            problems.append(f"metrics not written to {args.prometheus}: {getattr(exc, 'strerror', None) or exc}")
+        from envcheck.app.output import WriteError, write_output
+
+        try:  # the one writer (envcheck.app.output): atomic, regular files only, one error mapping
+            write_output(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
+        except WriteError as exc:  # envcheck's own failure: never evidence against the node
+            problems.append(f"metrics not written to {args.prometheus}: {exc.message}")
     if mode is None and problems:
-        return own_failure(None, code, "; ".join(problems))  # raises: exit 3, one line
+        return own_failure(None, code, "; ".join(dict.fromkeys(problems)))  # raises: exit 3, one line
     for what in problems:
         code = own_failure(mode, code, what)
     return code

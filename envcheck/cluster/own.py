@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, Mode
 from envcheck.core.errors import INTERNAL_ERROR_EXIT, FatalError, UsageError, process_start_problem
+from envcheck.core.text import one_line
 
 # Open files envcheck needs to start its workers (fork server, pipes, the worker's imports); measured here: with
 # `ulimit -n 14` the run crashes, with 16 it finishes, so 64 leaves room for a check that opens a few more.
@@ -27,7 +28,7 @@ def own_failure(mode: Mode | None, code: int, what: str) -> int:
     if mode is None:
         raise FatalError(what, exit_code=INTERNAL_ERROR_EXIT)
     try:
-        print(f"envcheck: warning: {' '.join(what.split())[:300]} (envcheck's own failure, not the node's)",
+        print(f"envcheck: warning: {one_line(' '.join(what.split()))[:300]} (envcheck's own failure, not the node's)",
               file=sys.stderr, flush=True)
     except (OSError, ValueError):  # a full or closed stderr: nothing more to say
         pass
@@ -41,8 +42,9 @@ def _limit(which: int) -> str:
     return "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
 
 
-def describe(exc: BaseException) -> str:
-    """Why envcheck could not finish, in words: a resource limit of the job's user, or its own bug."""
+def describe(exc: BaseException, save_bug: Callable[[], str | None] = lambda: None) -> str:
+    """Why envcheck could not finish, in words: a resource limit of the job's user, or its own bug (then
+    `save_bug()` keeps the traceback: the app's crash log, passed down so cluster never imports app)."""
     if isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.ENOMEM):
         return process_start_problem(exc)
     if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
@@ -53,10 +55,7 @@ def describe(exc: BaseException) -> str:
                 f"{_limit(resource.RLIMIT_NPROC)}); raise it (ulimit -u) or end other processes of this user")
     if isinstance(exc, OSError):
         return f"envcheck could not finish: {exc.strerror or exc}"
-    # the one crash log: envcheck's own bug, kept for its developers
-    from envcheck.app.guard import save_traceback
-
-    where = save_traceback("envcheck")
+    where = save_bug()
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"internal error: {type(exc).__name__}: {text}" + (f"; traceback in {where}" if where else "")
 
@@ -78,7 +77,7 @@ def raise_nofile() -> str | None:
             f"workers; raise it (ulimit -n {MIN_NOFILE * 16})")
 
 
-def guarded(mode: Mode, body: Callable[[], int]) -> int:
+def guarded(mode: Mode, body: Callable[[], int], save_bug: Callable[[], str | None] = lambda: None) -> int:
     """Run a cluster-mode `run`: bad input (2) and signals pass through; any other failure before the verdict is
     envcheck's own (one line; prolog and preflight 0, npd 2), never a traceback and never a drain."""
     problem = raise_nofile()
@@ -91,4 +90,4 @@ def guarded(mode: Mode, body: Callable[[], int]) -> int:
     except FatalError as exc:
         return own_failure(mode, 0, exc.message)
     except Exception as exc:  # envcheck's own failure: never evidence against the node
-        return own_failure(mode, 0, describe(exc))
+        return own_failure(mode, 0, describe(exc, save_bug))

@@ -23,6 +23,8 @@ USAGE = 2  # bad input, every mode (npd reads 2 as "unknown", which is what it i
 NPD_UNKNOWN = 2  # npd: envcheck could not judge the node (an unclassified ERROR)
 PREFLIGHT_NODE = 10  # preflight: retry elsewhere (the node is at fault)
 REASON_MAX = 200
+# The job user's limits ran out (envcheck.core.hardening): `config`, never the node's; npd cannot judge the node then.
+LIMIT_CODES = frozenset({"runtime.nproc_low", "runtime.nofile_low"})
 LOST_GPU_FIX = ("check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
                 "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`")  # scontrol's Reason= is free text; keep it one short line
 
@@ -98,6 +100,6 @@ def decide(results: Sequence[Result], mode: Mode) -> Decision:
         reason = one_line(node[0]) + (f" (+{len(node) - 1} more node faults)" if len(node) > 1 else "")
         return Decision(code, reason, warnings)
     # Image and config faults never fail a node's gate, in any mode: exit 0 with the warnings in the job's output.
-    if mode is Mode.NPD and any(r.fault_class is None for r in bad):
+    if mode is Mode.NPD and any(r.fault_class is None or r.code in LIMIT_CODES for r in bad):
         return Decision(NPD_UNKNOWN, "", warnings)
     return Decision(OK, "", warnings)

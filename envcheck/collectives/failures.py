@@ -154,20 +154,16 @@ def user_tasks(uid: int) -> int:
 
 
 def limit_cause(details: str, world: int) -> str | None:
-    """The resource limit of this user that stopped the ranks (one line with the fix), when their output shows
-    one, or the user's process limit leaves no room for `world` ranks; None otherwise: the failure is the node's."""
+    """Which limit of this user stopped the ranks ('nofile' or 'nproc'), when their output shows one, or the user's
+    process limit leaves no room for `world` ranks; None otherwise: then the failure is the node's."""
     import os
     import resource
 
     for text, name, flag in LIMIT_ERRORS:
         if text in details and f"{text} in system" not in details:
-            soft = resource.getrlimit(getattr(resource, name))[0]
-            if soft != resource.RLIM_INFINITY:
-                return (f"the ranks could not start their processes or threads: {text} under this user's limit "
-                        f"({flag}: {soft}); raise it ({flag}) or end other processes of this user")
+            if resource.getrlimit(getattr(resource, name))[0] != resource.RLIM_INFINITY:
+                return "nofile" if flag == "ulimit -n" else "nproc"
     soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
     if soft != resource.RLIM_INFINITY and user_tasks(os.getuid()) + TASKS_PER_RANK * world > soft:
-        return (f"the ranks failed with no room under this user's process limit (ulimit -u: {soft}, "
-                f"{user_tasks(os.getuid())} processes and threads in use, about {TASKS_PER_RANK} per rank needed); "
-                "raise it (ulimit -u) or end other processes of this user")
+        return "nproc"
     return None
