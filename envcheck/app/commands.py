@@ -13,11 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from envcheck import __version__
+from envcheck.app import cluster_mode as cluster
 from envcheck.app.guard import save_traceback
 from envcheck.app.output import Terminal, raise_failures, write_reports
 from envcheck.app.render import show_and_write, terminal
 from envcheck.checks.node.path import node_facts, node_specs
-from envcheck.cluster import mode as cluster
 from envcheck.cluster.own import guarded
 from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level, ProfileOptions
 from envcheck.core.errors import FatalError

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from envcheck.cluster.mode import finish
+from envcheck.app.cluster_mode import finish
 from envcheck.cluster.own import guarded
 from envcheck.cluster.policy import Mode
 from envcheck.core.result import Result, Status

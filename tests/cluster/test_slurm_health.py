@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.cluster.mode import HEALTH_CHECKS_S, apply_budget
+from envcheck.app.cluster_mode import HEALTH_CHECKS_S, apply_budget
 from tests.cluster.conftest import Cluster
 from tests.cluster.test_slurm import health_check
 

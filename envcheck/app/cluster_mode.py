@@ -8,17 +8,34 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from envcheck.app.output import stdout_gone
 from envcheck.cluster import slurm_node
 from envcheck.cluster.own import own_failure
 from envcheck.cluster.policy import Decision, Mode, decide, reclassify
-from envcheck.cluster.prometheus import render, textfile_path
+from envcheck.cluster.prometheus import render
 from envcheck.core.result import Result
 
 HEALTH_KILL_S = 60  # slurm.conf(5), HealthCheckProgram
 HEALTH_CHECKS_S = 40.0  # the checks' share; the rest is envcheck's start (~3 s) and at most 2 Slurm calls of 5 s
+
+
+def textfile_path(text: str) -> str:
+    """argparse type: a regular file path (not '-') whose folder exists and is writable, its name short enough
+    for the temp file beside it (checked before any work, by the same rule as --json)."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        raise argparse.ArgumentTypeError("needs prometheus_client: pip install 'envcheck[cluster]'") from None
+    path = Path(text)
+    if text in ("", "-") or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file path; give e.g. "
+                                          "/var/lib/node_exporter/textfile/envcheck.prom")
+    from envcheck.app.args import output_path
+
+    return output_path(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
