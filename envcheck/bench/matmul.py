@@ -20,7 +20,7 @@ def tf32_override(device: str = "cuda", env: Mapping[str, str] | None = None,
     it), "tf32_is_float32" when allowing TF32 still gave full float32 (NVIDIA_TF32_OVERRIDE=0, or a GPU
     without TF32), else None. `cause` names the variable that explains it, or says it was measured.
     """
-    from envcheck.checks.numerics.matmul_precision import env_cause, matmul_mode
+    from envcheck.reference.matmul_precision import env_cause, matmul_mode
 
     probe = mode or (lambda dev, allow: matmul_mode(dev, allow_tf32=allow))
     cause = env_cause(env) or "measured"

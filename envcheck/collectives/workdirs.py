@@ -43,7 +43,10 @@ def sweep_stale_workdirs(root: str | None = None) -> list[str]:
 def sweep_after_run(started: float, wait_s: float = 5.0) -> list[str]:
     """At the end of a run whose workers were just killed: wait (at most `wait_s`) for the owners of work
     directories created since `started` (unix time) to be gone, then remove every stale one."""
-    base = Path(tempfile.gettempdir())
+    try:
+        base = Path(tempfile.gettempdir())
+    except OSError:  # no writable temp dir (a read-only container): no rank could have made a work dir there
+        return []
     end = time.monotonic() + wait_s
     removed = sweep_stale_workdirs()
     while time.monotonic() < end:

@@ -10,6 +10,7 @@ from typing import Any
 
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import StartFailure
+from envcheck.core.hardening import runtime_cause
 from envcheck.core.result import Result, Status, errored, failed, skipped
 
 
@@ -43,6 +44,10 @@ def nvml_unavailable() -> str | None:
         pynvml.nvmlInit()
     except Exception as exc:  # pynvml raises its own NVMLError subclasses
         return f"NVML could not start: {exc} (no NVIDIA driver loaded?)"
+    try:  # every session opened is closed (NVML counts them)
+        pynvml.nvmlShutdown()
+    except Exception:
+        pass
     return None
 
 
@@ -63,9 +68,11 @@ def execute(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | None
         if not isinstance(result, Result):
             result = errored(f"check returned {type(result).__name__}, not a Result")
     except StartFailure as exc:  # a process could not be started: the cause is the whole story
-        result = errored(str(exc))
+        who = str(exc).split(": cannot start a process")[0] if ": cannot start a process" in str(exc) else ""
+        what = f"{who}: a process could not be started".lstrip(": ")
+        result = runtime_cause(exc, what, trace=False) or errored(str(exc))
     except Exception as exc:
-        result = environment_failure(exc, diagnose) or errored(
+        result = environment_failure(exc, diagnose) or runtime_cause(exc) or errored(
             f"{CRASH_PREFIX} {type(exc).__name__}: {exc}".splitlines()[0],
             details=traceback.format_exc(),
         )

@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import IO, Any
 
 from envcheck.core.forkserver import FDS_ENV, MAX_MESSAGE
 from envcheck.core.protocol import Op
+from envcheck.core.scratch import scratch_file
 
 MAX_DETAILS = 20_000
 START_TIMEOUT_S = 30.0  # from spawning the server to its first word: only a hung site-packages takes longer
@@ -111,9 +111,19 @@ class ForkServer:
     def _spawn(self) -> None:
         if self._proc is not None or self._failure is not None:
             return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        life_r, life_w = os.pipe()
-        self._log = tempfile.TemporaryFile(prefix="envcheck-forkserver-")
+        try:  # a low `ulimit -n` ends here: a START failure naming it, never a traceback
+            self._log = scratch_file("envcheck-forkserver")
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as exc:
+            self._failure = WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
+            return
+        try:
+            life_r, life_w = os.pipe()
+        except OSError as exc:
+            ours.close()
+            theirs.close()
+            self._failure = WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
+            return
         env = dict(os.environ if self._env is None else self._env)
         env.setdefault("PYTHONFAULTHANDLER", "1")
         env["PYTHONUNBUFFERED"] = "1"
@@ -271,10 +281,15 @@ class Worker:
         """Fork the child (no-op when it is alive); why it could not be, or None."""
         if self._pid is not None:
             return None
-        self._log = tempfile.TemporaryFile(prefix="envcheck-worker-")
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        status_r, status_w = os.pipe()
+        opened: list[int] = []
+        try:  # a low `ulimit -n` ends here: a START failure naming it, never a traceback
+            self._log = self._log or scratch_file("envcheck-worker")
+            for _ in range(3):
+                opened.extend(os.pipe())
+        except OSError as exc:
+            _close(*opened)
+            return WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
+        req_r, req_w, rep_r, rep_w, status_r, status_w = opened
         answer = self._server.request({"op": Op.FORK}, deadline, (req_r, rep_w, self._log.fileno(), status_w))
         _close(req_r, rep_w, status_w)
         if isinstance(answer, WorkerFailure) or "pid" not in answer:

@@ -15,6 +15,7 @@ from typing import Any
 from envcheck.core.check import CheckSpec, Context, Hooks, Level
 from envcheck.core.errors import UsageError
 from envcheck.core.execute import execute
+from envcheck.core.hardening import runtime_cause
 from envcheck.core.isolation import START_TIMEOUT_S, FailureKind, ForkServer, Worker, WorkerFailure
 from envcheck.core.protocol import Op
 from envcheck.core.result import Result, errored
@@ -217,9 +218,15 @@ class Runner:
                             record(index, self.run_one(spec))
                     if n < len(lane) - 1:
                         self.release(group)
-            except Exception:
-                if not self._aborted:
-                    raise
+            except Exception as exc:  # envcheck's own failure (or a limit it hit): the lane's unrun checks say so
+                if self._aborted:
+                    return
+                cause = runtime_cause(exc, "envcheck could not run this check") or errored(
+                    f"envcheck's own failure: {type(exc).__name__}: {exc}".splitlines()[0])
+                for group in lane:
+                    for index, spec in groups[group]:
+                        if index not in done:
+                            record(index, cause.named(spec.name, 0.0))
 
         def preload() -> None:
             for _ in lanes:  # the first worker of every lane is forked before the server spends time importing
@@ -235,15 +242,27 @@ class Runner:
         threads = [threading.Thread(target=run_lane, args=(lane,), daemon=True) for lane in lanes]
         if not preloaded.is_set():  # only a later GPU group is forked after the first ones
             threads.append(threading.Thread(target=preload, daemon=True))
+        inline: list[threading.Thread] = []
         for thread in threads:
-            thread.start()
+            try:
+                thread.start()
+            except RuntimeError:  # "can't start new thread": a small `ulimit -u`/pids.max; run it here instead
+                inline.append(thread)
         for index, spec in enumerate(specs):
             if not spec.isolated:
                 record(index, self.run_one(spec))
+        for thread in inline:
+            preloaded.set()  # the lanes run one after another here: none may wait on a preload that never comes
+            first_forks.release()
+            thread.run()
         for thread in threads:
-            while thread.is_alive():
+            while thread not in inline and thread.is_alive():
                 thread.join(0.2)  # short joins keep Ctrl-C and SIGTERM responsive
-        return [done[i] for i in range(len(specs))]
+        return [done.get(i) or self._unfinished(spec) for i, spec in enumerate(specs)]
+
+    def _unfinished(self, spec: CheckSpec) -> Result:
+        """A check whose lane ended before it ran (aborted, or envcheck's own failure there)."""
+        return errored("not run: envcheck stopped before this check").named(spec.name, 0.0)
 
     def run_one(self, spec: CheckSpec) -> Result:
         """Run one check inline or isolated, within its timeout and what is left of the run's."""
@@ -293,6 +312,10 @@ class Runner:
     @staticmethod
     def _failed(spec: CheckSpec, failure: WorkerFailure, timeout: float, start: float) -> Result:
         reason = failure.reason
+        if failure.kind in (FailureKind.START, FailureKind.EXIT):  # a hardened runtime's limit is named as config
+            cause = runtime_cause(RuntimeError(f"{reason}\n{failure.output[-4000:]}"), "its worker could not be started" if failure.kind is FailureKind.START else "its worker died")
+            if cause is not None:
+                return dataclasses.replace(cause, details=failure.output).named(spec.name, time.monotonic() - start)
         if failure.kind is FailureKind.TIMEOUT and not failure.run_deadline:
             reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
         return errored(reason, details=failure.output, measured={"timeout_s": round(timeout, 3),

@@ -16,8 +16,8 @@ from functools import partial
 from typing import Any, TypeVar
 
 from envcheck.core.versions import cuda_version_text
+from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 from envcheck.probe.nvml import text as _text
-from envcheck.probe.nvml import with_nvml
 from envcheck.probe.system import CommandOutput, CommandRunner, absent, nvidia_device_nodes, run_command
 
 SMI_QUERY = "name,memory.total,compute_cap,driver_version"
@@ -160,8 +160,10 @@ def nvml_inventory(torch_uuids: Callable[[], list[str | None] | None] = _torch_u
             facts["torch_devices"] = torch_device_map(uuids, gpus)
         return dict(_strip_uuids(facts))
 
-    return with_nvml(inventory, lambda exc: "NVML not installed (pip install nvidia-ml-py)"
-                     if isinstance(exc, ImportError) else f"NVML could not start ({exc}): no NVIDIA driver loaded")
+    got = read_nvml(lambda pynvml, progress: inventory(pynvml), lambda exc: "NVML not installed (pip install "
+                    "nvidia-ml-py)" if isinstance(exc, ImportError) else f"NVML could not start ({exc}): no NVIDIA "
+                    "driver loaded")
+    return got.value if got.value is not None else hang_text(got.hang or {"budget_s": NVML_BUDGET_S})
 
 
 def smi_inventory(run: CommandRunner = run_command) -> dict[str, Any] | str:

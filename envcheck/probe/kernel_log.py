@@ -9,8 +9,11 @@ Meanings and actions follow NVIDIA's Xid catalog: https://docs.nvidia.com/deploy
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
+import tempfile
 import time
 
 KMSG = "/dev/kmsg"
@@ -58,3 +61,46 @@ def read_kernel_log(path: str = KMSG) -> tuple[list[str], str | None]:
         os.close(fd)
     return b"".join(chunks).decode("utf-8", "replace").splitlines(), why
 
+
+
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_id(path: str = BOOT_ID) -> str:
+    """This boot's id ('' when unknown): a cursor from another boot means nothing here."""
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read(64).strip()
+    except OSError:
+        return ""
+
+
+def read_cursor(state_file: str, boot: str | None = None) -> int | None:
+    """The /dev/kmsg sequence number the last run read up to, if it was this boot's; None otherwise."""
+    try:
+        with open(state_file, encoding="utf-8") as f:
+            saved = json.load(f)
+        same = saved.get("boot_id") == (boot if boot is not None else boot_id())
+        return int(saved["seq"]) if same and isinstance(saved.get("seq"), int) else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def write_cursor(state_file: str, seq: int, boot: str | None = None) -> str | None:
+    """Save the cursor atomically (a temp file beside it, fsync, rename); a one-line note when it cannot."""
+    folder = os.path.dirname(os.path.abspath(state_file))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".envcheck-kmsg-", dir=folder)
+    except OSError as exc:
+        return f"kernel log cursor not saved: {folder}: {exc.strerror}"
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"boot_id": boot if boot is not None else boot_id(), "seq": seq}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, state_file)
+        return None
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return f"kernel log cursor not saved: {state_file}: {exc.strerror}"

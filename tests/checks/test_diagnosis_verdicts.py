@@ -219,7 +219,7 @@ def test_a_math_changing_env_var_is_named_before_reinstall(monkeypatch: pytest.M
     """Injected: one comparison out of tolerance, with MKL_CBWR set in the environment."""
     import torch
 
-    from envcheck.checks.numerics.compare import compare, comparisons_result
+    from envcheck.reference.compare import compare, comparisons_result
 
     monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
     bad = compare(torch.ones(2), torch.zeros(2), op="x", device="cpu", dtype="float32", atol=1e-6, rtol=1e-6)
@@ -236,7 +236,7 @@ def test_an_editable_install_with_torch_in_its_name_is_not_a_startup_patch(
     a .pth that imports torch still is."""
     import site
 
-    from envcheck.checks.numerics.suspects import startup_patches
+    from envcheck.reference.suspects import startup_patches
 
     (tmp_path / "__editable__.torch_envcheck-0.1.0.pth").write_text(
         "import __editable___torch_envcheck_0_1_0_finder; __editable___torch_envcheck_0_1_0_finder.install()\n")

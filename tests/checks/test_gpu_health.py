@@ -37,6 +37,7 @@ from envcheck.probe.kernel_log import read_kernel_log
 from tests.helpers import ROOT, load_report, run_cli
 
 CTX = Context()
+NODE_FINDING = (Status.WARN, Status.FAIL)  # rank <= DRAIN_RANK fails (drains), the rest warn
 UUID0 = "GPU-00000000-1111-2222-3333-444444444444"  # synthetic: no real GPU's identity is used
 UUID1 = "GPU-55555555-6666-7777-8888-999999999999"
 
@@ -142,7 +143,7 @@ BUSY = 0x0  # no clock event reason: the GPU is running at full clocks
 def test_each_finding_names_the_gpu_cause_and_fix(changes: dict[str, Any], xid: list[str], problem: str,
                                                   fix: str) -> None:
     result = judge(state(healthy_gpu(0, **changes), xid=xid))
-    assert result.status is Status.WARN and result.fault_class == "node"
+    assert result.status in NODE_FINDING and result.fault_class == "node"
     assert result.summary.startswith(f"GPU 0 (NVIDIA H100 80GB HBM3, {UUID0}, PCI 00000000:3B:00.0): {problem}"), \
         result.summary
     assert result.remediation is not None and result.remediation.startswith("GPU 0: ") and fix in result.remediation
@@ -154,12 +155,12 @@ def test_each_finding_names_the_gpu_cause_and_fix(changes: dict[str, Any], xid: 
      "do what the logged action says"),
     (XID63.replace("0000:10:1c", "0000:3b:00"), "Xid 63 (ECC page retirement or row remapping recorded",
      "nvidia-smi -r -i 0 (GPU reset) when convenient"),
-    (XID109.replace("0000:cb:00", "0000:3b:00"), "Xid 109 (see NVIDIA's Xid catalog)",
-     "https://docs.nvidia.com/deploy/xid-errors/index.html"),
+    (XID109.replace("0000:cb:00", "0000:3b:00"), "Xid 109 (Context Switch Timeout Error, "
+     "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR)", "reset the GPU (nvidia-smi -r -i 0)"),
 ])
 def test_real_xid_lines_become_findings_on_their_gpu(line: str, problem: str, fix: str) -> None:
     result = judge(state(healthy_gpu(0), xid=[line]))
-    assert result.status is Status.WARN and result.fault_class == "node"
+    assert result.status in NODE_FINDING and result.fault_class == "node"
     assert result.summary.startswith(f"GPU 0 (NVIDIA H100 80GB HBM3, {UUID0}, PCI 00000000:3B:00.0): {problem}")
     assert fix in (result.remediation or "")
 
@@ -168,7 +169,7 @@ def test_the_most_severe_finding_comes_first_across_gpus() -> None:
     """GPU 0's persistence mode is off, GPU 1 fell off the bus: GPU 1's Xid 79 leads, GPU 0 follows."""
     result = judge(state(healthy_gpu(0, persistence=False), healthy_gpu(1),
                          xid=[XID79.replace("0000:2b:00", "0000:3c:00")]))
-    assert result.status is Status.WARN
+    assert result.status is Status.FAIL and result.code == "xid.79"  # GPU 1 fell off the bus: drains
     assert result.summary.startswith(f"GPU 1 (NVIDIA H100 80GB HBM3, {UUID1}, PCI 00000000:3C:00.0): Xid 79 ")
     assert result.summary.endswith("(+1 more)")
     fixes = (result.remediation or "").split(" | ")
@@ -232,14 +233,14 @@ def test_a_kernel_log_that_cannot_be_read_is_said_not_hidden() -> None:
 
 def test_a_lost_gpu_is_named_even_when_nvml_cannot_open_it() -> None:
     result = judge(state(healthy_gpu(0), {"index": 1, "error": "nvmlDeviceGetHandleByIndex: GPU is lost"}))
-    assert result.status is Status.WARN and result.fault_class == "node"
+    assert result.status in NODE_FINDING and result.fault_class == "node"
     assert result.summary == "GPU 1: NVML cannot read it: nvmlDeviceGetHandleByIndex: GPU is lost"
     assert (result.remediation or "").startswith("GPU 1: drain; nvidia-smi -r -i 1 (GPU reset) or reboot the node")
 
 
 def test_an_xid_on_a_gpu_nvml_no_longer_lists_is_named_by_its_pci_address() -> None:
     result = judge(state(healthy_gpu(0), xid=[XID79]))
-    assert result.status is Status.WARN
+    assert result.status is Status.FAIL and result.code == "xid.79"
     assert result.summary.startswith("PCI 0000:2b:00 (no GPU that NVML lists): Xid 79 (GPU has fallen off")
     assert "PCI 0000:2b:00: drain the node and reboot it" in (result.remediation or "")
 
@@ -264,7 +265,7 @@ def test_without_nvml_the_check_skips_with_the_reason(nvml_error: str) -> None:
 def test_without_nvml_an_xid_in_the_kernel_log_still_warns() -> None:
     """The driver no longer loads, but the log says why: a GPU fell off the bus."""
     result = judge(state(nvml_error="NVML could not start: Driver Not Loaded", xid=[XID79]))
-    assert result.status is Status.WARN and result.fault_class == "node"
+    assert result.status in NODE_FINDING and result.fault_class == "node"
     assert result.summary.startswith("PCI 0000:2b:00 (no GPU that NVML lists): Xid 79")
     assert result.measured["nvml_error"] == "NVML could not start: Driver Not Loaded"
 
@@ -305,7 +306,7 @@ def test_a_kmsg_record_gives_the_time_since_boot_and_skips_continuation_lines(tm
     lines, why = read_kernel_log(str(log))
     assert why is None and len(lines) == 4
     assert parse_xid_lines(lines) == [{"pci": "0000:2b:00", "xid": 79, "count": 1,
-                                       "text": "GPU has fallen off the bus.", "boot_s": 1843.308}]
+                                       "bursts": 1, "text": "GPU has fallen off the bus.", "boot_s": 1843.308}]
 
 
 @pytest.mark.parametrize("nvml, log, key", [
@@ -487,7 +488,8 @@ def test_capture_reads_every_field_of_a_healthy_gpu(fake_nvml: Callable[..., Pat
     fake_nvml(nvml_gpu(0))
     data = capture(no_log(tmp_path))
     assert data == state(healthy_gpu(0, retired_pages_pending={"absent": NOT_SUPPORTED})) | {
-        "kernel_log": {"source": no_log(tmp_path), "error": None, "xid": []}}
+        "kernel_log": {"source": no_log(tmp_path), "error": None, "xid": [], "bus": [],
+                       "window": {"after_seq": None, "since_s": None}}, "nvml_hang": None, "pci_gpus": []}
     assert verdict(data, CTX).status is Status.PASS
 
 
@@ -518,7 +520,7 @@ def test_capture_of_a_sick_gpu_warns_with_its_findings(fake_nvml: Callable[..., 
                     nvmlDeviceGetTemperature={"0": 94})
     fake_nvml(nvml_gpu(0), sick)
     result = verdict(capture(no_log(tmp_path)), CTX)
-    assert result.status is Status.WARN and result.fault_class == "node"
+    assert result.status in NODE_FINDING and result.fault_class == "node"
     assert [f["problem"] for f in result.measured["findings"]] == [
         "row remapping failed: the GPU memory has no spare rows left for new errors",
         "2 uncorrectable ECC error(s) since the driver loaded", "PCIe link runs at x8, below its x16 maximum",
@@ -549,9 +551,11 @@ def test_nvml_that_hangs_on_a_gpu_is_named_and_the_rest_still_comes_back(fake_nv
     assert [g["index"] for g in data["gpus"]] == [0] and data["nvml_hung"] == 1
     assert data["kernel_log"]["xid"][0]["xid"] == 79
     result = judge(data)
-    assert result.status is Status.WARN and result.fault_class == "node"
-    assert result.summary.startswith("GPU 1: NVML did not answer within 0.5 s (reading GPU 1): a GPU in a bad state "
-                                     "hangs NVML (+1 more)")
+    assert result.status in NODE_FINDING and result.fault_class == "node"
+    assert result.summary.startswith("GPU 1: NVML did not answer within 0.5 s (a GPU or the driver is hung) "
+                                     "(reading GPU 1): a GPU in a bad state hangs NVML [NVML reads of GPU 1 did not "
+                                     "return within 0.5 s (sleeping")
+    assert result.code == "nvml.hang" and result.status is Status.FAIL
     assert (result.remediation or "").startswith("GPU 1: nvidia-smi -q (does it hang too?); dmesg | grep -i xid; "
                                                  "nvidia-smi -r -i 1 (GPU reset) or reboot the node")
 
@@ -640,11 +644,11 @@ def test_an_xid_79_in_this_hosts_kernel_log_is_found_by_the_live_check(fake_nvml
     if done.returncode != 0 and "unshare" in done.stderr:
         pytest.skip(f"no private mount namespace here: {done.stderr.strip()}")
     result = load_report(done.stdout)["results"][0]
-    assert result["status"] == "warn", done.stderr
+    assert result["status"] == "fail" and result["code"] == "xid.79", done.stderr
     assert result["summary"] == (f"GPU 0 (NVIDIA H100 80GB HBM3, {UUID0}, PCI 00000000:2B:00.0): Xid 79 (GPU has "
                                  "fallen off the bus), 1x in the kernel log since boot: GPU has fallen off the bus.")
     assert result["measured"]["xid"] == [{"pci": "0000:2b:00", "xid": 79, "count": 1,
-                                          "text": "GPU has fallen off the bus.", "boot_s": 1843.308}]
+                                          "bursts": 1, "text": "GPU has fallen off the bus.", "boot_s": 1843.308}]
 
 
 def _results(stdout: str) -> dict[str, dict[str, Any]]:
@@ -683,7 +687,7 @@ def test_a_hand_edited_bundle_replays_an_xid_anywhere(tmp_path: Path) -> None:
     bundle.write_text(json.dumps(doc))
     done = run_cli("explain", str(bundle), "--json", "-")
     result = _results(done.stdout)["gpu.health"]
-    assert result["status"] == "warn" and result["summary"].endswith("partition:4#0 (+1 more)")
+    assert result["status"] == "fail" and result["summary"].endswith("partition:4#0 (+1 more)")
 
 
 def test_a_malformed_gpu_health_section_is_one_line_and_exit_2(tmp_path: Path) -> None:

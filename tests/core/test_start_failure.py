@@ -16,7 +16,7 @@ from envcheck.core import forkserver
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import StartFailure, process_start_problem
 from envcheck.core.execute import execute
-from envcheck.core.result import Status
+from envcheck.core.result import FaultClass, Status
 
 EAGAIN = BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
 
@@ -56,8 +56,10 @@ def test_a_launch_whose_rank_cannot_fork_is_an_error_result(tmp_path: Path,
     plan = launch_mod.LaunchPlan("gloo", 2, ("allreduce",), 10.0, start="fork")
     spec = CheckSpec(name="dist.fake", func=lambda ctx: launch_mod.launch(plan), description="x")  # type: ignore[arg-type,return-value]
     result = execute(spec, Context())
-    assert result.status is Status.ERROR
-    assert result.reason and result.reason.startswith("rank 0 of 2: cannot start a process: the user's process limit")
+    # issue 22: the process limit is the container's configuration, never envcheck's crash nor the node's fault
+    assert result.status is Status.FAIL and result.code == "runtime.nproc_low"
+    assert result.fault_class is FaultClass.CONFIG
+    assert result.summary.startswith("rank 0 of 2: a process could not be started: the process/thread limit (nproc")
     assert "crashed" not in result.summary and "Traceback" not in (result.details or "")
     assert list(tmp_path.iterdir()) == []
 
@@ -67,4 +69,5 @@ def test_start_failure_is_not_reported_as_a_crash() -> None:
         raise StartFailure("cannot start a process: the user's process limit is reached (ulimit -u: 10)")
 
     result = execute(CheckSpec(name="x.y", func=check, description="x"), Context())  # type: ignore[arg-type]
-    assert result.status is Status.ERROR and result.summary.startswith("cannot start a process")
+    assert result.status is Status.FAIL and result.code == "runtime.nproc_low"
+    assert result.summary.startswith("a process could not be started: the process/thread limit")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.core.versions import cuda_numbers
-from envcheck.probe.nvml import with_nvml
+from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 
 # CUDA minor-version compatibility: a build for CUDA N.x runs on any driver from N's floor (NVIDIA, "Minor
 # Version Compatibility", table 1: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
@@ -452,7 +452,11 @@ def nvml_compute_modes() -> dict[int, str] | str:
                 found[i] = f"unknown ({exc})"
         return found
 
-    return with_nvml(modes, lambda exc: f"compute mode unknown (NVML unavailable: {exc})")
+    got = read_nvml(lambda pynvml, progress: modes(pynvml), lambda exc: f"compute mode unknown (NVML unavailable: "
+                    f"{exc})")
+    if got.value is None:
+        return f"compute mode unknown ({hang_text(got.hang or {'budget_s': NVML_BUDGET_S})})"
+    return got.value
 
 
 def busy_gpu_finding(error: str, where: str | None = None,

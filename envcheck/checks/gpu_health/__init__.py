@@ -10,23 +10,23 @@ exactly as the live check judges the host.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
-from envcheck.checks.gpu_health.xid import capture_xids, meaning_of, pci_key
+from envcheck.checks.gpu_health.node import Finding, bus_findings, hang_finding, missing_findings
+from envcheck.checks.gpu_health.xid import capture_xids, escalated, meaning_of, pci_key
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import UsageError
-from envcheck.core.result import Result, first_of, passed, skipped, warned
+from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
 from envcheck.core.section import Section, require
 from envcheck.probe.kernel_log import KMSG
+from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 from envcheck.probe.nvml import text as _text
-from envcheck.probe.nvml import with_nvml
+from envcheck.probe.pci import SYSFS_PCI, pci_gpus
 from envcheck.probe.system import absent, is_absent
 
 NOT_SUPPORTED = "not supported"
-NVML_BUDGET_S = 20.0  # under gpu.health's 30 s timeout: a hung NVML is reported, not a timed-out check
 # nvmlClocksEventReason* bits (nvml.h; the deprecated ClocksThrottleReason* bits have the same values).
 GPU_IDLE = 0x1
 HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x8, 0x20, 0x40, 0x80
@@ -108,55 +108,51 @@ def _gpu(pynvml: Any, read: Callable[..., Any], i: int) -> dict[str, Any]:
     return gpu
 
 
-def _nvml_state(state: dict[str, Any]) -> None:
-    """Fill `state` from NVML: nvml_error, driver_version, and gpus one by one (`at`: the GPU being read)."""
-    def fill(pynvml: Any) -> None:
+def _nvml_state(state: dict[str, Any]) -> Callable[[Any, dict[str, Any]], None]:
+    """The NVML body filling `state`: nvml_error, driver_version, and gpus one by one (`progress`: the call and
+    the GPU being read, for the evidence of a hang)."""
+    def fill(pynvml: Any, progress: dict[str, Any]) -> None:
         read = _reader(pynvml)
+        progress["call"] = "nvmlSystemGetDriverVersion"
         state["driver_version"] = read("nvmlSystemGetDriverVersion", convert=_text)
+        progress["call"] = "nvmlDeviceGetCount"
         count = read("nvmlDeviceGetCount", convert=int)
         if is_absent(count):
             state["nvml_error"] = f"NVML cannot count the GPUs: {count['absent']}"
             return
         for i in range(count):
-            state["at"] = i
+            progress.update(gpu=i, call=f"NVML reads of GPU {i}")
             state["gpus"].append(_gpu(pynvml, read, i))
-        state["at"] = None
+        progress.update(gpu=None, call=None)
+    return fill
 
+
+def _unavailable(state: dict[str, Any]) -> Callable[[BaseException], None]:
     def unavailable(exc: BaseException) -> None:
         state["nvml_error"] = ("NVML bindings not installed (pip install nvidia-ml-py)" if isinstance(exc, ImportError)
                                else f"NVML could not start: {exc}{_INIT_HINTS.get(getattr(exc, 'value', None), '')}")
+    return unavailable
 
-    with_nvml(fill, unavailable)
 
+def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str = SYSFS_PCI) -> dict[str, Any]:
+    """Each GPU's NVML health fields, the kernel log's Xid and bus events, and the GPUs on the PCI bus;
+    `nvml_error` says why NVML cannot tell, `nvml_hang` is the evidence of an NVML call that did not return.
 
-def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S) -> dict[str, Any]:
-    """Each GPU's NVML health fields and the kernel log's Xid events; `nvml_error` says why NVML cannot tell.
-
-    NVML runs in a thread with a time budget: a GPU in a bad state can hang NVML calls (ctypes releases the GIL
-    while one waits), and then the kernel log and the GPUs read so far still come back, with the hang named."""
-    state: dict[str, Any] = {"nvml_error": None, "driver_version": None, "gpus": [], "at": None}
-    reader = threading.Thread(target=_nvml_state, args=(state,), name="envcheck-nvml", daemon=True)
-    reader.start()
-    out: dict[str, Any] = {"kernel_log": capture_xids(kmsg)}
-    reader.join(nvml_budget_s)
+    NVML runs through probe.nvml.read_nvml (a thread with a time budget): a GPU in a bad state can hang NVML
+    calls, and then the kernel log and the GPUs read so far still come back, with the hang named."""
+    state: dict[str, Any] = {"nvml_error": None, "driver_version": None, "gpus": []}
+    out: dict[str, Any] = {"kernel_log": capture_xids(kmsg), "pci_gpus": pci_gpus(sysfs)}
+    got = read_nvml(_nvml_state(state), _unavailable(state), nvml_budget_s)
     out.update(nvml_error=state["nvml_error"], driver_version=state["driver_version"], gpus=list(state["gpus"]),
-               nvml_hung=None)
-    if reader.is_alive():  # left behind as a daemon thread: it ends with this process
-        at = state["at"]
-        out.update(nvml_error=f"NVML did not answer within {nvml_budget_s:g} s"
-                   + (f" (reading GPU {at})" if at is not None else ""), nvml_hung=at if at is not None else -1)
+               nvml_hung=None, nvml_hang=got.hang)
+    if got.hang is not None:  # the reader is left behind as a daemon thread: it ends with this process
+        at = got.progress.get("gpu")
+        out.update(nvml_error=hang_text(got.hang) + (f" (reading GPU {at})" if at is not None else ""),
+                   nvml_hung=at if at is not None else -1)
     return out
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem on one GPU; `rank` 0 is the most severe."""
-
-    rank: int
-    gpu: str  # 'GPU 0 (name, uuid, PCI ...)' or 'PCI 0000:3b:00 (...)'
-    who: str  # 'GPU 0' or the PCI address: how the remediation names it
-    problem: str
-    fix: str
+DRAIN_RANK = 1  # findings up to this rank fail the check (a node fault: a prolog drains, npd reports a problem)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -177,11 +173,13 @@ def _label(gpu: Mapping[str, Any]) -> str:
 def _xid_findings(events: list[Mapping[str, Any]], label: str, who: str, i: str) -> list[Finding]:
     out = []
     for e in events:
-        m = meaning_of(e["xid"])
+        m, code = meaning_of(e["xid"]), f"xid.{e['xid']}"
+        if (worse := escalated(e["xid"], int(e.get("bursts") or 1))) is not None:
+            m, code = worse, f"xid.{e['xid']}.repeated"
         if m.rank is not None:
             text = f": {e['text']}" if e.get("text") else ""
             out.append(Finding(m.rank, label, who, f"Xid {e['xid']} ({m.meaning}), {e.get('count', 1)}x in the "
-                               f"kernel log since boot{text}", m.fix.format(i=i)))
+                               f"kernel log since boot{text}", m.fix.format(i=i), code))
     return out
 
 
@@ -197,6 +195,7 @@ def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]]) -> li
     lost = [v["absent"] for v in gpu.values() if is_absent(v) and any(t in v["absent"] for t in LOST)]
     if isinstance(gpu.get("error"), str) or lost:
         add(0, f"NVML cannot read it: {gpu.get('error') or lost[0]}", LOST_FIX)
+        out[-1] = replace(out[-1], code="gpu.lost")
     rows = _dict(gpu.get("remapped_rows"))
     if rows.get("failure") is True:
         add(1, "row remapping failed: the GPU memory has no spare rows left for new errors",
@@ -247,13 +246,10 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     for gpu in gpus:
         key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
         findings += _gpu_findings(gpu, by_pci.pop(key, []) if key else [])
-    hung = data.get("nvml_hung")
-    if isinstance(hung, int) and not isinstance(hung, bool):
-        who = f"GPU {hung}" if hung >= 0 else "NVML"
-        findings.append(Finding(0, who, who, f"{data.get('nvml_error')}: a GPU in a bad state hangs NVML",
-                                "nvidia-smi -q (does it hang too?); dmesg | grep -i xid; "
-                                f"{RESET.format(i=hung) if hung >= 0 else 'nvidia-smi -r (GPU reset)'} or reboot "
-                                "the node; RMA if it recurs"))
+    hang = hang_finding(data)
+    findings += [hang] if hang else []
+    findings += bus_findings(log.get("bus") or [], gpus)
+    findings += missing_findings(data.get("pci_gpus"), gpus, data)
     for pci, rest in by_pci.items():  # a GPU NVML no longer lists (one that fell off the bus) or cannot read
         findings += _xid_findings(rest, f"PCI {pci} (no GPU that NVML lists)", f"PCI {pci}", f"{pci}.0")
     nvml_error = data.get("nvml_error")
@@ -265,9 +261,11 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     if findings:
         findings.sort(key=lambda f: f.rank)
         measured["findings"] = [{"gpu": f.gpu, "problem": f.problem, "fix": f.fix} for f in findings]
+        measured["codes"] = list(dict.fromkeys(f.code for f in findings))
         fixes = " | ".join(dict.fromkeys(f"{f.who}: {f.fix}" for f in findings))
-        return warned(first_of([f"{f.gpu}: {f.problem}" for f in findings]), fixes, measured=measured,
-                      fault_class="node")
+        judge = failed if findings[0].rank <= DRAIN_RANK else warned
+        return judge(first_of([f"{f.gpu}: {f.problem}" for f in findings]), fixes, measured=measured,
+                     fault_class="node", code=findings[0].code)
     if nvml_error or not gpus:
         return skipped(f"NVML cannot tell the GPUs' health: {nvml_error or 'NVML lists no GPU'}", measured=measured)
     unsupported: list[str] = sorted({_FIELD_NAMES.get(str(k).split("_")[0], str(k)) for g in gpus
@@ -286,7 +284,8 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
 def validate(data: Any, where: str) -> None:
     """One-line UsageError naming the first thing malformed in a bundle's gpu_health section."""
     require(data, where, {"nvml_error": (str, None), "driver_version": (str, dict, None), "gpus": (list,),
-                          "kernel_log": (dict,), "nvml_hung": (int, None)})
+                          "kernel_log": (dict,), "nvml_hung": (int, None), "nvml_hang": (dict, None),
+                          "pci_gpus": (list, str)})
     for n, gpu in enumerate(data.get("gpus") or []):
         require(gpu, f"{where}.gpus[{n}]", _FIELDS)
         if "index" not in gpu:
@@ -296,10 +295,12 @@ def validate(data: Any, where: str) -> None:
                     {"corrected": (int,), "uncorrected": (int,), "pending": (bool,), "failure": (bool,)})
     log = data.get("kernel_log")
     if log is not None:
-        require(log, f"{where}.kernel_log", {"source": (str,), "error": (str, None), "xid": (list,)})
+        require(log, f"{where}.kernel_log", {"source": (str,), "error": (str, None), "xid": (list,), "bus": (list,),
+                                             "window": (dict,), "cursor_error": (str,)})
         for n, event in enumerate(log.get("xid") or []):
             require(event, f"{where}.kernel_log.xid[{n}]", {"pci": (str,), "xid": (int,), "count": (int,),
-                                                            "text": (str,), "boot_s": (float, int, None)})
+                                                            "text": (str,), "boot_s": (float, int, None),
+                                                            "bursts": (int,)})
             if "pci" not in event or "xid" not in event:
                 raise UsageError(f"{where}.kernel_log.xid[{n}] needs 'pci' and 'xid'")
 

@@ -9,17 +9,29 @@ Meanings and actions follow NVIDIA's Xid catalog: https://docs.nvidia.com/deploy
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.probe.kernel_log import KMSG, read_kernel_log
+from envcheck.checks.gpu_health.xid_catalog import BUCKET_RANK, BUCKETS, CATALOG, SOURCE, UNUSED
+from envcheck.probe.kernel_log import KMSG, read_cursor, read_kernel_log, write_cursor
 
 MAX_EVENTS = 64  # distinct (GPU, Xid) pairs kept in a bundle
 
 
 
-_RECORD = re.compile(r"^\d+,\d+,(\d+),[^;]*;")  # /dev/kmsg: "prio,seq,usec since boot,flags;message"
+_RECORD = re.compile(r"^\d+,(\d+),(\d+),[^;]*;")  # /dev/kmsg: "prio,seq,usec since boot,flags;message"
+# NVRM's load banner, e.g. "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..."
+_LOAD = re.compile(r"NVRM: loading NVIDIA UNIX")
+# Logged when the driver initialises a GPU (at load, and again after a reset): "NVRM: GPU at PCI:0000:3b:00: GPU-..."
+_GPU_INIT = re.compile(r"NVRM: GPU at PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
+# Newer drivers, without an Xid (NVIDIA/NVSentinel#155): "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5)
+# installed in this system has fallen off the bus and is not responding to commands."
+_BUS = re.compile(r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?"
+                  r"[^\n]*?has fallen off the bus[^\n]*")
+_STAMP = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]|^([A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d)")  # dmesg, dmesg -T, syslog
 
 
 
@@ -83,16 +95,32 @@ XID_CATALOG: dict[int, XidMeaning] = {
 
 
 UNKNOWN_RANK = 4
-
+APP_REPEAT = 3  # bursts on one GPU before an application Xid (13, 31) points at the GPU (NVIDIA's workflow)
+ESCALATING = {13: "WORKFLOW_XID_13", 31: "WORKFLOW_XID_31"}  # Xid 43: "The GPU remains in a healthy state"
 
 
 def meaning_of(xid: int) -> XidMeaning:
-    """The catalog entry for `xid`; codes not in the small table point to NVIDIA's catalog."""
-    return XID_CATALOG.get(xid) or XidMeaning(
-        "see NVIDIA's Xid catalog", UNKNOWN_RANK,
-        "look the code up in https://docs.nvidia.com/deploy/xid-errors/index.html; "
-        f"nvidia-smi -q -i {{i}}; {_RESET} if the GPU misbehaves")
+    """The curated entry for `xid`, else NVIDIA's catalogue entry (description, mnemonic, resolution buckets)."""
+    if xid in XID_CATALOG:
+        return XID_CATALOG[xid]
+    if xid in CATALOG:
+        mnemonic, description, now, later = CATALOG[xid]
+        fix = BUCKETS[now] + (f"; if it recurs: {BUCKETS[later]}" if later != now else "")
+        return XidMeaning(f"{description}, {mnemonic}", BUCKET_RANK.get(now, UNKNOWN_RANK), fix)
+    if xid in UNUSED:
+        return XidMeaning("listed as unused by NVIDIA's catalogue (deprecated, or Volta and older)", UNKNOWN_RANK,
+                          f"{BUCKETS['CONTACT_SUPPORT']}; nvidia-smi -q -i {{i}}")
+    return XidMeaning("not in NVIDIA's Xid catalogue", UNKNOWN_RANK,
+                      f"look the code up in {SOURCE}; nvidia-smi -q -i {{i}}; {_RESET} if the GPU misbehaves")
 
+
+def escalated(xid: int, bursts: int) -> XidMeaning | None:
+    """An application Xid repeating on one GPU in APP_REPEAT bursts or more: NVIDIA's workflow suspects the GPU."""
+    if xid not in ESCALATING or bursts < APP_REPEAT:
+        return None
+    return XidMeaning(f"{meaning_of(xid).meaning}, repeating on this GPU ({bursts} bursts): possibly the GPU, "
+                      "not the application", 2, f"drain; dcgmi diag -r 3 -i {{i}} (NVIDIA: "
+                      f"{BUCKETS[ESCALATING[xid]]}); field diagnostics if DCGM passes")
 
 
 def pci_key(address: str) -> str | None:
@@ -108,29 +136,91 @@ def pci_key(address: str) -> str | None:
 
 
 
-def parse_xid_lines(lines: list[str]) -> list[dict[str, Any]]:
+def parse_xid_lines(lines: list[str], after_seq: int | None = None, since_s: float | None = None) -> list[dict[str, Any]]:
     """Xid events in kernel log lines (/dev/kmsg records, dmesg or journal lines), one entry per (GPU, code)
-    with its count and the last occurrence's text and time since boot (seconds, /dev/kmsg only)."""
+    with its count, its bursts (distinct seconds, or distinct texts without times), the last occurrence's text
+    and time since boot (seconds, /dev/kmsg only). See scan() for the window."""
+    events: list[dict[str, Any]] = scan(lines, after_seq, since_s)["xid"]
+    return events
+
+
+def scan(lines: list[str], after_seq: int | None = None, since_s: float | None = None) -> dict[str, Any]:
+    """{'xid': [...], 'bus': [...], 'last_seq': N}: events counted from the later of boot, the driver's last load
+    and each GPU's last initialisation (a reset), and only records after `after_seq` (the last run's cursor) and
+    at or after `since_s` since boot (the window). Lines without a /dev/kmsg header pass the cursor and window."""
     events: dict[tuple[str, int], dict[str, Any]] = {}
+    bus: dict[str, dict[str, Any]] = {}
+    seconds: dict[tuple[str, int], set[Any]] = {}
+    last_seq = None
     for line in lines:
         record = _RECORD.match(line)
-        found = _XID.search(line)
-        if not found:
+        seq, at = (int(record.group(1)), int(record.group(2)) / 1e6) if record else (None, None)
+        last_seq = seq if seq is not None else last_seq
+        if _LOAD.search(line):  # the driver (re)loaded: what came before is about another driver instance
+            events.clear()
+            bus.clear()
             continue
-        key = pci_key(":".join(found.group(1, 2, 3)))
-        if key is None:
+        init = _GPU_INIT.search(line)
+        if init and (key := pci_key(init.group(1))):  # the GPU was (re)initialised: a reset or a reload
+            for k in [k for k in events if k[0] == key]:
+                del events[k]
+            bus.pop(key, None)
+            continue
+        if (seq is not None and after_seq is not None and seq <= after_seq) or \
+                (at is not None and since_s is not None and at < since_s):
+            continue
+        fell = _BUS.search(line)
+        if fell and (key := pci_key(fell.group(1))):
+            entry = bus.setdefault(key, {"pci": key, "count": 0})
+            entry.update(count=entry["count"] + 1, text=fell.group(0)[:200], boot_s=round(at, 3) if at else None)
+            continue
+        found = _XID.search(line)
+        if not found or (key := pci_key(":".join(found.group(1, 2, 3)))) is None:
             continue
         xid = int(found.group(4))
         event = events.setdefault((key, xid), {"pci": key, "xid": xid, "count": 0})
-        event.update(count=event["count"] + 1, text=found.group(5).strip()[:200],
-                     boot_s=round(int(record.group(1)) / 1e6, 3) if record else None)
+        text = found.group(5).strip()[:200]
+        seconds.setdefault((key, xid), set()).add(int(at) if at is not None else _stamp(line))
+        event.update(count=event["count"] + 1, bursts=len(seconds[(key, xid)]), text=text,
+                     boot_s=round(at, 3) if at is not None else None)
     ordered = sorted(events.values(), key=lambda e: (meaning_of(e["xid"]).rank is None, e["pci"], e["xid"]))
-    return ordered[:MAX_EVENTS]
+    return {"xid": ordered[:MAX_EVENTS], "bus": sorted(bus.values(), key=lambda b: b["pci"]), "last_seq": last_seq}
 
 
+def capture_xids(path: str = KMSG, state_file: str | None = None, window_s: float | None = None) -> dict[str, Any]:
+    """The kernel log's Xid and fallen-off-the-bus events within the window, or why there are none to tell.
 
-def capture_xids(path: str = KMSG) -> dict[str, Any]:
-    """The kernel log's Xid events, or why there are none to tell."""
+    `state_file` (ENVCHECK_XID_STATE) keeps the last run's cursor (boot id and /dev/kmsg sequence number),
+    replaced atomically; `window_s` (ENVCHECK_XID_WINDOW_S) ignores records older than that many seconds."""
+    state_file = state_file if state_file is not None else os.environ.get("ENVCHECK_XID_STATE") or None
+    window_s = window_s if window_s is not None else _float(os.environ.get("ENVCHECK_XID_WINDOW_S"))
     lines, why = read_kernel_log(path)
-    return {"source": path, "error": why, "xid": parse_xid_lines(lines)}
+    cursor = read_cursor(state_file) if state_file else None
+    since = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - window_s) if window_s else None
+    found = scan(lines, cursor, since)
+    out = {"source": path, "error": why, "xid": found["xid"], "bus": found["bus"],
+           "window": {"after_seq": cursor, "since_s": round(since, 3) if since is not None else None}}
+    if state_file and why is None and found["last_seq"] is not None:
+        note = write_cursor(state_file, found["last_seq"])
+        if note:
+            out["cursor_error"] = note
+    return out
 
+
+def _stamp(line: str) -> str:
+    """The second a dmesg/journal line was logged ('' without a time: all such lines are one burst)."""
+    found = _STAMP.match(line)
+    if not found:
+        return ""
+    stamp = found.group(1) or found.group(2)
+    try:
+        return str(int(float(stamp)))  # dmesg's seconds since boot
+    except ValueError:
+        return stamp
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None

@@ -12,10 +12,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
-from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.suspects import wrong_math_fix
 
 ACTIVATIONS: dict[str, dict[str, Any]] = {
     "gelu": {}, "gelu(tanh)": {"approximate": "tanh"}, "silu": {}, "mish": {}, "softplus": {"beta": 2.0},

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.checks.numerics.grad_scaler import PlainSGD, real_grad_scaler
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.reference.compare import Comparison, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
 
 STEPS, INTERVAL, LR, MAX_NORM = 300, 7, 0.05, 0.5
 INF_AT = frozenset({3, 4, 40, 41, 42, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161})

@@ -6,11 +6,11 @@ import contextlib
 import math
 from typing import Any
 
-from envcheck.checks.numerics.devices import cuda_devices, native_bf16, numerics_mode
 from envcheck.checks.numerics.grad_scaler import MakeScaler, real_grad_scaler
-from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.reference.devices import cuda_devices, native_bf16, numerics_mode
+from envcheck.reference.suspects import wrong_math_fix
 
 STEPS, LR = 60, 0.1
 LOSS_TOL = {"rtol": 0.05, "atol": 0.01}  # |amp - fp32| <= atol + rtol * fp32, final loss evaluated in float32

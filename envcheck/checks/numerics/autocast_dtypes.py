@@ -6,10 +6,10 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.devices import cuda_devices, native_bf16, numerics_mode
-from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.reference.devices import cuda_devices, native_bf16, numerics_mode
+from envcheck.reference.suspects import wrong_math_fix
 
 Autocast = Callable[[str, Any], contextlib.AbstractContextManager[Any]]
 

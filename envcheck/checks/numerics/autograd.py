@@ -7,12 +7,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from envcheck.checks.numerics.autograd_ops import OP_SET, OpCase, jacobian_comparison
-from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, cuda_devices, numerics_mode
-from envcheck.checks.numerics.matmul_precision import TORCH_OVERRIDE, env_cause, matmul_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result, first_of, warned
+from envcheck.reference.autograd_ops import OP_SET, OpCase, jacobian_comparison
+from envcheck.reference.compare import Comparison, compare, comparisons_result
+from envcheck.reference.devices import check_devices, cuda_devices, numerics_mode
+from envcheck.reference.matmul_precision import TORCH_OVERRIDE, env_cause, matmul_mode
 
 GRADCHECK_TOL = {"atol": 1e-5, "rtol": 1e-3}  # torch.autograd.gradcheck's defaults, float64
 AGREEMENT_TOL = {"float32": {"atol": 1e-5, "rtol": 1e-4}, "float64": {"atol": 1e-10, "rtol": 1e-9}}

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.numerics.compare import Tensor, compare
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
-from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.reference.compare import Tensor, compare
+from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.suspects import wrong_math_fix
 
 TOL = {"atol": 1e-6, "rtol": 1e-6}  # float32, the same arithmetic repeated: in practice exact
 

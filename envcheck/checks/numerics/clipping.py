@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.reference.compare import Comparison, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
 
 NORM_TOL = {"atol": 1e-6, "rtol": 1e-5}  # float32; torch divides by (norm + 1e-6)
 ClipNorm = Callable[[list[Any], float], Any]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.compare import compare
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
-from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.reference.compare import compare
+from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.suspects import wrong_math_fix
 
 INIT_SCALE, BACKOFF, GROWTH, INTERVAL, LR = 2.0**10, 0.5, 2.0, 3, 0.1
 STEP_TOL = {"atol": 1e-6, "rtol": 1e-6}  # float32 parameters after one unscaled SGD step

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
-from envcheck.checks.numerics.suspects import wrong_math_fix
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.suspects import wrong_math_fix
 
 NEEDLE = "modified by an inplace operation"
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from envcheck.checks.numerics.compare import Comparison, Tensor, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.reference.compare import Comparison, Tensor, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
 
 N, C, IGNORE = 6, 5, 2
 Loss = Callable[..., Tensor]

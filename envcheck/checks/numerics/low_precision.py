@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.reference.compare import Comparison, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
 
 LENGTH = {"bfloat16": 1 << 16, "float16": 1 << 15}  # the float16 sum (~n/2) stays below its max, 65504
 SMALL = 2.0**-10  # below half an ulp of 1.0 in both dtypes: a running low-precision sum starting at 1 never moves

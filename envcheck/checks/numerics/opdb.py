@@ -16,10 +16,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result, skipped
+from envcheck.reference.compare import Comparison, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
 
 PINNED = ("2.11", "2.13", "2.14")
 MAX_SAMPLES = 2

@@ -17,11 +17,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.compare import Comparison, Tensor, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
-from envcheck.checks.numerics.optim_reference import REFERENCES
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
+from envcheck.reference.compare import Comparison, Tensor, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.optimizers import REFERENCES
 
 STEPS, N_OPS = 6, 32
 GRAD_SCALES = (1.0, 3.0, 0.05, 0.05, 2.0, 0.5)  # a shrinking gradient makes amsgrad's max differ from v

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.reference.compare import Comparison, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
 
 STEPS_BEFORE = 3
 RESUME_TOL = {"atol": 1e-7, "rtol": 0.0}  # identical arithmetic: differences should be exactly zero

@@ -6,11 +6,11 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.compare import Comparison, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.checks.numerics.grad_scaler import real_grad_scaler
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.reference.compare import Comparison, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
 
 MAX_NORM, LR = 0.5, 0.1
 CLIP_TOL = {"float32": {"atol": 1e-6, "rtol": 1e-5}, "autocast": {"atol": 1e-3, "rtol": 1e-2}}

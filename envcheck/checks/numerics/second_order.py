@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from envcheck.checks.numerics.autograd_ops import OpCase
-from envcheck.checks.numerics.compare import Comparison, Tensor, compare, comparisons_result
-from envcheck.checks.numerics.devices import check_devices, numerics_mode
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.reference.autograd_ops import OpCase
+from envcheck.reference.compare import Comparison, Tensor, compare, comparisons_result
+from envcheck.reference.devices import check_devices, numerics_mode
 
 HVP_TOL = {"atol": 1e-6, "rtol": 1e-4}  # float64, central differences of gradients with eps 1e-6
 

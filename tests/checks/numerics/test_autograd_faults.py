@@ -16,12 +16,12 @@ from envcheck.checks.numerics.autograd import (
     nondet_tol_for,
 )
 from envcheck.checks.numerics.autograd_mechanics import MechanicsParts, autograd_mechanics
-from envcheck.checks.numerics.autograd_ops import OP_SET, OpCase
-from envcheck.checks.numerics.compare import comparisons_result
 from envcheck.checks.numerics.linear_vjp import autograd_linear_vjp, linear_vjp_comparisons
 from envcheck.checks.numerics.second_order import second_order_findings
 from envcheck.core.check import CheckSpec
 from envcheck.core.result import Status
+from envcheck.reference.autograd_ops import OP_SET, OpCase
+from envcheck.reference.compare import comparisons_result
 from tests.helpers import run_spec
 
 
@@ -243,7 +243,7 @@ def test_matmul_probe_tells_float32_from_tf32() -> None:
     10-bit mantissa, as tensor cores do (simulated: no GPU here)."""
     import torch
 
-    from envcheck.checks.numerics.matmul_precision import matmul_mode
+    from envcheck.reference.matmul_precision import matmul_mode
 
     def tf32_matmul(a: Any, b: Any) -> Any:
         def round_to_tf32(x: Any) -> Any:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from envcheck.checks.numerics.compare import compare, comparisons_result
 from envcheck.core.result import Status
+from envcheck.reference.compare import compare, comparisons_result
 
 
 def test_worst_element_is_found_and_described() -> None:
@@ -37,7 +37,7 @@ def test_result_reports_errors_and_tolerances() -> None:
 
 
 def test_unravel_matches_torch() -> None:
-    from envcheck.checks.numerics.compare import unravel
+    from envcheck.reference.compare import unravel
 
     for flat in (0, 5, 23):
         assert unravel(flat, (2, 3, 4)) == tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), (2, 3, 4)))

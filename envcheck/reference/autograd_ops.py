@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.numerics.compare import Comparison, Tensor, compare
+from envcheck.reference.compare import Comparison, Tensor, compare
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def comparisons_result(what: str, comparisons: Sequence[Comparison], *, toleranc
     measured.update(extra or {})
     bad = [c.describe() for c in comparisons if not c.ok] + list(problems)
     if bad:
-        from envcheck.checks.numerics.suspects import wrong_math_fix
+        from envcheck.reference.suspects import wrong_math_fix
 
         fix, fault, causes = wrong_math_fix(remediation)
         if causes:

@@ -1,0 +1,61 @@
+"""Readers for the runtime profile: mounts, cgroup limits, /proc/self/status fields. No verdicts."""
+
+from __future__ import annotations
+
+import os
+
+
+def mount_options(path: str) -> set[str]:
+    """The mount options (per-mount and superblock) of the mount holding `path`; empty when unreadable."""
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return set()
+    real, best, opts = os.path.realpath(path), "", set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, opts = point, set(fields[5].split(","))
+    return opts
+
+
+def status_fields() -> dict[str, str]:
+    """/proc/self/status as a dict (NoNewPrivs, Seccomp, CapEff...)."""
+    try:
+        with open("/proc/self/status") as fh:
+            return dict(line.split(":\t", 1) for line in fh.read().splitlines() if ":\t" in line)
+    except OSError:
+        return {}
+
+
+def cgroup_value(*names: str) -> str | None:
+    """The first readable cgroup file among `names` under /sys/fs/cgroup (v2 names first)."""
+    for name in names:
+        try:
+            with open(f"/sys/fs/cgroup/{name}") as fh:
+                return fh.read().strip()
+        except OSError:
+            continue
+    return None
+
+
+def cpu_quota() -> float | None:
+    """CPUs the cgroup's CFS quota allows (cpu.max, or v1 cfs_quota/period), None when unlimited."""
+    v2 = cgroup_value("cpu.max")
+    if v2:
+        quota, _, period = v2.partition(" ")
+        return None if quota == "max" else int(quota) / int(period or 100000)
+    quota_v1, period_v1 = cgroup_value("cpu/cpu.cfs_quota_us"), cgroup_value("cpu/cpu.cfs_period_us")
+    if quota_v1 and period_v1 and int(quota_v1) > 0:
+        return int(quota_v1) / int(period_v1)
+    return None
+
+
+def writable(path: str) -> bool:
+    """Whether this process can create files in `path` (access(2) plus a read-only mount)."""
+    return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK) and "ro" not in mount_options(path)

@@ -1,0 +1,107 @@
+"""container.runtime: what the hardened runtime takes away that a PyTorch job needs; quiet about what breaks nothing.
+
+Read-only root, dropped capabilities, no_new_privs and a seccomp filter break nothing in a PyTorch job by
+themselves: they are reported as measured facts only. Named (config, with a stable code and the fix): no writable
+temp dir, noexec temp (Inductor's CPU kernels are .so files it dlopens from its cache), a uid without passwd entry,
+low nofile/nproc/pids limits, a CPU quota below the threads torch starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import resource
+
+from envcheck.checks.runtime.probes import cgroup_value, cpu_quota, mount_options, status_fields, writable
+from envcheck.core.check import CheckSpec, Context
+from envcheck.core.hardening import NOFILE_NEED, NPROC_NEED, PASSWD_FIX, WRITE_FIX
+from envcheck.core.result import FaultClass, Result, first_of, passed, warned
+
+Finding = tuple[str, str, str]  # code, problem, fix
+
+
+def temp_dir() -> str:
+    """The directory tempfile would use, without creating anything (TMPDIR first, as Python and torch do)."""
+    return os.environ.get("TMPDIR") or "/tmp"
+
+
+def temp_findings() -> list[Finding]:
+    """No writable temp/cache dir; noexec on the one Inductor compiles into."""
+    tmp = temp_dir()
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or tmp
+    out: list[Finding] = []
+    if not writable(tmp):
+        out.append(("runtime.tmp_readonly", f"the temp dir {tmp} is not writable: torch.compile (Inductor's cache), "
+                    "DataLoader's file_system sharing and tempfile users fail", WRITE_FIX))
+    elif not writable(cache):
+        out.append(("runtime.tmp_readonly", f"TORCHINDUCTOR_CACHE_DIR={cache} is not writable: torch.compile fails",
+                    WRITE_FIX))
+    elif "noexec" in mount_options(cache):
+        out.append(("runtime.tmp_noexec", f"{cache} is mounted noexec: Inductor's compiled CPU kernels (.so files "
+                    "in its cache) cannot be loaded, torch.compile fails", "mount it exec (`--tmpfs /tmp:exec`) or "
+                    "point TORCHINDUCTOR_CACHE_DIR at an exec mount (an emptyDir)"))
+    if importlib.util.find_spec("triton") is not None and not os.environ.get("TRITON_CACHE_DIR"):
+        home = os.environ.get("HOME") or "/"
+        if not writable(home) and not os.path.isdir(os.path.join(home, ".triton")):
+            out.append(("runtime.home_readonly", f"HOME={home} is not writable and TRITON_CACHE_DIR is unset: "
+                        "Triton cannot cache its GPU kernels", "set TRITON_CACHE_DIR (or HOME) to a writable mount"))
+    return out
+
+
+def passwd_findings() -> list[Finding]:
+    """A uid with no passwd entry and no USER/LOGNAME: getpass.getuser() raises KeyError."""
+    try:
+        pwd.getpwuid(os.getuid())
+        return []
+    except KeyError:
+        pass
+    if any(os.environ.get(v) for v in ("LOGNAME", "USER", "LNAME", "USERNAME")):
+        return []
+    return [("runtime.no_passwd_entry", f"uid {os.getuid()} has no passwd entry and USER/LOGNAME are unset: "
+             "getpass.getuser() raises KeyError in every library that asks for the user name", PASSWD_FIX)]
+
+
+def limit_findings(threads: int) -> list[Finding]:
+    """nofile/nproc/pids.max below what a PyTorch job needs; a CPU quota below the intra-op thread count."""
+    out: list[Finding] = []
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if nofile != resource.RLIM_INFINITY and nofile < NOFILE_NEED:
+        out.append(("runtime.nofile_low", f"open files limited to {nofile} (a job with DataLoader workers and NCCL "
+                    f"needs {NOFILE_NEED}+)", "docker run --ulimit nofile=65536:65536 (ulimit -n)"))
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    pids = cgroup_value("pids.max", "pids/pids.max")
+    lows = [f"nproc {nproc}" for _ in [0] if nproc != resource.RLIM_INFINITY and nproc < NPROC_NEED and os.getuid()]
+    lows += [f"cgroup pids.max {pids}" for _ in [0] if pids and pids.isdigit() and int(pids) < NPROC_NEED]
+    if lows:
+        out.append(("runtime.nproc_low", f"processes+threads limited ({', '.join(lows)}; a job needs {NPROC_NEED}+ "
+                    "for intra-op threads, DataLoader workers, NCCL threads)",
+                    "docker run --pids-limit 4096 --ulimit nproc=65536, or the pod's pids limit"))
+    quota = cpu_quota()
+    if quota is not None and quota + 0.5 < threads and not os.environ.get("OMP_NUM_THREADS"):
+        out.append(("runtime.cpu_quota_below_threads", f"the cgroup CPU quota is {quota:g} CPUs but torch starts "
+                    f"{threads} intra-op threads: they are throttled and CPU ops slow down",
+                    f"export OMP_NUM_THREADS={max(1, int(quota))} or call torch.set_num_threads({max(1, int(quota))})"))
+    return out
+
+
+def runtime_profile(ctx: Context) -> Result:
+    """Name what the runtime's restrictions break in a PyTorch job; list the harmless ones as facts."""
+    status = status_fields()
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    measured = {"uid": os.getuid(), "gid": os.getgid(), "root_readonly": "ro" in mount_options("/"),
+                "no_new_privs": status.get("NoNewPrivs", "?").strip(), "seccomp": status.get("Seccomp", "?").strip(),
+                "cap_eff": status.get("CapEff", "?").strip(), "temp_dir": temp_dir(),
+                "shm_options": sorted(mount_options("/dev/shm") & {"noexec", "nosuid", "nodev", "ro"})}
+    findings = temp_findings() + passwd_findings() + limit_findings(threads)
+    if not findings:
+        return passed("the runtime's restrictions break nothing a PyTorch job needs", measured=measured)
+    codes = [code for code, _, _ in findings]
+    return warned(first_of([problem for _, problem, _ in findings]), "; ".join(fix for _, _, fix in findings),
+                  measured={**measured, "codes": codes}, fault_class=FaultClass.CONFIG, code=codes[0])
+
+
+CHECKS = (
+    CheckSpec("container.runtime", runtime_profile, "hardened runtime (read-only, uid, limits) leaves a job what it "
+              "needs", isolated=False, timeout_s=5),
+)
