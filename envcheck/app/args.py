@@ -242,6 +242,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible")
     parser.add_argument("--cpu-ranks", type=rank_count, default=2, metavar="N",
                         help="gloo ranks for the CPU distributed check (default 2)")
+    from envcheck.cluster.node_profiles import profile_arg
+
+    parser.add_argument("--profile", type=profile_arg, metavar="FILE|NAME",
+                        help="what this node type must have (TOML file, or built-in: h100-sxm-8, h200-8, a100-sxm-8, "
+                             "a100-80gb-sxm-8, l40s, b200-8); --expect-gpus and --min-busbw override its values")
     parser.add_argument("--memory-fraction", type=fraction, default=MEMORY_FRACTION, metavar="F",
                         help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)")
 

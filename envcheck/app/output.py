@@ -57,7 +57,8 @@ class Terminal(Console):
         except BrokenPipeError:
             self.on_broken_pipe()
         except OSError as exc:
-            stdout_gone()
+            if self.file is sys.stdout:  # a full stderr (--for prints the table there) must not silence stdout
+                stdout_gone()
             _lost(f"the table could not be shown: {exc.strerror or exc}")
 
 

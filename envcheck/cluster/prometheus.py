@@ -8,10 +8,8 @@ envcheck.core.text.label_value (control characters escaped) before prometheus_cl
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from envcheck import __version__
@@ -21,20 +19,6 @@ from envcheck.core.text import label_value as lv
 STATUSES = tuple(s.value for s in Status)
 
 
-def textfile_path(text: str) -> str:
-    """argparse type: a regular file path (not '-') whose folder exists and is writable, its name short enough
-    for the temp file beside it (checked before any work, by the same rule as --json)."""
-    try:
-        import prometheus_client  # noqa: F401
-    except ImportError:
-        raise argparse.ArgumentTypeError("needs prometheus_client: pip install 'envcheck[cluster]'") from None
-    path = Path(text)
-    if text in ("", "-") or path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a file path; give e.g. "
-                                          "/var/lib/node_exporter/textfile/envcheck.prom")
-    from envcheck.app.args import output_path
-
-    return output_path(text)
 
 
 def _figure(results: Sequence[Result], check: str, key: str) -> float | None:
