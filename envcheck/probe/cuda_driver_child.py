@@ -66,29 +66,29 @@ def probe_gpu(cuda: Any, i: int, call: Any, error_name: Any) -> dict[str, Any]:
     gpu: dict[str, Any] = {"index": i}
     dev, ctx, ptr = ctypes.c_int(0), ctypes.c_void_p(), ctypes.c_uint64(0)
 
-    def failed(name: str, rc: int) -> dict[str, Any]:
+    def call_failed(name: str, rc: int) -> dict[str, Any]:
         gpu["error"] = {"call": name, "code": rc, "name": error_name(rc)}
         return gpu
 
     if (rc := call("cuDeviceGet", ctypes.byref(dev), i, gpu=i)) != 0:
-        return failed("cuDeviceGet", rc)
+        return call_failed("cuDeviceGet", rc)
     text = ctypes.create_string_buffer(256)
     if call("cuDeviceGetName", text, 256, dev, gpu=i) == 0:
         gpu["name"] = text.value.decode(errors="replace")
     if call("cuDeviceGetPCIBusId", text, 64, dev, gpu=i) == 0:
         gpu["pci"] = text.value.decode(errors="replace")
     if (rc := call("cuCtxCreate_v2", ctypes.byref(ctx), 0, dev, gpu=i)) != 0:
-        return failed("cuCtxCreate_v2", rc)
+        return call_failed("cuCtxCreate_v2", rc)
     try:
         if (rc := call("cuMemAlloc_v2", ctypes.byref(ptr), ctypes.c_size_t(COPY_BYTES), gpu=i)) != 0:
-            return failed("cuMemAlloc_v2", rc)
+            return call_failed("cuMemAlloc_v2", rc)
         pattern = bytes((k * 131 + i) & 0xFF for k in range(256)) * (COPY_BYTES // 256)
         sent = ctypes.create_string_buffer(pattern, COPY_BYTES)
         back = ctypes.create_string_buffer(COPY_BYTES)
         if (rc := call("cuMemcpyHtoD_v2", ptr, sent, ctypes.c_size_t(COPY_BYTES), gpu=i)) != 0:
-            return failed("cuMemcpyHtoD_v2", rc)
+            return call_failed("cuMemcpyHtoD_v2", rc)
         if (rc := call("cuMemcpyDtoH_v2", back, ptr, ctypes.c_size_t(COPY_BYTES), gpu=i)) != 0:
-            return failed("cuMemcpyDtoH_v2", rc)
+            return call_failed("cuMemcpyDtoH_v2", rc)
         got = back.raw
         wrong = 0 if got == pattern else sum(1 for a, b in zip(pattern, got, strict=True) if a != b)
         gpu["copy"] = {"bytes": COPY_BYTES, "wrong": wrong}
