@@ -6,9 +6,11 @@ import multiprocessing
 import resource
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
+from envcheck.core.hardening import runtime_cause
 from envcheck.core.result import Result, failed, passed, warned
 from envcheck.probe.facts import shm_bytes
 from envcheck.probe.system import is_absent
@@ -30,7 +32,7 @@ def container_shm(ctx: Context) -> Result:
     if size < MIN_SHM_BYTES:
         return warned(f"/dev/shm is {size / 2**20:.0f} MiB, under 1 GiB: DataLoader workers and NCCL may crash "
                       "or hang", SHM_FIX, measured=measured, expected={"min_shm_bytes": MIN_SHM_BYTES},
-                      fault_class="config")
+                      fault_class="config", code="shm.small")
     return passed(f"/dev/shm is {size / 2**30:.1f} GiB", measured=measured,
                   expected={"min_shm_bytes": MIN_SHM_BYTES})
 
@@ -101,12 +103,16 @@ def container_limits(ctx: Context) -> Result:
 
     ok, problem, measured = dataloader_runs(ctx)
     if not ok:
+        limit = runtime_cause(RuntimeError(problem), f"a DataLoader with 2 workers failed: {problem}", trace=False)
+        if limit is not None:  # a process or file limit, a read-only temp dir: named with its own code and fix
+            return replace(limit, measured=measured)
         size = shm_bytes()
-        if isinstance(size, int) and size < MIN_SHM_BYTES:
+        small = isinstance(size, int) and size < MIN_SHM_BYTES
+        if small and isinstance(size, int):
             problem += f" (/dev/shm is only {size / 2**20:.0f} MiB)"
         # shm size and ulimits are set by how the container or job was started (--shm-size, --ulimit)
         return failed(f"a DataLoader with 2 workers failed: {problem}", SHM_FIX, measured=measured,
-                      expected={"batches": 8}, fault_class="config")
+                      expected={"batches": 8}, fault_class="config", code="shm.small" if small else None)
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     measured.update(memlock_bytes="unlimited" if soft == resource.RLIM_INFINITY else soft, gpus=gpus)

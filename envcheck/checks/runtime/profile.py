@@ -13,7 +13,14 @@ import os
 import pwd
 import resource
 
-from envcheck.checks.runtime.probes import cgroup_value, cpu_quota, mount_options, status_fields, writable
+from envcheck.checks.runtime.probes import (
+    cgroup_value,
+    cpu_quota,
+    creatable,
+    mount_options,
+    status_fields,
+    writable,
+)
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.hardening import NOFILE_NEED, NPROC_NEED, PASSWD_FIX, WRITE_FIX
 from envcheck.core.result import FaultClass, Result, first_of, passed, warned
@@ -41,11 +48,15 @@ def temp_findings() -> list[Finding]:
         out.append(("runtime.tmp_noexec", f"{cache} is mounted noexec: Inductor's compiled CPU kernels (.so files "
                     "in its cache) cannot be loaded, torch.compile fails", "mount it exec (`--tmpfs /tmp:exec`) or "
                     "point TORCHINDUCTOR_CACHE_DIR at an exec mount (an emptyDir)"))
-    if importlib.util.find_spec("triton") is not None and not os.environ.get("TRITON_CACHE_DIR"):
-        home = os.environ.get("HOME") or "/"
-        if not writable(home) and not os.path.isdir(os.path.join(home, ".triton")):
-            out.append(("runtime.home_readonly", f"HOME={home} is not writable and TRITON_CACHE_DIR is unset: "
-                        "Triton cannot cache its GPU kernels", "set TRITON_CACHE_DIR (or HOME) to a writable mount"))
+    if importlib.util.find_spec("triton") is not None:
+        given = os.environ.get("TRITON_CACHE_DIR")
+        triton = given or os.path.join(os.environ.get("HOME") or "/", ".triton", "cache")
+        if not creatable(triton):
+            where = f"TRITON_CACHE_DIR={given}" if given else f"HOME={os.environ.get('HOME') or '/'} (TRITON_CACHE_DIR unset)"
+            out.append(("runtime.home_readonly", f"{where} is not writable for uid {os.getuid()}: Triton cannot "
+                        "write the GPU kernels and launchers it compiles, torch.compile fails on GPU",
+                        "set TRITON_CACHE_DIR (or HOME) to a writable mount (`--tmpfs /home/dev/.cache:exec` in "
+                        "envcheck's images, an emptyDir), or run in group 0 (`--user UID:0`) in envcheck's images"))
     return out
 
 
