@@ -32,11 +32,24 @@ VERIFY_FLAGS := $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
+# The verify venv is installed with uv where it is on PATH (several times faster than pip for the ~3 GB
+# torch stack: bench/install_speed.py), else with pip. uv reads no pip.conf: with a private index set there,
+# set UV_DEFAULT_INDEX too, or INSTALLER=pip. The test venv stays on pip (its CPU torch comes from pip's config).
+UV ?= $(shell command -v uv 2>/dev/null)
+INSTALLER ?= $(if $(UV),uv,pip)
+VERIFY_PINS = $(or $(VERIFY_TORCH),$$($(VENV)/bin/envcheck matrix pins $(if $(VERIFY_ROW),--row $(VERIFY_ROW))))
+
 $(VENV)/.installed: pyproject.toml
+ifeq ($(INSTALLER),uv)
+	$(UV) venv -q --seed --allow-existing --python $(PYTHON) $(VENV)
+	$(UV) pip install -q --python $(VENV)/bin/python -e '.[docker,nvml,bench]'
+	$(UV) pip install -q --python $(VENV)/bin/python $(VERIFY_PINS)
+else
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[docker,nvml,bench]'
-	$(VENV)/bin/pip install -q $(or $(VERIFY_TORCH),$$($(VENV)/bin/envcheck matrix pins $(if $(VERIFY_ROW),--row $(VERIFY_ROW))))
+	$(VENV)/bin/pip install -q $(VERIFY_PINS)
+endif
 	touch $@
 
 $(TEST_VENV)/.installed: pyproject.toml
@@ -83,7 +96,7 @@ BUILD_FLAGS = --repo $(REPO) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) $(if
 	$(if $(CA_BUNDLE),--ca-bundle $(CA_BUNDLE))
 IMAGES_ENV = ENVCHECK_DOCKER=$(DOCKER) DOCKER_BUILDKIT=1
 
-.PHONY: image images verify-image verify-images push base-image wheelhouse hadolint
+.PHONY: image images verify-image verify-images base-image wheelhouse hadolint
 image: $(TEST_VENV)/.installed ## build one image: make image ROW=2.11-cu130 TARGET=runtime [BASE_IMAGE=local/debian:bookworm] [OFFLINE=1]
 	$(IMAGES_ENV) $(TOOL) image build --row $(ROW) --target $(TARGET) $(BUILD_FLAGS)
 
@@ -97,9 +110,45 @@ verify-image: $(TEST_VENV)/.installed ## run envcheck inside IMAGE through the D
 verify-images: $(TEST_VENV)/.installed ## run envcheck inside every built matrix image (ALLOW_CPU=1 without a GPU)
 	$(TOOL) matrix verify --repo $(REPO) $(if $(ALLOW_CPU),--allow-cpu)
 
-push: $(TEST_VENV)/.installed ## tag ROW/TARGET for REGISTRY and push every tag: make push REGISTRY=ghcr.io/org/envcheck
-	@test -n "$(REGISTRY)" || { echo "make push needs REGISTRY=host/org/name" >&2; exit 2; }
-	$(IMAGES_ENV) $(TOOL) image push --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY)
+# --- publish: the one path `make` and .github/workflows/images.yml both take (docs/publishing.md) ---
+# stage pushes LOCAL (default REPO:<full tag>, what `make image` built) under staging-<row>-<target> only and
+# records the registry's digest in PUBLISH_STATE/staged.json; verify pulls that digest and runs envcheck inside it
+# (verified.json: an in-toto test-result Statement); promote copies the verified manifest registry-side to every
+# public tag (skopeo), after refusing an unverified, failed or since-moved image. SIGN_BY=<gpg fingerprint>
+# (+ REGISTRIES_D) signs each tag; ATTEST_KEY=<pem> attaches the DSSE-signed Statement as sha256-<hex>.att.
+PUBLISH_STATE ?= publish-state/$(ROW)-$(TARGET)
+LOCAL ?=
+PUBLISH_ENV = $(IMAGES_ENV) $(TOOL) image publish
+# The test venv only when TOOL runs from it (images.yml passes TOOL=envcheck, installed on the runner).
+TOOL_DEPS = $(if $(filter $(TEST_VENV)/%,$(TOOL)),$(TEST_VENV)/.installed)
+PLAN_FLAGS = --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY) $(if $(LOCAL),--local $(LOCAL)) \
+	--state $(PUBLISH_STATE)
+PUBLISH_VERIFY_FLAGS = $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $(if $(JSON),--json $(JSON)) \
+	$(if $(JUNIT),--junit $(JUNIT))
+PROMOTE_FLAGS = $(if $(SIGN_BY),--sign-by $(SIGN_BY)) $(if $(REGISTRIES_D),--registries-d $(REGISTRIES_D)) \
+	$(if $(ATTEST_KEY),--attest-key $(ATTEST_KEY))
+NEEDS_REGISTRY = @test -n "$(REGISTRY)" || { echo "make $@ needs REGISTRY=host/org/name (e.g. ghcr.io/org/envcheck)" >&2; exit 2; }
+
+.PHONY: publish-dry-run publish-stage publish-verify publish-promote publish push
+publish-dry-run: $(TOOL_DEPS) ## print what `make publish` would push, verify and tag, and where (touches nothing)
+	$(NEEDS_REGISTRY)
+	$(PUBLISH_ENV) plan $(PLAN_FLAGS)
+
+publish-stage: $(TOOL_DEPS) ## push ROW/TARGET under its staging tag only; record the digest in PUBLISH_STATE
+	$(NEEDS_REGISTRY)
+	$(PUBLISH_ENV) stage $(PLAN_FLAGS)
+
+publish-verify: $(TOOL_DEPS) ## pull the staged digest, run envcheck inside it (ALLOW_CPU=1 LEVEL=full JSON= JUNIT=)
+	$(PUBLISH_ENV) verify --state $(PUBLISH_STATE) $(PUBLISH_VERIFY_FLAGS)
+
+publish-promote: $(TOOL_DEPS) ## point every public tag at the verified digest (SIGN_BY= REGISTRIES_D= ATTEST_KEY=)
+	$(PUBLISH_ENV) promote --state $(PUBLISH_STATE) $(PROMOTE_FLAGS)
+
+publish: publish-stage ## stage, verify, promote: make publish REGISTRY=ghcr.io/org/envcheck [ALLOW_CPU=1]
+	$(MAKE) --no-print-directory publish-verify
+	$(MAKE) --no-print-directory publish-promote
+
+push: publish ## the same as `make publish` (there is no push that skips verification)
 
 base-image: ## debootstrap local/debian:bookworm (for machines that cannot pull images)
 	DOCKER=$(DOCKER) docker/ci/make-base-image.sh

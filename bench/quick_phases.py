@@ -2,9 +2,11 @@
 
     python bench/quick_phases.py            # on a GPU host, or anywhere (CUDA phases say "no GPU")
 
-Phases: a bare `import torch`; CUDA init (first tensor on each GPU); `import torchvision`; the
-importlib.metadata look-ups vision.ops makes; a 2-worker DataLoader with fork and with spawn workers
-(what container.limits pays); and each quick check called in-process after torch and CUDA are up.
+Phases: a bare `import torch`; CUDA init (first tensor on each GPU); `import torchvision` and
+`import torch._dynamo` (which torchvision pulls in: the quick checks must import neither, and the checks'
+phase names any heavy module they did import); collecting the facts; the importlib.metadata look-ups; a
+2-worker DataLoader with fork and with spawn workers (what container.limits pays); each quick check called in-process after torch and CUDA are up; and the
+whole `envcheck run --level quick` from the command line (`--allow-cpu` where there is no GPU).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ PHASES = {
                             "\nprint(json.dumps(time.perf_counter()-t))\nraise SystemExit",
     "import torchvision (after torch)": "import torch\nt=time.perf_counter()\nimport torchvision\n"
                                         "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
+    "import torch._dynamo (after torch)": "import torch\nt=time.perf_counter()\nimport torch._dynamo\n"
+                                          "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
+    "facts (after torch)": "import torch\nfrom envcheck.probe.facts import collect_facts\nt=time.perf_counter()\n"
+                           "collect_facts()\nprint(json.dumps(time.perf_counter()-t))\nraise SystemExit",
     "metadata look-ups (after torch)": "import torch, importlib.metadata as m\nt=time.perf_counter()\n"
                                        "m.version('torchvision'); m.requires('torchvision')\n"
                                        "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
@@ -41,6 +47,7 @@ if __name__ == "__main__":
     print(json.dumps(time.perf_counter() - t))
 """
 CHECKS = """
+import sys
 import torch
 from envcheck.checks import registry
 from envcheck.core.check import Context, Level
@@ -51,6 +58,7 @@ for spec in registry().values():
     if spec.level is Level.QUICK and not spec.name.startswith(("dist.", "image.")):
         t = time.perf_counter(); r = execute(spec, Context(allow_cpu=not torch.cuda.is_available()))
         out[spec.name] = [round(time.perf_counter() - t, 3), r.status.value]
+out["heavy modules imported"] = [m for m in ("torch._dynamo", "torch._inductor", "torchvision") if m in sys.modules]
 print(json.dumps(out))
 raise SystemExit
 """
@@ -80,11 +88,28 @@ def main() -> int:
     wall, per_check = timed(CHECKS)
     print(f"{'quick checks in one process':36s} process {wall:6.2f} s")
     if isinstance(per_check, dict):
+        heavy = per_check.pop("heavy modules imported", [])
         for check, (seconds, status) in per_check.items():
             print(f"    {check:28s} {seconds:6.2f} s  {status}")
+        print(f"    heavy modules the quick checks imported: {', '.join(heavy) or 'none'}")
     else:
         print(f"    {per_check}")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "quick.json"
+        argv = [sys.executable, "-m", "envcheck", "run", "--level", "quick", "--json", str(report)]
+        began = time.perf_counter()
+        subprocess.run(argv + ([] if has_gpu() else ["--allow-cpu"]), capture_output=True, check=False, timeout=600,
+                       cwd=Path(__file__).resolve().parents[1])
+        print(f"{'envcheck run --level quick (CLI)':36s} process {time.perf_counter() - began:6.2f} s")
     return 0
+
+
+def has_gpu() -> bool:
+    """Whether this host has an NVIDIA device node (as the runner decides it)."""
+    from envcheck.core.runner import gpu_present
+
+    return gpu_present()
+
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 #!/bin/sh
 # Slurm Prolog (slurm.conf: Prolog=/etc/slurm/prolog.d/envcheck.sh). Runs as root on the node before each job.
-# Exit 1 = node fault: envcheck has already drained the node with its reason (`sinfo -R` shows it) and Slurm
-# requeues the job. Image and config faults exit 0 (the user's image, not the node): they are warnings.
+# Exit 1 = node fault: slurmd drains the node ("Prolog error") and requeues the job; envcheck calls no Slurm command
+# (Slurm's prolog guide) and keeps its reason in /var/lib/envcheck/slurm-prolog.json, where the HealthCheckProgram
+# (`envcheck run --for health`) finds it, puts it in `sinfo -R` and resumes the node once the check passes again.
+# Image and config faults exit 0 (the user's image, not the node): they are warnings. envcheck's own failures
+# (a full disk, a full stderr, the job user's ulimits) exit 0 with a warning: they never drain a node.
 # Keep it fast (--only) and bounded (--timeout): every job waits for it.
 exec /opt/envcheck/bin/envcheck run --for prolog --expect-gpus "${ENVCHECK_EXPECT_GPUS:-8}" \
-    --only cuda.available,cuda.devices --timeout 120 \
+    --only cuda.available,cuda.devices,gpu.health,dcgm.diag --timeout 60 \
     --prometheus /var/lib/node_exporter/textfile/envcheck.prom

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from envcheck.core.check import MEMORY_FRACTION
 from envcheck.core.errors import UsageError
+from envcheck.core.text import one_line
 
 
 class Parser(argparse.ArgumentParser):
@@ -97,6 +98,28 @@ def names(text: str) -> str:
 
 
 NAME_MAX = 255
+MAX_THREADS = 4096  # beyond any host's cores; torch.set_num_threads overflows a C int long before
+
+
+def thread_count(text: str) -> int:
+    """argparse type for --cpu-threads: a whole number from 1 to MAX_THREADS."""
+    value = non_negative_int(text)
+    if not 1 <= value <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{text[:30]}: give 1 to {MAX_THREADS} threads")
+    return value
+
+
+def input_file(text: str) -> str:
+    """argparse type for an input file (bench --baseline): a regular file that exists; a FIFO or device is
+    refused (reading one can block forever)."""
+    try:
+        st = os.stat(text)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {one_line(text)}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise argparse.ArgumentTypeError(f"{one_line(text)} is not a regular file (a folder, FIFO or device); "
+                                          "give a report file that `envcheck bench --json` wrote")
+    return text
 
 
 
@@ -161,11 +184,24 @@ STDOUT_REPORTS = ("json", "junit", "bundle")
 
 
 
+FILE_OUTPUTS = ("json", "junit", "bundle", "prometheus")
+
+
 def check_stdout(args: argparse.Namespace) -> None:
-    """At most one report may go to stdout ('-'), so stdout stays one parseable document."""
+    """At most one report may go to stdout ('-'), so stdout stays one parseable document; and no two reports
+    may name the same file (one would silently replace the other)."""
     dashes = [f"--{name}" for name in STDOUT_REPORTS if getattr(args, name, None) == "-"]
     if len(dashes) > 1:
         raise UsageError(f"{' and '.join(dashes)} both write to stdout; give all but one a file path")
+    seen: dict[str, str] = {}
+    for name in FILE_OUTPUTS:
+        path = getattr(args, name, None)
+        if not isinstance(path, str) or path == "-":
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise UsageError(f"{seen[key]} and --{name} both name {one_line(path)}; give each report its own file")
+        seen[key] = f"--{name}"
 
 
 
@@ -206,6 +242,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible")
     parser.add_argument("--cpu-ranks", type=rank_count, default=2, metavar="N",
                         help="gloo ranks for the CPU distributed check (default 2)")
+    from envcheck.cluster.node_profiles import profile_arg
+
+    parser.add_argument("--profile", type=profile_arg, metavar="FILE|NAME",
+                        help="what this node type must have (TOML file, or built-in: h100-sxm-8, h200-8, a100-sxm-8, "
+                             "a100-80gb-sxm-8, l40s, b200-8); --expect-gpus and --min-busbw override its values")
     parser.add_argument("--memory-fraction", type=fraction, default=MEMORY_FRACTION, metavar="F",
                         help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)")
 

@@ -9,32 +9,51 @@ import sys
 import time
 from collections.abc import Iterator
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from envcheck.app.args import report_on_stdout
-from envcheck.app.output import WriteError, write_output, write_reports
-from envcheck.cluster import mode as cluster
-from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level
+from envcheck import __version__
+from envcheck.app import cluster_mode as cluster
+from envcheck.app.guard import save_traceback
+from envcheck.app.output import Terminal, raise_failures, write_reports
+from envcheck.app.render import show_and_write, terminal
+from envcheck.checks.node.path import node_facts, node_specs
+from envcheck.cluster.own import guarded
+from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level, ProfileOptions
 from envcheck.core.errors import FatalError
+from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Interrupted, Runner, parse_names, select
-from envcheck.report.json_report import render_json
-from envcheck.report.junit import render_junit
+from envcheck.core.text import visible
 from envcheck.report.summary import exit_code
 from envcheck.report.table import print_facts, print_report
 
 
 def context_from_args(args: argparse.Namespace) -> Context:
-    """Build the run context from parsed `run` arguments."""
+    """Build the run context from parsed `run` arguments: a --profile's values, overridden by explicit flags
+    (--expect-gpus, --min-busbw); `args.expect_gpus` is set to the result, so the cluster policy sees it too."""
+    profile = getattr(args, "profile", None) or ProfileOptions()
+    if args.expect_gpus is None:
+        args.expect_gpus = profile.gpu_count
+    min_busbw = args.min_busbw if args.min_busbw is not None else profile.busbw_floor_gbps
     return Context(
         level=Level(args.level),
         allow_cpu=args.allow_cpu,
         expect_gpus=args.expect_gpus,
         options=CheckOptions(
-            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf),
-            devices=DeviceOptions(memory_fraction=args.memory_fraction)),
+            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=min_busbw, strict_perf=args.strict_perf),
+            devices=DeviceOptions(memory_fraction=args.memory_fraction), profile=profile,
+            node_path=node_path(args, profile)),
     )
+
+
+def node_path(args: argparse.Namespace, profile: ProfileOptions) -> bool:
+    """`--for prolog|npd` without --only (unless the profile's level is "torch"), or --only naming node.* checks
+    alone: the torch-free node path."""
+    only = parse_names(getattr(args, "only", None))
+    if only:  # `--only node.cuda_driver,node.profile`: the same torch-free path, by name
+        return all(name.startswith("node.") for name in only)
+    return getattr(args, "for_mode", None) in ("prolog", "npd", "health") and profile.level == "node"
 
 
 @contextlib.contextmanager
@@ -51,18 +70,29 @@ def swept() -> Iterator[None]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run the selected checks and render every requested report."""
+    """Run the selected checks and render every requested report; under --for, envcheck's own failures never
+    drain the node (envcheck.cluster.own)."""
+    mode = cluster.mode_of(args)
+    cluster.apply_budget(args)
+    return _run(args) if mode is None else guarded(mode, lambda: _run(args), lambda: save_traceback("envcheck"))
+
+
+def _run(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
     # goes to stderr.
-    console = Console(stderr=report_on_stdout(args) or bool(getattr(args, "for_mode", None)), highlight=False,
-                      width=None if sys.stdout.isatty() else 140)
+    console = terminal(args, to_stderr=bool(getattr(args, "for_mode", None)))
     with swept(), Runner(ctx, total_timeout_s=args.timeout) as runner:
-        runner.start()  # torch imports in the fork server while the checks are loaded and selected
+        if not ctx.options.node_path:
+            runner.start()  # torch imports in the fork server while the checks are loaded and selected
         from envcheck.checks import HOOKS, registry
 
         runner.hooks = HOOKS
-        specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
+        if ctx.options.node_path:  # --for prolog|npd: the node checks inline, no fork server, no torch
+            specs = node_specs(registry(), parse_names(args.only), parse_names(args.skip))
+        else:
+            runner.prefetch_facts()  # in a worker of their own, beside the checks (off the GPU lane)
+            specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
         try:
             results = runner.run(specs)
         except Interrupted:  # SIGTERM/SIGHUP: kill every worker, then report what finished
@@ -70,15 +100,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             partial = RunReport(results=list(runner.finished), context=ctx)
             print_report(partial, console)
             raise
-        facts = runner.facts()
+        facts = node_facts(results) if ctx.options.node_path else runner.facts()
     results = cluster.adjust(args, results)
     report = RunReport(results=results, facts=facts, context=ctx)
-    print_report(report, console)
-    failures = write_reports([(args.json, lambda: render_json(report)), (args.junit, lambda: render_junit(report))])
-    code = cluster.finish(args, results, facts, exit_code(results))
-    if failures:  # the table is shown and --for has spoken; a report the user asked for is missing
-        raise WriteError("; ".join(failures))
-    return code
+    # every report is attempted whatever happened to the table or the others; under --for their failures are
+    # envcheck's own (a warning, never a drain: cluster.own), without --for one line and exit 3
+    failures = show_and_write(report, args, console)
+    return cluster.finish(args, results, facts, exit_code(results), failures)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -89,27 +117,47 @@ def cmd_list(args: argparse.Namespace) -> int:
     for col in ("check", "level", "needs", "timeout", "what it proves"):
         table.add_column(col)
     for spec in registry().values():
-        table.add_row(spec.name, spec.level.value, spec.needs.describe(), f"{spec.timeout_s:g}s",
-                      spec.description)
-    Console(highlight=False, width=160).print(table)
+        table.add_row(*(Text(visible(cell)) for cell in (spec.name, spec.level.value, spec.needs.describe(),
+                                                          f"{spec.timeout_s:g}s", spec.description)))
+    console = Terminal(highlight=False, width=160)
+    console.print(table)
+    raise_failures(write_reports([]))
     return 0
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
     """Collect and print (or write) the environment facts."""
     if getattr(args, "bundle", None):  # `facts --bundle FILE`: envcheck.explain captures
-        from envcheck.app.explain import cmd_bundle
-
         return cmd_bundle(args)
     from envcheck.checks import HOOKS
 
     with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         facts = runner.facts()
     if args.json != "-":
-        print_facts(facts)
-    if args.json:
-        write_output(args.json, json.dumps(facts, indent=2, default=str) + "\n")
+        print_facts(facts, Terminal(highlight=False))
+    raise_failures(write_reports([(args.json, lambda: json.dumps(redact_deep(facts), indent=2, default=str) + "\n")]))
     if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
         error = facts["error"]
         raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=1)
+    return 0
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    """`envcheck facts --bundle FILE`: capture the diagnosis inputs in an isolated worker, with the facts."""
+    from envcheck.app.output import write_output
+    from envcheck.checks import HOOKS
+    from envcheck.core.check import Context
+    from envcheck.core.result import Status
+    from envcheck.core.runner import Runner
+    from envcheck.evidence.bundle import CAPTURE_SPEC, make_bundle
+
+    with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
+        (result,) = runner.run([CAPTURE_SPEC])
+        facts = runner.facts() if result.status is Status.PASS else {}
+    if result.status is not Status.PASS:
+        raise FatalError(f"could not capture the bundle: {result.summary}", exit_code=3)
+    bundle = make_bundle(dict(result.measured["bundle"]), facts, __version__)  # type: ignore[arg-type]
+    write_output(args.bundle, json.dumps(bundle, indent=2, default=str) + "\n")
+    if args.bundle != "-":
+        print(f"wrote {args.bundle}: explain it anywhere with `envcheck explain {args.bundle}`", file=sys.stderr)
     return 0

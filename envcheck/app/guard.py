@@ -12,9 +12,10 @@ import time
 import traceback
 from collections.abc import Callable
 
-from envcheck.app.output import reopen_closed_stdout, stdout_gone
+from envcheck.app.output import reopen_closed_stdout, safe_streams, stdout_gone
 from envcheck.core.errors import INTERNAL_ERROR_EXIT, FatalError
 from envcheck.core.runner import Interrupted, interruptible
+from envcheck.core.text import one_line
 
 LOG_NAME = "envcheck-crash.log"
 
@@ -25,11 +26,12 @@ def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True)
     failure, never the environment's) with the traceback in a log file; never a traceback on the terminal.
     `signals=False` leaves SIGTERM/SIGHUP as they are (a torchrun rank: torchrun's own teardown sends them)."""
     reopen_closed_stdout()
+    safe_streams()
     try:
         with interruptible() if signals else contextlib.nullcontext():
             return int(call())
     except FatalError as exc:
-        _say(f"{prog}: error: {exc.message}")
+        _say(f"{prog}: error: {one_line(exc.message)}")
         return exc.exit_code
     except BrokenPipeError:  # the reader of stdout exited while the table was printed (`envcheck | head`)
         stdout_gone()
@@ -45,7 +47,7 @@ def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True)
         where = save_traceback(prog)
         saved = f"traceback in {where}" if where else "the traceback could not be saved (no writable folder)"
         _say(f"{prog}: internal error (envcheck's own failure, not this environment's): "
-             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; {saved}")
+             f"{type(exc).__name__}: {one_line(str(exc).splitlines()[0]) if str(exc) else ''}; {saved}")
         return INTERNAL_ERROR_EXIT
 
 

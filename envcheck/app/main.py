@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 
 from envcheck import __version__
 from envcheck.app.args import Parser, add_run_arguments, check_stdout, output_path, positive_float
+from envcheck.app.cluster_mode import add_arguments as add_cluster_arguments
 from envcheck.app.guard import guard
-from envcheck.cluster.mode import add_arguments as add_cluster_arguments
 from envcheck.core.errors import UsageError
 
 # Subcommands that live in their own packages; each module exposes register(subparsers).
-PLUGIN_COMMANDS = ("envcheck.bench.command", "envcheck.images.cli", "envcheck.host", "envcheck.app.explain")
+PLUGIN_COMMANDS = ("envcheck.app.bench", "envcheck.app.images", "envcheck.app.host", "envcheck.app.explain")
 
 
 

@@ -13,20 +13,18 @@ import argparse
 import os
 import sys
 
-from rich.console import Console
-
 from envcheck.app.args import Parser, add_shared_run_arguments, check_stdout, output_path
 from envcheck.app.guard import guard
-from envcheck.app.output import write_output
+from envcheck.app.output import Terminal, raise_failures, write_reports
+from envcheck.app.render import report_files
 from envcheck.collectives.torchrun import TorchrunOptions, missing_env, run_this_rank
 from envcheck.core.check import CheckOptions, Context, DistOptions, Level
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result
 from envcheck.core.run_report import RunReport
+from envcheck.core.text import visible
 from envcheck.probe.facts import collect_facts
 from envcheck.probe.slurm_env import torchrun_env
-from envcheck.report.json_report import render_json
-from envcheck.report.junit import render_junit
 from envcheck.report.table import print_report
 
 
@@ -39,6 +37,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add_shared_run_arguments(parser, timeout_default=120.0, check_outputs=False,
                              timeout_help="a rank making no progress this long (s) is reported as stalled; "
                                           "also the process-group timeout (not a cap on the whole run)")
+    parser.add_argument("--pairwise", action="store_true",
+                        help="also measure all-reduce busbw between every pair of nodes (dist.pairs; --level full "
+                             "runs it anyway) and name a slow node against --min-busbw, or else against the others")
     return parser.parse_args(argv)
 
 
@@ -49,19 +50,18 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
                           min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)))
     report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
-    # Files first: they are the record, whatever happens to the terminal.
-    if args.json and args.json != "-":
-        write_output(args.json, render_json(report))
-    if args.junit:
-        write_output(args.junit, render_junit(report, suite_name="envcheck.distributed"))
+    # Files first: they are the record, whatever happens to the terminal (each written on its own).
+    files = [(path, render) for path, render in report_files(report, args, "envcheck.distributed") if path != "-"]
+    failures = write_reports(files)
     # markup=False: summaries quote backend errors such as gloo's '[/path/pair.cc:537]', which rich
     # would otherwise parse as a closing tag and raise on.
-    print_report(report, Console(file=out, highlight=False, markup=False))
+    print_report(report, Terminal(file=out, highlight=False, markup=False))
     for r in results:
-        if r.name == "dist.busbw" and r.details:
-            print(r.details, file=out)
-    if args.json == "-":
-        write_output("-", render_json(report))
+        if r.name in ("dist.busbw", "dist.pairs") and r.details:
+            print(visible(r.details), file=out)
+    failures += write_reports([(path, render) for path, render in report_files(report, args, "envcheck.distributed")
+                               if path == "-"])
+    raise_failures(failures)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,7 +90,7 @@ def _main(argv: list[str]) -> int:
                 except argparse.ArgumentTypeError as exc:
                     raise UsageError(f"argument --{flag}: {exc}") from None
     opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
-                           min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)
+                           min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf, pairwise=args.pairwise)
     code, clean = run_this_rank(opts, lambda results: render(results, args))
     if not clean:  # a rank died or stalled: a thread may be stuck in a collective, so skip teardown
         sys.stdout.flush()

@@ -11,12 +11,16 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from rich.console import Console
+
 from envcheck.core.errors import FatalError
+from envcheck.core.text import one_line
 
 
-def write_reports(reports: Sequence[tuple[str | None, Callable[[], str]]]) -> list[str]:
-    """Write each (path, render) whose path is set, every one attempted; the failures' one-line messages."""
-    failures = []
+def write_reports(reports: Sequence[tuple[str | None, Callable[[], str | bytes]]]) -> list[str]:
+    """Write each (path, render) whose path is set, every one attempted whatever the others did; the failures'
+    one-line messages (a terminal that went away while the table was printed is one of them)."""
+    failures = list(TERMINAL_LOST)
     for path, render in reports:
         if path:
             try:
@@ -24,6 +28,53 @@ def write_reports(reports: Sequence[tuple[str | None, Callable[[], str]]]) -> li
             except WriteError as exc:
                 failures.append(exc.message)
     return failures
+
+
+def raise_failures(failures: Sequence[str]) -> None:
+    """After every report was attempted: the failures as one WriteError (one line, exit 3), if any."""
+    if failures:
+        raise WriteError("; ".join(dict.fromkeys(failures)))
+
+
+# What was lost on the terminal (stdout closed by its reader, full), recorded instead of exiting at once so
+# every report is still written; write_reports returns it among the failures.
+TERMINAL_LOST: list[str] = []
+
+
+class Terminal(Console):
+    """rich's Console for envcheck's tables: a broken pipe or full stdout is recorded (TERMINAL_LOST), not an
+    exit (rich's own on_broken_pipe raises SystemExit(1) before any report is written) and not a traceback."""
+
+    def on_broken_pipe(self) -> None:
+        """The reader of the table exited: send the rest to /dev/null and remember it."""
+        stdout_gone()
+        _lost("the table could not be shown: its reader exited (broken pipe)")
+
+    def print(self, *objects: object, **kwargs: object) -> None:  # type: ignore[override]
+        """Print as rich does; an OSError of the terminal (ENOSPC, EIO) is recorded, not raised."""
+        try:
+            super().print(*objects, **kwargs)  # type: ignore[arg-type]
+        except BrokenPipeError:
+            self.on_broken_pipe()
+        except OSError as exc:
+            if self.file is sys.stdout:  # a full stderr (--for prints the table there) must not silence stdout
+                stdout_gone()
+            _lost(f"the table could not be shown: {exc.strerror or exc}")
+
+
+def _lost(message: str) -> None:
+    if message not in TERMINAL_LOST:
+        TERMINAL_LOST.append(message)
+
+
+def safe_streams() -> None:
+    """Make stdout and stderr show what they cannot encode as escapes (`PYTHONIOENCODING=ascii`, a surrogate
+    carrying an undecodable byte) instead of raising UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
 
 
 
@@ -65,15 +116,24 @@ def reopen_closed_stdout() -> None:
 
 
 
-def write_output(path: str, text: str) -> None:
+def write_output(path: str, text: str | bytes) -> None:
     """Write a report to a path (atomically: a temp file in the same folder, then a rename, so a reader never
-    sees half a report), or to stdout for '-'. A failure is a WriteError (one line, exit 3), never a traceback."""
+    sees half a report), or to stdout for '-'. Only a regular file is replaced (a FIFO, device or folder is
+    refused); a new file gets mode 0644 (node_exporter often runs as another user), an existing one keeps its
+    mode. A failure is a WriteError (one line, exit 3), never a traceback."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
     if path == "-":
         if sys.stdout is None or _STDOUT_CLOSED:
             raise WriteError("cannot write the report to stdout: stdout is closed")
         try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            buffer = getattr(sys.stdout, "buffer", None)
+            if buffer is None:  # a text-only stream (a test's StringIO)
+                sys.stdout.write(data.decode("utf-8", "surrogateescape"))
+                sys.stdout.flush()
+            else:
+                sys.stdout.flush()
+                buffer.write(data)
+                buffer.flush()
         except BrokenPipeError:
             stdout_gone()
             raise WriteError("cannot write the report to stdout: its reader exited (broken pipe)") from None
@@ -85,19 +145,23 @@ def write_output(path: str, text: str) -> None:
     tmp: str | None = None
     try:
         try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
+            st = os.stat(target)
         except FileNotFoundError:
             mode = 0o644
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                raise WriteError(f"cannot write {one_line(path)}: not a regular file (a FIFO, device or folder)")
+            mode = stat.S_IMODE(st.st_mode)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:200]}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, target)
         tmp = None
     except OSError as exc:
-        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise WriteError(f"cannot write {one_line(path)}: {exc.strerror or exc}") from None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):

@@ -46,6 +46,18 @@ def validate(data: Any, where: str) -> None:
         require(iface, f"{where}.interfaces[{i}]", {"name": (str,), "flags": (int,), "ipv4": (list,), "ipv6": (list,)})
         if "name" not in iface:
             raise UsageError(f"{where}.interfaces[{i}] lacks 'name'")
+        for family in ("ipv4", "ipv6"):
+            for j, address in enumerate(iface.get(family) or []):
+                if not isinstance(address, str):
+                    raise UsageError(f"{where}.interfaces[{i}].{family}[{j}] must be str, got {address!r:.60}")
+    for i, hca in enumerate(data.get("infiniband") or []):
+        require(hca, f"{where}.infiniband[{i}]", {"name": (str,), "ports": (list,)})
+        if "name" not in hca:
+            raise UsageError(f"{where}.infiniband[{i}] lacks 'name'")
+        for j, port in enumerate(hca.get("ports") or []):
+            require(port, f"{where}.infiniband[{i}].ports[{j}]", {"port": (int,), "state": (str, None)})
+            if "port" not in port:
+                raise UsageError(f"{where}.infiniband[{i}].ports[{j}] lacks 'port'")
     for key, value in data["env"].items():
         if not isinstance(value, str):
             raise UsageError(f"{where}.env.{key} must be str, got {value!r:.60}")

@@ -23,6 +23,8 @@ USAGE = 2  # bad input, every mode (npd reads 2 as "unknown", which is what it i
 NPD_UNKNOWN = 2  # npd: envcheck could not judge the node (an unclassified ERROR)
 PREFLIGHT_NODE = 10  # preflight: retry elsewhere (the node is at fault)
 REASON_MAX = 200
+# The job user's limits ran out (envcheck.core.hardening): `config`, never the node's; npd cannot judge the node then.
+LIMIT_CODES = frozenset({"runtime.nproc_low", "runtime.nofile_low"})
 LOST_GPU_FIX = ("check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
                 "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`")  # scontrol's Reason= is free text; keep it one short line
 
@@ -30,9 +32,10 @@ LOST_GPU_FIX = ("check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off 
 class Mode(str, enum.Enum):
     """Who reads the exit code."""
 
-    PROLOG = "prolog"
+    PROLOG = "prolog"  # also the Epilog
     PREFLIGHT = "preflight"
     NPD = "npd"
+    HEALTH = "health"  # Slurm's HealthCheckProgram: drains and resumes the node itself (cluster.slurm_node)
 
 
 @dataclass(frozen=True)
@@ -63,14 +66,14 @@ def _lost_gpu(result: Result, expect_gpus: int | None) -> bool:
 
 
 def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | None) -> list[Result]:
-    """In prolog and npd mode, a node that lacks the GPUs it must have (--expect-gpus) is a node fault.
+    """In prolog, health and npd mode, a node that lacks the GPUs it must have (--expect-gpus) is a node fault.
 
     Inside a container, no /dev/nvidia* means the container was started without GPU access (`config`).
     A prolog or npd plugin runs on the host itself, started by the cluster, not by a user: there is no
     container flag to blame, and a node with fewer GPUs than the admin said it has lost them (fallen off
     the bus, driver unloaded). In preflight mode (a pod) the pod spec can still be at fault: kept `config`.
     """
-    if mode not in (Mode.PROLOG, Mode.NPD):
+    if mode not in (Mode.PROLOG, Mode.NPD, Mode.HEALTH):
         return list(results)
     out = []
     for r in results:
@@ -92,10 +95,11 @@ def decide(results: Sequence[Result], mode: Mode) -> Decision:
     warnings = tuple(one_line(r) for r in results
                      if r.status is Status.WARN or (r.status.is_bad and r.fault_class is not FaultClass.NODE))
     if node:
-        code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
+        code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.HEALTH: NODE_FAULT,
+                Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
         reason = one_line(node[0]) + (f" (+{len(node) - 1} more node faults)" if len(node) > 1 else "")
         return Decision(code, reason, warnings)
     # Image and config faults never fail a node's gate, in any mode: exit 0 with the warnings in the job's output.
-    if mode is Mode.NPD and any(r.fault_class is None for r in bad):
+    if mode is Mode.NPD and any(r.fault_class is None or r.code in LIMIT_CODES for r in bad):
         return Decision(NPD_UNKNOWN, "", warnings)
     return Decision(OK, "", warnings)

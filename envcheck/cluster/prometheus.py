@@ -1,42 +1,24 @@
 """`--prometheus FILE`: a node_exporter textfile-collector file, written atomically.
 
 node_exporter reads every `*.prom` file in its --collector.textfile.directory on each scrape; a file read
-half-written would drop or corrupt every series, so the text goes to a temp file in the same folder
-(same filesystem) and is renamed over the target.
+half-written would drop or corrupt every series, so envcheck.app.output (the one writer) puts the text in a temp
+file in the same folder (same filesystem) and renames it over the target. Every label value passes through
+envcheck.core.text.label_value (control characters escaped) before prometheus_client's own escaping.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from envcheck import __version__
 from envcheck.core.result import FaultClass, Result, Status
+from envcheck.core.text import label_value as lv
 
 STATUSES = tuple(s.value for s in Status)
 
 
-def textfile_path(text: str) -> str:
-    """argparse type: a file path whose folder exists and is writable (checked before any work)."""
-    try:
-        import prometheus_client  # noqa: F401
-    except ImportError:
-        raise argparse.ArgumentTypeError("needs prometheus_client: pip install 'envcheck[cluster]'") from None
-    path = Path(text)
-    if text in ("", "-") or path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a file path; give e.g. "
-                                          "/var/lib/node_exporter/textfile/envcheck.prom")
-    parent = path.parent
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"folder {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write in {parent} (permission denied)")
-    return text
 
 
 def _figure(results: Sequence[Result], check: str, key: str) -> float | None:
@@ -83,12 +65,12 @@ def render(results: Sequence[Result], facts: Mapping[str, Any], *, mode: str, ex
     duration = Gauge("envcheck_check_duration_seconds", "wall time of the check", ["check"], registry=reg)
     for r in results:
         for s in STATUSES:
-            status.labels(r.name, s).set(1 if r.status.value == s else 0)
+            status.labels(lv(r.name), s).set(1 if r.status.value == s else 0)
         if r.status in (Status.WARN, Status.FAIL, Status.ERROR):
             who = r.fault_class.value if r.fault_class is not None else "none"
-            fault.labels(r.name, who).set(1)
-            finding.labels(r.name, r.code or f"{r.name}.{r.status.value}", who).set(1)
-        duration.labels(r.name).set(r.duration_s)
+            fault.labels(lv(r.name), who).set(1)
+            finding.labels(lv(r.name), lv(r.code or f"{r.name}.{r.status.value}"), who).set(1)
+        duration.labels(lv(r.name)).set(r.duration_s)
     figures = (
         ("envcheck_gpus", "GPUs this run saw", gpus_seen(results, facts)),
         ("envcheck_allreduce_busbw_gbps", "peak all-reduce bus bandwidth (GB/s), dist.busbw",
@@ -100,24 +82,8 @@ def render(results: Sequence[Result], facts: Mapping[str, Any], *, mode: str, ex
             Gauge(name, doc, registry=reg).set(value)
     Gauge("envcheck_node_fault", "1 when any check failed with fault class node", registry=reg).set(
         int(any(r.status.is_bad and r.fault_class is FaultClass.NODE for r in results)))
-    Gauge("envcheck_exit_code", "the exit code of this run", ["mode"], registry=reg).labels(mode).set(exit_code)
+    Gauge("envcheck_exit_code", "the exit code of this run", ["mode"], registry=reg).labels(lv(mode)).set(exit_code)
     Gauge("envcheck_last_run_timestamp_seconds", "when this run ended (Unix time)", registry=reg).set(
         time.time() if now is None else now)
     Gauge("envcheck_build_info", "envcheck's version", ["version"], registry=reg).labels(__version__).set(1)
     return generate_latest(reg)
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write `data` to a temp file next to `path`, then rename it over `path`; no partial file remains."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # node_exporter often runs as another user
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -18,6 +18,7 @@ from envcheck.collectives.rank_hook import HOOK_VAR
 from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine, interface_cause
 from envcheck.core.check import Context
+from envcheck.core.hardening import nofile_low, nproc_low
 from envcheck.core.result import Result, errored, failed, skipped
 from envcheck.probe.interfaces import interfaces
 
@@ -102,6 +103,11 @@ def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
     """FAIL naming the ranks that stalled or died (or were still starting), with every rank's log."""
     measured = {"ranks": diagnosis.rank_table(outcome), "elapsed_s": outcome.elapsed_s,
                 "deadline_s": outcome.plan.deadline_s, "bisection": notes}
+    limit = diagnosis.limit_cause(diagnosis.failure_details(outcome), len(outcome.ranks))
+    if limit:  # the job user's ulimit, not the node: config (runtime.nproc_low/nofile_low), never a drain
+        low = nofile_low if limit == "nofile" else nproc_low
+        what = f"{outcome.plan.backend} ranks could not start their processes or threads"
+        return replace(low(what), measured=measured, details=diagnosis.failure_details(outcome))
     if diagnosis.slow_start(outcome):
         return failed(f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
                       f"failure): {diagnosis.describe_slow_start(outcome)}",

@@ -123,3 +123,47 @@ def rank_table(outcome: LaunchOutcome) -> list[dict[str, Any]]:
 def remediation_for(backend: str) -> str:
     """The fix to suggest when ranks die or stall."""
     return NCCL_REMEDIATION if backend == "nccl" else GLOO_REMEDIATION
+
+
+# What a rank shows when the job user's limits, not the node, stopped it: EAGAIN from fork/pthread_create under
+# `ulimit -u` (torch 2.13 here: `RuntimeError: Resource temporarily unavailable`), EMFILE under `ulimit -n`
+# (`Too many open files`; not ENFILE's `... in system`, which is the node's table). A gloo rank whose thread could not
+# start may also just abort (`terminate called without an active exception`, seen here under `ulimit -u 14`), so the
+# user's headroom under RLIMIT_NPROC is judged as well.
+LIMIT_ERRORS = (("Resource temporarily unavailable", "RLIMIT_NPROC", "ulimit -u"),
+                ("Too many open files", "RLIMIT_NOFILE", "ulimit -n"))
+TASKS_PER_RANK = 16  # threads one gloo rank may start (its store, pairs, torch's pools), with room to spare
+
+
+def user_tasks(uid: int) -> int:
+    """Processes and threads of `uid` now (what RLIMIT_NPROC counts), from /proc."""
+    import os
+
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="utf-8", errors="replace") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"].strip())
+        except (OSError, KeyError, ValueError, IndexError):
+            continue
+    return total
+
+
+def limit_cause(details: str, world: int) -> str | None:
+    """Which limit of this user stopped the ranks ('nofile' or 'nproc'), when their output shows one, or the user's
+    process limit leaves no room for `world` ranks; None otherwise: then the failure is the node's."""
+    import os
+    import resource
+
+    for text, name, flag in LIMIT_ERRORS:
+        if text in details and f"{text} in system" not in details:
+            if resource.getrlimit(getattr(resource, name))[0] != resource.RLIM_INFINITY:
+                return "nofile" if flag == "ulimit -n" else "nproc"
+    soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    if soft != resource.RLIM_INFINITY and user_tasks(os.getuid()) + TASKS_PER_RANK * world > soft:
+        return "nproc"
+    return None

@@ -28,8 +28,9 @@ def iterations(nbytes: int, on_gpu: bool) -> tuple[int, int]:
     return 2, max(3, min(20, (32 * MIB) // nbytes))
 
 
-def time_op(op: Callable[[], Any], warmup: int, iters: int, on_gpu: bool) -> float:
-    """Seconds per call of `op` (a collective), after a barrier: CUDA events on GPU, perf_counter on CPU."""
+def time_op(op: Callable[[], Any], warmup: int, iters: int, on_gpu: bool, group: Any = None) -> float:
+    """Seconds per call of `op` (a collective), after a barrier of `group` (default: all ranks): CUDA events on
+    GPU, perf_counter on CPU."""
     import torch
     import torch.distributed as dist
 
@@ -38,25 +39,25 @@ def time_op(op: Callable[[], Any], warmup: int, iters: int, on_gpu: bool) -> flo
     if on_gpu:
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        dist.barrier()
+        dist.barrier(group=group)
         start.record()
         for _ in range(iters):
             op()
         end.record()
         end.synchronize()
         return float(start.elapsed_time(end)) / 1e3 / iters
-    dist.barrier()
+    dist.barrier(group=group)
     began = time.perf_counter()
     for _ in range(iters):
         op()
     return (time.perf_counter() - began) / iters
 
 
-def slowest_rank(seconds: float, device: Any) -> float:
-    """The maximum of `seconds` over all ranks (collective)."""
+def slowest_rank(seconds: float, device: Any, group: Any = None) -> float:
+    """The maximum of `seconds` over the ranks of `group` (default: all ranks; collective)."""
     import torch
     import torch.distributed as dist
 
     value = torch.tensor([seconds], device=device, dtype=torch.float64)
-    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX, group=group)
     return float(value.item())

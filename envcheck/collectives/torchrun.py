@@ -49,6 +49,7 @@ class TorchrunOptions:
     timeout_s: float
     min_busbw_gbps: float | None = None
     strict_perf: bool = False
+    pairwise: bool = False  # dist.pairs (busbw per node pair) at any level; --level full runs it anyway
 
 
 def missing_env() -> list[str]:
@@ -245,6 +246,8 @@ def checks_to_run(opts: TorchrunOptions) -> list[tuple[str, tuple[str, ...]]]:
     out = [("dist.all_reduce", ("all_reduce",)), ("dist.collectives", ("all_gather", "broadcast"))]
     if opts.full:
         out.append(("dist.busbw", ("sweep",)))
+    if opts.full or opts.pairwise:
+        out.append(("dist.pairs", ("pairs",)))
     return out
 
 

@@ -67,7 +67,24 @@ class BenchOptions:
     envcheck_pid: int | None = None
 
 
-_GROUPS = {"dist": DistOptions, "devices": DeviceOptions, "bench": BenchOptions}
+@dataclass(frozen=True)
+class ProfileOptions:
+    """What a node of this type must have (`--profile`: a TOML file or a built-in name; envcheck.cluster.node_profiles).
+    None: that value is not part of the profile."""
+
+    profile: str | None = None  # the profile's name, e.g. "h100-sxm-8"
+    description: str | None = None  # "8x H100 SXM", as findings name the node type
+    gpu_model: str | None = None  # a substring of NVML's / cuDeviceGetName's product name, e.g. "H100 80GB HBM3"
+    gpu_count: int | None = None
+    driver_floor: str | None = None  # oldest acceptable driver, e.g. "535.104.05"
+    nvlink_links: int | None = None  # NVLinks up per GPU (0: no NVLink)
+    pcie_gen: int | None = None  # the PCIe generation each GPU's link must reach (its maximum; idle GPUs downshift)
+    pcie_width: int | None = None  # the lanes each GPU's link must run at
+    busbw_floor_gbps: float | None = None  # all-reduce busbw floor for dist.busbw (a torch check)
+    level: str = "node"  # "node": the cluster modes run the torch-free node checks; "torch": the torch checks too
+
+
+_GROUPS = {"dist": DistOptions, "devices": DeviceOptions, "bench": BenchOptions, "profile": ProfileOptions}
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,9 @@ class CheckOptions:
     dist: DistOptions = field(default_factory=DistOptions)
     devices: DeviceOptions = field(default_factory=DeviceOptions)
     bench: BenchOptions = field(default_factory=BenchOptions)
+    profile: ProfileOptions = field(default_factory=ProfileOptions)
+    # The torch-free node path (`--for prolog|npd`): no torch import; node.* checks judge the node alone.
+    node_path: bool = False
     # Which front door built the context when it is not `envcheck run` (e.g. "torchrun"); None otherwise.
     front_door: str | None = None
 
@@ -99,7 +119,8 @@ class CheckOptions:
                     groups[name][key] = value
         made = {name: group(**{k: v for k, v in groups[name].items() if k in {f.name for f in fields(group)}})
                 for name, group in _GROUPS.items()}
-        return cls(front_door=data.get("front_door", data.get("mode")), **made)  # type: ignore[arg-type]
+        return cls(front_door=data.get("front_door", data.get("mode")), node_path=bool(data.get("node_path")),
+                   **made)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

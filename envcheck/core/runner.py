@@ -22,8 +22,10 @@ from envcheck.core.result import Result, errored
 from envcheck.core.run_report import RunReport as RunReport  # re-exported for callers of the old path
 
 FACTS_TIMEOUT_S = 30.0
-FACTS_GROUP = "torch"
-PRELOAD_TIMEOUT_S = 120.0  # importing torchvision & co. once; a hang here ends the fork server  # facts are collected in this group's worker
+# Facts are collected in a worker of their own, off the GPU lane: they read device properties, NVML and the
+# toolchain, and never create a CUDA context (envcheck.probe.facts), so they may overlap any GPU group.
+FACTS_GROUP = "facts"
+PRELOAD_TIMEOUT_S = 120.0  # importing torchvision & co. once; a hang here ends the fork server
 
 
 def gpu_present(dev: str = "/dev") -> bool:
@@ -106,6 +108,8 @@ class Runner:
         self._workers: dict[str, Worker] = {}
         self._lock = threading.Lock()
         self._aborted = False
+        self._facts: dict[str, Any] | None = None
+        self._facts_thread: threading.Thread | None = None
         self.finished: list[Result] = []  # in the order they finished, for a report of an interrupted run
 
     def __enter__(self) -> Runner:
@@ -166,11 +170,12 @@ class Runner:
         using the GPU never overlap on a GPU host: they run one after another in one thread, and each one's
         worker is closed (releasing its CUDA context) before the next is forked, so no GPU is shared between
         groups (EXCLUSIVE_PROCESS mode would refuse the second; in DEFAULT mode it would disturb timings).
-        Only the last GPU group keeps its worker, and the facts group goes last so facts reuse it.
-        CPU-only groups still overlap with everything. Results keep spec order.
+        Only the last GPU group keeps its worker. CPU-only groups, and the facts (`prefetch_facts`), overlap
+        with everything. Results keep spec order.
 
         Every worker is forked from one server that imported torch once; the modules the checks declare in
-        `preload` are imported there once the first workers are forked, so later groups inherit them.
+        `preload` are imported there once the first workers are forked, so later groups inherit them: in the GPU
+        lane the groups that declare a preload go last and wait for it, the others never do.
         """
         specs = list(specs)
         done: dict[int, Result] = {}
@@ -186,7 +191,8 @@ class Runner:
             if spec.isolated:
                 groups.setdefault(spec.group, []).append((index, spec))
         gpu_groups = [] if self._share_gpu else [g for g, m in groups.items() if any(s.gpu for _, s in m)]
-        gpu_groups.sort(key=lambda g: g == FACTS_GROUP)  # stable: first-seen order, the facts group last
+        preloading = {g for g, m in groups.items() if any(s.preload for _, s in m)}
+        gpu_groups.sort(key=lambda g: g in preloading)  # stable; the preload overlaps the groups before them
         lanes = [[g] for g in groups if g not in gpu_groups] + ([gpu_groups] if gpu_groups else [])
         preloads = sorted({m for s in specs if s.isolated for m in s.preload})
         first_forks = threading.Semaphore(0)
@@ -199,7 +205,7 @@ class Runner:
                 for n, group in enumerate(lane):
                     members = groups[group]
                     first = members[0][1]
-                    if n > 0:
+                    if n > 0 and group in preloading:
                         preloaded.wait(max(0.0, self._until(first.timeout_s) - time.monotonic()))
                     began, timeout = time.monotonic(), self._timeout(first)
                     failure = self._worker(group).start(began + timeout) if timeout > 0 else None
@@ -316,14 +322,34 @@ class Runner:
                                                                  "worker_failure": failure.kind.value},
                        ).named(spec.name, time.monotonic() - start)
 
+    def prefetch_facts(self) -> None:
+        """Start collecting the facts now, in their own worker beside the checks; `facts()` then waits for them."""
+        if self.hooks.facts is None or self._facts_thread is not None:
+            return
+        self._facts_thread = threading.Thread(target=self._collect_facts, daemon=True)
+        self._facts_thread.start()
+
     def facts(self) -> dict[str, Any]:
-        """Collect environment facts in the torch worker (torch import and CUDA stay out of here)."""
+        """The environment facts, collected in a worker of their own (torch import and CUDA stay out of here)."""
         if self.hooks.facts is None:
             return {"error": {"absent": "facts were not asked for (no facts hook)"}}
+        if self._facts_thread is None:
+            self._collect_facts()
+        else:
+            while self._facts_thread.is_alive():
+                self._facts_thread.join(0.2)  # short joins keep Ctrl-C and SIGTERM responsive
+        return self._facts if self._facts is not None else {
+            "error": {"absent": "facts could not be collected: envcheck was interrupted"}}
+
+    def _collect_facts(self) -> None:
         left = self._left()
         timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
-        reply = self._worker(FACTS_GROUP).request({"op": Op.FACTS, "func": self.hooks.facts}, timeout)
+        try:
+            reply = self._worker(FACTS_GROUP).request({"op": Op.FACTS, "func": self.hooks.facts}, timeout)
+        except Exception as exc:  # an abort closed the worker's pipes under this thread
+            reply = WorkerFailure(FailureKind.EXIT, f"{type(exc).__name__}: {exc}")
         if isinstance(reply, WorkerFailure):
-            return {"error": {"absent": f"facts could not be collected: {reply.reason}"}}
-        facts: dict[str, Any] = reply["facts"]
-        return facts
+            self._facts = {"error": {"absent": f"facts could not be collected: {reply.reason}"}}
+        else:
+            self._facts = reply["facts"]
+        self.release(FACTS_GROUP)

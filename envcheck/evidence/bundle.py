@@ -57,8 +57,9 @@ def make_bundle(host: dict[str, Any], facts: dict[str, Any], version: str) -> di
     """The bundle document: schema header, the captured host part, and the facts (NVML state among them)."""
     if isinstance(facts.get("env"), dict):  # facts' own env list: redact it the bundle's way too (URL user:token@)
         facts = {**facts, "env": redact_env({str(k): str(v) for k, v in facts["env"].items()})}
-    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "envcheck_version": version, **host,
-            "facts": facts}
+    # token-shaped values anywhere (a ghp_ folder in LD_LIBRARY_PATH, an hf_ file in LD_PRELOAD) too
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "envcheck_version": version,
+            **redact.redact_deep(host), "facts": redact.redact_deep(facts)}
 
 
 def validate_bundle(data: Any, where: str = "bundle") -> dict[str, Any]:

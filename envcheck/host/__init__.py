@@ -7,21 +7,19 @@ Docker's GPU setup from files (`/etc/docker/daemon.json`, CDI specs: envcheck.ho
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envcheck.app.args import output_path
 from envcheck.checks.cuda.layers import MAJOR_FLOOR
 from envcheck.core.versions import cuda_version_text, parse_version, release
 
 # The driver floor per CUDA major (minor-version compatibility) is one table: envcheck.checks.cuda.layers.
 MINOR_COMPAT_DRIVER = MAJOR_FLOOR
+
 
 
 @dataclass
@@ -35,6 +33,7 @@ class HostGpus:
     names: list[str] = field(default_factory=list)
     why_none: str = ""
     listed: list[dict[str, Any]] = field(default_factory=list)  # each GPU: name and compute capability
+
 
 
 def driver_problem(driver: str | None, driver_cuda: str | None, row_cuda: str) -> str | None:
@@ -58,6 +57,7 @@ def driver_problem(driver: str | None, driver_cuda: str | None, row_cuda: str) -
     return None
 
 
+
 def minor_compat_note(driver_cuda: str | None, row_cuda: str) -> str:
     """A note when a row runs only through minor-version compatibility."""
     have = release(driver_cuda) if driver_cuda else None
@@ -65,6 +65,7 @@ def minor_compat_note(driver_cuda: str | None, row_cuda: str) -> str:
     if have is not None and have[:2] < row[:2]:
         return f"runs via minor-version compatibility (driver's CUDA {driver_cuda} < {row_cuda}: no newer PTX JIT)"
     return ""
+
 
 
 def arch_problem(capabilities: list[tuple[int, int]], arch_list: list[str] | None) -> str | None:
@@ -78,6 +79,7 @@ def arch_problem(capabilities: list[tuple[int, int]], arch_list: list[str] | Non
         return None
     sms = ", ".join(f"sm_{a}{b}" for a, b in missing)
     return f"GPU arch {sms} is not in this build's arch list ({' '.join(arch_list)})"
+
 
 
 def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
@@ -99,9 +101,11 @@ def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
+
 def _capability(text: Any) -> tuple[int, int] | None:
     numbers = release(str(text))
     return (numbers[0], numbers[1]) if numbers and len(numbers) >= 2 else None
+
 
 
 def read_host_gpus() -> HostGpus:
@@ -139,11 +143,13 @@ def read_host_gpus() -> HostGpus:
     return HostGpus(why_none="; ".join(reasons) or "no NVIDIA driver answered")
 
 
+
 def _read(path: str) -> str:
     try:
         return Path(path).read_text(errors="replace")
     except OSError:
         return ""
+
 
 
 def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
@@ -188,6 +194,7 @@ def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
     return found
 
 
+
 def dev_char_problem(missing: list[str], cgroup_driver: str | None) -> dict[str, str] | None:
     """The host's NVIDIA nodes without /dev/char links: GPU containers under systemd's cgroup management lose them
     at the next `systemctl daemon-reload` (NVIDIA/nvidia-container-toolkit#48); None when none is missing or
@@ -202,6 +209,7 @@ def dev_char_problem(missing: list[str], cgroup_driver: str | None) -> dict[str,
             "fix": DAEMON_RELOAD_FIX.partition("; on the host, once: ")[2], "fault_class": "node"}
 
 
+
 def dev_char_links(dev: str = "/dev") -> dict[str, Any]:
     """The NVIDIA nodes lacking /dev/char links, read on the host (a container's /dev has no /dev/char)."""
     from envcheck.checks.cuda.capture import missing_char_symlinks
@@ -210,6 +218,7 @@ def dev_char_links(dev: str = "/dev") -> dict[str, Any]:
     if in_container() is True:
         return {"checked": False, "why": "envcheck runs inside a container: run `envcheck host` on the host"}
     return {"checked": True, "missing": missing_char_symlinks(dev)}
+
 
 
 def read_compose(path: str) -> dict[str, Any]:
@@ -221,6 +230,7 @@ def read_compose(path: str) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("services", {}), dict):
         raise UsageError(f"compose file {path}: not a compose file (a mapping with a 'services' mapping is expected)")
     return data
+
 
 
 def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[str, Any]:
@@ -258,71 +268,3 @@ def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[st
     doc["rows"] = row_verdicts(gpus, list(matrix.rows))
     return doc
 
-
-def print_host(doc: dict[str, Any]) -> None:
-    """The human form: one line per fact, then the rows."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(highlight=False, width=200 if not sys.stdout.isatty() else None)
-    gpu = doc["gpu"]
-    if not gpu["gpus"]:
-        console.print(f"No NVIDIA GPU: {escape(gpu['why_none'] or 'none listed')}. Listing what each row needs.",
-                      soft_wrap=True)
-    else:
-        caps = ", ".join(f"{g['name']} (sm_{str(g['compute_capability']).replace('.', '')})"
-                         if g["compute_capability"] else f"{g['name']} (compute capability unknown)"
-                         for g in gpu["gpus"])
-        console.print(f"Driver {gpu['driver'] or '?'} (CUDA {gpu['driver_cuda'] or '?'}, from {gpu['source']}); "
-                      f"GPUs: {escape(caps)}")
-    console.print(escape(doc["docker"]["summary"]))
-    for spec in doc["cdi"]["specs"]:
-        if not spec["error"]:
-            console.print(escape(f"CDI {spec['kind']}: {', '.join(spec['devices']) or 'no devices'} ({spec['path']})"),
-                          soft_wrap=True)
-    problems = [*doc["cdi"]["problems"], *filter(None, [doc["dev_char"].get("problem")]),
-                *(doc["compose"]["problems"] if "compose" in doc else [])]
-    for p in problems:
-        console.print(escape(f"problem ({p['fault_class']}): {p['problem']} -> fix: {p['fix']}"), soft_wrap=True)
-    if "compose" in doc and not doc["compose"]["problems"]:
-        names = doc["compose"]["gpu_services"]
-        console.print(escape(f"{doc['compose']['file']}: " + (f"the GPU requests of {', '.join(names)} all get "
-                                                               "CUDA (compute)" if names else "no GPU request")))
-    if doc.get("matrix") is None:
-        console.print(escape(doc["matrix_why"]))
-        return
-    table = Table(title=f"which images run here ({doc['matrix']})")
-    for col in ("row", "torch", "cuda", "runs", "why", "tags (runtime; devel, jupyter, ssh alike)"):
-        table.add_column(col, overflow="fold")
-    for row in doc["rows"]:
-        runs = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[row["runs"]]
-        table.add_row(row["row"], row["torch"], row["cuda"], runs, escape(row["why"]),
-                      ", ".join(t for t in row["tags"] if t.endswith("-runtime")))
-    console.print(table)
-
-
-def cmd_host(args: argparse.Namespace) -> int:
-    """`envcheck host`: 0 (it reports), 1 when --compose FILE has a GPU request problem, 2 on bad input."""
-
-    from envcheck.app.output import write_output
-
-    doc = collect(args.matrix, args.compose)
-    code = 1 if doc.get("compose", {}).get("problems") else 0
-    if args.json:
-        write_output(args.json, json.dumps(doc, indent=2) + "\n")  # atomic; a failure is one line, exit 3
-        if args.json == "-":
-            return code
-    print_host(doc)
-    return code
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the `host` subcommand."""
-    host = sub.add_parser("host", help="before pulling: the driver, GPUs, Docker GPU setup, and which image "
-                                       "rows will run here (no torch needed)")
-    host.add_argument("--matrix", metavar="PATH", help="docker/matrix.toml (default: ENVCHECK_MATRIX or the clone's)")
-    host.add_argument("--compose", metavar="FILE", help="lint this compose file's GPU requests (capabilities "
-                                                          "without compute; exit 1 when one is wrong)")
-    host.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
-    host.set_defaults(handler=cmd_host)

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envcheck.core.result import SCHEMA_VERSION, Status
-from envcheck.images.container import ImageRun
+from envcheck.images.docker_run import ImageRun
 from envcheck.report.json_report import to_json_dict
 from envcheck.report.junit import junit_suite
 from envcheck.report.summary import exit_code

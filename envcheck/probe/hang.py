@@ -103,7 +103,9 @@ def run_in_child(argv: list[str], budget_s: float, call: str, env: dict[str, str
         out.value = text
         out.progress["returncode"] = child.returncode
         return out
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:  # what it printed before it hung (e.g. the call it was making)
+        partial = exc.output or b""
+        out.progress["output"] = partial.decode(errors="replace") if isinstance(partial, bytes) else str(partial)
         out.hang = hang_evidence(call, budget_s, f"/proc/{child.pid}")
         out.hang.update(where="child", pid=child.pid)
     try:

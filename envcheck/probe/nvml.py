@@ -8,6 +8,8 @@ return, the budget, and the thread's kernel state and wchan, rather than a timed
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -17,6 +19,7 @@ T = TypeVar("T")
 # One budget for every NVML reader: under gpu.health's 30 s and cuda.available's 60 s timeouts, and well inside
 # slurmd's 60 s HealthCheckProgram limit, so a hung NVML is named by envcheck, not killed by its caller.
 NVML_BUDGET_S = 15.0
+_HUNG: dict[int, dict[str, Any]] = {}  # id(pynvml module) -> the evidence of a reader of it that did not return
 
 
 def text(value: Any) -> str:
@@ -52,7 +55,15 @@ def read_nvml(body: Callable[[Any, dict[str, Any]], T], unavailable: Callable[[B
         progress["call"] = "nvmlInit"
         return with_nvml(lambda pynvml: body(pynvml, progress), unavailable)
 
-    return call_in_thread(run, budget_s, "nvmlInit")
+    bindings = id(sys.modules.get("pynvml"))
+    if bindings in _HUNG and any(t.name == "envcheck-nvmlInit" and t.is_alive() for t in threading.enumerate()):
+        # An earlier reader in this process is still stuck in the driver (through these same bindings): a second
+        # one would wait the whole budget again behind the same lock, so the earlier evidence is the answer.
+        return Budgeted(hang={**_HUNG[bindings], "earlier": True})
+    got = call_in_thread(run, budget_s, "nvmlInit")
+    if got.hang is not None:
+        _HUNG[id(sys.modules.get("pynvml"))] = got.hang
+    return got
 
 
 def hang_text(hang: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from envcheck import __version__
 from envcheck.core.check import Context
 from envcheck.core.errors import FatalError
+from envcheck.core.redact import redact_deep
 from envcheck.core.result import SCHEMA_MINOR, SCHEMA_VERSION, Result
 from envcheck.core.run_report import RunReport
 from envcheck.report.summary import counts, exit_code, verdict
@@ -36,8 +37,8 @@ def to_json_dict(report: RunReport) -> dict[str, Any]:
         "verdict": verdict(report.results),
         "counts": counts(report.results),
         "context": report.context.to_dict(),
-        "results": [result_json(r) for r in report.results],
-        "facts": report.facts,
+        "results": redact_deep([result_json(r) for r in report.results]),
+        "facts": redact_deep(report.facts),
         "exit_code": exit_code(report.results),
     }
     if os.environ.get(VALIDATE_ENV) == "1" and importlib.util.find_spec("jsonschema") is not None:

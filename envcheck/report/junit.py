@@ -4,6 +4,10 @@ JUnit has no "warning" outcome. A WARN check stays a passing testcase (so CI doe
 visible three ways (docs/reports.md): every testcase has a `status` property (pass/warn/...), a WARN's
 system-out starts with "WARN: ", and the suite's properties carry `envcheck.warn` (the count) and
 `envcheck.verdict` (pass/warn/fail), next to the key facts. The suite has `timestamp` and `hostname`.
+
+Text from outside (summaries quoting the environment, facts) may hold characters XML 1.0 forbids (ESC, NUL,
+undecodable bytes); every attribute and text of the suite passes through envcheck.core.text.xml_text, which
+shows them as escapes (`\x1b`), so the file is always well-formed and says what the value held.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from envcheck import __version__
 from envcheck.core.result import Status
 from envcheck.core.run_report import RunReport
+from envcheck.core.text import xml_attribute, xml_text
 from envcheck.report.summary import counts, verdict
 
 
@@ -60,6 +65,7 @@ def render_junit(report: RunReport, suite_name: str = "envcheck", now: datetime 
     """Serialise a report as a JUnit XML document (`now` and `hostname` default to this moment and host)."""
     suites = ET.Element("testsuites")
     suites.append(junit_suite(report, suite_name, now, hostname))
+    xml_safe(suites)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -112,4 +118,16 @@ def junit_suite(report: RunReport, suite_name: str = "envcheck", now: datetime |
             ET.SubElement(case, "system-out").text = f"WARN: {body}"
         else:
             ET.SubElement(case, "system-out").text = body
-    return suite
+    return xml_safe(suite)
+
+
+def xml_safe(element: ET.Element) -> ET.Element:
+    """Make every text, tail and attribute of `element` and its children XML 1.0 characters only (in place)."""
+    for node in element.iter():
+        node.tag = xml_text(node.tag)
+        if node.text is not None:
+            node.text = xml_text(node.text)
+        if node.tail is not None:
+            node.tail = xml_text(node.tail)
+        node.attrib = {xml_text(k): xml_attribute(v) for k, v in node.attrib.items()}
+    return element

@@ -1,4 +1,5 @@
-"""The terminal table (rich), with each problem's remediation under its row."""
+"""The terminal table (rich), with each problem's remediation under its row. Every cell passes through
+envcheck.core.text.visible (no raw control character, bidi mark or undecodable byte reaches the terminal)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rich.text import Text
 
 from envcheck.core.result import Result, Status
 from envcheck.core.run_report import RunReport
+from envcheck.core.text import visible
 from envcheck.report.summary import counts, exit_code
 
 # The one palette for a status wherever envcheck prints one (the run table, `envcheck image verify`'s matrix).
@@ -27,10 +29,10 @@ def result_table(results: list[Result], title: str = "envcheck") -> Table:
     for r in results:
         # Text(): summaries quote real error text (gloo's '[/path/pair.cc:553]'), never rich markup
         status = r.status.value.upper() + (f" ({r.fault_class})" if r.fault_class else "")
-        table.add_row(Text(r.name), Text(status, style=STATUS_STYLES[r.status]), Text(r.summary),
+        table.add_row(Text(visible(r.name)), Text(status, style=STATUS_STYLES[r.status]), Text(visible(r.summary)),
                       f"{r.duration_s:.2f}s")
         if r.remediation and r.status in (Status.FAIL, Status.ERROR, Status.WARN):
-            table.add_row("", "", Text(f"fix: {r.remediation}", style="cyan"), "")
+            table.add_row("", "", Text(visible(f"fix: {r.remediation}"), style="cyan"), "")
     return table
 
 
@@ -66,5 +68,5 @@ def print_facts(facts: dict[str, Any], console: Console | None = None) -> None:
     table.add_column("fact", no_wrap=True)
     table.add_column("value")
     for key, text in fact_lines(facts):
-        table.add_row(Text(key), Text(text))
+        table.add_row(Text(visible(key)), Text(visible(text)))
     console.print(table)

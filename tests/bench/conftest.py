@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from envcheck.bench.command import register
+from envcheck.app.bench import register
 
 FAST_UNITS = "bench.cpu_matmul,bench.cpu_memory"
 

@@ -25,20 +25,8 @@ from typing import Any
 
 import pytest
 
-from envcheck.checks.libraries import (
-    SECTION,
-    findings,
-    nvidia_dists,
-    pins,
-    required_by,
-)
-from envcheck.checks.libraries import (
-    inputs as capture,
-)
+from envcheck.checks.libraries import SECTION, capture, findings, nvidia_dists, pins, required_by, verdict
 from envcheck.checks.libraries import inputs as libraries_inputs
-from envcheck.checks.libraries import (
-    rules as verdict,
-)
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Status
 from tests.checks.test_bundle import HEALTHY_H100

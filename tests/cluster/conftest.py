@@ -73,7 +73,8 @@ class Cluster:
     def set_prolog(self, body: str) -> None:
         """Replace the Prolog script (atomically: slurmd may be reading it)."""
         tmp = self.dir / "prolog.sh.tmp"
-        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/prolog.log 2>&1\n{body}\n")
+        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/prolog.log 2>&1\n"  # prolog verdicts stay in the test's folder
+                       f"export ENVCHECK_SLURM_STATE={self.dir}/slurm-prolog.json\n{body}\n")
         tmp.chmod(0o755)
         tmp.replace(self.dir / "prolog.sh")
 

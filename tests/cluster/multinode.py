@@ -98,7 +98,8 @@ class MultiCluster:
     def set_prolog(self, body: str) -> None:
         """Replace the Prolog script every node runs (atomically: a slurmd may be reading it)."""
         tmp = self.dir / "prolog.sh.tmp"
-        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/prolog-$SLURMD_NODENAME.log 2>&1\n{body}\n")
+        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/prolog-$SLURMD_NODENAME.log 2>&1\n"
+                       f"export ENVCHECK_TEST_DIR={self.dir}\n{body}\n")  # the prologs' state files stay here
         tmp.chmod(0o755)
         tmp.replace(self.dir / "prolog.sh")
 

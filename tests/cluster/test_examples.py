@@ -71,6 +71,7 @@ def test_cluster_md_documents_the_codes() -> None:
     rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", text, flags=re.M))
     codes = {m: [int(c) for c in re.findall(r"\d+", v)] for m, v in rows.items()}
     assert codes["prolog"] == [policy.OK, policy.NODE_FAULT, policy.USAGE]
+    assert codes["health"] == [policy.OK, policy.NODE_FAULT, policy.USAGE]
     assert codes["npd"] == [policy.OK, policy.NODE_FAULT, policy.NPD_UNKNOWN]
     assert codes["preflight"] == [policy.OK, policy.PREFLIGHT_NODE, policy.USAGE]
 

@@ -72,7 +72,10 @@ def test_torchrun_c10d_rendezvous_across_nodes(two_nodes: MultiCluster, tmp_path
 def prolog(*args: str) -> str:
     """A prolog body running `envcheck run --for prolog ARGS` from this checkout (the prolog's PATH is bare)."""
     cmd = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "envcheck", "run", "--for", "prolog", *args))
-    return f"echo \"prolog on $(hostname)\"\ncd {shlex.quote(str(ROOT))} && PYTHONPATH={shlex.quote(str(ROOT))} {cmd}"
+    # each node keeps its prolog verdict in its own state file under the test's folder, never in /var/lib
+    state = '"$ENVCHECK_TEST_DIR/prolog-$SLURMD_NODENAME.json"'
+    return (f"echo \"prolog on $(hostname)\"\ncd {shlex.quote(str(ROOT))} && PYTHONPATH={shlex.quote(str(ROOT))} "
+            f"ENVCHECK_SLURM_STATE={state} {cmd}")
 
 
 def test_prolog_runs_on_every_node(three_nodes: MultiCluster) -> None:
@@ -98,7 +101,9 @@ def test_node_fault_drains_only_that_node_and_the_job_runs_on_the_others(three_n
     assert states["n2"] in ("drained", "draining", "drain"), states
     reasons = three_nodes.reasons()
     assert list(reasons) == ["n2"], reasons
-    assert reasons["n2"].startswith("[node] cuda.available: 1 GPU(s) expected, none visible"), reasons
+    assert reasons["n2"] == "Prolog error", reasons  # the prolog calls no scontrol (Slurm's prolog guide)
+    kept = json.loads((three_nodes.dir / "prolog-n2.json").read_text())["reason"]  # for the health check
+    assert kept.startswith("[node] cuda.available: 1 GPU(s) expected, none visible"), kept
     full = three_nodes.run("srun", "-N", "3", "--immediate=5", "hostname")  # 3 nodes no longer exist for it
     assert full.returncode != 0
     after = three_nodes.run("srun", "-N", "2", "hostname", timeout=60)

@@ -12,6 +12,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from envcheck import __version__
+from envcheck.app import output
+from envcheck.app.output import WriteError, write_output
 from envcheck.cluster import prometheus
 from envcheck.core.result import failed, passed
 
@@ -87,7 +89,7 @@ def test_busbw_and_matmul_figures_when_measured(tmp_path: Path) -> None:
                passed("mm", measured={"matmul_tflops": 600.0}).named("some.matmul", 1),
                passed("gpus", measured={"gpus": ["H100", "H100"]}).named("cuda.available", 1)]
     path = tmp_path / "m.prom"
-    prometheus.write_atomic(str(path), prometheus.render(results, {}, mode="npd", exit_code=0, now=1.0))
+    write_output(str(path), prometheus.render(results, {}, mode="npd", exit_code=0, now=1.0))
     got = samples(path)
     assert got[("envcheck_allreduce_busbw_gbps", ())] == 12.5
     assert got[("envcheck_matmul_tflops", ())] == 600.0
@@ -97,7 +99,7 @@ def test_busbw_and_matmul_figures_when_measured(tmp_path: Path) -> None:
 
 def test_not_measured_figures_are_absent(tmp_path: Path) -> None:
     path = tmp_path / "m.prom"
-    prometheus.write_atomic(str(path), prometheus.render([failed("x", fault_class="image").named("vision.ops", 1)],
+    write_output(str(path), prometheus.render([failed("x", fault_class="image").named("vision.ops", 1)],
                                                          {}, mode="run", exit_code=1))
     names = {name for name, _ in samples(path)}
     assert not names & {"envcheck_gpus", "envcheck_allreduce_busbw_gbps", "envcheck_matmul_tflops"}
@@ -110,8 +112,8 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path, mo
     def broken_replace(src: str, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(prometheus.os, "replace", broken_replace)
-    with pytest.raises(OSError):
-        prometheus.write_atomic(str(path), b"new\n")
+    monkeypatch.setattr(output.os, "replace", broken_replace)
+    with pytest.raises(WriteError):
+        write_output(str(path), b"new\n")
     assert path.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.prom"]

@@ -34,9 +34,13 @@ def test_healthy_prolog_lets_the_job_run(cluster: Cluster) -> None:
     assert cluster.reason() == ""
 
 
-def test_node_fault_in_prolog_drains_the_node_with_envcheck_reason(cluster: Cluster) -> None:
-    # No GPU on this host: a node that must have one (--expect-gpus 1) has lost it, a node fault.
-    cluster.set_prolog(prolog("--expect-gpus", "1", "--only", "cuda.available,cuda.devices"))
+def test_node_fault_in_prolog_drains_the_node_and_the_health_check_names_it(cluster: Cluster, tmp_path: Path) -> None:
+    # No GPU on this host: a node that must have one (--expect-gpus 1) has lost it, a node fault. The prolog calls
+    # no Slurm command (Slurm's prolog guide): it exits 1, slurmd drains with its fixed reason "Prolog error"
+    # and the prolog keeps its own reason in a local state file.
+    state = tmp_path / "slurm-prolog.json"
+    cluster.set_prolog(prolog("--expect-gpus", "1", "--only", "cuda.available,cuda.devices",
+                              env=f"ENVCHECK_SLURM_STATE={state}"))
     done = cluster.run("srun", "-n", "1", "echo", "job-ran")
     assert done.returncode != 0 and "job-ran" not in done.stdout
     assert "prolog failed" in done.stderr.lower()
@@ -44,7 +48,18 @@ def test_node_fault_in_prolog_drains_the_node_with_envcheck_reason(cluster: Clus
     while "drain" not in cluster.state() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert cluster.state() in ("drained", "draining", "drain")
-    assert cluster.reason().startswith("[node] cuda.available: 1 GPU(s) expected, none visible"), cluster.reason()
+    assert cluster.reason() == "Prolog error"
+    assert json.loads(state.read_text())["reason"].startswith("[node] cuda.available: 1 GPU(s) expected")
+    # The HealthCheckProgram (which may call scontrol) puts envcheck's reason where `sinfo -R` shows it.
+    health = health_check(cluster, "--expect-gpus", "1", "--only", "cuda.available", state=state)
+    assert health.returncode == 1, health.stderr
+    assert cluster.reason().startswith("envcheck: [node] cuda.available: 1 GPU(s) expected, none visible")
+
+
+def health_check(cluster: Cluster, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
+    """The HealthCheckProgram as slurmd starts it (root, on the node; the script sets SLURMD_NODENAME)."""
+    return cluster.run(sys.executable, "-m", "envcheck", "run", "--for", "health", *args,
+                       env={"SLURMD_NODENAME": cluster.node, "ENVCHECK_SLURM_STATE": str(state)})
 
 
 def test_image_fault_in_prolog_does_not_drain(cluster: Cluster) -> None:

@@ -110,3 +110,16 @@ def budget(ctx: Context) -> Result:
 def echoes_options(ctx: Context) -> Result:
     """Reports the typed options as the worker received them."""
     return passed("options", measured={"type": type(ctx.options).__name__, **ctx.options.to_dict()})
+
+
+def gpu_meets_facts(ctx: Context) -> Result:
+    """GPU side of the rendezvous with the facts (a GPU group running while the facts are collected)."""
+    return _meet(ctx, "gpu-up", "facts-up")
+
+
+def facts_meet_gpu() -> dict[str, object]:
+    """A facts hook that waits for a GPU group to be running: facts collected beside the GPU lane, not after it."""
+    import torch
+
+    met = _meet(Context(), "facts-up", "gpu-up").measured
+    return {"met": met["met"], "pid": met["pid"], "cuda_initialized": bool(torch.cuda.is_initialized())}

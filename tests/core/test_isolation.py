@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import uuid
@@ -122,3 +123,17 @@ def test_dist_checks_run_in_a_worker_of_their_own() -> None:
 
     dist = [s for s in registry().values() if s.name.startswith("dist.")]
     assert dist and all(s.group == "distributed" and s.gpu for s in dist)
+
+
+def test_facts_are_collected_beside_the_gpu_lane_in_a_worker_of_their_own(tmp_path: Path) -> None:
+    """`prefetch_facts` collects while a GPU group runs (a rendezvous proves the overlap, no timing), in a
+    process that is not a check's worker, and one that never initialised CUDA."""
+    hooks = dataclasses.replace(HOOKS, facts="tests.core.fault_checks:facts_meet_gpu")
+    gpu = CheckSpec("test.gpu_meets_facts", fault_checks.gpu_meets_facts, "gpu", group="gpu_a", uses_gpu=True)
+    with Runner(Context(), share_gpu=False, hooks=hooks,
+                env={**os.environ, "ENVCHECK_TEST_DIR": str(tmp_path)}) as runner:
+        runner.prefetch_facts()
+        (result,) = runner.run([gpu])
+        facts = runner.facts()
+    assert result.measured["met"] and facts["met"]
+    assert facts["pid"] != result.measured["pid"] and facts["cuda_initialized"] is False

@@ -196,3 +196,16 @@ def test_declared_preloads_reach_later_gpu_groups(tmp_path: Path) -> None:
         state = runner._server.request({"op": "state", "modules": ["json.tool"]}, time.monotonic() + 10)
     assert "json.tool" in state["modules"]
     assert not first.measured["json_tool_preloaded"] and later.measured["json_tool_preloaded"]
+
+
+def test_a_group_that_preloads_goes_after_the_others_in_the_gpu_lane() -> None:
+    """Listed first, the preloading group still runs after the plain one, so the preload overlaps that group
+    instead of holding up the lane, and the group that needs the module inherits it."""
+    def gpu(group: str, preload: tuple[str, ...] = ()) -> CheckSpec:
+        return CheckSpec(f"test.where_{group}", fault_checks.where_am_i, "x", group=group, uses_gpu=True,
+                         preload=preload)
+
+    with Runner(Context(), share_gpu=False) as runner:
+        needs, plain = runner.run([gpu("needs", ("json.tool",)), gpu("plain")])
+    assert needs.status is Status.PASS and plain.status is Status.PASS
+    assert needs.measured["json_tool_preloaded"] and not plain.measured["json_tool_preloaded"]

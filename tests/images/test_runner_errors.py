@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from envcheck.core.errors import FatalError
-from envcheck.images.container import RUNNER_LABEL, RunOptions, run_in_image
+from envcheck.images.docker_run import RUNNER_LABEL, RunOptions, run_in_image
 from envcheck.images.engine import connect
 from tests.helpers import run_cli
 

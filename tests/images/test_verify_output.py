@@ -8,7 +8,7 @@ from rich.console import Console
 
 from envcheck.core.result import failed, passed, skipped, warned
 from envcheck.core.runner import RunReport
-from envcheck.images.container import ImageRun
+from envcheck.images.docker_run import ImageRun
 from envcheck.images.verify import print_matrix
 
 

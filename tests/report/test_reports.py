@@ -150,7 +150,7 @@ def test_junit_makes_warn_visible_and_has_timestamp_hostname_and_suite_facts() -
 
 
 def test_image_verify_junit_holds_each_images_suite_as_render_junit_writes_it() -> None:
-    from envcheck.images.container import ImageRun
+    from envcheck.images.docker_run import ImageRun
     from envcheck.images.verify import aggregate_junit
 
     runs = [ImageRun(image="img:1", report=RunReport(RESULTS), exit_code=1),

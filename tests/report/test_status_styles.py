@@ -6,7 +6,7 @@ from rich.text import Text
 
 from envcheck.core.result import Result, Status
 from envcheck.core.run_report import RunReport
-from envcheck.images.container import ImageRun
+from envcheck.images.docker_run import ImageRun
 from envcheck.images.verify import matrix_table
 from envcheck.report.table import STATUS_STYLES, result_table
 

@@ -22,7 +22,7 @@ ALLOWED_GATE_TERMS = frozenset({
     "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)",
     "github.ref == 'refs/heads/main'",
 })
-PUBLISHING_RUN = re.compile(r"\b(cosign (sign|attest)|imagetools create|docker push)\b")
+PUBLISHING_RUN = re.compile(r"\b(cosign (sign|attest)|imagetools create|docker push|make publish-(stage|promote)|make (publish|push)(?=\s|$))")
 
 
 def load(path: Path) -> dict[str, Any]:

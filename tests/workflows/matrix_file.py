@@ -17,7 +17,7 @@ else:  # pragma: no cover - Python 3.10
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = ROOT / "docker" / "matrix.toml"
 _MATRIX_CODE = ROOT / "envcheck" / "images" / "matrix.py"
-_IMAGES_CLI = ROOT / "envcheck" / "images" / "cli.py"
+_IMAGES_CLI = ROOT / "envcheck" / "app" / "images.py"
 
 
 def _missing(*paths: Path) -> list[str]:
@@ -27,7 +27,7 @@ def _missing(*paths: Path) -> list[str]:
 def _cli_missing() -> list[str]:
     missing = _missing(_MATRIX_CODE, MATRIX, _IMAGES_CLI)
     if not missing and 'add_parser("matrix"' not in _IMAGES_CLI.read_text():
-        missing.append("the `envcheck matrix` subcommand in envcheck/images/cli.py")
+        missing.append("the `envcheck matrix` subcommand in envcheck/app/images.py")
     return missing
 
 

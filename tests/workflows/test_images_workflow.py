@@ -50,8 +50,9 @@ def test_build_verifies_inside_the_image_before_any_push(wf: dict) -> None:
     verify = next(i for i, run in enumerate(names) if "envcheck image verify" in run)
     assert "--allow-cpu" in names[verify] and "--json" in names[verify] and "--junit" in names[verify]
     loads = [i for i, s in enumerate(build) if s.get("with", {}).get("load") is True]
-    pushes = [i for i, s in enumerate(build) if s.get("with", {}).get("push") is True]
-    assert loads and pushes and max(loads) < verify < min(pushes), "build+load, then verify, then push"
+    stages = [i for i, run in enumerate(names) if "make publish-stage" in run]
+    assert loads and stages and max(loads) < verify < min(stages), "build+load, then verify, then stage"
+    assert 'LOCAL="$LOCAL_TAG"' in names[stages[0]], "the stage pushes the image that was CPU-verified"
 
 
 def test_build_cache_is_scoped_per_row_and_target(wf: dict) -> None:
@@ -63,24 +64,36 @@ def test_build_cache_is_scoped_per_row_and_target(wf: dict) -> None:
                 assert step["with"]["cache-to"].startswith(f"type=gha,{scope}")
 
 
-def test_pushed_image_carries_sbom_and_max_provenance(wf: dict) -> None:
-    push = next(s for s in wf["jobs"]["build"]["steps"] if s.get("with", {}).get("push") is True)
-    assert push["with"]["sbom"] is True and push["with"]["provenance"] == "mode=max"
-    assert push["id"], "the digest output must be addressable"
+def test_every_publish_step_is_a_make_target_of_the_one_path(wf: dict) -> None:
+    """No second publish implementation: no build-push-action push, no imagetools, no docker push in YAML."""
+    runs = "\n".join(str(s.get("run", "")) for job in wf["jobs"].values() for s in job["steps"])
+    assert "imagetools create" not in runs and "docker push" not in runs and "docker tag" not in runs
+    for job in wf["jobs"].values():
+        for step in job["steps"]:
+            assert step.get("with", {}).get("push") in (None, False), step.get("name")
+    for target in ("make publish-stage", "make publish-verify", "make publish-promote"):
+        assert target in runs, target
 
 
-def test_tags_and_labels_come_from_metadata_action_fed_by_the_matrix_entry(wf: dict) -> None:
+def test_tags_come_from_envcheck_and_labels_from_metadata_action(wf: dict) -> None:
     steps = wf["jobs"]["build"]["steps"]
-    names = next(s for s in steps if s.get("id") == "names")
-    assert names["env"]["TAGS"] == "${{ matrix.tags }}" and "metadata-tags" in names["run"]
     meta = next(s for s in steps if s.get("uses", "").startswith("docker/metadata-action@"))
-    assert meta["with"]["tags"] == "${{ steps.names.outputs.tags }}"
-    assert "latest=false" in meta["with"]["flavor"], "latest-<target> comes from the matrix, not the action"
+    assert "tags" not in meta["with"], "tags are computed by envcheck (make publish-dry-run shows them)"
+    assert "latest=false" in meta["with"]["flavor"] and "labels" in meta["with"]
+    assert any("make publish-dry-run" in str(s.get("run", "")) for s in steps)
 
 
-def test_disk_is_freed_before_building(wf: dict) -> None:
+def test_disk_is_freed_before_building_only_on_github_hosted_runners(wf: dict) -> None:
     first = wf["jobs"]["build"]["steps"][0]
     assert "rm -rf" in first["run"] and "/usr/local/lib/android" in first["run"]
+    assert first["if"] == "runner.environment == 'github-hosted'", "destructive on a self-hosted machine"
+
+
+def test_no_destructive_step_runs_off_github_hosted_runners() -> None:
+    for step in gha.steps(IMAGES):
+        run = str(step.step.get("run", ""))
+        if "rm -rf /" in run or "prune --all" in run:
+            assert step.step.get("if") == "runner.environment == 'github-hosted'", step.label
 
 
 @pytest.mark.parametrize("step", [s for s in gha.steps(IMAGES) if gha.publishes(s)], ids=lambda s: s.label)
@@ -102,8 +115,8 @@ def test_gpu_verify_runs_on_the_gpu_label_after_the_build(wf: dict) -> None:
     assert job["runs-on"] == ["self-hosted", "gpu"]
     assert "build" in job["needs"] and gha.condition_is_gated(job["if"])
     run = "\n".join(str(s.get("run", "")) for s in job["steps"])
-    assert "image verify --level full" in run and "--json" in run and "--junit" in run
-    assert "docker pull" in run and "staged/ref" in run, "it must verify the pushed digest itself"
+    assert "make publish-verify" in run and "LEVEL=full" in run and "JSON=" in run and "JUNIT=" in run
+    assert "PUBLISH_STATE=staged" in run, "it must verify the staged digest itself (publish-verify pulls it)"
     uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert uploads and uploads[0]["if"] == "${{ !cancelled() }}", "reports upload even when verify fails"
 
@@ -121,7 +134,7 @@ def test_sign_attest_and_public_tags_only_after_gpu_verify(wf: dict) -> None:
     publish = next(i for i, r in enumerate(runs) if "cosign sign" in r)
     assert check < publish
     assert "cosign attest" in runs[publish] and "--predicate reports/predicate.json" in runs[publish]
-    assert runs[publish].index("cosign sign") < runs[publish].index("imagetools create")
+    assert runs[publish].index("cosign sign") < runs[publish].index("make publish-promote")
     assert any(s.get("uses", "").startswith("sigstore/cosign-installer@") for s in job["steps"])
 
 

@@ -162,7 +162,7 @@ def test_the_real_image_verify_json_is_understood(tmp_path: Path, status: str, p
     """Feed the document envcheck.images.verify.aggregate_json really writes."""
     from envcheck.core.result import Result, Status
     from envcheck.core.run_report import RunReport
-    from envcheck.images.container import ImageRun
+    from envcheck.images.docker_run import ImageRun
     from envcheck.images.verify import aggregate_json
 
     result = Result(status=Status(status), summary="s", name="cuda.available",

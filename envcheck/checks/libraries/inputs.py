@@ -208,10 +208,18 @@ def validate(data: Any, where: str) -> None:
                           "ld_library_path": (list,), "ld_preload": (list,), "required_by": (dict,)})
     for i, d in enumerate(data.get("dists", [])):
         require(d, f"{where}.dists[{i}]", {"name": (str,), "version": (str,), "libs": (list,)})
+        missing = [k for k in ("name", "version", "libs") if k not in d]
+        if missing:
+            raise UsageError(f"{where}.dists[{i}] lacks {missing[0]!r}")
         for j, lib in enumerate(d.get("libs", [])):
             require(lib, f"{where}.dists[{i}].libs[{j}]", {"path": (str,), "state": (str,)})
+            if "path" not in lib or "state" not in lib:
+                raise UsageError(f"{where}.dists[{i}].libs[{j}] needs 'path' and 'state'")
     for i, d in enumerate(data.get("ld_library_path", [])):
         require(d, f"{where}.ld_library_path[{i}]", {"dir": (str,), "libs": (dict,)})
+        missing = [k for k in ("dir", "libs") if k not in d]
+        if missing:
+            raise UsageError(f"{where}.ld_library_path[{i}] lacks {missing[0]!r}")
     for key in ("loaded", "ld_preload"):
         if not all(isinstance(p, str) for p in data.get(key, [])):
             raise UsageError(f"{where}.{key} must be a list of str")

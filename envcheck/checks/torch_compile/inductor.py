@@ -15,6 +15,15 @@ from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, pref
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, passed
 
+# Inductor settings for the check's tiny graph (two CPU kernels), set in its own worker. A cold cache costs
+# one C++ compile per vector-ISA probe, one per kernel, and, with precompiled headers on (torch's default), one
+# more of ATen's whole vectorisation header into a ~150 MB .pch, the largest of them all (bench/compile_phases.py:
+# 8-33 s of a 30-80 s cold compile on 2 cores); with two kernels it never pays back. compile_threads=1 compiles
+# in this process: with more, torch starts a compile-worker pool (one process per core, each importing torch)
+# for a graph with nothing to compile in parallel.
+COMPILE_SETTINGS: dict[str, Any] = {"compile_threads": 1, "cpp_cache_precompile_headers": False}
+# What Inductor reports of its own compile time (torch._dynamo.utils.calculate_time_spent), kept per device.
+PHASES = ("entire_frame_compile", "backend_compile", "inductor_compile", "code_gen", "entire_backward_compile")
 SHAPE = (256, 512)  # small: compile time does not depend on it (dynamic=False), the timing is not all overhead
 TOLERANCE = 1e-4
 
@@ -87,6 +96,7 @@ def run_on(device: str) -> dict[str, Any]:
     import torch
 
     torch._dynamo.reset()  # a fresh compile per device, never the recompile limit's silent eager fallback
+    spent_before = _time_spent()
     cuda = device.startswith("cuda")
     gen = torch.Generator().manual_seed(0)
     x0, w0 = torch.randn(*SHAPE, generator=gen).to(device), torch.randn(SHAPE[1], generator=gen).to(device)
@@ -101,8 +111,20 @@ def run_on(device: str) -> dict[str, Any]:
     diff = max(float((g - e).abs().max() / (1 + e.abs().max())) for g, e in zip(got, want, strict=True))
     ms = speed({"eager": _fn, "compiled": compiled}, x0, w0, cuda)
     eager_ms, comp_ms = ms["eager"], ms["compiled"]
-    return {"compile_s": round(compile_s, 2), "max_rel_diff": diff, "eager_ms": round(eager_ms, 4),
+    spent = _time_spent()
+    phases = {k: round(spent[k] - spent_before.get(k, 0.0), 2) for k in PHASES if k in spent}
+    return {"compile_s": round(compile_s, 2), "compile_phases_s": phases, "max_rel_diff": diff, "eager_ms": round(eager_ms, 4),
             "compiled_ms": round(comp_ms, 4), "compiled_vs_eager": round(eager_ms / comp_ms, 2)}
+
+
+def _time_spent() -> dict[str, float]:
+    """Inductor's own cumulative compile-time counters in this process ({} where this torch has none)."""
+    try:
+        from torch._dynamo.utils import calculate_time_spent
+
+        return {k: float(v) for k, v in calculate_time_spent().items()}
+    except Exception:  # a private API: its absence only costs the breakdown
+        return {}
 
 
 def _failure(text: str, ev: Evidence) -> Cause:
@@ -120,13 +142,14 @@ def compile_inductor(ctx: Context) -> Result:
     from torch._dynamo import config as dynamo_config
     from torch._inductor import config as inductor_config
 
-    inductor_config.compile_threads = 1  # no compile-worker pool: on 2 cores it costs more than it saves
+    for key, value in COMPILE_SETTINGS.items():
+        setattr(inductor_config, key, value)
     dynamo_config.suppress_errors = False  # TORCHDYNAMO_SUPPRESS_ERRORS=1 would hide failures behind eager
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     ev = evidence(gpus)
     measured: dict[str, Any] = {
         "cxx": ev.cxx.found if ev.cxx else None, "cxx_version": ev.cxx.version if ev.cxx else None,
-        "dirs": {d.role: d.path for d in ev.dirs}, "devices": {}}
+        "dirs": {d.role: d.path for d in ev.dirs}, "inductor_settings": COMPILE_SETTINGS, "devices": {}}
     if ev.cc:
         measured.update(cc=ev.cc.found, libcuda=list(ev.libcuda_found), triton_libcuda_path=ev.libcuda_env,
                         ptxas=probes.ptxas_path(), ptxas_problems=list(ev.ptxas_problems))

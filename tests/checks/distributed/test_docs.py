@@ -35,3 +35,14 @@ def test_doc_states_the_torchrun_give_up_rules_the_code_uses() -> None:
     text = _flat()
     assert f"a rank whose heartbeat stops for {torchrun.DEAD_AFTER_S:g} s is dead" in text
     assert f"after a death or an error the others get {torchrun.GRACE_S:g} s" in text
+
+
+def test_doc_states_the_pairwise_numbers_the_code_uses() -> None:
+    from envcheck.collectives import pair_verdict, pairs
+    from envcheck.collectives.timing import MIB
+
+    text = _flat()
+    assert f"a pair is slow below {pair_verdict.SLOW_FRACTION:g}× the median" in text
+    assert f"({pairs.CPU_PAIR_BYTES // MIB} MiB on CPU, {pairs.GPU_PAIR_BYTES // MIB} MiB on GPU)" in text
+    assert f"as many calls as fit in about {pairs.PAIR_BUDGET_S:g} s (at most {pairs.MAX_ITERS};" in text
+    assert f"Code `{pair_verdict.SLOW_CODE}`" in text and f"(`{pair_verdict.WRONG_CODE}`)" in text

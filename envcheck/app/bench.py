@@ -8,7 +8,16 @@ import os
 import sys
 from typing import Any
 
-from envcheck.app.args import non_negative_float, output_dir, output_path, positive_float, rank_count
+from envcheck.app.args import (
+    input_file,
+    names,
+    non_negative_float,
+    output_dir,
+    output_path,
+    positive_float,
+    rank_count,
+    thread_count,
+)
 from envcheck.app.output import WriteError, write_output
 from envcheck.core.check import BenchOptions, CheckOptions, CheckSpec, Context, DistOptions, Level
 from envcheck.core.errors import FatalError, UsageError
@@ -22,14 +31,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (CPU: about a minute)")
     p.add_argument("--json", type=output_path, metavar="PATH|-", help="write the JSON report to PATH, or to stdout with -")
     p.add_argument("--plots", type=output_dir, metavar="DIR", help="write PNG plots of the sweeps into DIR")
-    p.add_argument("--baseline", metavar="FILE", help="compare with an earlier --json report; exit 1 on regression")
+    p.add_argument("--baseline", metavar="FILE", type=input_file, help="compare with an earlier --json report; exit 1 on regression")
     p.add_argument("--threshold", metavar="PCT", type=non_negative_float, default=10.0,
                    help="regression threshold in percent (default 10)")
     p.add_argument("--timeout", metavar="S", type=positive_float, default=None, help="cap on the whole bench, in seconds")
     p.add_argument("--allow-cpu", action="store_true", help="on a host without a GPU, measure the CPU variants")
-    p.add_argument("--cpu-threads", metavar="N", type=int, default=None,
+    p.add_argument("--cpu-threads", metavar="N", type=thread_count, default=None,
                    help="torch threads for the CPU variants (default: torch's choice)")
-    p.add_argument("--only", metavar="NAMES", help="comma-separated bench units to run (see bench.* names)")
+    p.add_argument("--only", metavar="NAMES", type=names, help="comma-separated bench units to run (see bench.* names)")
     p.add_argument("--cpu-ranks", metavar="N", type=rank_count, default=2, help="processes in the gloo all-reduce")
     p.set_defaults(handler=bench_main)
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from envcheck.app.images import selected_matrix
 from envcheck.core.errors import FatalError, UsageError
 from envcheck.images import build as builder
-from envcheck.images.cli import selected_matrix
-from envcheck.images.container import ImageRun, RunOptions, run_in_image
+from envcheck.images.docker_run import ImageRun, RunOptions, run_in_image
 from envcheck.images.engine import connect, docker_binary
 from envcheck.images.matrix import Matrix, Row
 from envcheck.images.nvcc import nvcc_requirement
@@ -185,19 +185,3 @@ def _torch_requires(dest: Path, row: Row) -> list[str]:
             lines = zf.read(name).decode("utf-8", errors="replace").splitlines()
         return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
     raise FatalError(f"no torch-{row.torch} wheel in {dest} after download", 1)
-
-
-def cmd_image_push(args: argparse.Namespace) -> int:
-    """`envcheck image push --registry R`: docker tag + push every tag of the selected images."""
-    matrix = selected_matrix(args)
-    docker = docker_binary()
-    for row, target in selected_pairs(matrix, args):
-        local = f"{args.repo}:{row.tags(target)[0]}"
-        for tag in row.tags(target):
-            remote = f"{args.registry}:{tag}"
-            for cmd in ([docker, "tag", local, remote], [docker, "push", remote]):
-                done = subprocess.run(cmd, timeout=3600, check=False)
-                if done.returncode != 0:
-                    raise FatalError(f"`{' '.join(cmd)}` failed (exit {done.returncode}); is {local} built and "
-                                     "are you logged in (`docker login`)?", 1)
-    return 0

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _matrix_arg(mverify)
     _row_target_args(mverify)
     _verify_args(mverify)
-    mverify.set_defaults(handler=_lazy("envcheck.images.commands", "cmd_matrix_verify"))
+    mverify.set_defaults(handler=_lazy("envcheck.app.image_commands", "cmd_matrix_verify"))
     matrix.set_defaults(handler=_missing(matrix, "list, github, pins, verify"))
 
     image = sub.add_parser("image", help="build images and run envcheck inside them")
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verify = isub.add_parser("verify", help="run envcheck inside each IMAGE through the Docker SDK")
     verify.add_argument("images", nargs="+", metavar="IMAGE")
     _verify_args(verify)
-    verify.set_defaults(handler=_lazy("envcheck.images.commands", "cmd_image_verify"))
+    verify.set_defaults(handler=_lazy("envcheck.app.image_commands", "cmd_image_verify"))
     build = isub.add_parser("build", help="docker build one matrix row and target (or --all)")
     _matrix_arg(build)
     _row_target_args(build)
@@ -50,19 +50,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     build.add_argument("--ca-bundle", type=Path, help="extra CA bundle, passed as a BuildKit secret")
     build.add_argument("--network", help="docker build --network (e.g. none, to prove --offline)")
     build.add_argument("--installer", choices=["pip", "uv"], default="pip")
-    build.set_defaults(handler=_lazy("envcheck.images.commands", "cmd_image_build"))
+    build.set_defaults(handler=_lazy("envcheck.app.image_commands", "cmd_image_build"))
     wheels = isub.add_parser("wheelhouse", help="pip download a row's wheels into .wheelhouse/")
     _matrix_arg(wheels)
     wheels.add_argument("--row", required=True)
     wheels.add_argument("--dest", type=Path, help="default: .wheelhouse/ in the repository")
     wheels.add_argument("--no-devel", action="store_true", help="skip nvcc (devel target) wheels")
-    wheels.set_defaults(handler=_lazy("envcheck.images.commands", "cmd_image_wheelhouse"))
-    push = isub.add_parser("push", help="tag a built row/target for REGISTRY and push every tag")
-    _matrix_arg(push)
-    _row_target_args(push)
-    push.add_argument("--registry", required=True, help="e.g. ghcr.io/org/envcheck")
-    push.set_defaults(handler=_lazy("envcheck.images.commands", "cmd_image_push"))
-    image.set_defaults(handler=_missing(image, "verify, build, wheelhouse, push"))
+    wheels.set_defaults(handler=_lazy("envcheck.app.image_commands", "cmd_image_wheelhouse"))
+    from envcheck.app.image_publish import register as register_publish
+
+    register_publish(isub)
+    image.set_defaults(handler=_missing(image, "verify, build, wheelhouse, publish"))
 
 
 def _matrix_arg(parser: argparse.ArgumentParser) -> None:

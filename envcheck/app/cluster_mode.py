@@ -1,0 +1,128 @@
+"""The cluster options of `envcheck run` and what happens after the checks ran: class policy, the
+one-line reason, the Slurm prolog's verdict and the health check's drain/resume (cluster.slurm_node), the health
+check's 60 s budget, and the Prometheus textfile."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from envcheck.app.output import stdout_gone
+from envcheck.cluster import slurm_node
+from envcheck.cluster.own import own_failure
+from envcheck.cluster.policy import Decision, Mode, decide, reclassify
+from envcheck.cluster.prometheus import render
+from envcheck.core.result import Result
+
+HEALTH_KILL_S = 60  # slurm.conf(5), HealthCheckProgram
+HEALTH_CHECKS_S = 40.0  # the checks' share; the rest is envcheck's start (~3 s) and at most 2 Slurm calls of 5 s
+
+
+def textfile_path(text: str) -> str:
+    """argparse type: a regular file path (not '-') whose folder exists and is writable, its name short enough
+    for the temp file beside it (checked before any work, by the same rule as --json)."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        raise argparse.ArgumentTypeError("needs prometheus_client: pip install 'envcheck[cluster]'") from None
+    path = Path(text)
+    if text in ("", "-") or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file path; give e.g. "
+                                          "/var/lib/node_exporter/textfile/envcheck.prom")
+    from envcheck.app.args import output_path
+
+    return output_path(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--for` and `--prometheus` (validated by argparse, before any check runs)."""
+    parser.add_argument("--for", dest="for_mode", choices=[m.value for m in Mode], metavar="MODE",
+                        help="exit policy for a cluster: prolog (Slurm Prolog/Epilog), health (Slurm HealthCheckProgram: "
+                             "drains and resumes the node, within 60 s), preflight (Kubernetes), npd "
+                             "(node-problem-detector); only node faults fail (see docs/cluster.md)")
+    parser.add_argument("--prometheus", type=textfile_path, metavar="FILE",
+                        help="write a node_exporter textfile (atomically) with each check's status and key figures")
+
+
+def mode_of(args: argparse.Namespace) -> Mode | None:
+    """The cluster mode `--for` names, or None."""
+    return Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+
+
+def adjust(args: argparse.Namespace, results: Sequence[Result]) -> list[Result]:
+    """Results as the cluster mode classes them (a node that lost its GPUs is a node fault)."""
+    mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+    return reclassify(results, mode, getattr(args, "expect_gpus", None))
+
+
+def apply_budget(args: argparse.Namespace) -> None:
+    """Health mode finishes within slurmd's 60 s (slurm.conf: HealthCheckProgram "will be killed if it does not
+    terminate normally within 60 seconds"): the checks get at most HEALTH_CHECKS_S, whatever --timeout says."""
+    if mode_of(args) is Mode.HEALTH and (args.timeout is None or args.timeout > HEALTH_CHECKS_S):
+        if args.timeout is not None:
+            _say(f"envcheck: warning: --timeout {args.timeout:g} capped to {HEALTH_CHECKS_S:g} s: slurmd kills a "
+                 f"HealthCheckProgram after {HEALTH_KILL_S} s", sys.stderr)
+        args.timeout = HEALTH_CHECKS_S
+
+
+def _slurm(mode: Mode, decision: Decision, results: Sequence[Result]) -> list[str]:
+    """The prolog keeps its verdict for the health check (no Slurm command: the prolog guide's rule); the health
+    check drains or resumes the node itself (cluster.slurm_node)."""
+    if mode is Mode.PROLOG and ("SLURM_JOB_ID" in os.environ or "SLURMD_NODENAME" in os.environ):
+        problem = slurm_node.remember_prolog(decision.reason if decision.code else None, os.environ)
+        return [problem] if problem else []
+    if mode is Mode.HEALTH:
+        for line in slurm_node.act(decision.reason if decision.code else "", results, os.environ):
+            _say(f"envcheck: {line}", sys.stderr)
+    return []
+
+
+def _say(line: str, out: TextIO) -> str | None:
+    """Print one line and flush it; the problem in words when the stream is full or closed."""
+    try:
+        print(line, file=out, flush=True)
+    except (OSError, ValueError) as exc:
+        if out is sys.stdout:
+            stdout_gone()  # the interpreter's last flush must not fail again (exit 120)
+        return f"{'stdout' if out is sys.stdout else 'stderr'} not written: {getattr(exc, 'strerror', None) or exc}"
+    return None
+
+
+def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int,
+           own: Sequence[str] = ()) -> int:
+    """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code. `own` are
+    envcheck's own failures so far (a report not written, the table not shown): in a cluster mode each is a
+    warning that never drains the node; outside one they are the caller's to raise."""
+    mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+    problems = list(own)
+    if mode is not None:
+        decision = decide(results, mode)
+        # keep `--json -`/`--junit -` pure
+        out = sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "junit", None)) else sys.stdout
+        for line in decision.warnings:
+            _say(f"envcheck: warning: {line}", sys.stderr)
+        if decision.reason:
+            said = _say(decision.reason, out)  # npd's message, the prolog's log, the pod's log
+        elif mode is Mode.NPD:
+            said = _say("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", out)
+        else:
+            said = None
+        problems += [said] if said else []
+        problems += _slurm(mode, decision, results)
+        code = decision.code
+    if getattr(args, "prometheus", None):
+        from envcheck.app.output import WriteError, write_output
+
+        try:  # the one writer (envcheck.app.output): atomic, regular files only, one error mapping
+            write_output(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
+        except WriteError as exc:  # envcheck's own failure: never evidence against the node
+            problems.append(f"metrics not written to {args.prometheus}: {exc.message}")
+    if mode is None and problems:
+        return own_failure(None, code, "; ".join(dict.fromkeys(problems)))  # raises: exit 3, one line
+    for what in problems:
+        code = own_failure(mode, code, what)
+    return code

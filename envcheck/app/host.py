@@ -1,0 +1,83 @@
+"""`envcheck host`: the front door of the host preflight (envcheck.host): its flags, the table and the JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from envcheck.app.args import output_path
+from envcheck.host import collect
+
+
+def print_host(doc: dict[str, Any]) -> None:
+    """The human form: one line per fact, then the rows."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(highlight=False, width=200 if not sys.stdout.isatty() else None)
+    gpu = doc["gpu"]
+    if not gpu["gpus"]:
+        console.print(f"No NVIDIA GPU: {escape(gpu['why_none'] or 'none listed')}. Listing what each row needs.",
+                      soft_wrap=True)
+    else:
+        caps = ", ".join(f"{g['name']} (sm_{str(g['compute_capability']).replace('.', '')})"
+                         if g["compute_capability"] else f"{g['name']} (compute capability unknown)"
+                         for g in gpu["gpus"])
+        console.print(f"Driver {gpu['driver'] or '?'} (CUDA {gpu['driver_cuda'] or '?'}, from {gpu['source']}); "
+                      f"GPUs: {escape(caps)}")
+    console.print(escape(doc["docker"]["summary"]))
+    for spec in doc["cdi"]["specs"]:
+        if not spec["error"]:
+            console.print(escape(f"CDI {spec['kind']}: {', '.join(spec['devices']) or 'no devices'} ({spec['path']})"),
+                          soft_wrap=True)
+    problems = [*doc["cdi"]["problems"], *filter(None, [doc["dev_char"].get("problem")]),
+                *(doc["compose"]["problems"] if "compose" in doc else [])]
+    for p in problems:
+        console.print(escape(f"problem ({p['fault_class']}): {p['problem']} -> fix: {p['fix']}"), soft_wrap=True)
+    if "compose" in doc and not doc["compose"]["problems"]:
+        names = doc["compose"]["gpu_services"]
+        console.print(escape(f"{doc['compose']['file']}: " + (f"the GPU requests of {', '.join(names)} all get "
+                                                               "CUDA (compute)" if names else "no GPU request")))
+    if doc.get("matrix") is None:
+        console.print(escape(doc["matrix_why"]))
+        return
+    table = Table(title=f"which images run here ({doc['matrix']})")
+    for col in ("row", "torch", "cuda", "runs", "why", "tags (runtime; devel, jupyter, ssh alike)"):
+        table.add_column(col, overflow="fold")
+    for row in doc["rows"]:
+        runs = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[row["runs"]]
+        table.add_row(row["row"], row["torch"], row["cuda"], runs, escape(row["why"]),
+                      ", ".join(t for t in row["tags"] if t.endswith("-runtime")))
+    console.print(table)
+
+
+
+def cmd_host(args: argparse.Namespace) -> int:
+    """`envcheck host`: 0 (it reports), 1 when --compose FILE has a GPU request problem, 2 on bad input."""
+
+    from envcheck.app.output import write_output
+
+    doc = collect(args.matrix, args.compose)
+    code = 1 if doc.get("compose", {}).get("problems") else 0
+    if args.json:
+        write_output(args.json, json.dumps(doc, indent=2) + "\n")  # atomic; a failure is one line, exit 3
+        if args.json == "-":
+            return code
+    print_host(doc)
+    return code
+
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `host` subcommand."""
+    host = sub.add_parser("host", help="before pulling: the driver, GPUs, Docker GPU setup, and which image "
+                                       "rows will run here (no torch needed)")
+    host.add_argument("--matrix", metavar="PATH", help="docker/matrix.toml (default: ENVCHECK_MATRIX or the clone's)")
+    host.add_argument("--compose", metavar="FILE", help="lint this compose file's GPU requests (capabilities "
+                                                          "without compute; exit 1 when one is wrong)")
+    host.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
+    host.set_defaults(handler=cmd_host)
+

@@ -1,0 +1,151 @@
+"""node.profile: this node is the node type its profile says (GPU model and count, driver floor, PCIe link, NVLinks
+up), read from NVML (probe.nvml.read_nvml, budgeted) and the PCI bus (probe.pci), without torch. A mismatch is
+named with a stable code; a missing GPU by the PCI address the bus still shows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from envcheck.checks.gpu_health.xid import pci_key
+from envcheck.core.check import Context, ProfileOptions
+from envcheck.core.result import Result, failed, first_of, passed, skipped
+from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
+from envcheck.probe.nvml import text as _text
+from envcheck.probe.pci import SYSFS_PCI, pci_gpus
+
+NVLINK_MAX = 18  # NVML_NVLINK_MAX_LINKS (nvml.h) for Hopper and Blackwell
+LOST_FIX = ("drain; dmesg | grep -iE 'fallen off the bus|Xid'; lspci -s {pci}; reboot the node, then reseat the GPU "
+            "or RMA it")
+
+
+def _nvml_body(state: dict[str, Any]) -> Any:
+    def fill(pynvml: Any, progress: dict[str, Any]) -> None:
+        progress["call"] = "nvmlSystemGetDriverVersion"
+        state["driver_version"] = _text(pynvml.nvmlSystemGetDriverVersion())
+        progress["call"] = "nvmlDeviceGetCount"
+        for i in range(int(pynvml.nvmlDeviceGetCount())):
+            progress.update(call=f"NVML reads of GPU {i}", gpu=i)
+            state["gpus"].append(_gpu(pynvml, i))
+    return fill
+
+
+def _read(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception:  # NOT_SUPPORTED, or an old binding without the call
+        return None
+
+
+def _gpu(pynvml: Any, i: int) -> dict[str, Any]:
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(i)
+    except Exception as exc:
+        return {"index": i, "error": str(exc) or type(exc).__name__}
+    pci = _read(pynvml.nvmlDeviceGetPciInfo, h)
+    gpu = {"index": i, "name": _text(_read(pynvml.nvmlDeviceGetName, h) or ""),
+           "pci": _text(pci.busId) if pci is not None else None,
+           "pcie_gen_max": _read(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
+           "pcie_width": _read(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h)}
+    links = []
+    for link in range(NVLINK_MAX):
+        state = _read(pynvml.nvmlDeviceGetNvLinkState, h, link)
+        if state is None:  # past the GPU's last link, or no NVLink at all
+            break
+        links.append(int(state))
+    gpu["nvlinks"] = links
+    return gpu
+
+
+def capture(budget_s: float = NVML_BUDGET_S, sysfs: str = SYSFS_PCI) -> dict[str, Any]:
+    """NVML's driver version and per-GPU name, PCI address, PCIe link and NVLink states; the PCI bus's GPUs."""
+    state: dict[str, Any] = {"driver_version": None, "gpus": [], "nvml_error": None}
+    got = read_nvml(_nvml_body(state), lambda exc: state.update(nvml_error=f"NVML could not start: {exc}"), budget_s)
+    if got.hang is not None:
+        state["nvml_error"] = hang_text(got.hang)
+    return {**state, "pci_gpus": pci_gpus(sysfs)}
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def _missing(pci_bus: Any, gpus: list[dict[str, Any]]) -> list[str]:
+    listed = {pci_key(g["pci"]) for g in gpus if isinstance(g.get("pci"), str)}
+    return [a for a in pci_bus if isinstance(a, str) and pci_key(a) not in listed] if isinstance(pci_bus, list) else []
+
+
+def findings(p: ProfileOptions, data: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(code, problem, fix) for every way the node differs from the profile, most severe first."""
+    gpus = [g for g in data.get("gpus") or [] if isinstance(g, dict)]
+    kind = p.description or p.profile or "the profile"
+    out: list[tuple[str, str, str]] = []
+    if p.gpu_count is not None and len(gpus) != p.gpu_count:
+        missing = _missing(data.get("pci_gpus"), gpus)
+        tail = (f": {', '.join(missing)} missing" if missing else
+                "; the PCI bus does not show the missing GPU(s) either" if len(gpus) < p.gpu_count else "")
+        expected = kind if kind.startswith(f"{p.gpu_count}x") else f"{p.gpu_count} GPU(s) of {kind}"
+        out.append(("profile.gpu_count", f"{expected} expected, {len(gpus)} found{tail}",
+                    LOST_FIX.format(pci=missing[0] if missing else "<address>") if len(gpus) < p.gpu_count else
+                    "this node has more GPUs than its profile: fix the profile (gpu_count) or the node's type"))
+    if p.gpu_model:
+        wrong = [g for g in gpus if p.gpu_model.lower() not in str(g.get("name", "")).lower()]
+        if wrong:
+            out.append(("profile.gpu_model", f"GPU {wrong[0]['index']} is {wrong[0].get('name') or 'unnamed'!r}, "
+                        f"the profile expects {p.gpu_model!r}" + (f" (+{len(wrong) - 1} more)" if len(wrong) > 1
+                                                                  else ""),
+                        "run this node under the profile of its GPU model, or fix gpu_model"))
+    have = data.get("driver_version")
+    if p.driver_floor and isinstance(have, str) and _version(have) < _version(p.driver_floor):
+        out.append(("profile.driver_floor", f"driver {have} is older than the profile's floor {p.driver_floor}",
+                    f"upgrade the NVIDIA driver to >= {p.driver_floor} (and the fabric manager with it on NVSwitch "
+                    "systems), then reboot"))
+    for g in gpus:
+        gen, width = g.get("pcie_gen_max"), g.get("pcie_width")
+        if (p.pcie_gen and isinstance(gen, int) and gen < p.pcie_gen) or (
+                p.pcie_width and isinstance(width, int) and width < p.pcie_width):
+            out.append(("profile.pcie_link", f"GPU {g['index']} ({g.get('pci')}): PCIe link gen {gen} x{width}, the "
+                        f"profile expects gen {p.pcie_gen} x{p.pcie_width}",
+                        f"reseat the GPU and its riser; lspci -vv -s {g.get('pci')} | grep -E 'LnkCap|LnkSta'; "
+                        "check the BIOS slot settings"))
+    for g in gpus:
+        links = g.get("nvlinks")
+        if p.nvlink_links and isinstance(links, list):
+            up = sum(1 for s in links if s == 1)
+            if up < p.nvlink_links:
+                down = [n for n, s in enumerate(links) if s != 1]
+                out.append(("profile.nvlink_down", f"GPU {g['index']} ({g.get('pci')}): {up} of {p.nvlink_links} "
+                            f"NVLinks up" + (f" (down: {', '.join(map(str, down[:18]))})" if down else ""),
+                            f"nvidia-smi nvlink -s -i {g['index']}; on NVSwitch systems check nvidia-fabricmanager; "
+                            "reset the GPU (nvidia-smi -r) or reboot; RMA the baseboard if links stay down"))
+    return out
+
+
+def verdict(data: Mapping[str, Any], p: ProfileOptions) -> Result:
+    """Fail (a node fault) on each way the node differs from its profile; skip without a profile or NVML."""
+    measured = {"profile": p.profile, **{k: data.get(k) for k in ("driver_version", "gpus", "pci_gpus")}}
+    if data.get("nvml_error") and not data.get("gpus"):
+        if p.gpu_count and isinstance(data.get("pci_gpus"), list) and len(data["pci_gpus"]) < p.gpu_count:
+            n = len(data["pci_gpus"])
+            return failed(f"{p.description or p.profile}: {p.gpu_count} GPU(s) expected, {n} on the PCI bus "
+                          f"({data['nvml_error']})", LOST_FIX.format(pci="<address>"), measured=measured,
+                          fault_class="node", code="profile.gpu_count")
+        return skipped(f"NVML cannot tell whether this node matches profile {p.profile}: {data['nvml_error']}",
+                       measured=measured)
+    found = findings(p, data)
+    if found:
+        measured["codes"] = [c for c, _, _ in found]
+        return failed(first_of([problem for _, problem, _ in found]), " | ".join(dict.fromkeys(f for _, _, f in found)),
+                      measured=measured, fault_class="node", code=found[0][0])
+    return passed(f"matches profile {p.profile} ({p.description or '-'}): {len(data.get('gpus') or [])} GPU(s)",
+                  measured=measured)
+
+
+def profile_check(ctx: Context) -> Result:
+    """This node against its --profile (skips without one)."""
+    p = ctx.options.profile
+    if p.profile is None:
+        return skipped("no --profile given (e.g. --profile h100-sxm-8, or a TOML file)")
+    left = ctx.time_left()
+    return verdict(capture(NVML_BUDGET_S if left is None else max(1.0, min(NVML_BUDGET_S, left - 1.0))), p)

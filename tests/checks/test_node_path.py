@@ -1,0 +1,146 @@
+"""The torch-free node path (issue 23, item 4): node.cuda_driver through the CUDA driver API in a budgeted child.
+
+Simulated, and only that: libcuda.so.1 (a stand-in built from C, tests/checks/stub_libcuda.py: no NVIDIA driver can
+exist here), and a driver call stuck in the kernel (the stand-in's cuInit vfork()s, so the kernel really holds the
+caller in D state). Real: the child process, ctypes, the dynamic loader (LD_LIBRARY_PATH), the budget, the kill,
+/proc state and wchan, and the CLI run as a Slurm prolog would run it, with a `torch` on PYTHONPATH that raises if
+anything imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envcheck.checks.node.driver_api import verdict
+from envcheck.core.result import Status
+from envcheck.probe.cuda_driver import probe
+from tests.checks.stub_libcuda import build
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def libdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(tmp_path_factory.mktemp("libcuda"))
+
+
+def env(libdir: Path, **case: str) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("STUB_", "SLURM"))}
+    return {**out, "LD_LIBRARY_PATH": str(libdir), **case}
+
+
+def test_a_healthy_node_passes_with_a_context_and_a_verified_copy_per_gpu(libdir: Path) -> None:
+    got = verdict(probe(10, env(libdir, STUB_COUNT="2")))
+    assert got.status is Status.PASS, got.summary
+    assert got.summary.startswith("2 GPU(s) take a context and a 1 MiB copy") and "driver CUDA 13.0" in got.summary
+    gpus = got.measured["gpus"]
+    assert [g["pci"] for g in gpus] == ["00000000:18:00.0", "00000000:2A:00.0"]
+    assert all(g["copy"] == {"bytes": 1 << 20, "wrong": 0} for g in gpus)
+
+
+def test_cuinit_802_names_the_fabric_manager(libdir: Path) -> None:
+    """cuInit's CUDA_ERROR_SYSTEM_NOT_READY on NVSwitch systems without nvidia-fabricmanager (jax-ml/jax#34113:
+    "cuInit(0) ... failing with CUDA_ERROR_SYSTEM_NOT_READY"; aws-samples/aws-deep-learning-ami-ubuntu-dcv-desktop#33:
+    "on A100, H100, H200 and B200 instances, CUDA initialization fails with 802 system error")."""
+    got = verdict(probe(10, env(libdir, STUB_INIT="802")))
+    assert got.status is Status.FAIL and got.code == "cuda.error.802" and got.fault_class is not None
+    assert got.fault_class.value == "node"
+    assert got.summary.startswith("cuInit returned CUDA_ERROR_SYSTEM_NOT_READY (802)")
+    assert "nvidia-fabricmanager" in (got.remediation or "")
+
+
+def test_a_hung_cuinit_is_evidence_with_state_and_wchan_within_its_budget(libdir: Path) -> None:
+    began = time.monotonic()
+    got = verdict(probe(1.0, env(libdir, STUB_HANG_INIT="1")))
+    assert time.monotonic() - began < 4
+    assert got.status is Status.FAIL and got.code == "cuda.init_hang" and got.fault_class is not None
+    assert got.fault_class.value == "node"
+    hang = got.measured["hang"]
+    assert hang["call"] == "cuInit" and hang["budget_s"] == 1.0 and hang["state"] == "D" and hang.get("wchan")
+    assert got.summary.startswith("the CUDA driver hangs: cuInit did not return within 1 s (uninterruptible sleep")
+
+
+def test_a_gpu_that_refuses_a_context_is_named_with_its_pci_address(libdir: Path) -> None:
+    got = verdict(probe(10, env(libdir, STUB_COUNT="4", STUB_CTX_FAIL_GPU="3", STUB_CTX_FAIL_CODE="214")))
+    assert got.status is Status.FAIL and got.code == "cuda.gpu_unusable"
+    assert got.summary == ("GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): cuCtxCreate_v2 returned "
+                           "CUDA_ERROR_ECC_UNCORRECTABLE (214)")
+    assert "nvidia-smi -r -i 3" in (got.remediation or "")
+
+
+def test_a_copy_that_comes_back_wrong_names_the_gpu(libdir: Path) -> None:
+    got = verdict(probe(10, env(libdir, STUB_COUNT="2", STUB_CORRUPT_GPU="1")))
+    assert got.status is Status.FAIL and got.code == "cuda.copy_mismatch"
+    assert got.summary.startswith("GPU 1 (NVIDIA H100 80GB HBM3, 00000000:2A:00.0): a 1 MiB copy") and "1 wrong" in \
+        got.summary
+
+
+def test_a_loaded_kernel_module_without_libcuda_is_named(tmp_path: Path) -> None:
+    """Real: this host has no libcuda.so.1, so the dynamic loader's own error comes back; the /dev nodes of a host
+    whose kernel module is loaded are staged in the data (they cannot exist here)."""
+    data = probe(10, env(tmp_path))
+    assert data["done"]["libcuda"] is None and "libcuda.so.1: cannot open shared object file" in \
+        data["done"]["dlopen_error"]
+    assert verdict(data).status is Status.SKIP  # no driver at all: nothing to judge
+    got = verdict({**data, "dev": ["nvidia0", "nvidiactl"]})
+    assert got.status is Status.FAIL and got.code == "cuda.libcuda_missing"
+
+
+def run_prolog(libdir: Path, tmp_path: Path, *extra: str, **case: str) -> subprocess.CompletedProcess[str]:
+    poison = tmp_path / "poison"
+    (poison / "torch").mkdir(parents=True)
+    (poison / "torch" / "__init__.py").write_text("raise ImportError('torch imported on the node path')\n")
+    run_env = env(libdir, **case)
+    run_env["PYTHONPATH"] = os.pathsep.join([str(poison), str(ROOT)])
+    return subprocess.run([sys.executable, "-m", "envcheck", "run", "--for", "prolog", "--json", "-", *extra],
+                          capture_output=True, text=True, timeout=60, env=run_env, cwd=tmp_path)
+
+
+def test_the_prolog_runs_without_importing_torch(libdir: Path, tmp_path: Path) -> None:
+    done = run_prolog(libdir, tmp_path, STUB_COUNT="2")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["facts"]["envcheck"] == {"path": "node (torch-free)", "torch_imported": False}
+    by_name = {r["name"]: r for r in report["results"]}
+    assert list(by_name) == ["node.cuda_driver", "gpu.health", "node.profile"]
+    assert by_name["node.cuda_driver"]["status"] == "pass"
+
+
+def test_a_prolog_on_a_node_without_fabric_manager_fails_the_node(libdir: Path, tmp_path: Path) -> None:
+    done = run_prolog(libdir, tmp_path, STUB_INIT="802")
+    assert done.returncode == 1, done.stderr
+    assert "[node] node.cuda_driver: cuInit returned CUDA_ERROR_SYSTEM_NOT_READY (802)" in done.stderr
+    assert json.loads(done.stdout)["facts"]["envcheck"]["torch_imported"] is False
+
+
+def test_the_torch_checks_stay_available_by_name(libdir: Path, tmp_path: Path) -> None:
+    """--only with a torch check leaves the node path: the poisoned torch is imported, and says so."""
+    done = run_prolog(libdir, tmp_path, "--only", "container.shm")
+    assert "torch imported on the node path" in done.stdout + done.stderr
+
+
+def test_a_second_nvml_reader_does_not_wait_again_behind_a_hung_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated NVML: nvmlInit blocks. gpu.health and node.profile both read NVML on the node path: the second
+    answers at once with the first one's evidence instead of spending another budget."""
+    import threading
+    import types
+
+    from envcheck.probe.nvml import read_nvml
+
+    release = threading.Event()
+    hung = types.ModuleType("pynvml")
+    hung.nvmlInit = lambda: release.wait(30)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", hung)
+    first = read_nvml(lambda pynvml, progress: None, lambda exc: None, budget_s=0.3)
+    began = time.monotonic()
+    second = read_nvml(lambda pynvml, progress: None, lambda exc: None, budget_s=5)
+    release.set()
+    assert first.hang is not None and second.hang is not None and second.hang.get("earlier") is True
+    assert time.monotonic() - began < 0.2
