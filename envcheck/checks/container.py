@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 import resource
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
+from envcheck.core.hardening import runtime_cause, tmp_unwritable
 from envcheck.core.result import Result, failed, passed, warned
 from envcheck.probe.facts import shm_bytes
 from envcheck.probe.system import is_absent
@@ -30,7 +33,7 @@ def container_shm(ctx: Context) -> Result:
     if size < MIN_SHM_BYTES:
         return warned(f"/dev/shm is {size / 2**20:.0f} MiB, under 1 GiB: DataLoader workers and NCCL may crash "
                       "or hang", SHM_FIX, measured=measured, expected={"min_shm_bytes": MIN_SHM_BYTES},
-                      fault_class="config")
+                      fault_class="config", code="shm.small")
     return passed(f"/dev/shm is {size / 2**30:.1f} GiB", measured=measured,
                   expected={"min_shm_bytes": MIN_SHM_BYTES})
 
@@ -99,14 +102,24 @@ def container_limits(ctx: Context) -> Result:
     """A DataLoader with 2 workers runs; memlock is high enough when several GPUs must talk."""
     import torch
 
+    try:
+        tempfile.gettempdir()
+    except FileNotFoundError as exc:  # seen with `docker run --read-only`: the workers fail, the loader hangs
+        return tmp_unwritable("a DataLoader with workers cannot deliver a batch: multiprocessing's resource "
+                              "sharer needs a socket in a temp dir, its workers fail and the loader hangs until "
+                              "its timeout", str(exc)[:200])
     ok, problem, measured = dataloader_runs(ctx)
     if not ok:
         size = shm_bytes()
-        if isinstance(size, int) and size < MIN_SHM_BYTES:
+        small = isinstance(size, int) and size < MIN_SHM_BYTES
+        limit = runtime_cause(RuntimeError(problem), f"a DataLoader with 2 workers failed: {problem}", trace=False)
+        if limit is not None and not small and "shared memory" not in problem:  # shm's EAGAIN is not nproc
+            return replace(limit, measured=measured)  # a process or file limit: its own code and fix
+        if small and isinstance(size, int):
             problem += f" (/dev/shm is only {size / 2**20:.0f} MiB)"
         # shm size and ulimits are set by how the container or job was started (--shm-size, --ulimit)
         return failed(f"a DataLoader with 2 workers failed: {problem}", SHM_FIX, measured=measured,
-                      expected={"batches": 8}, fault_class="config")
+                      expected={"batches": 8}, fault_class="config", code="shm.small" if small else None)
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     measured.update(memlock_bytes="unlimited" if soft == resource.RLIM_INFINITY else soft, gpus=gpus)

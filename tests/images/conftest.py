@@ -84,6 +84,20 @@ def devel_image(test_row: Row, ca_with_marker: Path, docker_client: Any) -> str:
 
 def run_in(client: Any, image: str, command: list[str], timeout_s: float = 300, **kwargs: Any) -> tuple[int, str]:
     """One container helper: run detached, wait with a timeout, return (exit code, output); always removed."""
+    code, logs = _contained(client, image, command, timeout_s, kwargs, {"both": {}})
+    return code, logs["both"]
+
+
+def run_streams(client: Any, image: str, command: list[str], timeout_s: float = 300,
+                **kwargs: Any) -> tuple[int, str, str]:
+    """The same helper with the streams apart: (exit code, stdout, stderr)."""
+    code, logs = _contained(client, image, command, timeout_s, kwargs,
+                            {"stdout": {"stderr": False}, "stderr": {"stdout": False}})
+    return code, logs["stdout"], logs["stderr"]
+
+
+def _contained(client: Any, image: str, command: list[str], timeout_s: float, kwargs: dict[str, Any],
+               reads: dict[str, dict[str, bool]]) -> tuple[int, dict[str, str]]:
     container = client.containers.run(image, command, detach=True, **kwargs)
     try:
         try:
@@ -92,6 +106,6 @@ def run_in(client: Any, image: str, command: list[str], timeout_s: float = 300, 
             container.kill()
             output = container.logs().decode(errors="replace")
             pytest.fail(f"{command} in {image} exceeded {timeout_s}s; output:\n{output}")
-        return int(status["StatusCode"]), container.logs().decode(errors="replace")
+        return int(status["StatusCode"]), {k: container.logs(**v).decode(errors="replace") for k, v in reads.items()}
     finally:
         container.remove(force=True)

@@ -59,3 +59,11 @@ def cpu_quota() -> float | None:
 def writable(path: str) -> bool:
     """Whether this process can create files in `path` (access(2) plus a read-only mount)."""
     return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK) and "ro" not in mount_options(path)
+
+
+def creatable(path: str) -> bool:
+    """Whether this process can write in `path`, or create it under its nearest existing ancestor."""
+    current = os.path.abspath(path)
+    while not os.path.exists(current) and current != "/":
+        current = os.path.dirname(current)
+    return writable(current)

@@ -13,7 +13,14 @@ import os
 import pwd
 import resource
 
-from envcheck.checks.runtime.probes import cgroup_value, cpu_quota, mount_options, status_fields, writable
+from envcheck.checks.runtime.probes import (
+    cgroup_value,
+    cpu_quota,
+    creatable,
+    mount_options,
+    status_fields,
+    writable,
+)
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.hardening import NOFILE_NEED, NPROC_NEED, PASSWD_FIX, WRITE_FIX
 from envcheck.core.result import FaultClass, Result, first_of, passed, warned
@@ -33,7 +40,8 @@ def temp_findings() -> list[Finding]:
     out: list[Finding] = []
     if not writable(tmp):
         out.append(("runtime.tmp_readonly", f"the temp dir {tmp} is not writable: torch.compile (Inductor's cache), "
-                    "DataLoader's file_system sharing and tempfile users fail", WRITE_FIX))
+                    "DataLoader workers (multiprocessing's resource sharer needs a socket there: the loader hangs) and "
+                    "tempfile users fail", WRITE_FIX))
     elif not writable(cache):
         out.append(("runtime.tmp_readonly", f"TORCHINDUCTOR_CACHE_DIR={cache} is not writable: torch.compile fails",
                     WRITE_FIX))
@@ -41,11 +49,15 @@ def temp_findings() -> list[Finding]:
         out.append(("runtime.tmp_noexec", f"{cache} is mounted noexec: Inductor's compiled CPU kernels (.so files "
                     "in its cache) cannot be loaded, torch.compile fails", "mount it exec (`--tmpfs /tmp:exec`) or "
                     "point TORCHINDUCTOR_CACHE_DIR at an exec mount (an emptyDir)"))
-    if importlib.util.find_spec("triton") is not None and not os.environ.get("TRITON_CACHE_DIR"):
-        home = os.environ.get("HOME") or "/"
-        if not writable(home) and not os.path.isdir(os.path.join(home, ".triton")):
-            out.append(("runtime.home_readonly", f"HOME={home} is not writable and TRITON_CACHE_DIR is unset: "
-                        "Triton cannot cache its GPU kernels", "set TRITON_CACHE_DIR (or HOME) to a writable mount"))
+    if importlib.util.find_spec("triton") is not None:
+        given = os.environ.get("TRITON_CACHE_DIR")
+        triton = given or os.path.join(os.environ.get("HOME") or "/", ".triton", "cache")
+        if not creatable(triton):
+            where = f"TRITON_CACHE_DIR={given}" if given else f"HOME={os.environ.get('HOME') or '/'} (TRITON_CACHE_DIR unset)"
+            out.append(("runtime.home_readonly", f"{where} is not writable for uid {os.getuid()}: Triton cannot "
+                        "write the GPU kernels and launchers it compiles, torch.compile fails on GPU",
+                        "set TRITON_CACHE_DIR (or HOME) to a writable mount (`--tmpfs /home/dev/.cache:exec` in "
+                        "envcheck's images, an emptyDir), or run in group 0 (`--user UID:0`) in envcheck's images"))
     return out
 
 
@@ -80,7 +92,8 @@ def limit_findings(threads: int) -> list[Finding]:
     quota = cpu_quota()
     if quota is not None and quota + 0.5 < threads and not os.environ.get("OMP_NUM_THREADS"):
         out.append(("runtime.cpu_quota_below_threads", f"the cgroup CPU quota is {quota:g} CPUs but torch starts "
-                    f"{threads} intra-op threads: they are throttled and CPU ops slow down",
+                    f"{threads} intra-op threads: they are throttled and CPU ops slow down (measured: a matmul loop under "
+                    "a 0.5-CPU quota took 4.6x as long with torch's 2 threads as with 1; bench/cpu_quota.py)",
                     f"export OMP_NUM_THREADS={max(1, int(quota))} or call torch.set_num_threads({max(1, int(quota))})"))
     return out
 
