@@ -25,6 +25,7 @@ import pytest
 
 from tests.cluster import multinode
 from tests.cluster.multinode import MultiCluster
+from tests.cluster.slurm_conf import common_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARIES = ("munged", "slurmctld", "slurmd", "srun", "sinfo", "scontrol")
@@ -108,32 +109,7 @@ def _config(d: Path, node: str) -> str:
 SlurmctldHost={node}(127.0.0.1)
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket={d}/munge/socket
-StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
-SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/linear
-MpiDefault=none
-ReturnToService=2
-SchedulerType=sched/builtin
-SlurmctldTimeout=30
-SlurmdTimeout=30
-InactiveLimit=0
-MinJobAge=5
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-SlurmctldLogFile={d}/log/slurmctld.log
-SlurmdLogFile={d}/log/slurmd.log
-Prolog={d}/prolog.sh
-NodeName={node} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN
+{common_lines(d)}NodeName={node} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
 

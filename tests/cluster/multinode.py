@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.cluster.slurm_conf import common_lines
+
 SUBNET = "10.77.0"
 CTL_ADDR = f"{SUBNET}.1"
 START_TIMEOUT_S = 30.0
@@ -146,33 +148,7 @@ def config(c: MultiCluster) -> str:
                       for i, n in enumerate(c.nodes, 1))
     return f"""ClusterName=envcheck
 SlurmctldHost=ctl({CTL_ADDR})
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket={d}/munge/socket
-StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool/%n
-SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd-%n.pid
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/linear
-MpiDefault=none
-ReturnToService=2
-SchedulerType=sched/builtin
-SlurmctldTimeout=30
-SlurmdTimeout=30
-InactiveLimit=0
-MinJobAge=5
-KillWait=5
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-SlurmctldLogFile={d}/log/slurmctld.log
-SlurmdLogFile={d}/log/slurmd-%n.log
-Prolog={d}/prolog.sh
-{nodes}
+{common_lines(d, "%n")}{nodes}
 PartitionName=debug Nodes={",".join(c.nodes)} Default=YES MaxTime=INFINITE State=UP
 """
 
