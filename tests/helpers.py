@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +103,25 @@ def processes_with_marker(marker: str) -> list[int]:
         if marker.encode() in blob:
             found.append(int(entry.name))
     return found
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, step: float = 0.05) -> bool:
+    """Poll `predicate` until it is true or `timeout` seconds pass; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())
+
+
+def kill_leftovers(driver: subprocess.Popen[str], marker: str) -> None:
+    """A test's teardown: kill the driver's process group if it still runs, then anything carrying `marker`."""
+    if driver.poll() is None:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait()
+    for pid in processes_with_marker(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass

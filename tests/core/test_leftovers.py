@@ -13,13 +13,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, processes_with_marker
+from tests.helpers import ROOT, kill_leftovers, processes_with_marker, wait_for
 
 pytest.importorskip("torch")
 
@@ -34,14 +33,6 @@ def _made(tmp: Path, prefix: str) -> list[str]:
             dirs.clear()
     return found
 
-
-def _wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
 
 
 @pytest.mark.slow
@@ -61,7 +52,7 @@ def test_a_signal_at_any_moment_leaves_no_dir_and_no_process(tmp_path: Path, sig
     driver = subprocess.Popen([sys.executable, "-m", "tests.core.leftover_driver"], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert _wait_for(lambda: _made(tmp, moment), 120), f"the run never made a {moment}* dir"
+        assert wait_for(lambda: _made(tmp, moment), 120), f"the run never made a {moment}* dir"
         where = _made(tmp, moment)
         if moment != "envcheck-run-":  # the premise: a check's dir, inside the worker's private temp dir
             assert all(Path(p).parent.parent.name.startswith("envcheck-run-") for p in where), where
@@ -69,14 +60,7 @@ def test_a_signal_at_any_moment_leaves_no_dir_and_no_process(tmp_path: Path, sig
         _, err = driver.communicate(timeout=30)
         assert driver.returncode == 128 + sig, err
         assert f"stopped by {sig.name}" in err and "Traceback" not in err, err
-        assert _wait_for(lambda: processes_with_marker(marker) == [], 10), processes_with_marker(marker)
+        assert wait_for(lambda: processes_with_marker(marker) == [], 10), processes_with_marker(marker)
         assert sorted(p.name for p in tmp.iterdir()) == [], f"left behind after {sig.name} at {moment}*"
     finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait()
-        for pid in processes_with_marker(marker):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_leftovers(driver, marker)

@@ -22,16 +22,7 @@ from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner
 from tests.core import fault_checks
-from tests.helpers import ROOT, processes_with_marker
-
-
-def _wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return bool(predicate())
+from tests.helpers import ROOT, kill_leftovers, processes_with_marker, wait_for
 
 
 def _grandchildren(marker: str) -> list[int]:
@@ -56,7 +47,7 @@ def test_whatever_ends_envcheck_leaves_no_process_behind(how: str, expected_rc: 
     driver = subprocess.Popen([sys.executable, "-m", "tests.core.lifetime_driver", marker], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert _wait_for(lambda: len(_grandchildren(marker)) >= 2, 60), "the hung checks never started"
+        assert wait_for(lambda: len(_grandchildren(marker)) >= 2, 60), "the hung checks never started"
         survivors = [p for p in processes_with_marker(marker) if p != driver.pid]
         assert len(survivors) >= 5  # the fork server, two workers, two grandchildren
         if how == "group SIGKILL":
@@ -68,17 +59,10 @@ def test_whatever_ends_envcheck_leaves_no_process_behind(how: str, expected_rc: 
         _, err = driver.communicate(timeout=10)
         assert driver.returncode == expected_rc, err
         assert "Traceback" not in err and "Exception in thread" not in err, err
-        assert _wait_for(lambda: processes_with_marker(marker) == [], 10), (
+        assert wait_for(lambda: processes_with_marker(marker) == [], 10), (
             f"left behind after {how}: {processes_with_marker(marker)}")
     finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait()
-        for pid in processes_with_marker(marker):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_leftovers(driver, marker)
 
 
 def test_sigterm_reports_what_finished_and_leaves_nothing(tmp_path: Path) -> None:
@@ -88,13 +72,13 @@ def test_sigterm_reports_what_finished_and_leaves_nothing(tmp_path: Path) -> Non
     run = subprocess.Popen([sys.executable, "-m", "tests.core.cli_driver", marker], cwd=ROOT, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert _wait_for(lambda: len(_grandchildren(marker)) >= 1, 60), "the hung check never started"
+        assert wait_for(lambda: len(_grandchildren(marker)) >= 1, 60), "the hung check never started"
         run.send_signal(signal.SIGTERM)
         out, err = run.communicate(timeout=10)
         assert run.returncode == 128 + signal.SIGTERM, err
         assert "test.healthy" in out and "test.hangs" not in out  # what finished, and only that
         assert "stopped by SIGTERM" in err and "Traceback" not in err
-        assert _wait_for(lambda: processes_with_marker(marker) == [], 10), processes_with_marker(marker)
+        assert wait_for(lambda: processes_with_marker(marker) == [], 10), processes_with_marker(marker)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
@@ -152,7 +136,7 @@ def test_a_hung_start_up_is_bounded_named_and_leaves_nothing(tmp_path: Path) -> 
         assert "did not start within 2s" in (result.reason or "") and "site-packages" in (result.reason or "")
         assert result.measured["worker_failure"] == "start"
     assert "did not start" in facts["error"]["absent"]
-    assert _wait_for(lambda: processes_with_marker(marker) == [], 5)
+    assert wait_for(lambda: processes_with_marker(marker) == [], 5)
 
 
 def test_groups_are_forked_from_one_server_that_imported_torch_once_and_never_cuda() -> None:
