@@ -5,7 +5,7 @@
 # (`envcheck run --for health`) finds it, puts it in `sinfo -R` and resumes the node once the check passes again.
 # Image and config faults exit 0 (the user's image, not the node): they are warnings. envcheck's own failures
 # (a full disk, a full stderr, the job user's ulimits) exit 0 with a warning: they never drain a node.
-# Keep it fast (--only) and bounded (--timeout): every job waits for it.
-exec /opt/envcheck/bin/envcheck run --for prolog --expect-gpus "${ENVCHECK_EXPECT_GPUS:-8}" \
-    --only cuda.available,cuda.devices,gpu.health,dcgm.diag --timeout 60 \
+# Without --only, `--for prolog` runs the torch-free node path (node.cuda_driver, gpu.health, dcgm.diag,
+# node.profile): no torch import, bounded (--timeout), and it judges only the GPUs this node has.
+exec /opt/envcheck/bin/envcheck run --for prolog --expect-gpus "${ENVCHECK_EXPECT_GPUS:-8}" --timeout 60 \
     --prometheus /var/lib/node_exporter/textfile/envcheck.prom
