@@ -23,8 +23,16 @@ MAX_EVENTS = 64  # distinct (GPU, Xid) pairs kept in a bundle
 
 
 _RECORD = re.compile(r"^\d+,(\d+),(\d+),[^;]*;")  # /dev/kmsg: "prio,seq,usec since boot,flags;message"
-# NVRM's load banner, e.g. "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..."
+# NVRM's load banner, e.g. "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ...". The driver
+# prints it at the END of its module init (open-gpu-kernel-modules, kernel-open/nvidia/nv.c, nvidia_init_module):
+# the PCI probe of every GPU comes first, and its failures ("The NVIDIA GPU 0000:b3:00.0 ... has fallen off the
+# bus", "The NVIDIA probe routine failed for 1 device(s).") are logged before the banner of the same load.
 _LOAD = re.compile(r"NVRM: loading NVIDIA UNIX")
+# The first line of a load, before the probe: the module's NVLink core starts (every load, e.g. "nvidia-nvlink:
+# Nvlink Core is being initialized, major device number 237" in real dmesg logs), or the kernel's taint notes
+# for the module being loaded.
+_LOAD_START = re.compile(r"nvidia-nvlink: Nvlink Core is being initialized|nvidia: loading out-of-tree module|"
+                         r"nvidia: module (?:license|verification)")
 # Logged when the driver initialises a GPU (at load, and again after a reset): "NVRM: GPU at PCI:0000:3b:00: GPU-..."
 _GPU_INIT = re.compile(r"NVRM: GPU at PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 # Newer drivers, without an Xid (NVIDIA/NVSentinel#155): "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5)
@@ -146,19 +154,29 @@ def parse_xid_lines(lines: list[str], after_seq: int | None = None, since_s: flo
 
 def scan(lines: list[str], after_seq: int | None = None, since_s: float | None = None) -> dict[str, Any]:
     """{'xid': [...], 'bus': [...], 'last_seq': N}: events counted from the later of boot, the driver's last load
-    and each GPU's last initialisation (a reset), and only records after `after_seq` (the last run's cursor) and
+    (from its first line, so the probe failures logged before its banner count) and each GPU's last
+    initialisation (a reset), and only records after `after_seq` (the last run's cursor) and
     at or after `since_s` since boot (the window). Lines without a /dev/kmsg header pass the cursor and window."""
     events: dict[tuple[str, int], dict[str, Any]] = {}
     bus: dict[str, dict[str, Any]] = {}
     seconds: dict[tuple[str, int], set[Any]] = {}
     last_seq = None
+    started = False  # a load's first line was seen since the last banner: the probe-time lines after it are its own
     for line in lines:
         record = _RECORD.match(line)
         seq, at = (int(record.group(1)), int(record.group(2)) / 1e6) if record else (None, None)
         last_seq = seq if seq is not None else last_seq
-        if _LOAD.search(line):  # the driver (re)loaded: what came before is about another driver instance
-            events.clear()
-            bus.clear()
+        if _LOAD_START.search(line):  # a (re)load begins: what came before is about another driver instance
+            if not started:
+                events.clear()
+                bus.clear()
+            started = True
+            continue
+        if _LOAD.search(line):  # its banner: without a start line (a log that lost it), the window begins here
+            if not started:
+                events.clear()
+                bus.clear()
+            started = False
             continue
         init = _GPU_INIT.search(line)
         if init and (key := pci_key(init.group(1))):  # the GPU was (re)initialised: a reset or a reload
