@@ -17,7 +17,7 @@ from envcheck.app import cluster_mode as cluster
 from envcheck.app.guard import save_traceback
 from envcheck.app.output import Terminal, raise_failures, write_reports
 from envcheck.app.render import show_and_write, terminal
-from envcheck.checks.node.path import node_facts, node_specs
+from envcheck.checks.node.path import node_facts, node_specs, warm_node
 from envcheck.cluster.own import guarded
 from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level, ProfileOptions
 from envcheck.core.errors import FatalError
@@ -43,7 +43,7 @@ def context_from_args(args: argparse.Namespace) -> Context:
         options=CheckOptions(
             dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=min_busbw, strict_perf=args.strict_perf),
             devices=DeviceOptions(memory_fraction=args.memory_fraction), profile=profile,
-            node_path=node_path(args, profile)),
+            node_path=node_path(args, profile), cluster_mode=getattr(args, "for_mode", None)),
     )
 
 
@@ -94,7 +94,8 @@ def _run(args: argparse.Namespace) -> int:
             runner.prefetch_facts()  # in a worker of their own, beside the checks (off the GPU lane)
             specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
         try:
-            results = runner.run(specs)
+            with warm_node(runner.time_left()) if ctx.options.node_path else contextlib.nullcontext():
+                results = runner.run(specs)
         except Interrupted:  # SIGTERM/SIGHUP: kill every worker, then report what finished
             runner.abort()
             partial = RunReport(results=list(runner.finished), context=ctx)

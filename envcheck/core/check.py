@@ -100,6 +100,9 @@ class CheckOptions:
     node_path: bool = False
     # Which front door built the context when it is not `envcheck run` (e.g. "torchrun"); None otherwise.
     front_door: str | None = None
+    # `--for MODE` (prolog, health, npd, preflight): who reads the verdict; None for a plain run. Checks that
+    # touch other jobs' GPUs or write node state read it (docs/cluster.md: what each mode runs and touches).
+    cluster_mode: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise for the worker protocol and the JSON report."""
@@ -120,7 +123,7 @@ class CheckOptions:
         made = {name: group(**{k: v for k, v in groups[name].items() if k in {f.name for f in fields(group)}})
                 for name, group in _GROUPS.items()}
         return cls(front_door=data.get("front_door", data.get("mode")), node_path=bool(data.get("node_path")),
-                   **made)  # type: ignore[arg-type]
+                   cluster_mode=data.get("cluster_mode"), **made)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,10 @@ class Runner:
     def _left(self) -> float | None:
         return None if self._deadline is None else self._deadline - time.monotonic()
 
+    def time_left(self) -> float | None:
+        """Seconds until the run's deadline (--timeout), or None without one."""
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
     def _until(self, timeout_s: float) -> float:
         left = self._left()
         return time.monotonic() + (timeout_s if left is None else min(timeout_s, left))

@@ -50,6 +50,13 @@ def hang_evidence(call: str, budget_s: float, task_dir: str | None) -> dict[str,
     return evidence
 
 
+def stuck_in_kernel(evidence: dict[str, Any]) -> bool:
+    """True when the overrunning task was in uninterruptible sleep (D: waiting inside the driver, it cannot even
+    be killed) or could not be killed: evidence of a wedged driver. Sleeping (S) or running (R) is a call that
+    was still working, e.g. a cold GPU initialisation with persistence mode off."""
+    return evidence.get("state") == "D" or bool(evidence.get("left_running"))
+
+
 def describe(evidence: dict[str, Any]) -> str:
     """'nvmlInit did not return within 15 s (thread in uninterruptible sleep (D), wchan nv_wait...)'."""
     where = [evidence["state_text"]] if evidence.get("state_text") else []

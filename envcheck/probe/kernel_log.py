@@ -9,23 +9,20 @@ Meanings and actions follow NVIDIA's Xid catalog: https://docs.nvidia.com/deploy
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
-import tempfile
 import time
 
-KMSG = "/dev/kmsg"
+from envcheck.probe.node_state import boot_id, write_json
 
+KMSG = "/dev/kmsg"
 
 
 MAX_LOG_BYTES = 16 * 2**20  # the kernel's ring buffer is at most a few MiB; stop well past that
 
 
-
 MAX_LOG_SECONDS = 2.0
-
 
 
 def read_kernel_log(path: str = KMSG) -> tuple[list[str], str | None]:
@@ -62,19 +59,6 @@ def read_kernel_log(path: str = KMSG) -> tuple[list[str], str | None]:
     return b"".join(chunks).decode("utf-8", "replace").splitlines(), why
 
 
-
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
-
-
-def boot_id(path: str = BOOT_ID) -> str:
-    """This boot's id ('' when unknown): a cursor from another boot means nothing here."""
-    try:
-        with open(path, encoding="ascii") as f:
-            return f.read(64).strip()
-    except OSError:
-        return ""
-
-
 def read_cursor(state_file: str, boot: str | None = None) -> int | None:
     """The /dev/kmsg sequence number the last run read up to, if it was this boot's; None otherwise."""
     try:
@@ -88,19 +72,5 @@ def read_cursor(state_file: str, boot: str | None = None) -> int | None:
 
 def write_cursor(state_file: str, seq: int, boot: str | None = None) -> str | None:
     """Save the cursor atomically (a temp file beside it, fsync, rename); a one-line note when it cannot."""
-    folder = os.path.dirname(os.path.abspath(state_file))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".envcheck-kmsg-", dir=folder)
-    except OSError as exc:
-        return f"kernel log cursor not saved: {folder}: {exc.strerror}"
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"boot_id": boot if boot is not None else boot_id(), "seq": seq}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, state_file)
-        return None
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        return f"kernel log cursor not saved: {state_file}: {exc.strerror}"
+    note = write_json(state_file, {"boot_id": boot if boot is not None else boot_id(), "seq": seq})
+    return f"kernel log cursor not saved: {note}" if note else None

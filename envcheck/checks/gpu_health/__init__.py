@@ -10,18 +10,29 @@ exactly as the live check judges the host.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from envcheck.checks.gpu_health.node import Finding, bus_findings, hang_finding, missing_findings
+from envcheck.checks.gpu_health.node import (
+    PERSISTENCE_FIX,
+    Finding,
+    bus_findings,
+    given,
+    hang_finding,
+    hidden,
+    missing_findings,
+    warmup_finding,
+)
 from envcheck.checks.gpu_health.xid import capture_xids, escalated, meaning_of, pci_key
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
 from envcheck.core.section import Section, require
+from envcheck.probe.gpu_access import read_access
 from envcheck.probe.kernel_log import KMSG
-from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
+from envcheck.probe.node_state import count_overrun
+from envcheck.probe.nvml import NVML_BUDGET_S, foreign, hang_text, read_nvml, usage, warmup
 from envcheck.probe.nvml import text as _text
 from envcheck.probe.pci import SYSFS_PCI, pci_gpus
 from envcheck.probe.system import absent, is_absent
@@ -38,7 +49,6 @@ RESET = "nvidia-smi -r -i {i} (GPU reset)"
 LOST_FIX = f"drain; {RESET} or reboot the node; RMA if it recurs"
 PCIE_FIX = ("reseat the GPU and its riser, check the slot: nvidia-smi -q -d PCIE -i {i}; "
             "lspci -vv -s {pci} | grep -E 'LnkCap|LnkSta'")
-PERSISTENCE_FIX = "sudo nvidia-smi -pm 1, or run nvidia-persistenced (systemctl enable --now nvidia-persistenced)"
 _INIT_HINTS: dict[Any, str] = {12: " (no NVIDIA driver here, or libnvidia-ml.so.1 is not mounted into the container)",
                9: " (the nvidia kernel module is not loaded)"}
 _FIELDS: dict[str, tuple[type | None, ...]] = {
@@ -47,7 +57,12 @@ _FIELDS: dict[str, tuple[type | None, ...]] = {
     **{f"ecc_{c}_{e}": (int, dict) for c in ("volatile", "aggregate") for e in ("corrected", "uncorrected")},
     **{k: (int, dict) for k in ("retired_pages_sbe", "retired_pages_dbe", "pcie_gen", "pcie_gen_max",
                                 "pcie_width", "pcie_width_max", "clock_events", "temperature_c")},
+    "processes": (list,), "memory": (dict,), "compute_mode": (str,), "mig": (bool,),
 }
+# The modes that judge a node (the torch-free node path): there, what envcheck could not read is said out loud.
+NODE_MODES = ("prolog", "health", "npd")
+KERNEL_LOG_FIX = ("give envcheck the kernel log: run it as root, or with CAP_SYSLOG (a container: --cap-add SYSLOG "
+                  "and /dev/kmsg), or sysctl kernel.dmesg_restrict=0")
 
 _FIELD_NAMES = {"ecc": "ECC", "retired": "retired pages", "remapped": "remapped rows", "pcie": "PCIe link",
                 "clock": "clock events", "persistence": "persistence mode", "temperature": "temperature"}
@@ -105,6 +120,7 @@ def _gpu(pynvml: Any, read: Callable[..., Any], i: int) -> dict[str, Any]:
     gpu["clock_events"] = events
     gpu["temperature_c"] = read("nvmlDeviceGetTemperature", h, getattr(pynvml, "NVML_TEMPERATURE_GPU", 0),
                                 convert=int)
+    gpu.update(usage(pynvml, h))  # who holds it: a busy GPU is another job's, not a fault
     return gpu
 
 
@@ -141,7 +157,10 @@ def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str =
     NVML runs through probe.nvml.read_nvml (a thread with a time budget): a GPU in a bad state can hang NVML
     calls, and then the kernel log and the GPUs read so far still come back, with the hang named."""
     state: dict[str, Any] = {"nvml_error": None, "driver_version": None, "gpus": []}
-    out: dict[str, Any] = {"kernel_log": capture_xids(kmsg), "pci_gpus": pci_gpus(sysfs)}
+    out: dict[str, Any] = {"kernel_log": capture_xids(kmsg), "pci_gpus": pci_gpus(sysfs), "access": read_access()}
+    warm = warmup()  # the node path's hold on NVML (probe.nvml.warm_up): how long the first initialisation took
+    if warm is not None and warm.error is None:
+        out["warmup"] = {"budget_s": warm.budget_s, "seconds": warm.seconds, "hang": warm.hang}
     got = read_nvml(_nvml_state(state), _unavailable(state), nvml_budget_s)
     out.update(nvml_error=state["nvml_error"], driver_version=state["driver_version"], gpus=list(state["gpus"]),
                nvml_hung=None, nvml_hang=got.hang)
@@ -170,11 +189,13 @@ def _label(gpu: Mapping[str, Any]) -> str:
     return f"GPU {gpu['index']}" + (f" ({', '.join(parts)})" if parts else "")
 
 
-def _xid_findings(events: list[Mapping[str, Any]], label: str, who: str, i: str) -> list[Finding]:
+def _xid_findings(events: list[Mapping[str, Any]], label: str, who: str, i: str, windowed: bool) -> list[Finding]:
+    """One finding per Xid the catalogue ranks. Application Xids (13, 31) escalate when they repeat only inside a
+    window the operator set (ENVCHECK_XID_WINDOW_S): since boot, other users' jobs add up to any count."""
     out = []
     for e in events:
         m, code = meaning_of(e["xid"]), f"xid.{e['xid']}"
-        if (worse := escalated(e["xid"], int(e.get("bursts") or 1))) is not None:
+        if windowed and (worse := escalated(e["xid"], int(e.get("bursts") or 1))) is not None:
             m, code = worse, f"xid.{e['xid']}.repeated"
         if m.rank is not None:
             text = f": {e['text']}" if e.get("text") else ""
@@ -183,14 +204,14 @@ def _xid_findings(events: list[Mapping[str, Any]], label: str, who: str, i: str)
     return out
 
 
-def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]]) -> list[Finding]:
+def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]], windowed: bool) -> list[Finding]:
     i, label, who = str(gpu["index"]), _label(gpu), f"GPU {gpu['index']}"
     key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
     pci = f"{key}.0" if key else "<PCI address>"  # lspci's and nvidia-smi's domain:bus:device.function
-    out = _xid_findings(events, label, who, i)
+    out = _xid_findings(events, label, who, i, windowed)
 
-    def add(rank: int, problem: str, fix: str) -> None:
-        out.append(Finding(rank, label, who, problem, fix.format(i=i, pci=pci)))
+    def add(rank: int, problem: str, fix: str, code: str = "gpu.health") -> None:
+        out.append(Finding(rank, label, who, problem, fix.format(i=i, pci=pci), code))
 
     lost = [v["absent"] for v in gpu.values() if is_absent(v) and any(t in v["absent"] for t in LOST)]
     if isinstance(gpu.get("error"), str) or lost:
@@ -215,9 +236,13 @@ def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]]) -> li
     if width and width_max and width < width_max:
         add(3, f"PCIe link runs at x{width}, below its x{width_max} maximum", PCIE_FIX)
     gen, gen_max = _int(gpu.get("pcie_gen")), _int(gpu.get("pcie_gen_max"))
-    # An idle GPU drops its link generation to save power; only a busy one below its maximum is degraded.
-    if gen and gen_max and gen < gen_max and events_mask is not None and not events_mask & GPU_IDLE:
-        add(3, f"PCIe link runs at gen {gen}, below its gen {gen_max} maximum while the GPU is busy", PCIE_FIX)
+    # An idle GPU drops its link generation to save power; only one under another process's load below its maximum
+    # is degraded. A GPU that is not idle with no process on it is envcheck's own lane (the CUDA probe's copy just
+    # woke it, and the link retrains up in its own time): not evidence.
+    loaded = foreign(gpu.get("processes"))
+    if gen and gen_max and gen < gen_max and events_mask is not None and not events_mask & GPU_IDLE and loaded:
+        add(3, f"PCIe link runs at gen {gen}, below its gen {gen_max} maximum while the GPU is busy "
+            f"(pid {loaded[0].get('pid')})", PCIE_FIX)
     slow = [name for bit, name in SLOWDOWNS.items() if events_mask and events_mask & bit]
     if slow:
         temp = _int(gpu.get("temperature_c"))
@@ -230,7 +255,21 @@ def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]]) -> li
         add(4, f"clocks held down by {', '.join(slow)}" + (f" at {temp} C" if temp is not None else ""), fix)
     if gpu.get("persistence") is False:
         add(5, "persistence mode is off: the driver tears the GPU down between clients, so every job start pays "
-            "its initialisation", PERSISTENCE_FIX)
+            "its initialisation", PERSISTENCE_FIX, "gpu.persistence_off")
+    return out
+
+
+def _busy(gpus: Sequence[Mapping[str, Any]]) -> list[str]:
+    """'GPU 3: 2 process(es) of another job or user (pid 4242 python, ...), 76.0 of 79.6 GiB' for each GPU in use."""
+    out = []
+    for g in gpus:
+        others = foreign(g.get("processes"))
+        if others:
+            names = ", ".join(f"pid {p.get('pid')}" + (f" {p['name']}" if p.get("name") else "") for p in others[:3])
+            mem = _dict(g.get("memory"))
+            held = (f", {mem['used_mib'] / 1024:.1f} of {mem['total_mib'] / 1024:.1f} GiB in use"
+                    if isinstance(mem.get("used_mib"), int) and isinstance(mem.get("total_mib"), int) else "")
+            out.append(f"GPU {g['index']} in use by {len(others)} other process(es) ({names}){held}")
     return out
 
 
@@ -243,21 +282,32 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     for e in events:
         by_pci.setdefault(e["pci"], []).append(e)
     findings: list[Finding] = []
+    windowed = _dict(log.get("window")).get("since_s") is not None
     for gpu in gpus:
         key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
-        findings += _gpu_findings(gpu, by_pci.pop(key, []) if key else [])
-    hang = hang_finding(data)
-    findings += [hang] if hang else []
-    findings += bus_findings(log.get("bus") or [], gpus)
+        findings += _gpu_findings(gpu, by_pci.pop(key, []) if key else [], windowed)
+    slow = hang_finding(data) or warmup_finding(data)
+    findings += [slow] if slow else []
+    alloc = given(data)
+    findings += bus_findings(log.get("bus") or [], gpus, alloc)
     findings += missing_findings(data.get("pci_gpus"), gpus, data)
     for pci, rest in by_pci.items():  # a GPU NVML no longer lists (one that fell off the bus) or cannot read
-        findings += _xid_findings(rest, f"PCI {pci} (no GPU that NVML lists)", f"PCI {pci}", f"{pci}.0")
+        if alloc.ours(pci):  # another container's GPU: its Xids are not this process's to judge
+            findings += _xid_findings(rest, f"PCI {pci} (no GPU that NVML lists)", f"PCI {pci}", f"{pci}.0", windowed)
+    if log.get("error") and ctx.options.cluster_mode in NODE_MODES:
+        findings.append(Finding(6, "kernel log", "envcheck", f"the kernel log cannot be read ({log['error']}): Xid "
+                                "and fallen-off-the-bus history not judged", KERNEL_LOG_FIX,
+                                "gpu.kernel_log_unreadable", "config"))
     nvml_error = data.get("nvml_error")
     log_note = f"Xid history unknown ({log['error']})" if log.get("error") else (
         f"kernel log: {len(events)} kind(s) of Xid" if events else "kernel log: no Xid")
+    not_here = hidden(data)
+    busy = _busy(gpus)
     measured: dict[str, Any] = {"gpus": len(gpus), "driver_version": data.get("driver_version"),
                                 "nvml_error": nvml_error, "kernel_log": log.get("error") or log.get("source"),
-                                "xid": events}
+                                "xid": events, "given": alloc.describe(), "not_given": not_here, "busy": busy}
+    if isinstance(data.get("warmup"), dict):
+        measured["init_s"] = data["warmup"].get("seconds")
     if findings:
         findings.sort(key=lambda f: f.rank)
         measured["findings"] = [{"gpu": f.gpu, "problem": f.problem, "fix": f.fix} for f in findings]
@@ -265,13 +315,16 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
         fixes = " | ".join(dict.fromkeys(f"{f.who}: {f.fix}" for f in findings))
         judge = failed if findings[0].rank <= DRAIN_RANK else warned
         return judge(first_of([f"{f.gpu}: {f.problem}" for f in findings]), fixes, measured=measured,
-                     fault_class="node", code=findings[0].code)
+                     fault_class=findings[0].fault_class, code=findings[0].code)
     if nvml_error or not gpus:
         return skipped(f"NVML cannot tell the GPUs' health: {nvml_error or 'NVML lists no GPU'}", measured=measured)
     unsupported: list[str] = sorted({_FIELD_NAMES.get(str(k).split("_")[0], str(k)) for g in gpus
                                      for k, v in g.items() if is_absent(v) and v["absent"] == NOT_SUPPORTED})
     apps = [f"Xid {e['xid']} {e.get('count', 1)}x" for e in events if meaning_of(e["xid"]).rank is None]
     notes = [log_note]
+    if not_here:
+        notes.append(f"{len(not_here)} of the node's GPUs are not this process's ({alloc.describe()}): not judged")
+    notes += busy
     if unsupported:
         notes.append(f"not supported here: {', '.join(unsupported)}")
     if apps:
@@ -285,7 +338,7 @@ def validate(data: Any, where: str) -> None:
     """One-line UsageError naming the first thing malformed in a bundle's gpu_health section."""
     require(data, where, {"nvml_error": (str, None), "driver_version": (str, dict, None), "gpus": (list,),
                           "kernel_log": (dict,), "nvml_hung": (int, None), "nvml_hang": (dict, None),
-                          "pci_gpus": (list, str)})
+                          "pci_gpus": (list, str), "access": (dict,), "warmup": (dict,), "overruns": (int,)})
     for n, gpu in enumerate(data.get("gpus") or []):
         require(gpu, f"{where}.gpus[{n}]", _FIELDS)
         if "index" not in gpu:
@@ -309,8 +362,15 @@ SECTION = Section("gpu_health", "gpu.health", capture, validate, verdict)
 
 
 def gpu_health(ctx: Context) -> Result:
-    """NVML's view of each GPU's hardware state, plus the kernel log's Xids, as warnings naming the GPU."""
-    return SECTION.judge(ctx)
+    """NVML's view of each GPU's hardware state, plus the kernel log's Xids, as warnings naming the GPU. In a
+    node mode a first initialisation over its budget is remembered (probe.node_state): a second one in a row is
+    the node's, not a cold start."""
+    data = capture()
+    if ctx.options.cluster_mode in NODE_MODES:
+        warm = data.get("warmup")
+        overran = isinstance(warm, dict) and warm.get("hang") is not None or data.get("nvml_hung") is not None
+        data["overruns"], _ = count_overrun("gpu-init", overran)
+    return verdict(data, ctx)
 
 
 CHECKS = (

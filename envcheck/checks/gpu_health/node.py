@@ -1,5 +1,6 @@
-"""Node-level GPU findings beyond one GPU's NVML fields: an NVML call that hung (with the kernel's view of the
-stuck thread), a GPU that fell off the bus without an Xid, and a GPU on the PCI bus that NVML does not list."""
+"""Node-level GPU findings beyond one GPU's NVML fields: an NVML call that hung or a first initialisation that was
+slow (with the kernel's view of the thread), a GPU that fell off the bus without an Xid, and a GPU on the PCI bus
+that NVML does not list, judged only among the GPUs this process was given (probe.gpu_access)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck.checks.gpu_health.xid import pci_key
-from envcheck.probe.hang import describe
+from envcheck.probe.gpu_access import Allocation, allocation, not_given
+from envcheck.probe.hang import describe, stuck_in_kernel
 
 RESET = "nvidia-smi -r -i {i} (GPU reset)"
 BUS_FIX = ("drain the node and reboot it (the GPU no longer answers on PCIe); check its seating, power and cooling; "
            "lspci -s {pci} ; RMA if it recurs")
+PERSISTENCE_FIX = "sudo nvidia-smi -pm 1, or run nvidia-persistenced (systemctl enable --now nvidia-persistenced)"
+SLOW_RANK = 4  # a first slow start warns; a repeated one, or a thread stuck in the kernel, drains (rank 0)
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem on one GPU; `rank` 0 is the most severe; `code` is the stable finding code."""
+    """One problem on one GPU; `rank` 0 is the most severe; `code` is the stable finding code; `fault_class`
+    who must act (a node's hardware or driver, or `config`: how envcheck was deployed)."""
 
     rank: int
     gpu: str  # 'GPU 0 (name, uuid, PCI ...)' or 'PCI 0000:3b:00 (...)'
@@ -25,31 +30,66 @@ class Finding:
     problem: str
     fix: str
     code: str = "gpu.health"
+    fault_class: str = "node"
 
 
 def hang_finding(data: Mapping[str, Any]) -> Finding | None:
-    """NVML did not return within its budget: the call, the budget, the thread's state and wchan (nvml.hang)."""
+    """NVML did not return within its budget: the node's (nvml.hang), unless it was the initialisation and its
+    thread was sleeping or running, not stuck in the kernel: a slow cold start, a warning that names persistence
+    mode on a first overrun, the node's (gpu.init_slow) when it overran in two runs in a row."""
     hung = data.get("nvml_hung")
     if not isinstance(hung, int) or isinstance(hung, bool):
         return None
     who = f"GPU {hung}" if hung >= 0 else "NVML"
     hang = data.get("nvml_hang")
-    evidence = f" [{describe(hang)}]" if isinstance(hang, dict) and "call" in hang and "budget_s" in hang else ""
+    complete = isinstance(hang, dict) and "call" in hang and "budget_s" in hang
+    evidence = f" [{describe(hang)}]" if complete and isinstance(hang, dict) else ""
+    # Only the initialisation is a cold start: a per-GPU read that does not return after NVML came up is a hang.
+    if isinstance(hang, dict) and hang.get("call") == "nvmlInit" and hang.get("state") and not stuck_in_kernel(hang):
+        return _slow(f"{data.get('nvml_error')}{evidence}", _overruns(data) >= 2)
     reset = RESET.format(i=hung) if hung >= 0 else "nvidia-smi -r (GPU reset)"
     return Finding(0, who, who, f"{data.get('nvml_error')}: a GPU in a bad state hangs NVML{evidence}",
                    f"nvidia-smi -q (does it hang too?); dmesg | grep -i xid; {reset} or reboot the node; "
                    "RMA if it recurs", "nvml.hang")
 
 
+def _overruns(data: Mapping[str, Any]) -> int:
+    count = data.get("overruns")
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def _slow(what: str, repeated: bool) -> Finding:
+    if repeated:
+        return Finding(0, "GPUs", "the node", f"the GPUs' initialisation overran its budget in two runs in a row: "
+                       f"{what}", f"{PERSISTENCE_FIX}; if it stays slow with persistence on: nvidia-smi -q, dmesg | "
+                       "grep -iE 'NVRM|Xid', reboot the node", "gpu.init_slow")
+    return Finding(SLOW_RANK, "GPUs", "the node", f"a slow first initialisation, not a hang: {what}; with persistence "
+                   "mode off every client pays it", PERSISTENCE_FIX, "gpu.init_slow")
+
+
+def warmup_finding(data: Mapping[str, Any]) -> Finding | None:
+    """The node path's first initialisation finished, but after its budget (a cold start): a warning naming
+    persistence mode; over budget in two runs in a row: the node's."""
+    warm = data.get("warmup")
+    if not isinstance(warm, dict) or not isinstance(warm.get("hang"), dict) or data.get("nvml_hung") is not None:
+        return None
+    took = warm.get("seconds")
+    done = f"finished after {took:g} s" if isinstance(took, (int, float)) else "still running"
+    return _slow(f"NVML's first initialisation took longer than its {warm.get('budget_s', 0):g} s budget ({done}; "
+                 f"{describe(warm['hang'])})", _overruns(data) >= 2)
+
+
 def _nvml_keys(gpus: Sequence[Mapping[str, Any]]) -> set[str]:
     return {k for g in gpus if isinstance(g.get("pci"), str) and (k := pci_key(g["pci"]))}
 
 
-def bus_findings(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]]) -> list[Finding]:
-    """NVRM's 'has fallen off the bus' line without an Xid (newer drivers): gpu.fell_off_bus."""
+def bus_findings(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]],
+                 alloc: Allocation | None = None) -> list[Finding]:
+    """NVRM's 'has fallen off the bus' line without an Xid (newer drivers): gpu.fell_off_bus, for the GPUs this
+    process was given (the kernel log is the host's: another container's GPU is not this one's to judge)."""
     out = []
     for e in events:
-        if isinstance(e, dict) and isinstance(e.get("pci"), str):
+        if isinstance(e, dict) and isinstance(e.get("pci"), str) and (alloc is None or alloc.ours(e["pci"])):
             listed = " (NVML still lists it)" if e["pci"] in _nvml_keys(gpus) else " (NVML no longer lists it)"
             out.append(Finding(0, f"PCI {e['pci']}.0", f"PCI {e['pci']}.0", f"fell off the bus{listed}, "
                                f"{e.get('count', 1)}x in the kernel log: {e.get('text', '')}",
@@ -57,12 +97,33 @@ def bus_findings(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str
     return out
 
 
+def given(data: Mapping[str, Any]) -> Allocation:
+    """The GPUs this process was given, from the captured access facts (a bundle without them: the whole node)."""
+    access = data.get("access")
+    return allocation(access if isinstance(access, dict) else {}, data.get("pci_gpus") or [])
+
+
+def hidden(data: Mapping[str, Any]) -> list[str]:
+    """The node's GPUs (PCI addresses) this process was not given: not visible here, never judged."""
+    bus = data.get("pci_gpus")
+    return not_given(given(data), bus) if isinstance(bus, list) else []
+
+
 def missing_findings(pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> list[Finding]:
-    """NVIDIA display/3D functions on the PCI bus that NVML does not list (NVML answered): gpu.lost."""
+    """GPUs this process was given that NVML does not list (NVML answered): gpu.lost, by PCI address when the
+    evidence names them, else by count. A GPU of the node that was not given is not visible here, never lost."""
     if not isinstance(pci_gpus, list) or data.get("nvml_error") or data.get("nvml_hung") is not None:
         return []
+    alloc = given(data)
     listed = _nvml_keys(gpus)
-    missing = [a for a in pci_gpus if isinstance(a, str) and pci_key(a) not in listed]
-    return [Finding(0, f"PCI {a}", f"PCI {a}", f"on the PCI bus but not listed by NVML ({len(gpus)} of "
-                    f"{len(pci_gpus)} GPUs): the driver lost it", BUS_FIX.format(pci=a), "gpu.lost")
-            for a in missing]
+    if not alloc.whole_node and alloc.buses is None:
+        if alloc.count is not None and len(gpus) < alloc.count:
+            return [Finding(0, "GPUs", "the GPUs given", f"NVML lists {len(gpus)} of the {alloc.count} GPU(s) given by "
+                            f"{alloc.source}: the driver lost {alloc.count - len(gpus)}", BUS_FIX.format(pci="<address>"),
+                            "gpu.lost")]
+        return []
+    missing = [a for a in pci_gpus if isinstance(a, str) and pci_key(a) not in listed and alloc.ours(pci_key(a) or "")]
+    scope = f"{len(gpus)} of {len(pci_gpus)} GPUs" if alloc.whole_node else \
+        f"{len(gpus)} of the {alloc.count} GPU(s) given by {alloc.source}"
+    return [Finding(0, f"PCI {a}", f"PCI {a}", f"on the PCI bus but not listed by NVML ({scope}): the driver lost it",
+                    BUS_FIX.format(pci=a), "gpu.lost") for a in missing]
