@@ -11,13 +11,11 @@ from dataclasses import replace
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.hardening import runtime_cause, tmp_unwritable
+from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, runtime_cause, tmp_unwritable
 from envcheck.core.result import Result, failed, passed, warned
 from envcheck.probe.facts import shm_bytes
 from envcheck.probe.system import is_absent
 
-MIN_SHM_BYTES = 1 << 30
-SHM_FIX = "docker run --ipc=host ... (or --shm-size=8g; in compose: ipc: host or shm_size: 8gb)"
 MEMLOCK_FIX = "docker run --ulimit memlock=-1 ... (compose: ulimits: memlock: -1)"
 BATCH_FLOATS = 1 << 20  # 4 MiB per batch: passes through /dev/shm between workers and the main process
 LOADER_TIMEOUT_S = 15  # per batch once running: healthy, 8 batches take ~0.1 s; a full /dev/shm stalls instead

@@ -18,8 +18,9 @@ from envcheck.collectives.rank_hook import HOOK_VAR
 from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine, interface_cause
 from envcheck.core.check import Context
-from envcheck.core.hardening import nofile_low, nproc_low
+from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, nofile_low, nproc_low
 from envcheck.core.result import Result, errored, failed, skipped
+from envcheck.probe.facts import shm_bytes
 from envcheck.probe.interfaces import interfaces
 
 ALL_REDUCE_TIMEOUT_S = 65.0  # spec timeouts (the engine's hard bound): room for 3 NCCL attempts of 18 s
@@ -127,8 +128,17 @@ def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
 
 
 def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> Result:
-    """Ranks only worked with a transport disabled: the environment is broken; say which fix works."""
+    """Ranks only worked with a transport disabled: the environment is broken; say which fix works. The SHM
+    transport cured by NCCL_SHM_DISABLE where /dev/shm is under 1 GiB is the container's setting (`config`, like
+    container.shm's shm.small): --ipc=host or --shm-size fixes it, and the node is not at fault."""
     env = " ".join(f"{k}={v}" for k, v in outcome.plan.env)
+    shm = shm_bytes()
+    if transport == "SHM" and isinstance(shm, int) and shm < MIN_SHM_BYTES:
+        return failed(f"NCCL failed with default transports but passed with {env}: its shared-memory transport "
+                      f"needs more than this /dev/shm of {shm / 2**20:.0f} MiB ({result.summary})",
+                      f"give the job shared memory: {SHM_FIX}; until then export {env}",
+                      measured={**result.measured, "fixed_by": env, "shm_bytes": shm}, details=result.details,
+                      fault_class="config", code="shm.small")
     return failed(f"NCCL failed with default transports but passed with {env}: the {transport} transport "
                   f"is broken here ({result.summary})",
                   f"Export {env} for now; fix the cause: for P2P check IOMMU/ACS (iommu=pt) and "

@@ -21,6 +21,10 @@ WRITE_FIX = ("give it a writable place: `docker run --tmpfs /tmp` (or `-e TMPDIR
              "`emptyDir` on /tmp; move caches with TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, XDG_CACHE_HOME, HOME")
 PASSWD_FIX = ("set USER and LOGNAME (getpass.getuser reads them first), or add a passwd entry for the uid (nss_wrapper; "
               "envcheck's images make /etc/passwd group-0 writable for OpenShift's arbitrary uid)")
+# /dev/shm: DataLoader workers pass batches through it and NCCL's SHM transport keeps its buffers there; Docker's
+# default is 64 MiB. Under 1 GiB is the container's setting (shm.small), never the node's.
+MIN_SHM_BYTES = 1 << 30
+SHM_FIX = "docker run --ipc=host ... (or --shm-size=8g; in compose: ipc: host or shm_size: 8gb)"
 NOFILE_NEED = 4096  # a DataLoader with several workers, NCCL's sockets and torch's shared-memory fds
 NPROC_NEED = 512  # torch's intra-op threads, DataLoader workers, NCCL's proxy threads, one rank per GPU
 

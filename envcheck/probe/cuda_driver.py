@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ CHILD = Path(__file__).with_name("cuda_driver_child.py")
 # Inside the prolog's and npd's own limits (slurmd kills a HealthCheckProgram after 60 s), well above a healthy
 # cuInit on an 8-GPU node (about 1-3 s with persistence mode on).
 CUDA_BUDGET_S = 20.0
+SKIP_VAR = "ENVCHECK_SKIP_PCI"  # the child's input: GPUs (PCI keys, comma-separated) to list without a context
 
 
 def device_nodes(dev: str = "/dev") -> list[str]:
@@ -39,13 +41,19 @@ def _lines(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def probe(budget_s: float = CUDA_BUDGET_S, env: dict[str, str] | None = None) -> dict[str, Any]:
+def probe(budget_s: float = CUDA_BUDGET_S, env: dict[str, str] | None = None, skip: Sequence[str] = ()
+          ) -> dict[str, Any]:
     """{'done': the child's result} or {'hang': evidence (call, budget, state, wchan, gpu)} or {'error': text};
-    always 'dev': the NVIDIA device nodes."""
+    always 'dev': the NVIDIA device nodes. `skip`: PCI keys ('0000:18:00') of GPUs to leave without a context
+    (another process holds them); the child still lists them, marked 'skipped'."""
     out: dict[str, Any] = {"dev": device_nodes()}
     argv = [sys.executable, "-I", "-S", str(CHILD)]
+    child_env = dict(os.environ if env is None else env)
+    child_env.pop(SKIP_VAR, None)
+    if skip:
+        child_env[SKIP_VAR] = ",".join(skip)
     try:
-        got = run_in_child(argv, budget_s, "cuInit", env=env)
+        got = run_in_child(argv, budget_s, "cuInit", env=child_env)
     except OSError as exc:  # cannot start a process (nproc limit): envcheck's own failure, said as such
         out["error"] = f"could not start the CUDA probe: {exc.strerror or exc}"
         return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import sys
 from typing import Any
 
@@ -56,13 +57,25 @@ def main() -> None:
         say(done=done)
         return
     done["count"] = count.value
+    skip = {k for k in os.environ.get("ENVCHECK_SKIP_PCI", "").split(",") if k}
     for i in range(count.value):
-        done["gpus"].append(probe_gpu(cuda, i, call, error_name))
+        done["gpus"].append(probe_gpu(cuda, i, call, error_name, skip))
     say(done=done)
 
 
-def probe_gpu(cuda: Any, i: int, call: Any, error_name: Any) -> dict[str, Any]:
-    """One GPU: its name and PCI address, a context, a 1 MiB copy there and back, compared."""
+def pci_key(bus_id: str) -> str:
+    """'0000:18:00' for cuDeviceGetPCIBusId's '00000000:18:00.0' (the parent's probe.pci.bus_key form)."""
+    parts = bus_id.strip().lower().split(":")
+    try:
+        return f"{int(parts[0], 16):04x}:{int(parts[1], 16):02x}:{int(parts[2].split('.')[0], 16):02x}"
+    except (ValueError, IndexError):
+        return bus_id
+
+
+def probe_gpu(cuda: Any, i: int, call: Any, error_name: Any, skip: set[str] | frozenset[str] = frozenset()
+              ) -> dict[str, Any]:
+    """One GPU: its name and PCI address, a context, a 1 MiB copy there and back, compared; no context on a GPU
+    whose PCI key is in `skip` (another process holds it)."""
     gpu: dict[str, Any] = {"index": i}
     dev, ctx, ptr = ctypes.c_int(0), ctypes.c_void_p(), ctypes.c_uint64(0)
 
@@ -77,6 +90,9 @@ def probe_gpu(cuda: Any, i: int, call: Any, error_name: Any) -> dict[str, Any]:
         gpu["name"] = text.value.decode(errors="replace")
     if call("cuDeviceGetPCIBusId", text, 64, dev, gpu=i) == 0:
         gpu["pci"] = text.value.decode(errors="replace")
+        if pci_key(gpu["pci"]) in skip:
+            gpu["skipped"] = "held by another process"
+            return gpu
     if (rc := call("cuCtxCreate_v2", ctypes.byref(ctx), 0, dev, gpu=i)) != 0:
         return call_failed("cuCtxCreate_v2", rc)
     try:

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ NVML_BUDGET_S = 15.0
 # measured cuInit at 6.5 s on one GPU): a cold budget grows with the GPUs to initialise.
 COLD_S_PER_GPU = 6.0
 COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
+FULL = 0.9  # a GPU with this share of its memory in use has no room for a context: held, not broken
 _HUNG: dict[int, dict[str, Any]] = {}  # id(pynvml module) -> the evidence of a reader of it that did not return
 
 
@@ -166,6 +167,25 @@ def foreign(processes: Any, own: frozenset[int] = frozenset()) -> list[dict[str,
     """The processes of a usage record that are not this one (or `own`'s): another job's, another user's."""
     mine = own | {os.getpid()}
     return [p for p in processes or [] if isinstance(p, dict) and p.get("pid") not in mine]
+
+
+def holder(usage: Mapping[str, Any]) -> str | None:
+    """Who holds a GPU, by NVML's evidence ('pid 4242 (python), 76.0 of 79.6 GiB in use'), or None when nothing
+    shows that another process has it."""
+    others = foreign(usage.get("processes"))
+    parts = [", ".join(f"pid {p.get('pid')}" + (f" ({p['name']})" if p.get("name") else "") for p in others[:3])]
+    mem = usage.get("memory")
+    used, total = (mem.get("used_mib"), mem.get("total_mib")) if isinstance(mem, dict) else (None, None)
+    full = False
+    if isinstance(used, int) and isinstance(total, int) and total > 0 and used >= FULL * total:
+        full = True
+        parts.append(f"{used / 1024:.1f} of {total / 1024:.1f} GiB in use")
+    mode = usage.get("compute_mode")
+    if mode in ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED"):
+        parts.append(f"compute mode {mode}")
+    if not others and not full and mode not in ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED"):
+        return None
+    return ", ".join(p for p in parts if p)
 
 
 def read_usage(budget_s: float = NVML_BUDGET_S) -> dict[str, dict[str, Any]] | str:

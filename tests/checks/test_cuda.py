@@ -193,9 +193,20 @@ def test_busy_exclusive_gpu_is_named_with_its_compute_mode_and_fix() -> None:
     assert "GPU 0 (NVIDIA H100) is busy or unavailable" in found.problem
     assert "GPU 0: EXCLUSIVE_PROCESS" in found.problem and "another process already holds it" in found.problem
     assert "nvidia-smi -i <index> -c DEFAULT" in found.fix and "wait for the other job" in found.fix
+    assert found.fault_class == "config" and found.code == "cuda.gpu_busy"  # another job's GPU: never a node fault
     unknown = busy_gpu_finding(BUSY, None, modes=lambda: "compute mode unknown (NVML unavailable: x)")
-    assert unknown is not None and "compute mode unknown" in unknown.problem
+    assert unknown is not None and "compute mode unknown" in unknown.problem and unknown.fault_class == "config"
     assert busy_gpu_finding("CUDA error: out of memory", None, modes=lambda: {}) is None
+
+
+def test_a_gpu_that_refuses_contexts_in_default_mode_is_the_nodes() -> None:
+    """The broken twin: cudaErrorDevicesUnavailable while NVML shows every GPU in DEFAULT compute mode: nothing
+    holds it exclusively, so the GPU itself refuses."""
+    from envcheck.checks.cuda.layers import busy_gpu_finding
+
+    found = busy_gpu_finding(BUSY, "GPU 1", modes=lambda: {0: "DEFAULT", 1: "DEFAULT"})
+    assert found is not None and found.fault_class == "node" and found.code == "cuda.gpu_unusable"
+    assert "the GPU itself refuses contexts" in found.problem and "nvidia-smi -r -i <index>" in found.fix
 
 
 def test_a_busy_gpu_crash_fails_naming_the_gpu_not_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,9 +13,10 @@ from envcheck.checks.cuda.capture import capture_cuda, validate_cuda
 from envcheck.checks.cuda.layers import gpu_error, gpu_label, visible_mig_devices
 from envcheck.checks.cuda.verdict import cuda_available_verdict, cuda_devices_replay, gpu_count_verdict
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import Result, failed, passed, skipped
 from envcheck.core.section import Section
-from envcheck.probe.nvml import nvml_gpus
+from envcheck.probe.gpu_access import host_pid_namespace
+from envcheck.probe.nvml import foreign, holder, nvml_gpus, read_usage
 
 
 def cuda_available(ctx: Context) -> Result:
@@ -68,6 +69,7 @@ def cuda_devices(ctx: Context) -> Result:
         return verdict
     fraction = ctx.options.devices.memory_fraction
     measured: dict[str, object] = {"gpus": count, "fraction": fraction}
+    busy: list[str] = []
     for i in range(count):
         try:
             ok, free, total, n = _fill_and_verify(i, fraction)
@@ -75,17 +77,45 @@ def cuda_devices(ctx: Context) -> Result:
             found = gpu_error(i, exc, "allocating and verifying memory failed")
             return failed(found.problem, found.fix, measured=measured, fault_class=found.fault_class)
         if n * 4 > free:
-            return failed(f"{gpu_label(i)}: only {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB; "
-                          f"{fraction:.0%} cannot be allocated", "stop the other processes on this GPU "
-                          "(nvidia-smi shows them) or pass a smaller --memory-fraction",
-                          measured={"free_bytes": free, "total_bytes": total}, fault_class="node")
+            short = f"{gpu_label(i)}: only {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB"
+            held = held_by(i)
+            if held is None:  # memory in use and, in the host's view of processes, nobody holds it
+                return failed(f"{short}, and no process holds it: leaked GPU memory (a context the driver did not "
+                              "free)", "drain; nvidia-smi -q -d MEMORY,PIDS -i <index>; reset the GPU (nvidia-smi "
+                              "-r -i <index>) or reboot the node", measured={"free_bytes": free, "total_bytes": total},
+                              fault_class="node", code="cuda.memory_leaked")
+            busy.append(f"{short}: in use by {held}, not tested")
+            continue
         if not ok:
             return failed(f"{gpu_label(i)}: memory written with 3.0 read back different values",
                           "the GPU memory is faulty: run nvidia-smi -q -d ECC and check dmesg for Xid errors",
                           fault_class="node")
         measured[f"gpu{i}_allocated_gib"] = round(n * 4 / 2**30, 2)
-    return passed(f"{count} GPU(s); {fraction:.0%} of each GPU's memory allocated and verified",
+    measured["busy"] = busy
+    if busy and len(busy) == count:
+        return skipped(f"every GPU is in use by other processes, none tested: {'; '.join(busy)}", measured=measured)
+    tail = f"; {'; '.join(busy)}" if busy else ""
+    return passed(f"{count - len(busy)} GPU(s); {fraction:.0%} of each GPU's memory allocated and verified{tail}",
                   measured=measured, expected={"gpus": expected} if expected is not None else {})
+
+
+def held_by(index: int) -> str | None:
+    """Who holds GPU `index`'s memory, by NVML's evidence: its processes; 'processes outside this container's
+    view' when this process cannot see the host's (NVML lists only the caller's PID namespace); 'a process NVML
+    cannot name' when NVML cannot tell. None only when the host's full view shows no process: a leak."""
+    import torch
+
+    props = torch.cuda.get_device_properties(index)
+    bus = getattr(props, "pci_bus_id", None)
+    key = f"{int(getattr(props, 'pci_domain_id', 0)):04x}:{int(bus):02x}:{int(getattr(props, 'pci_device_id', 0)):02x}" \
+        if bus is not None else None
+    usage = read_usage()
+    if not isinstance(usage, dict) or key not in usage:
+        return f"a process NVML cannot name ({usage if isinstance(usage, str) else 'GPU not matched in NVML'})"
+    others = foreign(usage[key].get("processes"))
+    if others:
+        return holder({"processes": others}) or "another process"
+    return None if host_pid_namespace() else "processes outside this container's view (NVML lists only its own)"
 
 
 def _fill_and_verify(i: int, fraction: float) -> tuple[bool, int, int, int]:

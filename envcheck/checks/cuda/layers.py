@@ -473,14 +473,18 @@ def busy_gpu_finding(error: str, where: str | None = None,
         exclusive = [i for i, m in found.items() if m in ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED")]
         mode_text = "compute mode " + ", ".join(f"NVML GPU {i}: {m}" for i, m in sorted(found.items()))
     subject = where or "a GPU"
-    if exclusive:
-        problem = (f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
-                   "EXCLUSIVE_PROCESS GPU admits one process, and another process already holds it")
-    else:
-        problem = f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable); {mode_text}"
     fix = ("wait for the other job on that GPU to end (nvidia-smi lists it), or as root set the default "
            "compute mode: nvidia-smi -i <index> -c DEFAULT (on Slurm, request the GPU for this job)")
-    return Finding("gpu", problem, fix, "node", code="cuda.gpu_busy")
+    if exclusive:  # another process holds an exclusive GPU: busy, not broken (issue 31: never a node fault)
+        problem = (f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
+                   "EXCLUSIVE_PROCESS GPU admits one process, and another process already holds it")
+        return Finding("gpu", problem, fix, "config", code="cuda.gpu_busy")
+    problem = f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable); {mode_text}"
+    if isinstance(found, str):  # no evidence of who holds it, nor that nobody does: not the node's on a guess
+        return Finding("gpu", problem, fix, "config", code="cuda.gpu_busy")
+    return Finding("gpu", problem + "; no GPU is in an exclusive mode, so the GPU itself refuses contexts",
+                   "drain; nvidia-smi -q -i <index>; dmesg | grep -iE 'NVRM|Xid'; reset the GPU (nvidia-smi -r -i "
+                   "<index>) or reboot the node", "node", code="cuda.gpu_unusable")
 
 
 def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Finding:

@@ -11,6 +11,7 @@ from typing import Any
 from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.check import Context, ProfileOptions
 from envcheck.core.result import Result, failed, first_of, passed, skipped
+from envcheck.probe.gpu_access import Allocation, allocation, read_access
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 from envcheck.probe.nvml import text as _text
 from envcheck.probe.pci import SYSFS_PCI, pci_gpus
@@ -64,30 +65,46 @@ def capture(budget_s: float = NVML_BUDGET_S, sysfs: str = SYSFS_PCI) -> dict[str
     got = read_nvml(_nvml_body(state), lambda exc: state.update(nvml_error=f"NVML could not start: {exc}"), budget_s)
     if got.hang is not None:
         state["nvml_error"] = hang_text(got.hang)
-    return {**state, "pci_gpus": pci_gpus(sysfs)}
+    return {**state, "pci_gpus": pci_gpus(sysfs), "access": read_access()}
 
 
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text))
 
 
-def _missing(pci_bus: Any, gpus: list[dict[str, Any]]) -> list[str]:
+def _missing(pci_bus: Any, gpus: list[dict[str, Any]], alloc: Allocation) -> list[str]:
     listed = {pci_key(g["pci"]) for g in gpus if isinstance(g.get("pci"), str)}
-    return [a for a in pci_bus if isinstance(a, str) and pci_key(a) not in listed] if isinstance(pci_bus, list) else []
+    return [a for a in pci_bus if isinstance(a, str) and pci_key(a) not in listed and alloc.ours(pci_key(a) or "")] \
+        if isinstance(pci_bus, list) else []
 
 
-def findings(p: ProfileOptions, data: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def expected_count(p: ProfileOptions, expect_gpus: int | None) -> tuple[int | None, str]:
+    """The GPU count this node must have, and the finding code its shortfall carries: --expect-gpus (which binds
+    the torch-free node path as it binds the torch path's cuda.devices; the front door sets it from the profile
+    unless given), else the profile's."""
+    count = expect_gpus if expect_gpus is not None else p.gpu_count
+    return count, "profile.gpu_count" if p.gpu_count is not None and count == p.gpu_count else "node.gpu_count"
+
+
+def findings(p: ProfileOptions, data: Mapping[str, Any], expect_gpus: int | None = None) -> list[tuple[str, str, str]]:
     """(code, problem, fix) for every way the node differs from the profile, most severe first."""
     gpus = [g for g in data.get("gpus") or [] if isinstance(g, dict)]
-    kind = p.description or p.profile or "the profile"
+    kind = p.description or p.profile or "this node"
     out: list[tuple[str, str, str]] = []
-    if p.gpu_count is not None and len(gpus) != p.gpu_count:
-        missing = _missing(data.get("pci_gpus"), gpus)
+    count, code = expected_count(p, expect_gpus)
+    alloc = _given(data)
+    if count is not None and not alloc.whole_node and alloc.count is not None and alloc.count < count:
+        out.append(("node.gpu_count_scope", f"{count} GPU(s) expected, but this process was given {alloc.count} by "
+                    f"{alloc.source}: the expectation counts a whole node's GPUs",
+                    "run the node check on the host (a Slurm prolog, a privileged DaemonSet), or expect the GPUs "
+                    f"this process is given (--expect-gpus {alloc.count})"))
+    elif count is not None and len(gpus) != count:
+        missing = _missing(data.get("pci_gpus"), gpus, alloc)
         tail = (f": {', '.join(missing)} missing" if missing else
-                "; the PCI bus does not show the missing GPU(s) either" if len(gpus) < p.gpu_count else "")
-        expected = kind if kind.startswith(f"{p.gpu_count}x") else f"{p.gpu_count} GPU(s) of {kind}"
-        out.append(("profile.gpu_count", f"{expected} expected, {len(gpus)} found{tail}",
-                    LOST_FIX.format(pci=missing[0] if missing else "<address>") if len(gpus) < p.gpu_count else
+                "; the PCI bus does not show the missing GPU(s) either" if len(gpus) < count else "")
+        expected = kind if kind.startswith(f"{count}x") else f"{count} GPU(s) of {kind}"
+        out.append((code, f"{expected} expected, {len(gpus)} found{tail}",
+                    LOST_FIX.format(pci=missing[0] if missing else "<address>") if len(gpus) < count else
                     "this node has more GPUs than its profile: fix the profile (gpu_count) or the node's type"))
     if p.gpu_model:
         wrong = [g for g in gpus if p.gpu_model.lower() not in str(g.get("name", "")).lower()]
@@ -122,30 +139,59 @@ def findings(p: ProfileOptions, data: Mapping[str, Any]) -> list[tuple[str, str,
     return out
 
 
-def verdict(data: Mapping[str, Any], p: ProfileOptions) -> Result:
-    """Fail (a node fault) on each way the node differs from its profile; skip without a profile or NVML."""
-    measured = {"profile": p.profile, **{k: data.get(k) for k in ("driver_version", "gpus", "pci_gpus")}}
+def _given(data: Mapping[str, Any]) -> Allocation:
+    access = data.get("access")
+    return allocation(access if isinstance(access, dict) else {}, data.get("pci_gpus") or [])
+
+
+def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str) -> Result | None:
+    """NVML cannot start and the node must have GPUs: a node with no driver or no GPU left fails, naming the GPUs
+    the PCI bus still shows (with no driver bound) or that it shows none; None when the bus shows them all."""
+    bus = data.get("pci_gpus")
+    access = data.get("access") if isinstance(data.get("access"), dict) else {}
+    nodes = (access or {}).get("device_nodes") or {}
+    driver = "" if nodes or (access or {}).get("proc_view") not in (None, "absent") else \
+        "no NVIDIA driver (no /dev/nvidia*, no /proc/driver/nvidia); "
+    if isinstance(bus, list) and len(bus) >= count and not driver:
+        return None
+    seen = (f"the PCI bus shows {len(bus)} NVIDIA GPU(s): {', '.join(bus[:8])}" if isinstance(bus, list) and bus
+            else "the PCI bus shows none either" if isinstance(bus, list) else f"the PCI bus cannot be read ({bus})")
+    fix = ("load the NVIDIA driver (modprobe nvidia; nvidia-smi), or reinstall it; " if driver else "") + \
+        LOST_FIX.format(pci=bus[0] if isinstance(bus, list) and bus else "<address>")
+    return failed(f"{kind}: {count} GPU(s) expected, none usable: {driver}{data.get('nvml_error')}; {seen}", fix,
+                  measured={k: data.get(k) for k in ("pci_gpus", "nvml_error", "access")}, fault_class="node",
+                  code=code)
+
+
+def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None = None) -> Result:
+    """Fail (a node fault) on each way the node differs from its profile or --expect-gpus; skip without either,
+    or when NVML cannot tell and nothing is expected of the GPU count."""
+    measured = {"profile": p.profile, "expect_gpus": expect_gpus,
+                **{k: data.get(k) for k in ("driver_version", "gpus", "pci_gpus")}}
+    count, code = expected_count(p, expect_gpus)
+    kind = p.description or p.profile or "this node"
     if data.get("nvml_error") and not data.get("gpus"):
-        if p.gpu_count and isinstance(data.get("pci_gpus"), list) and len(data["pci_gpus"]) < p.gpu_count:
-            n = len(data["pci_gpus"])
-            return failed(f"{p.description or p.profile}: {p.gpu_count} GPU(s) expected, {n} on the PCI bus "
-                          f"({data['nvml_error']})", LOST_FIX.format(pci="<address>"), measured=measured,
-                          fault_class="node", code="profile.gpu_count")
-        return skipped(f"NVML cannot tell whether this node matches profile {p.profile}: {data['nvml_error']}",
-                       measured=measured)
-    found = findings(p, data)
+        if count:
+            none = _no_gpu(data, count, code, kind)
+            if none is not None:
+                return none
+        return skipped(f"NVML cannot tell whether this node matches {p.profile or 'its expectation'}: "
+                       f"{data['nvml_error']}", measured=measured)
+    found = findings(p, data, expect_gpus)
     if found:
         measured["codes"] = [c for c, _, _ in found]
+        scope = found[0][0] == "node.gpu_count_scope"
         return failed(first_of([problem for _, problem, _ in found]), " | ".join(dict.fromkeys(f for _, _, f in found)),
-                      measured=measured, fault_class="node", code=found[0][0])
-    return passed(f"matches profile {p.profile} ({p.description or '-'}): {len(data.get('gpus') or [])} GPU(s)",
-                  measured=measured)
+                      measured=measured, fault_class="config" if scope else "node", code=found[0][0])
+    name = f"profile {p.profile} ({p.description or '-'})" if p.profile else f"--expect-gpus {expect_gpus}"
+    return passed(f"matches {name}: {len(data.get('gpus') or [])} GPU(s)", measured=measured)
 
 
 def profile_check(ctx: Context) -> Result:
-    """This node against its --profile (skips without one)."""
+    """This node against its --profile and --expect-gpus (skips without either)."""
     p = ctx.options.profile
-    if p.profile is None:
-        return skipped("no --profile given (e.g. --profile h100-sxm-8, or a TOML file)")
+    if p.profile is None and ctx.expect_gpus is None:
+        return skipped("no --profile and no --expect-gpus given (e.g. --profile h100-sxm-8, or --expect-gpus 8)")
     left = ctx.time_left()
-    return verdict(capture(NVML_BUDGET_S if left is None else max(1.0, min(NVML_BUDGET_S, left - 1.0))), p)
+    return verdict(capture(NVML_BUDGET_S if left is None else max(1.0, min(NVML_BUDGET_S, left - 1.0))), p,
+                   ctx.expect_gpus)

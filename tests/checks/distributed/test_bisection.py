@@ -105,3 +105,45 @@ def test_a_rank_that_raised_in_init_is_not_a_slow_start() -> None:
     outcome = _stalled(PLAN, ["init", "init"])
     outcome.ranks[0] = RankOutcome(0, 1, False, [("init", 1.0)], {"rank": 0, "error": "NCCL error"}, "")
     assert diagnosis.slow_start(outcome) == []
+
+
+# pytorch/torchtitan#853: a container's 16 MB /dev/shm, 8x H100, "Error while creating shared memory segment
+# /dev/shm/nccl-1YsMbG (size 7340384)"; NVIDIA/nccl#342: Docker's 64 MB default, "posix_fallocate failed: No space
+# left on device", fixed by a larger /dev/shm or NCCL_SHM_DISABLE=1.
+SHM_CASE = """
+import json
+from envcheck.collectives import common
+from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, RankOutcome
+from envcheck.core.result import failed
+plan = LaunchPlan("nccl", 8, ("correctness",), 18.0, env=(("NCCL_P2P_DISABLE", "1"), ("NCCL_SHM_DISABLE", "1")))
+outcome = LaunchOutcome(plan, [RankOutcome(0, 0, False, [("done", 1.0)], {"rank": 0}, "")], 1.0, False)
+first = failed("nccl ranks failed: Error while creating shared memory segment /dev/shm/nccl-1YsMbG (size 7340384)")
+r = common.transport_fixed(first, "SHM", outcome)
+print(json.dumps({"class": r.fault_class.value if r.fault_class else None, "code": r.code, "summary": r.summary,
+                  "fix": r.remediation}))
+"""
+
+
+@pytest.mark.parametrize("size, fault_class, code", [("64m", "config", "shm.small"), ("2g", "node", None)])
+def test_an_nccl_shm_failure_cured_by_shm_disable_in_a_small_dev_shm_is_the_containers(
+        size: str, fault_class: str, code: str | None) -> None:
+    """Real: a tmpfs of Docker's default 64 MiB (and a healthy 2 GiB twin) mounted on /dev/shm in a private mount
+    namespace, read by the live probe. Simulated: the NCCL launch outcome (no GPU here)."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) for a private /dev/shm")
+    root = Path(__file__).resolve().parents[3]
+    script = f"mount -t tmpfs -o size={size} envcheck-shm /dev/shm && exec {sys.executable} -c \"$CASE\""
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "CASE": SHM_CASE, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["class"] == fault_class and got["code"] == code, got
+    if fault_class == "config":
+        assert "needs more than this /dev/shm of 64 MiB" in got["summary"] and "--shm-size=8g" in got["fix"]
