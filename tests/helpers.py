@@ -125,3 +125,11 @@ def kill_leftovers(driver: subprocess.Popen[str], marker: str) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def sigint_default() -> None:
+    """preexec_fn for a child that a test will Ctrl-C: a shell's background job (`setsid bash .ci/run &`) starts
+    with SIGINT ignored and every child inherits that, so the test sets the disposition it relies on."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

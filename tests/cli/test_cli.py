@@ -113,12 +113,12 @@ def test_ctrl_c_exits_130_without_traceback_and_leaves_nothing() -> None:
     import time
     import uuid
 
-    from tests.helpers import ROOT, descendants, processes_with_marker
+    from tests.helpers import ROOT, descendants, processes_with_marker, sigint_default
 
     marker = f"envcheck-ctrl-c-{uuid.uuid4().hex}"
     proc = subprocess.Popen([sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--level", "full"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "ENVCHECK_TEST_MARKER": marker})
+                            env={**os.environ, "ENVCHECK_TEST_MARKER": marker}, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 60
         seen: set[int] = set()

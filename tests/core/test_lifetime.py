@@ -22,7 +22,7 @@ from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner
 from tests.core import fault_checks
-from tests.helpers import ROOT, kill_leftovers, processes_with_marker, wait_for
+from tests.helpers import ROOT, kill_leftovers, processes_with_marker, sigint_default, wait_for
 
 
 def _grandchildren(marker: str) -> list[int]:
@@ -45,7 +45,8 @@ def _grandchildren(marker: str) -> list[int]:
 def test_whatever_ends_envcheck_leaves_no_process_behind(how: str, expected_rc: int) -> None:
     marker = f"envcheck-lifetime-{uuid.uuid4().hex}"
     driver = subprocess.Popen([sys.executable, "-m", "tests.core.lifetime_driver", marker], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                              preexec_fn=sigint_default)
     try:
         assert wait_for(lambda: len(_grandchildren(marker)) >= 2, 60), "the hung checks never started"
         survivors = [p for p in processes_with_marker(marker) if p != driver.pid]
