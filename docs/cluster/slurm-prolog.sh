@@ -7,5 +7,5 @@
 # (a full disk, a full stderr, the job user's ulimits) exit 0 with a warning: they never drain a node.
 # Without --only, `--for prolog` runs the torch-free node path (node.cuda_driver, gpu.health, dcgm.diag,
 # node.profile): no torch import, bounded (--timeout), and it judges only the GPUs this node has.
-exec /opt/envcheck/bin/envcheck run --for prolog --expect-gpus "${ENVCHECK_EXPECT_GPUS:-8}" --timeout 60 \
+exec /opt/envcheck/bin/envcheck run --for prolog --expect-gpus "${ENVCHECK_EXPECT_GPUS:-8}" --timeout 120 \
     --prometheus /var/lib/node_exporter/textfile/envcheck.prom

@@ -1,6 +1,6 @@
 """The torch-free node path (issue 23, item 4): node.cuda_driver through the CUDA driver API in a budgeted child.
 
-Simulated, and only that: libcuda.so.1 (a stand-in built from C, tests/checks/stub_libcuda.py: no NVIDIA driver can
+Simulated, and only that: libcuda.so.1 (a stand-in built from C, tests/staging/libcuda.py: no NVIDIA driver can
 exist here), and a driver call stuck in the kernel (the stand-in's cuInit vfork()s, so the kernel really holds the
 caller in D state). Real: the child process, ctypes, the dynamic loader (LD_LIBRARY_PATH), the budget, the kill,
 /proc state and wchan, and the CLI run as a Slurm prolog would run it, with a `torch` on PYTHONPATH that raises if
@@ -21,7 +21,7 @@ import pytest
 from envcheck.checks.node.driver_api import verdict
 from envcheck.core.result import Status
 from envcheck.probe.cuda_driver import probe
-from tests.checks.stub_libcuda import build
+from tests.staging.libcuda import build
 
 ROOT = Path(__file__).resolve().parents[2]
 
