@@ -1,6 +1,7 @@
 """DCGM's own diagnostic, where DCGM is installed: `dcgmi diag -r 1` (quick: a prolog, "normally lasting seconds")
 or `-r 2` (`--level full`: an epilog, "approximately two minutes"; NVIDIA's dcgmi diag reference), with `-j`, within
-a budget. A failed DCGM test is a node finding with code `dcgm.diag.<test>`; dcgmi that does not answer within the
+a budget, on the GPUs no other process holds (`-i`: a GPU busy with another job fails DCGM's tests with "busy or
+unavailable", which is not the GPU's fault; every GPU held: skipped). A failed DCGM test is a node finding with code `dcgm.diag.<test>`; dcgmi that does not answer within the
 budget is a hung nv-hostengine (`dcgm.hostengine_hang`, with the stuck process's state); under MIG the check skips
 (DCGM's diagnostic does not run on MIG instances). No dcgmi on PATH: skipped with the reason.
 """
@@ -14,6 +15,7 @@ from envcheck.checks.dcgm.diag_json import TestOutcome, parse
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result, errored, failed, first_of, passed, skipped, warned
 from envcheck.probe.hang import describe, run_in_child
+from envcheck.probe.nvml import foreign, holder, read_usage
 from envcheck.probe.system import is_absent, run_command
 
 BUDGET_S = {1: 60.0, 2: 240.0}  # level 1 takes seconds, level 2 about two minutes (NVIDIA's reference)
@@ -32,6 +34,22 @@ def mig_gpus() -> list[str]:
             if line.count(",") == 1 and line.split(",")[1].strip().lower() == "enabled"]
 
 
+def _in_use() -> tuple[list[str], list[int]]:
+    """The GPUs another process holds ('GPU 3: pid 4242 (python)') and the NVML indices of the others; nothing
+    held and nothing listed when NVML cannot tell (DCGM then runs on every GPU, as before)."""
+    usage = read_usage()
+    if not isinstance(usage, dict):
+        return [], []
+    busy, free = [], []
+    for u in sorted(usage.values(), key=lambda u: int(u.get("index", 0))):
+        others = foreign(u.get("processes"))
+        if others:
+            busy.append(f"GPU {u.get('index')}: {holder({'processes': others})}")
+        else:
+            free.append(int(u.get("index", 0)))
+    return busy, free
+
+
 def _line(t: TestOutcome) -> str:
     on = f" on GPU {', '.join(t.gpus)}" if t.gpus else ""
     why = f": {t.messages[0]}" if t.messages else ""
@@ -48,12 +66,17 @@ def dcgm_diag(ctx: Context) -> Result:
         return skipped(f"MIG is enabled on GPU {', '.join(mig)}: DCGM's diagnostic does not run on MIG instances; "
                        "run it with MIG disabled (nvidia-smi -mig 0) in a maintenance window",
                        measured={"mig_gpus": mig})
+    busy, free = _in_use()
+    if busy and not free:
+        return skipped(f"every GPU is held by another process ({'; '.join(busy[:3])}): DCGM's diagnostic loads the "
+                       "GPUs it tests, so it does not run beside other jobs", measured={"busy": busy})
     level = 2 if ctx.full else 1
     left = ctx.time_left()
     budget = round(max(min(BUDGET_S[level], left - 2.0) if left is not None else BUDGET_S[level], 1.0), 1)
-    call = f"dcgmi diag -r {level} -j"
-    got = run_in_child([dcgmi, "diag", "-r", str(level), "-j"], budget, call, env=dict(os.environ))
-    measured: dict[str, object] = {"level": level, "budget_s": budget}
+    only = ["-i", ",".join(str(i) for i in free)] if busy else []  # dcgmi's --gpuList: the GPUs nobody holds
+    call = " ".join(["dcgmi diag -r", str(level), "-j", *only])
+    got = run_in_child([dcgmi, "diag", "-r", str(level), "-j", *only], budget, call, env=dict(os.environ))
+    measured: dict[str, object] = {"level": level, "budget_s": budget, "busy": busy}
     if got.hang is not None:
         measured["hang"] = got.hang
         return failed(f"{describe(got.hang)}: nv-hostengine is not answering", HANG_FIX, measured=measured,
