@@ -144,3 +144,28 @@ def test_a_second_nvml_reader_does_not_wait_again_behind_a_hung_one(monkeypatch:
     release.set()
     assert first.hang is not None and second.hang is not None and second.hang.get("earlier") is True
     assert time.monotonic() - began < 0.2
+
+
+def _refused(code: int, name: str) -> dict[str, object]:
+    return {"dev": ["nvidia0", "nvidiactl"], "done": {"libcuda": "libcuda.so.1", "driver_cuda": 13000, "count": 1,
+            "gpus": [{"index": 0, "pci": "00000000:18:00.0", "error": {"call": "cuCtxCreate_v2", "code": code,
+                                                                       "name": name}}]}}
+
+
+@pytest.mark.parametrize("usage, status, code", [
+    ({"0000:18:00": {"processes": [{"pid": 4242, "used_mib": 79000, "name": "python"}]}}, Status.PASS, None),
+    ({"0000:18:00": {"memory": {"total_mib": 81559, "used_mib": 80000}}}, Status.PASS, None),
+    ({"0000:18:00": {"compute_mode": "EXCLUSIVE_PROCESS"}}, Status.PASS, None),
+    ({"0000:18:00": {"processes": [], "memory": {"total_mib": 81559, "used_mib": 300},
+                     "compute_mode": "DEFAULT"}}, Status.FAIL, "cuda.gpu_unusable"),
+    ("NVML: NVML Shared Library Not Found", Status.WARN, None),
+])
+def test_a_refused_context_is_busy_only_with_evidence_of_a_holder(usage: object, status: Status,
+                                                                 code: str | None) -> None:
+    """Issue 31: CUDA_ERROR_DEVICES_UNAVAILABLE (46) on a GPU in EXCLUSIVE_PROCESS mode, OUT_OF_MEMORY on a GPU whose
+    memory a job holds: busy, not broken. The same code on an idle GPU in DEFAULT mode is the node's; with no NVML
+    to ask, a warning that says so (never a drain on a guess)."""
+    got = verdict({**_refused(46, "CUDA_ERROR_DEVICES_UNAVAILABLE"), "usage": usage})
+    assert got.status is status and got.code == code, got.summary
+    if status is Status.PASS:
+        assert "held by" in got.summary and got.measured["busy"]

@@ -137,7 +137,7 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
     if unsure:
         return warned(unsure[0] + (f" (+{len(unsure) - 1} more)" if len(unsure) > 1 else ""),
                       "nvidia-smi on that GPU shows who holds it; install nvidia-ml-py so envcheck can tell",
-                      measured=measured)
+                      measured=measured, fault_class=None)  # no evidence either way: nobody's fault yet
     cuda = done.get("driver_cuda")
     version = f"driver CUDA {cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) and cuda else "driver CUDA ?"
     if not gpus:
