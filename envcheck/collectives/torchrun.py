@@ -49,6 +49,7 @@ class TorchrunOptions:
     timeout_s: float
     min_busbw_gbps: float | None = None
     strict_perf: bool = False
+    min_busbw_at_bytes: int | None = None  # the message size the floor was measured at (None: judge the peak)
     pairwise: bool = False  # dist.pairs (busbw per node pair) at any level; --level full runs it anyway
 
 
@@ -236,7 +237,8 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
                         measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
                         fault_class="node")
         return [result.named("dist.all_reduce", took)]
-    options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, strict_perf=opts.strict_perf)
+    options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, min_busbw_at_bytes=opts.min_busbw_at_bytes,
+                          strict_perf=opts.strict_perf)
     return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
             for name, steps in checks_to_run(opts)]
 
@@ -321,7 +323,7 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
             channel.phase(rank, "ready")
             steps = tuple(step for _, names in checks_to_run(opts) for step in names)
             found = run_plan(rank, world, device, steps, (), lambda phase: channel.phase(rank, phase),
-                             load_rank_hook())
+                             load_rank_hook(), floor_bytes=opts.min_busbw_at_bytes if opts.min_busbw_gbps else None)
         except Exception as exc:
             found = _error(rank, exc)
         channel.found(rank, found)
