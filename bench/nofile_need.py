@@ -15,8 +15,11 @@ init (NVIDIA/nccl src/bootstrap.cc, setFilesLimit), so only the hard limit bound
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import resource
+import signal
 import subprocess
 import sys
 
@@ -59,15 +62,22 @@ if __name__ == "__main__":
 
 
 def attempt(template: str, soft: int, **kw: int) -> dict[str, int] | None:
-    """Run the workload under `soft`; its figures, or None when it failed."""
+    """Run the workload under `soft` in its own session; its figures, or None when it failed. A workload that
+    hangs (out of descriptors, a rank never arrives) is killed with its whole process group: nothing outlives it."""
     code = template.format(soft=soft, **kw)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+        out, _ = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
+        out = ""
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # forked ranks and DataLoader workers too
+        proc.wait()
+    if proc.returncode != 0 or not out.strip():
         return None
-    if done.returncode != 0:
-        return None
-    figures: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])
+    figures: dict[str, int] = json.loads(out.strip().splitlines()[-1])
     return figures
 
 

@@ -22,9 +22,9 @@ WRITE_FIX = ("give it a writable place: `docker run --tmpfs /tmp` (or `-e TMPDIR
 PASSWD_FIX = ("set USER and LOGNAME (getpass.getuser reads them first), or add a passwd entry for the uid (nss_wrapper; "
               "envcheck's images make /etc/passwd group-0 writable for OpenShift's arbitrary uid)")
 NOFILE_NEED = 4096  # what to raise an exhausted limit to: room for many DataLoader workers, NCCL's sockets, shm fds
-# Below this soft limit container.runtime warns before anything ran out. Measured (bench/nofile_need.py): a DataLoader
-# with 8 workers (prefetch 2, 4 tensors a batch) peaks at 98 fds in the main process and finishes with a soft limit
-# of 91; 16 workers peak at 146, 32 at 302; a gloo rank of 4 holds 30. NCCL raises its own soft limit to the hard
+# Below this soft limit container.runtime warns before anything ran out. Measured (bench/nofile_need.py, two runs on
+# a 2-core machine): a DataLoader with 8 workers (prefetch 2, 4 tensors a batch) peaks at 74-98 fds in the main
+# process and needs a soft limit of 91-103; 16 workers peak at 146, 32 at 302; a gloo rank of 4 holds 30. NCCL raises its own soft limit to the hard
 # one at init (NVIDIA/nccl src/bootstrap.cc, setFilesLimit). 1024, the soft default of Docker >= 25 and containerd
 # >= 2.0 (1024:524288, moby/moby#45534, containerd/containerd#8924) and of systemd hosts, is therefore healthy.
 NOFILE_SOFT_FLOOR = 256
