@@ -183,9 +183,9 @@ BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(ALLOW_CPU),--allow-cpu) $(if $(BASE
 
 .PHONY: bench bench-script gpu-proof
 PROOF_DIR ?= gpu-proof
-gpu-proof: ## On a GPU host, no Docker: install envcheck into $(PYTHON) and run bench/gpu_proof.sh into PROOF_DIR
-	$(PYTHON) -c 'import envcheck' 2>/dev/null || $(PYTHON) -m pip install -q --no-deps --no-build-isolation -e .
-	bash bench/gpu_proof.sh $(PROOF_DIR)
+PROOF_PART ?= all
+gpu-proof: ## On a GPU host, no Docker: bench/gpu_proof.sh --part PROOF_PART (1, 2 or all) into PROOF_DIR
+	bash bench/gpu_proof.sh --part $(PROOF_PART) $(PROOF_DIR)
 
 bench: $(VERIFY_DEPS) ## Measure performance (envcheck bench): QUICK=1 ALLOW_CPU=1 BASELINE=old.json THRESHOLD=10
 	$(ENVCHECK) bench $(BENCH_FLAGS) $(BENCH_ARGS)

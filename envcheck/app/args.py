@@ -34,6 +34,23 @@ def _finite(text: str) -> float:
 
 
 
+MESSAGE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}  # nccl-tests' -b/-e suffixes (binary: 16G = 16 GiB)
+
+
+def message_size(text: str) -> int:
+    """argparse type for --min-busbw-at: bytes, or a size with nccl-tests' K/M/G suffix (`16G`), a multiple of 4."""
+    body = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = body[-1:] if body[-1:] in MESSAGE_UNITS and body[-1:] else ""
+    digits = body[: len(body) - len(unit)]
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"{one_line(text)!r} is not a message size; give bytes or e.g. 16G, 512M")
+    value = int(digits) * MESSAGE_UNITS[unit]
+    if not 4 <= value <= 1024**4 or value % 4:
+        raise argparse.ArgumentTypeError(f"{one_line(text)} must be 4 bytes to 1T and a multiple of 4 (float32 "
+                                         "elements), e.g. 16G")
+    return value
+
+
 def positive_float(text: str) -> float:
     """argparse type for --timeout and --min-busbw: a finite number > 0."""
     value = _finite(text)
@@ -214,7 +231,7 @@ def report_on_stdout(args: argparse.Namespace) -> bool:
 def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default: float | None = None,
                              timeout_help: str = "cap the whole run", check_outputs: bool = True) -> None:
     """The run flags `envcheck run` and the torchrun entry (`python -m envcheck.distributed`) share, declared
-    once: --level, --allow-cpu, --json, --junit, --timeout, --min-busbw, --strict-perf.
+    once: --level, --allow-cpu, --json, --junit, --timeout, --min-busbw, --min-busbw-at, --strict-perf.
 
     Where the torchrun entry differs it says so: its `--timeout` is how long a rank may make no progress
     (and the process-group timeout), not a cap on the whole run (`timeout_default`, `timeout_help`); and it
@@ -230,6 +247,9 @@ def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default
                         help=timeout_help)
     parser.add_argument("--min-busbw", type=positive_float, metavar="GBPS",
                         help="warn when all-reduce bus bandwidth is below this")
+    parser.add_argument("--min-busbw-at", type=message_size, metavar="SIZE",
+                        help="the all-reduce message size the --min-busbw floor was measured at (e.g. 16G, as "
+                             "nccl-tests' -b/-e): judged only against a sweep row of that size; default: the peak")
     parser.add_argument("--strict-perf", action="store_true", help="make --min-busbw a failure, not a warning")
 
 

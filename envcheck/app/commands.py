@@ -36,12 +36,18 @@ def context_from_args(args: argparse.Namespace) -> Context:
     if args.expect_gpus is None:
         args.expect_gpus = profile.gpu_count
     min_busbw = args.min_busbw if args.min_busbw is not None else profile.busbw_floor_gbps
+    # A floor carries the message size it was measured at: the profile's, unless --min-busbw replaced the floor
+    # (then its size is --min-busbw-at's, or none: the peak). --min-busbw-at alone re-sizes the profile's floor.
+    at = getattr(args, "min_busbw_at", None)
+    if at is None and args.min_busbw is None:
+        at = profile.busbw_floor_bytes
     return Context(
         level=Level(args.level),
         allow_cpu=args.allow_cpu,
         expect_gpus=args.expect_gpus,
         options=CheckOptions(
-            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=min_busbw, strict_perf=args.strict_perf),
+            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=min_busbw, min_busbw_at_bytes=at,
+                             strict_perf=args.strict_perf),
             devices=DeviceOptions(memory_fraction=args.memory_fraction), profile=profile,
             node_path=node_path(args, profile), cluster_mode=getattr(args, "for_mode", None)),
     )

@@ -47,7 +47,8 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
     """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
     context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
                       options=CheckOptions(front_door="torchrun", dist=DistOptions(
-                          min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf)))
+                          min_busbw_gbps=args.min_busbw, min_busbw_at_bytes=args.min_busbw_at,
+                          strict_perf=args.strict_perf)))
     report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
     # Files first: they are the record, whatever happens to the terminal (each written on its own).
@@ -90,7 +91,8 @@ def _main(argv: list[str]) -> int:
                 except argparse.ArgumentTypeError as exc:
                     raise UsageError(f"argument --{flag}: {exc}") from None
     opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
-                           min_busbw_gbps=args.min_busbw, strict_perf=args.strict_perf, pairwise=args.pairwise)
+                           min_busbw_gbps=args.min_busbw, min_busbw_at_bytes=args.min_busbw_at,
+                           strict_perf=args.strict_perf, pairwise=args.pairwise)
     code, clean = run_this_rank(opts, lambda results: render(results, args))
     if not clean:  # a rank died or stalled: a thread may be stuck in a collective, so skip teardown
         sys.stdout.flush()

@@ -9,6 +9,7 @@ from envcheck.checks.cuda.layers import gpu_error
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, warned
 from envcheck.core.versions import cudnn_numbers, pinned_with_prefix
+from envcheck.reference.compare import scalar_measured
 
 CONV_TOLERANCE = 1e-4  # max |cuda - cpu| / max |cpu|, float32 with TF32 off
 
@@ -89,6 +90,7 @@ def cudnn_conv(ctx: Context) -> Result:
                 found = gpu_error(i, exc, "cuDNN conv2d failed")
                 return failed(found.problem, found.fix, measured=measured, fault_class=found.fault_class)
             measured[f"gpu{i}_max_rel_error"] = err
+            measured[f"conv2d fwd+bwd vs CPU@cuda:{i}/float32"] = scalar_measured(err, CONV_TOLERANCE)
             if err > worst:
                 worst, worst_gpu = err, i
     finally:

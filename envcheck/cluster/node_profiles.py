@@ -43,6 +43,10 @@ def _field(data: dict[str, Any], key: str, where: str) -> Any:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 100000:
             raise ValueError(f"{where}: busbw_floor_gbps = {value!r} must be a positive number (GB/s)")
         value = float(value)
+    elif key == "busbw_floor_bytes":
+        if not isinstance(value, int) or isinstance(value, bool) or not 4 <= value <= 1024**4 or value % 4:
+            raise ValueError(f"{where}: busbw_floor_bytes = {value!r} must be the floor's all-reduce message size in "
+                             "bytes, a multiple of 4 (16 GiB = 17179869184)")
     elif key == "driver_floor":
         if not isinstance(value, str) or not _DRIVER.fullmatch(value):
             raise ValueError(f"{where}: driver_floor = {value!r} must be a driver version such as \"535.104.05\"")

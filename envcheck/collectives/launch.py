@@ -44,6 +44,7 @@ class LaunchPlan:
     env: tuple[tuple[str, str], ...] = ()
     start: str = "spawn"  # "fork" (when this process has not initialised CUDA, see can_fork) or "spawn"
     memory_fraction: float = MEMORY_FRACTION  # GPU sweep: share of free memory the largest message may use
+    floor_bytes: int | None = None  # GPU sweep: a busbw floor's message size, added when it fits the budget
 
 
 @dataclass
@@ -192,7 +193,7 @@ def _launch(plan: LaunchPlan, workdir: Path) -> LaunchOutcome:
 
     began, started_at = time.monotonic(), time.time()
     config = json.dumps({"backend": plan.backend, "steps": list(plan.steps), "sizes": list(plan.sizes),
-                         "memory_fraction": plan.memory_fraction,
+                         "memory_fraction": plan.memory_fraction, "floor_bytes": plan.floor_bytes,
                          "collective_timeout_s": plan.deadline_s + 5.0})
     env = _rank_env(plan)
     fork = plan.start == "fork" and can_fork(plan.backend)

@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
         dist.barrier()
         progress("ready")
         found = run_plan(rank, world, device, tuple(config["steps"]), tuple(config["sizes"]), progress,
-                         load_rank_hook(), float(config["memory_fraction"]))
+                         load_rank_hook(), float(config["memory_fraction"]), config.get("floor_bytes"))
         found["nccl_version"] = _nccl_version() if config["backend"] == "nccl" else None
         (out_dir / f"rank{rank}.json").write_text(json.dumps(found))
         dist.destroy_process_group()

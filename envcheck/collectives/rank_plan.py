@@ -36,6 +36,7 @@ class RankContext:
     hook: RankHook | None = None  # ENVCHECK_RANK_HOOK: called before each collective (the tests' faults)
     sizes: tuple[int, ...] = ()
     memory_fraction: float = MEMORY_FRACTION
+    floor_bytes: int | None = None  # dist.busbw: a busbw floor's message size, swept too when the budget allows
 
 
 def collective(step: str) -> ModuleType:
@@ -52,9 +53,10 @@ def collective(step: str) -> ModuleType:
 
 
 def run_plan(rank: int, world: int, device: Any, steps: tuple[str, ...], sizes: tuple[int, ...],
-             progress: Progress, hook: RankHook | None = None, memory_fraction: float = MEMORY_FRACTION) -> dict[str, Any]:
+             progress: Progress, hook: RankHook | None = None, memory_fraction: float = MEMORY_FRACTION,
+             floor_bytes: int | None = None) -> dict[str, Any]:
     """Run the requested steps in order and return this rank's findings, keyed by step."""
-    rc = RankContext(rank, world, device, progress, hook, sizes, memory_fraction)
+    rc = RankContext(rank, world, device, progress, hook, sizes, memory_fraction, floor_bytes)
     found: dict[str, Any] = {"rank": rank, "device": str(device)}
     for step in steps:
         found[step] = collective(step).run(rc)

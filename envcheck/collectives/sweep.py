@@ -38,19 +38,29 @@ def sweep_memory(nbytes: int) -> int:
     return nbytes + VERIFY_WORKSPACE_BYTES + NCCL_MARGIN_BYTES
 
 
-def gpu_sizes(free_bytes: int, memory_fraction: float) -> tuple[int, ...]:
-    """1 MiB doubling up to the largest power of two that fits.
+def gpu_sizes(free_bytes: int, memory_fraction: float, floor_bytes: int | None = None) -> tuple[int, ...]:
+    """1 MiB doubling up to the largest power of two that fits, plus the floor's message size when it fits.
 
     The largest message is aimed at `memory_fraction` of the free memory (but at least GPU_MIN_TOP,
     at most GPU_MAX_TOP), and never so large that `sweep_memory` of it exceeds the free memory.
-    Empty when not even 1 MiB fits.
+    A busbw floor measured at `floor_bytes` (Azure's 16 GiB) is compared only with a row of that size: it is added,
+    beyond GPU_MAX_TOP too, when it is within `memory_fraction` of the free memory. Empty when not even 1 MiB fits.
     """
     aim = min(GPU_MAX_TOP, max(int(free_bytes * memory_fraction), GPU_MIN_TOP))
     sizes, size = [], MIB
     while size <= aim and sweep_memory(size) <= free_bytes:
         sizes.append(size)
         size *= 2
+    if sizes and floor_bytes is not None and floor_bytes not in sizes and floor_fits(floor_bytes, free_bytes,
+                                                                                      memory_fraction):
+        sizes = sorted([*sizes, floor_bytes])
     return tuple(sizes)
+
+
+def floor_fits(floor_bytes: int, free_bytes: int, memory_fraction: float) -> bool:
+    """Whether a message of `floor_bytes` is within the sweep's memory budget (a share of the free memory)."""
+    return (floor_bytes > 0 and floor_bytes % 4 == 0
+            and floor_bytes <= free_bytes * memory_fraction and sweep_memory(floor_bytes) <= free_bytes)
 
 
 def sweep(sizes: tuple[int, ...], device: Any, progress: Any = None) -> list[dict[str, Any]]:
@@ -77,14 +87,14 @@ def sweep(sizes: tuple[int, ...], device: Any, progress: Any = None) -> list[dic
     return rows
 
 
-def agreed_gpu_sizes(device: Any, memory_fraction: float) -> tuple[int, ...]:
+def agreed_gpu_sizes(device: Any, memory_fraction: float, floor_bytes: int | None = None) -> tuple[int, ...]:
     """Sweep sizes from the smallest free memory of any rank, so every rank uses the same list."""
     import torch
     import torch.distributed as dist
 
     free = torch.tensor([torch.cuda.mem_get_info(device)[0]], device=device, dtype=torch.int64)
     dist.all_reduce(free, op=dist.ReduceOp.MIN)
-    sizes = gpu_sizes(int(free.item()), memory_fraction)
+    sizes = gpu_sizes(int(free.item()), memory_fraction, floor_bytes)
     if not sizes:
         raise RuntimeError(f"only {int(free.item()) / MIB:.0f} MiB of GPU memory free on some rank; the sweep "
                            f"needs {sweep_memory(MIB) / MIB:.0f} MiB for its smallest size")
@@ -95,12 +105,18 @@ def run(rc: RankContext) -> list[dict[str, Any]]:
     """The rank side: the plan's sizes, or (GPU, none given) sizes agreed from free memory."""
     sizes = rc.sizes
     if not sizes:
-        sizes = agreed_gpu_sizes(rc.device, rc.memory_fraction) if rc.device.type == "cuda" else CPU_SIZES
+        sizes = (agreed_gpu_sizes(rc.device, rc.memory_fraction, rc.floor_bytes) if rc.device.type == "cuda"
+                 else CPU_SIZES)
     return sweep(sizes, rc.device, rc.progress)
 
 
 def judge(findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions) -> Result:
-    """Peak busbw over the sweep against an optional floor (`min_busbw_gbps`, `strict_perf`); #wrong fails."""
+    """busbw against an optional floor (`min_busbw_gbps`, `strict_perf`); #wrong fails.
+
+    A floor measured at a message size (`min_busbw_at_bytes`: Azure's 460 GB/s is a 16 GiB all-reduce) is compared
+    only with the row of that size; a sweep without it says so and judges nothing (busbw grows with the message
+    size, so a 1 GiB peak below a 16 GiB floor says nothing about the node). A floor without a size is compared with
+    the sweep's peak."""
     min_busbw = options.min_busbw_gbps
     rows = sweep_rows(findings)
     peak = max(rows, key=lambda r: r["busbw_gbps"])
@@ -114,16 +130,33 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
         return failed(f"{head}, but #wrong {wrong} during the sweep", WRONG_REMEDIATION, measured=measured,
                       expected=expected, details=table, fault_class="node")
     if min_busbw is not None:
+        at = options.min_busbw_at_bytes
         expected["min_busbw_gbps"] = min_busbw
-        if peak["busbw_gbps"] < min_busbw:
+        if at is not None:
+            expected["min_busbw_at_bytes"] = at
+        row = peak if at is None else next((r for r in rows if r["bytes"] == at), None)
+        if row is None:
+            measured["floor_not_comparable"] = not_comparable(min_busbw, at or 0, rows, backend)
+            head += f"; {measured['floor_not_comparable']}"
+        elif row["busbw_gbps"] < min_busbw:
             fix = ("Check `nvidia-smi topo -m` (PIX/NV# links expected, not SYS), that NCCL uses NVLink/P2P "
                    "(NCCL_DEBUG=INFO), and that containers run with --ipc=host")
             make = failed if options.strict_perf else warned
-            return make(f"{head}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
+            where = "" if at is None else f"; at the floor's {at} B message: {row['busbw_gbps']:.3f} GB/s"
+            return make(f"{head}{where}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
                         expected=expected, details=table, fault_class="node")
     if world == 1:
         head += " (busbw is 0 by definition with one rank)"
     return passed(head, measured=measured, expected=expected, details=table)
+
+
+def not_comparable(floor: float, at: int, rows: list[dict[str, Any]], backend: str) -> str:
+    """Why a floor measured at `at` bytes was not judged: this sweep has no row of that size."""
+    why = ("a CPU (gloo) sweep stops at 16 MiB" if backend != "nccl" else
+           f"a {at} B message must fit in --memory-fraction of the free GPU memory (it needs about "
+           f"{sweep_memory(at) // MIB} MiB free); raise --memory-fraction to measure it")
+    return (f"the {floor:g} GB/s floor was measured at {at} B, this sweep's largest message is "
+            f"{max(r['bytes'] for r in rows)} B: not comparable, not judged ({why})")
 
 
 def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
@@ -134,8 +167,8 @@ def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
     backend, world = chosen
     # GPU sizes are chosen by the ranks from their free memory (the coordinator never touches CUDA).
     plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, () if backend == "nccl" else CPU_SIZES,
-                      start="fork",
-                      memory_fraction=ctx.options.devices.memory_fraction)
+                      start="fork", memory_fraction=ctx.options.devices.memory_fraction,
+                      floor_bytes=ctx.options.dist.min_busbw_at_bytes if ctx.options.dist.min_busbw_gbps else None)
     outcome = launcher(plan)
     if not outcome.ok:
         return launch_failure(outcome, [])

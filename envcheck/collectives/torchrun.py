@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -27,6 +27,7 @@ from envcheck.collectives.rank_plan import collective, run_plan
 from envcheck.collectives.verdicts import combine
 from envcheck.core.check import DistOptions
 from envcheck.core.result import Result, failed
+from envcheck.probe.slurm_layout import rank_nodes
 
 REQUIRED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 PREFIX = "envcheck/"
@@ -49,6 +50,7 @@ class TorchrunOptions:
     timeout_s: float
     min_busbw_gbps: float | None = None
     strict_perf: bool = False
+    min_busbw_at_bytes: int | None = None  # the message size the floor was measured at (None: judge the peak)
     pairwise: bool = False  # dist.pairs (busbw per node pair) at any level; --level full runs it anyway
 
 
@@ -57,9 +59,43 @@ def missing_env() -> list[str]:
     return [name for name in REQUIRED_ENV if name not in os.environ]
 
 
-def local_rank_problem(local_rank: int, visible: int, cuda_visible_devices: str | None) -> str | None:
-    """Why LOCAL_RANK cannot have its own GPU (NCCL needs one per process), or None when it can."""
+def local_device(local_rank: int, visible: int, local_world: int | None = None) -> int | None:
+    """The CUDA device index this rank takes, from what this process can see; None when it has none.
+
+    - LOCAL_RANK, when it is below the visible count (torchrun: every process sees all the node's GPUs);
+    - 0, when exactly one GPU is visible: `srun --gpus-per-task=1` (which implies `--gpu-bind=per_task:1`),
+      `--gpu-bind=single:1`/`map_gpu`, or a container given one GPU: each task sees its own GPU as device 0, so
+      `cuda:LOCAL_RANK` fails on every rank above 0 ("CUDA error: invalid device ordinal", ACEsuit/mace#435);
+    - LOCAL_RANK modulo the visible count, when fewer GPUs are visible than ranks run on this node
+      (`--gpus-per-task=2`: each task sees its own two), the ordinal Slurm sites document
+      (mila-iqia/mila-docs#245: `rank % device_count()`; DeepSpeed#3165 for the same case).
+    """
+    if visible <= 0:
+        return None
     if local_rank < visible:
+        return local_rank
+    if visible == 1:
+        return 0
+    if local_world is not None and visible < local_world:
+        return local_rank % visible
+    return None
+
+
+def local_world_size(env: Mapping[str, str], rank: int) -> int | None:
+    """How many ranks run on this node: torchrun's LOCAL_WORLD_SIZE, else from Slurm's task layout, else None."""
+    text = env.get("LOCAL_WORLD_SIZE", "")
+    if text.isdigit():
+        return int(text)
+    nodes = rank_nodes(env)
+    if nodes is None or not 0 <= rank < len(nodes):
+        return None
+    return nodes.count(nodes[rank])
+
+
+def local_rank_problem(local_rank: int, visible: int, cuda_visible_devices: str | None,
+                       local_world: int | None = None) -> str | None:
+    """Why LOCAL_RANK cannot have a GPU of its own (NCCL needs one per process), or None when it can."""
+    if local_device(local_rank, visible, local_world) is not None:
         return None
     shown = "unset" if cuda_visible_devices is None else repr(cuda_visible_devices)
     return (f"LOCAL_RANK {local_rank} has no GPU: only {visible} GPU(s) visible to this process "
@@ -236,7 +272,8 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
                         measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
                         fault_class="node")
         return [result.named("dist.all_reduce", took)]
-    options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, strict_perf=opts.strict_perf)
+    options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, min_busbw_at_bytes=opts.min_busbw_at_bytes,
+                          strict_perf=opts.strict_perf)
     return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
             for name, steps in checks_to_run(opts)]
 
@@ -304,11 +341,14 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
 
     def plan() -> None:
         try:
-            problem = local_rank_problem(local, torch.cuda.device_count(), os.environ.get("CUDA_VISIBLE_DEVICES")) \
-                if use_nccl else None
-            if problem:
-                raise RuntimeError(problem)
-            device = torch.device("cuda", local) if use_nccl else torch.device("cpu")
+            device = torch.device("cpu")
+            if use_nccl:
+                visible, local_world = torch.cuda.device_count(), local_world_size(os.environ, rank)
+                index = local_device(local, visible, local_world)
+                if index is None:
+                    raise RuntimeError(local_rank_problem(local, visible, os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                                          local_world))
+                device = torch.device("cuda", index)
             kwargs: dict[str, Any] = {}
             if use_nccl:
                 torch.cuda.set_device(device)
@@ -321,7 +361,7 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
             channel.phase(rank, "ready")
             steps = tuple(step for _, names in checks_to_run(opts) for step in names)
             found = run_plan(rank, world, device, steps, (), lambda phase: channel.phase(rank, phase),
-                             load_rank_hook())
+                             load_rank_hook(), floor_bytes=opts.min_busbw_at_bytes if opts.min_busbw_gbps else None)
         except Exception as exc:
             found = _error(rank, exc)
         channel.found(rank, found)

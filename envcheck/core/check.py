@@ -47,6 +47,9 @@ class DistOptions:
     cpu_ranks: int = 2
     # dist.busbw: a peak below this floor warns, or fails with `strict_perf`.
     min_busbw_gbps: float | None = None
+    # The message size (bytes) the floor was measured at: compared only with the sweep's row of that size (None: with
+    # the sweep's peak). A profile's floor carries it (busbw_floor_bytes); --min-busbw-at sets it.
+    min_busbw_at_bytes: int | None = None
     strict_perf: bool = False
 
 
@@ -81,6 +84,7 @@ class ProfileOptions:
     pcie_gen: int | None = None  # the PCIe generation each GPU's link must reach (its maximum; idle GPUs downshift)
     pcie_width: int | None = None  # the lanes each GPU's link must run at
     busbw_floor_gbps: float | None = None  # all-reduce busbw floor for dist.busbw (a torch check)
+    busbw_floor_bytes: int | None = None  # the all-reduce message size that floor was measured at (Azure: 16 GiB)
     level: str = "node"  # "node": the cluster modes run the torch-free node checks; "torch": the torch checks too
 
 

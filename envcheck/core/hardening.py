@@ -25,7 +25,13 @@ PASSWD_FIX = ("set USER and LOGNAME (getpass.getuser reads them first), or add a
 # default is 64 MiB. Under 1 GiB is the container's setting (shm.small), never the node's.
 MIN_SHM_BYTES = 1 << 30
 SHM_FIX = "docker run --ipc=host ... (or --shm-size=8g; in compose: ipc: host or shm_size: 8gb)"
-NOFILE_NEED = 4096  # a DataLoader with several workers, NCCL's sockets and torch's shared-memory fds
+NOFILE_NEED = 4096  # what to raise an exhausted limit to: room for many DataLoader workers, NCCL's sockets, shm fds
+# Below this soft limit container.runtime warns before anything ran out. Measured (bench/nofile_need.py, two runs on
+# a 2-core machine): a DataLoader with 8 workers (prefetch 2, 4 tensors a batch) peaks at 74-98 fds in the main
+# process and needs a soft limit of 91-103; 16 workers peak at 146, 32 at 302; a gloo rank of 4 holds 30. NCCL raises its own soft limit to the hard
+# one at init (NVIDIA/nccl src/bootstrap.cc, setFilesLimit). 1024, the soft default of Docker >= 25 and containerd
+# >= 2.0 (1024:524288, moby/moby#45534, containerd/containerd#8924) and of systemd hosts, is therefore healthy.
+NOFILE_SOFT_FLOOR = 256
 NPROC_NEED = 512  # torch's intra-op threads, DataLoader workers, NCCL's proxy threads, one rank per GPU
 
 

@@ -26,6 +26,7 @@ class Comparison:
     atol: float
     rtol: float
     ok: bool
+    margin: float = 0.0  # the worst element's error over its tolerance (atol + rtol·|expected|): above 1 fails
 
     @property
     def label(self) -> str:
@@ -41,8 +42,24 @@ class Comparison:
         )
 
     def measured(self) -> dict[str, Any]:
-        """The errors, JSON-ready."""
-        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "worst_index": list(self.worst_index)}
+        """The errors and the margin (error over tolerance, the one key every numerics comparison records), JSON-ready."""
+        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "worst_index": list(self.worst_index),
+                "margin": round(self.margin, 6)}
+
+
+def margin(error: float, tolerance: float) -> float:
+    """Error over tolerance: 0 is exact, 1 the edge, above 1 fails; inf for any error against a zero tolerance."""
+    if error != error:  # NaN
+        return float("inf")
+    if tolerance <= 0:
+        return 0.0 if error == 0 else float("inf")
+    return abs(error) / tolerance
+
+
+def scalar_measured(error: float, tolerance: float) -> dict[str, Any]:
+    """`measured` of a scalar comparison (a loss, a directional derivative, a max relative error), with the same
+    `margin` key as Comparison.measured(), so reports and the GPU proof read every numerics margin one way."""
+    return {"error": error, "tolerance": tolerance, "margin": round(margin(error, tolerance), 6)}
 
 
 def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -63,12 +80,15 @@ def compare(actual: Tensor, expected: Tensor, *, op: str, device: str, dtype: st
     e = expected.detach().to("cpu", torch.float64)
     if a.shape != e.shape:
         return Comparison(op, device, dtype, float("inf"), float("inf"), (), float("nan"), float("nan"),
-                          atol, rtol, False)
+                          atol, rtol, False, float("inf"))
     diff = (a - e).abs()
     diff = torch.where(torch.isfinite(a) == torch.isfinite(e), diff, torch.full_like(diff, float("inf")))
     diff = torch.nan_to_num(diff, nan=float("inf"))
     rel = diff / e.abs().clamp_min(1e-300)
-    excess = diff - (atol + rtol * e.abs())
+    allowed = atol + rtol * e.abs()
+    excess = diff - allowed
+    ratio = torch.where(allowed > 0, diff / allowed.clamp_min(1e-300),
+                        torch.where(diff > 0, torch.full_like(diff, float("inf")), torch.zeros_like(diff)))
     flat = int(torch.argmax(excess).item()) if excess.numel() else 0
     index = unravel(flat, tuple(e.shape))
     ok = bool((excess <= 0).all().item())
@@ -79,7 +99,7 @@ def compare(actual: Tensor, expected: Tensor, *, op: str, device: str, dtype: st
         worst_index=index,
         actual=float(a.reshape(-1)[flat].item()) if a.numel() else 0.0,
         expected=float(e.reshape(-1)[flat].item()) if e.numel() else 0.0,
-        atol=atol, rtol=rtol, ok=ok,
+        atol=atol, rtol=rtol, ok=ok, margin=float(ratio.max().item()) if ratio.numel() else 0.0,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 from typing import Any
 
@@ -52,6 +53,33 @@ def test_low_nofile_is_a_config_finding_not_a_crash() -> None:
     dist = results["dist.all_reduce"]
     assert dist["status"] == "pass" or (dist["code"], dist["fault_class"]) == ("runtime.nofile_low", "config")
     assert not [n for n, r in results.items() if r["status"] == "error"]
+
+
+# Docker's default is 1024:524288; the hard part is kept at most this sandbox's own hard limit (raising it needs
+# CAP_SYS_RESOURCE, which the machine running the tests may lack). The soft limit is what the check judges.
+HARD_NOFILE = min(524288, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+DOCKER_DEFAULT_NOFILE = Hardening(limits=(f"--nofile=1024:{HARD_NOFILE}",))
+DATALOADER_8_WORKERS = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+data = TensorDataset(torch.randn(512, 64), torch.arange(512))
+for x, y in DataLoader(data, batch_size=8, num_workers=8, prefetch_factor=2):
+    pass
+print("ok")
+"""
+
+
+def test_docker_default_nofile_is_healthy() -> None:
+    """Healthy twin of the low-nofile case: 1024 soft / 524288 hard is what Docker >= 25 (moby/moby#45534) and
+    containerd >= 2.0 (containerd/containerd#8924) give every container. Real: the kernel's limit (prlimit), a real
+    8-worker DataLoader (the premise: it runs there) and envcheck's container.runtime. Before issue 33 this warned
+    (runtime.nofile_low at any soft limit below 4096): every healthy container warned."""
+    premise = python(DOCKER_DEFAULT_NOFILE, DATALOADER_8_WORKERS)
+    assert premise.returncode == 0 and "ok" in premise.stdout, premise.stderr[-2000:]
+    results, _ = envcheck(DOCKER_DEFAULT_NOFILE, "--only", "container.runtime")
+    runtime = results["container.runtime"]
+    assert "runtime.nofile_low" not in (runtime.get("measured", {}).get("codes") or []), runtime
+    assert runtime["measured"]["nofile"] == f"1024/{HARD_NOFILE}"
 
 
 def test_low_nproc_never_blames_the_node() -> None:

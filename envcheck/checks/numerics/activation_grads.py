@@ -14,6 +14,7 @@ from typing import Any
 
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.reference.compare import scalar_measured
 from envcheck.reference.devices import check_devices, numerics_mode
 from envcheck.reference.suspects import wrong_math_fix
 
@@ -59,8 +60,9 @@ def directional(fn: Callable[[Any], Any], x: Any, order: int) -> tuple[float, fl
     return analytic, numeric
 
 
-def failures(device: str) -> list[str]:
-    """Activations whose first or second derivative disagrees with finite differences on `device`."""
+def failures(device: str, margins: dict[str, Any] | None = None) -> list[str]:
+    """Activations whose first or second derivative disagrees with finite differences on `device`; each
+    comparison's error and margin go into `margins` (keyed `name what@device/float64`)."""
     import torch
 
     x = torch.linspace(-3, 3, 24, dtype=torch.float64)
@@ -77,7 +79,10 @@ def failures(device: str) -> list[str]:
             except RuntimeError as exc:
                 bad.append(f"{name} {what} on {device}: {str(exc).splitlines()[0][:100]}")
                 continue
-            if abs(analytic - numeric) > 1e-5 + 1e-3 * abs(numeric):
+            allowed = 1e-5 + 1e-3 * abs(numeric)
+            if margins is not None:
+                margins[f"{name} {what}@{device}/float64"] = scalar_measured(abs(analytic - numeric), allowed)
+            if abs(analytic - numeric) > allowed:
                 bad.append(f"{name} {what} on {device}: autograd {analytic:.6g}, finite differences {numeric:.6g}")
     return bad
 
@@ -86,8 +91,9 @@ def autograd_activations(ctx: Context) -> Result:
     """Activation first and second derivatives equal float64 finite differences on every device."""
     with numerics_mode():
         devices = check_devices()
-        bad = [b for device in devices for b in failures(device)]
-    measured = {"activations": sorted(ACTIVATIONS), "devices": devices, "failed": bad}
+        margins: dict[str, Any] = {}
+        bad = [b for device in devices for b in failures(device, margins)]
+    measured = {"activations": sorted(ACTIVATIONS), "devices": devices, "failed": bad, **margins}
     expected = {"directional derivative vs central difference": "float64, h 1e-6, atol 1e-5, rtol 1e-3"}
     if bad:
         fix, fault, _ = wrong_math_fix("an activation's derivative is wrong in this torch build; reinstall torch")

@@ -9,6 +9,7 @@ from typing import Any
 from envcheck.checks.numerics.grad_scaler import MakeScaler, real_grad_scaler
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.reference.compare import scalar_measured
 from envcheck.reference.devices import cuda_devices, native_bf16, numerics_mode
 from envcheck.reference.suspects import wrong_math_fix
 
@@ -75,7 +76,8 @@ def convergence_problems(device: str, dtype: str, scaled: bool, make_scaler: Mak
     gap = abs(amp - reference) if math.isfinite(amp) else float("inf")
     limit = LOSS_TOL["atol"] + LOSS_TOL["rtol"] * reference
     measured = {"fp32_final_loss": reference, "amp_final_loss": amp, "abs_gap": gap, "allowed_gap": limit,
-                "non_finite_steps": bad_steps, "grad_scaler": scaled, "steps": steps}
+                "non_finite_steps": bad_steps, "grad_scaler": scaled, "steps": steps,
+                "margin": scalar_measured(gap, limit)["margin"]}
     problems = []
     if bad_steps or not math.isfinite(amp):
         problems.append(f"AMP {dtype} on {device}: {bad_steps} of {steps} steps had a non-finite loss (final {amp:.4g})")

@@ -9,7 +9,7 @@ from typing import Any
 
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
-from envcheck.reference.compare import Tensor, compare
+from envcheck.reference.compare import Comparison, Tensor, compare
 from envcheck.reference.devices import check_devices, numerics_mode
 from envcheck.reference.suspects import wrong_math_fix
 
@@ -61,8 +61,10 @@ def _raises(fn: Callable[[], object], needle: str) -> bool:
     return False
 
 
-def mechanics_problems(device: str, parts: MechanicsParts = MechanicsParts()) -> dict[str, str | None]:
-    """Each probe's name → None when it holds, else what went wrong (naming the device)."""
+def mechanics_problems(device: str, parts: MechanicsParts = MechanicsParts(),
+                       compared: list[Comparison] | None = None) -> dict[str, str | None]:
+    """Each probe's name → None when it holds, else what went wrong (naming the device); the tensor comparisons
+    made on the way are appended to `compared` (for their margins)."""
     import torch
 
     out: dict[str, str | None] = {}
@@ -109,6 +111,8 @@ def mechanics_problems(device: str, parts: MechanicsParts = MechanicsParts()) ->
     det = compare(a.grad, (a * 3).detach(), op="grad through detach()", device=device, dtype="float32", **TOL)
     out["detach_cuts_graph"] = None if det.ok and cut.grad_fn is None else det.describe() + " (graph not cut)"
 
+    if compared is not None:
+        compared += [acc, hook, det]
     b = a * 2
     c = parts.saving_op(b).sum()
     with torch.no_grad():
@@ -121,11 +125,13 @@ def mechanics_problems(device: str, parts: MechanicsParts = MechanicsParts()) ->
 
 def autograd_mechanics(ctx: Context, parts: MechanicsParts = MechanicsParts()) -> Result:
     """Autograd bookkeeping behaves as documented on every device."""
+    compared: list[Comparison] = []
     with numerics_mode():
         probes = {f"{name}@{device}": why for device in check_devices()
-                  for name, why in mechanics_problems(device, parts).items()}
+                  for name, why in mechanics_problems(device, parts, compared).items()}
     bad = {k: v for k, v in probes.items() if v}
-    measured = {k: ("ok" if v is None else v) for k, v in probes.items()}
+    measured: dict[str, Any] = {k: ("ok" if v is None else v) for k, v in probes.items()}
+    measured.update({c.label: c.measured() for c in compared})
     expected = {"all probes": "ok", "tolerance": TOL}
     if bad:
         lines = [f"{k}: {v}" for k, v in bad.items()]

@@ -1,7 +1,13 @@
 """ops.opdb: the ops a training step uses, taken with their sample inputs from PyTorch's own op database
 (torch.testing._internal.common_methods_invocations.op_db): forward in float32 vs the same op in float64, backward
-and double backward vs float64 finite differences (gradcheck/gradgradcheck, fast mode) where the OpInfo says the
-op supports them, and autocast's documented output dtype per op.
+and double backward vs float64 finite differences (gradcheck/gradgradcheck) where the OpInfo says the op supports
+them, and autocast's documented output dtype per op.
+
+Each OpInfo's own settings are honoured as PyTorch's tests honour them: gradcheck is called as
+TestGradients._check_helper calls it (opdb_grad: gradcheck_wrapper, gradcheck_nondet_tol, gradcheck_fast_mode), the
+OpInfo's skips and expected failures for this device type take a comparison out of the verdict (listed in
+`not_judged`), and its float32 toleranceOverride widens the forward bound (opinfo_settings). A backward that only
+fails gradcheck's reentrancy check (cuDNN's non-deterministic accumulation) warns, as autograd.gradcheck does.
 
 op_db is internal API: this check is pinned to the torch versions of the matrix (PINNED) and skips with the reason
 anywhere else, or when the import or an OpInfo's shape changed. Its import needs `expecttest` only for a TestCase
@@ -14,8 +20,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.checks.numerics.autograd import nondeterministic_warning
+from envcheck.checks.numerics.opdb_grad import derivative_problem
+from envcheck.checks.numerics.opinfo_settings import BACKWARD, DOUBLE_BACKWARD, FORWARD, decorations
 from envcheck.core.check import Context
 from envcheck.core.result import Result, skipped
 from envcheck.reference.compare import Comparison, compare, comparisons_result
@@ -111,16 +121,39 @@ def _cast(v: Any, dtype: Any) -> Any:
     return v
 
 
-def op_comparisons(info: Any, device: str) -> tuple[list[Comparison], list[str]]:
-    """Forward float32 vs float64, gradcheck, gradgradcheck and autocast dtype for one OpInfo's first samples."""
+@dataclass
+class OpFindings:
+    """One OpInfo on one device: the forward comparisons, the problems, and what its OpInfo says not to judge."""
+
+    comparisons: list[Comparison] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    not_judged: list[str] = field(default_factory=list)
+
+
+def forward_tolerance(info: Any, device: str, bound: float) -> tuple[float, float]:
+    """(atol, rtol) of the float32 forward: the (K+8)·u bound, widened (never narrowed) by the OpInfo's own
+    toleranceOverride/precisionOverride for float32 on this device type."""
     import torch
-    from torch.autograd import gradcheck, gradgradcheck
+
+    said = decorations(info, FORWARD, device.split(":")[0], torch.float32)
+    return max(bound, said.atol or 0.0), max(0.0, said.rtol or 0.0)
+
+
+def op_comparisons(info: Any, device: str) -> OpFindings:
+    """Forward float32 vs float64, then gradcheck and gradgradcheck as PyTorch's tests run them (opdb_grad), for
+    one OpInfo's first samples; a comparison the OpInfo skips or expects to fail on this device is not judged."""
+    import torch
 
     fn = op_function(info)
+    kind = device.split(":")[0]
     u = torch.finfo(torch.float32).eps / 2
-    comps: list[Comparison] = []
-    bad: list[str] = []
-    samples = list(info.sample_inputs(device, torch.float64, requires_grad=info.supports_autograd))[:MAX_SAMPLES]
+    found = OpFindings()
+    grad_ok = info.supports_autograd and torch.float64 in info.supported_backward_dtypes(kind)
+    derivatives = [(False, BACKWARD), *([(True, DOUBLE_BACKWARD)] if info.supports_gradgrad else [])]
+    skips = {double: decorations(info, tests, kind, torch.float64).skip for double, tests in derivatives}
+    found.not_judged += [f"{info.name} {'double backward' if d else 'backward'} on {device}: {why}"
+                         for d, why in skips.items() if why and grad_ok]
+    samples = list(info.sample_inputs(device, torch.float64, requires_grad=grad_ok))[:MAX_SAMPLES]
     for k, s in enumerate(samples):
         label = f"{info.name}[sample {k}]"
         try:
@@ -131,29 +164,20 @@ def op_comparisons(info: Any, device: str) -> tuple[list[Comparison], list[str]]
             got = _first_float(fn(_cast(s.input, torch.float32), *_cast(s.args, torch.float32),
                                   **_cast(s.kwargs, torch.float32)))
         except (RuntimeError, TypeError, ValueError) as exc:
-            bad.append(f"{label} on {device}: float32 run raised {exc!r}"[:200])
+            found.problems.append(f"{label} on {device}: float32 run raised {exc!r}"[:200])
             continue
         if ref is None or got is None:
             continue
         n = max([t.numel() for t in (s.input, *s.args) if isinstance(t, torch.Tensor)] or [1])
         bound = (n + 8) * u * (1 + float(ref.detach().abs().max()) if ref.numel() else 1.0)
-        comps.append(compare(got, ref, op=f"{label} float32 vs float64", device=device, dtype="float32",
-                             atol=bound, rtol=0.0))
-        if not (info.supports_autograd and isinstance(s.input, torch.Tensor) and s.input.requires_grad):
-            continue
-
-        def primary(x: Any, s: Any = s) -> Any:
-            return _first_float(fn(x, *s.args, **s.kwargs))
-
-        checks = [("backward", gradcheck)] + ([("double backward", gradgradcheck)] if info.supports_gradgrad else [])
-        for what, check in checks:
-            try:
-                ok = check(primary, (s.input,), fast_mode=True, raise_exception=False)
-            except RuntimeError as exc:
-                ok = "does not require grad" in str(exc)  # a sample whose output ignores the input
-            if not ok:
-                bad.append(f"{label} {what} on {device}: analytical and finite-difference derivatives differ")
-    return comps, bad
+        atol, rtol = forward_tolerance(info, device, bound)
+        found.comparisons.append(compare(got, ref, op=f"{label} float32 vs float64", device=device,
+                                         dtype="float32", atol=atol, rtol=rtol))
+        for double, _ in derivatives if grad_ok else []:
+            if skips[double] is None:
+                problem = derivative_problem(info, fn, s, device, double, label)
+                found.problems += [problem] if problem else []
+    return found
 
 
 def autocast_problems(info: Any, device: str) -> list[str]:
@@ -174,23 +198,31 @@ def autocast_problems(info: Any, device: str) -> list[str]:
     return []
 
 
-def ops_opdb(ctx: Context) -> Result:
-    """Training-step ops from op_db: float32 forward, derivatives and autocast dtypes hold on every device."""
-    infos, why = load_op_db()
+def ops_opdb(ctx: Context, load: Callable[[], tuple[list[Any] | None, str]] = load_op_db) -> Result:
+    """Training-step ops from op_db: float32 forward, derivatives and autocast dtypes hold on every device
+    (`load`: the OpInfos to check, torch's own by default)."""
+    infos, why = load()
     if infos is None:
         return skipped(why)
-    comparisons: list[Comparison] = []
-    problems: list[str] = []
+    found = OpFindings()
     with numerics_mode():
         for device in check_devices():
             for info in infos:
-                found, bad = op_comparisons(info, device)
-                comparisons += found
-                problems += bad + autocast_problems(info, device)
+                one = op_comparisons(info, device)
+                found.comparisons += one.comparisons
+                found.problems += one.problems + autocast_problems(info, device)
+                found.not_judged += one.not_judged
     names = sorted({i.name for i in infos})
-    return comparisons_result(f"op_db training ops ({len(names)})", comparisons, problems=problems,
-                              tolerances={"forward": "(K+8)·u·(1+max|ref|), K = largest input numel",
-                                          "derivatives": "gradcheck/gradgradcheck fast mode, float64"},
-                              extra={"ops": names, "missing_from_op_db": sorted(set(TRAINING_OPS) - set(names))},
+    tolerances = {"forward": "(K+8)·u·(1+max|ref|), K = largest input numel; widened by the OpInfo's float32 "
+                             "toleranceOverride", "derivatives": "gradcheck/gradgradcheck float64, the OpInfo's "
+                             "gradcheck_nondet_tol (at least 1e-12 on CUDA), gradcheck_fast_mode, gradcheck_wrapper"}
+    extra = {"ops": names, "missing_from_op_db": sorted(set(TRAINING_OPS) - set(names)),
+             "not_judged": found.not_judged}
+    warning = nondeterministic_warning(f"op_db training ops ({len(names)})", found.comparisons, found.problems,
+                                       tolerances, extra)
+    if warning is not None:
+        return warning
+    return comparisons_result(f"op_db training ops ({len(names)})", found.comparisons, problems=found.problems,
+                              tolerances=tolerances, extra=extra,
                               remediation="an op computes a wrong value or derivative in this torch build; "
                                           "reinstall torch")

@@ -3,7 +3,8 @@
 Read-only root, dropped capabilities, no_new_privs and a seccomp filter break nothing in a PyTorch job by
 themselves: they are reported as measured facts only. Named (config, with a stable code and the fix): no writable
 temp dir, noexec temp (Inductor's CPU kernels are .so files it dlopens from its cache), a uid without passwd entry,
-low nofile/nproc/pids limits, a CPU quota below the threads torch starts.
+a nofile soft limit below NOFILE_SOFT_FLOOR (1024, Docker's and containerd's default, is
+healthy), low nproc/pids limits, a CPU quota below the threads torch starts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from envcheck.checks.runtime.probes import (
     writable,
 )
 from envcheck.core.check import CheckSpec, Context
-from envcheck.core.hardening import NOFILE_NEED, NPROC_NEED, PASSWD_FIX, WRITE_FIX
+from envcheck.core.hardening import (
+    NOFILE_NEED,
+    NOFILE_SOFT_FLOOR,
+    NPROC_NEED,
+    PASSWD_FIX,
+    WRITE_FIX,
+    limit_text,
+)
 from envcheck.core.result import FaultClass, Result, first_of, passed, warned
 
 Finding = tuple[str, str, str]  # code, problem, fix
@@ -78,9 +86,10 @@ def limit_findings(threads: int) -> list[Finding]:
     """nofile/nproc/pids.max below what a PyTorch job needs; a CPU quota below the intra-op thread count."""
     out: list[Finding] = []
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if nofile != resource.RLIM_INFINITY and nofile < NOFILE_NEED:
-        out.append(("runtime.nofile_low", f"open files limited to {nofile} (a job with DataLoader workers and NCCL "
-                    f"needs {NOFILE_NEED}+)", "docker run --ulimit nofile=65536:65536 (ulimit -n)"))
+    if nofile != resource.RLIM_INFINITY and nofile < NOFILE_SOFT_FLOOR:
+        out.append(("runtime.nofile_low", f"open files limited to {nofile} (a DataLoader with 16 workers alone holds "
+                    f"about 150; below {NOFILE_SOFT_FLOOR} workers and NCCL run out)",
+                    f"docker run --ulimit nofile={NOFILE_NEED}:524288 (ulimit -n {NOFILE_NEED})"))
     nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
     pids = cgroup_value("pids.max", "pids/pids.max")
     lows = [f"nproc {nproc}" for _ in [0] if nproc != resource.RLIM_INFINITY and nproc < NPROC_NEED and os.getuid()]
@@ -105,7 +114,8 @@ def runtime_profile(ctx: Context) -> Result:
     measured = {"uid": os.getuid(), "gid": os.getgid(), "root_readonly": "ro" in mount_options("/"),
                 "no_new_privs": status.get("NoNewPrivs", "?").strip(), "seccomp": status.get("Seccomp", "?").strip(),
                 "cap_eff": status.get("CapEff", "?").strip(), "temp_dir": temp_dir(),
-                "shm_options": sorted(mount_options("/dev/shm") & {"noexec", "nosuid", "nodev", "ro"})}
+                "shm_options": sorted(mount_options("/dev/shm") & {"noexec", "nosuid", "nodev", "ro"}),
+                "nofile": limit_text(resource.RLIMIT_NOFILE)}
     findings = temp_findings() + passwd_findings() + limit_findings(threads)
     if not findings:
         return passed("the runtime's restrictions break nothing a PyTorch job needs", measured=measured)
