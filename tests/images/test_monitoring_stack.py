@@ -149,3 +149,18 @@ def test_a_mistyped_daemonset_ends_its_pod_and_fires_the_usage_alert(nodes: dict
     assert alert["labels"]["instance"] == s.instance("daemonset") and alert["labels"]["mode"] == "npd"
     assert s.value("envcheck_node_fault", s.instance("daemonset")) is None  # nothing judged, nothing claimed
 
+
+
+def test_the_docs_promql_examples_run_and_find_the_faulty_node(nodes: dict[str, Any]) -> None:
+    """docs/cluster.md's "Reading them" queries, as written, against the real series."""
+    import re
+
+    s: Stack = nodes["stack"]
+    text = (ROOT / "docs" / "cluster.md").read_text()
+    (block,) = re.findall(r"```promql\n(.*?)```", text, flags=re.S)
+    queries = [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+    assert len(queries) >= 5
+    answers = {q: s.query(q) for q in queries}  # each must parse and run
+    (faulty,) = answers["envcheck_node_fault == 1"]
+    assert faulty["metric"]["instance"] == s.instance("faulty")
+    assert {r["metric"]["instance"] for r in answers['envcheck_check_status{status="fail"} == 1']} == {faulty["metric"]["instance"]}
