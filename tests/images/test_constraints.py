@@ -161,3 +161,10 @@ def test_uv_reads_the_same_constraints(docker_client: Any, runtime_image: str, w
     assert "uv rc=1" in out and "uv fits rc=0" in out, out + err
     assert "No solution found when resolving dependencies" in err, err
     assert f"needs-other-torch depend on {OTHER_TORCH} and torch=={test_row.torch}" in " ".join(err.split()), err
+
+
+def test_the_devel_image_pins_its_nvcc_too(docker_client: Any, devel_image: str) -> None:
+    """devel's nvcc wheels installed under the runtime's constraints, then joined them (docker/Dockerfile)."""
+    code, out, err = run_streams(docker_client, devel_image, ["sh", "-c", "cat $PIP_CONSTRAINT; pip check"])
+    assert code == 0, out + err
+    assert "nvidia-cuda-nvcc==" in out and "torch==" in out and "No broken requirements found" in out
