@@ -242,3 +242,12 @@ def test_pytorchjob_runs_torchrun_across_master_and_worker(docker_client: Any, r
     assert results["dist.all_reduce"]["status"] == "pass"
     assert results["dist.all_reduce"]["measured"]["world_size"] == 4
     assert results["dist.pairs"]["status"] != "error"  # two nodes: the pairwise test has something to pair
+
+
+def test_the_issues_own_command_now_writes_its_textfile(docker_client: Any, runtime_image: str) -> None:
+    """Issue 32's report: `docker run --rm <runtime image> envcheck run --for npd --prometheus /tmp/envcheck.prom`
+    exited 2 ("needs prometheus_client") in an image without the cluster extra. Now it judges and writes."""
+    script = "envcheck run --for npd --prometheus /tmp/envcheck.prom; rc=$?; cat /tmp/envcheck.prom; exit $rc"
+    code, out, err = run_streams(docker_client, runtime_image, ["sh", "-c", script], timeout_s=300)
+    assert code in (0, 1), err[-2000:]  # a verdict, never bad input (2)
+    assert "needs prometheus_client" not in err and 'envcheck_usage_error{mode="npd"} 0.0' in out, out + err
