@@ -81,6 +81,19 @@ def _slurm(mode: Mode, decision: Decision, results: Sequence[Result]) -> list[st
     return []
 
 
+def _prolog_usage_error(mode: Mode | None) -> tuple[str, ...]:
+    """The health check repeats, on every run, a usage error of this node's prolog (which exited 0 so as not to drain
+    the node: docs/cluster.md): a warning line, and ("prolog",) for the metrics file that both of them write."""
+    if mode is not Mode.HEALTH:
+        return ()
+    problem = slurm_node.prolog_usage_error(os.environ)
+    if problem is None:
+        return ()
+    _say(f"envcheck: warning: this node's prolog runs envcheck with a usage error ({problem}): jobs start "
+         "without the node check; fix the prolog's command (docs/cluster.md)", sys.stderr)
+    return ("prolog",)
+
+
 def _say(line: str, out: TextIO) -> str | None:
     """Print one line and flush it; the problem in words when the stream is full or closed."""
     try:
@@ -114,11 +127,13 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         problems += [said] if said else []
         problems += _slurm(mode, decision, results)
         code = decision.code
+    carried = _prolog_usage_error(mode)
     if getattr(args, "prometheus", None):
         from envcheck.app.output import WriteError, write_output
 
         try:  # the one writer (envcheck.app.output): atomic, regular files only, one error mapping
-            write_output(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code))
+            write_output(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code,
+                                                 usage_errors=carried))
         except WriteError as exc:  # envcheck's own failure: never evidence against the node
             problems.append(f"metrics not written to {args.prometheus}: {exc.message}")
     if mode is None and problems:

@@ -61,12 +61,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list.insert(0, "run")
 
     def call() -> int:
-        args = build_parser().parse_args(args_list)
-        check_stdout(args)
-        handler = getattr(args, "handler", None)
-        if handler is None:
-            raise UsageError(f"no command given; choose one of {', '.join(SUBCOMMANDS)}")
-        return int(handler(args))
+        try:
+            args = build_parser().parse_args(args_list)
+            check_stdout(args)
+            handler = getattr(args, "handler", None)
+            if handler is None:
+                raise UsageError(f"no command given; choose one of {', '.join(SUBCOMMANDS)}")
+            return int(handler(args))
+        except UsageError as exc:  # in a node mode, a mistyped flag must neither drain the node nor pass unseen
+            from envcheck.app.usage import node_usage_error
+
+            return node_usage_error(args_list, exc)
 
     return guard(call)
 

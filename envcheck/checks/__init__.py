@@ -11,6 +11,7 @@ import functools
 from collections.abc import Sequence
 
 from envcheck.checks import (
+    build,
     container,
     cuda,
     cudnn,
@@ -19,12 +20,15 @@ from envcheck.checks import (
     gpu_health,
     image,
     libraries,
+    linalg,
     network,
     node,
     numerics,
+    numpy_interop,
     runtime,
     torch_compile,
     vision,
+    vision_decoders,
 )
 from envcheck.core.check import CheckSpec, Hooks
 from envcheck.core.section import Section
@@ -36,7 +40,11 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     node.CHECKS,
     cudnn.CHECKS,
     libraries.CHECKS,
+    build.CHECKS,
+    linalg.CHECKS,
+    numpy_interop.CHECKS,
     vision.CHECKS,
+    vision_decoders.CHECKS,
     container.CHECKS,
     runtime.CHECKS,
     network.CHECKS,

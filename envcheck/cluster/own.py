@@ -11,11 +11,15 @@ from __future__ import annotations
 import errno
 import resource
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, Mode
+from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, OK, USAGE, Mode
 from envcheck.core.errors import INTERNAL_ERROR_EXIT, FatalError, UsageError, process_start_problem
 from envcheck.core.text import one_line
+
+# What slurmd sets in its prolog's and epilog's environment (SLURM_SCRIPT_CONTEXT, seen in Slurm 22.05): there a
+# non-zero exit drains the node ("Prolog error"/"Epilog error").
+SLURMD_SCRIPTS = frozenset({"prolog_slurmd", "epilog_slurmd"})
 
 # Open files envcheck needs to start its workers (fork server, pipes, the worker's imports); measured here: with
 # `ulimit -n 14` the run crashes, with 16 it finishes, so 64 leaves room for a check that opens a few more.
@@ -91,3 +95,15 @@ def guarded(mode: Mode, body: Callable[[], int], save_bug: Callable[[], str | No
         return own_failure(mode, 0, exc.message)
     except Exception as exc:  # envcheck's own failure: never evidence against the node
         return own_failure(mode, 0, describe(exc, save_bug))
+
+
+def usage_error_code(mode: Mode | None, env: Mapping[str, str]) -> int:
+    """The exit code of envcheck's own usage error (a mistyped flag, a bad value) in a node mode (docs/cluster.md,
+    "Usage errors in node modes"). Under slurmd's prolog or epilog it is 0: the same mistake is in every node's
+    prolog, and a non-zero code would drain every node that gets a job; the error is reported instead (stderr, the
+    metrics file, the health check). Everywhere else it stays 2: an admin trying the script by hand, NPD ("unknown":
+    no condition is set), the health check (slurmd ignores its code; envcheck neither drains nor resumes), a
+    preflight (the Job fails: its own command is wrong, no retry on another node can help)."""
+    if env.get("SLURM_SCRIPT_CONTEXT") in SLURMD_SCRIPTS:
+        return OK
+    return USAGE if mode is not Mode.NPD else NPD_UNKNOWN

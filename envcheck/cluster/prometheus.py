@@ -50,9 +50,36 @@ def gpus_seen(results: Sequence[Result], facts: Mapping[str, Any]) -> float | No
     return None
 
 
+USAGE_ERROR_DOC = ("1 when envcheck's own command line for this mode is wrong (an unknown flag, a bad value): the "
+                   "node was not checked (docs/cluster.md, Usage errors in node modes)")
+
+
+def _run_info(reg: Any, mode: str, exit_code: int, now: float | None, usage_errors: Mapping[str, int]) -> None:
+    """The series every file carries, a usage error's too: exit code, usage errors by mode, time, version."""
+    from prometheus_client import Gauge
+
+    usage = Gauge("envcheck_usage_error", USAGE_ERROR_DOC, ["mode"], registry=reg)
+    for which, value in usage_errors.items():
+        usage.labels(lv(which)).set(value)
+    Gauge("envcheck_exit_code", "the exit code of this run", ["mode"], registry=reg).labels(lv(mode)).set(exit_code)
+    Gauge("envcheck_last_run_timestamp_seconds", "when this run ended (Unix time)", registry=reg).set(
+        time.time() if now is None else now)
+    Gauge("envcheck_build_info", "envcheck's version", ["version"], registry=reg).labels(__version__).set(1)
+
+
+def render_usage_error(mode: str, exit_code: int, now: float | None = None) -> bytes:
+    """The textfile of a run that never started: its command line was wrong (no check ran, nothing judged)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    reg = CollectorRegistry()
+    _run_info(reg, mode, exit_code, now, {mode: 1})
+    return generate_latest(reg)
+
+
 def render(results: Sequence[Result], facts: Mapping[str, Any], *, mode: str, exit_code: int,
-           now: float | None = None) -> bytes:
-    """The textfile's content, in Prometheus text format, from prometheus_client's own generator."""
+           now: float | None = None, usage_errors: Sequence[str] = ()) -> bytes:
+    """The textfile's content, in Prometheus text format, from prometheus_client's own generator. `usage_errors`:
+    other modes whose command was found wrong and not fixed since (the health check carries the prolog's)."""
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
     reg = CollectorRegistry()
@@ -82,8 +109,5 @@ def render(results: Sequence[Result], facts: Mapping[str, Any], *, mode: str, ex
             Gauge(name, doc, registry=reg).set(value)
     Gauge("envcheck_node_fault", "1 when any check failed with fault class node", registry=reg).set(
         int(any(r.status.is_bad and r.fault_class is FaultClass.NODE for r in results)))
-    Gauge("envcheck_exit_code", "the exit code of this run", ["mode"], registry=reg).labels(lv(mode)).set(exit_code)
-    Gauge("envcheck_last_run_timestamp_seconds", "when this run ended (Unix time)", registry=reg).set(
-        time.time() if now is None else now)
-    Gauge("envcheck_build_info", "envcheck's version", ["version"], registry=reg).labels(__version__).set(1)
+    _run_info(reg, mode, exit_code, now, {mode: 0, **{m: 1 for m in usage_errors}})
     return generate_latest(reg)

@@ -53,6 +53,30 @@ def remember_prolog(reason: str | None, env: Mapping[str, str]) -> str | None:
     return None
 
 
+def remember_usage_error(message: str, env: Mapping[str, str]) -> str | None:
+    """The prolog's own command line was wrong (it exited 0: the node was not judged): kept in the same state file,
+    so that the health check says so on every run until a prolog parses again (which replaces or removes the file).
+    A one-line problem when it cannot be kept."""
+    path = state_file(env)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"usage_error": message, "time": time.time()}) + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        return f"usage error not kept in {path}: {exc.strerror or exc}"
+    return None
+
+
+def prolog_usage_error(env: Mapping[str, str]) -> str | None:
+    """The prolog's last usage error, when its last run had one (None otherwise)."""
+    try:
+        data = json.loads(state_file(env).read_text())
+    except (OSError, ValueError):
+        return None
+    return str(data["usage_error"]) if isinstance(data, dict) and "usage_error" in data else None
+
+
 def _prolog_reason(env: Mapping[str, str]) -> str | None:
     try:
         data = json.loads(state_file(env).read_text())

@@ -91,7 +91,9 @@ def run_build(req: BuildRequest, timeout_s: float = BUILD_TIMEOUT_S) -> str:
     return req.refs()[0]
 
 
-ENVCHECK_DEPS = ["rich>=13", "packaging>=22", "nvidia-ml-py>=12"]  # from PyPI: a torch index may not mirror them
+# envcheck's dependencies in the images, with the `nvml` and `cluster` extras (the documented node modes write a
+# --prometheus textfile): from PyPI (a torch index may not mirror them). Equal to docker/install-envcheck-deps.sh.
+ENVCHECK_DEPS = ["rich>=13", "packaging>=22", "nvidia-ml-py>=12", "prometheus_client>=0.20"]
 
 
 def deps_download_command(row: Row, dest: Path) -> list[str]:

@@ -71,13 +71,13 @@ class Cluster:
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     started_in_s: float = 0.0
 
-    def set_prolog(self, body: str) -> None:
-        """Replace the Prolog script (atomically: slurmd may be reading it)."""
-        tmp = self.dir / "prolog.sh.tmp"
-        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/prolog.log 2>&1\n"  # prolog verdicts stay in the test's folder
+    def set_prolog(self, body: str, kind: str = "prolog") -> None:
+        """Replace the Prolog (or, kind="epilog", the Epilog) script, atomically: slurmd may be reading it."""
+        tmp = self.dir / f"{kind}.sh.tmp"
+        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/{kind}.log 2>&1\n"  # verdicts stay in the test's folder
                        f"export ENVCHECK_SLURM_STATE={self.dir}/slurm-prolog.json\n{body}\n")
         tmp.chmod(0o755)
-        tmp.replace(self.dir / "prolog.sh")
+        tmp.replace(self.dir / f"{kind}.sh")
 
     def run(self, *cmd: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(list(cmd), env={**self.env, **(env or {})}, capture_output=True, text=True,
@@ -109,7 +109,8 @@ def _config(d: Path, node: str) -> str:
 SlurmctldHost={node}(127.0.0.1)
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
-{common_lines(d)}NodeName={node} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN
+{common_lines(d)}Epilog={d}/epilog.sh
+NodeName={node} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -141,6 +142,7 @@ def slurm_cluster() -> Iterator[Cluster]:
         key.chmod(0o600)
         (d / "slurm.conf").write_text(_config(d, node))
         cluster.set_prolog("exit 0")
+        cluster.set_prolog("exit 0", kind="epilog")
         log = (d / "log" / "daemons.out").open("ab")
         m = d / "munge"
         cluster.procs.append(subprocess.Popen(
@@ -164,11 +166,13 @@ def slurm_cluster() -> Iterator[Cluster]:
 
 @pytest.fixture
 def cluster(slurm_cluster: Cluster) -> Iterator[Cluster]:
-    """The session's cluster, with a no-op prolog and an idle node before and after the test."""
-    slurm_cluster.set_prolog("exit 0")
+    """The session's cluster, with a no-op prolog and epilog and an idle node before and after the test."""
+    for kind in ("prolog", "epilog"):
+        slurm_cluster.set_prolog("exit 0", kind=kind)
     slurm_cluster.resume()
     yield slurm_cluster
-    slurm_cluster.set_prolog("exit 0")
+    for kind in ("prolog", "epilog"):
+        slurm_cluster.set_prolog("exit 0", kind=kind)
     slurm_cluster.resume()
 
 

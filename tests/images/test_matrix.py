@@ -135,6 +135,25 @@ def test_wheelhouse_downloads_the_row_from_its_index_and_envcheck_deps_from_pypi
     assert not any(a.startswith("torch") for a in deps)
 
 
+def test_the_images_install_envcheck_with_the_extras_its_documented_modes_need() -> None:
+    """The image's deps layer (docker/install-envcheck-deps.sh) and the wheelhouse's list (ENVCHECK_DEPS) are one list,
+    and it holds the `nvml` and `cluster` extras: `envcheck run --for npd --prometheus FILE`, which the DaemonSet runs,
+    failed with exit 2 ("needs prometheus_client") in an image without the cluster extra (issue 32)."""
+    import re
+
+    import tomllib
+
+    from envcheck.images import build
+
+    script = (ROOT / "docker" / "install-envcheck-deps.sh").read_text()
+    installed = re.findall(r'"([A-Za-z0-9_.-]+[<>=!~][^"]*)"', script.split("pip install", 1)[1])
+    assert installed == build.ENVCHECK_DEPS
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    wanted = [d for d in project["dependencies"] if "python_version" not in d] + extras["nvml"] + extras["cluster"]
+    assert sorted(wanted) == sorted(build.ENVCHECK_DEPS)
+
+
 # Issue 11: the validator must reject what would inject lines into CI or hang the reader.
 def test_a_newline_in_index_url_cannot_inject_build_args(tmp_path: Path) -> None:
     evil = GOOD_ROW.replace('"2.9-cu128"', '"2.9-cu130"').replace('"12.8"', '"13.0"').replace(

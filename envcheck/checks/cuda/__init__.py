@@ -11,6 +11,7 @@ import os
 from envcheck.checks.cuda.arch import arch_coverage, builds_supporting
 from envcheck.checks.cuda.capture import capture_cuda, validate_cuda
 from envcheck.checks.cuda.layers import gpu_error, gpu_label, visible_mig_devices
+from envcheck.checks.cuda.runtime_errors import CHECKS as ERROR_CHECKS
 from envcheck.checks.cuda.verdict import cuda_available_verdict, cuda_devices_replay, gpu_count_verdict
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, skipped
@@ -140,6 +141,7 @@ CHECKS = (
               needs=Needs(torch=True, cuda=True), timeout_s=120),
     CheckSpec("cuda.devices", cuda_devices, "GPU count matches --expect-gpus; memory allocates and verifies",
               needs=Needs(torch=True), timeout_s=120),
+    *ERROR_CHECKS,
 )
 
 # The bundle's `cuda` section: required (every bundle has had one), replaying cuda.available and cuda.devices.

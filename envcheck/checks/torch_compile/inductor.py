@@ -55,7 +55,7 @@ def evidence(gpus: int) -> Evidence:
                     libcuda_env=env, libcuda_found=tuple(found), ptxas_problems=problems)
 
 
-def _error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
     """The exception and its causes, as text (Inductor wraps the real error)."""
     parts, seen = [], set()
     cur: BaseException | None = exc
@@ -162,7 +162,7 @@ def compile_inductor(ctx: Context) -> Result:
         try:
             figures = run_on(device)
         except Exception as exc:
-            text = user_paths(_error_text(exc))  # the user's temp dir, not this worker's private one
+            text = user_paths(error_text(exc))  # the user's temp dir, not this worker's private one
             cause = _failure(text, ev)
             problems.append(Cause(f"torch.compile fails on {device}: {cause.summary}", cause.fix,
                                   fault_class=cause.fault_class))

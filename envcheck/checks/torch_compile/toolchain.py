@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,16 +54,22 @@ def _answering(looked_for: tuple[str, ...]) -> tuple[str | None, str]:
     return None, ""
 
 
+def cxx_search() -> tuple[str | None, ...]:
+    """Inductor's C++ compiler search, `torch._inductor.config.cpp.cxx`: read from the config when Inductor is
+    already imported, else its default `(None, os.environ.get("CXX", "g++"))` (torch/_inductor/config.py), so that
+    the quick probe (compile.toolchain) never pays Inductor's import (~1 s on 2 cores)."""
+    config = sys.modules.get("torch._inductor.config")
+    cxx = config.cpp.cxx if config is not None else (None, os.environ.get("CXX", "g++"))
+    return tuple(cxx) if isinstance(cxx, (list, tuple)) else (cxx,)
+
+
 def cxx_compiler() -> Compiler:
-    """Inductor's CPU compiler: the first of `torch._inductor.config.cpp.cxx` that answers `--version`.
+    """Inductor's CPU compiler: the first of its search (cxx_search) that answers `--version`.
 
     cpp_builder.cpp_compiler_search skips the None entry (a conda download) unless TORCH_INDUCTOR_INSTALL_GXX
     is set; the rest defaults to `$CXX`, else `g++`.
     """
-    from torch._inductor import config
-
-    cxx = config.cpp.cxx
-    search = tuple(cxx) if isinstance(cxx, (list, tuple)) else (cxx,)
+    search = cxx_search()
     looked_for = tuple(str(c) for c in search if c is not None)
     found, version = _answering(looked_for)
     return Compiler("C++ compiler (Inductor, CPU kernels)", looked_for, found, version)
@@ -100,10 +108,14 @@ def dir_problems(path: str) -> tuple[str, ...]:
 
 def default_cache_dir() -> str:
     """Inductor's default cache, <TMPDIR>/torchinductor_<user>, in the temp dir the user's jobs use (this check's
-    own worker has a private TMPDIR on the same mount, envcheck.core.rundir, which is what its compile fills)."""
-    from torch._inductor.runtime.cache_dir_utils import default_cache_dir as inductors
-
-    return os.path.join(user_temp_dir(), os.path.basename(inductors()))
+    own worker has a private TMPDIR on the same mount, envcheck.core.rundir, which is what its compile fills).
+    The name is torch._inductor.runtime.cache_dir_utils.default_cache_dir's (tests/checks/test_compile_smoke.py
+    holds them equal), computed here: importing that module imports all of Inductor."""
+    try:
+        username = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        username = f"uid_{os.getuid()}"
+    return os.path.join(user_temp_dir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", username))
 
 
 def inductor_cache_dir() -> str:
