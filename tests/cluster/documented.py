@@ -71,7 +71,7 @@ def npd_rule() -> dict[str, Any]:
 # A staged 8-GPU node for the node path on this GPU-less machine (the recipe of docs' GUIDE, section 7), in a private
 # mount namespace that dies with the command: /dev on a tmpfs with the usual nodes plus nvidia0..N-1, nvidiactl and
 # nvidia-uvm; /proc/driver/nvidia with the kernel module's version and one gpus/<bus>/information per GPU; the
-# stand-in libcuda.so.1 (tests/checks/stub_libcuda.py: same PCI bus ids) on LD_LIBRARY_PATH, answering as the
+# stand-in libcuda.so.1 (tests/staging/libcuda.py: same PCI bus ids) on LD_LIBRARY_PATH, answering as the
 # STUB_* variables say. Absolute paths: slurmd starts a prolog with no PATH at all.
 STAGE = r"""
 set -e

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.checks.stub_libcuda import build
+from tests.staging.libcuda import build
 from tests.checks.test_dcgm import FAIL_3X
 from tests.cluster.conftest import Cluster
 from tests.cluster.documented import CLUSTER, documented_command, fill, launcher, node_script, staged_node
@@ -147,8 +147,8 @@ def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_pat
             assert "[node] dcgm.diag: DCGM test 'GPU Memory' (Hardware) failed on GPU 0" in log(cluster, "epilog")
 
 
-@pytest.mark.parametrize("typo", [("--timeout 60", "--timout 60"),  # an unknown flag
-                                  ("--timeout 60", "--timeout sixty")])  # a bad value
+@pytest.mark.parametrize("typo", [("--timeout 120", "--timout 120"),  # an unknown flag
+                                  ("--timeout 120", "--timeout sixty")])  # a bad value
 def test_a_mistyped_flag_in_the_documented_prolog_neither_drains_nor_goes_unnoticed(
         cluster: Cluster, libdir: Path, textfile: Path, tmp_path: Path, typo: tuple[str, str]) -> None:
     """docs/cluster.md, "Usage errors in node modes": under slurmd the prolog exits 0 (the same typo is in every
@@ -201,11 +201,11 @@ def test_the_same_typo_run_by_hand_exits_2(libdir: Path, textfile: Path, tmp_pat
     """An admin trying the script outside slurmd (no SLURM_SCRIPT_CONTEXT) gets the plain usage error and 2."""
     import subprocess
 
-    script = node_script("slurm-prolog.sh", tmp_path, textfile, typo=("--timeout 60", "--timout 60"))
+    script = node_script("slurm-prolog.sh", tmp_path, textfile, typo=("--timeout 120", "--timout 120"))
     done = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "ENVCHECK_SLURM_STATE": str(tmp_path / "state.json")})
     assert done.returncode == 2, done.stderr
-    assert "unrecognized arguments: --timout 60" in done.stderr and "exit 2, the node not judged" in done.stderr
+    assert "unrecognized arguments: --timout 120" in done.stderr and "exit 2, the node not judged" in done.stderr
     assert samples(textfile / "envcheck.prom")[("envcheck_usage_error", (("mode", "prolog"),))] == 1
     assert not (tmp_path / "state.json").exists()  # not a slurmd prolog: nothing for a health check to repeat
 

@@ -13,7 +13,7 @@ image. Staged or left out (no GPU, driver or NVIDIA runtime can exist here): `nv
 `runtimeClassName: nvidia` are not applied, so the pods see no GPU, which is itself a documented shape (a pod that
 was given no GPU: `config`, a warning, never a node fault); torchrun's `--nproc-per-node 8` (one rank per GPU) becomes
 2 per container on CPU (gloo); for NPD's node fault and its healthy twin a stand-in libcuda.so.1
-(tests/checks/stub_libcuda.py) answers the torch-free node path's driver calls.
+(tests/staging/libcuda.py) answers the torch-free node path's driver calls.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.checks.stub_libcuda import build
+from tests.staging.libcuda import build
 from tests.cluster.documented import fill, manifest, npd_rule
 from tests.images.conftest import run_streams
 from tests.images.k8s_run import command, container, docker_kwargs, pod_spec, policy_action

@@ -150,10 +150,11 @@ def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str) -> Result
     bus = data.get("pci_gpus")
     access = data.get("access") if isinstance(data.get("access"), dict) else {}
     nodes = (access or {}).get("device_nodes") or {}
+    taken = (access or {}).get("driver_gpus")
     driver = "" if nodes or (access or {}).get("proc_view") not in (None, "absent") else \
         "no NVIDIA driver (no /dev/nvidia*, no /proc/driver/nvidia); "
-    if isinstance(bus, list) and len(bus) >= count and not driver:
-        return None
+    if not driver and ((isinstance(taken, dict) and len(taken) >= count) or (isinstance(bus, list) and len(bus) >= count)):
+        return None  # NVML alone cannot tell, and the driver (or the bus) shows every GPU: not judged on a guess
     seen = (f"the PCI bus shows {len(bus)} NVIDIA GPU(s): {', '.join(bus[:8])}" if isinstance(bus, list) and bus
             else "the PCI bus shows none either" if isinstance(bus, list) else f"the PCI bus cannot be read ({bus})")
     fix = ("load the NVIDIA driver (modprobe nvidia; nvidia-smi), or reinstall it; " if driver else "") + \
