@@ -39,8 +39,14 @@ def _any_figure(results: Sequence[Result], key: str) -> float | None:
 
 
 def gpus_seen(results: Sequence[Result], facts: Mapping[str, Any]) -> float | None:
-    """GPUs this run saw: cuda.devices' count, else cuda.available's list, else none measured."""
+    """GPUs this run saw: cuda.devices' count, else cuda.available's list, else the node path's: the GPUs NVML
+    lists for gpu.health (this process's), else the driver API's count; none measured otherwise."""
     count = _figure(results, "cuda.devices", "gpus")
+    if count is None:
+        count = _figure(results, "gpu.health", "gpus") if any(
+            r.name == "gpu.health" and r.status.value != "skip" for r in results) else None
+    if count is None:
+        count = _figure(results, "node.cuda_driver", "count")
     if count is not None:
         return count
     for r in results:

@@ -117,3 +117,15 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path, mo
         write_output(str(path), b"new\n")
     assert path.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.prom"]
+
+
+def test_the_node_paths_gpu_count_is_written(tmp_path: Path) -> None:
+    """--for prolog|health|npd run no torch check: envcheck_gpus comes from gpu.health's NVML count (the GPUs this
+    process was given), else node.cuda_driver's count."""
+    path = tmp_path / "m.prom"
+    node = [passed("8 GPU(s) ...", measured={"count": 8}).named("node.cuda_driver", 1),
+            passed("7 GPU(s) healthy", measured={"gpus": 7}).named("gpu.health", 1)]
+    write_output(str(path), prometheus.render(node, {}, mode="prolog", exit_code=0))
+    assert dict(samples(path))[("envcheck_gpus", ())] == 7
+    write_output(str(path), prometheus.render(node[:1], {}, mode="prolog", exit_code=0))
+    assert dict(samples(path))[("envcheck_gpus", ())] == 8

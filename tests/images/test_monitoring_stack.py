@@ -123,10 +123,9 @@ def test_every_dashboard_query_runs_on_the_real_series(nodes: dict[str, Any]) ->
             rows = s.query(target["expr"].replace("$instance", variable["allValue"]))  # raises on a PromQL error
             if not rows:
                 empty.append(panel["title"])
-    # what these two nodes cannot have: no run here measures busbw or matmul TFLOP/s, neither node has an image
-    # finding, and the node path's runs (npd) write no envcheck_gpus (only cuda.available/cuda.devices feed it);
-    # every other panel shows their data
-    assert set(empty) <= {"All-reduce bus bandwidth (dist.busbw)", "Matmul TFLOP/s", "GPUs seen",
+    # what these two nodes cannot have: no run here measures busbw or matmul TFLOP/s, and neither node has an image
+    # finding; every other panel shows their data (the node path's GPU count too: node.cuda_driver's)
+    assert set(empty) <= {"All-reduce bus bandwidth (dist.busbw)", "Matmul TFLOP/s",
                           "Image and config findings (the users', never the node's)"}, empty
     (faults,) = [p for p in dashboard["panels"] if p["title"] == "Nodes with a node fault"]
     assert s.query(faults["targets"][0]["expr"].replace("$instance", ".*"))[0]["value"][1] == "1"
