@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.staging.libcuda import build
 from tests.checks.test_dcgm import FAIL_3X
 from tests.cluster.conftest import Cluster
 from tests.cluster.documented import CLUSTER, documented_command, fill, launcher, node_script, staged_node
+from tests.staging.libcuda import build
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 FABRIC_DOWN = {"STUB_INIT": "802"}  # cuInit's CUDA_ERROR_SYSTEM_NOT_READY (tests/checks/test_node_path.py cites it)

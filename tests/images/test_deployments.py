@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from tests.staging.libcuda import build
 from tests.cluster.documented import fill, manifest, npd_rule
 from tests.images.conftest import run_streams
 from tests.images.k8s_run import command, container, docker_kwargs, pod_spec, policy_action
+from tests.staging.libcuda import build
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 TRAIN = "print('trained: the trainer started after the preflight')\n"

@@ -28,10 +28,10 @@ from typing import Any
 import docker.errors
 import pytest
 
-from tests.staging.libcuda import build
 from tests.cluster.documented import ROOT, TEXTFILE_DIR, fill, manifest, staged_node
 from tests.cluster.monitoring import MONITORING, Stack, stack, wait_for
 from tests.images.k8s_run import command, container, docker_kwargs, pod_spec
+from tests.staging.libcuda import build
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 PROM = "envcheck.prom"
