@@ -130,3 +130,14 @@ def test_a_full_gpu_is_busy_when_someone_holds_it_and_the_node_only_when_nobody_
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["status"] == status and got["code"] == code and said in got["summary"], got
     assert got["class"] == ("node" if status == "fail" else None), got
+
+
+
+def test_a_preflight_without_gpu_access_is_the_pods_spec(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A pod's preflight with a --profile in a container started without GPU access (no /dev/nvidia*, no driver):
+    the pod spec's fault (config, exit 0); the node modes run on the host and call the same picture the node's."""
+    node = Node(eight_gpus(), driver=False, how="cdi", given=(), kmsg=[])
+    with staged_node(node, tmp_path_factory.mktemp("nogpu")) as staged:
+        done, results = staged.envcheck("--for", "preflight", "--only", "node.profile", "--profile", "h100-sxm-8")
+    assert done.returncode == 0 and results["node.profile"]["fault_class"] == "config", _verdict(done, results)
+    assert "started without GPU access" in results["node.profile"]["remediation"]

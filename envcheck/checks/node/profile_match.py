@@ -144,7 +144,7 @@ def _given(data: Mapping[str, Any]) -> Allocation:
     return allocation(access if isinstance(access, dict) else {}, data.get("pci_gpus") or [])
 
 
-def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str) -> Result | None:
+def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str, node_mode: bool) -> Result | None:
     """NVML cannot start and the node must have GPUs: a node with no driver or no GPU left fails, naming the GPUs
     the PCI bus still shows (with no driver bound) or that it shows none; None when the bus shows them all."""
     bus = data.get("pci_gpus")
@@ -159,12 +159,18 @@ def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str) -> Result
             else "the PCI bus shows none either" if isinstance(bus, list) else f"the PCI bus cannot be read ({bus})")
     fix = ("load the NVIDIA driver (modprobe nvidia; nvidia-smi), or reinstall it; " if driver else "") + \
         LOST_FIX.format(pci=bus[0] if isinstance(bus, list) and bus else "<address>")
+    if driver and (access or {}).get("in_container"):  # seen from inside a container: maybe only its spec
+        fix += ("; in a container, it may only have been started without GPU access: docker run --gpus all, or a "
+                "pod with runtimeClassName: nvidia and NVIDIA_VISIBLE_DEVICES=all")
+    # The node modes run on the host (or a DaemonSet given every GPU): none there is the node's, as cuda.available's
+    # no-driver finding is (cluster.policy.reclassify); in a pod's preflight it is the pod spec's.
     return failed(f"{kind}: {count} GPU(s) expected, none usable: {driver}{data.get('nvml_error')}; {seen}", fix,
-                  measured={k: data.get(k) for k in ("pci_gpus", "nvml_error", "access")}, fault_class="node",
-                  code=code)
+                  measured={k: data.get(k) for k in ("pci_gpus", "nvml_error", "access")},
+                  fault_class="node" if node_mode else "config", code=code)
 
 
-def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None = None) -> Result:
+def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None = None, node_mode: bool = True
+            ) -> Result:
     """Fail (a node fault) on each way the node differs from its profile or --expect-gpus; skip without either,
     or when NVML cannot tell and nothing is expected of the GPU count."""
     measured = {"profile": p.profile, "expect_gpus": expect_gpus,
@@ -173,7 +179,7 @@ def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None 
     kind = p.description or p.profile or "this node"
     if data.get("nvml_error") and not data.get("gpus"):
         if count:
-            none = _no_gpu(data, count, code, kind)
+            none = _no_gpu(data, count, code, kind, node_mode)
             if none is not None:
                 return none
         return skipped(f"NVML cannot tell whether this node matches {p.profile or 'its expectation'}: "
@@ -191,8 +197,9 @@ def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None 
 def profile_check(ctx: Context) -> Result:
     """This node against its --profile and --expect-gpus (skips without either)."""
     p = ctx.options.profile
-    if p.profile is None and ctx.expect_gpus is None:
-        return skipped("no --profile and no --expect-gpus given (e.g. --profile h100-sxm-8, or --expect-gpus 8)")
+    if p.profile is None and (ctx.expect_gpus is None or not ctx.options.node_path):
+        return skipped("no --profile given (e.g. --profile h100-sxm-8); --expect-gpus binds node.profile on the "
+                       "node path (--for prolog|health|npd) and cuda.devices on the torch path")
     left = ctx.time_left()
     return verdict(capture(NVML_BUDGET_S if left is None else max(1.0, min(NVML_BUDGET_S, left - 1.0))), p,
-                   ctx.expect_gpus)
+                   ctx.expect_gpus, ctx.options.cluster_mode in ("prolog", "health", "npd"))
