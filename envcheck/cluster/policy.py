@@ -47,12 +47,12 @@ class Decision:
     warnings: tuple[str, ...]
 
 
-def one_line(result: Result) -> str:
-    """`[class] check: summary`, one line, at most REASON_MAX characters, no quotes that break a shell."""
+def one_line(result: Result, limit: int = REASON_MAX) -> str:
+    """`[class] check: summary`, one line, at most `limit` characters, no quotes that break a shell."""
     who = result.fault_class.value if result.fault_class is not None else "envcheck"
     text = f"[{who}] {result.name}: {result.summary}"
     text = " ".join(text.replace('"', "'").split())
-    return text if len(text) <= REASON_MAX else text[: REASON_MAX - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _lost_gpu(result: Result, expect_gpus: int | None) -> bool:
@@ -97,7 +97,8 @@ def decide(results: Sequence[Result], mode: Mode) -> Decision:
     if node:
         code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.HEALTH: NODE_FAULT,
                 Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
-        reason = one_line(node[0]) + (f" (+{len(node) - 1} more node faults)" if len(node) > 1 else "")
+        more = f" (+{len(node) - 1} more node faults)" if len(node) > 1 else ""
+        reason = one_line(node[0], REASON_MAX - len(more)) + more  # the whole line stays within REASON_MAX
         return Decision(code, reason, warnings)
     # Image and config faults never fail a node's gate, in any mode: exit 0 with the warnings in the job's output.
     if mode is Mode.NPD and any(r.fault_class is None or r.code in LIMIT_CODES for r in bad):

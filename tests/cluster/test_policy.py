@@ -44,6 +44,9 @@ def test_node_reason_is_one_line_for_scontrol() -> None:
     assert d.reason.endswith("(+1 more node faults)")
     long = one_line(fail("cuda.devices", "node", 'two\nlines "quoted"' + "x" * 300))
     assert "\n" not in long and '"' not in long and len(long) == policy.REASON_MAX
+    two_long = decide([fail("node.cuda_driver", "node", "y" * 300), fail("node.profile", "node", "z" * 300)],
+                      Mode.NPD)  # NPD's max_output_length: the suffix too stays inside the limit
+    assert len(two_long.reason) == policy.REASON_MAX and two_long.reason.endswith("... (+1 more node faults)")
 
 
 def test_image_and_config_faults_are_warnings_not_reasons() -> None:

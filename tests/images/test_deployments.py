@@ -19,6 +19,8 @@ was given no GPU: `config`, a warning, never a node fault); torchrun's `--nproc-
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ import pytest
 from tests.cluster.documented import fill, manifest, npd_rule
 from tests.images.conftest import run_streams
 from tests.images.k8s_run import command, container, docker_kwargs, pod_spec, policy_action
+from tests.staging.gpu_node import BUSES, STUB_NVML
 from tests.staging.libcuda import build
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -115,7 +118,8 @@ def libdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("a usage error", {"STUB_COUNT": "8"}, 2, ""),
 ])
 def test_npd_plugin_command_and_its_exit_code_contract(docker_client: Any, runtime_image: str, libdir: Path,
-                                                       case: str, stub: dict[str, str], code: int, first: str) -> None:
+                                                       case: str, stub: dict[str, str], code: int, first: str,
+                                                       tmp_path: Path) -> None:
     """docs/cluster/npd-envcheck-plugin.json: NPD runs `path args` and reads 0 OK, 1 problem (stdout's first line,
     at most max_output_length, is the condition's message), 2 unknown; its own timeout must outlast envcheck's."""
     rule = npd_rule()
@@ -127,10 +131,26 @@ def test_npd_plugin_command_and_its_exit_code_contract(docker_client: Any, runti
     argv = ["envcheck", *args]  # NPD's `path` (/usr/local/bin/envcheck in its container): the image's envcheck
     if case == "a usage error":
         argv = [*argv, "--expect-gpu-count", "8"]
-    env = {"LD_LIBRARY_PATH": "/opt/stub-libcuda", **stub}
+    # A node's GPUs as the image sees them through the container toolkit: /dev/nvidia0..7, nvidiactl and nvidia-uvm
+    # (character nodes made in a temp dir and passed with --device: Docker re-creates them and allows them in the
+    # container's device cgroup), the stand-in libcuda and the NVML stand-in (tests/staging) answering for 8 GPUs.
+    nodes = tmp_path / "dev"
+    nodes.mkdir()
+    devices = []
+    for name, major, minor in [*((f"nvidia{i}", 195, i) for i in range(8)), ("nvidiactl", 195, 255),
+                               ("nvidia-uvm", 510, 0)]:
+        os.mknod(nodes / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+        devices.append(f"{nodes / name}:/dev/{name}:rw")
+    (tmp_path / "nvml.json").write_text(json.dumps({"gpus": [
+        {"bus": bus, "minor": i, "uuid": f"GPU-{i:08x}-1c2b-4d5e-8f90-a1b2c3d4e5f6"} for i, bus in enumerate(BUSES)]}))
+    env = {"LD_LIBRARY_PATH": "/opt/stub-libcuda", "PYTHONPATH": "/opt/stub-nvml",
+           "STUB_NVML_STATE": "/opt/stub-state/nvml.json", **stub}
     started = time.monotonic()
     rc, out, err = run_streams(docker_client, runtime_image, argv, timeout_s=budget + 60, environment=env,
-                               volumes={str(libdir): {"bind": "/opt/stub-libcuda", "mode": "ro"}})
+                               devices=devices,
+                               volumes={str(libdir): {"bind": "/opt/stub-libcuda", "mode": "ro"},
+                                        str(STUB_NVML): {"bind": "/opt/stub-nvml", "mode": "ro"},
+                                        str(tmp_path): {"bind": "/opt/stub-state", "mode": "ro"}})
     assert rc == code, (case, out, err[-2000:])
     assert time.monotonic() - started < budget
     if first:
