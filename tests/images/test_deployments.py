@@ -140,7 +140,9 @@ def test_npd_plugin_command_and_its_exit_code_contract(docker_client: Any, runti
     for name, major, minor in [*((f"nvidia{i}", 195, i) for i in range(8)), ("nvidiactl", 195, 255),
                                ("nvidia-uvm", 510, 0)]:
         os.mknod(nodes / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+        (nodes / name).chmod(0o666)  # as the driver makes them (mknod's mode passes through the umask)
         devices.append(f"{nodes / name}:/dev/{name}:rw")
+    tmp_path.chmod(0o755)  # read by the image's non-root user
     (tmp_path / "nvml.json").write_text(json.dumps({"gpus": [
         {"bus": bus, "minor": i, "uuid": f"GPU-{i:08x}-1c2b-4d5e-8f90-a1b2c3d4e5f6"} for i, bus in enumerate(BUSES)]}))
     env = {"LD_LIBRARY_PATH": "/opt/stub-libcuda", "PYTHONPATH": "/opt/stub-nvml",

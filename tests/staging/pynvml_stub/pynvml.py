@@ -85,8 +85,11 @@ def nvmlInit() -> None:
         if _REFS[0] == 0:
             if not _warm(state):
                 time.sleep(float(state.get("cold_s_per_gpu", 0)) * len(_visible()))
-            os.makedirs(os.path.dirname(_holder()), exist_ok=True)
-            with open(_holder(), "w", encoding="utf-8"):
+            try:  # the record of who holds the GPUs (a non-root container may have no writable /run: no record)
+                os.makedirs(os.path.dirname(_holder()), exist_ok=True)
+                with open(_holder(), "w", encoding="utf-8"):
+                    pass
+            except OSError:
                 pass
         _REFS[0] += 1
 
