@@ -166,7 +166,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         facts = runner.facts() if result.status is Status.PASS else {}
     if result.status is not Status.PASS:
         raise FatalError(f"could not capture the bundle: {result.summary}", exit_code=3)
-    bundle = make_bundle(dict(result.measured["bundle"]), facts, __version__)  # type: ignore[arg-type]
+    bundle = make_bundle(dict(result.measured["bundle"]), facts, __version__)
     write_output(args.bundle, json.dumps(bundle, indent=2, default=str) + "\n")
     if args.bundle != "-":
         print(f"wrote {args.bundle}: explain it anywhere with `envcheck explain {args.bundle}`", file=sys.stderr)

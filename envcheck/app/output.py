@@ -50,7 +50,7 @@ class Terminal(Console):
         stdout_gone()
         _lost("the table could not be shown: its reader exited (broken pipe)")
 
-    def print(self, *objects: object, **kwargs: object) -> None:  # type: ignore[override]
+    def print(self, *objects: object, **kwargs: object) -> None:
         """Print as rich does; an OSError of the terminal (ENOSPC, EIO) is recorded, not raised."""
         try:
             super().print(*objects, **kwargs)  # type: ignore[arg-type]

@@ -18,7 +18,6 @@ from envcheck.bench.unit_timing import Timing, measure
 
 MIB = 1 << 20
 DEVICE_SIZES = {"quick": (256 * MIB, 512 * MIB, 1024 * MIB), "full": tuple(MIB << k for k in range(8, 12))}
-DEFAULT_L2 = 64 * MIB  # when torch does not report L2_cache_size: above every current GPU's L2 but B200's
 FREE_SHARE = 0.8  # use at most this share of the free device memory
 HOST_SIZES = {"quick": (MIB, 16 * MIB, 256 * MIB), "full": tuple((64 << 10) << k for k in range(0, 15))}
 CPU_SIZES = {"quick": (4 * MIB, 64 * MIB, 256 * MIB), "full": (MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB)}

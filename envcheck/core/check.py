@@ -127,7 +127,7 @@ class CheckOptions:
         made = {name: group(**{k: v for k, v in groups[name].items() if k in {f.name for f in fields(group)}})
                 for name, group in _GROUPS.items()}
         return cls(front_door=data.get("front_door", data.get("mode")), node_path=bool(data.get("node_path")),
-                   cluster_mode=data.get("cluster_mode"), **made)  # type: ignore[arg-type]
+                   cluster_mode=data.get("cluster_mode"), **made)
 
 
 @dataclass(frozen=True)

@@ -23,21 +23,3 @@ def scratch_file(name: str) -> IO[bytes]:
         else:
             return open(fd, "w+b", buffering=0)
     return tempfile.TemporaryFile(prefix=f"{name}-")
-
-
-def writable_dir(candidates: list[str]) -> str | None:
-    """The first candidate directory this process can create a file in, or None."""
-    for path in candidates:
-        if not path:
-            continue
-        try:
-            fd, probe = tempfile.mkstemp(prefix=".envcheck-probe-", dir=path)
-        except OSError:
-            continue
-        os.close(fd)
-        try:
-            os.unlink(probe)
-        except OSError:
-            pass
-        return path
-    return None

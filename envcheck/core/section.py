@@ -11,29 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result
 
 Verdict = Callable[[Mapping[str, Any], Context], Result]
-
-
-class Replayable(Protocol):
-    """What the bundle and `explain` need of a section (SectionSpec implements it)."""
-
-    key: str
-    required: bool
-
-    def capture(self) -> dict[str, Any]:
-        """Read the live system."""
-
-    def validate(self, data: Any, where: str) -> None:
-        """Raise UsageError naming the first wrong field of a bundle's section."""
-
-    def replay(self, data: Mapping[str, Any], ctx: Context) -> list[Result]:
-        """Every verdict of this section for captured data, each named after its check."""
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,3 @@ def label_value(value: Any) -> str:
     """A Prometheus label value: one line, every control character escaped (prometheus_client adds the
     exposition format's backslash, quote and newline escaping)."""
     return one_line(value)
-
-
-def from_bytes(data: bytes) -> str:
-    """Bytes from outside as text: UTF-8, with undecodable bytes carried as surrogateescape (visible() shows them)."""
-    return data.decode("utf-8", "surrogateescape")

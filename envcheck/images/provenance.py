@@ -3,7 +3,6 @@ image by digest under cosign's `sha256-<hex>.att` tag (a registry without the OC
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -68,7 +67,7 @@ def sign_envelope(doc: dict[str, Any], key_path: Path) -> dict[str, Any]:
     except (OSError, ValueError, TypeError) as exc:
         raise UsageError(f"--attest-key {key_path}: not a readable unencrypted PEM private key ({exc})") from None
     envelope = Envelope(payload=json.dumps(doc, sort_keys=True).encode(), payload_type=PAYLOAD_TYPE, signatures={})
-    envelope.sign(CryptoSigner(private))  # type: ignore[arg-type]
+    envelope.sign(CryptoSigner(private))
     signed: dict[str, Any] = envelope.to_dict()
     return signed
 
@@ -108,12 +107,6 @@ def _write_layout(root: Path, layer: bytes) -> None:
     manifest_desc = {"mediaType": manifest["mediaType"], **blob(json.dumps(manifest).encode())}
     (root / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [manifest_desc]}))
     (root / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
-
-
-def envelope_statement(envelope: dict[str, Any]) -> dict[str, Any]:
-    """The Statement inside an envelope, unverified (callers verify the signature themselves)."""
-    doc: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))
-    return doc
 
 
 def github_env() -> dict[str, str]:

@@ -17,7 +17,6 @@ from envcheck.reference.compare import Comparison, Tensor, compare, comparisons_
 from envcheck.reference.devices import check_devices, numerics_mode
 
 N, C, IGNORE = 6, 5, 2
-Loss = Callable[..., Tensor]
 Case = tuple[str, Callable[..., Tensor], Callable[..., Tensor]]
 
 
