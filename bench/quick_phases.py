@@ -111,6 +111,5 @@ def has_gpu() -> bool:
     return gpu_present()
 
 
-
 if __name__ == "__main__":
     sys.exit(main())

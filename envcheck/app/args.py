@@ -22,7 +22,6 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (try `{self.prog} --help`)")
 
 
-
 def _finite(text: str) -> float:
     try:
         value = float(text)
@@ -31,7 +30,6 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):  # nan compares false with every limit, so it would silently disable one
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give e.g. 10 or 2.5")
     return value
-
 
 
 MESSAGE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}  # nccl-tests' -b/-e suffixes (binary: 16G = 16 GiB)
@@ -59,14 +57,12 @@ def positive_float(text: str) -> float:
     return value
 
 
-
 def non_negative_float(text: str) -> float:
     """argparse type for thresholds in percent: a finite number >= 0."""
     value = _finite(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
-
 
 
 def fraction(text: str) -> float:
@@ -77,7 +73,6 @@ def fraction(text: str) -> float:
     return value
 
 
-
 def non_negative_int(text: str) -> int:
     """argparse type for GPU counts."""
     if not (text.isascii() and text.isdigit()):
@@ -85,12 +80,10 @@ def non_negative_int(text: str) -> int:
     return int(text)
 
 
-
 # The gloo ranks of the CPU distributed check are forked processes on this host, each with its own torch
 # import and TCP connections; beyond this many they exhaust the process and file limits long before they
 # prove anything more than 2 ranks do.
 MAX_CPU_RANKS = 64
-
 
 
 def rank_count(text: str) -> int:
@@ -105,13 +98,11 @@ def rank_count(text: str) -> int:
     return value
 
 
-
 def names(text: str) -> str:
     """argparse type for --only/--skip: at least one comma-separated name (an empty list is a mistake)."""
     if not [n for n in text.split(",") if n.strip()]:
         raise argparse.ArgumentTypeError(f"{text!r} names no check; give comma-separated names (see `envcheck list`)")
     return text
-
 
 
 NAME_MAX = 255
@@ -137,7 +128,6 @@ def input_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{one_line(text)} is not a regular file (a folder, FIFO or device); "
                                           "give a report file that `envcheck bench --json` wrote")
     return text
-
 
 
 def output_path(text: str) -> str:
@@ -179,7 +169,6 @@ def output_path(text: str) -> str:
     return text
 
 
-
 def output_dir(text: str) -> str:
     """argparse type for bench --plots: a folder that exists and is writable, or can be created (nothing is
     created here)."""
@@ -196,9 +185,7 @@ def output_dir(text: str) -> str:
     return text
 
 
-
 STDOUT_REPORTS = ("json", "junit", "bundle")
-
 
 
 FILE_OUTPUTS = ("json", "junit", "bundle", "prometheus")
@@ -221,11 +208,9 @@ def check_stdout(args: argparse.Namespace) -> None:
         seen[key] = f"--{name}"
 
 
-
 def report_on_stdout(args: argparse.Namespace) -> bool:
     """Whether a report goes to stdout (then the table goes to stderr)."""
     return any(getattr(args, name, None) == "-" for name in STDOUT_REPORTS)
-
 
 
 def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default: float | None = None,
@@ -251,7 +236,6 @@ def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default
                         help="the all-reduce message size the --min-busbw floor was measured at (e.g. 16G, as "
                              "nccl-tests' -b/-e): judged only against a sweep row of that size; default: the peak")
     parser.add_argument("--strict-perf", action="store_true", help="make --min-busbw a failure, not a warning")
-
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

@@ -73,7 +73,6 @@ def cmd_host(args: argparse.Namespace) -> int:
     return code
 
 
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `host` subcommand."""
     host = sub.add_parser("host", help="before pulling: the driver, GPUs, Docker GPU setup, and which image "

@@ -17,9 +17,7 @@ from envcheck.core.errors import UsageError
 PLUGIN_COMMANDS = ("envcheck.app.bench", "envcheck.app.images", "envcheck.app.host", "envcheck.app.explain")
 
 
-
 SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix", "host", "explain")
-
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,14 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-
 def _handler(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     def call(args: argparse.Namespace) -> int:
         fn: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
         return fn(args)
 
     return call
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:

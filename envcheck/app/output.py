@@ -77,13 +77,11 @@ def safe_streams() -> None:
                 reconfigure(errors="backslashreplace")
 
 
-
 class WriteError(FatalError):
     """A report could not be written (the checks themselves ran): one line, exit 3."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=3)
-
 
 
 def stdout_gone() -> None:
@@ -96,9 +94,7 @@ def stdout_gone() -> None:
         pass
 
 
-
 _STDOUT_CLOSED = False
-
 
 
 def reopen_closed_stdout() -> None:
@@ -113,7 +109,6 @@ def reopen_closed_stdout() -> None:
         os.dup2(fd, 1)
         os.close(fd)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-
 
 
 def write_output(path: str, text: str | bytes) -> None:

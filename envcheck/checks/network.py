@@ -35,7 +35,6 @@ def capture() -> dict[str, Any]:
             "env": {k: os.environ[k] for k in VARIABLES if k in os.environ}}
 
 
-
 def validate(data: Any, where: str) -> None:
     """One-line UsageError unless `data` has the network section's shape."""
     require(data, where, {"interfaces": (list,), "infiniband": (list, None), "env": (dict,)})
@@ -63,7 +62,6 @@ def validate(data: Any, where: str) -> None:
             raise UsageError(f"{where}.env.{key} must be str, got {value!r:.60}")
 
 
-
 def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     """FAIL (config) when a socket variable selects no interface this host has, naming those it has."""
     env: Mapping[str, str] = data.get("env", {})
@@ -82,15 +80,12 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     return make(summary, fix, measured=measured, fault_class="config")
 
 
-
 SECTION = Section("network", "net.ifname", capture, validate, verdict)
-
 
 
 def net_ifname(ctx: Context) -> Result:
     """The socket/HCA variables name interfaces this host has."""
     return SECTION.judge(ctx)
-
 
 
 CHECKS = (

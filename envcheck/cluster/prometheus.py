@@ -19,8 +19,6 @@ from envcheck.core.text import label_value as lv
 STATUSES = tuple(s.value for s in Status)
 
 
-
-
 def _figure(results: Sequence[Result], check: str, key: str) -> float | None:
     for r in results:
         value = r.measured.get(key) if r.name == check else None

@@ -13,28 +13,22 @@ from envcheck.probe.interfaces import IFF_LOOPBACK, IFF_RUNNING, IFF_UP
 JUDGED = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_IB_HCA")
 
 
-
 VARIABLES = (*JUDGED, "NCCL_SOCKET_FAMILY")
 
 
-
 LISTED = 12  # interfaces named in a summary; measured has them all
-
 
 
 def _up(i: Mapping[str, Any]) -> bool:
     return bool(i.get("flags", 0) & IFF_UP)
 
 
-
 def _running(i: Mapping[str, Any]) -> bool:
     return bool(i.get("flags", 0) & IFF_UP and i.get("flags", 0) & IFF_RUNNING)
 
 
-
 def _addressed(i: Mapping[str, Any]) -> bool:
     return bool(i.get("ipv4") or i.get("ipv6"))
-
 
 
 def nccl_list(value: str) -> tuple[bool, bool, list[tuple[str, int]]]:
@@ -52,14 +46,12 @@ def nccl_list(value: str) -> tuple[bool, bool, list[tuple[str, int]]]:
     return exclude, exact, entries
 
 
-
 def nccl_matches(value: str, name: str, port: int = -1) -> bool:
     """NCCL's matchIfList XOR '^': does `name` (and `port`) pass the list? An empty list passes everything."""
     exclude, exact, entries = nccl_list(value)
     hit = not entries or any((name == p if exact else name.startswith(p)) and (-1 in (port, q) or port == q)
                              for p, q in entries)
     return hit != exclude
-
 
 
 def nccl_usable(iface: Mapping[str, Any], family: str | None) -> bool:
@@ -69,14 +61,12 @@ def nccl_usable(iface: Mapping[str, Any], family: str | None) -> bool:
     return _running(iface) and (v4 or v6)
 
 
-
 def gloo_pieces(value: str) -> list[str] | None:
     """The names PyTorch gives gloo (std::getline on ','); None when the value is ignored (one character or less)."""
     if len(value) <= 1:
         return None
     pieces = value.split(",")
     return pieces[:-1] if pieces[-1] == "" else pieces
-
 
 
 def describe(iface: Mapping[str, Any]) -> str:
@@ -90,12 +80,10 @@ def describe(iface: Mapping[str, Any]) -> str:
     return f"{iface['name']} ({', '.join(notes)})"
 
 
-
 def listing(ifaces: list[Mapping[str, Any]]) -> str:
     """The interfaces here, for a summary (the first LISTED of them)."""
     text = ", ".join(describe(i) for i in ifaces[:LISTED]) or "none"
     return text + (f" and {len(ifaces) - LISTED} more" if len(ifaces) > LISTED else "")
-
 
 
 def suggestion(ifaces: list[Mapping[str, Any]]) -> str | None:
@@ -103,7 +91,6 @@ def suggestion(ifaces: list[Mapping[str, Any]]) -> str | None:
     good = [i for i in ifaces if _running(i) and _addressed(i) and not i.get("flags", 0) & IFF_LOOPBACK]
     good.sort(key=lambda i: str(i["name"]).startswith(("docker", "veth", "virbr", "br-", "cni", "cali")))
     return str(good[0]["name"]) if good else None
-
 
 
 class Finding(NamedTuple):
@@ -115,13 +102,11 @@ class Finding(NamedTuple):
     matches: tuple[str, ...] = ()
 
 
-
 def _fix(var: str, ifaces: list[Mapping[str, Any]]) -> str:
     name = suggestion(ifaces)
     if name is None:
         return f"unset {var} (no non-loopback interface is up here; {var}=lo suits a single-node run)"
     return f"export {var}={name} (an interface that exists here), or unset {var}"
-
 
 
 def judge_variable(var: str, value: str, data: Mapping[str, Any]) -> Finding:
@@ -159,7 +144,6 @@ def judge_variable(var: str, value: str, data: Mapping[str, Any]) -> Finding:
     unusable = f" ({', '.join(describe(i) for i in listed)}: not running with an IP address{of})" if listed else ""
     return Finding("fail", f"{var}={value} matches no usable interface{unusable} (NCCL reads a comma list of "
                    f"prefixes, '^' excludes, '=' exact names); {here}", _fix(var, ifaces))
-
 
 
 def _judge_hca(value: str, hcas: list[Mapping[str, Any]] | None) -> Finding:

@@ -21,7 +21,6 @@ from envcheck.core.versions import cuda_version_text, parse_version, release
 MINOR_COMPAT_DRIVER = MAJOR_FLOOR
 
 
-
 @dataclass
 class HostGpus:
     """What the host's driver says, without torch."""
@@ -33,7 +32,6 @@ class HostGpus:
     names: list[str] = field(default_factory=list)
     why_none: str = ""
     listed: list[dict[str, Any]] = field(default_factory=list)  # each GPU: name and compute capability
-
 
 
 def driver_problem(driver: str | None, driver_cuda: str | None, row_cuda: str) -> str | None:
@@ -57,7 +55,6 @@ def driver_problem(driver: str | None, driver_cuda: str | None, row_cuda: str) -
     return None
 
 
-
 def minor_compat_note(driver_cuda: str | None, row_cuda: str) -> str:
     """A note when a row runs only through minor-version compatibility."""
     have = release(driver_cuda) if driver_cuda else None
@@ -65,7 +62,6 @@ def minor_compat_note(driver_cuda: str | None, row_cuda: str) -> str:
     if have is not None and have[:2] < row[:2]:
         return f"runs via minor-version compatibility (driver's CUDA {driver_cuda} < {row_cuda}: no newer PTX JIT)"
     return ""
-
 
 
 def arch_problem(capabilities: list[tuple[int, int]], arch_list: list[str] | None) -> str | None:
@@ -79,7 +75,6 @@ def arch_problem(capabilities: list[tuple[int, int]], arch_list: list[str] | Non
         return None
     sms = ", ".join(f"sm_{a}{b}" for a, b in missing)
     return f"GPU arch {sms} is not in this build's arch list ({' '.join(arch_list)})"
-
 
 
 def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
@@ -101,11 +96,9 @@ def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-
 def _capability(text: Any) -> tuple[int, int] | None:
     numbers = release(str(text))
     return (numbers[0], numbers[1]) if numbers and len(numbers) >= 2 else None
-
 
 
 def read_host_gpus() -> HostGpus:
@@ -143,13 +136,11 @@ def read_host_gpus() -> HostGpus:
     return HostGpus(why_none="; ".join(reasons) or "no NVIDIA driver answered")
 
 
-
 def _read(path: str) -> str:
     try:
         return Path(path).read_text(errors="replace")
     except OSError:
         return ""
-
 
 
 def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
@@ -194,7 +185,6 @@ def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
     return found
 
 
-
 def dev_char_problem(missing: list[str], cgroup_driver: str | None) -> dict[str, str] | None:
     """The host's NVIDIA nodes without /dev/char links: GPU containers under systemd's cgroup management lose them
     at the next `systemctl daemon-reload` (NVIDIA/nvidia-container-toolkit#48); None when none is missing or
@@ -209,7 +199,6 @@ def dev_char_problem(missing: list[str], cgroup_driver: str | None) -> dict[str,
             "fix": DAEMON_RELOAD_FIX.partition("; on the host, once: ")[2], "fault_class": "node"}
 
 
-
 def dev_char_links(dev: str = "/dev") -> dict[str, Any]:
     """The NVIDIA nodes lacking /dev/char links, read on the host (a container's /dev has no /dev/char)."""
     from envcheck.checks.cuda.capture import missing_char_symlinks
@@ -218,7 +207,6 @@ def dev_char_links(dev: str = "/dev") -> dict[str, Any]:
     if in_container() is True:
         return {"checked": False, "why": "envcheck runs inside a container: run `envcheck host` on the host"}
     return {"checked": True, "missing": missing_char_symlinks(dev)}
-
 
 
 def read_compose(path: str) -> dict[str, Any]:
@@ -230,7 +218,6 @@ def read_compose(path: str) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("services", {}), dict):
         raise UsageError(f"compose file {path}: not a compose file (a mapping with a 'services' mapping is expected)")
     return data
-
 
 
 def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[str, Any]:

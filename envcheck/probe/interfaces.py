@@ -16,8 +16,6 @@ class _Ifaddrs(ctypes.Structure):
     pass
 
 
-
-
 _Ifaddrs._fields_ = [("next", ctypes.POINTER(_Ifaddrs)), ("name", ctypes.c_char_p), ("flags", ctypes.c_uint),
                      ("addr", ctypes.c_void_p), ("netmask", ctypes.c_void_p), ("ifu", ctypes.c_void_p),
                      ("data", ctypes.c_void_p)]
@@ -49,7 +47,6 @@ def interfaces() -> list[dict[str, Any]]:
     finally:
         libc.freeifaddrs(head)
     return list(found.values())
-
 
 
 def infiniband(root: str = "/sys/class/infiniband") -> list[dict[str, Any]] | None:

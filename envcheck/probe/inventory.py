@@ -24,8 +24,6 @@ SMI_QUERY = "name,memory.total,compute_cap,driver_version"
 T = TypeVar("T")
 
 
-
-
 def field(read: Callable[[], T], what: str) -> T | dict[str, str]:
     """`read()`, or absent('<what> failed: <error>') for just this field."""
     try:

@@ -55,7 +55,6 @@ def with_nvml(body: Callable[[Any], T], unavailable: Callable[[BaseException], T
             pass
 
 
-
 def read_nvml(body: Callable[[Any, dict[str, Any]], T], unavailable: Callable[[BaseException], T],
               budget_s: float = NVML_BUDGET_S) -> Budgeted[T]:
     """`body(pynvml, progress)` inside an NVML session, in a thread within `budget_s`. The body records what it

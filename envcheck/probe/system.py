@@ -17,9 +17,7 @@ from typing import Any, TypeVar
 PROBE_TIMEOUT_S = 10.0
 
 
-
 T = TypeVar("T")
-
 
 
 def absent(reason: str) -> dict[str, str]:
@@ -27,11 +25,9 @@ def absent(reason: str) -> dict[str, str]:
     return {"absent": reason}
 
 
-
 def is_absent(value: Any) -> bool:
     """True for an `absent(...)` marker."""
     return isinstance(value, dict) and set(value) == {"absent"}
-
 
 
 @dataclass(frozen=True)
@@ -43,9 +39,7 @@ class CommandOutput:
     stderr: str
 
 
-
 CommandRunner = Callable[[list[str], float], "CommandOutput | dict[str, str]"]
-
 
 
 def run_command(argv: list[str], timeout_s: float = PROBE_TIMEOUT_S) -> CommandOutput | dict[str, str]:
@@ -61,14 +55,12 @@ def run_command(argv: list[str], timeout_s: float = PROBE_TIMEOUT_S) -> CommandO
     return CommandOutput(done.returncode, done.stdout, done.stderr)
 
 
-
 def read_text(path: str) -> str | None:
     """A small file's text, or None when it cannot be read."""
     try:
         return Path(path).read_text(errors="replace")
     except OSError:
         return None
-
 
 
 def mapped_paths(maps: str | None = None) -> set[str] | None:
@@ -79,14 +71,12 @@ def mapped_paths(maps: str | None = None) -> set[str] | None:
     return {parts[5].strip() for line in text.splitlines() if len(parts := line.split(None, 5)) == 6}
 
 
-
 def load_library(name: str) -> ctypes.CDLL | str:
     """dlopen a library; the error text when it cannot be loaded."""
     try:
         return ctypes.CDLL(name)
     except OSError as exc:
         return str(exc)
-
 
 
 def driver_cuda_version(lib: ctypes.CDLL) -> int | None:
@@ -99,14 +89,12 @@ def driver_cuda_version(lib: ctypes.CDLL) -> int | None:
     return int(version.value) if rc == 0 else None
 
 
-
 def nvidia_device_nodes(dev: str = "/dev") -> list[str]:
     """The /dev/nvidia* nodes present (nvidiactl, nvidia0, nvidia-uvm ...)."""
     try:
         return sorted(n for n in os.listdir(dev) if n.startswith("nvidia"))
     except OSError:
         return []
-
 
 
 def in_container() -> bool | dict[str, str]:

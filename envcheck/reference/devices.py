@@ -41,8 +41,6 @@ def numerics_mode(seed: int = 0) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
-
-
 def native_bf16(device: str) -> bool:
     """Whether a CUDA device computes bfloat16 natively (sm_80+), not by emulation.
 

@@ -132,7 +132,6 @@ def test_a_full_gpu_is_busy_when_someone_holds_it_and_the_node_only_when_nobody_
     assert got["class"] == ("node" if status == "fail" else None), got
 
 
-
 def test_a_preflight_without_gpu_access_is_the_pods_spec(tmp_path_factory: pytest.TempPathFactory) -> None:
     """A pod's preflight with a --profile in a container started without GPU access (no /dev/nvidia*, no driver):
     the pod spec's fault (config, exit 0); the node modes run on the host and call the same picture the node's."""

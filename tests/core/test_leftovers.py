@@ -34,7 +34,6 @@ def _made(tmp: Path, prefix: str) -> list[str]:
     return found
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "moment"), [
     (signal.SIGTERM, "envcheck-run-"),  # the fork server is importing torch; no worker yet

@@ -26,7 +26,6 @@ CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 SECRET_MARKER = "envcheck-ca-secret-marker-7f3a"
 
 
-
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[Any]:
     import docker

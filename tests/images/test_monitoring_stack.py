@@ -149,7 +149,6 @@ def test_a_mistyped_daemonset_ends_its_pod_and_fires_the_usage_alert(nodes: dict
     assert s.value("envcheck_node_fault", s.instance("daemonset")) is None  # nothing judged, nothing claimed
 
 
-
 def test_the_docs_promql_examples_run_and_find_the_faulty_node(nodes: dict[str, Any]) -> None:
     """docs/cluster.md's "Reading them" queries, as written, against the real series."""
     import re

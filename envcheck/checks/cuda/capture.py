@@ -37,22 +37,18 @@ CUDA_KEYS: dict[str, tuple[type | None, ...]] = {
 }
 
 
-
 OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {"cu_init": (int, None), "libraries": (list,),
                                                            "nvml_error": (str, None), "nvml_gpus": (list, str),
                                                            "device_access": (dict, None),  # {"nvidia0": "EPERM"}
                                                            "char_symlinks_missing": (list, None)}
 
 
-
 _LIBS = re.compile(r"/lib(cuda|cudart|cudnn[a-z_]*|nccl|nvidia-ml|cublas|cublasLt|torch_cuda)\.so[.\d]*$")
-
 
 
 def loaded_libraries(maps: str | None = None) -> list[str]:
     """Paths of the CUDA-stack libraries mapped into this process (/proc/self/maps): the ones that won."""
     return sorted(p for p in mapped_paths(maps) or () if _LIBS.search(p))
-
 
 
 def capture_cuda() -> dict[str, Any]:
@@ -89,7 +85,6 @@ def capture_cuda() -> dict[str, Any]:
     return out
 
 
-
 def _char_nodes(dev: str) -> list[tuple[str, os.stat_result]]:
     found = []
     for name in nvidia_device_nodes(dev):
@@ -100,7 +95,6 @@ def _char_nodes(dev: str) -> list[tuple[str, os.stat_result]]:
         if stat.S_ISCHR(st.st_mode):  # /dev/nvidia-caps is a directory
             found.append((name, st))
     return found
-
 
 
 def device_open_errors(dev: str = "/dev") -> dict[str, str]:
@@ -115,7 +109,6 @@ def device_open_errors(dev: str = "/dev") -> dict[str, str]:
             continue
         os.close(fd)
     return refused
-
 
 
 def missing_char_symlinks(dev: str = "/dev") -> list[str]:
@@ -134,7 +127,6 @@ def missing_char_symlinks(dev: str = "/dev") -> list[str]:
     return missing
 
 
-
 def cu_init(lib: ctypes.CDLL) -> int | None:
     """cuInit(0)'s CUresult (0 success, 100 no device, 999 unknown ...); None when libcuda has no cuInit."""
     try:
@@ -143,13 +135,11 @@ def cu_init(lib: ctypes.CDLL) -> int | None:
         return None
 
 
-
 def first_nvml_error(state: list[dict[str, Any]] | str) -> str | None:
     """'GPU 1: GPU is lost' for the first GPU NVML fails on, or NVML's own failure; None when it answers."""
     if isinstance(state, str):
         return state if state.startswith("NVML") else None
     return next((f"GPU {g['index']}: {g['error']}" for g in state if "error" in g), None)
-
 
 
 def validate_cuda(cuda: Any, where: str) -> None:

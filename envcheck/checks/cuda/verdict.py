@@ -27,7 +27,6 @@ def layers_from(cuda: Mapping[str, Any]) -> CudaLayers:
     return CudaLayers(**{k: v for k, v in cuda.items() if k in names})
 
 
-
 def cuda_available_verdict(cuda: Mapping[str, Any], ctx: Context) -> Result:
     """cuda.available's verdict for captured inputs: pass with the GPUs, or the broken layers and their fixes."""
     if cuda["available"]:
@@ -52,7 +51,6 @@ def cuda_available_verdict(cuda: Mapping[str, Any], ctx: Context) -> Result:
                   fault_class=findings[0].fault_class, code=finding_code(findings[0]))
 
 
-
 def gpu_count_verdict(count: int, ctx: Context, mig_devices: int = 0) -> Result | None:
     """cuda.devices' count verdict (None: the count is fine and the memory part decides); `mig_devices`: how many
     MIG devices the process was offered (CUDA enumerates one of them)."""
@@ -70,7 +68,6 @@ def gpu_count_verdict(count: int, ctx: Context, mig_devices: int = 0) -> Result 
     if count == 0:
         return skipped("no CUDA device is visible (see cuda.available for why)")
     return None
-
 
 
 def cuda_devices_replay(cuda: Mapping[str, Any], ctx: Context) -> Result:

@@ -68,8 +68,6 @@ _FIELD_NAMES = {"ecc": "ECC", "retired": "retired pages", "remapped": "remapped 
                 "clock": "clock events", "persistence": "persistence mode", "temperature": "temperature"}
 
 
-
-
 def _reader(pynvml: Any) -> Callable[..., Any]:
     """read(call, *args, convert=f): f(pynvml.call(*args)), or absent('not supported' | '<call>: <error>')."""
     not_supported = getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3)

@@ -21,7 +21,6 @@ from envcheck.probe.kernel_log import KMSG, read_cursor, read_kernel_log, write_
 MAX_EVENTS = 64  # distinct (GPU, Xid) pairs kept in a bundle
 
 
-
 _RECORD = re.compile(r"^\d+,(\d+),(\d+),[^;]*;")  # /dev/kmsg: "prio,seq,usec since boot,flags;message"
 # NVRM's load banner, e.g. "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ...". The driver
 # prints it at the END of its module init (open-gpu-kernel-modules, kernel-open/nvidia/nv.c, nvidia_init_module):
@@ -42,10 +41,8 @@ _BUS = re.compile(r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-
 _STAMP = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]|^([A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d)")  # dmesg, dmesg -T, syslog
 
 
-
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.[0-7])?\): "
                   r"(\d+),\s*(.*)")
-
 
 
 @dataclass(frozen=True)
@@ -57,9 +54,7 @@ class XidMeaning:
     fix: str = ""
 
 
-
 _RESET = "nvidia-smi -r -i {i} (GPU reset)"
-
 
 
 XID_CATALOG: dict[int, XidMeaning] = {
@@ -101,7 +96,6 @@ XID_CATALOG: dict[int, XidMeaning] = {
 }
 
 
-
 UNKNOWN_RANK = 4
 APP_REPEAT = 3  # bursts on one GPU before an application Xid (13, 31) points at the GPU (NVIDIA's workflow)
 ESCALATING = {13: "WORKFLOW_XID_13", 31: "WORKFLOW_XID_31"}  # Xid 43: "The GPU remains in a healthy state"
@@ -141,7 +135,6 @@ def pci_key(address: str) -> str | None:
         return f"{int(parts[0], 16):04x}:{int(parts[1], 16):02x}:{int(parts[2].split('.')[0], 16):02x}"
     except ValueError:
         return None
-
 
 
 def parse_xid_lines(lines: list[str], after_seq: int | None = None, since_s: float | None = None) -> list[dict[str, Any]]:
