@@ -7,13 +7,13 @@ import datetime
 import sys
 from pathlib import Path
 
+from envcheck.app.image_args import matrix_arg, needs_subcommand, run_options, selected_matrix, verify_args
+from envcheck.app.output import write_output
 from envcheck.core.errors import UsageError
 
 
 def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `image publish` and its steps under `envcheck image`."""
-    from envcheck.app.images import _matrix_arg, _missing, _verify_args
-
     publish = isub.add_parser("publish", help="stage, verify and promote one row/target (docs/publishing.md)")
     psub = publish.add_subparsers(dest="publish_command", parser_class=type(publish))
     steps = {"plan": "print what would be pushed, verified and tagged, and where; touch nothing",
@@ -21,32 +21,33 @@ def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
              "verify": "pull the staged digest and run envcheck inside it; record the result",
              "promote": "point every public tag at the verified digest (registry-side manifest copy)",
              "run": "stage, verify and promote in one go"}
+    handlers = {"plan": cmd_plan, "stage": cmd_stage, "verify": cmd_verify, "promote": cmd_promote, "run": cmd_run}
     for name, text in steps.items():
         parser = psub.add_parser(name, help=text)
         parser.add_argument("--state", type=Path, default=None, metavar="DIR",
                             help="where staged.json/verified.json live (default: publish-state/<row>-<target>)")
         if name in ("plan", "stage", "run"):
-            _matrix_arg(parser)
+            matrix_arg(parser)
             parser.add_argument("--row", required=True, metavar="ID")
             parser.add_argument("--target", default="runtime")
             parser.add_argument("--registry", required=True, help="repository, e.g. ghcr.io/org/envcheck")
             parser.add_argument("--local", metavar="IMAGE", help="local image (default: REPO:<full tag>)")
             parser.add_argument("--date", type=_day, help="YYYYMMDD for the dated tag (default: today, UTC)")
         if name in ("verify", "run"):
-            _verify_args(parser)
+            verify_args(parser)
         if name in ("promote", "run"):
             parser.add_argument("--sign-by", metavar="FPR", help="GPG-sign each tag (skopeo simple signing)")
             parser.add_argument("--registries-d", type=Path, metavar="DIR",
                                 help="skopeo registries.d (where simple signatures are stored)")
             parser.add_argument("--attest-key", type=Path, metavar="PEM",
                                 help="sign verified.json as a DSSE envelope and attach it as sha256-<hex>.att")
-        parser.set_defaults(handler=globals()[f"cmd_{name}"])
+        parser.set_defaults(handler=handlers[name])
     sig = psub.add_parser("check-signature", help="does IMAGE pass a containers policy.json (e.g. signedBy)?")
     sig.add_argument("image", metavar="IMAGE", help="registry reference, e.g. ghcr.io/org/envcheck:TAG")
     sig.add_argument("--policy", type=Path, required=True, help="containers-policy.json")
     sig.add_argument("--registries-d", type=Path, metavar="DIR", help="where the simple signatures are read")
     sig.set_defaults(handler=cmd_check_signature)
-    publish.set_defaults(handler=_missing(publish, ", ".join([*steps, "check-signature"])))
+    publish.set_defaults(handler=needs_subcommand(publish, ", ".join([*steps, "check-signature"])))
 
 
 def _day(text: str) -> datetime.date:
@@ -65,7 +66,6 @@ def _state(args: argparse.Namespace) -> Path:
 
 
 def _plan(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from envcheck.app.images import selected_matrix
     from envcheck.images.publish_plan import make_plan
 
     return make_plan(selected_matrix(args), args.row, args.target, args.registry, local_image=args.local,
@@ -92,7 +92,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """envcheck inside the staged digest; exit 0 only when it passed."""
     from rich.console import Console
 
-    from envcheck.app.image_commands import _write, run_options
     from envcheck.images.publish import verify
     from envcheck.images.verify import aggregate_json, aggregate_junit, image_exit_code, print_matrix
 
@@ -102,9 +101,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if run.error:
         print(f"envcheck: error: {run.image}: {run.error}", file=sys.stderr)
     if args.json:
-        _write(args.json, aggregate_json([run]))
+        write_output(args.json, aggregate_json([run]))
     if args.junit:
-        _write(args.junit, aggregate_junit([run]))
+        write_output(args.junit, aggregate_junit([run]))
     console.print(f"verification of {run.image}: {doc['predicate']['result']}")  # type: ignore[index]
     return image_exit_code(run)
 

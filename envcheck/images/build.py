@@ -91,6 +91,16 @@ def run_build(req: BuildRequest, timeout_s: float = BUILD_TIMEOUT_S) -> str:
     return req.refs()[0]
 
 
+def vcs_ref() -> str:
+    """The repository's short commit for the image's revision label; "unknown" outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             timeout=10, cwd=REPO_ROOT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
 # envcheck's dependencies in the images, with the `nvml` and `cluster` extras (the documented node modes write a
 # --prometheus textfile): from PyPI (a torch index may not mirror them). Equal to docker/install-envcheck-deps.sh.
 ENVCHECK_DEPS = ["rich>=13", "packaging>=22", "nvidia-ml-py>=12", "prometheus_client>=0.20"]

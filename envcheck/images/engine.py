@@ -62,6 +62,15 @@ def require_image(client: Any, image: str) -> Any:
                          f"see `envcheck matrix list`) or `docker pull {image}`", 2) from None
 
 
+def has_image(client: Any, ref: str) -> bool:
+    """Whether the engine holds the image `ref` locally (never pulls)."""
+    try:
+        client.images.get(ref)
+    except Exception:
+        return False
+    return True
+
+
 def explain_start_error(image: str, exc: Exception) -> FatalError:
     """Turn a container start failure into the fix a user needs (GPU refusals: envcheck.images.gpu_errors)."""
     from envcheck.images.gpu_errors import default_row_of, explain_gpu_refusal
