@@ -1,5 +1,6 @@
 """The rooms of envcheck/ (README: Repository layout): each imports only the rooms below it, no module name repeats
-across rooms, test-only fault injection stays in tests/, and no room outgrows a third of the package."""
+across rooms, no import circle runs among modules (imports inside functions count), test-only fault injection
+stays in tests/, and no room outgrows a third of the package."""
 
 from __future__ import annotations
 
@@ -74,3 +75,79 @@ def test_no_room_holds_more_than_35_percent_of_the_lines() -> None:
     total = sum(lines.values())
     share = {room: round(100 * n / total, 1) for room, n in lines.items()}
     assert max(share.values()) < 35, share
+
+
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path, known: set[str], root: Path) -> set[str]:
+    """The package modules `path` imports anywhere in its body (inside functions too): `from a.b import c`
+    names the module a.b.c where there is one, else a.b."""
+    def owner(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    me = _module_name(path, root)
+    found: set[str | None] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(owner(a.name) for a in node.names if a.name.startswith("envcheck."))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}".rstrip(".")
+            if base.split(".")[0] == "envcheck":
+                found.update(owner(f"{base}.{a.name}") for a in node.names)
+    return {m for m in found if m is not None and m != me}
+
+
+def import_circles(paths: list[Path], root: Path = ROOT) -> list[list[str]]:
+    """Every set of modules that import one another round (strongly connected, Tarjan), sorted."""
+    graph = {_module_name(p, root): set[str]() for p in paths}
+    for path in paths:
+        graph[_module_name(path, root)] = _imported_modules(path, set(graph), root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            members = stack[stack.index(node):]
+            del stack[stack.index(node):]
+            if len(members) > 1:
+                circles.append(sorted(members))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(circles)
+
+
+def test_no_import_circle_counting_imports_inside_functions() -> None:
+    assert import_circles(_modules()) == []
+
+
+def test_the_circle_finder_sees_an_import_hidden_in_a_function(tmp_path: Path) -> None:
+    """The healthy twin's guard: a circle closed only by a function-level import is found."""
+    room = tmp_path / "envcheck" / "app"
+    room.mkdir(parents=True)
+    (room / "__init__.py").write_text("")
+    (room / "a.py").write_text("from envcheck.app.b import f\n")
+    (room / "b.py").write_text("def f():\n    from envcheck.app import a\n    return a\n")
+    (room / "c.py").write_text("from envcheck.app import b\n")
+    assert import_circles(sorted(room.glob("*.py")), tmp_path) == [["envcheck.app.a", "envcheck.app.b"]]
