@@ -17,8 +17,10 @@ from envcheck.core.check import CheckSpec, Context, Hooks, Level
 from envcheck.core.errors import UsageError
 from envcheck.core.execute import execute
 from envcheck.core.hardening import runtime_cause
-from envcheck.core.isolation import START_TIMEOUT_S, FailureKind, ForkServer, Worker, WorkerFailure
-from envcheck.core.protocol import Op
+from envcheck.core.isolation.failure import FailureKind, WorkerFailure
+from envcheck.core.isolation.protocol import Op
+from envcheck.core.isolation.server_handle import START_TIMEOUT_S, ServerHandle
+from envcheck.core.isolation.worker_handle import WorkerHandle
 from envcheck.core.result import Result, errored
 from envcheck.core.run_report import RunReport as RunReport  # re-exported for callers of the old path
 
@@ -105,8 +107,8 @@ class Runner:
         self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s
         self._total = total_timeout_s
         self._share_gpu = (not gpu_present()) if share_gpu is None else share_gpu
-        self._server = ForkServer(env, start_timeout_s, run_deadline=self._deadline)
-        self._workers: dict[str, Worker] = {}
+        self._server = ServerHandle(env, start_timeout_s, run_deadline=self._deadline)
+        self._workers: dict[str, WorkerHandle] = {}
         self._lock = threading.Lock()
         self._aborted = False
         self._facts: dict[str, Any] | None = None
@@ -154,10 +156,10 @@ class Runner:
                 worker.abort()
             self._server.remove_run_dir()
 
-    def _worker(self, group: str) -> Worker:
+    def _worker(self, group: str) -> WorkerHandle:
         with self._lock:
             if group not in self._workers:
-                self._workers[group] = Worker(self._server)
+                self._workers[group] = WorkerHandle(self._server)
             return self._workers[group]
 
     def release(self, group: str) -> None:
@@ -291,7 +293,7 @@ class Runner:
             ).named(spec.name, 0.0)
         timeout = self._timeout(spec)
         if not spec.isolated:
-            from envcheck.core.worker import resolve
+            from envcheck.core.isolation.worker import resolve
 
             ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
             return execute(spec, ctx, resolve(self.hooks.diagnose) if self.hooks.diagnose else None)

@@ -160,7 +160,7 @@ def test_the_fork_server_never_touches_cuda_beyond_reading_a_flag() -> None:
     import ast
     import inspect
 
-    from envcheck.core import forkserver
+    from envcheck.core.isolation import forkserver
 
     tree = ast.parse(inspect.getsource(forkserver))
     uses = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)

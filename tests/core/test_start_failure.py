@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.core import forkserver
+from envcheck.core.isolation import forkserver
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import StartFailure, process_start_problem
 from envcheck.core.execute import execute
@@ -29,7 +29,7 @@ def test_the_cause_names_the_process_limit() -> None:
 def test_fork_server_answers_a_failed_fork_with_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     life_r, life_w = os.pipe()
-    server = forkserver.Server(theirs, life_r)
+    server = forkserver.ForkLoop(theirs, life_r)
     fds = [os.pipe()[0] for _ in range(4)]
     monkeypatch.setattr(os, "fork", lambda: (_ for _ in ()).throw(EAGAIN))
     socket.send_fds(ours, [json.dumps({"op": "fork"}).encode()], fds)

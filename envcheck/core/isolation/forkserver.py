@@ -1,7 +1,7 @@
 """The fork server: one interpreter that imports torch once (never CUDA) and forks a worker per isolation group.
 
-Started by the parent side (`envcheck.core.isolation.ForkServer`) as `python -m envcheck.core.forkserver` in a
-session of its own, it talks over a SOCK_SEQPACKET socket (fd numbers in ENVCHECK_FORKSERVER_FDS):
+Started by the parent side (`envcheck.core.isolation.server_handle.ServerHandle`) as
+`python -m envcheck.core.isolation.forkserver` in a session of its own, it talks over a SOCK_SEQPACKET socket (fd numbers in ENVCHECK_FORKSERVER_FDS):
 
 - to the parent, first `{"hello": pid}` as soon as the interpreter runs (the start-up handshake: whatever
   site-packages does at start-up is over), then `{"ready": ...}` once torch is imported;
@@ -29,7 +29,7 @@ import sys
 from typing import Any
 
 from envcheck.core import rundir
-from envcheck.core.protocol import Op
+from envcheck.core.isolation.protocol import Op
 
 FDS_ENV = "ENVCHECK_FORKSERVER_FDS"
 MAX_MESSAGE = 65536
@@ -59,7 +59,7 @@ def cuda_initialized() -> bool:
     return bool(cuda is not None and cuda.is_initialized())
 
 
-class Server:
+class ForkLoop:
     """The fork loop."""
 
     def __init__(self, sock: socket.socket, lifeline: int, run_dir: str | None = None) -> None:
@@ -138,7 +138,7 @@ class Server:
         if pid == 0:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            from envcheck.core.worker import run_forked
+            from envcheck.core.isolation.worker import run_forked
 
             self.sock.close()
             for fd in (status, self.wake_r, self.wake_w, *self.children.values()):
@@ -185,7 +185,7 @@ def main() -> None:
     send(sock, {"hello": os.getpid()})
     modules = ["torch"] if importlib.util.find_spec("torch") is not None else []
     send(sock, {"ready": True, **preload(modules)})
-    server = Server(sock, lifeline, run_dir)
+    server = ForkLoop(sock, lifeline, run_dir)
     try:
         server.serve()
     finally:

@@ -24,7 +24,7 @@ from typing import Any
 from envcheck.core import rundir
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.execute import crashed, execute, jsonable
-from envcheck.core.protocol import Op
+from envcheck.core.isolation.protocol import Op
 
 PR_SET_PDEATHSIG = 1
 

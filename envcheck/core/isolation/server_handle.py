@@ -1,0 +1,223 @@
+"""The parent's handle on the fork server (`envcheck.core.isolation.forkserver`): start it, wait for its torch
+import, ask it to fork a worker or preload modules, stop it. Every request is bounded by a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Any
+
+from envcheck.core import rundir, signals
+from envcheck.core.isolation.failure import (
+    FailureKind,
+    WorkerFailure,
+    close_fds,
+    deadline_left,
+    kill_group,
+    tail,
+)
+from envcheck.core.isolation.forkserver import FDS_ENV, MAX_MESSAGE
+from envcheck.core.scratch import scratch_file
+
+START_TIMEOUT_S = 30.0  # from spawning the server to its first word: only a hung site-packages takes longer
+IMPORT_TIMEOUT_S = 180.0  # then for `import torch` (5 s on a fast host, a minute on a cold network disk)
+
+
+class ServerHandle:
+    """The parent's handle on the fork server: start it, wait for it, ask it to fork or preload."""
+
+    def __init__(self, env: dict[str, str] | None = None, start_timeout_s: float = START_TIMEOUT_S,
+                 import_timeout_s: float = IMPORT_TIMEOUT_S, run_deadline: float | None = None) -> None:
+        self._env = env
+        self._start_timeout_s = start_timeout_s
+        self._import_timeout_s = import_timeout_s
+        self._run_deadline = run_deadline
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._lifeline_w: int | None = None
+        self._log: IO[bytes] | None = None
+        self._spawned_at = 0.0
+        self._hello = False
+        self.ready: dict[str, Any] | None = None
+        self._failure: WorkerFailure | None = None
+        self.run_dir: str | None = None  # the run's private temp dir (envcheck.core.rundir), once spawned
+        self.no_run_dir: str | None = None  # why there is none
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the server, once spawned."""
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        """Spawn the server without waiting for it (its torch import overlaps whatever the caller does next)."""
+        with self._lock:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        if self._proc is not None or self._failure is not None:
+            return
+        try:  # a low `ulimit -n` ends here: a START failure naming it, never a traceback
+            self._log = scratch_file("envcheck-forkserver")
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as exc:
+            self._failure = WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
+            return
+        try:
+            life_r, life_w = os.pipe()
+        except OSError as exc:
+            ours.close()
+            theirs.close()
+            self._failure = WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
+            return
+        env = dict(os.environ if self._env is None else self._env)
+        with signals.deferred():  # made and recorded as one step: a signal between them would leak the dir
+            self.run_dir, self.no_run_dir = rundir.create(env)
+        if self.run_dir is not None:
+            env[rundir.RUN_DIR_ENV] = self.run_dir
+        env.setdefault("PYTHONFAULTHANDLER", "1")
+        env["PYTHONUNBUFFERED"] = "1"
+        env[FDS_ENV] = f"{theirs.fileno()},{life_r}"
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "envcheck.core.isolation.forkserver"],
+                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=env,
+                pass_fds=(theirs.fileno(), life_r), start_new_session=True,
+            )
+        except OSError as exc:
+            self._failure = WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
+            ours.close()
+            close_fds(life_w)
+            return
+        finally:
+            theirs.close()
+            close_fds(life_r)
+        self._sock, self._lifeline_w = ours, life_w
+        self._spawned_at = time.monotonic()
+
+    def _recv(self, deadline: float) -> dict[str, Any] | None:
+        """The server's next message; None at the deadline; raises EOFError when it is gone."""
+        assert self._sock is not None
+        left = deadline_left(deadline)
+        if left <= 0:
+            return None
+        self._sock.settimeout(left)
+        try:
+            data = self._sock.recv(MAX_MESSAGE)
+        except TimeoutError:
+            return None
+        except OSError as exc:
+            raise EOFError(str(exc)) from None
+        if not data:
+            raise EOFError("EOF")
+        message: dict[str, Any] = json.loads(data)
+        return message
+
+    def _wait_ready(self) -> WorkerFailure | None:
+        """Wait for the handshake (within the start timeout), then for torch (within the import timeout).
+
+        Neither counts against a check's own timeout: both are the run's fixed cost, bounded by the run's
+        deadline."""
+        if self._failure is not None:
+            return self._failure
+        if self._proc is None:
+            return WorkerFailure(FailureKind.START, "the worker server was closed")
+        run_deadline = self._run_deadline if self._run_deadline is not None else float("inf")
+        try:
+            if not self._hello:
+                limit = self._spawned_at + self._start_timeout_s
+                if self._recv(min(run_deadline, limit)) is None:
+                    if time.monotonic() < limit:
+                        return WorkerFailure(FailureKind.TIMEOUT, "timed out: the whole-run --timeout was reached"
+                                             " while the worker started", tail(self._log), run_deadline=True)
+                    self._fail(WorkerFailure(
+                        FailureKind.START,
+                        f"the worker did not start within {self._start_timeout_s:g}s: something in site-packages"
+                        " (a .pth file, sitecustomize) hangs at import",
+                        tail(self._log)))
+                    return self._failure
+                self._hello = True
+            if self.ready is None:
+                limit = self._spawned_at + self._start_timeout_s + self._import_timeout_s
+                ready = self._recv(min(run_deadline, limit))
+                if ready is None:
+                    if time.monotonic() < limit:
+                        return WorkerFailure(FailureKind.TIMEOUT, "timed out: the whole-run --timeout was reached"
+                                             " while the worker imported torch", tail(self._log), run_deadline=True)
+                    self._fail(WorkerFailure(
+                        FailureKind.START, f"the worker did not import torch within {self._import_timeout_s:g}s",
+                        tail(self._log)))
+                    return self._failure
+                self.ready = ready
+        except (EOFError, ValueError):
+            code = self._proc.wait(timeout=5) if self._proc is not None else None
+            self._fail(WorkerFailure(FailureKind.START, f"the worker exited at start-up (exit code {code})",
+                                     tail(self._log)))
+            return self._failure
+        return None
+
+    def _fail(self, failure: WorkerFailure) -> None:
+        self._failure = failure
+        self._kill()
+
+    def request(self, message: dict[str, Any], deadline: float, fds: tuple[int, ...] = ()) -> dict[str, Any] | WorkerFailure:
+        """Send one request (with `fds`) once the server is ready; its answer, or why there is none."""
+        with self._lock:
+            self._spawn()
+            failure = self._wait_ready()
+            if failure is not None:
+                return failure
+            assert self._sock is not None
+            try:
+                socket.send_fds(self._sock, [json.dumps(message).encode()], list(fds))
+                answer = self._recv(deadline)
+            except (EOFError, OSError, ValueError) as exc:
+                self._fail(WorkerFailure(FailureKind.START, f"the worker server died ({exc})", tail(self._log)))
+                return self._failure  # type: ignore[return-value]
+            if answer is None:  # it is stuck (a preload that hangs): nothing more can be forked from it
+                self._fail(WorkerFailure(FailureKind.TIMEOUT, f"the worker server did not answer {message.get('op')}",
+                                         tail(self._log)))
+                return self._failure  # type: ignore[return-value]
+            return answer
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._lifeline_w is not None:
+            close_fds(self._lifeline_w)
+            self._lifeline_w = None
+        if proc is not None:
+            kill_group(proc.pid)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def close(self) -> None:
+        """Stop the server (every worker sees the lifeline close and kills its group), remove the run's dir."""
+        self._kill()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self.remove_run_dir()
+
+    def remove_run_dir(self) -> None:
+        """Remove the run's private temp dir (every process that wrote there is dead or being killed)."""
+        rundir.remove(self.run_dir)
+
+    def abort(self) -> None:
+        """Kill the server now, from any thread, without waiting for a lock."""
+        proc = self._proc
+        if proc is not None:
+            kill_group(proc.pid)
+        if self._lifeline_w is not None:
+            close_fds(self._lifeline_w)
+            self._lifeline_w = None
