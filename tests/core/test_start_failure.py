@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.core.isolation import forkserver
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import StartFailure, process_start_problem
 from envcheck.core.execute import execute
+from envcheck.core.isolation import forkserver
 from envcheck.core.result import FaultClass, Status
 
 EAGAIN = BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
