@@ -65,7 +65,8 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     from envcheck.bench.report import build_document
     from envcheck.bench.units import CPU_UNITS, GPU_UNITS, PROBE, bench_registry
     from envcheck.checks import HOOKS
-    from envcheck.core.runner import Runner, parse_names, select
+    from envcheck.core.runner import Runner
+    from envcheck.core.selection import parse_names, select
 
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None

@@ -23,7 +23,9 @@ from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOption
 from envcheck.core.errors import FatalError
 from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
-from envcheck.core.runner import Interrupted, Runner, parse_names, select
+from envcheck.core.runner import Runner
+from envcheck.core.selection import parse_names, select
+from envcheck.core.signals import Interrupted
 from envcheck.core.text import one_line, visible
 from envcheck.report.summary import exit_code
 from envcheck.report.table import print_facts, print_report

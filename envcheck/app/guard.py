@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from envcheck.app.output import reopen_closed_stdout, safe_streams, stdout_gone
 from envcheck.core.errors import INTERNAL_ERROR_EXIT, FatalError
-from envcheck.core.runner import Interrupted, interruptible
+from envcheck.core.signals import Interrupted, interruptible
 from envcheck.core.text import one_line
 
 LOG_NAME = "envcheck-crash.log"

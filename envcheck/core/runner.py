@@ -1,28 +1,26 @@
-"""The run loop: select checks, run each inline or in its group's worker, bounded by deadlines."""
+"""The run loop: run each selected check inline or in its group's worker, bounded by deadlines (which checks:
+`envcheck.core.selection`; how a signal stops a run: `envcheck.core.signals`)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import re
-import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from envcheck.core import signals
-from envcheck.core.check import CheckSpec, Context, Hooks, Level
-from envcheck.core.errors import UsageError
+from envcheck.core.check import CheckSpec, Context, Hooks
 from envcheck.core.execute import execute
 from envcheck.core.hardening import runtime_cause
-from envcheck.core.isolation.failure import FailureKind, WorkerFailure
+from envcheck.core.isolation.failure import FailureKind, WorkerFailure, failure_result
 from envcheck.core.isolation.protocol import Op
 from envcheck.core.isolation.server_handle import START_TIMEOUT_S, ServerHandle
 from envcheck.core.isolation.worker_handle import WorkerHandle
+from envcheck.core.lanes import plan
 from envcheck.core.result import Result, errored
-from envcheck.core.run_report import RunReport as RunReport  # re-exported for callers of the old path
 
 FACTS_TIMEOUT_S = 30.0
 # Facts are collected in a worker of their own, off the GPU lane: they read device properties, NVML and the
@@ -37,59 +35,6 @@ def gpu_present(dev: str = "/dev") -> bool:
         return any(re.fullmatch(r"nvidia\d+", n) for n in os.listdir(dev))
     except OSError:
         return False
-
-
-def parse_names(text: str | None) -> list[str]:
-    """Split a comma-separated --only/--skip value."""
-    return [n.strip() for n in (text or "").split(",") if n.strip()]
-
-
-def select(
-    registry: Mapping[str, CheckSpec], level: Level, only: Iterable[str] = (), skip: Iterable[str] = ()
-) -> list[CheckSpec]:
-    """The checks to run, in registry order. Unknown names are a usage error listing valid ones."""
-    only, skip = list(only), list(skip)
-    unknown = [n for n in [*only, *skip] if n not in registry]
-    if unknown:
-        raise UsageError(
-            f"unknown check name(s): {', '.join(unknown)}; valid names: {', '.join(registry)}"
-        )
-    if only:
-        chosen = [registry[n] for n in registry if n in only]
-    else:
-        chosen = [s for s in registry.values() if level is Level.FULL or s.level is Level.QUICK]
-    return [s for s in chosen if s.name not in skip]
-
-
-class Interrupted(BaseException):
-    """SIGTERM or SIGHUP reached envcheck (raised in the main thread, like KeyboardInterrupt for SIGINT)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-    @property
-    def exit_code(self) -> int:
-        """128 + the signal number, as a shell reports a process the signal ended."""
-        return 128 + self.signum
-
-
-@contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into `Interrupted` in the main thread (so `with Runner` kills every worker)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def raise_interrupted(signum: int, frame: object) -> None:
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 class Runner:
@@ -181,19 +126,10 @@ class Runner:
         return time.monotonic() + (timeout_s if left is None else min(timeout_s, left))
 
     def run(self, specs: Iterable[CheckSpec]) -> list[Result]:
-        """Run every spec; a hung or crashed check becomes ERROR and the rest still run.
-
-        Isolation groups run concurrently (one thread each, checks in a group in order), except that groups
-        using the GPU never overlap on a GPU host: they run one after another in one thread, and each one's
-        worker is closed (releasing its CUDA context) before the next is forked, so no GPU is shared between
-        groups (EXCLUSIVE_PROCESS mode would refuse the second; in DEFAULT mode it would disturb timings).
-        Only the last GPU group keeps its worker. CPU-only groups, and the facts (`prefetch_facts`), overlap
-        with everything. Results keep spec order.
-
-        Every worker is forked from one server that imported torch once; the modules the checks declare in
-        `preload` are imported there once the first workers are forked, so later groups inherit them: in the GPU
-        lane the groups that declare a preload go last and wait for it, the others never do.
-        """
+        """Run every spec; a hung or crashed check becomes ERROR and the rest still run. Isolation groups run in
+        lanes (`envcheck.core.lanes.plan`: one thread each, checks in a group in order); the modules the checks
+        declare in `preload` are imported in the fork server once every lane's first worker is forked. Results keep
+        spec order."""
         specs = list(specs)
         done: dict[int, Result] = {}
         lock = threading.Lock()
@@ -203,18 +139,12 @@ class Runner:
                 done[index] = result
                 self.finished.append(result)
 
-        groups: dict[str, list[tuple[int, CheckSpec]]] = {}
-        for index, spec in enumerate(specs):
-            if spec.isolated:
-                groups.setdefault(spec.group, []).append((index, spec))
-        gpu_groups = [] if self._share_gpu else [g for g, m in groups.items() if any(s.gpu for _, s in m)]
-        preloading = {g for g, m in groups.items() if any(s.preload for _, s in m)}
-        gpu_groups.sort(key=lambda g: g in preloading)  # stable; the preload overlaps the groups before them
-        lanes = [[g] for g in groups if g not in gpu_groups] + ([gpu_groups] if gpu_groups else [])
-        preloads = sorted({m for s in specs if s.isolated for m in s.preload})
+        lanes_plan = plan(specs, self._share_gpu)
+        groups, lanes, preloading, preloads = (lanes_plan.groups, lanes_plan.lanes, lanes_plan.preloading,
+                                               lanes_plan.preloads)
         first_forks = threading.Semaphore(0)
         preloaded = threading.Event()  # later GPU groups are forked after the preload, so they inherit it
-        if not preloads or len(gpu_groups) < 2:
+        if not lanes_plan.waits_for_preload:
             preloaded.set()
 
         def run_lane(lane: list[str]) -> None:
@@ -230,7 +160,7 @@ class Runner:
                         first_forks.release()
                     for m, (index, spec) in enumerate(members):
                         if m == 0 and failure is not None:  # the first check bears why its worker never came
-                            record(index, self._failed(spec, failure, timeout, began))
+                            record(index, failure_result(spec, failure, timeout, began))
                         else:
                             record(index, self.run_one(spec))
                     if n < len(lane) - 1:
@@ -301,10 +231,10 @@ class Runner:
         worker = self._worker(spec.group)
         failure = worker.start(start + timeout)
         if failure is not None:
-            return self._failed(spec, failure, timeout, start)
+            return failure_result(spec, failure, timeout, start)
         timeout = self._timeout(spec)  # the run's deadline may have come closer while the worker started
         if timeout <= 0:
-            return self._failed(spec, WorkerFailure(FailureKind.TIMEOUT, "not run: the whole-run --timeout was "
+            return failure_result(spec, WorkerFailure(FailureKind.TIMEOUT, "not run: the whole-run --timeout was "
                                                     "reached while its worker started", run_deadline=True),
                                 timeout, start)
         ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
@@ -313,7 +243,7 @@ class Runner:
                    "needs": dataclasses.asdict(spec.needs), "hooks": dataclasses.asdict(self.hooks)}
         reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
-            return self._failed(spec, reply, timeout, start)
+            return failure_result(spec, reply, timeout, start)
         result = Result.from_dict(reply["result"])
         if reply.get("recycle"):  # a sticky CUDA error poisons the context: later checks get a fresh worker
             worker.close()
@@ -325,19 +255,6 @@ class Runner:
         """The check's own timeout, capped by what is left of the run's."""
         left = self._left()
         return spec.timeout_s if left is None else min(spec.timeout_s, left)
-
-    @staticmethod
-    def _failed(spec: CheckSpec, failure: WorkerFailure, timeout: float, start: float) -> Result:
-        reason = failure.reason
-        if failure.kind in (FailureKind.START, FailureKind.EXIT):  # a hardened runtime's limit is named as config
-            cause = runtime_cause(RuntimeError(f"{reason}\n{failure.output[-4000:]}"), "its worker could not be started" if failure.kind is FailureKind.START else "its worker died")
-            if cause is not None:
-                return dataclasses.replace(cause, details=failure.output).named(spec.name, time.monotonic() - start)
-        if failure.kind is FailureKind.TIMEOUT and not failure.run_deadline:
-            reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
-        return errored(reason, details=failure.output, measured={"timeout_s": round(timeout, 3),
-                                                                 "worker_failure": failure.kind.value},
-                       ).named(spec.name, time.monotonic() - start)
 
     def prefetch_facts(self) -> None:
         """Start collecting the facts now, in their own worker beside the checks; `facts()` then waits for them."""

@@ -1,4 +1,5 @@
-"""Clean-up that a second signal cannot cut short: SIGTERM, SIGHUP and SIGINT wait until it is done."""
+"""How signals stop a run: SIGTERM and SIGHUP become `Interrupted` in the main thread (like KeyboardInterrupt for
+SIGINT), and clean-up that a second signal cannot cut short (SIGTERM, SIGHUP and SIGINT wait until it is done)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,34 @@ def deferred(redeliver: bool = True) -> Iterator[None]:
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
     if came and redeliver:
         signal.raise_signal(came[0])
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP reached envcheck (raised in the main thread, like KeyboardInterrupt for SIGINT)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports a process the signal ended."""
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into `Interrupted` in the main thread (so `with Runner` kills every worker)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_interrupted(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

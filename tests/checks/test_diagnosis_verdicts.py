@@ -44,7 +44,7 @@ def test_fault_class_is_in_json_junit_and_table() -> None:
 
     from rich.console import Console
 
-    from envcheck.core.runner import RunReport
+    from envcheck.core.run_report import RunReport
     from envcheck.report.json_report import parse_report, render_json
     from envcheck.report.junit import render_junit
     from envcheck.report.table import print_report

@@ -16,7 +16,8 @@ import pytest
 from envcheck.core import signals
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
-from envcheck.core.runner import Interrupted, Runner, interruptible
+from envcheck.core.runner import Runner
+from envcheck.core.signals import Interrupted, interruptible
 from tests.core import fault_checks
 
 

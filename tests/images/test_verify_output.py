@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from envcheck.core.result import failed, passed, skipped, warned
-from envcheck.core.runner import RunReport
+from envcheck.core.run_report import RunReport
 from envcheck.images.docker_run import ImageRun
 from envcheck.images.verify import print_matrix
 

@@ -1,13 +1,19 @@
-"""Why a worker or the fork server gave no answer, and the process helpers both parent-side handles share."""
+"""Why a worker or the fork server gave no answer, what result a check gets then, and the process helpers both
+parent-side handles share."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 import signal
 import time
 from dataclasses import dataclass
 from typing import IO
+
+from envcheck.core.check import CheckSpec
+from envcheck.core.hardening import runtime_cause
+from envcheck.core.result import Result, errored
 
 MAX_DETAILS = 20_000
 
@@ -61,3 +67,18 @@ def close_fds(*fds: int) -> None:
             os.close(fd)
         except OSError:
             pass
+
+
+def failure_result(spec: CheckSpec, failure: WorkerFailure, timeout: float, start: float) -> Result:
+    """The ERROR (or, for a hardened runtime's limit, the config FAIL) of a check whose worker gave no answer."""
+    reason = failure.reason
+    if failure.kind in (FailureKind.START, FailureKind.EXIT):  # a hardened runtime's limit is named as config
+        what = "its worker could not be started" if failure.kind is FailureKind.START else "its worker died"
+        cause = runtime_cause(RuntimeError(f"{reason}\n{failure.output[-4000:]}"), what)
+        if cause is not None:
+            return dataclasses.replace(cause, details=failure.output).named(spec.name, time.monotonic() - start)
+    if failure.kind is FailureKind.TIMEOUT and not failure.run_deadline:
+        reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
+    return errored(reason, details=failure.output, measured={"timeout_s": round(timeout, 3),
+                                                             "worker_failure": failure.kind.value},
+                   ).named(spec.name, time.monotonic() - start)
