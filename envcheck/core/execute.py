@@ -6,12 +6,13 @@ import importlib.util
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import StartFailure
 from envcheck.core.hardening import runtime_cause
-from envcheck.core.result import Result, Status, errored, failed, skipped
+from envcheck.core.result import Result, errored, failed, skipped
 
 
 def unmet_need(spec: CheckSpec) -> str | None:
@@ -54,17 +55,28 @@ def nvml_unavailable() -> str | None:
 CRASH_PREFIX = "check crashed:"
 
 
-def crashed(result: Result) -> bool:
-    """Whether `result` is a check that raised (its process state may be half-changed: replace the worker)."""
-    return result.status is Status.ERROR and result.summary.startswith(CRASH_PREFIX)
+@dataclass(frozen=True)
+class Outcome:
+    """A check's result, and whether an exception escaped it: then this process may be half-changed (a module
+    half-imported, an operator half-registered) and must not run another check."""
+
+    result: Result
+    raised: bool
 
 
 def execute(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | None = None) -> Result:
     """Run `spec` here and now; never raises. `diagnose`: see `Hooks.diagnose`."""
+    return run_check(spec, ctx, diagnose).result
+
+
+def run_check(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | None = None) -> Outcome:
+    """`execute`, telling also whether the check raised (the worker then replaces itself)."""
     start = time.monotonic()
+    raised = True
     try:
         why = unmet_need(spec)
         result = skipped(why) if why else spec.func(ctx)
+        raised = False
         if not isinstance(result, Result):
             result = errored(f"check returned {type(result).__name__}, not a Result")
     except StartFailure as exc:  # a process could not be started: the cause is the whole story
@@ -76,7 +88,7 @@ def execute(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | None
             f"{CRASH_PREFIX} {type(exc).__name__}: {exc}".splitlines()[0],
             details=traceback.format_exc(),
         )
-    return result.named(spec.name, time.monotonic() - start)
+    return Outcome(result.named(spec.name, time.monotonic() - start), raised)
 
 
 def environment_failure(exc: Exception, diagnose: Callable[[str], Any] | None) -> Result | None:

@@ -180,7 +180,10 @@ class Runner:
                 first_forks.acquire()
             try:
                 if not self._aborted:
-                    self._server.request({"op": Op.PRELOAD, "modules": preloads}, self._until(PRELOAD_TIMEOUT_S))
+                    answer = self._server.request({"op": Op.PRELOAD, "modules": preloads},
+                                                  self._until(PRELOAD_TIMEOUT_S))
+                    if isinstance(answer, dict) and answer.get("failed"):  # half-imported there: fork no more
+                        self._server.retire()
             finally:
                 preloaded.set()
 

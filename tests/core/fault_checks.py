@@ -9,7 +9,7 @@ import sys
 import time
 
 from envcheck.core.check import Context
-from envcheck.core.result import Result, passed
+from envcheck.core.result import Result, failed, passed
 
 
 def sleeps_forever(ctx: Context) -> Result:
@@ -154,3 +154,40 @@ def facts_meet_gpu() -> dict[str, object]:
 
     met = _meet(Context(), "facts-up", "gpu-up").measured
     return {"met": met["met"], "pid": met["pid"], "cuda_initialized": bool(torch.cuda.is_initialized())}
+
+
+def imports_half_way(ctx: Context) -> Result:
+    """Imports a module that registers itself and then fails (a read-only temp dir), letting the error escape."""
+    import tests.core.half_import.no_temp_dir  # noqa: F401
+
+    return passed("imported")
+
+
+def catches_a_failed_import(ctx: Context) -> Result:
+    """Imports the same module, catches its failure and reports it: nothing escapes, yet the process is changed."""
+    try:
+        import tests.core.half_import.no_temp_dir  # noqa: F401
+    except OSError as exc:
+        return failed(f"caught: {exc}")
+    return passed("imported")
+
+
+def imports_user_module(ctx: Context) -> Result:
+    """Imports a module that registers itself and then asks getpass.getuser()."""
+    import tests.core.half_import.asks_the_user  # noqa: F401
+
+    return passed("imported")
+
+
+def tries_an_optional_import(ctx: Context) -> Result:
+    """An optional dependency that is not installed: an ImportError caught, as libraries do; nothing was changed."""
+    try:
+        import envcheck_no_such_optional_module  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        pass
+    return passed("optional import absent", measured={"pid": os.getpid()})
+
+
+def reports_pid(ctx: Context) -> Result:
+    """Which worker process ran it."""
+    return passed("pid", measured={"pid": os.getpid()})

@@ -49,6 +49,9 @@ class ServerHandle:
         self._failure: WorkerFailure | None = None
         self.run_dir: str | None = None  # the run's private temp dir (envcheck.core.rundir), once spawned
         self.no_run_dir: str | None = None  # why there is none
+        # Servers replaced after a failed preload: alive until the run ends, for the workers forked from them.
+        self._retired: list[tuple[subprocess.Popen[bytes], socket.socket | None, int | None, IO[bytes] | None]] = []
+        self._made_run_dir = False
 
     @property
     def pid(self) -> int | None:
@@ -77,8 +80,10 @@ class ServerHandle:
             self._failure = WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
             return
         env = dict(os.environ if self._env is None else self._env)
-        with signals.deferred():  # made and recorded as one step: a signal between them would leak the dir
-            self.run_dir, self.no_run_dir = rundir.create(env)
+        if not self._made_run_dir:  # one per run, shared by a server that replaces a retired one
+            with signals.deferred():  # made and recorded as one step: a signal between them would leak the dir
+                self.run_dir, self.no_run_dir = rundir.create(env)
+                self._made_run_dir = True
         if self.run_dir is not None:
             env[rundir.RUN_DIR_ENV] = self.run_dir
         env.setdefault("PYTHONFAULTHANDLER", "1")
@@ -186,7 +191,30 @@ class ServerHandle:
                 return self._failure  # type: ignore[return-value]
             return answer
 
+    def retire(self) -> None:
+        """Fork later workers from a fresh server: this one's preload failed part-way, so what it imported is
+        half-initialised and every worker forked from it would inherit that (a second import of the module then
+        fails differently, hiding the cause). It stays alive for the workers it already forked, until `close`."""
+        with self._lock:
+            if self._proc is not None:
+                self._retired.append((self._proc, self._sock, self._lifeline_w, self._log))
+            self._proc, self._sock, self._lifeline_w, self._log = None, None, None, None
+            self._hello, self.ready, self._failure = False, None, None
+
     def _kill(self) -> None:
+        for old, sock, lifeline_w, log in self._retired:
+            if sock is not None:
+                sock.close()
+            if lifeline_w is not None:
+                close_fds(lifeline_w)
+            kill_group(old.pid)
+            try:
+                old.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            if log is not None:
+                log.close()
+        self._retired.clear()
         proc, self._proc = self._proc, None
         if self._sock is not None:
             self._sock.close()
@@ -215,9 +243,14 @@ class ServerHandle:
 
     def abort(self) -> None:
         """Kill the server now, from any thread, without waiting for a lock."""
-        proc = self._proc
-        if proc is not None:
-            kill_group(proc.pid)
+        for proc in [self._proc, *(r[0] for r in self._retired)]:
+            if proc is not None:
+                kill_group(proc.pid)
+        retired, self._retired = self._retired, []
+        for proc, sock, lifeline_w, log in retired:  # their workers watch these lifelines: EOF ends them too
+            if lifeline_w is not None:
+                close_fds(lifeline_w)
+            self._retired.append((proc, sock, None, log))
         if self._lifeline_w is not None:
             close_fds(self._lifeline_w)
             self._lifeline_w = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import importlib.util
 import json
 import os
 import select
@@ -23,7 +24,7 @@ from typing import Any
 
 from envcheck.core import rundir
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.execute import crashed, execute, jsonable
+from envcheck.core.execute import jsonable, run_check
 from envcheck.core.isolation.protocol import Op
 
 PR_SET_PDEATHSIG = 1
@@ -76,17 +77,68 @@ def _hook(request: dict[str, Any], name: str) -> Any:
     return resolve(ref) if ref else None
 
 
+class ImportWatch:
+    """The module loads attempted in this process while a check runs (the interpreter's `import` audit event), to
+    tell afterwards which of them failed: found on the path, yet not in sys.modules. A module whose initialisation
+    failed leaves this process half-changed (its submodules imported, its registrations in other modules made),
+    and importing it again here fails differently ("Artifact of type=precompile already registered in mega-cache
+    artifact factory" after a first `import torch._dynamo` met a read-only temp dir), hiding the cause."""
+
+    def __init__(self) -> None:
+        self.attempted: set[str] | None = None
+        sys.addaudithook(self._hook)  # for the life of this process: a worker never runs anything else
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "import" and self.attempted is not None:
+            self.attempted.add(str(args[0]))
+
+    def start(self) -> None:
+        """Record from now on."""
+        self.attempted = set()
+
+    def failed(self) -> list[str]:
+        """Stop recording; the modules whose import failed since `start` (a module absent from the path, an
+        optional import, is no failure)."""
+        attempted, self.attempted = self.attempted or set(), None
+        failed = []
+        for name in sorted(attempted):
+            parent = name.rpartition(".")[0]
+            if name in sys.modules or (parent and parent not in sys.modules):  # a parent that failed is named
+                continue
+            try:
+                found = importlib.util.find_spec(name) is not None  # its parent is imported: nothing runs
+            except (ImportError, ValueError):
+                found = False
+            if found:
+                failed.append(name)
+        return failed
+
+
+_watch: list[ImportWatch] = []  # this process's one watch, made at its first check
+
+
+def import_watch() -> ImportWatch:
+    """This process's ImportWatch (one audit hook, however many checks run here)."""
+    if not _watch:
+        _watch.append(ImportWatch())
+    return _watch[0]
+
+
 def _handle(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == Op.CHECK:
         spec = resolve_spec(request)
-        result = execute(spec, Context.from_dict(request["context"]), _hook(request, "diagnose"))
-        # A check that raised may have left this process half-changed (an operator half-registered, a module
-        # half-imported): always a fresh worker for the next check. Beyond that the check layer's policy
-        # decides (a sticky CUDA error poisons the context, so every later CUDA call here would fail too).
+        watch = import_watch()
+        watch.start()
+        outcome = run_check(spec, Context.from_dict(request["context"]), _hook(request, "diagnose"))
+        result = outcome.result
+        # A check that raised, or whose imports failed (even one it caught), may have left this process
+        # half-changed (an operator half-registered, a module half-imported): the next check gets a fresh worker,
+        # and there meets the cause itself. Beyond that the check layer's policy decides (a sticky CUDA error
+        # poisons the context, so every later CUDA call here would fail too).
         recycle = _hook(request, "recycle")
         text = f"{result.summary}\n{result.reason or ''}\n{result.details}"
-        replace = crashed(result) or result.restart_worker or bool(recycle and recycle(text))
+        replace = outcome.raised or bool(watch.failed()) or result.restart_worker or bool(recycle and recycle(text))
         return {"result": jsonable(result.to_dict()), "recycle": replace}
     if op == Op.FACTS:
         return {"facts": jsonable(resolve(request["func"])())}
