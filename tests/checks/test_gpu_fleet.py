@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.gpu_health import validate, verdict
+from envcheck.checks.gpu_health.verdict import validate, verdict
 from envcheck.checks.gpu_health.xid import meaning_of, scan
 from envcheck.checks.gpu_health.xid_catalog import CATALOG, UNUSED
 from envcheck.core.check import Context

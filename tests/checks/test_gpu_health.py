@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 
 from envcheck.checks import gpu_health
-from envcheck.checks.gpu_health import NOT_SUPPORTED, capture, validate, verdict
+from envcheck.checks.gpu_health.capture import NOT_SUPPORTED, capture
+from envcheck.checks.gpu_health.verdict import validate, verdict
 from envcheck.checks.gpu_health.xid import parse_xid_lines, pci_key
 from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
