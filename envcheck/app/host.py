@@ -9,7 +9,7 @@ from typing import Any
 
 from envcheck.app.args import output_path
 from envcheck.core.text import visible
-from envcheck.host import collect
+from envcheck.host.collect import collect
 
 
 def print_host(doc: dict[str, Any]) -> None:

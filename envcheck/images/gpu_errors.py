@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.cuda.layers import MAJOR_FLOOR
+from envcheck.core.cuda_compat import MAJOR_FLOOR
 
 # The Docker/NVIDIA container toolkit facts the daemon's refusals and `envcheck host` share (host imports them).
 CDI_FIX = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (then nvidia-ctk cdi list shows the devices)"

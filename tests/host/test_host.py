@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.host import (
-    HostGpus,
-    arch_problem,
-    docker_gpu_setup,
-    driver_problem,
-    minor_compat_note,
-    row_verdicts,
-)
+from envcheck.host.docker_setup import docker_gpu_setup
+from envcheck.host.rows import HostGpus, arch_problem, driver_problem, minor_compat_note, row_verdicts
 from envcheck.images import matrix_rules
 from envcheck.images.matrix import default_matrix_path, load_matrix
 from tests.helpers import ROOT, run_cli
@@ -119,7 +113,7 @@ def test_host_without_a_matrix_still_reports_the_host(tmp_path: Path) -> None:
 def test_host_with_gpus_prints_driver_gpus_and_verdicts(monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """The NVML/nvidia-smi layer is injected (no GPU here); the rest is the real command."""
-    from envcheck import host
+    from envcheck.host import collect as host  # where `envcheck host` looks the reader up
 
     fake = HostGpus("nvidia-smi", "575.57.08", "12.9", [(12, 0)], ["RTX 5090"],
                     listed=[{"name": "RTX 5090", "compute_capability": "12.0"}])
@@ -309,8 +303,8 @@ def test_cdi_without_an_all_device_is_named(tmp_path: Path) -> None:
 def test_host_cli_reads_cdi_from_env_dirs_with_gpus_injected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """The GPU layer is injected (no GPU here); the CDI files and the command are real."""
-    from envcheck import host
     from envcheck.app.main import main
+    from envcheck.host import collect as host  # where `envcheck host` looks the reader up
 
     (tmp_path / "cdi").mkdir()
     (tmp_path / "cdi/nvidia.yaml").write_text(_spec(tmp_path / "old", "550.54.15", libs_exist=False))
@@ -324,7 +318,7 @@ def test_host_cli_reads_cdi_from_env_dirs_with_gpus_injected(tmp_path: Path, mon
 
 
 def test_dev_char_problem() -> None:
-    from envcheck.host import dev_char_problem
+    from envcheck.host.docker_setup import dev_char_problem
 
     problem = dev_char_problem(["nvidia0 (195:0)"], None)
     assert problem is not None and problem["fault_class"] == "node"

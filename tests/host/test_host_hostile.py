@@ -40,9 +40,9 @@ def test_a_compose_files_text_in_dockers_quoted_message_is_shown_escaped(tmp_pat
 def test_a_gpu_name_with_a_hyperlink_is_shown_escaped(monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """The NVML/nvidia-smi layer is injected (no GPU here): the name is what a driver would report."""
-    from envcheck import host
     from envcheck.app.main import main
-    from envcheck.host import HostGpus
+    from envcheck.host import collect as host  # where `envcheck host` looks the reader up
+    from envcheck.host.rows import HostGpus
 
     name = f"RTX 5090{LINK}{CLEAR}"
     fake = HostGpus("nvidia-smi", "575.57.08", "12.9", [(12, 0)], [name],

@@ -11,17 +11,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.core.cuda_compat import (
+    below_floor,
+    by_minor_compat,
+    cuda_release,
+    driver_floor,
+    needs_newer_major,
+)
 from envcheck.core.versions import cuda_numbers
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 
-# CUDA minor-version compatibility: a build for CUDA N.x runs on any driver from N's floor (NVIDIA, "Minor
-# Version Compatibility", table 1: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
-# gives 13.x >= 580, 12.x >= 525, 11.x >= 450; the toolkit release notes give the exact 12.x and 11.x floors).
-# Oldest Linux driver that runs each CUDA major through minor-version compatibility (CUDA compatibility guide:
-# "CUDA 11.x: >= 450.80.02", "CUDA 12.x: >= 525.60.13", "CUDA 13.x: >= 580"). A driver whose own CUDA is older
-# than the build's minor still runs it that way, but cannot JIT PTX newer than itself. The one copy of this table
-# (envcheck host and image verify read it too).
-MAJOR_FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 NO_TORCH = "torch is not installed"
 IMPORT_FAILED = "import torch failed:"  # torch_error's prefix when the import itself raised
 # Docker sets NVIDIA_DRIVER_CAPABILITIES from the NVIDIA capabilities of the device request (moby
@@ -70,11 +69,6 @@ class Finding:
 def finding_code(finding: Finding) -> str:
     """The finding's stable code: its own, else `cuda.<layer>` (cuda.container, cuda.driver, cuda.devices ...)."""
     return finding.code or f"cuda.{finding.layer.replace('-', '_')}"
-
-
-def _cuda_tuple(text: str) -> tuple[int, int]:
-    major, _, minor = text.partition(".")
-    return int(major), int(minor or 0)
 
 
 def nvml_uuids(nvml: list[dict[str, Any]] | str | None) -> list[str] | None:
@@ -216,10 +210,6 @@ def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Fi
     return Finding("cuda-init", problem, fix, fault, code=f"cuda.error.{code}")
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text))
-
-
 def driver_finding(layers: CudaLayers) -> Finding | None:
     """The driver's fault by CUDA's compatibility rule: compare majors, then that major's driver floor.
 
@@ -228,17 +218,17 @@ def driver_finding(layers: CudaLayers) -> Finding | None:
     if not layers.driver_cuda or not layers.torch_cuda:
         return None
     have = cuda_numbers(layers.driver_cuda)
-    need = _cuda_tuple(layers.torch_cuda)
-    floor = MAJOR_FLOOR.get(need[0])
+    need = cuda_release(layers.torch_cuda)
+    floor = driver_floor(need[0])
     # After an upgrade without a reboot the kernel module is the old driver: the skew is the cause (reboot), and
     # libcuda (driver_cuda) tells what the host will run, so the module's version is not held to the floor.
     kernel = None if version_skew(layers) else _KERNEL_MODULE.search(layers.proc_driver_version or "")
     fix = (f"upgrade the host driver to >= {floor or 'one for CUDA ' + str(need[0])} (any driver from there runs "
            f"every CUDA {need[0]}.x build), or use an image built for CUDA {have[0]}.x (a -cuda{have[0]}.x tag)")
-    if have[0] < need[0]:
+    if needs_newer_major(have, need):
         return Finding("driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
                        f"{layers.torch_cuda}: a CUDA {need[0]}.x build needs a driver >= {floor}", fix, "node")
-    if have[0] == need[0] and floor and kernel and _version(kernel.group(1)) < _version(floor):
+    if have[0] == need[0] and floor and kernel and below_floor(kernel.group(1), need[0]):
         return Finding("driver", f"the driver {kernel.group(1)} is below CUDA {need[0]}.x's floor {floor} "
                        f"(torch was built for CUDA {layers.torch_cuda})", fix, "node")
     return None
@@ -380,7 +370,7 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
         found.append(cpu_torch_finding(gpu_host=bool(layers.device_nodes or layers.proc_driver)))
     if not found and layers.driver_cuda and layers.torch_cuda:
         have = cuda_numbers(layers.driver_cuda)
-        if have < _cuda_tuple(layers.torch_cuda):  # same major: allowed by minor-version compatibility
+        if by_minor_compat(have, cuda_release(layers.torch_cuda)):  # allowed by minor-version compatibility
             found.append(Finding("driver", f"nothing else explains it; the driver supports CUDA {have[0]}.{have[1]} "
                                  f"and torch was built for {layers.torch_cuda}, which minor-version compatibility "
                                  "allows except for features that need the newer driver (e.g. PTX JIT)",
