@@ -96,7 +96,7 @@ class ImportWatch:
         """Record from now on."""
         self.attempted = set()
 
-    def failed(self) -> list[str]:
+    def failures(self) -> list[str]:
         """Stop recording; the modules whose import failed since `start` (a module absent from the path, an
         optional import, is no failure)."""
         attempted, self.attempted = self.attempted or set(), None
@@ -138,7 +138,7 @@ def _handle(request: dict[str, Any]) -> dict[str, Any]:
         # poisons the context, so every later CUDA call here would fail too).
         recycle = _hook(request, "recycle")
         text = f"{result.summary}\n{result.reason or ''}\n{result.details}"
-        replace = outcome.raised or bool(watch.failed()) or result.restart_worker or bool(recycle and recycle(text))
+        replace = outcome.raised or bool(watch.failures()) or result.restart_worker or bool(recycle and recycle(text))
         return {"result": jsonable(result.to_dict()), "recycle": replace}
     if op == Op.FACTS:
         return {"facts": jsonable(resolve(request["func"])())}
