@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envcheck.core.execute import nvml_unavailable
+from envcheck.probe.nvml import unavailable as nvml_unavailable
 
 
 def nvml_handle(torch_index: int = 0) -> Any:

@@ -116,7 +116,7 @@ def headline(figs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _pcie_gbps() -> float | None:
-    from envcheck.core.execute import nvml_unavailable
+    from envcheck.probe.nvml import unavailable as nvml_unavailable
 
     if nvml_unavailable():
         return None

@@ -70,8 +70,8 @@ SECTIONS: tuple[Section, ...] = (
 
 # The check layer's policies, which the engine calls by reference (core imports nothing from checks).
 HOOKS = Hooks(facts="envcheck.probe.facts:collect_facts",
-              diagnose="envcheck.checks.cuda.layers:busy_gpu_finding",
-              recycle="envcheck.checks.cuda.layers:sticky_cuda_error")
+              diagnose="envcheck.checks.cuda.live_errors:busy_gpu_finding",
+              recycle="envcheck.checks.cuda.live_errors:sticky_cuda_error")
 
 
 @functools.cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any
 
-from envcheck.checks.cuda.layers import gpu_error
+from envcheck.checks.cuda.live_errors import gpu_error
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, warned
 from envcheck.core.versions import cudnn_numbers, pinned_with_prefix
@@ -97,7 +97,7 @@ def cudnn_conv(ctx: Context) -> Result:
         torch.backends.cudnn.allow_tf32 = prev
     measured["max_rel_error"] = worst
     if worst > CONV_TOLERANCE:
-        from envcheck.checks.cuda.layers import gpu_label
+        from envcheck.checks.cuda.live_errors import gpu_label
 
         return failed(f"{gpu_label(worst_gpu)}: cuDNN conv2d differs from CPU by {worst:.2e} "
                       f"(tolerance {CONV_TOLERANCE:g})",

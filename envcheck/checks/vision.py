@@ -10,7 +10,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.cuda.layers import WORKER_RESTART
+from envcheck.checks.cuda.live_errors import WORKER_RESTART
 from envcheck.checks.image import image_fix, read_declared
 from envcheck.core.check import CheckSpec, Context, Level, Needs
 from envcheck.core.result import Result, failed, passed, skipped, warned
@@ -253,7 +253,7 @@ def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:
     for device in devices:
         problem = _ops_problem(ops, device)
         if problem and device.startswith("cuda:"):
-            from envcheck.checks.cuda.layers import gpu_label, sticky_cuda_error
+            from envcheck.checks.cuda.live_errors import gpu_label, sticky_cuda_error
 
             problem = problem.replace(f"on {device}", f"on {device} = {gpu_label(int(device[5:]))}", 1)
             if sticky_cuda_error(problem):

@@ -25,11 +25,10 @@ class Needs:
     torch: bool = False
     cuda: bool = False
     min_gpus: int = 0
-    nvml: bool = False
 
     def describe(self) -> str:
         """Short human text, e.g. `torch, cuda, 2+ gpus`."""
-        parts = [n for n in ("torch", "cuda", "nvml") if getattr(self, n)]
+        parts = [n for n in ("torch", "cuda") if getattr(self, n)]
         if self.min_gpus > 1:
             parts.append(f"{self.min_gpus}+ gpus")
         return ", ".join(parts) or "-"

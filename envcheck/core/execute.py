@@ -28,27 +28,6 @@ def unmet_need(spec: CheckSpec) -> str | None:
         count = int(torch.cuda.device_count())
         if count < needs.min_gpus:
             return f"needs {needs.min_gpus} GPUs, {count} visible"
-    if needs.nvml:
-        why = nvml_unavailable()
-        if why:
-            return why
-    return None
-
-
-def nvml_unavailable() -> str | None:
-    """Why NVML cannot be used here, or None when it can."""
-    if importlib.util.find_spec("pynvml") is None:
-        return "NVML bindings not installed (pip install nvidia-ml-py)"
-    import pynvml
-
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # pynvml raises its own NVMLError subclasses
-        return f"NVML could not start: {exc} (no NVIDIA driver loaded?)"
-    try:  # every session opened is closed (NVML counts them)
-        pynvml.nvmlShutdown()
-    except Exception:
-        pass
     return None
 
 

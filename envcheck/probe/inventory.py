@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from functools import partial
 from typing import Any, TypeVar
 
-from envcheck.core.versions import cuda_version_text
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
-from envcheck.probe.nvml import text as _text
+from envcheck.probe.nvml_fields import NOT_SUPPORTED, Fields, Missing
+from envcheck.probe.nvml_fields import text as _text
 from envcheck.probe.system import CommandOutput, CommandRunner, absent, nvidia_device_nodes, run_command
 
 SMI_QUERY = "name,memory.total,compute_cap,driver_version"
@@ -28,8 +27,15 @@ def field(read: Callable[[], T], what: str) -> T | dict[str, str]:
     """`read()`, or absent('<what> failed: <error>') for just this field."""
     try:
         return read()
-    except Exception as exc:  # pynvml.NVMLError and its many subclasses; a missing symbol in old bindings
+    except Exception as exc:  # a fact's reader may raise anything; one field is lost, never the inventory
         return absent(f"{what} failed: {exc or type(exc).__name__}")
+
+
+def nvml_field(got: T | Missing) -> T | dict[str, str]:
+    """An NVML field's value, or absent for just this field: 'not supported', or '<call> failed: <error>'."""
+    if not isinstance(got, Missing):
+        return got
+    return absent(NOT_SUPPORTED if got.not_supported else f"{got.call} failed: {got.error}")
 
 
 def normal_uuid(uuid: Any) -> str:
@@ -41,54 +47,38 @@ def normal_uuid(uuid: Any) -> str:
     return text
 
 
-def _mib(text: str) -> int:
-    return int(float(text))
-
-
-def _uuid_of(pynvml: Any, h: Any) -> str:
-    return normal_uuid(pynvml.nvmlDeviceGetUUID(h))
-
-
-def _memory_mib(pynvml: Any, h: Any) -> int:
-    return int(pynvml.nvmlDeviceGetMemoryInfo(h).total) // 2**20
-
-
-def _mig_slices(pynvml: Any, h: Any) -> list[dict[str, Any]] | dict[str, str]:
-    count = int(pynvml.nvmlDeviceGetMaxMigDeviceCount(h))
-    slices: list[dict[str, Any]] = []
-    for k in range(count):
-        try:
-            mh = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(h, k)
-        except Exception:  # NOT_FOUND: that slot holds no MIG device
-            continue
-        slices.append({"slot": k, "_uuid": field(partial(_uuid_of, pynvml, mh), "nvmlDeviceGetUUID"),
-                       "memory_mib": field(partial(_memory_mib, pynvml, mh), "nvmlDeviceGetMemoryInfo")})
-    return slices
-
-
-def _gpu(pynvml: Any, i: int) -> dict[str, Any]:
+def _smi_mib(text: str) -> int | dict[str, str]:
     try:
-        h = pynvml.nvmlDeviceGetHandleByIndex(i)
-    except Exception as exc:
-        return {"index": i, "absent": f"nvmlDeviceGetHandleByIndex({i}) failed: {exc}"}
+        return int(float(text))
+    except ValueError as exc:
+        return absent(f"memory.total {text!r} failed: {exc}")
 
-    def capability() -> str:
-        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
-        return f"{major}.{minor}"
 
-    gpu: dict[str, Any] = {
-        "index": i,
-        "name": field(lambda: _text(pynvml.nvmlDeviceGetName(h)), "nvmlDeviceGetName"),
-        "memory_mib": field(partial(_memory_mib, pynvml, h), "nvmlDeviceGetMemoryInfo"),
-        "compute_capability": field(capability, "nvmlDeviceGetCudaComputeCapability"),
-        "_uuid": field(partial(_uuid_of, pynvml, h), "nvmlDeviceGetUUID"),
-    }
-    mig = field(lambda: bool(pynvml.nvmlDeviceGetMigMode(h)[0]), "nvmlDeviceGetMigMode")
-    if isinstance(mig, dict) and "not supported" in mig["absent"].lower():
-        mig = False  # a GPU without MIG
-    gpu["mig"] = mig
+def _total_mib(fields: Fields, h: Any) -> int | Missing:
+    memory = fields.memory(h)
+    return memory if isinstance(memory, Missing) else memory["total_mib"]
+
+
+def _uuid(fields: Fields, h: Any) -> str | Missing:
+    uuid = fields.uuid(h)
+    return uuid if isinstance(uuid, Missing) else normal_uuid(uuid)
+
+
+def _mig_slices(fields: Fields, h: Any) -> list[dict[str, Any]]:
+    return [{"slot": k, "_uuid": nvml_field(_uuid(fields, mh)), "memory_mib": nvml_field(_total_mib(fields, mh))}
+            for k, mh in fields.mig_handles(h)]
+
+
+def _gpu(fields: Fields, i: int) -> dict[str, Any]:
+    h = fields.handle(i)
+    if isinstance(h, Missing):
+        return {"index": i, "absent": f"nvmlDeviceGetHandleByIndex({i}) failed: {h.error}"}
+    gpu: dict[str, Any] = {"index": i, "name": nvml_field(fields.name(h)), "memory_mib": nvml_field(_total_mib(fields, h)),
+                           "compute_capability": nvml_field(fields.compute_capability(h)), "_uuid": nvml_field(_uuid(fields, h))}
+    mig = fields.mig(h)
+    gpu["mig"] = False if isinstance(mig, Missing) and mig.not_supported else nvml_field(mig)  # False: a GPU without MIG
     if gpu["mig"] is True:
-        gpu["mig_slices"] = field(lambda: _mig_slices(pynvml, h), "MIG device enumeration")
+        gpu["mig_slices"] = _mig_slices(fields, h)
     return gpu
 
 
@@ -140,19 +130,11 @@ def _strip_uuids(value: Any) -> Any:
 def nvml_inventory(torch_uuids: Callable[[], list[str | None] | None] = _torch_uuids) -> dict[str, Any] | str:
     """Inventory through NVML; the reason as a string when NVML cannot be used at all."""
     def inventory(pynvml: Any) -> dict[str, Any] | str:
-        count = field(lambda: int(pynvml.nvmlDeviceGetCount()), "nvmlDeviceGetCount")
-        gpus = [_gpu(pynvml, i) for i in range(count)] if isinstance(count, int) else count
-
-        def driver_cuda() -> str:
-            return cuda_version_text(int(pynvml.nvmlSystemGetCudaDriverVersion()))
-
-        facts: dict[str, Any] = {
-            "source": "nvml",
-            "driver_version": field(lambda: _text(pynvml.nvmlSystemGetDriverVersion()),
-                                    "nvmlSystemGetDriverVersion"),
-            "driver_cuda": field(driver_cuda, "nvmlSystemGetCudaDriverVersion"),
-            "gpus": gpus,
-        }
+        fields = Fields(pynvml)
+        count = nvml_field(fields.count())
+        gpus = [_gpu(fields, i) for i in range(count)] if isinstance(count, int) else count
+        facts: dict[str, Any] = {"source": "nvml", "driver_version": nvml_field(fields.driver_version()),
+                                 "driver_cuda": nvml_field(fields.driver_cuda()), "gpus": gpus}
         uuids = torch_uuids()
         if uuids is not None and isinstance(gpus, list):
             facts["torch_devices"] = torch_device_map(uuids, gpus)
@@ -180,7 +162,7 @@ def smi_inventory(run: CommandRunner = run_command) -> dict[str, Any] | str:
             continue
         name, mem, cap, driver = parts
         gpus.append({"index": i, "name": name,
-                     "memory_mib": field(partial(_mib, mem), f"memory.total {mem!r}"),
+                     "memory_mib": _smi_mib(mem),
                      "compute_capability": cap})
     return {"source": "nvidia-smi", "driver_version": driver or absent("nvidia-smi listed no GPU"),
             "driver_cuda": absent("nvidia-smi query does not report it"), "gpus": gpus}

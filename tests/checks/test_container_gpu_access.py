@@ -33,7 +33,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks.cuda.capture import device_open_errors, missing_char_symlinks
-from envcheck.checks.cuda.layers import DAEMON_RELOAD_FIX, CudaLayers, diagnose
+from envcheck.checks.cuda.finding import CudaLayers
+from envcheck.checks.cuda.layers import DAEMON_RELOAD_FIX, diagnose
 from envcheck.checks.cuda.verdict import cuda_available_verdict
 from envcheck.core.errors import UsageError
 from envcheck.evidence.bundle import validate_bundle

@@ -12,7 +12,8 @@ import json
 import pytest
 
 from envcheck.checks.cuda.arch import arch_coverage, builds_supporting
-from envcheck.checks.cuda.layers import CudaLayers, diagnose
+from envcheck.checks.cuda.finding import CudaLayers
+from envcheck.checks.cuda.layers import diagnose
 from envcheck.core.result import Status
 from tests.helpers import no_gpu_env, run_check, run_cli
 
@@ -186,7 +187,7 @@ def _fake_gpu(monkeypatch: pytest.MonkeyPatch, kernel_error: str | None = None) 
 
 def test_busy_exclusive_gpu_is_named_with_its_compute_mode_and_fix() -> None:
     """Real text of cudaErrorDevicesUnavailable (46); NVML's compute modes are injected (no GPU here)."""
-    from envcheck.checks.cuda.layers import busy_gpu_finding
+    from envcheck.checks.cuda.live_errors import busy_gpu_finding
 
     found = busy_gpu_finding(BUSY, "GPU 0 (NVIDIA H100)", modes=lambda: {0: "EXCLUSIVE_PROCESS", 1: "DEFAULT"})
     assert found is not None and found.layer == "gpu"
@@ -202,7 +203,7 @@ def test_busy_exclusive_gpu_is_named_with_its_compute_mode_and_fix() -> None:
 def test_a_gpu_that_refuses_contexts_in_default_mode_is_the_nodes() -> None:
     """The broken twin: cudaErrorDevicesUnavailable while NVML shows every GPU in DEFAULT compute mode: nothing
     holds it exclusively, so the GPU itself refuses."""
-    from envcheck.checks.cuda.layers import busy_gpu_finding
+    from envcheck.checks.cuda.live_errors import busy_gpu_finding
 
     found = busy_gpu_finding(BUSY, "GPU 1", modes=lambda: {0: "DEFAULT", 1: "DEFAULT"})
     assert found is not None and found.fault_class == "node" and found.code == "cuda.gpu_unusable"
@@ -211,10 +212,10 @@ def test_a_gpu_that_refuses_contexts_in_default_mode_is_the_nodes() -> None:
 
 def test_a_busy_gpu_crash_fails_naming_the_gpu_not_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mocked GPU: the test kernel raises the real busy text; NVML reports EXCLUSIVE_PROCESS (injected)."""
-    from envcheck.checks.cuda import layers as cuda_diagnosis
+    from envcheck.checks.cuda import live_errors as cuda_diagnosis
 
     _fake_gpu(monkeypatch, BUSY)
-    monkeypatch.setattr(cuda_diagnosis, "nvml_compute_modes", lambda: {0: "EXCLUSIVE_PROCESS"})
+    monkeypatch.setattr(cuda_diagnosis, "compute_modes", lambda: {0: "EXCLUSIVE_PROCESS"})
     result = run_check("cuda.arch", isolated=False)
     assert result.status is Status.FAIL, result
     assert result.summary.startswith("GPU 0 (NVIDIA H100 80GB HBM3, UUID 6f1c2d3e-0000-1111-2222-333344445555, "
@@ -224,7 +225,7 @@ def test_a_busy_gpu_crash_fails_naming_the_gpu_not_error(monkeypatch: pytest.Mon
 
 def test_a_sticky_error_on_one_gpu_names_it() -> None:
     """No GPU: gpu_error() is fed the real text of cudaErrorIllegalAddress for a GPU whose properties fail."""
-    from envcheck.checks.cuda.layers import gpu_error, sticky_cuda_error
+    from envcheck.checks.cuda.live_errors import gpu_error, sticky_cuda_error
 
     text = "CUDA error: an illegal memory access was encountered"
     assert sticky_cuda_error(text) and sticky_cuda_error("CUDA error: unspecified launch failure")

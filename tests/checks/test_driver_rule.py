@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.checks.cuda.layers import CudaLayers, diagnose
+from envcheck.checks.cuda.finding import CudaLayers
+from envcheck.checks.cuda.layers import diagnose
 
 PROC = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {v}  Wed Jun 18 12:34:56 UTC 2025"
 # https://github.com/hiyouga/LlamaFactory/issues/7888 (a cause that is not the driver)

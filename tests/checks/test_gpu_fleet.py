@@ -26,9 +26,9 @@ from envcheck.checks.gpu_health.xid import meaning_of, scan
 from envcheck.checks.gpu_health.xid_catalog import CATALOG, UNUSED
 from envcheck.core.check import Context
 from envcheck.core.result import Status
+from envcheck.probe.gpu_usage import nvml_gpus
 from envcheck.probe.hang import run_in_child
 from envcheck.probe.kernel_log import read_cursor, write_cursor
-from envcheck.probe.nvml import nvml_gpus
 from envcheck.probe.pci import pci_gpus
 
 # NVIDIA/NVSentinel#155 (a newer driver: no Xid line for it)

@@ -28,13 +28,14 @@ from typing import Any
 import pytest
 
 from envcheck.checks import gpu_health
-from envcheck.checks.gpu_health.capture import NOT_SUPPORTED, capture
+from envcheck.checks.gpu_health.capture import capture
 from envcheck.checks.gpu_health.verdict import validate, verdict
 from envcheck.checks.gpu_health.xid import parse_xid_lines, pci_key
 from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result, Status
 from envcheck.probe.kernel_log import read_kernel_log
+from envcheck.probe.nvml_fields import NOT_SUPPORTED
 from tests.helpers import ROOT, load_report, run_cli
 
 CTX = Context()

@@ -10,14 +10,15 @@ import os
 
 from envcheck.checks.cuda.arch import arch_coverage, builds_supporting
 from envcheck.checks.cuda.capture import capture_cuda, validate_cuda
-from envcheck.checks.cuda.layers import gpu_error, gpu_label, visible_mig_devices
+from envcheck.checks.cuda.layers import visible_mig_devices
+from envcheck.checks.cuda.live_errors import gpu_error, gpu_label
 from envcheck.checks.cuda.runtime_errors import CHECKS as ERROR_CHECKS
 from envcheck.checks.cuda.verdict import cuda_available_verdict, cuda_devices_replay, gpu_count_verdict
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, failed, passed, skipped
 from envcheck.core.section import Section
 from envcheck.probe.gpu_access import host_pid_namespace
-from envcheck.probe.nvml import foreign, holder, nvml_gpus, read_usage
+from envcheck.probe.gpu_usage import foreign, holder, nvml_gpus, read_usage
 
 
 def cuda_available(ctx: Context) -> Result:

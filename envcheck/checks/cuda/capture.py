@@ -18,7 +18,7 @@ from typing import Any
 from envcheck.checks.cuda.layers import IMPORT_FAILED
 from envcheck.core.errors import UsageError
 from envcheck.core.section import is_one_of, type_names
-from envcheck.probe.nvml import nvml_gpus
+from envcheck.probe.gpu_usage import nvml_gpus
 from envcheck.probe.system import (
     driver_cuda_version,
     in_container,

@@ -7,10 +7,10 @@ can be tested (and replayed from a bundle), including the ones that need a GPU h
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.checks.cuda.codes import KERNEL_MODULE, cuda_code_finding, version_skew
+from envcheck.checks.cuda.finding import CudaLayers, Finding
 from envcheck.core.cuda_compat import (
     below_floor,
     by_minor_compat,
@@ -19,7 +19,6 @@ from envcheck.core.cuda_compat import (
     needs_newer_major,
 )
 from envcheck.core.versions import cuda_numbers
-from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 
 NO_TORCH = "torch is not installed"
 IMPORT_FAILED = "import torch failed:"  # torch_error's prefix when the import itself raised
@@ -29,46 +28,6 @@ CAPABILITIES_FIX = ("in compose: capabilities: [gpu, compute, utility] (or just 
                     "NVIDIA_DRIVER_CAPABILITIES, else the toolkit's default utility,compute); with docker run: --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility")
 CPU_TORCH_FIX = ("pip install --force-reinstall torch torchvision  # PyPI's Linux wheels are CUDA builds; or "
                  "pick a CUDA index: --index-url https://download.pytorch.org/whl/cu128")
-
-
-@dataclass(frozen=True)
-class CudaLayers:
-    """What each layer between the GPU and torch looks like here."""
-
-    torch_installed: bool
-    torch_cuda: str | None = None
-    visible_devices: str | None = None
-    device_nodes: list[str] = field(default_factory=list)
-    proc_driver: bool = False
-    in_container: bool = False
-    libcuda_error: str | None = None
-    driver_cuda: int | None = None  # e.g. 12080
-    driver_capabilities: str | None = None
-    torch_error: str | None = None
-    cu_init: int | None = None  # cuInit(0)'s CUresult, asked of libcuda directly when torch saw no GPU
-    proc_driver_version: str | None = None  # /proc/driver/nvidia/version
-    libraries: list[str] = field(default_factory=list)  # CUDA-stack libraries mapped (/proc/self/maps)
-    nvml_error: str | None = None  # NVML's first error (e.g. "GPU 0: GPU is lost")
-    nvml_gpus: list[dict[str, Any]] | str | None = None  # NVML's GPUs (uuid, mig, mig_devices), or why not known
-    device_access: dict[str, str] | None = None  # /dev/nvidia* nodes open() refuses: name -> errno name; None: unread
-    char_symlinks_missing: list[str] | None = None  # host only: nodes without a /dev/char/<major>:<minor> link
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One broken layer: what is wrong and the concrete fix."""
-
-    layer: str
-    problem: str
-    fix: str
-    fault_class: str  # node, image or config: who has to act (see envcheck.core.result.FaultClass)
-    # The stable finding code (`cuda.error.802`); empty: `cuda.<layer>` (see `finding_code`).
-    code: str = ""
-
-
-def finding_code(finding: Finding) -> str:
-    """The finding's stable code: its own, else `cuda.<layer>` (cuda.container, cuda.driver, cuda.devices ...)."""
-    return finding.code or f"cuda.{finding.layer.replace('-', '_')}"
 
 
 def nvml_uuids(nvml: list[dict[str, Any]] | str | None) -> list[str] | None:
@@ -123,93 +82,6 @@ def _visible_devices_problem(value: str | None, gpu_nodes: int,
     return None
 
 
-# CUDA driver errors as torch's warning shows them ("CUDA initialization: ... Error 802: system not yet
-# initialized"): the cause each code means on a host, its fix, and who must act.
-CUDA_CODES: dict[int, tuple[str, str, str]] = {
-    802: ("CUDA error 802 (system not yet initialized): on NVSwitch systems (HGX/DGX) nvidia-fabricmanager is not "
-          "running, or its version differs from the driver's",
-          "on the host: systemctl enable --now nvidia-fabricmanager, with the fabricmanager package of exactly the "
-          "driver's version (nvidia-smi -q | grep -i fabric shows the state)", "node"),
-    803: ("CUDA error 803 (unsupported display driver / cuda driver combination): the libcuda in use is not the "
-          "kernel driver's (a stale libcuda.so.1, or a forward-compat libcuda from the image on a newer driver)",
-          "make libcuda.so.1 the one of the loaded driver (cat /proc/driver/nvidia/version vs ls -l the libcuda "
-          "that ldconfig -p lists); in a container, remove a cuda-compat package/LD_LIBRARY_PATH entry", "node"),
-    804: ("CUDA error 804 (forward compatibility was attempted on non supported HW): a cuda-compat libcuda is in "
-          "use on a GPU that does not support forward compatibility (it is for data-center GPUs)",
-          "drop the forward-compat libcuda (cuda-compat package, /usr/local/cuda/compat on LD_LIBRARY_PATH) and "
-          "upgrade the host driver instead", "image"),
-    100: ("CUDA error 100 (no CUDA-capable device is detected): every GPU is hidden from this process",
-          "check NVIDIA_VISIBLE_DEVICES (void/none hide all) and CUDA_VISIBLE_DEVICES, and docker run --gpus all",
-          "config"),
-    35: ("CUDA error 35 (CUDA driver version is insufficient for CUDA runtime version)",
-         "upgrade the host driver (CUDA 12.x needs >= 525.60.13, 13.x >= 580), or use a torch built for an older "
-         "CUDA major", "node"),
-    999: ("CUDA error 999 (unknown error): the driver is likely wedged (after suspend/resume, or a GPU fell off "
-          "the bus)", "on the host: check dmesg for NVRM/Xid, reload nvidia_uvm (rmmod nvidia_uvm; "
-          "modprobe nvidia_uvm) or reboot", "node"),
-}
-_CODE = re.compile(r"(?:Error|error=|error \()\s*(\d{2,3})")
-# Codes torch names only in words (c10/cuda/CUDAFunctions.cpp words these cudaGetDeviceCount results).
-_WORDED = (("CUDA unknown error", 999), ("driver on your system is too old", 35),
-           ("Found no NVIDIA driver", 35))
-_KERNEL_MODULE = re.compile(r"Kernel Module\s+(?:for \S+\s+)?(\d+\.\d+(?:\.\d+)?)")
-_LIBCUDA = re.compile(r"/libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
-
-
-def cuda_code(error: str | None, cu_init: int | None = None) -> int | None:
-    """The CUDA error code in torch's warning (by number or by torch's words), else cuInit's, else None."""
-    m = _CODE.search(error or "")
-    if m and int(m.group(1)) in CUDA_CODES:
-        return int(m.group(1))
-    for words, code in _WORDED:
-        if words in (error or ""):
-            return code
-    return cu_init if cu_init in CUDA_CODES else None
-
-
-def version_skew(layers: CudaLayers) -> tuple[str, str] | None:
-    """(kernel module version, libcuda version) when they differ: a driver upgraded without a reboot."""
-    kernel = _KERNEL_MODULE.search(layers.proc_driver_version or "")
-    user = next((m.group(1) for p in layers.libraries if (m := _LIBCUDA.search(p))), None)
-    return (kernel.group(1), user) if kernel and user and kernel.group(1) != user else None
-
-
-def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
-    """Error 999's likely causes on the host, checked one by one: (cause, fix) for the first one found."""
-    if "gpu is lost" in (layers.nvml_error or "").lower():
-        return (f"NVML reports {layers.nvml_error}: the GPU has fallen off the bus (PCIe link or hardware fault)",
-                "drain the node and reboot it (nvidia-smi shows 'GPU is lost'); check dmesg for Xid 79 and the "
-                "GPU's seating, power and PCIe link")
-    skew = version_skew(layers)
-    if skew:
-        return (f"the loaded kernel module is {skew[0]} (/proc/driver/nvidia/version) but libcuda is "
-                f"{skew[1]}: the driver was upgraded without a reboot (or a stale libcuda is first on the path)",
-                "reboot the host (or reload the nvidia modules) so the kernel module matches libcuda")
-    if layers.device_nodes and "nvidia-uvm" not in layers.device_nodes:
-        return ("/dev/nvidia-uvm is missing: the nvidia_uvm kernel module is not loaded (CUDA needs it)",
-                "on the host: modprobe nvidia-uvm (or nvidia-modprobe -u -c0), then restart the container")
-    return None
-
-
-def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Finding | None:
-    """The finding for a CUDA error code in torch's warning or cuInit's result, or None."""
-    code = cuda_code(error, layers.cu_init if layers else None)
-    if code is None:
-        return None
-    problem, fix, fault = CUDA_CODES[code]
-    cause = unknown_error_cause(layers) if code in (999, 803) and layers else None
-    if cause and code == 803 and not cause[0].startswith("the loaded kernel module"):
-        cause = None  # 803 is a libcuda/kernel mismatch: only the version skew explains it further
-    if cause:
-        problem = f"CUDA error {code} ({'unknown error' if code == 999 else 'driver combination'}): {cause[0]}"
-        fix = cause[1]
-    elif code == 999 and layers:
-        problem += (" (checked and ruled out: a GPU lost in NVML, kernel module vs libcuda version"
-                    f"{'' if layers.proc_driver_version and layers.libraries else ' (not readable here)'}, "
-                    "/dev/nvidia-uvm present)")
-    return Finding("cuda-init", problem, fix, fault, code=f"cuda.error.{code}")
-
-
 def driver_finding(layers: CudaLayers) -> Finding | None:
     """The driver's fault by CUDA's compatibility rule: compare majors, then that major's driver floor.
 
@@ -222,7 +94,7 @@ def driver_finding(layers: CudaLayers) -> Finding | None:
     floor = driver_floor(need[0])
     # After an upgrade without a reboot the kernel module is the old driver: the skew is the cause (reboot), and
     # libcuda (driver_cuda) tells what the host will run, so the module's version is not held to the floor.
-    kernel = None if version_skew(layers) else _KERNEL_MODULE.search(layers.proc_driver_version or "")
+    kernel = None if version_skew(layers) else KERNEL_MODULE.search(layers.proc_driver_version or "")
     fix = (f"upgrade the host driver to >= {floor or 'one for CUDA ' + str(need[0])} (any driver from there runs "
            f"every CUDA {need[0]}.x build), or use an image built for CUDA {have[0]}.x (a -cuda{have[0]}.x tag)")
     if needs_newer_major(have, need):
@@ -381,114 +253,3 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
                              f"{unchecked_uuids(layers.visible_devices, layers.nvml_gpus)}",
                              "run nvidia-smi on the host and in the container; check dmesg for NVRM errors", "node"))
     return found
-
-
-# CUDA errors that leave the context unusable: every later CUDA call in the process fails too, so the worker
-# must be replaced before the next check (CUDA runtime API docs: "sticky" errors).
-STICKY_CUDA_ERRORS = ("illegal memory access", "illegal instruction", "unspecified launch failure",
-                      "uncorrectable ecc error", "misaligned address", "device-side assert triggered",
-                      "hardware stack error", "launch timed out", "an exception occurred on the device",
-                      "cudaerrorillegaladdress", "cudaerrorlaunchfailure", "cudaerrorecc")
-DEVICES_BUSY = ("busy or unavailable", "cudaerrordevicesunavailable")  # cudaErrorDevicesUnavailable = 46
-COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
-
-
-# A check that crashed may leave the worker half-changed (a module half-imported, an operator registered twice:
-# torchvision's "... already registered" on re-import), so later checks in that worker would fail for its sake.
-# Said in the summary of a result that sets `restart_worker` (the flag is what the engine reads).
-WORKER_RESTART = "envcheck restarts the worker for later checks"
-
-
-def sticky_cuda_error(text: str) -> bool:
-    """True when a result's text carries a CUDA error that poisons the process's context (CUDA's own words), so
-    the worker must be replaced. A check that crashed, or one that sets `restart_worker`, is replaced anyway."""
-    low = text.lower()
-    return any(s in low for s in STICKY_CUDA_ERRORS)
-
-
-def gpu_label(index: int) -> str:
-    """`GPU 0 (NVIDIA H100 80GB HBM3, UUID GPU-..., PCI 0000:19:00.0)`; parts that cannot be read are left out.
-
-    Reads device properties only (no CUDA context is created), so it works on a GPU that cannot run kernels.
-    """
-    parts: list[str] = []
-    try:
-        import torch
-
-        props = torch.cuda.get_device_properties(index)
-        parts.append(str(props.name))
-        uuid = getattr(props, "uuid", None)
-        if uuid is not None:
-            text = str(uuid)
-            parts.append(f"UUID {text}")
-        bus = getattr(props, "pci_bus_id", None)
-        if bus is not None:
-            domain, device = getattr(props, "pci_domain_id", 0), getattr(props, "pci_device_id", 0)
-            parts.append(f"PCI {int(domain):08x}:{int(bus):02x}:{int(device):02x}.0")
-    except Exception as exc:  # the properties of a broken GPU may not be readable either
-        parts.append(f"properties unreadable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
-    return f"GPU {index} ({', '.join(parts)})"
-
-
-def nvml_compute_modes() -> dict[int, str] | str:
-    """Each physical GPU's compute mode by NVML index, or why NVML cannot tell."""
-    def modes(pynvml: Any) -> dict[int, str] | str:
-        found: dict[int, str] = {}
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            try:
-                mode = int(pynvml.nvmlDeviceGetComputeMode(pynvml.nvmlDeviceGetHandleByIndex(i)))
-                found[i] = COMPUTE_MODES.get(mode, str(mode))
-            except Exception as exc:
-                found[i] = f"unknown ({exc})"
-        return found
-
-    got = read_nvml(lambda pynvml, progress: modes(pynvml), lambda exc: f"compute mode unknown (NVML unavailable: "
-                    f"{exc})")
-    if got.value is None:
-        return f"compute mode unknown ({hang_text(got.hang or {'budget_s': NVML_BUDGET_S})})"
-    return got.value
-
-
-def busy_gpu_finding(error: str, where: str | None = None,
-                     modes: Callable[[], dict[int, str] | str] | None = None) -> Finding | None:
-    """For cudaErrorDevicesUnavailable ('CUDA-capable device(s) is/are busy or unavailable'): which GPU, its
-    compute mode, and the fix; None for any other error."""
-    if not any(s in error.lower() for s in DEVICES_BUSY):
-        return None
-    found = (modes or nvml_compute_modes)()
-    if isinstance(found, str):
-        mode_text = found
-        exclusive: list[int] = []
-    else:
-        exclusive = [i for i, m in found.items() if m in ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED")]
-        mode_text = "compute mode " + ", ".join(f"NVML GPU {i}: {m}" for i, m in sorted(found.items()))
-    subject = where or "a GPU"
-    fix = ("wait for the other job on that GPU to end (nvidia-smi lists it), or as root set the default "
-           "compute mode: nvidia-smi -i <index> -c DEFAULT (on Slurm, request the GPU for this job)")
-    if exclusive:  # another process holds an exclusive GPU: busy, not broken (issue 31: never a node fault)
-        problem = (f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
-                   "EXCLUSIVE_PROCESS GPU admits one process, and another process already holds it")
-        return Finding("gpu", problem, fix, "config", code="cuda.gpu_busy")
-    problem = f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable); {mode_text}"
-    if isinstance(found, str):  # no evidence of who holds it, nor that nobody does: not the node's on a guess
-        return Finding("gpu", problem, fix, "config", code="cuda.gpu_busy")
-    return Finding("gpu", problem + "; no GPU is in an exclusive mode, so the GPU itself refuses contexts",
-                   "drain; nvidia-smi -q -i <index>; dmesg | grep -iE 'NVRM|Xid'; reset the GPU (nvidia-smi -r -i "
-                   "<index>) or reboot the node", "node", code="cuda.gpu_unusable")
-
-
-def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Finding:
-    """A CUDA error on one GPU, named (index, UUID, PCI bus id), with the fix its kind calls for."""
-    text = str(exc)
-    first = (text.strip().splitlines() or [type(exc).__name__])[0]
-    where = gpu_label(index) if index is not None else "a GPU"
-    busy = busy_gpu_finding(text, where)
-    if busy is not None:
-        return busy
-    if sticky_cuda_error(text):
-        return Finding("gpu", f"{where}{': ' + what if what else ''}: {first} (a sticky CUDA error: the "
-                       "process's CUDA context is unusable; envcheck restarts the worker for later checks)",
-                       "the GPU or its driver faulted: check dmesg for Xid errors and nvidia-smi -q -d ECC,"
-                       "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node", "node")
-    return Finding("gpu", f"{where}{': ' + what if what else ''}: {first}",
-                   "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU", "node")

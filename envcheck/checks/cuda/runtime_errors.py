@@ -12,7 +12,7 @@ import re
 import tempfile
 
 from envcheck.checks.build.compiled_in import torch_reinstall
-from envcheck.checks.cuda.layers import WORKER_RESTART
+from envcheck.checks.cuda.live_errors import WORKER_RESTART
 from envcheck.core.check import CheckSpec, Context, Level, Needs
 from envcheck.core.result import Result, failed, passed, skipped
 from envcheck.core.versions import release

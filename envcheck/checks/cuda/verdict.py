@@ -9,14 +9,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.checks.cuda.layers import (
-    MIG_FIX,
-    NO_TORCH,
-    CudaLayers,
-    diagnose,
-    finding_code,
-    visible_mig_devices,
-)
+from envcheck.checks.cuda.finding import CudaLayers, finding_code
+from envcheck.checks.cuda.layers import MIG_FIX, NO_TORCH, diagnose, visible_mig_devices
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
 

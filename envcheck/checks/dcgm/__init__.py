@@ -14,8 +14,8 @@ import shutil
 from envcheck.checks.dcgm.diag_json import TestOutcome, parse
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result, errored, failed, first_of, passed, skipped, warned
+from envcheck.probe.gpu_usage import foreign, holder, read_usage
 from envcheck.probe.hang import describe, run_in_child
-from envcheck.probe.nvml import foreign, holder, read_usage
 from envcheck.probe.system import is_absent, run_command
 
 BUDGET_S = {1: 60.0, 2: 240.0}  # level 1 takes seconds, level 2 about two minutes (NVIDIA's reference)

@@ -9,68 +9,36 @@ from typing import Any
 
 from envcheck.checks.gpu_health.xid import capture_xids
 from envcheck.probe.gpu_access import read_access
+from envcheck.probe.gpu_usage import usage
 from envcheck.probe.kernel_log import KMSG
-from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml, usage, warmup
-from envcheck.probe.nvml import text as _text
+from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml, warmup
+from envcheck.probe.nvml_fields import Fields, Missing, or_absent
 from envcheck.probe.pci import SYSFS_PCI, pci_gpus
-from envcheck.probe.system import absent, is_absent
 
-NOT_SUPPORTED = "not supported"
 _INIT_HINTS: dict[Any, str] = {12: " (no NVIDIA driver here, or libnvidia-ml.so.1 is not mounted into the container)",
                9: " (the nvidia kernel module is not loaded)"}
 
 
-def _reader(pynvml: Any) -> Callable[..., Any]:
-    """read(call, *args, convert=f): f(pynvml.call(*args)), or absent('not supported' | '<call>: <error>')."""
-    not_supported = getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3)
-
-    def read(call: str, *args: Any, convert: Callable[[Any], Any] = lambda v: v) -> Any:
-        fn = getattr(pynvml, call, None)
-        if fn is None:
-            return absent(f"{call}: not in these NVML bindings")
-        try:
-            return convert(fn(*args))
-        except Exception as exc:  # pynvml.NVMLError and its subclasses; odd values from old bindings
-            if getattr(exc, "value", None) == not_supported:
-                return absent(NOT_SUPPORTED)
-            return absent(f"{call}: {exc or type(exc).__name__}")
-    return read
-
-
-def _rows(t: Any) -> dict[str, Any]:
-    return {"corrected": int(t[0]), "uncorrected": int(t[1]), "pending": bool(t[2]), "failure": bool(t[3])}
-
-
-def _gpu(pynvml: Any, read: Callable[..., Any], i: int) -> dict[str, Any]:
-    try:
-        h = pynvml.nvmlDeviceGetHandleByIndex(i)
-    except Exception as exc:
-        return {"index": i, "error": f"nvmlDeviceGetHandleByIndex: {exc or type(exc).__name__}"}
-    gpu: dict[str, Any] = {
-        "index": i, "name": read("nvmlDeviceGetName", h, convert=_text),
-        "uuid": read("nvmlDeviceGetUUID", h, convert=_text),
-        "pci": read("nvmlDeviceGetPciInfo", h, convert=lambda p: _text(p.busId)),
-        "persistence": read("nvmlDeviceGetPersistenceMode", h, convert=lambda v: int(v) == 1)}
-    for counter, cname in ((getattr(pynvml, "NVML_VOLATILE_ECC", 0), "volatile"),
-                           (getattr(pynvml, "NVML_AGGREGATE_ECC", 1), "aggregate")):
-        for kind, kname in ((getattr(pynvml, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0), "corrected"),
-                            (getattr(pynvml, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1), "uncorrected")):
-            gpu[f"ecc_{cname}_{kname}"] = read("nvmlDeviceGetTotalEccErrors", h, kind, counter, convert=int)
-    for cause, key in ((0, "retired_pages_sbe"), (1, "retired_pages_dbe")):  # nvmlPageRetirementCause_t
-        gpu[key] = read("nvmlDeviceGetRetiredPages", h, cause, convert=len)
-    gpu["retired_pages_pending"] = read("nvmlDeviceGetRetiredPagesPendingStatus", h, convert=lambda v: int(v) == 1)
-    gpu["remapped_rows"] = read("nvmlDeviceGetRemappedRows", h, convert=_rows)
-    for key, call in (("pcie_gen", "CurrPcieLinkGeneration"), ("pcie_gen_max", "MaxPcieLinkGeneration"),
-                      ("pcie_width", "CurrPcieLinkWidth"), ("pcie_width_max", "MaxPcieLinkWidth")):
-        gpu[key] = read(f"nvmlDeviceGet{call}", h, convert=int)
-    events = read("nvmlDeviceGetCurrentClocksEventReasons", h, convert=int)
-    if is_absent(events) and events["absent"] != NOT_SUPPORTED:  # bindings or driver older than the rename
-        older = read("nvmlDeviceGetCurrentClocksThrottleReasons", h, convert=int)
-        events = older if not is_absent(older) or older["absent"] == NOT_SUPPORTED else events
-    gpu["clock_events"] = events
-    gpu["temperature_c"] = read("nvmlDeviceGetTemperature", h, getattr(pynvml, "NVML_TEMPERATURE_GPU", 0),
-                                convert=int)
-    gpu.update(usage(pynvml, h))  # who holds it: a busy GPU is another job's, not a fault
+def _gpu(fields: Fields, i: int) -> dict[str, Any]:
+    h = fields.handle(i)
+    if isinstance(h, Missing):
+        return {"index": i, "error": f"{h.call}: {h.error}"}
+    gpu: dict[str, Any] = {"index": i, "name": fields.name(h), "uuid": fields.uuid(h), "pci": fields.pci_bus(h),
+                           "persistence": fields.persistence(h)}
+    for aggregate, cname in ((False, "volatile"), (True, "aggregate")):
+        for uncorrected, kname in ((False, "corrected"), (True, "uncorrected")):
+            gpu[f"ecc_{cname}_{kname}"] = fields.ecc(h, aggregate, uncorrected)
+    gpu["retired_pages_sbe"] = fields.retired_pages(h, double_bit=False)
+    gpu["retired_pages_dbe"] = fields.retired_pages(h, double_bit=True)
+    gpu["retired_pages_pending"] = fields.retired_pending(h)
+    gpu["remapped_rows"] = fields.remapped_rows(h)
+    for key, current, width in (("pcie_gen", True, False), ("pcie_gen_max", False, False),
+                                ("pcie_width", True, True), ("pcie_width_max", False, True)):
+        gpu[key] = fields.pcie(h, current, width)
+    gpu["clock_events"] = fields.clock_events(h)
+    gpu["temperature_c"] = fields.temperature(h)
+    gpu = {k: or_absent(v) for k, v in gpu.items()}
+    gpu.update(usage(fields, h))  # who holds it: a busy GPU is another job's, not a fault
     return gpu
 
 
@@ -78,17 +46,17 @@ def _nvml_state(state: dict[str, Any]) -> Callable[[Any, dict[str, Any]], None]:
     """The NVML body filling `state`: nvml_error, driver_version, and gpus one by one (`progress`: the call and
     the GPU being read, for the evidence of a hang)."""
     def fill(pynvml: Any, progress: dict[str, Any]) -> None:
-        read = _reader(pynvml)
+        fields = Fields(pynvml)
         progress["call"] = "nvmlSystemGetDriverVersion"
-        state["driver_version"] = read("nvmlSystemGetDriverVersion", convert=_text)
+        state["driver_version"] = or_absent(fields.driver_version())
         progress["call"] = "nvmlDeviceGetCount"
-        count = read("nvmlDeviceGetCount", convert=int)
-        if is_absent(count):
-            state["nvml_error"] = f"NVML cannot count the GPUs: {count['absent']}"
+        count = fields.count()
+        if isinstance(count, Missing):
+            state["nvml_error"] = f"NVML cannot count the GPUs: {count.absent()['absent']}"
             return
         for i in range(count):
             progress.update(gpu=i, call=f"NVML reads of GPU {i}")
-            state["gpus"].append(_gpu(pynvml, read, i))
+            state["gpus"].append(_gpu(fields, i))
         progress.update(gpu=None, call=None)
     return fill
 

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from envcheck.checks.gpu_health.capture import NOT_SUPPORTED
 from envcheck.checks.gpu_health.node import (
     PERSISTENCE_FIX,
     Finding,
@@ -23,7 +22,8 @@ from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
 from envcheck.core.section import require
-from envcheck.probe.nvml import foreign
+from envcheck.probe.gpu_usage import foreign
+from envcheck.probe.nvml_fields import NOT_SUPPORTED
 from envcheck.probe.system import is_absent
 
 # nvmlClocksEventReason* bits (nvml.h; the deprecated ClocksThrottleReason* bits have the same values).

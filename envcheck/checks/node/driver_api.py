@@ -14,14 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.checks.cuda.layers import CUDA_CODES
+from envcheck.checks.cuda.codes import CUDA_CODES
 from envcheck.core.check import Context
 from envcheck.core.result import Result, errored, failed, passed, skipped, warned
 from envcheck.probe.cuda_driver import CUDA_BUDGET_S, probe
 from envcheck.probe.gpu_access import allocation, read_access
+from envcheck.probe.gpu_usage import foreign, holder, read_usage
 from envcheck.probe.hang import describe, stuck_in_kernel
 from envcheck.probe.node_state import count_overrun
-from envcheck.probe.nvml import NVML_BUDGET_S, foreign, holder, init_budget, read_usage, warmup
+from envcheck.probe.nvml import NVML_BUDGET_S, init_budget, warmup
 from envcheck.probe.pci import bus_key, pci_gpus
 
 HANG_FIX = ("the driver is wedged: drain the node; nvidia-smi -q (does it hang too?); dmesg | grep -iE 'NVRM|Xid'; "

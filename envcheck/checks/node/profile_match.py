@@ -13,50 +13,38 @@ from envcheck.core.check import Context, ProfileOptions
 from envcheck.core.result import Result, failed, first_of, passed, skipped
 from envcheck.probe.gpu_access import Allocation, allocation, read_access
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
-from envcheck.probe.nvml import text as _text
+from envcheck.probe.nvml_fields import Fields, Missing, value
 from envcheck.probe.pci import SYSFS_PCI, pci_gpus
 
-NVLINK_MAX = 18  # NVML_NVLINK_MAX_LINKS (nvml.h) for Hopper and Blackwell
 LOST_FIX = ("drain; dmesg | grep -iE 'fallen off the bus|Xid'; lspci -s {pci}; reboot the node, then reseat the GPU "
             "or RMA it")
 
 
 def _nvml_body(state: dict[str, Any]) -> Any:
     def fill(pynvml: Any, progress: dict[str, Any]) -> None:
+        fields = Fields(pynvml)
         progress["call"] = "nvmlSystemGetDriverVersion"
-        state["driver_version"] = _text(pynvml.nvmlSystemGetDriverVersion())
+        driver = fields.driver_version()
+        if isinstance(driver, Missing):  # nothing more to read: the verdict works from the PCI bus alone
+            return
+        state["driver_version"] = driver
         progress["call"] = "nvmlDeviceGetCount"
-        for i in range(int(pynvml.nvmlDeviceGetCount())):
+        count = fields.count()
+        if isinstance(count, Missing):
+            return
+        for i in range(count):
             progress.update(call=f"NVML reads of GPU {i}", gpu=i)
-            state["gpus"].append(_gpu(pynvml, i))
+            state["gpus"].append(_gpu(fields, i))
     return fill
 
 
-def _read(fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except Exception:  # NOT_SUPPORTED, or an old binding without the call
-        return None
-
-
-def _gpu(pynvml: Any, i: int) -> dict[str, Any]:
-    try:
-        h = pynvml.nvmlDeviceGetHandleByIndex(i)
-    except Exception as exc:
-        return {"index": i, "error": str(exc) or type(exc).__name__}
-    pci = _read(pynvml.nvmlDeviceGetPciInfo, h)
-    gpu = {"index": i, "name": _text(_read(pynvml.nvmlDeviceGetName, h) or ""),
-           "pci": _text(pci.busId) if pci is not None else None,
-           "pcie_gen_max": _read(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
-           "pcie_width": _read(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h)}
-    links = []
-    for link in range(NVLINK_MAX):
-        state = _read(pynvml.nvmlDeviceGetNvLinkState, h, link)
-        if state is None:  # past the GPU's last link, or no NVLink at all
-            break
-        links.append(int(state))
-    gpu["nvlinks"] = links
-    return gpu
+def _gpu(fields: Fields, i: int) -> dict[str, Any]:
+    h = fields.handle(i)
+    if isinstance(h, Missing):
+        return {"index": i, "error": h.error}
+    return {"index": i, "name": value(fields.name(h)) or "", "pci": value(fields.pci_bus(h)),
+            "pcie_gen_max": value(fields.pcie(h, current=False, width=False)),
+            "pcie_width": value(fields.pcie(h, current=True, width=True)), "nvlinks": fields.nvlinks(h)}
 
 
 def capture(budget_s: float = NVML_BUDGET_S, sysfs: str = SYSFS_PCI) -> dict[str, Any]:

@@ -1,0 +1,192 @@
+"""Every NVML field envcheck reads, typed, in one place: the CUDA capture, the inventory, gpu.health, node.profile,
+the GPU usage reads (node.cuda_driver, cuda.devices, dcgm.diag) and cuda.available's compute modes read them here.
+
+A `Fields` wraps one NVML session's bindings, so it is used only inside `probe.nvml.read_nvml` (a thread within the
+NVML budget). Each field is read on its own and is its value or a `Missing`: NVML_ERROR_NOT_SUPPORTED (a feature the
+GPU lacks: ECC on a consumer GPU, MIG on a GPU without it) is absence (`not_supported`), never a fault; any other
+error keeps the call and its text; a call the bindings lack is said so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from envcheck.core.versions import cuda_version_text
+from envcheck.probe.system import absent
+
+T = TypeVar("T")
+NOT_SUPPORTED = "not supported"
+COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
+NVLINK_MAX = 18  # NVML_NVLINK_MAX_LINKS (nvml.h) for Hopper and Blackwell
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A field NVML did not give: `call` failed with `error`; `not_supported` when the GPU lacks the feature."""
+
+    call: str
+    error: str
+    not_supported: bool = False
+
+    def absent(self) -> dict[str, str]:
+        """The bundle's marker: absent('not supported') or absent('<call>: <error>')."""
+        return absent(NOT_SUPPORTED if self.not_supported else f"{self.call}: {self.error}")
+
+
+def text(value: Any) -> str:
+    """NVML strings arrive as bytes from older bindings and as str from newer ones."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def value(got: T | Missing) -> T | None:
+    """The value, or None for a Missing (for readers that only need to know whether it is there)."""
+    return None if isinstance(got, Missing) else got
+
+
+def or_absent(got: Any) -> Any:
+    """The value, or the bundle's absent marker for a Missing."""
+    return got.absent() if isinstance(got, Missing) else got
+
+
+def _process_name(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()[:64] or None
+    except OSError:  # another PID namespace, or gone
+        return None
+
+
+class Fields:
+    """Typed reads of one NVML session (`pynvml` after nvmlInit, inside read_nvml's budget)."""
+
+    def __init__(self, pynvml: Any) -> None:
+        self.pynvml = pynvml
+        self._not_supported = getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3)
+
+    def const(self, name: str, default: int) -> int:
+        """An NVML constant from the bindings (older bindings lack some)."""
+        return int(getattr(self.pynvml, name, default))
+
+    def read(self, call: str, *args: Any, convert: Callable[[Any], T] = lambda v: v) -> T | Missing:
+        """convert(pynvml.call(*args)), or why not."""
+        fn = getattr(self.pynvml, call, None)
+        if fn is None:
+            return Missing(call, "not in these NVML bindings")
+        try:
+            return convert(fn(*args))
+        except Exception as exc:  # pynvml.NVMLError and its subclasses; odd values from old bindings
+            return Missing(call, str(exc) or type(exc).__name__, getattr(exc, "value", None) == self._not_supported)
+
+    # --- the system ---
+    def count(self) -> int | Missing:
+        """How many GPUs NVML lists (those this process may use)."""
+        return self.read("nvmlDeviceGetCount", convert=int)
+
+    def driver_version(self) -> str | Missing:
+        """The driver's version ('580.95.05')."""
+        return self.read("nvmlSystemGetDriverVersion", convert=text)
+
+    def driver_cuda(self) -> str | Missing:
+        """The newest CUDA the driver supports ('13.0')."""
+        return self.read("nvmlSystemGetCudaDriverVersion", convert=lambda v: cuda_version_text(int(v)))
+
+    # --- a GPU (or a MIG device's handle) ---
+    def handle(self, index: int) -> Any:
+        """The handle of GPU `index` (a Missing when NVML cannot open it, e.g. 'GPU is lost')."""
+        return self.read("nvmlDeviceGetHandleByIndex", index)
+
+    def name(self, h: Any) -> str | Missing:
+        """The product name."""
+        return self.read("nvmlDeviceGetName", h, convert=text)
+
+    def uuid(self, h: Any) -> str | Missing:
+        """'GPU-…' or 'MIG-…'."""
+        return self.read("nvmlDeviceGetUUID", h, convert=text)
+
+    def pci_bus(self, h: Any) -> str | Missing:
+        """NVML's bus id ('00000000:18:00.0')."""
+        return self.read("nvmlDeviceGetPciInfo", h, convert=lambda p: text(p.busId))
+
+    def persistence(self, h: Any) -> bool | Missing:
+        """Whether persistence mode is on."""
+        return self.read("nvmlDeviceGetPersistenceMode", h, convert=lambda v: int(v) == 1)
+
+    def ecc(self, h: Any, aggregate: bool, uncorrected: bool) -> int | Missing:
+        """ECC error count: volatile (since the last driver load) or aggregate (lifetime), corrected or not."""
+        kind = self.const("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1) if uncorrected else \
+            self.const("NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+        counter = self.const("NVML_AGGREGATE_ECC", 1) if aggregate else self.const("NVML_VOLATILE_ECC", 0)
+        return self.read("nvmlDeviceGetTotalEccErrors", h, kind, counter, convert=int)
+
+    def retired_pages(self, h: Any, double_bit: bool) -> int | Missing:
+        """How many pages were retired for single-bit (SBE) or double-bit (DBE) errors (nvmlPageRetirementCause_t)."""
+        return self.read("nvmlDeviceGetRetiredPages", h, int(double_bit), convert=len)
+
+    def retired_pending(self, h: Any) -> bool | Missing:
+        """Whether a page retirement waits for the next driver reload."""
+        return self.read("nvmlDeviceGetRetiredPagesPendingStatus", h, convert=lambda v: int(v) == 1)
+
+    def remapped_rows(self, h: Any) -> dict[str, Any] | Missing:
+        """Row remapping: corrected and uncorrected counts, pending, failure."""
+        return self.read("nvmlDeviceGetRemappedRows", h, convert=lambda t: {
+            "corrected": int(t[0]), "uncorrected": int(t[1]), "pending": bool(t[2]), "failure": bool(t[3])})
+
+    def pcie(self, h: Any, current: bool, width: bool) -> int | Missing:
+        """The PCIe link's generation or width, current or maximum."""
+        return self.read(f"nvmlDeviceGet{'Curr' if current else 'Max'}PcieLink{'Width' if width else 'Generation'}",
+                         h, convert=int)
+
+    def clock_events(self, h: Any) -> int | Missing:
+        """nvmlClocksEventReason* bits; bindings or drivers older than the rename answer the throttle-reasons call."""
+        events = self.read("nvmlDeviceGetCurrentClocksEventReasons", h, convert=int)
+        if isinstance(events, Missing) and not events.not_supported:
+            older = self.read("nvmlDeviceGetCurrentClocksThrottleReasons", h, convert=int)
+            return older if not isinstance(older, Missing) or older.not_supported else events
+        return events
+
+    def temperature(self, h: Any) -> int | Missing:
+        """The GPU's temperature in °C."""
+        return self.read("nvmlDeviceGetTemperature", h, self.const("NVML_TEMPERATURE_GPU", 0), convert=int)
+
+    def memory(self, h: Any) -> dict[str, int] | Missing:
+        """Memory total and used, in MiB (used left out where the bindings give only the total)."""
+        def mib(m: Any) -> dict[str, int]:
+            used = getattr(m, "used", None)
+            return {"total_mib": int(m.total // 2**20), **({} if used is None else {"used_mib": int(used // 2**20)})}
+        return self.read("nvmlDeviceGetMemoryInfo", h, convert=mib)
+
+    def compute_mode(self, h: Any) -> str | Missing:
+        """DEFAULT, EXCLUSIVE_PROCESS, EXCLUSIVE_THREAD or PROHIBITED."""
+        return self.read("nvmlDeviceGetComputeMode", h, convert=lambda v: COMPUTE_MODES.get(int(v), str(int(v))))
+
+    def mig(self, h: Any) -> bool | Missing:
+        """Whether MIG mode is on (not_supported: a GPU without MIG)."""
+        return self.read("nvmlDeviceGetMigMode", h, convert=lambda v: bool(v[0]))
+
+    def mig_handles(self, h: Any) -> list[tuple[int, Any]]:
+        """(slot, handle) of each MIG device of a GPU in MIG mode; an empty slot is skipped."""
+        count = value(self.read("nvmlDeviceGetMaxMigDeviceCount", h, convert=int)) or 0
+        found = [(k, self.read("nvmlDeviceGetMigDeviceHandleByIndex", h, k)) for k in range(count)]
+        return [(k, mh) for k, mh in found if not isinstance(mh, Missing)]
+
+    def compute_capability(self, h: Any) -> str | Missing:
+        """'9.0'."""
+        return self.read("nvmlDeviceGetCudaComputeCapability", h, convert=lambda v: f"{v[0]}.{v[1]}")
+
+    def processes(self, h: Any) -> list[dict[str, Any]] | Missing:
+        """The compute processes on a GPU: pid, MiB used, name (from /proc, when in this PID namespace)."""
+        return self.read("nvmlDeviceGetComputeRunningProcesses", h, convert=lambda procs: [
+            {"pid": int(p.pid), "used_mib": int((getattr(p, "usedGpuMemory", 0) or 0) // 2**20),
+             "name": _process_name(int(p.pid))} for p in procs])
+
+    def nvlinks(self, h: Any) -> list[int]:
+        """Each NVLink's state (1 up), up to the GPU's last link (none: no NVLink)."""
+        links: list[int] = []
+        for link in range(NVLINK_MAX):
+            state = self.read("nvmlDeviceGetNvLinkState", h, link, convert=int)
+            if isinstance(state, Missing):  # past the GPU's last link, or no NVLink at all
+                break
+            links.append(state)
+        return links
