@@ -1,6 +1,6 @@
 """The bench's "GPU not idle" judgement does not count envcheck's own processes.
 
-No GPU here: NVML is simulated by a fake `pynvml` module (process lists and utilisation readings
+No GPU here: NVML is simulated by the one NVML fake, tests/staging/nvml.py (process lists and utilisation readings
 taken from what the real H100 quick bench saw, tests/bench/data/h100_bench_quick.json), and the
 process tree is either this test's real one (/proc) or a scripted parent map.
 """
@@ -10,50 +10,46 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import types
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import pytest
 
 from envcheck.bench.gpu_state import idle_state
 from envcheck.bench.units import judged
 from tests.bench.h100 import h100_run
+from tests.staging import nvml
 
 
-class FakeNvml(types.ModuleType):
-    """Just the pynvml calls gpu_state makes; utilisation readings are consumed in order."""
+class Sleeps:
+    """A sleep that only counts (the settle delay is judged, not waited for)."""
 
-    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
+    def __init__(self) -> None:
+        self.slept = 0.0
 
-    def __init__(self, pids: list[int], utils: list[float]) -> None:
-        super().__init__("pynvml")
-        self.pids, self.utils, self.slept = pids, list(utils), 0.0
-
-    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
-        return [types.SimpleNamespace(pid=p, usedGpuMemory=4114612224) for p in self.pids]
-
-    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: Any) -> list[Any]:
-        return []
-
-    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
-        value = self.utils.pop(0) if len(self.utils) > 1 else self.utils[0]
-        return types.SimpleNamespace(gpu=value, memory=0)
-
-    def nvmlDeviceGetClockInfo(self, handle: Any, kind: int) -> int:
-        return 1980
-
-    def nvmlDeviceGetTemperature(self, handle: Any, kind: int) -> int:
-        return 40
-
-    def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
-        return 72229
+    def __call__(self, s: float) -> None:
+        self.slept += s
 
 
-def fake_nvml(monkeypatch: pytest.MonkeyPatch, pids: list[int], utils: list[float]) -> FakeNvml:
-    fake = FakeNvml(pids, utils)
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
-    return fake
+class FakeGpu:
+    """The one NVML fake (tests/staging/nvml.py) holding one H100 with these processes and utilisation readings
+    (answered in order, the last one repeated): `handle` is its NVML handle."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, folder: Path, pids: list[int], utils: list[float]) -> None:
+        gpu = nvml.gpu(0, uuid="GPU-0", processes=[{"pid": p, "used_mib": 3924} for p in pids],
+                       utilization=[[u, 0] for u in utils], temperature_c=40, power_w=72.229, sm_clock_mhz=1980,
+                       mem_clock_mhz=1980)
+        self.handle = nvml.install(monkeypatch, folder, nvml.state(gpu)).nvmlDeviceGetHandleByIndex(0)
+        self.sleep = Sleeps()
+
+    @property
+    def slept(self) -> float:
+        """Seconds the judgement asked to sleep."""
+        return self.sleep.slept
+
+
+def fake_nvml(monkeypatch: pytest.MonkeyPatch, folder: Path, pids: list[int], utils: list[float]) -> FakeGpu:
+    return FakeGpu(monkeypatch, folder, pids, utils)
 
 
 @pytest.fixture
@@ -67,53 +63,47 @@ def sibling() -> Iterator[int]:
         proc.wait()
 
 
-def _no_sleep(fake: FakeNvml) -> Any:
-    def sleep(s: float) -> None:
-        fake.slept += s
-    return sleep
-
-
-def test_the_other_bench_worker_is_envcheck_not_a_neighbour(monkeypatch: pytest.MonkeyPatch, sibling: int) -> None:
+def test_the_other_bench_worker_is_envcheck_not_a_neighbour(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sibling: int) -> None:
     """On the H100 the checkpoint unit saw the bench worker (PID 803) and warned "1 other process"."""
     assert h100_run()["units"][6]["gpu_state"]["why_not_idle"] == "1 other process(es) on the GPU"
-    fake = fake_nvml(monkeypatch, [os.getpid(), sibling], [0.0])
-    state = idle_state(object(), root=os.getpid(), sleep=_no_sleep(fake))
+    fake = fake_nvml(monkeypatch, tmp_path, [os.getpid(), sibling], [0.0])
+    state = idle_state(fake.handle, root=os.getpid(), sleep=fake.sleep)
     assert state["idle"] is True and state["why_not_idle"] is None
     assert [p["pid"] for p in state["envcheck_processes"]] == [sibling] and state["other_processes"] == []
     assert f"envcheck's own: PIDs {sibling}" in state["seen"]
 
 
-def test_a_real_neighbour_still_makes_the_gpu_not_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_real_neighbour_still_makes_the_gpu_not_idle(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """PID 1 is visible here and is not envcheck's: a certain "not idle"."""
-    fake = fake_nvml(monkeypatch, [os.getpid(), 1], [0.0])
-    state = idle_state(object(), root=os.getpid(), sleep=_no_sleep(fake))
+    fake = fake_nvml(monkeypatch, tmp_path, [os.getpid(), 1], [0.0])
+    state = idle_state(fake.handle, root=os.getpid(), sleep=fake.sleep)
     assert state["idle"] is False and "1 other process(es) on the GPU (PIDs 1)" in state["why_not_idle"]
     assert judged("x", {}, state).status.value == "warn"
 
 
-def test_previous_units_utilisation_settles_before_judging(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_previous_units_utilisation_settles_before_judging(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """device_memory saw 90% (matmul's work, in NVML's ~1 s average) and warned; after the settle delay it is 0%."""
     seen = h100_run()["units"][1]["gpu_state"]
     assert seen["why_not_idle"] == "utilisation 90% before the run" and seen["other_processes"] == []
-    fake = fake_nvml(monkeypatch, [os.getpid()], [90.0, 0.0])
-    state = idle_state(object(), root=os.getpid(), sleep=_no_sleep(fake))
+    fake = fake_nvml(monkeypatch, tmp_path, [os.getpid()], [90.0, 0.0])
+    state = idle_state(fake.handle, root=os.getpid(), sleep=fake.sleep)
     assert fake.slept > 1.0  # longer than NVML's averaging window
     assert state["idle"] is True and state["utilisation"] == {"first_pct": 90.0, "settled_pct": 0.0, "settle_s": 1.2}
     assert "utilisation 90% at the start" in state["seen"] and "0% after 1.2s" in state["seen"]
 
 
-def test_utilisation_that_stays_busy_is_not_idle(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = fake_nvml(monkeypatch, [os.getpid()], [100.0, 97.0])
-    state = idle_state(object(), root=os.getpid(), sleep=_no_sleep(fake))
+def test_utilisation_that_stays_busy_is_not_idle(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = fake_nvml(monkeypatch, tmp_path, [os.getpid()], [100.0, 97.0])
+    state = idle_state(fake.handle, root=os.getpid(), sleep=fake.sleep)
     assert state["idle"] is False
     assert state["why_not_idle"] == "utilisation 100% before the run, still 97% after 1.2s"
 
 
-def test_host_pids_in_a_container_are_reported_not_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_host_pids_in_a_container_are_reported_not_judged(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """NVML in a container lists host PIDs (ours is 7 here, NVML says 803 and 854): idle unknown, not "not idle"."""
-    fake = fake_nvml(monkeypatch, [803, 854], [0.0])
+    fake = fake_nvml(monkeypatch, tmp_path, [803, 854], [0.0])
     parents = {7: 1, 9: 1, 1: 0}  # the container's tree: envcheck (1) started workers 7 and 9
-    state = idle_state(object(), root=1, me=7, parent=parents.get, tree=lambda: [1, 7, 9], sleep=_no_sleep(fake))
+    state = idle_state(fake.handle, root=1, me=7, parent=parents.get, tree=lambda: [1, 7, 9], sleep=fake.sleep)
     assert state["idle"] is None and state["why_not_idle"] is None
     assert state["pid_namespace"].startswith("other") and len(state["foreign_namespace_processes"]) == 2
     assert "other process(es) (PIDs from another namespace" in state["idle_unknown"]
@@ -121,8 +111,8 @@ def test_host_pids_in_a_container_are_reported_not_judged(monkeypatch: pytest.Mo
     assert result.status.value == "pass" and "GPU idle unknown" in result.summary
 
 
-def test_more_host_pids_than_envcheck_has_processes_is_certainly_busy(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = fake_nvml(monkeypatch, [803, 854, 901, 902], [0.0])
+def test_more_host_pids_than_envcheck_has_processes_is_certainly_busy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = fake_nvml(monkeypatch, tmp_path, [803, 854, 901, 902], [0.0])
     parents = {7: 1, 1: 0}
-    state = idle_state(object(), root=1, me=7, parent=parents.get, tree=lambda: [1, 7], sleep=_no_sleep(fake))
+    state = idle_state(fake.handle, root=1, me=7, parent=parents.get, tree=lambda: [1, 7], sleep=fake.sleep)
     assert state["idle"] is False and "at least 2 other process(es)" in state["why_not_idle"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -173,22 +172,17 @@ def test_loaded_libraries_are_the_cuda_stack_paths_from_maps() -> None:
                                       "/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9"]
 
 
-def test_a_hung_nvml_is_named_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Simulated NVML (none here): a pynvml whose nvmlInit never returns in time, as on a GPU in a bad state.
-    The capture names the hang instead of letting cuda.available run into its timeout."""
-    import threading
+def test_a_hung_nvml_is_named_within_the_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Simulated NVML (none here: the one NVML fake, tests/staging/nvml.py): nvmlInit does not return in time, as
+    on a GPU in a bad state. The capture names the hang instead of letting cuda.available run into its timeout."""
     import time
-    import types
 
     from envcheck.checks.cuda.capture import first_nvml_error, nvml_gpus
+    from tests.staging import nvml
 
-    release = threading.Event()
-    hung = types.ModuleType("pynvml")
-    hung.nvmlInit = lambda: release.wait(30)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pynvml", hung)
+    nvml.install(monkeypatch, tmp_path, nvml.state(nvml.gpu(0), init_hang="S", init_hang_s=2))
     began = time.monotonic()
     state = nvml_gpus(budget_s=0.3)
-    release.set()  # let the abandoned reader end (it is a daemon thread either way)
     assert time.monotonic() - began < 5
     assert state == "NVML did not answer within 0.3 s (a GPU or the driver is hung)"
     assert first_nvml_error(state) == state

@@ -13,10 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-import threading
 import time
-import types
 from pathlib import Path
 
 import pytest
@@ -30,6 +27,7 @@ from envcheck.probe.gpu_usage import nvml_gpus
 from envcheck.probe.hang import run_in_child
 from envcheck.probe.kernel_log import read_cursor, write_cursor
 from envcheck.probe.pci import pci_gpus
+from tests.staging import nvml
 
 # NVIDIA/NVSentinel#155 (a newer driver: no Xid line for it)
 FELL = ("NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus "
@@ -163,15 +161,11 @@ def windowed(d: dict[str, object]) -> dict[str, object]:
     return d
 
 
-def test_a_hung_nvml_init_is_named_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Simulated NVML: nvmlInit blocks (as on a wedged driver)."""
-    release = threading.Event()
-    hung = types.ModuleType("pynvml")
-    hung.nvmlInit = lambda: release.wait(30)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pynvml", hung)
+def test_a_hung_nvml_init_is_named_within_its_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Simulated NVML (the one NVML fake): nvmlInit blocks (as on a wedged driver)."""
+    nvml.install(monkeypatch, tmp_path, nvml.state(nvml.gpu(0), init_hang="S", init_hang_s=2))
     began = time.monotonic()
     said = nvml_gpus(budget_s=0.3)
-    release.set()
     assert time.monotonic() - began < 2 and said.startswith("NVML did not answer within 0.3 s")
 
 

@@ -1,8 +1,8 @@
 """gpu.health (issue 16): NVML hardware state and the kernel log's Xids, as warnings naming the GPU.
 
-What is simulated, and only that: NVML. This machine has no NVIDIA GPU or driver, so NVML cannot exist here; a
-stub `pynvml` module (written below into a temp dir and put first on sys.path / PYTHONPATH) answers from a JSON
-state with NVML's real error codes and texts (`NOT_SUPPORTED` = 3 "Not Supported", 15 "GPU is lost", 12 "NVML
+What is simulated, and only that: NVML. This machine has no NVIDIA GPU or driver, so NVML cannot exist here; the
+one NVML fake (tests/staging/nvml.py: a stand-in `pynvml` loaded in this process or first on a child's PYTHONPATH)
+answers from a JSON state with NVML's real error codes and texts (`NOT_SUPPORTED` = 3 "Not Supported", 15 "GPU is lost", 12 "NVML
 Shared Library Not Found", as nvidia-ml-py defines them). Everything else is real: the engine, the worker, the
 bundle and its replay, /dev/kmsg on this host (non-blocking reads), real FIFOs, and in one test a private mount
 namespace where a file holding a real Xid 79 line is bind-mounted over /dev/kmsg.
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from envcheck.core.result import Result, Status
 from envcheck.probe.kernel_log import read_kernel_log
 from envcheck.probe.nvml_fields import NOT_SUPPORTED
 from tests.helpers import ROOT, load_report, run_cli
+from tests.staging import nvml
 
 CTX = Context()
 NODE_FINDING = (Status.WARN, Status.FAIL)  # rank <= DRAIN_RANK fails (drains), the rest warn
@@ -365,128 +366,36 @@ def test_this_hosts_kmsg_is_read_without_blocking() -> None:
         assert why is not None and lines == []
 
 
-# ---- capture through a stub pynvml (simulated NVML: no driver can exist here) --------------------------------
-
-STUB = '''"""Stand-in for nvidia-ml-py's pynvml (test only): NVML cannot exist on a machine without an NVIDIA driver.
-It answers from nvml_state.json beside it, raising NVMLError with NVML's codes and nvidia-ml-py's texts. A call
-the state does not mention answers NOT_SUPPORTED, as NVML does for a feature a GPU lacks."""
-import json
-import os
-import time
-import types
-
-NVML_ERROR_NOT_SUPPORTED = 3
-NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC = 0, 1
-NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 0, 1
-NVML_TEMPERATURE_GPU = 0
-_TEXT = {3: "Not Supported", 4: "Insufficient Permissions", 9: "Driver Not Loaded",
-         12: "NVML Shared Library Not Found", 13: "Function Not Found", 15: "GPU is lost", 999: "Unknown Error"}
-
-
-class NVMLError(Exception):
-    def __init__(self, value):
-        super().__init__(value)
-        self.value = value
-
-    def __str__(self):
-        return _TEXT.get(self.value, "NVML Error with code %d" % self.value)
-
-
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvml_state.json")) as _fh:
-    _STATE = json.load(_fh)
-
-
-class _PciInfo:
-    def __init__(self, bus_id):
-        self.busId = bus_id.encode()
-
-
-def _fail(value):
-    if isinstance(value, dict) and "nvml_error" in value:
-        raise NVMLError(value["nvml_error"])
-    return value
-
-
-def nvmlInit():
-    _fail(_STATE.get("init", {}))
-
-
-def nvmlShutdown():
-    pass
-
-
-def nvmlSystemGetDriverVersion():
-    return _STATE["driver"]
-
-
-def nvmlDeviceGetCount():
-    return len(_STATE["gpus"])
-
-
-def nvmlDeviceGetHandleByIndex(index):
-    time.sleep(_STATE["gpus"][index].get("hang_s", 0))  # a GPU in a bad state: NVML blocks on it
-    _fail(_STATE["gpus"][index].get("handle", {}))
-    return index
-
-
-def _answer(name):
-    def call(handle, *args):
-        value = _fail(_STATE["gpus"][handle].get(name, {"nvml_error": 3}))
-        if args and isinstance(value, dict):  # keyed by the arguments, e.g. "1,0" for (UNCORRECTED, VOLATILE)
-            value = _fail(value.get(",".join(map(str, args)), {"nvml_error": 3}))
-        if name == "nvmlDeviceGetComputeRunningProcesses":
-            return [types.SimpleNamespace(**p) for p in value]
-        return _PciInfo(value) if name == "nvmlDeviceGetPciInfo" else value
-    return call
-
-
-for _name in ("nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetPersistenceMode",
-              "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPages", "nvmlDeviceGetRetiredPagesPendingStatus",
-              "nvmlDeviceGetRemappedRows", "nvmlDeviceGetCurrPcieLinkGeneration",
-              "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetCurrPcieLinkWidth",
-              "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetCurrentClocksEventReasons",
-              "nvmlDeviceGetCurrentClocksThrottleReasons", "nvmlDeviceGetTemperature",
-              "nvmlDeviceGetComputeRunningProcesses"):
-    if _name not in _STATE.get("bindings_lack", []):
-        globals()[_name] = _answer(_name)
-'''
+# ---- capture through the one NVML fake (simulated NVML: no driver can exist here) -----------------------------
 
 
 def nvml_gpu(index: int = 0, **changes: Any) -> dict[str, Any]:
-    """A healthy H100 as the stub NVML answers it (raw NVML values: enums as ints, tuples as lists)."""
-    gpu: dict[str, Any] = {
-        "nvmlDeviceGetName": "NVIDIA H100 80GB HBM3", "nvmlDeviceGetUUID": UUID1 if index else UUID0,
-        "nvmlDeviceGetPciInfo": f"00000000:{0x3B + index:02X}:00.0", "nvmlDeviceGetPersistenceMode": 1,
-        "nvmlDeviceGetTotalEccErrors": {"0,0": 0, "1,0": 0, "0,1": 0, "1,1": 0},
-        "nvmlDeviceGetRetiredPages": {"0": [], "1": []},
-        "nvmlDeviceGetRemappedRows": [0, 0, 0, 0],
-        "nvmlDeviceGetCurrPcieLinkGeneration": 5, "nvmlDeviceGetMaxPcieLinkGeneration": 5,
-        "nvmlDeviceGetCurrPcieLinkWidth": 16, "nvmlDeviceGetMaxPcieLinkWidth": 16,
-        "nvmlDeviceGetCurrentClocksEventReasons": 1, "nvmlDeviceGetCurrentClocksThrottleReasons": 1,
-        "nvmlDeviceGetTemperature": {"0": 33}}
+    """A healthy H100 as the one NVML fake answers it (tests/staging/nvml.py; its keys: ecc_<counter>_<kind> with
+    counter 0 volatile / 1 aggregate and kind 0 corrected / 1 uncorrected, retired_<cause> 0 SBE / 1 DBE). None: NVML
+    answers Not Supported (page retirement's pending status, and the usage fields this test leaves to others)."""
+    gpu = nvml.gpu(index, name="NVIDIA H100 80GB HBM3", uuid=UUID1 if index else UUID0, persistence=1,
+                   ecc_0_0=0, ecc_0_1=0, ecc_1_0=0, ecc_1_1=0, retired_0=[], retired_1=[], retired_pending=None,
+                   remapped_rows=[0, 0, 0, 0], pcie_gen=5, pcie_gen_max=5, pcie_width=16, pcie_width_max=16,
+                   clock_events=1, throttle_reasons=1, temperature_c=33, processes=None, memory_total_mib=None,
+                   compute_mode=None, mig=None)
     gpu.update(changes)
     return gpu
 
 
+NO_ECC = {f"ecc_{c}_{k}": {"nvml_error": 3} for c in (0, 1) for k in (0, 1)}
+
+
 @pytest.fixture
-def fake_nvml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Path]]:
-    """install(gpus, **top) writes the stub and its state, and makes `import pynvml` find it (returns its dir)."""
-    saved = sys.modules.get("pynvml")
+def fake_nvml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Path]:
+    """install(gpus, **top) writes the one NVML fake's state and makes `import pynvml` find it (returns its dir)."""
     count = iter(range(100))
 
     def install(*gpus: dict[str, Any], **top: Any) -> Path:
         where = tmp_path / f"stub{next(count)}"
-        where.mkdir()
-        (where / "pynvml.py").write_text(STUB)
-        (where / "nvml_state.json").write_text(json.dumps({"driver": "580.95.05", "gpus": list(gpus), **top}))
-        monkeypatch.syspath_prepend(str(where))
-        sys.modules.pop("pynvml", None)
+        nvml.install(monkeypatch, where, nvml.state(*gpus, **top))
         return where
 
-    yield install
-    sys.modules.pop("pynvml", None)
-    if saved is not None:
-        sys.modules["pynvml"] = saved
+    return install
 
 
 def no_log(tmp_path: Path) -> str:
@@ -508,11 +417,9 @@ def test_capture_records_not_supported_and_per_field_errors_each_on_its_own(
         fake_nvml: Callable[..., Path], tmp_path: Path) -> None:
     """A GeForce-like GPU: no ECC, no page retirement, no row remapping (NOT_SUPPORTED); its temperature read
     fails with Unknown Error and persistence with Insufficient Permissions. Every other field is still read."""
-    consumer = nvml_gpu(0, nvmlDeviceGetName="NVIDIA GeForce RTX 4090",
-                        nvmlDeviceGetTotalEccErrors={"nvml_error": 3}, nvmlDeviceGetRetiredPages={"nvml_error": 3},
-                        nvmlDeviceGetRemappedRows={"nvml_error": 3},
-                        nvmlDeviceGetTemperature={"nvml_error": 999},
-                        nvmlDeviceGetPersistenceMode={"nvml_error": 4})
+    consumer = nvml_gpu(0, name="NVIDIA GeForce RTX 4090", **NO_ECC, retired_0={"nvml_error": 3},
+                        retired_1={"nvml_error": 3}, remapped_rows={"nvml_error": 3},
+                        temperature_c={"nvml_error": 999}, persistence={"nvml_error": 4})
     fake_nvml(consumer)
     gpu = capture(no_log(tmp_path))["gpus"][0]
     assert gpu["ecc_volatile_uncorrected"] == gpu["remapped_rows"] == gpu["retired_pages_dbe"] == {
@@ -525,10 +432,8 @@ def test_capture_records_not_supported_and_per_field_errors_each_on_its_own(
 
 
 def test_capture_of_a_sick_gpu_warns_with_its_findings(fake_nvml: Callable[..., Path], tmp_path: Path) -> None:
-    sick = nvml_gpu(1, nvmlDeviceGetRemappedRows=[0, 3, 0, 1], nvmlDeviceGetPersistenceMode=0,
-                    nvmlDeviceGetTotalEccErrors={"0,0": 4, "1,0": 2, "0,1": 9, "1,1": 3},
-                    nvmlDeviceGetCurrPcieLinkWidth=8, nvmlDeviceGetCurrentClocksEventReasons=0x48,
-                    nvmlDeviceGetTemperature={"0": 94})
+    sick = nvml_gpu(1, remapped_rows=[0, 3, 0, 1], persistence=0, ecc_0_0=4, ecc_0_1=2, ecc_1_0=9, ecc_1_1=3,
+                    pcie_width=8, clock_events=0x48, temperature_c=94)
     fake_nvml(nvml_gpu(0), sick)
     result = verdict(capture(no_log(tmp_path)), CTX)
     assert result.status in NODE_FINDING and result.fault_class == "node"
@@ -577,9 +482,9 @@ def test_nvml_that_hangs_on_a_gpu_is_named_and_the_rest_still_comes_back(fake_nv
 ])
 def test_clock_events_fall_back_to_the_throttle_reasons_call(fake_nvml: Callable[..., Path], tmp_path: Path,
                                                              lack: list[str], event_error: int | None) -> None:
-    gpu = nvml_gpu(0, nvmlDeviceGetCurrentClocksThrottleReasons=0x40)
+    gpu = nvml_gpu(0, throttle_reasons=0x40)
     if event_error:
-        gpu["nvmlDeviceGetCurrentClocksEventReasons"] = {"nvml_error": event_error}
+        gpu["clock_events"] = {"nvml_error": event_error}
     fake_nvml(gpu, bindings_lack=lack)
     assert capture(no_log(tmp_path))["gpus"][0]["clock_events"] == 0x40
 
@@ -624,12 +529,12 @@ def test_live_check_on_this_host_skips_naming_why() -> None:
 
 
 def _stub_env(where: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(where)}  # run_cli puts the tree first, the stub before site-packages
+    # run_cli puts the tree first, the stand-in before site-packages
+    return {**os.environ, "PYTHONPATH": str(nvml.STUB), "STUB_NVML_STATE": str(where / "nvml.json")}
 
 
 def test_live_check_through_the_engine_warns_on_a_simulated_sick_gpu(fake_nvml: Callable[..., Path]) -> None:
-    where = fake_nvml(nvml_gpu(0, nvmlDeviceGetCurrPcieLinkGeneration=2, nvmlDeviceGetCurrentClocksEventReasons=0,
-                               nvmlDeviceGetComputeRunningProcesses=[{"pid": 4242, "usedGpuMemory": 2**33}]))
+    where = fake_nvml(nvml_gpu(0, pcie_gen=2, clock_events=0, processes=[{"pid": 4242, "used_mib": 8192}]))
     done = run_cli("run", "--only", "gpu.health", "--json", "-", env=_stub_env(where))
     assert done.returncode == 0, done.stderr  # a warning does not fail the run
     result = load_report(done.stdout)["results"][0]
@@ -646,11 +551,11 @@ def test_an_xid_79_in_this_hosts_kernel_log_is_found_by_the_live_check(fake_nvml
         pytest.skip("needs root and unshare(1) for a private mount namespace")
     log = tmp_path / "kmsg"
     log.write_text(KMSG79)
-    where = fake_nvml(nvml_gpu(0, nvmlDeviceGetPciInfo="00000000:2B:00.0"), nvml_gpu(1))
+    where = fake_nvml(nvml_gpu(0, bus="0000:2b:00.0"), nvml_gpu(1))
     script = (f"mount --bind {log} /dev/kmsg && exec {sys.executable} -m envcheck run --only gpu.health "
               "--json -")
     env = _stub_env(where)
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{where}"
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{nvml.STUB}"
     done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120,
                           env=env, cwd=ROOT)
     if done.returncode != 0 and "unshare" in done.stderr:
@@ -670,7 +575,7 @@ def _results(stdout: str) -> dict[str, dict[str, Any]]:
 def test_bundle_captures_nvml_state_and_explain_replays_it(fake_nvml: Callable[..., Path], tmp_path: Path) -> None:
     """`facts --bundle` on a (simulated) sick host; `explain` then gives run's gpu.health verdict, here and
     without the stub: the verdict comes from the bundle, not from this machine."""
-    where = fake_nvml(nvml_gpu(0, nvmlDeviceGetRemappedRows=[0, 1, 1, 0], nvmlDeviceGetPersistenceMode=0))
+    where = fake_nvml(nvml_gpu(0, remapped_rows=[0, 1, 1, 0], persistence=0))
     bundle = tmp_path / "bundle.json"
     start = time.monotonic()
     made = run_cli("facts", "--bundle", str(bundle), env=_stub_env(where))

@@ -126,22 +126,17 @@ def test_the_torch_checks_stay_available_by_name(libdir: Path, tmp_path: Path) -
     assert "torch imported on the node path" in done.stdout + done.stderr
 
 
-def test_a_second_nvml_reader_does_not_wait_again_behind_a_hung_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Simulated NVML: nvmlInit blocks. gpu.health and node.profile both read NVML on the node path: the second
-    answers at once with the first one's evidence instead of spending another budget."""
-    import threading
-    import types
-
+def test_a_second_nvml_reader_does_not_wait_again_behind_a_hung_one(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    """Simulated NVML (the one NVML fake): nvmlInit blocks. gpu.health and node.profile both read NVML on the node
+    path: the second answers at once with the first one's evidence instead of spending another budget."""
     from envcheck.probe.nvml import read_nvml
+    from tests.staging import nvml
 
-    release = threading.Event()
-    hung = types.ModuleType("pynvml")
-    hung.nvmlInit = lambda: release.wait(30)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pynvml", hung)
+    nvml.install(monkeypatch, tmp_path, nvml.state(nvml.gpu(0), init_hang="S", init_hang_s=3))
     first = read_nvml(lambda pynvml, progress: None, lambda exc: None, budget_s=0.3)
     began = time.monotonic()
     second = read_nvml(lambda pynvml, progress: None, lambda exc: None, budget_s=5)
-    release.set()
     assert first.hang is not None and second.hang is not None and second.hang.get("earlier") is True
     assert time.monotonic() - began < 0.2
 

@@ -2,14 +2,12 @@
 
 Simulated: the real healthy H100 bundle (tests/checks/fixtures, from the proof run) with NVML's view staged in
 it: that host's real GPU UUID (evidence proof2 host.txt), or an A100 in MIG mode. The capture side reads a
-stand-in pynvml module (NVML mocked at its Python boundary); no GPU or NVML library is involved.
+stand-in pynvml module (the one NVML fake, tests/staging/nvml.py); no GPU or NVML library is involved.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from envcheck.checks.cuda.capture import first_nvml_error, nvml_gpus
 from envcheck.core.check import Context
 from envcheck.evidence.bundle import validate_bundle
 from envcheck.evidence.replay import explain_bundle
+from tests.staging import nvml
 
 HEALTHY_H100 = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
 H100_UUID = "GPU-f4acb5ba-fbe9-afa1-f27c-5d7a9b9f2503"  # the proof host's GPU (nvidia-smi -L)
@@ -81,41 +80,19 @@ def test_expect_gpus_above_one_under_mig_names_mig() -> None:
     assert "CUDA enumerates one MIG device per process" in devices.summary
 
 
-class _Lost(Exception):
-    def __str__(self) -> str:
-        return "GPU is lost"  # pynvml's NVMLError_GPUIsLost text
-
-
-def _fake_pynvml(lost: bool) -> types.ModuleType:
-    """A stand-in pynvml: GPU 0 in MIG mode with slices in slots 0 and 2 (slot 1 empty); GPU 1 lost or plain."""
-    nv = types.ModuleType("pynvml")
-    handles = {0: "h0", 1: "h1"}
-
-    def handle(i: int) -> str:
-        if i == 1 and lost:
-            raise _Lost()
-        return handles[i]
-
-    nv.nvmlInit = lambda: None  # type: ignore[attr-defined]
-    nv.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
-    nv.nvmlDeviceGetCount = lambda: 2  # type: ignore[attr-defined]
-    nv.nvmlDeviceGetHandleByIndex = handle  # type: ignore[attr-defined]
-    nv.nvmlDeviceGetUUID = lambda h: {"h0": b"GPU-aaaa", "h1": "GPU-bbbb", "m0": "MIG-0000", "m2": "MIG-2222"}[h]  # type: ignore[attr-defined]
-    nv.nvmlDeviceGetMigMode = lambda h: (1, 1) if h == "h0" else (0, 0)  # type: ignore[attr-defined]
-    nv.nvmlDeviceGetMaxMigDeviceCount = lambda h: 3  # type: ignore[attr-defined]
-
-    def mig_handle(h: str, k: int) -> str:
-        if k == 1:
-            raise LookupError("NVML_ERROR_NOT_FOUND")
-        return f"m{k}"
-
-    nv.nvmlDeviceGetMigDeviceHandleByIndex = mig_handle  # type: ignore[attr-defined]
-    return nv
+def _nvml_state(lost: bool) -> dict[str, Any]:
+    """The one NVML fake's state: GPU 0 in MIG mode with slices in slots 0 and 2 (slot 1 empty); GPU 1 lost or
+    plain. Strings come as bytes, as older nvidia-ml-py returned them."""
+    return nvml.state(nvml.gpu(0, uuid="GPU-aaaa", mig=True, mig_devices=[{"uuid": "MIG-0000"}, None,
+                                                                          {"uuid": "MIG-2222"}]),
+                      nvml.gpu(1, uuid="GPU-bbbb", mig=False, handle={"nvml_error": 15} if lost else None),
+                      bytes=True)
 
 
 @pytest.mark.parametrize("lost", [False, True])
-def test_nvml_capture_reads_mig_devices_and_a_lost_gpu(monkeypatch: pytest.MonkeyPatch, lost: bool) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(lost))
+def test_nvml_capture_reads_mig_devices_and_a_lost_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                       lost: bool) -> None:
+    nvml.install(monkeypatch, tmp_path, _nvml_state(lost))
     state = nvml_gpus()
     assert isinstance(state, list)
     assert state[0] == {"index": 0, "uuid": "GPU-aaaa", "mig": True, "mig_devices": ["MIG-0000", "MIG-2222"]}

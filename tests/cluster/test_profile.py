@@ -1,9 +1,9 @@
 """Node profiles (issue 23, item 3): built-in data with a source per value, bad files as one line (exit 2), and a
 node that differs from its profile named by a stable code.
 
-Simulated, and only that: NVML (a pynvml module answering as an 8-GPU node would; no driver can exist here) and
-the PCI sysfs tree (this host has no NVIDIA function). Real: the TOML parser, the CLI's argument handling, and the
-PCI reader walking the staged tree.
+Simulated, and only that: NVML (the one NVML fake, tests/staging/nvml.py, answering as an 8-GPU node would; no
+driver can exist here) and the PCI sysfs tree (this host has no NVIDIA function). Real: the TOML parser, the CLI's
+argument handling, and the PCI reader walking the staged tree.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from envcheck.checks.node.profile_match import capture, verdict
 from envcheck.cluster.node_profiles import BUILT_IN, built_in, load
 from envcheck.core.check import ProfileOptions
 from envcheck.core.result import Status
+from tests.staging import nvml
 
 ROOT = Path(__file__).resolve().parents[2]
 BUSES = ["18", "2a", "3a", "5d", "9a", "ab", "b3", "db"]
@@ -65,31 +65,15 @@ def test_a_fifo_or_an_unknown_name_is_refused_without_blocking(tmp_path: Path) -
         load("h100")
 
 
-def pynvml_node(gpus: int = 8, name: str = "NVIDIA H100 80GB HBM3", driver: str = "580.95.05",
-                width: dict[int, int] | None = None, links_down: dict[int, list[int]] | None = None,
-                skip_bus: str | None = None) -> types.ModuleType:
-    """A pynvml answering as an 8-GPU HGX node (values as nvidia-smi shows them on one)."""
+def nvml_node(gpus: int = 8, name: str = "NVIDIA H100 80GB HBM3", driver: str = "580.95.05",
+              width: dict[int, int] | None = None, links_down: dict[int, list[int]] | None = None,
+              skip_bus: str | None = None) -> dict[str, Any]:
+    """The one NVML fake's state of an 8-GPU HGX node (values as nvidia-smi shows them on one)."""
     buses = [b for b in BUSES if b != skip_bus][:gpus]
-    m = types.ModuleType("pynvml")
-
-    def handle(i: int) -> int:
-        return i
-
-    def pci(h: int) -> Any:
-        return types.SimpleNamespace(busId=f"00000000:{buses[h].upper()}:00.0")
-
-    def link_state(h: int, link: int) -> int:
-        if link >= 18:
-            raise RuntimeError("Invalid Argument")
-        return 0 if link in (links_down or {}).get(h, []) else 1
-
-    m.__dict__.update(nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlSystemGetDriverVersion=lambda: driver,
-                      nvmlDeviceGetCount=lambda: len(buses), nvmlDeviceGetHandleByIndex=handle,
-                      nvmlDeviceGetName=lambda h: name, nvmlDeviceGetPciInfo=pci,
-                      nvmlDeviceGetMaxPcieLinkGeneration=lambda h: 5,
-                      nvmlDeviceGetCurrPcieLinkWidth=lambda h: (width or {}).get(h, 16),
-                      nvmlDeviceGetNvLinkState=link_state)
-    return m
+    return nvml.state(*(nvml.gpu(i, bus=f"0000:{bus}:00.0", name=name, pcie_gen_max=5,
+                                 pcie_width=(width or {}).get(i, 16),
+                                 nvlinks=[0 if link in (links_down or {}).get(i, []) else 1 for link in range(18)])
+                        for i, bus in enumerate(buses)), driver=driver)
 
 
 def sysfs(tmp_path: Path) -> Path:
@@ -108,7 +92,7 @@ def sysfs(tmp_path: Path) -> Path:
 
 
 def judge(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **node: Any) -> Any:
-    monkeypatch.setitem(sys.modules, "pynvml", pynvml_node(**node))
+    nvml.install(monkeypatch, tmp_path / "nvml", nvml_node(**node))
     return verdict(capture(5, str(sysfs(tmp_path))), load("h100-sxm-8"))
 
 
