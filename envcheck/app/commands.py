@@ -19,7 +19,15 @@ from envcheck.app.output import Terminal, raise_failures, write_reports
 from envcheck.app.render import show_and_write, terminal
 from envcheck.checks.node.path import node_facts, node_specs, warm_node
 from envcheck.cluster.own import guarded
-from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level, ProfileOptions
+from envcheck.core.check import (
+    CheckOptions,
+    Context,
+    DeviceOptions,
+    DistOptions,
+    Level,
+    PerfOptions,
+    ProfileOptions,
+)
 from envcheck.core.errors import FatalError
 from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
@@ -49,6 +57,7 @@ def context_from_args(args: argparse.Namespace) -> Context:
             dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=min_busbw, min_busbw_at_bytes=at,
                              strict_perf=args.strict_perf),
             devices=DeviceOptions(memory_fraction=args.memory_fraction), profile=profile,
+            perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)),
             node_path=node_path(args, profile), cluster_mode=getattr(args, "for_mode", None)),
     )
 

@@ -22,6 +22,7 @@ from envcheck.checks import (
     network,
     node,
     numerics,
+    perf,
     runtime,
     torch_compile,
     vision,
@@ -42,6 +43,7 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     network.CHECKS,
     numerics.CHECKS,
     torch_compile.CHECKS,
+    perf.CHECKS,
     # The ranks dist.* spawns need each GPU to themselves: run them from a worker of their own, which holds no
     # CUDA context (the torch group's worker holds one on every GPU once cuda.* has run); the runner never
     # overlaps GPU groups, and closes each one's worker before the next starts.
