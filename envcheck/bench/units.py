@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +52,7 @@ def device_probe(ctx: Context) -> Result:
     import torch
 
     _threads(ctx)
-    info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.cuda.is_available(),
+    info: dict[str, Any] = {"host": socket.gethostname(), "torch": torch.__version__, "cuda": torch.cuda.is_available(),
                             "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
                             "loadavg": list(os.getloadavg())}
     if not info["cuda"]:
