@@ -60,26 +60,34 @@ def throttle(group: Path, subject: str, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(per_device, "measure_one", measure)
 
 
+# What this shared 2-core machine allows (bench/relative_margins.py, 20 trials at load 2.2 to 4.8): two identical
+# devices differed by a median 1.9%, but by up to 50% when another job took a core through most of one device's
+# rounds; a 25% CFS quota took 73 to 78% off (and still 50% against a healthy device that another job slowed). So
+# the healthy twin is judged at 60%, the fault at the default 10%.
+NOISE_MARGIN = 60.0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("slow", ["0", "1"])
 def test_a_real_cpu_device_under_a_quota_is_named_and_the_other_is_not(
         slow: str, quota_cgroup: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     throttle(quota_cgroup, slow, monkeypatch)
-    figures = device_figures(DEVICES, ("matmul.float32",), rounds=3)
+    figures = device_figures(DEVICES, ("matmul.float32",), rounds=5)
     result = judge(figures)
-    assert result.status is Status.WARN and result.code == "perf.matmul_slow", result.summary
-    assert [f["subject"] for f in result.measured["findings"]] == [slow]
+    rounds = {f["subject"]: f["rounds"] for f in figures}
+    assert result.status is Status.WARN and result.code == "perf.matmul_slow", (result.summary, rounds)
+    assert [f["subject"] for f in result.measured["findings"]] == [slow], rounds
     best = "cpu A" if slow == "1" else "cpu B"
     assert f"below the node's best ({best}: " in result.summary
-    assert {f["subject"]: len(f["rounds"]) for f in figures} == {"0": 3, "1": 3}
+    assert {f["subject"]: len(f["rounds"]) for f in figures} == {"0": 5, "1": 5}
 
 
 @pytest.mark.slow
-def test_two_real_identical_cpu_devices_are_within_the_default_margin() -> None:
-    result = judge(device_figures(DEVICES, ("matmul.float32",), rounds=3))
-    values = {f["subject"]: f["value"] for f in result.measured["figures"]}
+def test_two_real_identical_cpu_devices_are_not_blamed() -> None:
+    result = judge(device_figures(DEVICES, ("matmul.float32",), rounds=5), margin_pct=NOISE_MARGIN)
+    values = {f["subject"]: f["rounds"] for f in result.measured["figures"]}
     assert result.status is Status.PASS, (result.summary, values)
-    assert "2 devices within 10% of the node's best" in result.summary
+    assert "2 devices within 60% of the node's best" in result.summary
 
 
 def test_perf_relative_skips_without_a_gpu_and_says_why() -> None:
