@@ -268,3 +268,29 @@ def test_the_json_document_says_how_it_judged() -> None:
     assert doc["kind"] == "envcheck-fleet" and doc["rule"]["center"] == "median"
     assert "MAD" in doc["rule"]["spread"] and doc["rule"]["baseline"] == "learned from these reports"
     json.dumps(doc)
+
+
+def test_the_documented_fleet_commands_run_as_written(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    text = (ROOT / "docs" / "cluster.md").read_text()
+    section = text[text.index("### Fleet baselines (`envcheck fleet`)"):]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.S)
+    assert block is not None
+    commands = [line for line in block.group(1).splitlines() if line.strip()]
+    assert len(commands) == 3
+    (tmp_path / "reports").mkdir()
+    write_fleet(tmp_path / "reports", 12, Faults(node={"node0003": 0.8}), seed=10)
+    (tmp_path / "new-node.json").write_text(json.dumps(node_report("new-node", random.Random(12), Faults())))
+    python = f"{sys.executable} -m envcheck"
+    for command in commands:
+        done = subprocess.run(["sh", "-c", command.replace("envcheck ", f"{python} ", 1)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (command, done.stderr)
+        assert done.stdout.startswith("envcheck fleet: read "), (command, done.stdout)
+    assert {p.name for p in tmp_path.iterdir()} >= {"fleet.html", "fleet.json", "h100.baseline.toml"}
+    assert json.loads((tmp_path / "fleet.json").read_text())["outlier_nodes"][0]["node"] == "node0003"
