@@ -276,6 +276,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", type=profile_arg, metavar="FILE|NAME",
                         help="what this node type must have (TOML file, or built-in: h100-sxm-8, h200-8, a100-sxm-8, "
                              "a100-80gb-sxm-8, l40s, b200-8); --expect-gpus and --min-busbw override its values")
+    parser.add_argument("--profile-floors", action="store_true",
+                        help="also apply the profile's absolute performance floors (its busbw floor, at the message "
+                             "size it states); off by default: perf.relative and envcheck fleet judge without them")
     parser.add_argument("--memory-fraction", type=fraction, default=MEMORY_FRACTION, metavar="F",
                         help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)")
     parser.add_argument("--perf-margin", type=percent, default=10.0, metavar="PCT",

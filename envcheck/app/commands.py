@@ -43,7 +43,9 @@ def context_from_args(args: argparse.Namespace) -> Context:
     profile = getattr(args, "profile", None) or ProfileOptions()
     if args.expect_gpus is None:
         args.expect_gpus = profile.gpu_count
-    min_busbw = args.min_busbw if args.min_busbw is not None else profile.busbw_floor_gbps
+    # A profile's absolute floor is opt-in (--profile-floors): perf.relative and envcheck fleet judge without one.
+    floor = profile.busbw_floor_gbps if getattr(args, "profile_floors", False) else None
+    min_busbw = args.min_busbw if args.min_busbw is not None else floor
     # A floor carries the message size it was measured at: the profile's, unless --min-busbw replaced the floor
     # (then its size is --min-busbw-at's, or none: the peak). --min-busbw-at alone re-sizes the profile's floor.
     at = getattr(args, "min_busbw_at", None)
@@ -60,6 +62,21 @@ def context_from_args(args: argparse.Namespace) -> Context:
             perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)),
             node_path=node_path(args, profile), cluster_mode=getattr(args, "for_mode", None)),
     )
+
+
+def floors_note(args: argparse.Namespace) -> str | None:
+    """What a profile's absolute floor means when --profile-floors applies it: the message size it was measured at."""
+    profile = getattr(args, "profile", None)
+    if not getattr(args, "profile_floors", False) or profile is None or profile.busbw_floor_gbps is None:
+        return None
+    if args.min_busbw is not None:
+        return f"--min-busbw {args.min_busbw:g} replaces profile {profile.profile}'s busbw floor"
+    size = profile.busbw_floor_bytes
+    if size is None:
+        return (f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s states no "
+                "message size; dist.busbw compares it with its sweep's peak")
+    return (f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s was measured at "
+            f"a {size / 2**30:g} GiB all-reduce message; dist.busbw judges it only at that size")
 
 
 def node_path(args: argparse.Namespace, profile: ProfileOptions) -> bool:
@@ -94,6 +111,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
+    if note := floors_note(args):
+        with contextlib.suppress(OSError, ValueError):
+            print(f"envcheck: note: {note}", file=sys.stderr, flush=True)
     # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
     # goes to stderr.
     console = terminal(args, to_stderr=bool(getattr(args, "for_mode", None)))
