@@ -167,8 +167,17 @@ def save(path: Path, state: State) -> str | None:
     return None
 
 
+KEEPERS = (STATE_VAR, "ENVCHECK_SLURM_STATE", "SLURMD_NODENAME")  # a health check run as slurmd runs it, or told where
+
+
 def apply(results: Sequence[Result], env: Mapping[str, str], policy: Policy, now: float | None = None) -> Held:
-    """Load the state, count this run, save it: the health mode's hook (see the module docstring)."""
+    """Load the state, count this run, save it: the health mode's hook (see the module docstring). Kept only when the
+    health check runs as slurmd runs it (SLURMD_NODENAME, which docs/cluster/slurm-health.sh always sets) or is told
+    where (ENVCHECK_HEALTH_STATE, ENVCHECK_SLURM_STATE); otherwise every run is a first run and nothing is written."""
+    if not any(env.get(k) for k in KEEPERS):
+        held = hold(results, State(), policy, time.time() if now is None else now)
+        unkept = [f"no health streaks kept ({', '.join(KEEPERS)} unset): a soft finding cannot build a streak here"]
+        return replace(held, notes=unkept if any(is_soft(r) for r in results) else [])
     path = state_path(env)
     previous, note = load(path)
     held = hold(results, previous, policy, time.time() if now is None else now)

@@ -151,3 +151,15 @@ def test_bad_streak_flags_are_one_line_and_exit_2(args: list[str], needle: str) 
     done = run_cli(*args, env={**os.environ, "ENVCHECK_SLURM_STATE": "/nonexistent/state.json"})
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and needle in lines[0], done.stderr
+
+
+def test_a_health_run_not_started_by_slurmd_keeps_no_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    default = state_path({})
+    existed = default.exists()
+    held = apply([SLOW], {}, Policy())
+    assert held.results[0].status is Status.WARN and held.state.soft["perf.busbw_low"]["runs"] == 1
+    assert held.notes == ["no health streaks kept (ENVCHECK_HEALTH_STATE, ENVCHECK_SLURM_STATE, SLURMD_NODENAME unset): "
+                          "a soft finding cannot build a streak here"]
+    assert default.exists() == existed and apply([FAST], {}, Policy()).notes == []
+    assert list(tmp_path.iterdir()) == []
