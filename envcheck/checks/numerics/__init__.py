@@ -11,6 +11,7 @@ import dataclasses
 from envcheck.checks.numerics.activation_grads import autograd_activations
 from envcheck.checks.numerics.amp_dynamics import amp_dynamics
 from envcheck.checks.numerics.amp_training import amp_training_convergence
+from envcheck.checks.numerics.attention import attention_reference
 from envcheck.checks.numerics.autocast_dtypes import amp_autocast_dtypes
 from envcheck.checks.numerics.autograd import autograd_device_agreement, autograd_gradcheck
 from envcheck.checks.numerics.autograd_mechanics import autograd_mechanics
@@ -22,10 +23,12 @@ from envcheck.checks.numerics.inplace_detection import autograd_inplace_detectio
 from envcheck.checks.numerics.linear_vjp import autograd_linear_vjp
 from envcheck.checks.numerics.loss_reference import losses_reference
 from envcheck.checks.numerics.low_precision import lowp_reductions
+from envcheck.checks.numerics.modes import modules_train_eval
 from envcheck.checks.numerics.opdb import ops_opdb
 from envcheck.checks.numerics.optim_differential import optim_differential
 from envcheck.checks.numerics.resume import train_resume
 from envcheck.checks.numerics.scaled_clipping import amp_clip_after_unscale
+from envcheck.checks.numerics.schedulers import sched_closed_form
 from envcheck.checks.numerics.second_order import autograd_second_order
 from envcheck.core.check import CheckSpec, Level, Needs
 
@@ -88,6 +91,18 @@ _SPECS: tuple[CheckSpec, ...] = (
     CheckSpec("ops.opdb", ops_opdb,
               "training-step ops from torch's op_db: float32 vs float64, gradcheck, gradgradcheck, autocast dtype",
               Level.FULL, TORCH, timeout_s=180),
+    # The whole training step (issue 35): each class against an independent reference, options as a product.
+    CheckSpec("attention.reference", attention_reference,
+              "scaled_dot_product_attention on every backend and nn.MultiheadAttention, with boolean, float, "
+              "causal and padding masks, vs float64 math (quick: float32 masks; full: scale, GQA, dtypes, MHA "
+              "options)", Level.QUICK, TORCH, timeout_s=120),
+    CheckSpec("modules.train_eval", modules_train_eval,
+              "BatchNorm/InstanceNorm running stats and dropout variants in train() and eval() vs closed forms "
+              "(full: torch's ModuleInfos whose train and eval differ, float32 vs float64)", Level.QUICK, TORCH,
+              timeout_s=180),
+    CheckSpec("sched.closed_form", sched_closed_form,
+              "every LR scheduler, alone, composed (SequentialLR, ChainedScheduler) and restored mid-run, vs its "
+              "documented closed form", Level.FULL, TORCH, timeout_s=120),
 )
 
 # Numerics share one worker of their own ("numerics"), which the engine runs concurrently with the
