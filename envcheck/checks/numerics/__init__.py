@@ -30,6 +30,7 @@ from envcheck.checks.numerics.resume import train_resume
 from envcheck.checks.numerics.scaled_clipping import amp_clip_after_unscale
 from envcheck.checks.numerics.schedulers import sched_closed_form
 from envcheck.checks.numerics.second_order import autograd_second_order
+from envcheck.checks.numerics.state_roundtrip import train_state_roundtrip
 from envcheck.core.check import CheckSpec, Level, Needs
 
 TORCH = Needs(torch=True)
@@ -103,6 +104,10 @@ _SPECS: tuple[CheckSpec, ...] = (
     CheckSpec("sched.closed_form", sched_closed_form,
               "every LR scheduler, alone, composed (SequentialLR, ChainedScheduler) and restored mid-run, vs its "
               "documented closed form", Level.FULL, TORCH, timeout_s=120),
+    CheckSpec("train.state_roundtrip", train_state_roundtrip,
+              "optimizer (every optim_db configuration), param-group and scheduler state saved mid-training and "
+              "restored, float32/float64/bfloat16, every device pair, equals the uninterrupted run bitwise",
+              Level.FULL, TORCH, timeout_s=180),
 )
 
 # Numerics share one worker of their own ("numerics"), which the engine runs concurrently with the
