@@ -17,6 +17,7 @@ from envcheck.checks.numerics.autograd import autograd_device_agreement, autogra
 from envcheck.checks.numerics.autograd_mechanics import autograd_mechanics
 from envcheck.checks.numerics.checkpointing import train_checkpointing
 from envcheck.checks.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
+from envcheck.checks.numerics.embedding import embedding_reference
 from envcheck.checks.numerics.grad_accumulation import train_grad_accumulation
 from envcheck.checks.numerics.grad_scaler import amp_grad_scaler
 from envcheck.checks.numerics.inplace_detection import autograd_inplace_detection
@@ -108,6 +109,10 @@ _SPECS: tuple[CheckSpec, ...] = (
               "optimizer (every optim_db configuration), param-group and scheduler state saved mid-training and "
               "restored, float32/float64/bfloat16, every device pair, equals the uninterrupted run bitwise",
               Level.FULL, TORCH, timeout_s=180),
+    CheckSpec("embedding.reference", embedding_reference,
+              "F.embedding (padding_idx, max_norm/norm_type, scale_grad_by_freq, sparse) and F.embedding_bag (modes, "
+              "per_sample_weights, offsets, padding_idx) vs float64 references (quick: four option sets)",
+              Level.QUICK, TORCH, timeout_s=120),
 )
 
 # Numerics share one worker of their own ("numerics"), which the engine runs concurrently with the
