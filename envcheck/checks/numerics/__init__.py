@@ -15,7 +15,9 @@ from envcheck.checks.numerics.attention import attention_reference
 from envcheck.checks.numerics.autocast_dtypes import amp_autocast_dtypes
 from envcheck.checks.numerics.autograd import autograd_device_agreement, autograd_gradcheck
 from envcheck.checks.numerics.autograd_mechanics import autograd_mechanics
+from envcheck.checks.numerics.averaging import swa_averaging
 from envcheck.checks.numerics.checkpointing import train_checkpointing
+from envcheck.checks.numerics.clip_options import train_clip_options
 from envcheck.checks.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
 from envcheck.checks.numerics.embedding import embedding_reference
 from envcheck.checks.numerics.grad_accumulation import train_grad_accumulation
@@ -113,6 +115,13 @@ _SPECS: tuple[CheckSpec, ...] = (
               "F.embedding (padding_idx, max_norm/norm_type, scale_grad_by_freq, sparse) and F.embedding_bag (modes, "
               "per_sample_weights, offsets, padding_idx) vs float64 references (quick: four option sets)",
               Level.QUICK, TORCH, timeout_s=120),
+    CheckSpec("train.clip_options", train_clip_options,
+              "clip_grad_norm_ across norm types (1, 2, 3.5, inf, -inf, 0), foreach, mixed dtypes, "
+              "get_total_norm/clip_grads_with_norm_ and error_if_nonfinite; clip_grad_value_ with foreach; vs "
+              "closed forms", Level.FULL, TORCH),
+    CheckSpec("swa.averaging", swa_averaging,
+              "AveragedModel (SWA, EMA, multi_avg_fn, use_buffers) and update_bn vs hand-computed averages "
+              "(full: SWALR annealing vs its closed form)", Level.QUICK, TORCH),
 )
 
 # Numerics share one worker of their own ("numerics"), which the engine runs concurrently with the
