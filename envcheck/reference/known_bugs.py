@@ -1,7 +1,7 @@
 """Silent-correctness bugs of released torch versions that the numerics checks find on a healthy install, each cited:
-a failure that matches one on an affected version is that bug (WARN, fix: the torch version that fixed it), not a
-fault of this host; any other failure stays a FAIL. A bug that no released torch fixes yet is reported in `measured`
-only (nothing to act on). Found by the option-space checks of issue 35 on torch 2.13.0 (CPU) and re-tested on 2.14.1.
+a failure that matches one on an affected version is that bug (WARN: upgrade to the release that fixed it, or, where
+no release fixes it yet, avoid the option), not a fault of this host; any other failure stays a FAIL. Found by the
+option-space checks of issue 35 on torch 2.13.0 (CPU) and re-tested on 2.14.1.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class KnownBug:
     url: str
     what: str
     pattern: str  # regex searched in "<comparison label> @<device>" or in a problem line
-    fixed_in: str  # first torch release with the fix (major.minor)
+    fixed_in: str | None  # first torch release with the fix (major.minor); None: no release fixes it yet
 
     def matches(self, text: str) -> bool:
         """Whether a failure's text is this bug."""
@@ -36,6 +36,10 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug("https://github.com/pytorch/pytorch/issues/190063",
              "embedding_bag's CPU backward scales gradients by the wrong index count with scale_grad_by_freq",
              r"embedding_bag\(.*scale_grad_by_freq=True.*@cpu$", "2.14"),
+    KnownBug("https://github.com/pytorch/pytorch/pull/187732",
+             "DDP with static_graph=True and no_sync() gradient accumulation asserts (expect_autograd_hooks_) and, "
+             "once past that, stops all-reducing gradients (a regression from pytorch#103487)",
+             r"static_graph=True.*no_sync_accumulation=2", None),
 )
 
 
@@ -45,7 +49,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 def affecting(torch_version: str, bugs: Sequence[KnownBug] = KNOWN_BUGS) -> list[KnownBug]:
     """The known bugs present in this torch version."""
-    return [b for b in bugs if _version(torch_version) < _version(b.fixed_in)]
+    return [b for b in bugs if b.fixed_in is None or _version(torch_version) < _version(b.fixed_in)]
 
 
 def judge_with_known_bugs(what: str, comparisons: Sequence[Comparison], *, tolerances: dict[str, Any],
@@ -83,10 +87,14 @@ def judge_with_known_bugs(what: str, comparisons: Sequence[Comparison], *, toler
     if not known or result.status is not Status.PASS:
         return result
     named = [b for b in bugs if b.url in known]
-    fixed = max((b.fixed_in for b in named), key=_version)
+    fixes = [b.fixed_in for b in named if b.fixed_in]
+    unfixed = [b.url for b in named if not b.fixed_in]
+    remedy = "; ".join(([f"pip install 'torch>={max(fixes, key=_version)}' (fixed upstream)"] if fixes else [])
+                       + ([f"avoid the affected options (no torch release fixes {', '.join(unfixed)} yet)"]
+                          if unfixed else []))
     summary = (f"{what}: torch {torch.__version__} has known bug(s) "
                + "; ".join(f"{b.url} ({b.what})" for b in named)
                + f"; {sum(len(v) for v in known.values())} comparisons show it, everything else within tolerance")
-    return warned(summary, f"pip install 'torch>={fixed}' (fixed upstream), or avoid the affected option",
+    return warned(summary, remedy,
                   measured=result.measured, expected=result.expected, details="\n".join(
                       line for found in known.values() for line in found), fault_class="image")
