@@ -1,6 +1,8 @@
-"""The `ddp.differential` check: one launch of real ranks (gloo on CPU, one NCCL rank per GPU) through the shared
-launcher, running ddp.py's option space (ddp_quick.py at the quick level) and SyncBatchNorm (sync_batchnorm.py, NCCL
-ranks), judged by each step's module. Its deadline is its own: the full option space takes longer than a collective."""
+"""The `ddp.differential` check (full level): one launch of real ranks (gloo on CPU, one NCCL rank per GPU) through the
+shared launcher, running ddp.py's option space and SyncBatchNorm (sync_batchnorm.py, NCCL ranks), judged by each
+step's module. Its deadline is its own: the option space takes longer than a collective. Not at the quick level:
+constructing a DistributedDataParallel imports torch._dynamo in every rank (1-3 s each, measured 15 s for the whole
+check in a quick run on the 2-core dev box with CUDA torch 2.14.1), ten times the quick level's margin."""
 
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ from envcheck.collectives.common import Launcher, choose_ranks, launch_failure, 
 from envcheck.collectives.launch import LaunchPlan, launch
 from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine
-from envcheck.core.check import Context, Level
+from envcheck.core.check import Context
 from envcheck.core.result import Result, Status
 
 DDP_TIMEOUT_S = 240.0  # the spec's timeout (the engine's hard bound)
-DEADLINE_S = {Level.QUICK: 30.0, Level.FULL: 200.0}  # ours, inside it, so that we name stalled ranks
+DEADLINE_S = 200.0  # ours, inside it, so that we name stalled ranks
 
 
 def ddp_differential(ctx: Context, launcher: Launcher = launch) -> Result:
@@ -25,9 +27,9 @@ def ddp_differential(ctx: Context, launcher: Launcher = launch) -> Result:
     if isinstance(chosen, Result):
         return chosen
     backend, world = chosen
-    steps = ("ddp_quick",) if ctx.level is Level.QUICK else ("ddp", "sync_batchnorm")
+    steps = ("ddp", "sync_batchnorm")
     left = DDP_TIMEOUT_S - 5.0 - (time.monotonic() - began)
-    plan = LaunchPlan(backend, world, steps, max(5.0, min(DEADLINE_S[ctx.level], left)), start="fork")
+    plan = LaunchPlan(backend, world, steps, max(5.0, min(DEADLINE_S, left)), start="fork")
     outcome, fixed_by, notes = launch_with_bisection(plan, left, launcher)
     if not outcome.ok:
         return launch_failure(outcome, notes)

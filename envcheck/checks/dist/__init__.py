@@ -31,7 +31,7 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("ddp.differential", ddp_differential,
               "a DistributedDataParallel step equals one process on the concatenated batch across bucket size, "
               "gradient_as_bucket_view, static_graph, find_unused_parameters, no_sync and comm hooks; SyncBatchNorm "
-              "on GPUs (quick: two cases)", level=Level.QUICK, needs=Needs(torch=True), timeout_s=DDP_TIMEOUT_S),
+              "on GPUs", level=Level.FULL, needs=Needs(torch=True), timeout_s=DDP_TIMEOUT_S),
 )
 
 __all__ = ["CHECKS", "all_reduce_sweep", "busbw", "distributed_facts"]
