@@ -57,6 +57,10 @@ def configs(device: str) -> tuple[list[Config], str]:
             for oi in _get_optim_inputs_including_global_cliquey_kwargs(device, torch.float32, info,
                                                                        skip=("differentiable",)):
                 out.append((name, dict(oi.kwargs), oi.desc))
+                # the database lists foreach only where torch has foreach kernels (not CPU), yet foreach=True runs
+                # torch.optim's _multi_tensor_* path on any device: a path of its own, so it is in the space too
+                if "foreach" in info.supported_impls and not oi.kwargs.get("foreach") and not oi.kwargs.get("fused"):
+                    out.append((name, {**oi.kwargs, "foreach": True}, f"{oi.desc} & foreach"))
         return out, "optim_db"
     from envcheck.checks.numerics.optim_differential import OPTIONS
 

@@ -26,7 +26,7 @@ def test_known_bug_on_an_affected_torch_is_a_warn_naming_it_and_its_fix() -> Non
     assert result.status is Status.WARN, result.summary  # type: ignore[attr-defined]
     assert "pytorch/issues/190063" in result.summary  # type: ignore[attr-defined]
     assert result.remediation.startswith("pip install 'torch>=2.14'")  # type: ignore[attr-defined]
-    assert "pytorch/issues/190063" in result.measured["known_upstream_bugs"]  # type: ignore[attr-defined]
+    assert "https://github.com/pytorch/pytorch/issues/190063" in result.measured["known_upstream_bugs"]  # type: ignore[attr-defined]
 
 
 def test_the_same_failure_on_a_torch_that_fixed_it_is_a_fail() -> None:
