@@ -27,10 +27,14 @@ def _data(n: int, d: int, out: int = 1, seed: int = 1) -> tuple[torch.Tensor, to
 
 
 def _ddp_rank(rank: int, world: int, store_path: str, out_path: str, hook: str, scale: float) -> None:
+    import faulthandler
+    import sys
+
     import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    faulthandler.dump_traceback_later(30, exit=True, file=sys.stderr)  # a stuck rank says where, and ends
     torch.set_num_threads(1)
     dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank, world_size=world)
     torch.manual_seed(0)
@@ -48,9 +52,18 @@ def _ddp_rank(rank: int, world: int, store_path: str, out_path: str, hook: str, 
     dist.destroy_process_group()
 
 
-def train_ddp(hook: str, scale: float = 1.0, world: int = 2, timeout_s: float = 60.0) -> torch.Tensor:
-    """Two forked gloo ranks train with DDP and a comm hook (the same shard on both); rank 0's final weights (NaN
-    when a rank failed)."""
+def train_ddp(hook: str, scale: float = 1.0, world: int = 2, timeout_s: float = 45.0) -> torch.Tensor:
+    """Two forked gloo ranks train with DDP and a comm hook (the same shard on both); rank 0's final weights.
+    A rank that fails or hangs is an error here, never an outcome (a NaN would pass for harm); one retry, since a
+    fork from a long-lived test process can inherit a lock another thread held."""
+    for _ in range(2):
+        result = _ddp_attempt(hook, scale, world, timeout_s)
+        if result is not None:
+            return result
+    raise RuntimeError(f"DDP training with hook {hook} did not finish on {world} ranks (twice): see stderr")
+
+
+def _ddp_attempt(hook: str, scale: float, world: int, timeout_s: float) -> torch.Tensor | None:
     with tempfile.TemporaryDirectory(prefix="envcheck-corpus-ddp-") as tmp:
         outs = [os.path.join(tmp, f"rank{r}.pt") for r in range(world)]
         pids = []
@@ -66,14 +79,24 @@ def train_ddp(hook: str, scale: float = 1.0, world: int = 2, timeout_s: float = 
                 finally:
                     os._exit(code)
             pids.append(pid)
+        codes: dict[int, int] = {}
         deadline = time.monotonic() + timeout_s
-        while pids and time.monotonic() < deadline:
-            pids = [p for p in pids if os.waitpid(p, os.WNOHANG) == (0, 0)]
+        while len(codes) < len(pids) and time.monotonic() < deadline:
+            for pid in pids:
+                if pid not in codes:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        codes[pid] = os.waitstatus_to_exitcode(status)
             time.sleep(0.05)
-        for pid in pids:  # past the deadline: kill and reap the ranks we started
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        return torch.load(outs[0]) if os.path.exists(outs[0]) else torch.tensor([float("nan")])
+        for pid in pids:
+            if pid not in codes:  # past the deadline: kill and reap the ranks we started
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                codes[pid] = -9
+        if any(codes.values()) or not all(os.path.exists(o) for o in outs):
+            return None
+        result: torch.Tensor = torch.load(outs[0])
+        return result
 
 
 def train_dropout2d() -> torch.Tensor:
