@@ -6,6 +6,7 @@ Shares no code with torch: the check compares torch's (recursive, "chainable") s
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -136,3 +137,83 @@ def plateau(kw: dict[str, Any], base: float, metrics: Sequence[float]) -> list[f
             cool, bad = cooldown, 0
         out.append(lr)
     return out
+
+
+# The option space sched.closed_form evaluates: every scheduler's option product, and compositions, on two parameter
+# groups (base lr 0.1 and 0.02) with SGD momentum 0.9, for EPOCHS epochs; ReduceLROnPlateau reads METRIC.
+EPOCHS, BASES = 24, (0.1, 0.02)
+METRIC = (1.0, 0.9, 0.95, 0.95, 0.96, 0.8, 0.8, 0.81, 0.82, 0.83, 0.7, 0.7, 0.7, 0.7, 0.7, 0.69, 0.6, 0.6,
+          0.61, 0.62, 0.63, 0.64, 0.5, 0.5)
+MOMENTUM = 0.9
+
+
+def _product(**axes: tuple[Any, ...]) -> list[dict[str, Any]]:
+    keys = list(axes)
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*axes.values())]
+
+
+def _warmup(t: int) -> float:
+    return min(1.0, (t + 1) / 5)
+
+
+def _decay(t: int) -> float:
+    return 0.95
+
+
+# name -> option sets (the product of the axes that change the schedule)
+OPTIONS: dict[str, list[dict[str, Any]]] = {
+    "StepLR": _product(step_size=(1, 3), gamma=(0.5, 0.9)),
+    "MultiStepLR": _product(milestones=([2, 5], [3, 3, 7]), gamma=(0.5, 0.1)),
+    "ConstantLR": _product(factor=(0.25, 0.5), total_iters=(1, 4)),
+    "LinearLR": _product(start_factor=(0.2, 1.0), end_factor=(1.0, 0.5), total_iters=(3, 8)),
+    "ExponentialLR": _product(gamma=(0.9, 0.5)),
+    "PolynomialLR": _product(total_iters=(4, 10), power=(1.0, 2.0, 0.5)),
+    "CosineAnnealingLR": _product(T_max=(4, 10), eta_min=(0.0, 0.001)),
+    "CosineAnnealingWarmRestarts": _product(T_0=(3, 5), T_mult=(1, 2), eta_min=(0.0, 0.001)),
+    "LambdaLR": [{"lr_lambda": _warmup}],
+    "MultiplicativeLR": [{"lr_lambda": _decay}],
+    "CyclicLR": [{"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 3, **o} for o in
+                 _product(mode=("triangular", "triangular2", "exp_range"), step_size_down=(None, 5),
+                          cycle_momentum=(True, False))],
+    "OneCycleLR": [{"max_lr": 0.1, "total_steps": EPOCHS + 1, **o} for o in
+                   _product(anneal_strategy=("cos", "linear"), three_phase=(False, True), pct_start=(0.3, 0.25))],
+    "ReduceLROnPlateau": _product(mode=("min", "max"), threshold_mode=("rel", "abs"), cooldown=(0, 2),
+                                  patience=(1, 3), factor=(0.5,)),
+}
+for _o in OPTIONS["CyclicLR"]:
+    if _o["mode"] == "exp_range":
+        _o["gamma"] = 0.9
+COMPOSED: dict[str, tuple[str, list[tuple[str, dict[str, Any]]], list[int]]] = {
+    "warmup then cosine": ("SequentialLR", [("LinearLR", {"start_factor": 0.1, "total_iters": 4}),
+                                            ("CosineAnnealingLR", {"T_max": 12})], [4]),
+    "constant, exponential, step": ("SequentialLR", [("ConstantLR", {"factor": 0.5, "total_iters": 10}),
+                                                     ("ExponentialLR", {"gamma": 0.9}),
+                                                     ("StepLR", {"step_size": 2, "gamma": 0.5})], [3, 7]),
+    "two constants": ("SequentialLR", [("ConstantLR", {"factor": 0.5, "total_iters": 3}),
+                                       ("ConstantLR", {"factor": 0.3, "total_iters": 4})], [3]),
+    "constant x exponential": ("ChainedScheduler", [("ConstantLR", {"factor": 0.5, "total_iters": 4}),
+                                                    ("ExponentialLR", {"gamma": 0.9})], []),
+    "linear x step": ("ChainedScheduler", [("LinearLR", {"start_factor": 0.2, "total_iters": 5}),
+                                           ("StepLR", {"step_size": 3, "gamma": 0.5})], []),
+}
+
+
+def expected(name: str, kw: dict[str, Any]) -> list[list[float]]:
+    """The documented schedule for both groups (and momentum) over EPOCHS."""
+    if name == "ReduceLROnPlateau":
+        lrs = [plateau(kw, b, METRIC[:EPOCHS - 1]) for b in BASES]
+        return [[b for b in BASES] + [MOMENTUM]] + [[lrs[0][t], lrs[1][t], MOMENTUM] for t in range(EPOCHS - 1)]
+    if name in COMPOSED:
+        kind, parts, milestones = COMPOSED[name]
+        forms = [closed_form(n, k) for n, k in parts]
+        form = sequential(forms, milestones) if kind == "SequentialLR" else chained(forms)
+        return [[form(BASES[0], t), form(BASES[1], t), MOMENTUM] for t in range(EPOCHS)]
+    if name in ("CyclicLR", "OneCycleLR"):
+        cycle = cyclic if name == "CyclicLR" else one_cycle
+        rows = []
+        for t in range(EPOCHS):
+            lr, mom = cycle(kw, t)
+            rows.append([lr, lr, mom if kw.get("cycle_momentum", True) else MOMENTUM])
+        return rows
+    form = closed_form(name, kw)
+    return [[form(BASES[0], t), form(BASES[1], t), MOMENTUM] for t in range(EPOCHS)]

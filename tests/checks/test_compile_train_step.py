@@ -8,6 +8,7 @@ import pytest
 
 from envcheck.checks.torch_compile import train_step
 from envcheck.core.result import Status
+from envcheck.reference import eager_step
 from tests.helpers import run_check
 
 pytestmark = pytest.mark.slow
@@ -30,13 +31,13 @@ def test_sync_copies_state_without_aliasing() -> None:
 
     import torch
 
-    eager = train_step.StepModel.build("cpu")
+    eager = eager_step.StepModel.build("cpu")
     twin = copy.deepcopy(eager)
-    opt_e, opt_c = train_step._optimizer("SGD", eager), train_step._optimizer("SGD", twin)
+    opt_e, opt_c = eager_step.optimizer("SGD", eager), eager_step.optimizer("SGD", twin)
     for p in eager.parameters():
         p.grad = torch.ones_like(p)
     opt_e.step()
-    train_step.sync(eager, opt_e, twin, opt_c)
+    eager_step.sync(eager, opt_e, twin, opt_c)
     for p_e, p_c in zip(eager.parameters(), twin.parameters(), strict=True):
         assert torch.equal(p_e, p_c) and p_e.data_ptr() != p_c.data_ptr()
         b_e, b_c = opt_e.state[p_e]["momentum_buffer"], opt_c.state[p_c]["momentum_buffer"]

@@ -14,13 +14,13 @@ average of K terms, (K + 8)·u·(1 + max|ref|); a batch statistic of n terms, (n
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any
 
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
 from envcheck.reference.compare import Comparison, Tensor, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.weight_averages import batch_average_statistics, running_average, swalr
 
 UPDATES, DECAY = 5, 0.8
 BATCHES = (6, 4, 5)
@@ -69,9 +69,7 @@ def averaged_model_comparisons(device: str, refused: list[str]) -> list[Comparis
             refused.append(f"AveragedModel({kind}, use_buffers={use_buffers}) on {device}: {exc}"[:200])
             continue
         ema = "ema" in kind
-        ref = [s.clone() for s in snaps[0]]
-        for k, snap in enumerate(snaps[1:], start=1):
-            ref = [DECAY * r + (1 - DECAY) * s if ema else r + (s - r) / (k + 1) for r, s in zip(ref, snap, strict=True)]
+        ref = running_average(snaps, DECAY if ema else None)
         got = [*avg.module.parameters(), *[b for b in avg.module.buffers() if b.is_floating_point()]]
         n_params = len(list(model.parameters()))
         label = f"AveragedModel({kind}, use_buffers={use_buffers})"
@@ -104,8 +102,7 @@ def update_bn_comparisons(device: str) -> list[Comparison]:
         swa_utils.update_bn(loader, model)
         with torch.no_grad():
             h = [model[0](x.to(device)).double().cpu() for x in batches]
-        means = torch.stack([a.mean(0) for a in h]).mean(0)
-        vars_ = torch.stack([a.var(0, unbiased=True) for a in h]).mean(0)
+        means, vars_ = batch_average_statistics(h)
         label = f"update_bn(loader of {'[input, target]' if pairs else 'tensors'})"
         tol = (max(BATCHES) + 8) * u
         comps.append(compare(bn.running_mean, means, op=f"{label} running_mean", device=device, dtype="float32",
@@ -130,10 +127,7 @@ def swalr_comparisons() -> list[Comparison]:
         got, want = [], []
         for t in range(8):
             got.append(opt.param_groups[0]["lr"])
-            step = max(1, t) if anneal_epochs == 0 else t
-            x = max(0.0, min(1.0, step / max(1, anneal_epochs)))
-            a = (1 - math.cos(math.pi * x)) / 2 if strategy == "cos" else x
-            want.append(0.05 * a + 0.5 * (1 - a))
+            want.append(swalr(t, 0.5, 0.05, anneal_epochs, strategy))
             opt.step()
             sched.step()
         comps.append(compare(torch.tensor(got, dtype=torch.float64), torch.tensor(want, dtype=torch.float64),

@@ -17,6 +17,7 @@ from typing import Any
 
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.reference.clip_norms import total_norm
 from envcheck.reference.compare import Comparison, Tensor, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
 
@@ -36,22 +37,6 @@ def grads(device: str, mixed: bool, bad: str | None) -> list[Tensor]:
     if bad:
         gs[0][1, 1] = float(bad)
     return [g.to(device) for g in gs]
-
-
-def _p_norm(values: Tensor, p: float) -> float:
-    if math.isinf(p):
-        return float(values.abs().max() if p > 0 else values.abs().min())
-    if p == 0:
-        return float((values != 0).sum())
-    return float((values.abs() ** p).sum() ** (1 / p))
-
-
-def total_norm(gs: list[Tensor], p: float) -> float:
-    """The documented total norm in float64: the p-norm of the gradients' p-norms ("as if the norms of the
-    individual gradients were concatenated into a single vector"; for p = 0 that counts non-zero gradients)."""
-    import torch
-
-    return _p_norm(torch.tensor([_p_norm(g.double().cpu().reshape(-1), p) for g in gs], dtype=torch.float64), p)
 
 
 def clip_comparisons(device: str) -> tuple[list[Comparison], list[str]]:

@@ -19,8 +19,9 @@ from typing import Any
 
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
-from envcheck.reference.compare import Comparison, Tensor, compare, comparisons_result
+from envcheck.reference.compare import Comparison, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.norm_stats import alpha_dropout_affine, norm_reference
 
 STEPS, EPS, CHANNELS = 3, 1e-5, 3
 BATCHES = (4, 6, 5)  # a different batch size each step: the running variance's n/(n-1) differs per step
@@ -28,34 +29,6 @@ NORMS = {"BatchNorm1d": (), "BatchNorm2d": (3, 2), "BatchNorm3d": (2, 2, 3), "In
          "InstanceNorm2d": (3, 3)}
 DROPOUTS = {"Dropout": (8, 3, 5, 5), "Dropout1d": (8, 6, 9), "Dropout2d": (8, 6, 3, 3), "Dropout3d": (8, 6, 2, 2, 2),
             "AlphaDropout": (8, 3, 5, 5), "FeatureAlphaDropout": (8, 6, 3, 3)}
-ALPHA, LAMBDA = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-
-
-def norm_reference(name: str, batches: list[Tensor], momentum: float | None, affine: Tensor | None
-                   ) -> tuple[list[Tensor], Tensor, Tensor, Tensor]:
-    """Train-mode outputs of every batch, then running mean, running var, and the eval output of the last batch."""
-    import torch
-
-    instance = name.startswith("Instance")
-    rm, rv = torch.zeros(CHANNELS, dtype=torch.float64), torch.ones(CHANNELS, dtype=torch.float64)
-    outs = []
-    for t, x in enumerate(batches, start=1):
-        dims = tuple(d for d in range(x.dim()) if d != 1 and not (instance and d == 0))
-        mean = x.mean(dim=dims, keepdim=True)
-        var = ((x - mean) ** 2).mean(dim=dims, keepdim=True)
-        n = x.numel() // (x.shape[1] * (x.shape[0] if instance else 1))
-        y = (x - mean) / (var + EPS).sqrt()
-        outs.append(y if affine is None else y * affine[0].view(1, -1, *[1] * (x.dim() - 2))
-                    + affine[1].view(1, -1, *[1] * (x.dim() - 2)))
-        m = 1.0 / t if momentum is None else momentum
-        batch_mean = mean.reshape(-1, CHANNELS).mean(0) if instance else mean.reshape(-1)
-        batch_var = (var * n / (n - 1)).reshape(-1, CHANNELS).mean(0) if instance else (var * n / (n - 1)).reshape(-1)
-        rm, rv = (1 - m) * rm + m * batch_mean, (1 - m) * rv + m * batch_var
-    shape = (1, -1, *[1] * (batches[-1].dim() - 2))
-    y = (batches[-1] - rm.view(shape)) / (rv.view(shape) + EPS).sqrt()
-    if affine is not None:
-        y = y * affine[0].view(shape) + affine[1].view(shape)
-    return outs, rm, rv, y
 
 
 def norm_comparisons(device: str, quick: bool) -> list[Comparison]:
@@ -80,7 +53,7 @@ def norm_comparisons(device: str, quick: bool) -> list[Comparison]:
                 mod.weight.copy_(torch.linspace(0.5, 2.0, CHANNELS))
                 mod.bias.copy_(torch.linspace(-1.0, 1.0, CHANNELS))
             params = torch.stack([torch.linspace(0.5, 2.0, CHANNELS), torch.linspace(-1.0, 1.0, CHANNELS)]).double()
-        outs, rm, rv, eval_out = norm_reference(name, batches, momentum, params)
+        outs, rm, rv, eval_out = norm_reference(name.startswith("Instance"), batches, momentum, params, EPS)
         label = f"{name}(momentum={momentum}, affine={affine})"
         n = max(b.numel() for b in batches) // CHANNELS
         tol = {"atol": (n + 8) * u * (1 + float(max(o.abs().max() for o in outs))), "rtol": 0.0}
@@ -107,12 +80,6 @@ def norm_comparisons(device: str, quick: bool) -> list[Comparison]:
     return comps
 
 
-def _alpha_affine(p: float) -> tuple[float, float, float]:
-    alpha_p = -LAMBDA * ALPHA
-    a = ((1 - p) * (1 + p * alpha_p**2)) ** -0.5
-    return a, -a * alpha_p * p, alpha_p
-
-
 def dropout_comparisons(device: str, quick: bool) -> tuple[list[Comparison], list[str]]:
     """Every dropout module x p, train and eval, forward and backward, vs its closed form."""
     import torch
@@ -130,7 +97,7 @@ def dropout_comparisons(device: str, quick: bool) -> tuple[list[Comparison], lis
         gy = torch.randn(shape, generator=torch.Generator().manual_seed(4)).to(device)
         (y * gy).sum().backward()  # not y.backward(gy): that imports sympy (~1-3 s cold)
         x64, y64, g64, gy64 = x.detach().double().cpu(), y.detach().double().cpu(), x.grad.double().cpu(), gy.double().cpu()
-        a, b, alpha_p = _alpha_affine(p) if alpha else (1 / (1 - p), 0.0, 0.0)
+        a, b, alpha_p = alpha_dropout_affine(p) if alpha else (1 / (1 - p), 0.0, 0.0)
         kept = (y64 - (a * x64 + b)).abs() <= 1e-5 * (1 + (a * x64).abs())
         if feature:  # a channel is kept or dropped as a whole: reduce the mask over the spatial dims
             chan = kept.reshape(shape[0], shape[1], -1)

@@ -16,44 +16,12 @@ import copy
 import warnings
 from typing import Any
 
-from envcheck.checks.numerics.torch_testing import load_internal
-from envcheck.reference.compare import Comparison, Tensor, compare
+from envcheck.checks.numerics.opdb import PINNED
+from envcheck.reference.compare import Comparison, compare
+from envcheck.reference.module_twin import cast, floats, without_dropout
+from envcheck.reference.torch_db import load_internal
 
 MAX_INPUTS = 12  # per module and mode: the database's first inputs cover its option axes
-
-
-def _tensors(value: Any) -> list[Tensor]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value] if value.is_floating_point() else []
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
-
-
-def _cast(value: Any, dtype: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().to(dtype).requires_grad_(value.requires_grad) if value.is_floating_point() else value
-    if isinstance(value, (tuple, list)):
-        return type(value)(_cast(v, dtype) for v in value)
-    if isinstance(value, dict):
-        return {k: _cast(v, dtype) for k, v in value.items()}
-    return value
-
-
-def _no_dropout(module: Any) -> None:
-    import torch
-
-    for sub in module.modules():
-        if isinstance(sub, torch.nn.modules.dropout._DropoutNd):
-            sub.p = 0.0
-        elif isinstance(getattr(sub, "dropout", None), float):
-            sub.dropout = 0.0
 
 
 def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: str) -> tuple[list[Comparison], list[str]]:
@@ -63,18 +31,18 @@ def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: st
     u = torch.finfo(torch.float32).eps / 2
     torch.manual_seed(0)
     m64 = info.module_cls(*mi.constructor_input.args, **mi.constructor_input.kwargs).to(device, torch.float64)
-    _no_dropout(m64)
+    without_dropout(m64)
     m32 = copy.deepcopy(m64).to(torch.float32)
     args64, kw64 = mi.forward_input.args, mi.forward_input.kwargs
-    args32, kw32 = _cast(args64, torch.float32), _cast(kw64, torch.float32)
+    args32, kw32 = cast(args64, torch.float32), cast(kw64, torch.float32)
     m64.train(training)
     m32.train(training)
     buffers = [b.clone() for b in m32.buffers()]
-    out64 = _tensors(m64(*args64, **kw64))
-    out32 = _tensors(m32(*args32, **kw32))
+    out64 = floats(m64(*args64, **kw64))
+    out32 = floats(m32(*args32, **kw32))
     if not out64 or len(out64) != len(out32):
         return [], []
-    k = sum(t.numel() for t in _tensors((args64, kw64))) + sum(p.numel() for p in m64.parameters())
+    k = sum(t.numel() for t in floats((args64, kw64))) + sum(p.numel() for p in m64.parameters())
     comps, bad = [], []
     for i, (a, e) in enumerate(zip(out32, out64, strict=True)):
         comps.append(compare(a, e, op=f"{label} output {i}", device=device, dtype="float32",
@@ -84,19 +52,19 @@ def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: st
             comps.append(compare(a, e, op=f"{label} buffer {i} after forward", device=device, dtype="float32",
                                  atol=(k + 8) * u * (1 + float(e.abs().max()) if e.numel() else 1.0), rtol=0.0))
     if not training:
-        again = _tensors(m32(*args32, **kw32))
+        again = floats(m32(*args32, **kw32))
         if any(not torch.equal(x, y) for x, y in zip(again, out32, strict=True)):
             bad.append(f"{label} on {device}: two eval() forwards of the same input differ")
         moved = [i for i, (x, y) in enumerate(zip(m32.buffers(), buffers, strict=True)) if not torch.equal(x, y)]
         if moved:
             bad.append(f"{label} on {device}: eval() forward changed buffers {moved}")
-    grads_in = [t for t in _tensors((args64, kw64)) if t.requires_grad]
+    grads_in = [t for t in floats((args64, kw64)) if t.requires_grad]
     if grads_in or any(p.requires_grad for p in m64.parameters()):
         weights = [torch.randn(e.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float64).to(device)
                    for e in out64]
         p64 = [p for p in m64.parameters() if p.requires_grad]
         p32 = [p for p in m32.parameters() if p.requires_grad]
-        in32 = [t for t in _tensors((args32, kw32)) if t.requires_grad]
+        in32 = [t for t in floats((args32, kw32)) if t.requires_grad]
         g64 = torch.autograd.grad(sum((o * w).sum() for o, w in zip(out64, weights, strict=True)), grads_in + p64,
                                   allow_unused=True)
         g32 = torch.autograd.grad(sum((o * w.float()).sum() for o, w in zip(out32, weights, strict=True)), in32 + p32,
@@ -113,7 +81,7 @@ def module_sweep(device: str) -> tuple[list[Comparison], list[str], dict[str, An
     """Every train/eval-differing ModuleInfo, every generated input (up to MAX_INPUTS), both modes."""
     import torch
 
-    module_db, why = load_internal("common_modules", "module_db")
+    module_db, why = load_internal("common_modules", "module_db", PINNED)
     if module_db is None:
         return [], [], {"module_db": f"skipped: {why}"}
     infos = [i for i in module_db if getattr(i, "train_and_eval_differ", False)]

@@ -20,19 +20,19 @@ reference is the same state loaded in memory (no file), and the cast is listed i
 
 from __future__ import annotations
 
-import io
 import warnings
-from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.torch_testing import load_internal
+from envcheck.checks.numerics.opdb import PINNED
 from envcheck.core.check import Context
 from envcheck.core.result import Result
-from envcheck.reference.compare import Comparison, Tensor, compare
+from envcheck.reference.checkpoint import by_hand, through_file
+from envcheck.reference.compare import Comparison, compare
 from envcheck.reference.devices import check_devices, numerics_mode
 from envcheck.reference.known_bugs import judge_with_known_bugs
+from envcheck.reference.resumable_run import run, state_tensors
+from envcheck.reference.torch_db import load_internal
 
-STEPS, SAVE_AT = 5, 2
 SKIP = {"LBFGS": "needs a closure", "SparseAdam": "sparse gradients only", "Muon": "2-D parameters only"}
 DTYPES = ("float32", "float64", "bfloat16")
 POLICY_CAST = {"NAdam": ("mu_product",), "ASGD": ("eta", "mu")}  # float32 scalar state cast on load (see above)
@@ -43,7 +43,7 @@ def configs(device: str) -> tuple[list[Config], str]:
     """(optimizer, kwargs, description) from optim_db, or from optim.differential's option sets."""
     import torch
 
-    optim_db, why = load_internal("common_optimizers", "optim_db")
+    optim_db, why = load_internal("common_optimizers", "optim_db", PINNED)
     if optim_db is not None:
         from torch.testing._internal.common_optimizers import (
             _get_optim_inputs_including_global_cliquey_kwargs,
@@ -66,107 +66,6 @@ def configs(device: str) -> tuple[list[Config], str]:
 
     return [(n, {"lr": lr, **o}, "optim.differential option set") for n, (lr, sets) in OPTIONS.items()
             for o in sets], f"optim.differential's option sets ({why})"
-
-
-def _model(device: str, dtype: Any, seed: int) -> Any:
-    import torch
-
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3),
-                               torch.nn.Linear(3, 2)).to(device, dtype)
-
-
-def _optimizer(name: str, kw: dict[str, Any], model: Any) -> Any:
-    import torch
-
-    lr = kw.get("lr", 1e-3)
-    half = lr * 0.5 if not isinstance(lr, torch.Tensor) else lr.clone() * 0.5
-    groups = [{"params": list(model[0].parameters())}, {"params": list(model[2].parameters()), "lr": half}]
-    return getattr(torch.optim, name)(groups, **kw)
-
-
-def _step(model: Any, opt: Any, sched: Any, i: int, device: str, dtype: Any) -> None:
-    import torch
-
-    if i == 1 and len(opt.param_groups) == 2:
-        opt.add_param_group({"params": list(model[3].parameters())})
-    gen = torch.Generator().manual_seed(100 + i)
-    x, y = torch.randn(8, 4, generator=gen).to(device, dtype), torch.randn(8, 2, generator=gen).to(device, dtype)
-    opt.zero_grad(set_to_none=True)
-    torch.nn.functional.mse_loss(model(x).float(), y.float()).backward()
-    opt.step()
-    sched.step()
-
-
-def _fresh(name: str, kw: dict[str, Any], device: str, dtype: Any, seed: int) -> tuple[Any, Any, Any]:
-    import copy
-
-    import torch
-
-    model = _model(device, dtype, seed)
-    opt = _optimizer(name, copy.deepcopy(kw), model)
-    return model, opt, torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
-
-
-def _move(state: Any, device: str) -> Any:
-    import torch
-
-    if isinstance(state, torch.Tensor):
-        return state.to(device)
-    if isinstance(state, dict):
-        return {k: _move(v, device) for k, v in state.items()}
-    if isinstance(state, (list, tuple)):
-        return type(state)(_move(v, device) for v in state)
-    return state
-
-
-def run(name: str, kw: dict[str, Any], dtype: Any, source: str, target: str,
-        transfer: Callable[[dict[str, Any], str], dict[str, Any]] | None) -> tuple[Any, Any, Any]:
-    """(model, optimizer, scheduler) after STEPS steps; with `transfer`, the state after SAVE_AT steps on `source`
-    goes through it to fresh objects on `target`."""
-    model, opt, sched = _fresh(name, kw, source, dtype, seed=0)
-    for i in range(STEPS):
-        if i == SAVE_AT and transfer is not None:
-            state = transfer({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                              "scheduler": sched.state_dict()}, target)
-            model, opt, sched = _fresh(name, kw, target, dtype, seed=1)
-            opt.add_param_group({"params": list(model[3].parameters())})
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
-            sched.load_state_dict(state["scheduler"])
-        device = target if (transfer is not None and i >= SAVE_AT) else source
-        _step(model, opt, sched, i, device, dtype)
-    return model, opt, sched
-
-
-def through_file(state: dict[str, Any], target: str) -> dict[str, Any]:
-    """torch.save to a buffer, torch.load(weights_only=True, map_location=target)."""
-    import torch
-
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    buf.seek(0)
-    loaded: dict[str, Any] = torch.load(buf, weights_only=True, map_location=target)
-    return loaded
-
-
-def by_hand(state: dict[str, Any], target: str) -> dict[str, Any]:
-    """The same state, copied and moved to `target` tensor by tensor (no serialization)."""
-    import copy
-
-    moved: dict[str, Any] = _move(copy.deepcopy(state), target)
-    return moved
-
-
-def _state_tensors(opt: Any) -> list[tuple[str, Tensor]]:
-    import torch
-
-    out = []
-    for i, (_, st) in enumerate(sorted(opt.state_dict()["state"].items())):
-        for k, v in sorted(st.items()):
-            if isinstance(v, torch.Tensor):
-                out.append((f"state[{i}].{k}", v))
-    return out
 
 
 def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = None
@@ -199,7 +98,7 @@ def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = No
             flat_ref = [p.detach().reshape(-1) for p in ref[0].parameters()]
             comps.append(compare(torch.cat(flat), torch.cat(flat_ref), op=f"{label} parameters", device=target,
                                  dtype=dtype_name, atol=0.0, rtol=0.0))
-            st, st_ref = _state_tensors(got[1]), _state_tensors(ref[1])
+            st, st_ref = state_tensors(got[1]), state_tensors(ref[1])
             if [(k, v.dtype, v.device) for k, v in st] != [(k, v.dtype, v.device) for k, v in st_ref]:
                 problems.append(f"{label}: restored optimizer state differs in keys, dtypes or devices: "
                                 f"{[(k, str(v.dtype), str(v.device)) for k, v in st]} vs "

@@ -17,68 +17,17 @@ from __future__ import annotations
 
 import copy
 import itertools
-from typing import Any
 
 from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS
 from envcheck.core.check import Context
 from envcheck.core.result import Result
 from envcheck.reference.compare import Comparison, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.eager_step import BATCH, CLASSES, WIDTH, StepModel, optimizer, sync
 
-BATCH, WIDTH, CLASSES, STEPS, N_OPS, LAYERS = 16, 16, 5, 3, 32, 4
+STEPS, N_OPS, LAYERS = 3, 32, 4
 BACKENDS = ("aot_eager", "aot_eager_decomp_partition", "inductor")
 OPTIMIZERS = ("SGD", "AdamW")
-
-
-class StepModel:
-    """Factory for the model: a small block with every op class of a training step."""
-
-    @staticmethod
-    def build(device: str) -> Any:
-        import torch
-
-        class Block(torch.nn.Module):  # type: ignore[misc]
-            def __init__(self) -> None:
-                super().__init__()
-                self.inp = torch.nn.Linear(8, WIDTH)
-                self.norm = torch.nn.LayerNorm(WIDTH)
-                self.qkv = torch.nn.Linear(WIDTH, 3 * WIDTH)
-                self.bn = torch.nn.BatchNorm1d(WIDTH)
-                self.out = torch.nn.Linear(WIDTH, CLASSES)
-
-            def forward(self, x: Any, y: Any) -> Any:
-                h = torch.nn.functional.gelu(self.norm(self.inp(x)))
-                q, k, v = self.qkv(h).chunk(3, dim=-1)
-                att = torch.softmax(q @ k.transpose(0, 1) / WIDTH**0.5, dim=-1) @ v
-                logits = self.out(self.bn(h + att))
-                return torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.1)
-
-        torch.manual_seed(0)
-        return Block().to(device)
-
-
-def _optimizer(name: str, model: Any) -> Any:
-    import torch
-
-    if name == "SGD":
-        return torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
-    return torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1, foreach=True)
-
-
-def sync(eager: Any, opt_e: Any, twin: Any, opt_c: Any) -> None:
-    """Copy the eager parameters, buffers and optimizer state into the compiled twin, in place (no aliasing, no
-    new tensors: the compiled step keeps working on the same objects, as in training)."""
-    import torch
-
-    with torch.no_grad():
-        for a, b in zip(twin.state_dict().values(), eager.state_dict().values(), strict=True):
-            a.copy_(b)
-        for p_c, p_e in zip(twin.parameters(), eager.parameters(), strict=True):
-            for key, value in opt_e.state.get(p_e, {}).items():
-                if key in opt_c.state[p_c]:
-                    opt_c.state[p_c][key].copy_(value)
-                else:
-                    opt_c.state[p_c][key] = value.clone()
 
 
 def step_comparisons(device: str, backend: str, opt_name: str) -> list[Comparison]:
@@ -89,9 +38,9 @@ def step_comparisons(device: str, backend: str, opt_name: str) -> list[Compariso
     depth = LAYERS * (BATCH + WIDTH) + 16
     torch._dynamo.reset()
     eager = StepModel.build(device)
-    opt_e = _optimizer(opt_name, eager)
+    opt_e = optimizer(opt_name, eager)
     twin = copy.deepcopy(eager)
-    opt_c = _optimizer(opt_name, twin)
+    opt_c = optimizer(opt_name, twin)
     model_c = torch.compile(twin, backend=backend)
     step_c = torch.compile(opt_c.step, backend=backend)
     comps: list[Comparison] = []

@@ -11,7 +11,10 @@ import sys
 import pytest
 import torch
 
-from envcheck.checks.numerics import attention, embedding, mha, schedulers, state_roundtrip
+from envcheck.checks.numerics import attention_backends as attention
+from envcheck.checks.numerics import embedding_options as embedding
+from envcheck.checks.numerics import lr_schedules as schedulers
+from envcheck.checks.numerics import mha, state_roundtrip
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Status
 from envcheck.reference import schedulers as closed

@@ -1,24 +1,23 @@
 """Load one of PyTorch's own test databases (torch.testing._internal.*: common_modules.module_db,
-common_optimizers.optim_db) the way ops.opdb loads op_db: pinned to the torch versions of the matrix (opdb.PINNED),
-with a stand-in for the test-only `expecttest` package, and torch.backends' flags unfrozen afterwards. Internal API:
-anything unexpected is a reason to skip, never a crash."""
+common_optimizers.optim_db) the way ops.opdb loads op_db: pinned to the torch versions the caller names (the checks
+pass opdb.PINNED, the matrix's versions), with a stand-in for the test-only `expecttest` package, and torch.backends'
+flags unfrozen afterwards. Internal API: anything unexpected is a reason to skip, never a crash."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Sequence
 from typing import Any
 
-from envcheck.checks.numerics.opdb import PINNED
 
-
-def load_internal(module: str, attribute: str) -> tuple[Any | None, str]:
+def load_internal(module: str, attribute: str, pinned: Sequence[str]) -> tuple[Any | None, str]:
     """torch.testing._internal.<module>.<attribute>, or None and why not."""
     import torch
 
     version = ".".join(torch.__version__.split(".")[:2])
-    if version not in PINNED:
-        return None, (f"{module}.{attribute} is internal API, pinned to torch {', '.join(PINNED)}; "
+    if version not in pinned:
+        return None, (f"{module}.{attribute} is internal API, pinned to torch {', '.join(pinned)}; "
                       f"this is torch {torch.__version__}")
     if "expecttest" not in sys.modules:
         try:

@@ -20,6 +20,7 @@ from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
 from envcheck.reference.compare import Comparison, Tensor, compare
 from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.embeddings import bag_reference, lookup_reference, renorm
 from envcheck.reference.known_bugs import judge_with_known_bugs
 
 ROWS, DIM = 7, 4
@@ -31,22 +32,6 @@ def _weight(device: str) -> Tensor:
     import torch
 
     return (torch.randn(ROWS, DIM, generator=torch.Generator().manual_seed(0)) * 1.5).to(device)
-
-
-def renorm(w: Tensor, idx: list[int], max_norm: float | None, norm_type: float) -> Tensor:
-    """Rows looked up with a norm above max_norm, scaled to max_norm/(norm + 1e-7); as torch.embedding_renorm_."""
-    w = w.clone()
-    if max_norm is not None:
-        for r in sorted(set(idx)):
-            n = float(w[r].abs().max()) if math.isinf(norm_type) else float((w[r].abs() ** norm_type).sum()) ** (
-                1 / norm_type)
-            if n > max_norm:
-                w[r] = w[r] * (max_norm / (n + 1e-7))
-    return w
-
-
-def _counts(idx: list[int]) -> dict[int, int]:
-    return {r: idx.count(r) for r in set(idx)}
 
 
 def embedding_case(device: str, padding_idx: int | None, max_norm: float | None, norm_type: float, freq: bool,
@@ -68,13 +53,7 @@ def embedding_case(device: str, padding_idx: int | None, max_norm: float | None,
             return None  # a combination torch refuses (sparse + scale_grad_by_freq): nothing to compare
         raise
     pad = None if padding_idx is None else padding_idx % ROWS
-    ref_w = renorm(w0, flat, max_norm, norm_type)
-    ref_out = ref_w[torch.tensor(INDICES)]
-    ref_g = torch.zeros(ROWS, DIM, dtype=torch.float64)
-    counts = _counts(flat)
-    for k, r in enumerate(flat):
-        if r != pad:
-            ref_g[r] += g.reshape(-1, DIM)[k] / (counts[r] if freq else 1)
+    ref_w, ref_out, ref_g = lookup_reference(w0, INDICES, pad, max_norm, norm_type, freq, g)
     label = (f"embedding(padding_idx={padding_idx}, max_norm={max_norm}, norm_type={norm_type}, "
              f"scale_grad_by_freq={freq}, sparse={sparse})")
     u = torch.finfo(torch.float32).eps / 2
@@ -85,37 +64,6 @@ def embedding_case(device: str, padding_idx: int | None, max_norm: float | None,
                     atol=(len(flat) + 8) * u * (1 + float(ref_g.abs().max())), rtol=0.0),
             compare(w.detach(), ref_w, op=f"{label} weight after forward (renorm in place)", device=device,
                     dtype="float32", atol=(DIM + 8) * u * (1 + float(ref_w.abs().max())), rtol=0.0)]
-
-
-def bag_reference(w: Tensor, bags: list[list[int]], mode: str, psw: list[float] | None, pad: int | None,
-                  g: Tensor, freq: bool, flat: list[int]) -> tuple[Tensor, Tensor, Tensor | None]:
-    """(output, weight gradient, per-sample-weight gradient) of embedding_bag in float64."""
-    import torch
-
-    out = torch.zeros(len(bags), DIM, dtype=torch.float64)
-    gw = torch.zeros(ROWS, DIM, dtype=torch.float64)
-    gpsw = None if psw is None else torch.zeros(len(psw), dtype=torch.float64)
-    counts = _counts(flat)
-    pos = 0
-    for b, bag in enumerate(bags):
-        kept = [(pos + j, r) for j, r in enumerate(bag) if r != pad]
-        pos += len(bag)
-        if not kept:
-            continue
-        if mode == "max":
-            stacked = torch.stack([w[r] for _, r in kept])
-            out[b], arg = stacked.max(0)
-            for d in range(DIM):
-                gw[kept[int(arg[d])][1], d] += g[b, d]
-            continue
-        scale = 1.0 / len(kept) if mode == "mean" else 1.0
-        for k, r in kept:
-            weight = 1.0 if psw is None else psw[k]
-            out[b] += w[r] * weight * scale
-            gw[r] += g[b] * weight * scale / (counts[r] if freq else 1)
-            if gpsw is not None:
-                gpsw[k] = float((g[b] * w[r]).sum())
-    return out, gw, gpsw
 
 
 def bag_case(device: str, mode: str, psw: bool, layout: str, pad: int | None, freq: bool, sparse: bool,
