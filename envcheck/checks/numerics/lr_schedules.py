@@ -24,10 +24,10 @@ from envcheck.reference.schedulers import BASES, COMPOSED, EPOCHS, METRIC, MOMEN
 Build = Callable[[Any], Any]
 
 
-def _optimizer() -> Any:
+def _optimizer(device: str = "cpu") -> Any:
     import torch
 
-    params = [torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(3))]
+    params = [torch.nn.Parameter(torch.zeros(2, device=device)), torch.nn.Parameter(torch.zeros(3, device=device))]
     return torch.optim.SGD([{"params": [params[0]], "lr": BASES[0]}, {"params": [params[1]], "lr": BASES[1]}],
                            lr=BASES[0], momentum=MOMENTUM)
 
@@ -47,11 +47,12 @@ def build(name: str, kw: dict[str, Any]) -> Build:
     return lambda opt: getattr(lrs, name)(opt, **kw)
 
 
-def run(make: Build, plateau: bool, epochs: int, resume_at: int | None = None) -> list[list[float]]:
+def run(make: Build, plateau: bool, epochs: int, resume_at: int | None = None, device: str = "cpu"
+        ) -> list[list[float]]:
     """[lr group 0, lr group 1, momentum group 0] at every epoch; optionally saved and restored at `resume_at`."""
     import torch
 
-    opt = _optimizer()
+    opt = _optimizer(device)
     sched = make(opt)
     seen = []
     for t in range(epochs):
@@ -60,7 +61,7 @@ def run(make: Build, plateau: bool, epochs: int, resume_at: int | None = None) -
             torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, buf)
             buf.seek(0)
             state = torch.load(buf, weights_only=True)
-            opt = _optimizer()
+            opt = _optimizer(device)
             sched = make(opt)
             opt.load_state_dict(state["optimizer"])
             sched.load_state_dict(state["scheduler"])
@@ -80,7 +81,7 @@ def describe(kw: dict[str, Any]) -> str:
     return ", ".join(f"{k}={getattr(v, '__name__', v)}" for k, v in kw.items())
 
 
-def schedule_comparisons() -> tuple[list[Comparison], list[str]]:
+def schedule_comparisons(device: str = "cpu") -> tuple[list[Comparison], list[str]]:
     """Closed form and restored-run comparisons for every case."""
     import torch
 
@@ -93,24 +94,31 @@ def schedule_comparisons() -> tuple[list[Comparison], list[str]]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                got = run(make, plateau, EPOCHS)
-                resumed = run(make, plateau, EPOCHS, resume_at=EPOCHS // 2 - 1)
+                got = run(make, plateau, EPOCHS, device=device)
+                resumed = run(make, plateau, EPOCHS, resume_at=EPOCHS // 2 - 1, device=device)
             except Exception as exc:  # a scheduler that cannot be built, stepped or restored is a finding
                 problems.append(f"{label}: {type(exc).__name__}: {exc}"[:300])
                 continue
         want = torch.tensor(expected(name, kw), dtype=torch.float64)
         scale = float(want.abs().max())
         comps.append(compare(torch.tensor(got, dtype=torch.float64), want, op=f"{label} lr/momentum per epoch",
-                             device="cpu", dtype="float64", atol=EPOCHS * 16 * u * scale, rtol=0.0))
+                             device=device, dtype="float64", atol=EPOCHS * 16 * u * scale, rtol=0.0))
         comps.append(compare(torch.tensor(resumed, dtype=torch.float64), torch.tensor(got, dtype=torch.float64),
-                             op=f"{label} restored from state_dict at epoch {EPOCHS // 2 - 1}", device="cpu",
+                             op=f"{label} restored from state_dict at epoch {EPOCHS // 2 - 1}", device=device,
                              dtype="float64", atol=0.0, rtol=0.0))
     return comps, problems
 
 
 def sched_closed_form(ctx: Context) -> Result:
     """LR schedulers, alone, composed and restored, follow their documented schedules."""
-    comparisons, problems = schedule_comparisons()
+    from envcheck.reference.devices import check_devices
+
+    comparisons: list[Comparison] = []
+    problems: list[str] = []
+    for device in check_devices():  # the parameters (and a fused step's lr) live on each device in turn
+        found, bad = schedule_comparisons(device)
+        comparisons += found
+        problems += bad
     return comparisons_result("LR schedulers vs closed forms", comparisons, problems=problems,
                               tolerances={"closed_form": f"{EPOCHS}·16·u64·max lr", "restored": "bitwise"},
                               extra={"cases": len(scheduler_cases())},
