@@ -49,13 +49,14 @@ def _ddp_rank(rank: int, world: int, store_path: str, out_path: str, hook: str, 
                 p.add_(p.grad, alpha=-0.05 / scale)
                 p.grad = None
     torch.save(flat(model), out_path)
-    dist.destroy_process_group()
+    # No teardown: freeing DDP and the gloo process group here sometimes never returned (a hung rank's stack sat
+    # in _ddp_rank's return); the rank ends at once, as envcheck's own ranks do (collectives/rank.py).
+    os._exit(0)
 
 
 def train_ddp(hook: str, scale: float = 1.0, world: int = 2, timeout_s: float = 45.0) -> torch.Tensor:
     """Two forked gloo ranks train with DDP and a comm hook (the same shard on both); rank 0's final weights.
-    A rank that fails or hangs is an error here, never an outcome (a NaN would pass for harm); one retry, since a
-    fork from a long-lived test process can inherit a lock another thread held."""
+    A rank that fails or hangs is an error here, never an outcome (a NaN would pass for harm); one retry."""
     for _ in range(2):
         result = _ddp_attempt(hook, scale, world, timeout_s)
         if result is not None:
