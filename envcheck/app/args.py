@@ -65,6 +65,14 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def percent(text: str) -> float:
+    """argparse type for a margin in percent (--perf-margin, fleet's --margin): a finite number from 0 to below 100."""
+    value = _finite(text)
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"must be a percentage from 0 to below 100 (e.g. 10), got {text}")
+    return value
+
+
 def fraction(text: str) -> float:
     """argparse type for --memory-fraction: a finite number in (0, 1]."""
     value = _finite(text)
@@ -235,7 +243,7 @@ def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default
     parser.add_argument("--min-busbw-at", type=message_size, metavar="SIZE",
                         help="the all-reduce message size the --min-busbw floor was measured at (e.g. 16G, as "
                              "nccl-tests' -b/-e): judged only against a sweep row of that size; default: the peak")
-    parser.add_argument("--strict-perf", action="store_true", help="make --min-busbw a failure, not a warning")
+    parser.add_argument("--strict-perf", action="store_true", help="make --min-busbw and perf.relative failures, not warnings")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -251,6 +259,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", type=profile_arg, metavar="FILE|NAME",
                         help="what this node type must have (TOML file, or built-in: h100-sxm-8, h200-8, a100-sxm-8, "
                              "a100-80gb-sxm-8, l40s, b200-8); --expect-gpus and --min-busbw override its values")
+    parser.add_argument("--profile-floors", action="store_true",
+                        help="also apply the profile's absolute performance floors (its busbw floor, at the message "
+                             "size it states); off by default: perf.relative and envcheck fleet judge without them")
     parser.add_argument("--memory-fraction", type=fraction, default=MEMORY_FRACTION, metavar="F",
                         help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)")
+    parser.add_argument("--perf-margin", type=percent, default=10.0, metavar="PCT",
+                        help="perf.relative (--level full): name a GPU or GPU pair more than PCT%% below the node's best "
+                             "of the same kind (default %(default)g, gpu-fryer's; --strict-perf makes it a failure)")
 

@@ -14,12 +14,21 @@ from envcheck.app.args import (
     non_negative_float,
     output_dir,
     output_path,
+    percent,
     positive_float,
     rank_count,
     thread_count,
 )
 from envcheck.app.output import WriteError, write_output
-from envcheck.core.check import BenchOptions, CheckOptions, CheckSpec, Context, DistOptions, Level
+from envcheck.core.check import (
+    BenchOptions,
+    CheckOptions,
+    CheckSpec,
+    Context,
+    DistOptions,
+    Level,
+    PerfOptions,
+)
 from envcheck.core.errors import FatalError, UsageError
 from envcheck.core.result import Result, Status
 
@@ -40,6 +49,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="torch threads for the CPU variants (default: torch's choice)")
     p.add_argument("--only", metavar="NAMES", type=names, help="comma-separated bench units to run (see bench.* names)")
     p.add_argument("--cpu-ranks", metavar="N", type=rank_count, default=2, help="processes in the gloo all-reduce")
+    p.add_argument("--perf-margin", metavar="PCT", type=percent, default=10.0,
+                   help="bench.relative: name a GPU or pair more than PCT%% below the node's best (default %(default)g)")
     p.set_defaults(handler=bench_main)
 
 
@@ -72,7 +83,8 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     baseline = load_baseline(args.baseline) if args.baseline else None
     # The workers' GPU idle check counts this process and its descendants as envcheck's own.
     options = CheckOptions(bench=BenchOptions(cpu_threads=args.cpu_threads, envcheck_pid=os.getpid()),
-                           dist=DistOptions(cpu_ranks=args.cpu_ranks))
+                           dist=DistOptions(cpu_ranks=args.cpu_ranks),
+                           perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)))
     ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
     with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         probe = runner.run_one(PROBE)

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from envcheck.app.output import stdout_gone
-from envcheck.cluster import slurm_node
+from envcheck.cluster import slurm_node, streaks
 from envcheck.cluster.own import own_failure
 from envcheck.cluster.policy import Decision, Mode, decide, reclassify
 from envcheck.cluster.prometheus import render
+from envcheck.core.errors import UsageError
 from envcheck.core.result import Result
 
 HEALTH_KILL_S = 60  # slurm.conf(5), HealthCheckProgram
@@ -46,6 +47,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(node-problem-detector); only node faults fail (see docs/cluster.md)")
     parser.add_argument("--prometheus", type=textfile_path, metavar="FILE",
                         help="write a node_exporter textfile (atomically) with each check's status and key figures")
+    parser.add_argument("--drain-after", type=streak_count, metavar="N",
+                        help=f"--for health: a soft finding (performance) drains after N health runs in a row "
+                             f"(default {streaks.DRAIN_AFTER}); a hard one (a lost GPU, ECC, a wedged driver) at once")
+    parser.add_argument("--resume-after", type=streak_count, metavar="M",
+                        help=f"--for health: a node envcheck drained resumes after M clean runs in a row "
+                             f"(default {streaks.RESUME_AFTER})")
+
+
+def streak_count(text: str) -> int:
+    """argparse type for --drain-after/--resume-after: a whole number of runs from 1 to 1000."""
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 1000:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}: give a whole number of health runs from 1 to 1000")
+    return int(text)
 
 
 def mode_of(args: argparse.Namespace) -> Mode | None:
@@ -61,7 +75,11 @@ def adjust(args: argparse.Namespace, results: Sequence[Result]) -> list[Result]:
 
 def apply_budget(args: argparse.Namespace) -> None:
     """Health mode finishes within slurmd's 60 s (slurm.conf: HealthCheckProgram "will be killed if it does not
-    terminate normally within 60 seconds"): the checks get at most HEALTH_CHECKS_S, whatever --timeout says."""
+    terminate normally within 60 seconds"): the checks get at most HEALTH_CHECKS_S, whatever --timeout says.
+    --drain-after and --resume-after belong to health mode alone (bad input elsewhere: exit 2 before any check)."""
+    for flag in ("drain_after", "resume_after"):
+        if getattr(args, flag, None) is not None and mode_of(args) is not Mode.HEALTH:
+            raise UsageError(f"--{flag.replace('_', '-')} applies to --for health only (the health check's streaks)")
     if mode_of(args) is Mode.HEALTH and (args.timeout is None or args.timeout > HEALTH_CHECKS_S):
         if args.timeout is not None:
             _say(f"envcheck: warning: --timeout {args.timeout:g} capped to {HEALTH_CHECKS_S:g} s: slurmd kills a "
@@ -69,14 +87,15 @@ def apply_budget(args: argparse.Namespace) -> None:
         args.timeout = HEALTH_CHECKS_S
 
 
-def _slurm(mode: Mode, decision: Decision, results: Sequence[Result]) -> list[str]:
+def _slurm(mode: Mode, decision: Decision, results: Sequence[Result], resume_hold: str | None = None) -> list[str]:
     """The prolog keeps its verdict for the health check (no Slurm command: the prolog guide's rule); the health
-    check drains or resumes the node itself (cluster.slurm_node)."""
+    check drains or resumes the node itself (cluster.slurm_node), a resume held until enough clean runs
+    (`resume_hold`, from cluster.streaks)."""
     if mode is Mode.PROLOG and ("SLURM_JOB_ID" in os.environ or "SLURMD_NODENAME" in os.environ):
         problem = slurm_node.remember_prolog(decision.reason if decision.code else None, os.environ)
         return [problem] if problem else []
     if mode is Mode.HEALTH:
-        for line in slurm_node.act(decision.reason if decision.code else "", results, os.environ):
+        for line in slurm_node.act(decision.reason if decision.code else "", results, os.environ, resume_hold):
             _say(f"envcheck: {line}", sys.stderr)
     return []
 
@@ -92,6 +111,17 @@ def _prolog_usage_error(mode: Mode | None) -> tuple[str, ...]:
     _say(f"envcheck: warning: this node's prolog runs envcheck with a usage error ({problem}): jobs start "
          "without the node check; fix the prolog's command (docs/cluster.md)", sys.stderr)
     return ("prolog",)
+
+
+def _streaks(args: argparse.Namespace, results: Sequence[Result]) -> streaks.Held:
+    """Health mode's streaks (cluster.streaks): soft findings wait for --drain-after runs, resumes for
+    --resume-after clean runs; the state file is updated here, once per health run."""
+    policy = streaks.Policy(getattr(args, "drain_after", None) or streaks.DRAIN_AFTER,
+                            getattr(args, "resume_after", None) or streaks.RESUME_AFTER)
+    held = streaks.apply(results, os.environ, policy)
+    for note in held.notes:
+        _say(f"envcheck: note: {note}", sys.stderr)
+    return held
 
 
 def _say(line: str, out: TextIO) -> str | None:
@@ -112,6 +142,11 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
     warning that never drains the node; outside one they are the caller's to raise."""
     mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
     problems = list(own)
+    resume_hold = None
+    if mode is Mode.HEALTH:  # the hook: soft findings and resumes judged over runs, before the policy decides
+        held = _streaks(args, results)
+        results, resume_hold = held.results, held.resume_hold
+        problems += held.problems
     if mode is not None:
         decision = decide(results, mode)
         # keep `--json -`/`--junit -` pure
@@ -125,7 +160,7 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         else:
             said = None
         problems += [said] if said else []
-        problems += _slurm(mode, decision, results)
+        problems += _slurm(mode, decision, results, resume_hold)
         code = decision.code
     carried = _prolog_usage_error(mode)
     if getattr(args, "prometheus", None):

@@ -19,7 +19,15 @@ from envcheck.app.output import Terminal, raise_failures, write_reports
 from envcheck.app.render import show_and_write, terminal
 from envcheck.checks.node.path import node_facts, node_specs, warm_node
 from envcheck.cluster.own import guarded
-from envcheck.core.check import CheckOptions, Context, DeviceOptions, DistOptions, Level, ProfileOptions
+from envcheck.core.check import (
+    CheckOptions,
+    Context,
+    DeviceOptions,
+    DistOptions,
+    Level,
+    PerfOptions,
+    ProfileOptions,
+)
 from envcheck.core.errors import FatalError
 from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
@@ -37,7 +45,9 @@ def context_from_args(args: argparse.Namespace) -> Context:
     profile = getattr(args, "profile", None) or ProfileOptions()
     if args.expect_gpus is None:
         args.expect_gpus = profile.gpu_count
-    min_busbw = args.min_busbw if args.min_busbw is not None else profile.busbw_floor_gbps
+    # A profile's absolute floor is opt-in (--profile-floors): perf.relative and envcheck fleet judge without one.
+    floor = profile.busbw_floor_gbps if getattr(args, "profile_floors", False) else None
+    min_busbw = args.min_busbw if args.min_busbw is not None else floor
     # A floor carries the message size it was measured at: the profile's, unless --min-busbw replaced the floor
     # (then its size is --min-busbw-at's, or none: the peak). --min-busbw-at alone re-sizes the profile's floor.
     at = getattr(args, "min_busbw_at", None)
@@ -51,8 +61,24 @@ def context_from_args(args: argparse.Namespace) -> Context:
             dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=min_busbw, min_busbw_at_bytes=at,
                              strict_perf=args.strict_perf),
             devices=DeviceOptions(memory_fraction=args.memory_fraction), profile=profile,
+            perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)),
             node_path=node_path(args, profile), cluster_mode=getattr(args, "for_mode", None)),
     )
+
+
+def floors_note(args: argparse.Namespace) -> str | None:
+    """What a profile's absolute floor means when --profile-floors applies it: the message size it was measured at."""
+    profile = getattr(args, "profile", None)
+    if not getattr(args, "profile_floors", False) or profile is None or profile.busbw_floor_gbps is None:
+        return None
+    if args.min_busbw is not None:
+        return f"--min-busbw {args.min_busbw:g} replaces profile {profile.profile}'s busbw floor"
+    size = profile.busbw_floor_bytes
+    if size is None:
+        return (f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s states no "
+                "message size; dist.busbw compares it with its sweep's peak")
+    return (f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s was measured at "
+            f"a {size / 2**30:g} GiB all-reduce message; dist.busbw judges it only at that size")
 
 
 def node_path(args: argparse.Namespace, profile: ProfileOptions) -> bool:
@@ -87,6 +113,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
+    if note := floors_note(args):
+        with contextlib.suppress(OSError, ValueError):
+            print(f"envcheck: note: {note}", file=sys.stderr, flush=True)
     # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
     # goes to stderr.
     console = terminal(args, to_stderr=bool(getattr(args, "for_mode", None)))

@@ -14,10 +14,11 @@ from envcheck.app.guard import guard
 from envcheck.core.errors import UsageError
 
 # Subcommands that live in their own packages; each module exposes register(subparsers).
-PLUGIN_COMMANDS = ("envcheck.app.bench", "envcheck.app.images", "envcheck.app.host", "envcheck.app.explain")
+PLUGIN_COMMANDS = ("envcheck.app.bench", "envcheck.app.images", "envcheck.app.host", "envcheck.app.explain",
+                   "envcheck.app.fleet")
 
 
-SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix", "host", "explain")
+SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix", "host", "explain", "fleet")
 
 
 def build_parser() -> argparse.ArgumentParser:

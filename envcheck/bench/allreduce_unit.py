@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.bench.figures import figure
-from envcheck.checks.dist import all_reduce_sweep
+from envcheck.collectives.bench_sweep import all_reduce_sweep
 from envcheck.core.check import Context
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ from envcheck.bench import compile_speedup, matmul, memory, training_claims
 from envcheck.bench.allreduce_unit import all_reduce_figures
 from envcheck.bench.gpu_state import NvmlSampler, nvml_handle
 from envcheck.bench.peaks import GpuPeak, lookup, pcie_peak_gbps
+from envcheck.bench.per_device import relative_check
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result, passed, skipped, warned
 
@@ -50,7 +52,7 @@ def device_probe(ctx: Context) -> Result:
     import torch
 
     _threads(ctx)
-    info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.cuda.is_available(),
+    info: dict[str, Any] = {"host": socket.gethostname(), "torch": torch.__version__, "cuda": torch.cuda.is_available(),
                             "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
                             "loadavg": list(os.getloadavg())}
     if not info["cuda"]:
@@ -233,6 +235,8 @@ GPU_UNITS: tuple[CheckSpec, ...] = (
     _unit("clip", "clip_grad_norm_ overhead", gpu_clip, gpu=True),
     _unit("checkpoint", "gradient checkpointing memory/time trade", gpu_checkpoint, gpu=True, group="bench-memory"),
     _unit("compile", "torch.compile speed-up", gpu_compile, gpu=True, timeout_s=600.0),
+    _unit("relative", "each GPU and GPU pair against the node's best (matmul, HBM, H2D, D2H, peer)", relative_check,
+          gpu=True, timeout_s=300.0),
 )
 
 CPU_UNITS: tuple[CheckSpec, ...] = (

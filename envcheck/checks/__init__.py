@@ -25,6 +25,7 @@ from envcheck.checks import (
     node,
     numerics,
     numpy_interop,
+    perf,
     runtime,
     torch_compile,
     vision,
@@ -50,6 +51,7 @@ _MODULES: Sequence[Sequence[CheckSpec]] = (
     network.CHECKS,
     numerics.CHECKS,
     torch_compile.CHECKS,
+    perf.CHECKS,
     # The ranks dist.* spawns need each GPU to themselves: run them from a worker of their own, which holds no
     # CUDA context (the torch group's worker holds one on every GPU once cuda.* has run); the runner never
     # overlaps GPU groups, and closes each one's worker before the next starts.

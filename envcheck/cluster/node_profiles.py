@@ -65,9 +65,11 @@ def parse(text: str, name: str, where: str) -> ProfileOptions:
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{where}: not valid TOML ({exc})") from None
     known = {f.name for f in dataclasses.fields(ProfileOptions)} - {"profile"}
-    unknown = sorted(set(data) - known - {"sources"})
+    # [baseline]: a fleet's learned baseline (`envcheck fleet --write-baseline`), read by `envcheck fleet --baseline`
+    unknown = sorted(set(data) - known - {"sources", "baseline"})
     if unknown:
-        raise ValueError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(sorted(known))}, [sources]")
+        raise ValueError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(sorted(known))}, [sources], "
+                         "[baseline]")
     if "sources" in data and not isinstance(data["sources"], dict):
         raise ValueError(f"{where}: sources must be a table of field = \"where the value comes from\"")
     values = {key: _field(data, key, where) for key in sorted(known) if key in data}

@@ -135,9 +135,10 @@ def _passes(results: Sequence[Result], check: str) -> bool:
                for r in results)
 
 
-def act(reason: str, results: Sequence[Result], env: Mapping[str, str]) -> list[str]:
+def act(reason: str, results: Sequence[Result], env: Mapping[str, str], resume_hold: str | None = None) -> list[str]:
     """The health check's action on this node (SLURMD_NODENAME, else the short host name): drain with envcheck's
-    reason on a node fault, resume an envcheck drain whose check passes again; what it did, one line each."""
+    reason on a node fault, resume an envcheck drain whose check passes again (unless `resume_hold` says why not
+    yet: too few clean runs in a row, cluster.streaks); what it did, one line each."""
     name = env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     node = read_node(name)
     if isinstance(node, str):
@@ -157,6 +158,8 @@ def act(reason: str, results: Sequence[Result], env: Mapping[str, str]) -> list[
     check = _named_check(node.reason)
     if check is None or not _passes(results, check):
         return [f"node {name} stays drained: {check or 'its check'} did not pass in this run ({node.reason[:80]})"]
+    if resume_hold:
+        return [f"node {name} stays drained: {check} passes, {resume_hold} ({node.reason[:80]})"]
     _, problem = _slurm("scontrol", "update", f"NodeName={name}", "State=RESUME")
     if problem:
         return [problem]

@@ -144,7 +144,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
             make = failed if options.strict_perf else warned
             where = "" if at is None else f"; at the floor's {at} B message: {row['busbw_gbps']:.3f} GB/s"
             return make(f"{head}{where}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
-                        expected=expected, details=table, fault_class="node")
+                        expected=expected, details=table, fault_class="node", code="perf.busbw_low")
     if world == 1:
         head += " (busbw is 0 by definition with one rank)"
     return passed(head, measured=measured, expected=expected, details=table)

@@ -416,5 +416,6 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
     clean = monitor.all_done() and not stop.is_set()
     if clean:
         worker.join()
-        dist.destroy_process_group()
+        if dist.is_initialized():  # a rank whose process group never came up has none to destroy
+            dist.destroy_process_group()
     return code, clean

@@ -70,6 +70,14 @@ class BenchOptions:
 
 
 @dataclass(frozen=True)
+class PerfOptions:
+    """The relative verdict's settings (`--perf-margin`): a GPU or GPU pair more than `margin_pct` below the node's
+    best of the same kind is named (perf.relative, bench.relative; gpu-fryer's default tolerance is 10%)."""
+
+    margin_pct: float = 10.0
+
+
+@dataclass(frozen=True)
 class ProfileOptions:
     """What a node of this type must have (`--profile`: a TOML file or a built-in name; envcheck.cluster.node_profiles).
     None: that value is not part of the profile."""
@@ -87,7 +95,8 @@ class ProfileOptions:
     level: str = "node"  # "node": the cluster modes run the torch-free node checks; "torch": the torch checks too
 
 
-_GROUPS = {"dist": DistOptions, "devices": DeviceOptions, "bench": BenchOptions, "profile": ProfileOptions}
+_GROUPS = {"dist": DistOptions, "devices": DeviceOptions, "bench": BenchOptions, "profile": ProfileOptions,
+           "perf": PerfOptions}
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,7 @@ class CheckOptions:
     devices: DeviceOptions = field(default_factory=DeviceOptions)
     bench: BenchOptions = field(default_factory=BenchOptions)
     profile: ProfileOptions = field(default_factory=ProfileOptions)
+    perf: PerfOptions = field(default_factory=PerfOptions)
     # The torch-free node path (`--for prolog|npd`): no torch import; node.* checks judge the node alone.
     node_path: bool = False
     # Which front door built the context when it is not `envcheck run` (e.g. "torchrun"); None otherwise.

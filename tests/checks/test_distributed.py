@@ -111,6 +111,9 @@ def test_busbw_sweep_and_floor(marker: str) -> None:
     assert "below the 1e+06 GB/s floor" in result.summary
     strict = run_check("dist.busbw", cpu_ranks=2, min_busbw_gbps=1e6, strict_perf=True)
     assert strict.status is Status.FAIL
+    # a floor missed is its own finding (soft: --for health drains on it only after it repeats, cluster.severity);
+    # a #wrong in the sweep stays dist.busbw.fail (hard)
+    assert result.code == strict.code == "perf.busbw_low"
 
 
 def test_busbw_formula() -> None:

@@ -246,3 +246,15 @@ def two_nodes(slurm_2nodes: MultiCluster) -> Iterator[MultiCluster]:
 def three_nodes(slurm_3nodes: MultiCluster) -> Iterator[MultiCluster]:
     """The 3-node cluster, reset as `two_nodes` is."""
     yield from _fresh(slurm_3nodes)
+
+
+@pytest.fixture(scope="session")
+def slurm_5nodes() -> Iterator[MultiCluster]:
+    """A real 5-node Slurm (a fleet: a median and a spread need more than three nodes), started once per session."""
+    yield from _multinode(5)
+
+
+@pytest.fixture
+def five_nodes(slurm_5nodes: MultiCluster) -> Iterator[MultiCluster]:
+    """The 5-node cluster, reset as `two_nodes` is."""
+    yield from _fresh(slurm_5nodes)

@@ -14,6 +14,7 @@ from envcheck.collectives.common import ALL_REDUCE_TIMEOUT_S, all_gather_broadca
 from envcheck.probe.topology import distributed_facts
 from envcheck.collectives.sweep import BUSBW_TIMEOUT_S, all_reduce_busbw, busbw
 from envcheck.collectives.bench_sweep import all_reduce_sweep
+from envcheck.collectives.ddp_launch import DDP_TIMEOUT_S, ddp_differential
 from envcheck.core.check import CheckSpec, Level, Needs
 
 CHECKS: tuple[CheckSpec, ...] = (
@@ -27,6 +28,10 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("dist.busbw", all_reduce_busbw,
               "all-reduce algbw/busbw over a message-size sweep (nccl-tests convention), vs --min-busbw",
               level=Level.FULL, needs=Needs(torch=True), timeout_s=BUSBW_TIMEOUT_S),
+    CheckSpec("ddp.differential", ddp_differential,
+              "a DistributedDataParallel step equals one process on the concatenated batch across bucket size, "
+              "gradient_as_bucket_view, static_graph, find_unused_parameters, no_sync and comm hooks; SyncBatchNorm "
+              "on GPUs", level=Level.FULL, needs=Needs(torch=True), timeout_s=DDP_TIMEOUT_S),
 )
 
 __all__ = ["CHECKS", "all_reduce_sweep", "busbw", "distributed_facts"]

@@ -11,22 +11,29 @@ import dataclasses
 from envcheck.checks.numerics.activation_grads import autograd_activations
 from envcheck.checks.numerics.amp_dynamics import amp_dynamics
 from envcheck.checks.numerics.amp_training import amp_training_convergence
+from envcheck.checks.numerics.attention_backends import attention_reference
 from envcheck.checks.numerics.autocast_dtypes import amp_autocast_dtypes
 from envcheck.checks.numerics.autograd import autograd_device_agreement, autograd_gradcheck
 from envcheck.checks.numerics.autograd_mechanics import autograd_mechanics
+from envcheck.checks.numerics.averaging import swa_averaging
 from envcheck.checks.numerics.checkpointing import train_checkpointing
+from envcheck.checks.numerics.clip_options import train_clip_options
 from envcheck.checks.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
+from envcheck.checks.numerics.embedding_options import embedding_reference
 from envcheck.checks.numerics.grad_accumulation import train_grad_accumulation
 from envcheck.checks.numerics.grad_scaler import amp_grad_scaler
 from envcheck.checks.numerics.inplace_detection import autograd_inplace_detection
 from envcheck.checks.numerics.linear_vjp import autograd_linear_vjp
 from envcheck.checks.numerics.loss_reference import losses_reference
 from envcheck.checks.numerics.low_precision import lowp_reductions
+from envcheck.checks.numerics.lr_schedules import sched_closed_form
+from envcheck.checks.numerics.modes import modules_train_eval
 from envcheck.checks.numerics.opdb import ops_opdb
 from envcheck.checks.numerics.optim_differential import optim_differential
 from envcheck.checks.numerics.resume import train_resume
 from envcheck.checks.numerics.scaled_clipping import amp_clip_after_unscale
 from envcheck.checks.numerics.second_order import autograd_second_order
+from envcheck.checks.numerics.state_roundtrip import train_state_roundtrip
 from envcheck.core.check import CheckSpec, Level, Needs
 
 TORCH = Needs(torch=True)
@@ -88,6 +95,33 @@ _SPECS: tuple[CheckSpec, ...] = (
     CheckSpec("ops.opdb", ops_opdb,
               "training-step ops from torch's op_db: float32 vs float64, gradcheck, gradgradcheck, autocast dtype",
               Level.FULL, TORCH, timeout_s=180),
+    # The whole training step (issue 35): each class against an independent reference, options as a product.
+    CheckSpec("attention.reference", attention_reference,
+              "scaled_dot_product_attention on every backend and nn.MultiheadAttention, with boolean, float, "
+              "causal and padding masks, vs float64 math (quick: float32 masks; full: scale, GQA, dtypes, MHA "
+              "options)", Level.QUICK, TORCH, timeout_s=120),
+    CheckSpec("modules.train_eval", modules_train_eval,
+              "BatchNorm/InstanceNorm running stats and dropout variants in train() and eval() vs closed forms "
+              "(full: torch's ModuleInfos whose train and eval differ, float32 vs float64)", Level.QUICK, TORCH,
+              timeout_s=180),
+    CheckSpec("sched.closed_form", sched_closed_form,
+              "every LR scheduler, alone, composed (SequentialLR, ChainedScheduler) and restored mid-run, vs its "
+              "documented closed form", Level.FULL, TORCH, timeout_s=120),
+    CheckSpec("train.state_roundtrip", train_state_roundtrip,
+              "optimizer (every optim_db configuration), param-group and scheduler state saved mid-training and "
+              "restored, float32/float64/bfloat16, every device pair, equals the uninterrupted run bitwise",
+              Level.FULL, TORCH, timeout_s=180),
+    CheckSpec("embedding.reference", embedding_reference,
+              "F.embedding (padding_idx, max_norm/norm_type, scale_grad_by_freq, sparse) and F.embedding_bag (modes, "
+              "per_sample_weights, offsets, padding_idx) vs float64 references (quick: four option sets)",
+              Level.QUICK, TORCH, timeout_s=120),
+    CheckSpec("train.clip_options", train_clip_options,
+              "clip_grad_norm_ across norm types (1, 2, 3.5, inf, -inf, 0), foreach, mixed dtypes, "
+              "get_total_norm/clip_grads_with_norm_ and error_if_nonfinite; clip_grad_value_ with foreach; vs "
+              "closed forms", Level.FULL, TORCH),
+    CheckSpec("swa.averaging", swa_averaging,
+              "AveragedModel (SWA, EMA, multi_avg_fn, use_buffers) and update_bn vs hand-computed averages "
+              "(full: SWALR annealing vs its closed form)", Level.QUICK, TORCH),
 )
 
 # Numerics share one worker of their own ("numerics"), which the engine runs concurrently with the

@@ -15,65 +15,17 @@ from envcheck.core.check import Context
 from envcheck.core.result import Result
 from envcheck.reference.compare import Comparison, Tensor, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.losses import (
+    log_softmax,
+    reduce_loss,
+    ref_bce_logits,
+    ref_cross_entropy,
+    ref_nll,
+    smooth_kernel,
+)
 
 N, C, IGNORE = 6, 5, 2
 Case = tuple[str, Callable[..., Tensor], Callable[..., Tensor]]
-
-
-def _log_softmax(x: Tensor) -> Tensor:
-    m = x.max(dim=1, keepdim=True).values.detach()
-    return x - m - (x - m).exp().sum(dim=1, keepdim=True).log()
-
-
-def _reduce(per: Tensor, reduction: str, denom: Tensor | float) -> Tensor:
-    return per if reduction == "none" else per.sum() if reduction == "sum" else per.sum() / denom
-
-
-def ref_cross_entropy(x: Tensor, y: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-                      reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """CrossEntropyLoss as documented, for class-index or class-probability targets."""
-    import torch
-
-    logp = _log_softmax(x)
-    w = weight if weight is not None else torch.ones(x.shape[1], dtype=x.dtype)
-    if y.dtype.is_floating_point:
-        q = (1 - label_smoothing) * y + label_smoothing / x.shape[1]
-        return _reduce(-(w * q * logp).sum(dim=1), reduction, x.shape[0])
-    keep = (y != ignore_index).to(x.dtype)
-    safe = y.clamp_min(0) * (y != ignore_index)
-    nll = -w[safe] * logp.gather(1, safe[:, None])[:, 0]
-    smooth = -(w * logp).sum(dim=1) / x.shape[1]
-    per = ((1 - label_smoothing) * nll + label_smoothing * smooth) * keep
-    return _reduce(per, reduction, (w[safe] * keep).sum())
-
-
-def ref_nll(logp: Tensor, y: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-            reduction: str = "mean") -> Tensor:
-    """NLLLoss: -w[y]·logp[y], mean divided by the sum of the kept weights."""
-    import torch
-
-    w = weight if weight is not None else torch.ones(logp.shape[1], dtype=logp.dtype)
-    keep = (y != ignore_index).to(logp.dtype)
-    safe = y.clamp_min(0) * (y != ignore_index)
-    per = -w[safe] * logp.gather(1, safe[:, None])[:, 0] * keep
-    return _reduce(per, reduction, (w[safe] * keep).sum())
-
-
-def ref_bce_logits(x: Tensor, t: Tensor, weight: Tensor | None = None, pos_weight: Tensor | None = None,
-                   reduction: str = "mean") -> Tensor:
-    """BCEWithLogitsLoss: -w·[pw·t·log σ(x) + (1-t)·log(1-σ(x))]."""
-    log_sig = -(1 + (-x).exp()).log()
-    log_one_minus = -(1 + x.exp()).log()
-    pw = pos_weight if pos_weight is not None else 1.0
-    per = -(pw * t * log_sig + (1 - t) * log_one_minus) * (weight if weight is not None else 1.0)
-    return _reduce(per, reduction, per.numel())
-
-
-def _smooth(d: Tensor, beta: float, huber: bool) -> Tensor:
-    a = d.abs()
-    quad = 0.5 * a * a / (1.0 if huber else beta)
-    lin = beta * (a - 0.5 * beta) if huber else a - 0.5 * beta
-    return (a < beta) * quad + (a >= beta) * lin
 
 
 def cases(device: str) -> list[Case]:
@@ -112,25 +64,25 @@ def cases(device: str) -> list[Case]:
                                                        label_smoothing=0.1)))
         out.append((f"nll_loss(weight, ignore_index, {red})",
                     lambda x, r=red: F.nll_loss(F.log_softmax(x, 1), on(y_ign, x), weight=on(w, x), reduction=r),
-                    lambda x, r=red: ref_nll(_log_softmax(x), y_ign, weight=w.double(), reduction=r)))
+                    lambda x, r=red: ref_nll(log_softmax(x), y_ign, weight=w.double(), reduction=r)))
         out.append((f"binary_cross_entropy_with_logits(weight, pos_weight, {red})",
                     lambda x, r=red: F.binary_cross_entropy_with_logits(
                         x, on(t, x), weight=on(w, x), pos_weight=on(w.flip(0), x), reduction=r),
                     lambda x, r=red: ref_bce_logits(x, t.double(), w.double(), w.flip(0).double(), r)))
         out.append((f"mse_loss({red})", lambda x, r=red: F.mse_loss(x, on(target, x), reduction=r),
-                    lambda x, r=red: _reduce((x - target.double()) ** 2, r, x.numel())))
+                    lambda x, r=red: reduce_loss((x - target.double()) ** 2, r, x.numel())))
         out.append((f"l1_loss({red})", lambda x, r=red: F.l1_loss(x, on(target, x), reduction=r),
-                    lambda x, r=red: _reduce((x - target.double()).abs(), r, x.numel())))
+                    lambda x, r=red: reduce_loss((x - target.double()).abs(), r, x.numel())))
         out.append((f"smooth_l1_loss(beta=0.5, {red})",
                     lambda x, r=red: F.smooth_l1_loss(x, on(target, x), reduction=r, beta=0.5),
-                    lambda x, r=red: _reduce(_smooth(x - target.double(), 0.5, False), r, x.numel())))
+                    lambda x, r=red: reduce_loss(smooth_kernel(x - target.double(), 0.5, False), r, x.numel())))
         out.append((f"huber_loss(delta=0.5, {red})",
                     lambda x, r=red: F.huber_loss(x, on(target, x), reduction=r, delta=0.5),
-                    lambda x, r=red: _reduce(_smooth(x - target.double(), 0.5, True), r, x.numel())))
+                    lambda x, r=red: reduce_loss(smooth_kernel(x - target.double(), 0.5, True), r, x.numel())))
     out.append(("cross_entropy(logits offset +200: exp overflows float32 unless shifted)",
                 lambda x: F.cross_entropy(x + 200, y.to(x.device)), lambda x: ref_cross_entropy(x + 200, y)))
     out.append(("kl_div(batchmean)", lambda x: F.kl_div(F.log_softmax(x, 1), on(probs, x), reduction="batchmean"),
-                lambda x: (probs.double() * (probs.double().log() - _log_softmax(x))).sum() / N))
+                lambda x: (probs.double() * (probs.double().log() - log_softmax(x))).sum() / N))
     return out
 
 

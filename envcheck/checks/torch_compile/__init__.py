@@ -6,6 +6,7 @@ from envcheck.checks.torch_compile.autotune import compile_max_autotune
 from envcheck.checks.torch_compile.inductor import compile_inductor
 from envcheck.checks.torch_compile.isa import compile_cpu_isa
 from envcheck.checks.torch_compile.readiness import compile_toolchain
+from envcheck.checks.torch_compile.train_step import compile_train_step
 from envcheck.core.check import CheckSpec, Level, Needs
 
 # Its own worker ("compile"): a compile leaves process-wide state behind (Dynamo's caches, Inductor's config,
@@ -29,4 +30,10 @@ CHECKS = (
     CheckSpec("compile.max_autotune", compile_max_autotune,
               "torch.compile(mode='max-autotune') of the release smoke test's Net matches eager, CPU and every GPU",
               Level.FULL, Needs(torch=True), timeout_s=300, group="compile", preload=("torch._dynamo",)),
+    # issue 35: the whole step (model forward/backward and optimizer step) per backend, against eager; three
+    # Inductor compiles (model, two optimizer steps) on a cold cache are most of its time.
+    CheckSpec("compile.train_step", compile_train_step,
+              "a training step (model fwd+bwd, BatchNorm buffers, optimizer step) under torch.compile with "
+              "aot_eager, Inductor's decompositions and Inductor matches eager on identical inputs",
+              Level.FULL, Needs(torch=True), timeout_s=480, group="compile", preload=("torch._dynamo",)),
 )

@@ -83,13 +83,15 @@ def test_the_profile_floor_carries_its_size_and_flags_override_it() -> None:
     def dist(*argv: str) -> DistOptions:
         return context_from_args(build_parser().parse_args(["run", *argv])).options.dist
 
-    assert (dist("--profile", "h100-sxm-8").min_busbw_gbps, dist("--profile", "h100-sxm-8").min_busbw_at_bytes) == \
-        (460.0, 16 * GIB)
+    # The profile's floor applies only with --profile-floors (issue 36: absolute floors are opt-in); it keeps its size.
+    assert dist("--profile", "h100-sxm-8").min_busbw_gbps is None
+    floors = dist("--profile", "h100-sxm-8", "--profile-floors")
+    assert (floors.min_busbw_gbps, floors.min_busbw_at_bytes) == (460.0, 16 * GIB)
     assert dist("--profile", "h200-8").min_busbw_at_bytes == 16 * GIB
     assert dist("--profile", "a100-sxm-8").min_busbw_at_bytes == 8 * GIB
     replaced = dist("--profile", "h100-sxm-8", "--min-busbw", "300")
     assert (replaced.min_busbw_gbps, replaced.min_busbw_at_bytes) == (300.0, None)  # a new floor: the peak
-    resized = dist("--profile", "h100-sxm-8", "--min-busbw-at", "1G")
+    resized = dist("--profile", "h100-sxm-8", "--profile-floors", "--min-busbw-at", "1G")
     assert (resized.min_busbw_gbps, resized.min_busbw_at_bytes) == (460.0, GIB)
 
 

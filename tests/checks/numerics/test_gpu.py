@@ -14,7 +14,9 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("name", [s.name for s in numerics.CHECKS])
 def test_check_passes_and_covers_cuda(name: str) -> None:
     result = run_check(name, isolated=False)
-    assert result.status is Status.PASS, (result.summary, result.details)
+    # as in test_healthy: a cited upstream bug of this torch (envcheck.reference.known_bugs) is a WARN naming it
+    known = result.measured.get("known_upstream_bugs")
+    assert result.status is Status.PASS or (result.status is Status.WARN and known), (result.summary, result.details)
     assert "cuda:0" in repr(result.measured), result.measured
 
 

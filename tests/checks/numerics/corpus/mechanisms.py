@@ -4,33 +4,13 @@ ground-truth training script that shows its harm, and the check expected to catc
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
 
 import torch
 
 from tests.checks.numerics.corpus import injectors as inj
 from tests.checks.numerics.corpus import scripts as s
-
-PT = "https://github.com/pytorch/pytorch"
-
-
-@dataclass(frozen=True)
-class Mechanism:
-    """One injected bug: where it came from, how to inject it, how it harms training, who must catch it."""
-
-    name: str
-    source: str
-    inject: Callable[[], AbstractContextManager[None]]
-    script: Callable[[], torch.Tensor]
-    check: str
-
-
-def _m(name: str, source: str, inject: Callable[[], AbstractContextManager[None]],
-       script: Callable[[], torch.Tensor], check: str) -> Mechanism:
-    return Mechanism(name, source, inject, script, check)
-
+from tests.checks.numerics.corpus.model import PT, Mechanism, _m
+from tests.checks.numerics.corpus.step_mechanisms import STEP_CORPUS
 
 P = functools.partial
 OPT, LOSS, LOWP, AMP = "optim.differential", "losses.reference", "lowp.reductions", "amp.dynamics"
@@ -138,3 +118,8 @@ CORPUS: tuple[Mechanism, ...] = (
     _m("checkpoint recomputation draws fresh dropout masks", f"{PT}/pull/14253",
        inj.checkpoint_without_rng, s.train_checkpointed_dropout, "train.checkpointing"),
 )
+
+
+CORPUS = CORPUS + STEP_CORPUS  # the training-step classes (issue 35)
+
+__all__ = ["CORPUS", "PT", "Mechanism"]

@@ -1,0 +1,44 @@
+"""The `ddp.differential` check (full level): one launch of real ranks (gloo on CPU, one NCCL rank per GPU) through the
+shared launcher, running ddp.py's option space and SyncBatchNorm (sync_batchnorm.py, NCCL ranks), judged by each
+step's module. Its deadline is its own: the option space takes longer than a collective. Not at the quick level:
+constructing a DistributedDataParallel imports torch._dynamo in every rank (1-3 s each, measured 15 s for the whole
+check in a quick run on the 2-core dev box with CUDA torch 2.14.1), ten times the quick level's margin."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from envcheck.collectives.common import Launcher, choose_ranks, launch_failure, launch_with_bisection
+from envcheck.collectives.launch import LaunchPlan, launch
+from envcheck.collectives.rank_plan import collective
+from envcheck.collectives.verdicts import combine
+from envcheck.core.check import Context
+from envcheck.core.result import Result, Status
+
+DDP_TIMEOUT_S = 240.0  # the spec's timeout (the engine's hard bound)
+DEADLINE_S = 200.0  # ours, inside it, so that we name stalled ranks
+
+
+def ddp_differential(ctx: Context, launcher: Launcher = launch) -> Result:
+    """DDP (and, on GPUs, SyncBatchNorm) equal one process on the concatenated batch, across their options."""
+    began = time.monotonic()
+    chosen = choose_ranks(ctx)
+    if isinstance(chosen, Result):
+        return chosen
+    backend, world = chosen
+    steps = ("ddp", "sync_batchnorm")
+    left = DDP_TIMEOUT_S - 5.0 - (time.monotonic() - began)
+    plan = LaunchPlan(backend, world, steps, max(5.0, min(DEADLINE_S, left)), start="fork")
+    outcome, fixed_by, notes = launch_with_bisection(plan, left, launcher)
+    if not outcome.ok:
+        return launch_failure(outcome, notes)
+    findings = [r.found or {} for r in outcome.ranks]
+    results = [collective(step).judge(findings, backend, world, ctx.options.dist) for step in steps]
+    result = combine(results)
+    warnings = [r for r in results if r.status is Status.WARN]
+    if warnings and result.status is Status.PASS:  # combine() knows pass and fail; keep a known-bug warning
+        result = replace(warnings[0], measured=result.measured, summary="; ".join(r.summary for r in results))
+    if notes or fixed_by:
+        result = replace(result, measured={**result.measured, "launch_notes": notes, "fixed_by": fixed_by})
+    return result
