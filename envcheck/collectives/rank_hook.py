@@ -1,6 +1,6 @@
 """An extension point inside each rank: ENVCHECK_RANK_HOOK=`module:function` or `/path/file.py:function` names a
 callable that every rank calls as `hook(step, rank, contribution)` just before a collective. Unset in real runs;
-the test suite uses it to inject faults (tests/rank_faults.py), so no fault injection ships in the package."""
+the test suite uses it to inject faults (tests/helpers/rank_faults.py), so no fault injection ships in the package."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Status
 from envcheck.probe.interfaces import IFF_LOOPBACK
-from tests.helpers import no_gpu_env, run_cli
+from tests.helpers import HEALTHY_H100, no_gpu_env, run_cli
 
 UP_RUNNING, UP, DOWN, LOOPBACK = 0x1043, 0x1003, 0x82, 0x49
 # A staged GPU node: loopback, two NICs, a docker bridge with no containers (up, not running), a down ifb.
@@ -223,7 +223,7 @@ def test_bundle_replays_the_verdict_elsewhere(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_malformed_network_section_in_a_bundle_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    fixture = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
+    fixture = HEALTHY_H100
     bundle = json.loads(fixture.read_text())
     bundle["network"] = {"interfaces": "eth0", "env": {}}
     path = tmp_path / "bad.json"

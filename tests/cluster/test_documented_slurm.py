@@ -1,4 +1,4 @@
-"""The Slurm deployments of docs/cluster.md, run as written on the real Slurm of tests/cluster/conftest.py: the prolog
+"""The Slurm deployments of docs/cluster.md, run as written on the real Slurm of tests/helpers/slurm.py: the prolog
 (docs/cluster/slurm-prolog.sh) and epilog run by slurmd for a real job, the HealthCheckProgram
 (docs/cluster/slurm-health.sh) started as slurmd starts it, each read from its doc file with its placeholders filled
 (tests/cluster/documented.py).
@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.checks.test_dcgm import FAIL_3X
-from tests.cluster.conftest import Cluster
+from tests.checks.dcgm.test_dcgm import FAIL_3X
 from tests.cluster.documented import CLUSTER, documented_command, fill, launcher, node_script, staged_node
+from tests.helpers.slurm import Cluster
 from tests.staging.libcuda import build
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-FABRIC_DOWN = {"STUB_INIT": "802"}  # cuInit's CUDA_ERROR_SYSTEM_NOT_READY (tests/checks/test_node_path.py cites it)
+FABRIC_DOWN = {"STUB_INIT": "802"}  # cuInit's CUDA_ERROR_SYSTEM_NOT_READY (tests/checks/node/test_node_path.py cites it)
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import ROOT
 from tests.cluster.multinode import MultiCluster
 from tests.helpers import run_cli
+from tests.helpers.slurm import ROOT
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 SLOW = "n3"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import ROOT
 from tests.cluster.multinode import MultiCluster
+from tests.helpers.slurm import ROOT
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))

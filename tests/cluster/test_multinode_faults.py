@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import ROOT
 from tests.cluster.multinode import MultiCluster
+from tests.helpers.slurm import ROOT
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 TIMEOUT_S = 12

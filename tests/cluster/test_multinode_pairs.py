@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.cluster import multinode
-from tests.cluster.conftest import ROOT, SEARCH_PATH, multinode_missing
 from tests.cluster.multinode import MultiCluster
+from tests.helpers.slurm import ROOT, SEARCH_PATH, multinode_missing
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 LIMIT = ("tbf", "rate", "50mbit", "burst", "32kbit", "latency", "50ms")

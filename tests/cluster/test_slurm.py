@@ -1,4 +1,4 @@
-"""envcheck as a Slurm prolog and under srun, against a real slurmctld and slurmd (tests/cluster/conftest.py)."""
+"""envcheck as a Slurm prolog and under srun, against a real slurmctld and slurmd (tests/helpers/slurm.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import ROOT, Cluster
-from tests.rank_faults import RANK_HOOK
+from tests.helpers.rank_faults import RANK_HOOK
+from tests.helpers.slurm import ROOT, Cluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

@@ -8,7 +8,7 @@ import pytest
 
 from envcheck.probe import slurm_env as slurm
 from envcheck.probe.slurm_env import expand_nodelist, first_node, torchrun_env
-from tests.cluster.conftest import Cluster
+from tests.helpers.slurm import Cluster
 
 
 @pytest.mark.parametrize(("text", "hosts"), [

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import ROOT
 from tests.cluster.multinode import MultiCluster
+from tests.helpers.slurm import ROOT
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 NODE = "n1"

@@ -1,4 +1,4 @@
-"""`envcheck run --for health` as Slurm's HealthCheckProgram, against the real one-node Slurm (tests/cluster/conftest.py):
+"""`envcheck run --for health` as Slurm's HealthCheckProgram, against the real one-node Slurm (tests/helpers/slurm.py):
 it drains with envcheck's reason, resumes only its own drains once the named check passes again, and never touches
 a node an admin drained. slurmd's 60 s kill is honoured by the mode's own budget.
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.app.cluster_mode import HEALTH_CHECKS_S, apply_budget
-from tests.cluster.conftest import Cluster
 from tests.cluster.test_slurm import health_check
+from tests.helpers.slurm import Cluster
 
 FAULT = ("--expect-gpus", "1", "--only", "cuda.available")  # no GPU here: a node that must have one lost it
 PASS = ("--allow-cpu", "--only", "cuda.available")  # the same check, judged without that demand: it passes (warn)

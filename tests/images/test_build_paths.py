@@ -14,7 +14,7 @@ import pytest
 
 from envcheck.images import build as builder
 from envcheck.images.matrix import Row
-from tests.images.conftest import CA_BUNDLE, TEST_BASE
+from tests.helpers.containers import CA_BUNDLE, TEST_BASE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.images.conftest import run_streams
+from tests.helpers.containers import run_streams
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.cluster.documented import fill, manifest, npd_rule
-from tests.images.conftest import run_streams
+from tests.helpers.containers import run_streams
 from tests.images.k8s_run import command, container, docker_kwargs, pod_spec, policy_action
 from tests.staging.gpu_node import BUSES, STUB_NVML
 from tests.staging.libcuda import build

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.images.conftest import run_in
+from tests.helpers.containers import run_in
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
 """The runtime image under hardened `docker run` flags (issue 22's matrix), on the real engine.
 
-Each case runs one container (tests/images/conftest.py's helper: a timeout, always removed). Inside it, first the
+Each case runs one container (tests/helpers/containers.py's helper: a timeout, always removed). Inside it, first the
 premise: the real job (torch.compile, a DataLoader with workers, Triton's cache, getpass as torch asks) breaks there,
 or must work for a case that asserts a clean pass. Then `envcheck run --allow-cpu --json -` on a relevant subset:
 a whole report, no traceback, no ERROR, and exactly the named cause. Nothing is simulated: the engine and kernel
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.images.conftest import run_streams
+from tests.helpers.containers import run_streams
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

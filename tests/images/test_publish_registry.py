@@ -13,7 +13,7 @@ import pytest
 from envcheck.images.engine import find_docker
 from envcheck.images.matrix import default_matrix_path, load_matrix
 from tests.helpers import run_cli
-from tests.images.conftest import TEST_ROW
+from tests.helpers.containers import TEST_ROW
 from tests.images.publish_fixtures import standins  # noqa: F401  (module fixture)
 from tests.images.registry_helpers import CuttingProxy, running_registry, tag_digest
 

@@ -12,7 +12,7 @@ import pytest
 from envcheck.images.engine import docker_binary
 from envcheck.images.matrix import Row
 from tests.helpers import run_cli
-from tests.images.conftest import SECRET_MARKER, run_in
+from tests.helpers.containers import SECRET_MARKER, run_in
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.images.conftest import run_streams
+from tests.helpers.containers import run_streams
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 POINTS = "build.openmp,build.nvshmem,linalg.svd,numpy.interop,vision.decoders,compile.toolchain"

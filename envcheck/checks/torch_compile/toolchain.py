@@ -109,7 +109,7 @@ def dir_problems(path: str) -> tuple[str, ...]:
 def default_cache_dir() -> str:
     """Inductor's default cache, <TMPDIR>/torchinductor_<user>, in the temp dir the user's jobs use (this check's
     own worker has a private TMPDIR on the same mount, envcheck.core.rundir, which is what its compile fills).
-    The name is torch._inductor.runtime.cache_dir_utils.default_cache_dir's (tests/checks/test_compile_smoke.py
+    The name is torch._inductor.runtime.cache_dir_utils.default_cache_dir's (tests/checks/torch_compile/test_compile_smoke.py
     holds them equal), computed here: importing that module imports all of Inductor."""
     try:
         username = getpass.getuser()

@@ -29,8 +29,7 @@ from envcheck.checks.libraries import SECTION, capture, findings, nvidia_dists, 
 from envcheck.checks.libraries import inputs as libraries_inputs
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Status
-from tests.checks.test_bundle import HEALTHY_H100
-from tests.helpers import ROOT, make_context, run_check, run_cli
+from tests.helpers import HEALTHY_H100, ROOT, make_context, run_check, run_cli
 
 # torch 2.9.1+cu128's pins, as pytorch/pytorch writes them (.github/scripts/generate_binary_build_matrix.py,
 # PYTORCH_EXTRA_INSTALL_REQUIREMENTS["12.8"]), plus an extra-gated and a Windows-only line that must not count.

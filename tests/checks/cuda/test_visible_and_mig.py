@@ -17,9 +17,9 @@ from envcheck.checks.cuda.capture import first_nvml_error, nvml_gpus
 from envcheck.core.check import Context
 from envcheck.evidence.bundle import validate_bundle
 from envcheck.evidence.replay import explain_bundle
+from tests.helpers import HEALTHY_H100
 from tests.staging import nvml
 
-HEALTHY_H100 = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
 H100_UUID = "GPU-f4acb5ba-fbe9-afa1-f27c-5d7a9b9f2503"  # the proof host's GPU (nvidia-smi -L)
 H100 = [{"index": 0, "uuid": H100_UUID, "mig": False, "mig_devices": []}]
 # MIG UUIDs in the format of https://github.com/pytorch/pytorch/issues/95784 (MIG-feee0c61-...)

@@ -21,9 +21,8 @@ import pytest
 from envcheck.checks.node.driver_api import verdict
 from envcheck.core.result import Status
 from envcheck.probe.cuda_driver import probe
+from tests.helpers import ROOT
 from tests.staging.libcuda import build
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,8 @@ from envcheck.app.main import main
 from envcheck.checks import SECTIONS
 from envcheck.checks.cuda.capture import loaded_libraries
 from envcheck.evidence.bundle import SCHEMA_VERSION, redact_env
-from tests.helpers import no_gpu_env, run_cli
+from tests.helpers import HEALTHY_H100, no_gpu_env, run_cli
 
-HEALTHY_H100 = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
 CHECKS = ",".join(["cuda.available", "cuda.devices", *(s.check for s in SECTIONS)])  # what explain replays
 
 

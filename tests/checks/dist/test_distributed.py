@@ -1,5 +1,5 @@
 """dist.* checks through the real engine with real gloo ranks; faults come from the test-only
-ENVCHECK_TEST_FAULT variable (see tests/rank_faults.py). NCCL paths need a GPU."""
+ENVCHECK_TEST_FAULT variable (see tests/helpers/rank_faults.py). NCCL paths need a GPU."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from envcheck.collectives.sweep import busbw, gpu_sizes
 from envcheck.core.result import Status, passed
 from envcheck.probe.system import CommandOutput
 from tests.helpers import descendants, processes_with_marker, run_check
-from tests.rank_faults import CORRUPT_STRIDE, RANK_HOOK, corrupted_elements, parse_fault
+from tests.helpers.rank_faults import CORRUPT_STRIDE, RANK_HOOK, corrupted_elements, parse_fault
 
 
 @pytest.fixture

@@ -138,7 +138,7 @@ def test_an_nccl_shm_failure_cured_by_shm_disable_in_a_small_dev_shm_is_the_cont
 
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a private /dev/shm")
-    root = Path(__file__).resolve().parents[3]
+    root = Path(__file__).resolve().parents[2]
     script = f"mount -t tmpfs -o size={size} envcheck-shm /dev/shm && exec {sys.executable} -c \"$CASE\""
     done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "CASE": SHM_CASE, "PYTHONPATH": str(root)})

@@ -24,9 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.checks.test_cuda_codes import E802, E803, E999, PROC_VERSION
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.checks.cuda.test_cuda_codes import E802, E803, E999, PROC_VERSION
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                                 reason="needs root and unshare for a private mount namespace")

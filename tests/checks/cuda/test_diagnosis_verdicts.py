@@ -20,7 +20,7 @@ from envcheck.checks.cuda.layers import diagnose
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result, Status, failed, passed, skipped
 from envcheck.core.runner import Runner
-from tests.checks import diag_fault_checks
+from tests.checks.cuda import diag_fault_checks
 from tests.helpers import ROOT, run_cli
 
 GPU_HOST = dict(torch_installed=True, torch_cuda="12.8", device_nodes=["nvidia0", "nvidiactl"],

@@ -1,5 +1,5 @@
 """The torchrun entry's side channel and its verdicts, without torchrun (the real runs are in
-tests/checks/test_distributed_torchrun.py). The store is a real c10d HashStore; the clock is scripted."""
+tests/checks/dist/test_distributed_torchrun.py). The store is a real c10d HashStore; the clock is scripted."""
 
 from __future__ import annotations
 

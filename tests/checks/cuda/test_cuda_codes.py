@@ -4,7 +4,7 @@ Simulated: each case is the real healthy H100 bundle (tests/checks/fixtures, fro
 layers of the failing host staged in it (torch's warning text quoted from the cited issue, cuInit's result,
 /proc/driver/nvidia/version, the mapped libraries, the /dev nodes). The diagnosis then runs exactly as
 `envcheck explain` runs it. No GPU, driver or libcuda is involved; the capture side is tested in
-tests/checks/test_bundle.py and test_cuda_codes_capture below (a stub libcuda compiled from C).
+tests/evidence/test_bundle.py and test_cuda_codes_capture below (a stub libcuda compiled from C).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pytest
 from envcheck.core.check import Context
 from envcheck.evidence.bundle import validate_bundle
 from envcheck.evidence.replay import explain_bundle
+from tests.helpers import HEALTHY_H100, ROOT
 
-HEALTHY_H100 = Path(__file__).parent / "fixtures" / "bundle_h100_healthy.json"
 _PREFIX = ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
            "calling NumCudaDevices() that might have already set an error? ")
 # https://github.com/hiyouga/LlamaFactory/issues/7888 (torch 2.7.0+cu126)
@@ -141,7 +141,7 @@ def test_100_capture_asks_cuinit_of_the_driver(tmp_path: Path) -> None:
     code = ("import json; from envcheck.checks.cuda.capture import capture_cuda; c = capture_cuda(); "
             "print(json.dumps([c['cu_init'], c['driver_cuda'], c['libcuda_error']]))")
     env = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(tmp_path), "CUDA_VISIBLE_DEVICES": "",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+           "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [100, 13000, None]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.rank_faults import RANK_HOOK
+from tests.helpers.rank_faults import RANK_HOOK
 
 TORCHRUN_TIMEOUT_S = 180
 
