@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from envcheck.checks.vision import fix_command
+from envcheck.checks.vision_pairing import fix_command
 from envcheck.core.check import CheckSpec, Context, Level, Needs
 from envcheck.core.result import Result, failed, passed, skipped, warned
 

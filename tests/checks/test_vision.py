@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.vision import (
-    _torch_pin,
+from envcheck.checks.vision_pairing import (
     cuda_mismatch,
     fix_command,
     matching_torchvision,
     pair_fix,
     pairing_problem,
+    torch_pin,
 )
 from envcheck.core.result import Status
 from tests.helpers import run_check, run_cli
@@ -62,11 +62,11 @@ def test_cuda_mismatch_is_about_the_major_version(torch_cuda: str | None, tv_cud
     (["torchaudio==2.9.1", "not a requirement ((("], None),
 ])
 def test_torchvision_pin_reads_every_metadata_form(requires: list[str], pin: str | None) -> None:
-    assert _torch_pin(requires) == pin
+    assert torch_pin(requires) == pin
 
 
 def test_parenthesised_pin_now_names_the_torch_this_torchvision_was_built_for() -> None:
-    problem = pairing_problem("2.13.0+cpu", "0.26.0", _torch_pin(["torch (==2.11.0)"]))
+    problem = pairing_problem("2.13.0+cpu", "0.26.0", torch_pin(["torch (==2.11.0)"]))
     assert problem is not None and "was built for torch 2.11.0" in problem
 
 
@@ -122,7 +122,7 @@ def test_cuda_torchvision_on_cpu_torch_fails_with_the_fix(cuda_torchvision: Path
     ("No module named 'PIL'", None),
 ])
 def test_build_mismatch_reads_the_loaders_reason(error: str, cause: str | None) -> None:
-    from envcheck.checks.vision import build_mismatch
+    from envcheck.checks.vision_pairing import build_mismatch
 
     found = build_mismatch(error)
     assert (found is None) if cause is None else (cause in (found or "")), found

@@ -117,7 +117,7 @@ def test_file_level_errors(tmp_path: Path) -> None:
 
 def test_torchvision_cuda_int_form_is_normalised() -> None:
     """Seen in the real torchvision 0.26.0 CUDA wheel: torchvision.version.cuda == 13000 (an int)."""
-    from envcheck.checks.vision import cuda_text
+    from envcheck.checks.vision_pairing import cuda_text
 
     assert cuda_text(13000) == "13.0" and cuda_text(12080) == "12.8"
     assert cuda_text("12.8") == "12.8" and cuda_text(None) is None

@@ -35,7 +35,7 @@ def test_the_smoke_test_points_pass_in_the_image(docker_client: Any, runtime_ima
 
 
 def test_decoders_without_torchvisions_image_extension(docker_client: Any, runtime_image: str, test_row: Any) -> None:
-    from envcheck.checks.vision import matching_torchvision
+    from envcheck.checks.vision_pairing import matching_torchvision
 
     script = (f'rm "$({EXTENSION})" && exec envcheck run --allow-cpu --level full --only vision.decoders,vision.ops '
               '--json -')
