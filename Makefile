@@ -27,7 +27,7 @@ endif
 TOOL ?= $(if $(ENVCHECK_IMAGE),envcheck,$(TEST_VENV)/bin/python -m envcheck)
 VERIFY_FLAGS := $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $(VERIFY_ARGS)
 
-.PHONY: help verify test lint typecheck venv test-venv clean
+.PHONY: help verify test test-fast lint typecheck venv test-venv clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -67,6 +67,11 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 
 test: $(TEST_VENV)/.installed lint typecheck ## Lint, type-check and run the whole test suite
 	$(TEST_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop: no Docker and no Slurm (their tests are deselected by marker, not skipped), in parallel.
+FAST_WORKERS ?= auto
+test-fast: $(TEST_VENV)/.installed ## Every test but the Docker and Slurm ones, in parallel (pytest-xdist); no lint
+	$(TEST_VENV)/bin/python -m pytest -q -m "not docker and not slurm" -n $(FAST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(TEST_VENV)/.installed ## ruff
 	$(TEST_VENV)/bin/ruff check .
