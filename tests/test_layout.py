@@ -70,6 +70,16 @@ def test_test_only_fault_injection_is_not_in_the_package() -> None:
     assert shipped == []
 
 
+MAX_LINES = 300
+REASON = "Over 300 lines:"  # how a module's docstring says why it is longer
+
+
+def test_no_module_is_over_300_lines_without_a_reason_at_its_top() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert {p: n for p, n in long.items() if REASON not in (ast.get_docstring(ast.parse((ROOT / p).read_text())) or "")} \
+        == {}
+
+
 def test_no_room_holds_more_than_35_percent_of_the_lines() -> None:
     lines = Counter()
     for path in _modules():

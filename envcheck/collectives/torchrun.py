@@ -6,6 +6,9 @@ rank that dies or stalls inside NCCL cannot take the report with it. The plan ru
 the main thread beats, watches every rank's progress, and rank 0 gives up on a rank that stopped
 beating (dead), raised, or made no progress for `--timeout` seconds (stalled), names it, writes the
 report, and publishes the exit code, so every path ends within the timeout plus a few seconds.
+
+Over 300 lines: the entry, the heartbeat watch and rank 0's report are still one module until collectives/ is split
+into rank machinery, collectives and the multi-node entry (issue 34, part B).
 """
 
 from __future__ import annotations
