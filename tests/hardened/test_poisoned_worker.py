@@ -26,9 +26,14 @@ ALREADY = "already registered in mega-cache artifact factory"
 DYNAMO_CHECKS = "amp.clip_after_unscale,amp.training_convergence,train.checkpointing,train.resume,optim.differential"
 
 
-def test_read_only_temp_the_checks_after_a_failed_torch_import_name_the_cause() -> None:
+def test_read_only_temp_the_checks_after_a_failed_torch_import_name_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cache dir an earlier test in this process set (Inductor's first compile exports TORCHINDUCTOR_CACHE_DIR)
+    # would spare the import its temp dir: the staged run gets none of them, as a fresh container has none.
+    for name in ("TMPDIR", "TEMP", "TMP", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
     premise = python(READ_ONLY, "for _ in range(2):\n    try:\n        import torch._dynamo\n"
                                 "    except BaseException as exc:\n        print(type(exc).__name__, exc)\n")
+    assert len(premise.stdout.splitlines()) >= 2, (premise.stdout, premise.stderr[-2000:])
     first, second = premise.stdout.splitlines()[:2]
     assert "No usable temporary directory" in first and ALREADY in second, premise.stdout
     proc = run(READ_ONLY, [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--level", "full", "--json", "-",
