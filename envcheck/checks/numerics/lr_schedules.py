@@ -47,13 +47,13 @@ def build(name: str, kw: dict[str, Any]) -> Build:
     return lambda opt: getattr(lrs, name)(opt, **kw)
 
 
-def run(make: Build, plateau: bool, epochs: int, resume_at: int | None = None, device: str = "cpu"
+def run(new_scheduler: Build, plateau: bool, epochs: int, resume_at: int | None = None, device: str = "cpu"
         ) -> list[list[float]]:
     """[lr group 0, lr group 1, momentum group 0] at every epoch; optionally saved and restored at `resume_at`."""
     import torch
 
     opt = _optimizer(device)
-    sched = make(opt)
+    sched = new_scheduler(opt)
     seen = []
     for t in range(epochs):
         if t == resume_at:
@@ -62,7 +62,7 @@ def run(make: Build, plateau: bool, epochs: int, resume_at: int | None = None, d
             buf.seek(0)
             state = torch.load(buf, weights_only=True)
             opt = _optimizer(device)
-            sched = make(opt)
+            sched = new_scheduler(opt)
             opt.load_state_dict(state["optimizer"])
             sched.load_state_dict(state["scheduler"])
         seen.append([g["lr"] for g in opt.param_groups] + [opt.param_groups[0]["momentum"]])
@@ -90,12 +90,12 @@ def schedule_comparisons(device: str = "cpu") -> tuple[list[Comparison], list[st
     problems: list[str] = []
     for name, kw in scheduler_cases():
         label = f"{name}({describe(kw)})"
-        make, plateau = build(name, kw), name == "ReduceLROnPlateau"
+        new_scheduler, plateau = build(name, kw), name == "ReduceLROnPlateau"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                got = run(make, plateau, EPOCHS, device=device)
-                resumed = run(make, plateau, EPOCHS, resume_at=EPOCHS // 2 - 1, device=device)
+                got = run(new_scheduler, plateau, EPOCHS, device=device)
+                resumed = run(new_scheduler, plateau, EPOCHS, resume_at=EPOCHS // 2 - 1, device=device)
             except Exception as exc:  # a scheduler that cannot be built, stepped or restored is a finding
                 problems.append(f"{label}: {type(exc).__name__}: {exc}"[:300])
                 continue
