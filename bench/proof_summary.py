@@ -20,8 +20,9 @@ from typing import Any
 
 MARGIN_LISTED = 0.3  # issue 33: list every CUDA comparison whose error is above 0.3 of its tolerance
 TARGETS = {"run-quick-cold": 8.0, "run-quick-warm": 8.0, "run-full-cold": 30.0}
-MODES = ("run-quick-cold", "run-quick-warm", "run-full-cold", "run-full-warm", "prolog", "npd", "busy-prolog",
-         "local-rank", "health-idle", "health-load", "opdb-1", "opdb-2", "opdb-3")
+MODES = ("run-quick-cold", "run-quick-warm", "run-full-cold", "run-full-warm", "prolog", "prolog-node", "health",
+         "preflight", "npd", "prolog-missing-gpu", "busy-prolog", "busy-prolog-node", "busy-health", "local-rank",
+         "health-idle", "health-load", "opdb-1", "opdb-2", "opdb-3")
 
 
 def read_steps(folder: Path) -> dict[str, dict[str, str]]:
@@ -179,7 +180,7 @@ def case_section(folder: Path, steps: dict[str, dict[str, str]], name: str, titl
         return [*lines, why_not(steps, name), ""]
     step = steps.get(name, {})
     lines.append(f"exit {step.get('rc', '?')}, verdict {data.get('verdict')}, counts {data.get('counts')}")
-    if name == "busy-prolog" and (folder / "busy-hold.txt").exists():
+    if name.startswith("busy-") and (folder / "busy-hold.txt").exists():
         held, total = ((folder / "busy-hold.txt").read_text().split() + ["0", "0"])[:2]
         lines.append(f"another process held {int(held) / 2**30:.1f} GiB of {int(total) / 2**30:.1f} GiB")
     lines += [f"- {r['name']}: {r['status']} — {r['summary'][:160]}" for r in data.get("results", [])]
@@ -216,7 +217,14 @@ def summarise(folder: Path, note: str = "") -> str:
              *opdb_section(folder, steps),
              *case_section(folder, steps, "busy-prolog", "Busy GPU: --for prolog while another process holds memory"),
              *case_section(folder, steps, "local-rank", "One visible GPU, LOCAL_RANK=1 (srun --gpus-per-task=1)"),
-             *case_section(folder, steps, "prolog", "--for prolog"), *case_section(folder, steps, "npd", "--for npd"),
+             *case_section(folder, steps, "busy-prolog-node",
+                           "Busy GPU: the documented prolog (--expect-gpus, --timeout 120) while another process holds memory"),
+             *case_section(folder, steps, "busy-health", "Busy GPU: --for health while another process holds memory"),
+             *case_section(folder, steps, "prolog", "--for prolog"),
+             *case_section(folder, steps, "prolog-node", "The documented prolog: --for prolog --expect-gpus N --timeout 120"),
+             *case_section(folder, steps, "prolog-missing-gpu", "Fault twin: --expect-gpus one more than the node has"),
+             *case_section(folder, steps, "health", "--for health"),
+             *case_section(folder, steps, "preflight", "--for preflight"), *case_section(folder, steps, "npd", "--for npd"),
              *bench_section(folder, steps), *pytest_section(folder, steps)]
     return "\n".join(parts).rstrip() + "\n"
 
