@@ -183,6 +183,7 @@ def main() -> None:
     the handshake: a broken pipe), the run's dir goes with it."""
     control, lifeline = (int(fd) for fd in os.environ.pop(FDS_ENV).split(","))
     run_dir = os.environ.pop(rundir.RUN_DIR_ENV, None)
+    rundir.hold(run_dir)  # in use while this server or a worker forked from it lives (envcheck.core.stale_rundirs)
     server: ForkLoop | None = None
     code = 0
     try:
