@@ -108,12 +108,18 @@ def user_paths(text: str) -> str:
 
 def remove(path: str | None, wait_s: float = 2.0) -> bool:
     """Remove `path` and all in it, retrying for `wait_s` while just-killed processes may still write there;
-    whether it is gone."""
+    whether it is gone. A run dir this process holds stays held until then (no sweep judges it half-removed)."""
     if not path:
         return True
-    fd = _held.pop(path, None)
-    if fd is not None:
-        os.close(fd)
+    try:
+        return _remove(path, wait_s)
+    finally:
+        fd = _held.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+
+def _remove(path: str, wait_s: float) -> bool:
     deadline = time.monotonic() + wait_s
     while True:
         shutil.rmtree(path, ignore_errors=True)

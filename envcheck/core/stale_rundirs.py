@@ -53,7 +53,8 @@ def run_alive(pid: int) -> bool:
             if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
                 return False
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"envcheck" in f.read()
+            cmdline = f.read()
+        return not cmdline or b"envcheck" in cmdline  # empty: a process in execve, or one we cannot tell
     except (OSError, IndexError):
         return True
 
