@@ -49,6 +49,17 @@ def _age(*paths: Path) -> None:
         os.utime(path, (then, then))
 
 
+def _fork_server_started(marker: str) -> bool:
+    """Whether the fork server runs its own program (before its exec it is still in envcheck's process group)."""
+    for pid in processes_with_marker(marker):
+        try:
+            if b"envcheck.core.isolation.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+        except OSError:
+            pass
+    return False
+
+
 @pytest.mark.parametrize("kill", ["envcheck", "its process group"])
 def test_envcheck_sigkilled_while_the_fork_server_imports_torch_leaves_no_dir(tmp_path: Path, kill: str) -> None:
     """The fork server (its own session: a group kill such as `timeout -s KILL` or a prolog's group spares it)
@@ -58,7 +69,7 @@ def test_envcheck_sigkilled_while_the_fork_server_imports_torch_leaves_no_dir(tm
     marker = f"envcheck-stale-{uuid.uuid4().hex}"
     proc = _start(tmp, marker, "envcheck", "run", "--allow-cpu")
     try:
-        assert wait_for(lambda: len(processes_with_marker(marker)) >= 2 and _run_dirs(tmp), 60), "no fork server"
+        assert wait_for(lambda: _fork_server_started(marker) and _run_dirs(tmp), 60), "no fork server"
         (run_dir,) = _run_dirs(tmp)
         assert list(run_dir.iterdir()) == [], "a worker was already forked: the server had finished importing"
         if kill == "envcheck":
@@ -92,6 +103,8 @@ def test_a_run_killed_whole_is_swept_by_the_next_run_and_a_live_runs_dir_is_not(
         dead.wait(timeout=10)
         assert wait_for(lambda: processes_with_marker(dead_marker) == [], 30), processes_with_marker(dead_marker)
         assert dead_dir.is_dir(), "the premise: nothing of the killed run could remove its dir"
+        # a process being killed loses its memory (and so its /proc environ) before its fds: wait for the lock
+        assert wait_for(lambda: stale_rundirs.abandoned(str(dead_dir), PREFIX), 10)
         assert live_dir.name.startswith(f"{PREFIX}1-") and dead_dir.name.startswith(f"{PREFIX}1-")
         _age(live_dir, dead_dir)
 
@@ -106,6 +119,7 @@ def test_a_run_killed_whole_is_swept_by_the_next_run_and_a_live_runs_dir_is_not(
         live.kill()  # the live run is now killed whole too: the next sweep takes its dir
         live.wait(timeout=10)
         assert wait_for(lambda: processes_with_marker(live_marker) == [], 30), processes_with_marker(live_marker)
+        assert wait_for(lambda: stale_rundirs.abandoned(str(live_dir), PREFIX), 10)
         _age(live_dir)
         assert stale_rundirs.sweep(str(tmp), PREFIX) == [str(live_dir)]
         assert sorted(p.name for p in tmp.iterdir()) == []
@@ -160,3 +174,22 @@ def test_the_sweep_takes_only_dead_runs_own_dirs(tmp_path: Path) -> None:
     assert (precious / "keep").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["precious", f"{PREFIX}{pid}-symlink", foreign.name, young.name, locked.name, unlocked_live.name])
+
+
+def test_the_suite_guard_names_a_run_dir_left_behind_and_not_a_live_or_older_one(tmp_path: Path) -> None:
+    """tests/conftest.py's session guard (tests/helpers/temp_guard): new and abandoned is named; a dir that was
+    there before the session, or that a live run holds, is not."""
+    from tests.helpers import temp_guard
+
+    pid = _dead_pid()
+    (tmp_path / f"{PREFIX}{pid}-before").mkdir()
+    before = temp_guard.run_dirs(str(tmp_path))
+    left, held = tmp_path / f"{PREFIX}{pid}-left", tmp_path / f"{PREFIX}{pid}-held"
+    left.mkdir()
+    held.mkdir()
+    holder = stale_rundirs.hold(str(held))
+    assert holder is not None
+    try:
+        assert temp_guard.left_behind(str(tmp_path), before, wait_s=0) == [str(left)]
+    finally:
+        os.close(holder)
