@@ -15,9 +15,10 @@ When every process of the run dies at once (a cgroup or PID-namespace kill: Slur
 the OOM killer) none of them can remove the dir. So each process of a run holds a shared lock on it (envcheck
 from `create`, the fork server from its start, the workers by inheritance), and `create` first sweeps the temp
 dir: a `envcheck-run-<pid>-*` dir goes only when it is this user's real dir (never a symlink, never followed),
-older than a few seconds, its pid is no live envcheck, nobody holds its lock (a live run in another PID
-namespace sharing the temp dir keeps its dir) and it holds only worker dirs of this user's files
-(`envcheck.core.stale_rundirs`).
+older than a few seconds, its pid is no live envcheck (nor python), nobody holds its lock (a live run in
+another PID namespace sharing the temp dir keeps its dir) and it holds only worker dirs of this user's files
+(`envcheck.core.stale_rundirs`). A group kill that lands between the fork server's fork and its setsid takes
+the server too: that dir also waits for the next run's sweep.
 """
 
 from __future__ import annotations

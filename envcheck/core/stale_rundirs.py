@@ -2,11 +2,12 @@
 
 A run dir is in use while a process of its run lives: envcheck itself, its fork server and every worker hold a
 shared `flock` on the dir (one open of it, inherited across fork). When the whole run is SIGKILLed at once (a
-cgroup kill: Slurm ending a job, `docker kill`, the OOM killer taking the cgroup) nothing of it can clean up, and the
-next run in the same temp dir removes the dir instead. It removes `<temp>/envcheck-run-<pid>-*` only when all of
-these hold: it is a real dir (not a symlink) owned by this user, older than GRACE_S, its pid is not a live envcheck
-here, nobody holds its lock (so a run in another PID namespace sharing this temp dir keeps its dir), and everything
-in it is this user's and its top level holds only worker dirs (`w<pid>`). Removal never follows a symlink.
+cgroup kill: Slurm ending a job, `docker kill`, the OOM killer taking the cgroup) nothing of it can clean up,
+and the next run in the same temp dir removes the dir instead. It removes `<temp>/envcheck-run-<pid>-*` only
+when all of these hold: it is a real dir (not a symlink) owned by this user, older than GRACE_S, its pid is not
+a live envcheck (or python: an envcheck without the lock, or an engine embedded in a Python program) here,
+nobody holds its lock (so a run in another PID namespace sharing this temp dir keeps its dir), and everything in
+it is this user's and its top level holds only worker dirs (`w<pid>`). Removal never follows a symlink.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 
 GRACE_S = 10.0  # a dir this young may be between its mkdtemp and its lock: left alone
 _WORKER = re.compile(r"w\d+")
+_PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: a kernel thread
 
 
 def hold(path: str) -> int | None:
@@ -62,9 +64,10 @@ def abandoned(path: str, prefix: str) -> bool:
 
 
 def run_alive(pid: int) -> bool:
-    """Whether `pid` may still be the envcheck that made the dir: a live process here (not a zombie) whose command
-    line names envcheck, or one we cannot read. A recycled pid, or init (pid 1 here, when the dir was made by
-    envcheck as pid 1 of a container sharing this temp dir), is not; the lock still guards a live run."""
+    """Whether `pid` may still be the envcheck (or a Python process embedding its engine) that made the dir: a
+    live process here, not a zombie nor a kernel thread, whose command line names envcheck or python, or one we
+    cannot read. A recycled pid, or init (pid 1 here, when the dir was made by envcheck as pid 1 of a container
+    sharing this temp dir), is not; the lock still guards a live run."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -73,13 +76,14 @@ def run_alive(pid: int) -> bool:
         pass
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                return False
+            fields = f.read().rsplit(b")", 1)[1].split()
+        if fields[0] == b"Z" or int(fields[6]) & _PF_KTHREAD:
+            return False
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             cmdline = f.read()
-        return not cmdline or b"envcheck" in cmdline  # empty: a process in execve, or one we cannot tell
-    except (OSError, IndexError):
+    except (OSError, IndexError, ValueError):
         return True
+    return not cmdline or b"envcheck" in cmdline or b"python" in cmdline  # empty: a process in execve
 
 
 def _only_ours(path: str, uid: int) -> bool:
