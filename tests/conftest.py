@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,18 @@ os.environ["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep
 # Every run report rendered by a test, in this process or a child envcheck, is validated against
 # envcheck/report/report_schema.json (json_report.to_json_dict reads this).
 os.environ["ENVCHECK_VALIDATE_REPORTS"] = "1"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_run_dir_left_in_the_system_temp_dir() -> Iterator[None]:
+    """Nothing is left behind: a run dir a test left in the system temp dir fails the session (tests/helpers/temp_guard)."""
+    from tests.helpers import temp_guard
+
+    base = temp_guard.system_temp()
+    before = temp_guard.run_dirs(base)
+    yield
+    left = temp_guard.left_behind(base, before)
+    assert not left, f"envcheck run dirs left behind in {base} by this session: {left}"
 
 
 @functools.cache

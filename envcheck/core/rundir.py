@@ -10,6 +10,15 @@ the whole dir when the run ends (normally, by an exception or a signal), and the
 envcheck is gone without doing so (SIGKILL). A TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR the user set is
 left as it is: that cache is the user's, and whether it works is the point. Where the temp dir is not
 writable (a hardened runtime) there is no private dir: the workers get the environment as it is.
+
+When every process of the run dies at once (a cgroup or PID-namespace kill: Slurm ending the job, `docker kill`,
+the OOM killer) none of them can remove the dir. So each process of a run holds a shared lock on it (envcheck
+from `create`, the fork server from its start, the workers by inheritance), and `create` first sweeps the temp
+dir: a `envcheck-run-<pid>-*` dir goes only when it is this user's real dir (never a symlink, never followed),
+older than a few seconds, its pid is no live envcheck (nor python), nobody holds its lock (a live run in
+another PID namespace sharing the temp dir keeps its dir) and it holds only worker dirs of this user's files
+(`envcheck.core.stale_rundirs`). A group kill that lands between the fork server's fork and its setsid takes
+the server too: that dir also waits for the next run's sweep.
 """
 
 from __future__ import annotations
@@ -20,22 +29,36 @@ import sys
 import tempfile
 import time
 
+from envcheck.core import stale_rundirs
+
 RUN_DIR_ENV = "ENVCHECK_RUN_DIR"  # the parent tells the fork server where the run's dir is (popped there)
 PREFIX = "envcheck-run-"
 MOVED = ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR")  # set in a worker by us (TMPDIR) or by Inductor's first compile
 _outer_temp: str | None = None  # in a worker: the temp dir the user's own jobs use
 _outer_env: dict[str, str | None] = {}  # in a worker: MOVED as the user set them
+_held: dict[str, int] = {}  # run dir -> the fd holding its in-use lock (envcheck.core.stale_rundirs)
 
 
 def create(env: dict[str, str]) -> tuple[str | None, str | None]:
     """A fresh private dir in the temp dir `env` names (TMPDIR, else /tmp, as the user's jobs and their C
     compilers use): (path, None), or (None, why there is none) when that dir is not writable."""
     base = env.get("TMPDIR") or "/tmp"
+    stale_rundirs.sweep(base, PREFIX)  # the dirs of runs killed whole (a cgroup kill) that nothing could remove
     try:
-        return os.path.abspath(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base)), None
+        path = os.path.abspath(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))
     except OSError as exc:
         return None, (f"the temp dir {base} is not writable ({exc.strerror or exc}): the checks run without a "
                       "private temp dir, so a check killed there may leave files behind")
+    hold(path)
+    return path, None
+
+
+def hold(path: str | None) -> None:
+    """Mark the run dir `path` in use while this process (and what it forks) lives, so no sweep takes it."""
+    if path and path not in _held:
+        fd = stale_rundirs.hold(path)
+        if fd is not None:
+            _held[path] = fd
 
 
 def worker_dir(run_dir: str, pid: int) -> str:
@@ -86,9 +109,18 @@ def user_paths(text: str) -> str:
 
 def remove(path: str | None, wait_s: float = 2.0) -> bool:
     """Remove `path` and all in it, retrying for `wait_s` while just-killed processes may still write there;
-    whether it is gone."""
+    whether it is gone. A run dir this process holds stays held until then (no sweep judges it half-removed)."""
     if not path:
         return True
+    try:
+        return _remove(path, wait_s)
+    finally:
+        fd = _held.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+
+def _remove(path: str, wait_s: float) -> bool:
     deadline = time.monotonic() + wait_s
     while True:
         shutil.rmtree(path, ignore_errors=True)

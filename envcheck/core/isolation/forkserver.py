@@ -26,6 +26,7 @@ import selectors
 import signal
 import socket
 import sys
+import traceback
 from typing import Any
 
 from envcheck.core import rundir
@@ -178,22 +179,33 @@ class ForkLoop:
 
 
 def main() -> None:
-    """Handshake, import torch once, then fork workers on request."""
+    """Handshake, import torch once, then fork workers on request. However this ends (envcheck gone even before
+    the handshake: a broken pipe), the run's dir goes with it."""
     control, lifeline = (int(fd) for fd in os.environ.pop(FDS_ENV).split(","))
     run_dir = os.environ.pop(rundir.RUN_DIR_ENV, None)
-    sock = socket.socket(fileno=control)
-    send(sock, {"hello": os.getpid()})
-    modules = ["torch"] if importlib.util.find_spec("torch") is not None else []
-    send(sock, {"ready": True, **preload(modules)})
-    server = ForkLoop(sock, lifeline, run_dir)
+    rundir.hold(run_dir)  # in use while this server or a worker forked from it lives (envcheck.core.stale_rundirs)
+    server: ForkLoop | None = None
+    code = 0
     try:
+        sock = socket.socket(fileno=control)
+        send(sock, {"hello": os.getpid()})
+        modules = ["torch"] if importlib.util.find_spec("torch") is not None else []
+        send(sock, {"ready": True, **preload(modules)})
+        server = ForkLoop(sock, lifeline, run_dir)
         server.serve()
+    except (BrokenPipeError, ConnectionResetError):  # envcheck is gone (SIGKILL) while torch imported here
+        pass
+    except BaseException:  # the parent shows the log's tail as the worker's start failure
+        traceback.print_exc()
+        code = 1
     finally:
-        server.shutdown()
+        if server is not None:
+            server.shutdown()
         rundir.remove(run_dir)  # envcheck is gone (even by SIGKILL) or done: nothing of the run stays
         for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        os._exit(0)
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":
