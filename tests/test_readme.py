@@ -143,7 +143,8 @@ def test_the_sample_run_is_what_envcheck_prints_on_that_machine() -> None:
 def _commands() -> list[str]:
     """Every command of the README's bash blocks and of its commands table."""
     blocks = re.findall(r"```bash\n(.*?)```", README, flags=re.S)
-    lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines() if line.strip()]
+    lines = [line.split("  #")[0].strip() for block in blocks for line in block.replace("\\\n", " ").splitlines()
+             if line.strip()]
     table = [row[0].strip("`").replace("\\|", "|") for row in _rows("Commands at a glance")]
     return lines + [part.strip().strip("`") for cell in table for part in cell.split("`, `")]
 

@@ -148,8 +148,28 @@ def _emitted_codes() -> dict[str, tuple[str, set[str]]]:
                 if classes.get(id(node)) and not stated.get(code):
                     stated[code] = classes[id(node)]
                 guessed[code] = guessed.get(code) or fallback
+    for code, (cls, module) in _cuda_layer_codes().items():
+        stated[code], guessed[code] = cls, ""
+        modules.setdefault(code, set()).add(module)
     return {code: (stated.get(code) or ("node" if severity(code) else guessed[code]), mods)
             for code, mods in modules.items()}
+
+
+def _cuda_layer_codes() -> dict[str, tuple[str, str]]:
+    """cuda.available's findings without a code of their own are `cuda.<layer>` (finding.finding_code): each
+    `Finding("<layer>", problem, fix, class)` of the CUDA diagnosis, with the classes its calls state."""
+    found: dict[str, tuple[set[str], str]] = {}
+    for path in sorted((ROOT / "envcheck" / "checks" / "cuda").glob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Finding" \
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                    and not any(k.arg == "code" for k in node.keywords):
+                code = "cuda." + node.args[0].value.replace("-", "_").lower()
+                classes, _ = found.get(code, (set(), module))
+                cls = _class_of(node)
+                found[code] = (classes | ({cls} if cls else set()), module)
+    return {code: (", ".join(sorted(classes)), module) for code, (classes, module) in found.items()}
 
 
 def codes_page() -> str:
@@ -162,9 +182,9 @@ def codes_page() -> str:
     def drains(code: str, cls: str) -> str:
         """Only a node finding drains: at once (hard) or once it repeats (soft)."""
         level = severity(code)
-        if cls not in ("node", "") or (not level and cls != "node"):
-            return "-"
-        return level.value if level else "hard"
+        if "node" in cls.split(", "):
+            return level.value if level else "hard"
+        return level.value if level and not cls else "-"
 
     literal = _emitted_codes()
     out = [HEADER, "# Finding codes\n\nEvery finding carries a stable code: in the JSON report (`code`), as a JUnit "
@@ -175,9 +195,9 @@ def codes_page() -> str:
            "what `--for health` does with a node finding: `hard` drains at once, `soft` only after "
            "`--drain-after` runs in a row, `-` never.\n\n"]
     out.append("## Codes the checks name\n\n")
-    out.append(_table(("code", "fault class", "drains", "named in"),
+    out.append(_table(("code", "fault class", "drains", "named in (envcheck.)"),
                       [(f"`{code}`", cls or "by the finding", drains(code, cls),
-                        ", ".join(f"`{m}`" for m in sorted(mods))) for code, (cls, mods) in sorted(literal.items())]))
+                        ", ".join(f"`{m.removeprefix('envcheck.')}`" for m in sorted(mods))) for code, (cls, mods) in sorted(literal.items())]))
     out.append("\n## CUDA errors\n\n`cuda.available` and `node.cuda_driver` name a CUDA driver error by its "
                "number.\n\n")
     out.append(_table(("code", "fault class", "drains", "meaning", "fix"),
