@@ -167,6 +167,11 @@ def test_every_envcheck_command_parses_and_every_make_target_exists(tmp_path: Pa
             assert all(w in targets for w in words[1:] if "=" not in w), command
             seen["make"] += 1
     assert seen["envcheck"] >= 10 and seen["make"] >= 4
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    for block in re.findall(r"```bash\n(.*?)```", contributing, flags=re.S):
+        for line in block.splitlines():
+            words = line.split("#")[0].split()
+            assert words[0] == "make" and all(w in targets for w in words[1:] if "=" not in w), line
 
 
 def test_the_host_check_and_the_check_list_run_as_written() -> None:
