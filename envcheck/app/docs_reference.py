@@ -32,10 +32,11 @@ def checks_page() -> str:
     from envcheck.checks import registry
 
     rows = [(f"`{s.name}`", s.level.value, s.needs.describe(), f"{s.timeout_s:g} s", s.description,
-             f"`{s.func.__module__}`") for s in registry().values()]
-    return (HEADER + "# Checks\n\nEvery check `envcheck run` knows, in report order (`envcheck list` prints the same). "
+             f"`{s.func.__module__.removeprefix('envcheck.')}`") for s in registry().values()]
+    # one table and no headings: the page takes the table of contents' width too (Material's front matter)
+    return ("---\nhide:\n  - toc\n---\n" + HEADER + "# Checks\n\nEvery check `envcheck run` knows, in report order (`envcheck list` prints the same). "
             "`quick` runs by default, `--level full` adds the rest; a check whose needs are unmet is a `skip` with "
-            "the reason.\n\n" + _table(("check", "level", "needs", "timeout", "what it proves", "module"), rows))
+            "the reason.\n\n" + _table(("check", "level", "needs", "timeout", "what it proves", "module (envcheck.)"), rows))
 
 
 def _flags(parser: argparse.ArgumentParser) -> list[tuple[object, ...]]:

@@ -34,7 +34,7 @@ def test_the_checks_page_names_every_check_with_its_level_needs_timeout_and_modu
     for spec in registry().values():
         row = next(line for line in page.splitlines() if line.startswith(f"| `{spec.name}` |"))
         assert f"| {spec.level.value} | {spec.needs.describe()} | {spec.timeout_s:g} s |" in row
-        assert f"`{spec.func.__module__}`" in row
+        assert f"`{spec.func.__module__.removeprefix('envcheck.')}`" in row
 
 
 def _walk(parser: argparse.ArgumentParser, path: str) -> list[tuple[str, argparse.ArgumentParser]]:
