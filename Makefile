@@ -27,7 +27,7 @@ endif
 TOOL ?= $(if $(ENVCHECK_IMAGE),envcheck,$(TEST_VENV)/bin/python -m envcheck)
 VERIFY_FLAGS := $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $(VERIFY_ARGS)
 
-.PHONY: help verify test test-fast lint typecheck venv test-venv clean
+.PHONY: help verify test test-fast lint typecheck venv test-venv clean docs docs-serve docs-reference
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -65,7 +65,7 @@ test-venv: $(TEST_VENV)/.installed ## Create the venv used by `make test`
 verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? make verify ALLOW_CPU=1
 	$(ENVCHECK) run $(VERIFY_FLAGS)
 
-test: $(TEST_VENV)/.installed lint typecheck ## Lint, type-check and run the whole test suite
+test: $(TEST_VENV)/.installed lint typecheck docs ## Lint, type-check, build the docs site and run the whole test suite
 	$(TEST_VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # The inner loop: no Docker and no Slurm (their tests are deselected by marker, not skipped), in parallel.
@@ -79,8 +79,20 @@ lint: $(TEST_VENV)/.installed ## ruff
 typecheck: $(TEST_VENV)/.installed ## mypy --strict on the package
 	$(TEST_VENV)/bin/mypy
 
-clean: ## Remove venvs and caches
-	rm -rf $(VENV) $(TEST_VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info
+# The documentation site (mkdocs.yml): built strictly, so a broken link or a page missing from the nav fails.
+DOCS_DIR ?= site
+DOCS_ADDR ?= 127.0.0.1:8000
+docs: $(TEST_VENV)/.installed ## Build the documentation site strictly into DOCS_DIR (site/)
+	NO_MKDOCS_2_WARNING=1 $(TEST_VENV)/bin/mkdocs build --strict --quiet --site-dir $(DOCS_DIR)
+
+docs-serve: $(TEST_VENV)/.installed ## Serve the documentation site with search on DOCS_ADDR (127.0.0.1:8000)
+	NO_MKDOCS_2_WARNING=1 $(TEST_VENV)/bin/mkdocs serve --strict --dev-addr $(DOCS_ADDR)
+
+docs-reference: $(TEST_VENV)/.installed ## Rewrite docs/reference/ (checks, codes, CLI, matrix) from the code
+	$(TEST_VENV)/bin/python -m envcheck.app.docs_reference docs/reference
+
+clean: ## Remove venvs, caches and the built site
+	rm -rf $(VENV) $(TEST_VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info $(DOCS_DIR)
 
 # --- images ----------------------------------------------------------------------------------------
 # Build, verify and push the versioned PyTorch+CUDA images of docker/matrix.toml. Variables:

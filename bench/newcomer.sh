@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# A newcomer's path, timed: a fresh clone followed through the README's own commands, step by step, to a
+# A newcomer's path, timed: a fresh clone followed through the commands of the README, docs/images.md and docs/dev-containers.md, step by step, to a
 # verified runtime image and running JupyterLab and SSH (prints a table of steps and seconds; asserts what a
-# newcomer would see, so a step the README does not write down shows up as a failure here).
+# newcomer would see, so a step the docs do not write down shows up as a failure here).
 #
 #   bash bench/newcomer.sh [REPO]        # REPO: what to clone (default: this checkout)
 #
 # Needs a running Docker engine (docker/ci/prepare-engine.sh makes one) and, on a machine that cannot pull,
-# the local base image (`make base-image`, one of the steps). Uses the README's default ports (8888, 2222)
+# the local base image (`make base-image`, one of the steps). Uses the documented default ports (8888, 2222)
 # and tag (envcheck:2.11.0-cuda13.0-*). Everything it starts is stopped and removed at the end, also on
 # failure; the clone is left in $WORK for inspection unless KEEP=0.
 set -euo pipefail

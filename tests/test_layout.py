@@ -1,4 +1,4 @@
-"""The rooms of envcheck/ (README: Repository layout): each imports only the rooms below it, no module name repeats
+"""The rooms of envcheck/ (docs/architecture.md: Repository layout): each imports only the rooms below it, no module name repeats
 across rooms, no import circle runs among modules (imports inside functions count), test-only fault injection
 stays in tests/, and no room outgrows a third of the package."""
 

@@ -1,4 +1,4 @@
-"""A whole replayable check in one module, as a newcomer would write it (README: Repository layout): its
+"""A whole replayable check in one module, as a newcomer would write it (CONTRIBUTING.md: Adding a check): its
 capture, its shape check, its pure verdict, its Section and its CheckSpec. Nothing else in the package changes."""
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ STALLS = ("import subprocess, sys\nloader = " + repr(LOADER.replace("SIZE", "4")
 # one DataLoader worker per core of a 64-core node (this machine has 2 cores: the count is set, not derived)
 WORKERS_64 = ("import torch\nfrom torch.utils.data import DataLoader\n"
               "print('items', sum(1 for _ in DataLoader(list(range(64)), num_workers=64)))")
-EXEC_MOUNTS = {"/tmp": "exec", "/home/dev/.cache": "exec"}  # the README's read-only line
+EXEC_MOUNTS = {"/tmp": "exec", "/home/dev/.cache": "exec"}  # docs/images.md's read-only line (Hardened runs)
 
 
 @dataclass(frozen=True)
