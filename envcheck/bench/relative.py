@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from envcheck.core.result import Result, failed, first_of, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, first_of, passed, warned
 
 DEFAULT_MARGIN_PCT = 10.0  # gpu-fryer's default --tflops-tolerance
 
@@ -153,7 +153,7 @@ def judge(figures: Sequence[Mapping[str, Any]], *, margin_pct: float = DEFAULT_M
             lines[0] += f"; GPU {suspect} is in every slow pair"
         make = failed if strict else warned
         fixes = " | ".join(dict.fromkeys(_fix(f, suspect) for f in findings))
-        return make(first_of(lines), fixes, measured=measured, expected=expected, fault_class="node",
+        return make(first_of(lines), fixes, measured=measured, expected=expected, fault_class=FaultClass.NODE,
                     code=findings[0].code, details="\n".join(lines + ([skipped_note] if skipped_note else [])))
     kinds = sorted({str(f.get("kind")) for f in figures if f.get("kind")})
     noun = "GPU" if any(f.get("scope") == "gpu" for f in figures) else "device"

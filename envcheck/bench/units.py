@@ -22,7 +22,7 @@ from envcheck.bench.gpu_state import NvmlSampler, nvml_handle
 from envcheck.bench.peaks import GpuPeak, lookup, pcie_peak_gbps
 from envcheck.bench.per_device import relative_check
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, passed, skipped, warned
 
 Figures = Callable[[Context], list[dict[str, Any]]]
 
@@ -92,7 +92,7 @@ def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
 def judged(summary: str, measured: dict[str, Any], state: dict[str, Any]) -> Result:
     """WARN when the GPU was certainly busy with other work; say so when that could not be told."""
     if state.get("idle") is False:
-        return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}", fault_class="node",
+        return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}", fault_class=FaultClass.NODE,
                       remediation="stop other GPU processes and re-run envcheck bench", measured=measured)
     if state.get("idle") is None and state.get("idle_unknown"):
         return passed(summary + f"; GPU idle unknown: {state['idle_unknown']}", measured=measured)

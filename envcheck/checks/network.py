@@ -24,7 +24,7 @@ from typing import Any
 from envcheck.collectives.interface_rules import JUDGED, VARIABLES, describe, judge_variable, listing
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import UsageError
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.core.section import Section, require
 from envcheck.probe.interfaces import infiniband, interfaces
 
@@ -77,7 +77,7 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
         return passed("; ".join(f.text for f in found.values()), measured=measured)
     summary, fix = "; ".join(f.text for f in bad), " | ".join(f.fix for f in bad if f.fix)
     make = failed if any(f.status == "fail" for f in bad) else warned
-    return make(summary, fix, measured=measured, fault_class="config")
+    return make(summary, fix, measured=measured, fault_class=FaultClass.CONFIG)
 
 
 SECTION = Section("network", "net.ifname", capture, validate, verdict)

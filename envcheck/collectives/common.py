@@ -19,7 +19,7 @@ from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine, interface_cause
 from envcheck.core.check import Context
 from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, nofile_low, nproc_low
-from envcheck.core.result import Result, errored, failed, skipped
+from envcheck.core.result import FaultClass, Result, errored, failed, skipped
 from envcheck.probe.facts import shm_bytes
 from envcheck.probe.interfaces import interfaces
 
@@ -51,7 +51,7 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
         if not dist.is_nccl_available():
             return failed("CUDA is available but this torch build has no NCCL backend",
                           "install a CUDA build of torch (pip install torch --index-url "
-                          "https://download.pytorch.org/whl/cu128)", fault_class="image")
+                          "https://download.pytorch.org/whl/cu128)", fault_class=FaultClass.IMAGE)
         return "nccl", int(torch.cuda.device_count())
     ranks = ctx.options.dist.cpu_ranks
     if ranks < 1:
@@ -113,18 +113,18 @@ def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
         return failed(f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
                       f"failure): {diagnosis.describe_slow_start(outcome)}",
                       diagnosis.SLOW_START_REMEDIATION, measured=measured,
-                      details=diagnosis.failure_details(outcome), fault_class="node")
+                      details=diagnosis.failure_details(outcome), fault_class=FaultClass.NODE)
     try:  # the interface the ranks' socket variable names is missing: the cause, not the transport
         cause = interface_cause(diagnosis.failure_details(outcome), _rank_env(outcome.plan), interfaces())
     except OSError:
         cause = None
     if cause:
         return failed(f"{outcome.plan.backend} ranks failed to initialise: {cause[0]}", cause[1],
-                      measured=measured, details=diagnosis.failure_details(outcome), fault_class="config")
+                      measured=measured, details=diagnosis.failure_details(outcome), fault_class=FaultClass.CONFIG)
     summary = diagnosis.describe_failure(outcome)
     return failed(f"{outcome.plan.backend} ranks failed: {summary}",
                   diagnosis.remediation_for(outcome.plan.backend),
-                  measured=measured, details=diagnosis.failure_details(outcome), fault_class="node")
+                  measured=measured, details=diagnosis.failure_details(outcome), fault_class=FaultClass.NODE)
 
 
 def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> Result:
@@ -138,12 +138,12 @@ def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> R
                       f"needs more than this /dev/shm of {shm / 2**20:.0f} MiB ({result.summary})",
                       f"give the job shared memory: {SHM_FIX}; until then export {env}",
                       measured={**result.measured, "fixed_by": env, "shm_bytes": shm}, details=result.details,
-                      fault_class="config", code="shm.small")
+                      fault_class=FaultClass.CONFIG, code="shm.small")
     return failed(f"NCCL failed with default transports but passed with {env}: the {transport} transport "
                   f"is broken here ({result.summary})",
                   f"Export {env} for now; fix the cause: for P2P check IOMMU/ACS (iommu=pt) and "
                   "`nvidia-smi topo -m`; for SHM give the container --ipc=host or --shm-size=8g",
-                  measured={**result.measured, "fixed_by": env}, details=result.details, fault_class="node")
+                  measured={**result.measured, "fixed_by": env}, details=result.details, fault_class=FaultClass.NODE)
 
 
 def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> LaunchPlan | Result:

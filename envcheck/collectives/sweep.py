@@ -16,7 +16,7 @@ from envcheck.collectives.rank_plan import RankContext
 from envcheck.collectives.timing import MIB, algbw, busbw, iterations, slowest_rank, time_op
 from envcheck.collectives.verdicts import WRONG_REMEDIATION, format_table, scope, sweep_rows
 from envcheck.core.check import Context, DistOptions
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 
 __all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "sweep", "sweep_memory"]
 
@@ -128,7 +128,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
     head = f"all_reduce busbw peak {peak['busbw_gbps']:.3f} GB/s at {peak['bytes']} B over {scope(backend, world)}"
     if wrong:
         return failed(f"{head}, but #wrong {wrong} during the sweep", WRONG_REMEDIATION, measured=measured,
-                      expected=expected, details=table, fault_class="node")
+                      expected=expected, details=table, fault_class=FaultClass.NODE)
     if min_busbw is not None:
         at = options.min_busbw_at_bytes
         expected["min_busbw_gbps"] = min_busbw
@@ -144,7 +144,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
             make = failed if options.strict_perf else warned
             where = "" if at is None else f"; at the floor's {at} B message: {row['busbw_gbps']:.3f} GB/s"
             return make(f"{head}{where}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
-                        expected=expected, details=table, fault_class="node", code="perf.busbw_low")
+                        expected=expected, details=table, fault_class=FaultClass.NODE, code="perf.busbw_low")
     if world == 1:
         head += " (busbw is 0 by definition with one rank)"
     return passed(head, measured=measured, expected=expected, details=table)

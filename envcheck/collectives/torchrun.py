@@ -29,7 +29,7 @@ from envcheck.collectives.rank_hook import load_rank_hook
 from envcheck.collectives.rank_plan import collective, run_plan
 from envcheck.collectives.verdicts import combine
 from envcheck.core.check import DistOptions
-from envcheck.core.result import Result, failed
+from envcheck.core.result import FaultClass, Result, failed
 from envcheck.probe.slurm_layout import rank_nodes
 
 REQUIRED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
@@ -273,7 +273,7 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
         result = failed(f"{backend} collectives raised on rank(s) {ranks}: {broken[0]['error']}",
                         "see details for each failing rank's traceback; rerun with NCCL_DEBUG=INFO",
                         measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
-                        fault_class="node")
+                        fault_class=FaultClass.NODE)
         return [result.named("dist.all_reduce", took)]
     options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, min_busbw_at_bytes=opts.min_busbw_at_bytes,
                           strict_perf=opts.strict_perf)
@@ -299,7 +299,7 @@ def incomplete_result(monitor: Monitor, backend: str, took: float) -> Result:
                   "the named rank's node log shows why it died or where it hangs; rerun with NCCL_DEBUG=INFO "
                   "(and NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, to isolate a transport)",
                   measured={"world_size": monitor.world, "ranks": monitor.table(), "timeout_s": monitor.stall_s},
-                  details=details, fault_class="node").named("dist.all_reduce", took)
+                  details=details, fault_class=FaultClass.NODE).named("dist.all_reduce", took)
 
 
 def _with(report: Report, extra: list[Result]) -> Report:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck.core.cuda_compat import MAJOR_FLOOR
+from envcheck.core.result import FaultClass
 
 # The Docker/NVIDIA container toolkit facts the daemon's refusals and `envcheck host` share (host imports them).
 CDI_FIX = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (then nvidia-ctk cdi list shows the devices)"
@@ -53,10 +54,10 @@ def _select(m: re.Match[str]) -> GpuRefusal:
         return GpuRefusal(m.group(0), f"the GPU request asks for capabilities {caps}, and "
                           f"{', '.join(map(repr, unknown))} is none of the nvidia driver's", "capabilities: [gpu, "
                           "compute, utility] (for every NVIDIA capability: -e NVIDIA_DRIVER_CAPABILITIES=all)",
-                          "config")
+                          FaultClass.CONFIG)
     which = f"has no device driver {driver!r}" if driver else "has no NVIDIA device driver"
     return GpuRefusal(m.group(0), f"the Docker daemon {which}: nvidia-container-toolkit is not installed or "
-                      "Docker was not configured and restarted for it", TOOLKIT_FIX, "node")
+                      "Docker was not configured and restarted for it", TOOLKIT_FIX, FaultClass.NODE)
 
 
 def explain_gpu_refusal(text: str, row_of: Callable[[], str | None] = lambda: None) -> GpuRefusal | None:
@@ -66,11 +67,11 @@ def explain_gpu_refusal(text: str, row_of: Callable[[], str | None] = lambda: No
         return _select(m)
     if m := _CDI.search(text):
         return GpuRefusal(m.group(0), f"no CDI spec on the host offers {m.group(1)} (none generated, or generated "
-                          "before a driver change and unreadable now)", CDI_FIX, "node")
+                          "before a driver change and unreadable now)", CDI_FIX, FaultClass.NODE)
     if m := _NO_DRIVER.search(text):
         return GpuRefusal(m.group(0), "the NVIDIA kernel driver is not loaded on the host",
                           "on the host, nvidia-smi must work: sudo modprobe nvidia, or reinstall the driver for the "
-                          "running kernel (a kernel update without the driver's DKMS module) and reboot", "node")
+                          "running kernel (a kernel update without the driver's DKMS module) and reboot", FaultClass.NODE)
     if m := _REQUIRE.search(text):
         major, minor = m.group(1), m.group(2)
         row = row_of()
@@ -80,7 +81,7 @@ def explain_gpu_refusal(text: str, row_of: Callable[[], str | None] = lambda: No
         return GpuRefusal(m.group(0), f"the image{f' (matrix row {row})' if row else ''} needs a driver with CUDA >= "
                           f"{major}.{minor} (NVIDIA_REQUIRE_CUDA), and the host's driver is older",
                           f"upgrade the host driver, or run a row built for an older CUDA (`envcheck host` lists the "
-                          f"rows that run on this driver){compat}", "node")
+                          f"rows that run on this driver){compat}", FaultClass.NODE)
     return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from envcheck.checks.cuda.finding import Finding
+from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_usage import compute_modes
 
 # CUDA errors that leave the context unusable: every later CUDA call in the process fails too, so the worker
@@ -75,13 +76,13 @@ def busy_gpu_finding(error: str, where: str | None = None,
     if exclusive:  # another process holds an exclusive GPU: busy, not broken (issue 31: never a node fault)
         problem = (f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
                    "EXCLUSIVE_PROCESS GPU admits one process, and another process already holds it")
-        return Finding("gpu", problem, fix, "config", code="cuda.gpu_busy")
+        return Finding("gpu", problem, fix, FaultClass.CONFIG, code="cuda.gpu_busy")
     problem = f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable); {mode_text}"
     if isinstance(found, str):  # no evidence of who holds it, nor that nobody does: not the node's on a guess
-        return Finding("gpu", problem, fix, "config", code="cuda.gpu_busy")
+        return Finding("gpu", problem, fix, FaultClass.CONFIG, code="cuda.gpu_busy")
     return Finding("gpu", problem + "; no GPU is in an exclusive mode, so the GPU itself refuses contexts",
                    "drain; nvidia-smi -q -i <index>; dmesg | grep -iE 'NVRM|Xid'; reset the GPU (nvidia-smi -r -i "
-                   "<index>) or reboot the node", "node", code="cuda.gpu_unusable")
+                   "<index>) or reboot the node", FaultClass.NODE, code="cuda.gpu_unusable")
 
 
 def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Finding:
@@ -96,6 +97,6 @@ def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Fi
         return Finding("gpu", f"{where}{': ' + what if what else ''}: {first} (a sticky CUDA error: the "
                        "process's CUDA context is unusable; envcheck restarts the worker for later checks)",
                        "the GPU or its driver faulted: check dmesg for Xid errors and nvidia-smi -q -d ECC,"
-                       "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node", "node")
+                       "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node", FaultClass.NODE)
     return Finding("gpu", f"{where}{': ' + what if what else ''}: {first}",
-                   "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU", "node")
+                   "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU", FaultClass.NODE)

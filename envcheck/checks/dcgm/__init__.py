@@ -13,7 +13,7 @@ import shutil
 
 from envcheck.checks.dcgm.diag_json import TestOutcome, parse
 from envcheck.core.check import CheckSpec, Context
-from envcheck.core.result import Result, errored, failed, first_of, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, errored, failed, first_of, passed, skipped, warned
 from envcheck.probe.gpu_usage import foreign, holder, read_usage
 from envcheck.probe.hang import describe, run_in_child
 from envcheck.probe.system import is_absent, run_command
@@ -80,7 +80,7 @@ def dcgm_diag(ctx: Context) -> Result:
     if got.hang is not None:
         measured["hang"] = got.hang
         return failed(f"{describe(got.hang)}: nv-hostengine is not answering", HANG_FIX, measured=measured,
-                      fault_class="node", code="dcgm.hostengine_hang")
+                      fault_class=FaultClass.NODE, code="dcgm.hostengine_hang")
     outcomes = parse(got.value or "")
     if isinstance(outcomes, str) and "Unable to connect to host engine" in (got.value or ""):
         return errored(f"{call}: nv-hostengine is not running here ({' '.join((got.value or '').split())[:160]})",
@@ -95,11 +95,11 @@ def dcgm_diag(ctx: Context) -> Result:
     measured["findings"] = [{"test": t.name, "code": t.code, "status": t.status, "gpus": t.gpus,
                              "messages": t.messages[:3], "error_ids": t.error_ids} for t in bad + warn]
     if bad:
-        return failed(first_of([_line(t) for t in bad]), TEST_FIX, measured=measured, fault_class="node",
+        return failed(first_of([_line(t) for t in bad]), TEST_FIX, measured=measured, fault_class=FaultClass.NODE,
                       code=bad[0].code)
     if warn:
         return warned(first_of([_line(t) for t in warn]), "see DCGM's message; rerun dcgmi diag after fixing it",
-                      measured=measured, fault_class="node", code=warn[0].code)
+                      measured=measured, fault_class=FaultClass.NODE, code=warn[0].code)
     return passed(f"DCGM diagnostic level {level}: {len(outcomes)} test(s) passed or skipped", measured=measured)
 
 

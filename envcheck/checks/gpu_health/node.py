@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck.checks.gpu_health.xid import pci_key
+from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_access import Allocation, allocation, not_given
 from envcheck.probe.hang import describe, stuck_in_kernel
 
@@ -30,7 +31,7 @@ class Finding:
     problem: str
     fix: str
     code: str = "gpu.health"
-    fault_class: str = "node"
+    fault_class: str = FaultClass.NODE
 
 
 def hang_finding(data: Mapping[str, Any]) -> Finding | None:

@@ -20,7 +20,7 @@ from envcheck.checks.gpu_health.node import (
 from envcheck.checks.gpu_health.xid import escalated, meaning_of, pci_key
 from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
-from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, failed, first_of, passed, skipped, warned
 from envcheck.core.section import require
 from envcheck.probe.gpu_usage import foreign
 from envcheck.probe.nvml_fields import NOT_SUPPORTED
@@ -180,7 +180,7 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     if log.get("error") and ctx.options.cluster_mode in NODE_MODES:
         findings.append(Finding(6, "kernel log", "envcheck", f"the kernel log cannot be read ({log['error']}): Xid "
                                 "and fallen-off-the-bus history not judged", KERNEL_LOG_FIX,
-                                "gpu.kernel_log_unreadable", "config"))
+                                "gpu.kernel_log_unreadable", FaultClass.CONFIG))
     nvml_error = data.get("nvml_error")
     log_note = f"Xid history unknown ({log['error']})" if log.get("error") else (
         f"kernel log: {len(events)} kind(s) of Xid" if events else "kernel log: no Xid")

@@ -21,7 +21,7 @@ from envcheck.checks.libraries.inputs import (
     stem,
 )
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped, warned
 from envcheck.core.versions import release
 
 
@@ -95,12 +95,12 @@ def _shadow(view: _View, path: str, lib_stem: str, fatal: bool, what: str) -> Fi
         var, entry = hit
         return Finding(f"{what} from {var} ({entry}): {copy}",
                        f"{view.drop_fix(var, entry)}  # remove {entry} so torch loads the wheel's {lib_stem}",
-                       "config", fatal)
+                       FaultClass.CONFIG, fatal)
     pin = view.pinned(family_of(lib_stem) or "")
     fix = (f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}  # the {lib_stem} torch pins"
            if pin else "pip install --force-reinstall torch  # restores the NVIDIA wheels torch pins")
     return Finding(f"{what} (not from a wheel, nor from LD_LIBRARY_PATH/LD_PRELOAD: ld.so.cache or a system "
-                   f"path won): {copy}", fix, "image", fatal)
+                   f"path won): {copy}", fix, FaultClass.IMAGE, fatal)
 
 
 def import_finding(view: _View, error: str) -> Finding:
@@ -114,13 +114,13 @@ def import_finding(view: _View, error: str) -> Finding:
         pin = view.pinned(family_of(lib_stem) or "")
         if pin and not any(c[0]["name"] == canonicalize_name(pin[0]) for c in copies):
             return Finding(f"torch cannot import: {soname} is missing ({first}); torch pins {pin[0]}=={pin[1]}, "
-                           "which is not installed", f"pip install {pin[0]}=={pin[1]}", "image", True)
+                           "which is not installed", f"pip install {pin[0]}=={pin[1]}", FaultClass.IMAGE, True)
         for d, lib in copies:
             if lib["state"] == "missing":
                 return Finding(f"torch cannot import: {soname} is missing ({first}); {d['name']} "
                                f"{d['version']} lists {lib['path']} but the file is gone (removed when another "
                                "distribution sharing it was uninstalled?)",
-                               f"pip install --force-reinstall --no-deps {d['name']}=={d['version']}", "image", True)
+                               f"pip install --force-reinstall --no-deps {d['name']}=={d['version']}", FaultClass.IMAGE, True)
         if copies:
             d, lib = copies[0]
             return Finding(f"torch cannot import: the loader does not find {soname} ({first}), though {d['name']} "
@@ -128,16 +128,16 @@ def import_finding(view: _View, error: str) -> Finding:
                            "site-packages (torch's RUNPATH is $ORIGIN/../../nvidia/...)",
                            f"pip install --force-reinstall torch=={view.data.get('torch_version') or 'X'}  "
                            f"# one site-packages for both; stopgap: export LD_LIBRARY_PATH="
-                           f"{os.path.dirname(lib['path'])}", "image", True)
+                           f"{os.path.dirname(lib['path'])}", FaultClass.IMAGE, True)
         return Finding(f"torch cannot import: {soname} is missing ({first})",
-                       "pip install --force-reinstall torch  # installs the NVIDIA wheels it pins", "image", True)
+                       "pip install --force-reinstall torch  # installs the NVIDIA wheels it pins", FaultClass.IMAGE, True)
     undefined = UNDEFINED_SYMBOL.search(error)
     if undefined:
         needer, symbol, versioned = undefined.groups()
         lib_stem = stem(versioned) if versioned else next((lib for p, lib in SYMBOL_LIBS if symbol.startswith(p)),
                                                           None)
         if lib_stem is None:
-            return Finding(f"torch cannot import: {first}", "pip install --force-reinstall torch", "image", True)
+            return Finding(f"torch cannot import: {first}", "pip install --force-reinstall torch", FaultClass.IMAGE, True)
         who = os.path.basename(needer) if needer else "torch"
         what = f"torch cannot import: {who} needs {symbol}, which the {lib_stem} the loader found lacks (older)"
         if view.search_hit(None, lib_stem):
@@ -149,8 +149,8 @@ def import_finding(view: _View, error: str) -> Finding:
         pin = view.pinned(family)
         return Finding(f"{what}: {view.wheel_copy(lib_stem)}",
                        f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}" if pin else
-                       "pip install --force-reinstall torch", "image", True)
-    return Finding(f"torch cannot import: {first}", "pip install --force-reinstall torch", "image", True)
+                       "pip install --force-reinstall torch", FaultClass.IMAGE, True)
+    return Finding(f"torch cannot import: {first}", "pip install --force-reinstall torch", FaultClass.IMAGE, True)
 
 
 def duplicate_finding(view: _View, family: str, dists: list[dict[str, Any]], fatal: bool = False,
@@ -177,7 +177,7 @@ def duplicate_finding(view: _View, family: str, dists: list[dict[str, Any]], fat
         fix += f" && pip install --force-reinstall --no-deps {keep['name']}=={pin[1] if pin else keep['version']}"
     if users:
         fix += f"  # first check {', '.join(users)}, which require(s) {', '.join(drop)}"
-    return Finding(f"{why}: {problem}" if why else problem, fix, "image", fatal)
+    return Finding(f"{why}: {problem}" if why else problem, fix, FaultClass.IMAGE, fatal)
 
 
 def _cuda_major(dist: Mapping[str, Any]) -> int:
@@ -211,11 +211,11 @@ def findings(data: Mapping[str, Any]) -> tuple[list[Finding], list[dict[str, Any
             found.append(_shadow(view, path, lib_stem, False, what))
         elif owner is None and pin:
             found.append(Finding(f"{lib_stem} is loaded from {path}, but torch pins {pin[0]}=={pin[1]}, which is "
-                                 "not installed", f"pip install {pin[0]}=={pin[1]}", "image"))
+                                 "not installed", f"pip install {pin[0]}=={pin[1]}", FaultClass.IMAGE))
         elif owner is not None and pin and owner["name"] != canonicalize_name(pin[0]) and len(
                 [d for d in view.dists if dist_family(d["name"]) == family]) < 2:
             found.append(Finding(f"{lib_stem} is loaded from {path} ({owner['name']} {owner['version']}), but "
-                                 f"torch pins {pin[0]}=={pin[1]}", f"pip install {pin[0]}=={pin[1]}", "image"))
+                                 f"torch pins {pin[0]}=={pin[1]}", f"pip install {pin[0]}=={pin[1]}", FaultClass.IMAGE))
     families: dict[str, list[dict[str, Any]]] = {}
     for d in view.dists:
         families.setdefault(dist_family(d["name"]), []).append(d)
@@ -227,7 +227,7 @@ def findings(data: Mapping[str, Any]) -> tuple[list[Finding], list[dict[str, Any
         have = installed.get(name)
         if have is not None and have != version and release(have) != release(version):
             found.append(Finding(f"{name} {have} is installed, torch {data.get('torch_version')} pins {version}",
-                                 f"pip install {name}=={version}", "image"))
+                                 f"pip install {name}=={version}", FaultClass.IMAGE))
     found.sort(key=lambda f: not f.fatal)
     return found, rows
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.check import Context, ProfileOptions
-from envcheck.core.result import Result, failed, first_of, passed, skipped
+from envcheck.core.result import FaultClass, Result, failed, first_of, passed, skipped
 from envcheck.probe.gpu_access import Allocation, allocation, read_access
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 from envcheck.probe.nvml_fields import Fields, Missing, value
@@ -154,7 +154,7 @@ def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str, node_mode
     # no-driver finding is (cluster.policy.reclassify); in a pod's preflight it is the pod spec's.
     return failed(f"{kind}: {count} GPU(s) expected, none usable: {driver}{data.get('nvml_error')}; {seen}", fix,
                   measured={k: data.get(k) for k in ("pci_gpus", "nvml_error", "access")},
-                  fault_class="node" if node_mode else "config", code=code)
+                  fault_class=FaultClass.NODE if node_mode else FaultClass.CONFIG, code=code)
 
 
 def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None = None, node_mode: bool = True
@@ -177,7 +177,7 @@ def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None 
         measured["codes"] = [c for c, _, _ in found]
         scope = found[0][0] == "node.gpu_count_scope"
         return failed(first_of([problem for _, problem, _ in found]), " | ".join(dict.fromkeys(f for _, _, f in found)),
-                      measured=measured, fault_class="config" if scope else "node", code=found[0][0])
+                      measured=measured, fault_class=FaultClass.CONFIG if scope else FaultClass.NODE, code=found[0][0])
     name = f"profile {p.profile} ({p.description or '-'})" if p.profile else f"--expect-gpus {expect_gpus}"
     return passed(f"matches {name}: {len(data.get('gpus') or [])} GPU(s)", measured=measured)
 

@@ -11,7 +11,7 @@ from typing import Any
 from envcheck.checks.torch_compile.causes import Cause, classify, preflight_cause
 from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS, error_text, evidence
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
 
 BATCH = (64, 1, 28, 28)  # the smoke test's input
@@ -74,7 +74,7 @@ def autotune_verdict(per_device: dict[str, dict[str, Any] | Cause]) -> Result:
                                   f"|compiled - eager| / max |eager| = {got['max_rel_diff']:.3g} (> {TOLERANCE})",
                                   "an Inductor template bug for this torch and device: reproduce with "
                                   "TORCH_COMPILE_DEBUG=1 and report it; mode='default' avoids the autotuned "
-                                  "templates", fault_class="image", code="compile.max_autotune_wrong"))
+                                  "templates", fault_class=FaultClass.IMAGE, code="compile.max_autotune_wrong"))
     measured = {"devices": {d: (g if isinstance(g, dict) else {"error": g.summary}) for d, g in per_device.items()}}
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass, field
 
 from envcheck.checks.torch_compile.toolchain import Compiler, Directory
+from envcheck.core.result import FaultClass
 
 # Lines of Inductor/Dynamo boilerplate that are never the cause.
 _NOISE = ("set torchdynamo_verbose", "for even more developer context", "you can suppress this exception",
@@ -58,7 +59,7 @@ def _compiler(comp: Compiler | None, variable: str) -> Cause:
                  "none answers --version",
                  f"install one (apt-get install -y g++ gcc, or your image's compiler package), or point {variable} "
                  f"at a working compiler, e.g. export {variable}=/usr/bin/{'g++' if variable == 'CXX' else 'gcc'}",
-                 fault_class="image", code="compile.no_compiler")
+                 fault_class=FaultClass.IMAGE, code="compile.no_compiler")
 
 
 def _dir_for(path_text: str, dirs: tuple[Directory, ...]) -> Directory | None:
@@ -74,12 +75,12 @@ def _dir_cause(kind: str, path: str, dirs: tuple[Directory, ...]) -> Cause:
         return Cause(f"{path} is {kind}",
                      "make it writable and exec, or move the directory that holds it: TMPDIR, "
                      f"TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR (e.g. under $HOME/.cache), {remount}",
-                     fault_class="config", code="compile.dir_unusable")
+                     fault_class=FaultClass.CONFIG, code="compile.dir_unusable")
     var = probed.variable
     also = "" if var == "TMPDIR" else " (or TMPDIR, which moves every default)"
     return Cause(f"the {probed.role} {probed.path} is {kind}: {path}",
                  f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, {remount}",
-                 fault_class="config", code="compile.dir_unusable")
+                 fault_class=FaultClass.CONFIG, code="compile.dir_unusable")
 
 
 def classify(text: str, ev: Evidence) -> Cause:
@@ -104,12 +105,12 @@ def classify(text: str, ev: Evidence) -> Cause:
         return Cause(f"Triton cannot find the driver library libcuda.so (ldconfig -p lists: {listed})",
                      "export TRITON_LIBCUDA_PATH=<the dir holding libcuda.so.1, e.g. /usr/local/nvidia/lib64>, "
                      "or add that dir to /etc/ld.so.conf.d/ and run ldconfig (without a driver mount: run the "
-                     "container with --gpus all)", fault_class="config", code="compile.no_libcuda")
+                     "container with --gpus all)", fault_class=FaultClass.CONFIG, code="compile.no_libcuda")
     m = re.search(r"Value '(sm_\w+)' is not defined for option 'gpu-name'", text)
     if m:
         return Cause(f"ptxas does not know the GPU's architecture {m.group(1)}: {first_line(text)}",
                      "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit new enough for "
-                     f"{m.group(1)}), or a triton release whose bundled ptxas supports it", fault_class="image",
+                     f"{m.group(1)}), or a triton release whose bundled ptxas supports it", fault_class=FaultClass.IMAGE,
                      code="compile.ptxas_arch")
     if re.search(r"python\.h: no such file", low):
         where = f" in {ev.headers_missing}" if ev.headers_missing else ""
@@ -118,12 +119,12 @@ def classify(text: str, ev: Evidence) -> Cause:
                      "#include it",
                      f"install the headers of {sys.executable}: for Debian/Ubuntu's python, apt-get install -y "
                      f"python{version}-dev (or python3-dev); for conda, pyenv or python.org builds, reinstall that "
-                     "Python with its include/ dir (slim images strip it)", fault_class="image",
+                     "Python with its include/ dir (slim images strip it)", fault_class=FaultClass.IMAGE,
                      code="compile.no_python_headers")
     if re.search(r"cannot import name .* from 'triton|no module named 'triton", low):
         return Cause(f"torch and triton do not match: {first_line(text)}",
                      "pip install --force-reinstall torch==<your version> from one index (it pins the triton "
-                     "it was built with); do not install triton separately", fault_class="image",
+                     "it was built with); do not install triton separately", fault_class=FaultClass.IMAGE,
                      code="compile.triton_mismatch")
     return Cause(first_line(text), "see the full error in details; TORCH_LOGS=+inductor shows the compile steps",
                  named=False)
@@ -145,5 +146,5 @@ def preflight_cause(ev: Evidence) -> Cause | None:
     if ev.ptxas_problems:
         return Cause(ev.ptxas_problems[0], "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit "
                      "new enough for this GPU), or a triton release whose bundled ptxas supports it",
-                     fault_class="image", code="compile.ptxas_arch")
+                     fault_class=FaultClass.IMAGE, code="compile.ptxas_arch")
     return None

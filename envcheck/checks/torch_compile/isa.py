@@ -10,7 +10,7 @@ from typing import Any
 from envcheck.checks.torch_compile.causes import Cause, classify, preflight_cause
 from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS, error_text, evidence
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.core.rundir import user_paths
 
 VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve")  # x86 and aarch64 /proc/cpuinfo names
@@ -39,7 +39,7 @@ def isa_verdict(isa: str | None, bits: int, flags: list[str], capability: str | 
     if (capability or "").lower() == "default":
         return warned("Inductor found no vector ISA: ATEN_CPU_CAPABILITY=default turns vectorization off, so every "
                       "compiled CPU kernel is scalar (several times slower)",
-                      "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)", fault_class="config",
+                      "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)", fault_class=FaultClass.CONFIG,
                       code="compile.isa_disabled", measured=measured)
     if compiler_cause is not None:  # each ISA is proven by compiling a probe: no compiler, no ISA
         return failed(f"Inductor found no vector ISA because its probes cannot compile: {compiler_cause.summary}",
@@ -47,7 +47,7 @@ def isa_verdict(isa: str | None, bits: int, flags: list[str], capability: str | 
                       code=compiler_cause.code or "compile.no_vec_isa", measured=measured)
     return warned(f"Inductor found no vector ISA this CPU supports (CPU flags: {', '.join(flags) or 'none of '}"
                   f"{'' if flags else ', '.join(VECTOR_FLAGS)}): compiled CPU kernels are scalar",
-                  "expected on CPUs without AVX2/AVX-512/NEON; GPU kernels are not affected", fault_class="node",
+                  "expected on CPUs without AVX2/AVX-512/NEON; GPU kernels are not affected", fault_class=FaultClass.NODE,
                   code="compile.no_vec_isa", measured=measured)
 
 
