@@ -20,7 +20,12 @@ class UsageError(FatalError):
 
 
 class StartFailure(RuntimeError):
-    """A process could not be started (fork/spawn failed): the check reports `error` with this cause, no trace."""
+    """A process could not be started (fork/spawn failed): the check reports `error` with this cause, no trace.
+    `who` names the process that could not start (`rank 1 of 4`), as data: nothing parses the message."""
+
+    def __init__(self, message: str, who: str = "") -> None:
+        super().__init__(message)
+        self.who = who
 
 
 def process_start_problem(exc: OSError) -> str:

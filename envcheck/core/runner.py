@@ -169,7 +169,7 @@ class Runner:
                 if self._aborted:
                     return
                 cause = runtime_cause(exc, "envcheck could not run this check") or errored(
-                    f"envcheck's own failure: {type(exc).__name__}: {exc}".splitlines()[0])
+                    f"envcheck's own failure: {type(exc).__name__}: {exc}".splitlines()[0], crashed=True)
                 for group in lane:
                     for index, spec in groups[group]:
                         if index not in done:

@@ -17,7 +17,8 @@ from envcheck.core.run_report import RunReport
 from envcheck.report.summary import counts, exit_code, verdict
 
 RESULT_KEYS = ("name", "status", "summary", "measured", "expected", "remediation", "reason", "details",
-               "duration_s", "fault_class", "code", "restart_worker")
+               "duration_s", "fault_class", "code", "restart_worker",
+               "crashed")
 READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 lacks verdict/counts, which parsing does not need
 VALIDATE_ENV = "ENVCHECK_VALIDATE_REPORTS"  # "1": validate every rendered report against the schema (tests)
 
