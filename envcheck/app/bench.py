@@ -29,7 +29,7 @@ from envcheck.core.check import (
     Level,
     PerfOptions,
 )
-from envcheck.core.errors import FatalError, UsageError
+from envcheck.core.errors import ExitCode, FatalError, UsageError
 from envcheck.core.result import Result, Status
 
 
@@ -105,7 +105,7 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     if baseline is not None:
         doc["regressions"] = regressions(doc["figures"], baseline["figures"], args.threshold)
     bad = doc["regressions"] or any(r.status is Status.ERROR for r in results)
-    doc["exit_code"] = 1 if bad else 0
+    doc["exit_code"] = ExitCode.FAILED if bad else ExitCode.OK
     return doc
 
 

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from envcheck.app.image_args import run_options, selected_matrix
 from envcheck.app.output import write_output
-from envcheck.core.errors import FatalError, UsageError
+from envcheck.core.errors import ExitCode, FatalError, UsageError
 from envcheck.images import build as builder
 from envcheck.images import wheelhouse
 from envcheck.images.docker_run import ImageRun, run_in_image
@@ -88,7 +88,7 @@ def cmd_image_build(args: argparse.Namespace) -> int:
                                    network=args.network, installer=args.installer, vcs_ref=builder.vcs_ref(),
                                    wheelhouse_image=wheelhouse.for_build(row, args.offline))
         print(f"built {builder.run_build(req)}", flush=True)
-    return 0
+    return ExitCode.OK
 
 
 def cmd_image_wheelhouse(args: argparse.Namespace) -> int:
@@ -98,4 +98,4 @@ def cmd_image_wheelhouse(args: argparse.Namespace) -> int:
     wheelhouse.download(row, dest, devel=not args.no_devel)
     image = wheelhouse.pack(row, dest)
     print(f"wheels for {row.id} are in {dest} and in the image {image}")
-    return 0
+    return ExitCode.OK

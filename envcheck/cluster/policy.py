@@ -15,13 +15,14 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from envcheck.core.errors import ExitCode
 from envcheck.core.result import FaultClass, Result, Status
 
-OK = 0
-NODE_FAULT = 1  # prolog and npd: a node fault (npd: "problem")
-USAGE = 2  # bad input, every mode (npd reads 2 as "unknown", which is what it is)
-NPD_UNKNOWN = 2  # npd: envcheck could not judge the node (an unclassified ERROR)
-PREFLIGHT_NODE = 10  # preflight: retry elsewhere (the node is at fault)
+OK = ExitCode.OK
+NODE_FAULT = ExitCode.FAILED  # prolog and npd: a node fault (npd: "problem")
+USAGE = ExitCode.USAGE  # bad input, every mode (npd reads 2 as "unknown", which is what it is)
+NPD_UNKNOWN = ExitCode.NPD_UNKNOWN  # npd: envcheck could not judge the node (an unclassified ERROR)
+PREFLIGHT_NODE = ExitCode.PREFLIGHT_NODE  # preflight: retry elsewhere (the node is at fault)
 REASON_MAX = 200
 # The job user's limits ran out (envcheck.core.hardening): `config`, never the node's; npd cannot judge the node then.
 LIMIT_CODES = frozenset({"runtime.nproc_low", "runtime.nofile_low"})
@@ -42,7 +43,7 @@ class Mode(str, enum.Enum):
 class Decision:
     """The exit code, the one-line reason (empty when the node is fine) and warnings for the job's output."""
 
-    code: int
+    code: ExitCode
     reason: str
     warnings: tuple[str, ...]
 
