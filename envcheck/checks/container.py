@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, runtime_cause, tmp_unwritable
+from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, SHM_SMALL, runtime_cause, tmp_unwritable
 from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.probe.facts import shm_bytes
 from envcheck.probe.system import is_absent
@@ -31,7 +31,7 @@ def container_shm(ctx: Context) -> Result:
     if size < MIN_SHM_BYTES:
         return warned(f"/dev/shm is {size / 2**20:.0f} MiB, under 1 GiB: DataLoader workers and NCCL may crash "
                       "or hang", SHM_FIX, measured=measured, expected={"min_shm_bytes": MIN_SHM_BYTES},
-                      fault_class=FaultClass.CONFIG, code="shm.small")
+                      fault_class=FaultClass.CONFIG, code=SHM_SMALL)
     return passed(f"/dev/shm is {size / 2**30:.1f} GiB", measured=measured,
                   expected={"min_shm_bytes": MIN_SHM_BYTES})
 
@@ -117,7 +117,7 @@ def container_limits(ctx: Context) -> Result:
             problem += f" (/dev/shm is only {size / 2**20:.0f} MiB)"
         # shm size and ulimits are set by how the container or job was started (--shm-size, --ulimit)
         return failed(f"a DataLoader with 2 workers failed: {problem}", SHM_FIX, measured=measured,
-                      expected={"batches": 8}, fault_class=FaultClass.CONFIG, code="shm.small" if small else None)
+                      expected={"batches": 8}, fault_class=FaultClass.CONFIG, code=SHM_SMALL if small else None)
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     measured.update(memlock_bytes="unlimited" if soft == resource.RLIM_INFINITY else soft, gpus=gpus)

@@ -18,7 +18,7 @@ from envcheck.collectives.rank_hook import HOOK_VAR
 from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine, interface_cause
 from envcheck.core.check import Context
-from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, nofile_low, nproc_low
+from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, SHM_SMALL, nofile_low, nproc_low
 from envcheck.core.result import FaultClass, Result, errored, failed, skipped
 from envcheck.probe.facts import shm_bytes
 from envcheck.probe.interfaces import interfaces
@@ -138,7 +138,7 @@ def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> R
                       f"needs more than this /dev/shm of {shm / 2**20:.0f} MiB ({result.summary})",
                       f"give the job shared memory: {SHM_FIX}; until then export {env}",
                       measured={**result.measured, "fixed_by": env, "shm_bytes": shm}, details=result.details,
-                      fault_class=FaultClass.CONFIG, code="shm.small")
+                      fault_class=FaultClass.CONFIG, code=SHM_SMALL)
     return failed(f"NCCL failed with default transports but passed with {env}: the {transport} transport "
                   f"is broken here ({result.summary})",
                   f"Export {env} for now; fix the cause: for P2P check IOMMU/ACS (iommu=pt) and "

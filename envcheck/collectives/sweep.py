@@ -18,6 +18,9 @@ from envcheck.collectives.verdicts import WRONG_REMEDIATION, format_table, scope
 from envcheck.core.check import Context, DistOptions
 from envcheck.core.result import FaultClass, Result, failed, passed, warned
 
+# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+BUSBW_LOW = "perf.busbw_low"
+
 __all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "sweep", "sweep_memory"]
 
 CPU_SIZES = tuple(MIB // 16 * 4**k for k in range(5))  # 64 KiB .. 16 MiB
@@ -144,7 +147,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
             make = failed if options.strict_perf else warned
             where = "" if at is None else f"; at the floor's {at} B message: {row['busbw_gbps']:.3f} GB/s"
             return make(f"{head}{where}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
-                        expected=expected, details=table, fault_class=FaultClass.NODE, code="perf.busbw_low")
+                        expected=expected, details=table, fault_class=FaultClass.NODE, code=BUSBW_LOW)
     if world == 1:
         head += " (busbw is 0 by definition with one rank)"
     return passed(head, measured=measured, expected=expected, details=table)

@@ -20,6 +20,9 @@ from envcheck.core.section import Section
 from envcheck.probe.gpu_access import host_pid_namespace
 from envcheck.probe.gpu_usage import foreign, holder, nvml_gpus, read_usage
 
+# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+MEMORY_LEAKED = "cuda.memory_leaked"
+
 
 def cuda_available(ctx: Context) -> Result:
     """torch.cuda.is_available(); when False, name the broken layer and its fix (capture, then replay)."""
@@ -85,7 +88,7 @@ def cuda_devices(ctx: Context) -> Result:
                 return failed(f"{short}, and no process holds it: leaked GPU memory (a context the driver did not "
                               "free)", "drain; nvidia-smi -q -d MEMORY,PIDS -i <index>; reset the GPU (nvidia-smi "
                               "-r -i <index>) or reboot the node", measured={"free_bytes": free, "total_bytes": total},
-                              fault_class=FaultClass.NODE, code="cuda.memory_leaked")
+                              fault_class=FaultClass.NODE, code=MEMORY_LEAKED)
             busy.append(f"{short}: in use by {held}, not tested")
             continue
         if not ok:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from envcheck.checks.cuda.finding import CudaLayers, Finding
+from envcheck.checks.cuda.finding import CudaLayers, LayerFinding
 from envcheck.core.result import FaultClass
 
 # CUDA driver errors as torch's warning shows them ("CUDA initialization: ... Error 802: system not yet
@@ -76,7 +76,7 @@ def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
     return None
 
 
-def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Finding | None:
+def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> LayerFinding | None:
     """The finding for a CUDA error code in torch's warning or cuInit's result, or None."""
     code = cuda_code(error, layers.cu_init if layers else None)
     if code is None:
@@ -92,4 +92,4 @@ def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Fi
         problem += (" (checked and ruled out: a GPU lost in NVML, kernel module vs libcuda version"
                     f"{'' if layers.proc_driver_version and layers.libraries else ' (not readable here)'}, "
                     "/dev/nvidia-uvm present)")
-    return Finding("cuda-init", problem, fix, fault, code=f"cuda.error.{code}")
+    return LayerFinding(problem, fix, fault, code=f"cuda.error.{code}", layer="cuda-init")
