@@ -16,7 +16,7 @@ from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.core.versions import public, release
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 ABI_MISMATCH = "numpy.abi_mismatch"
 MISSING = "numpy.missing"
 WRONG_VALUES = "numpy.wrong_values"

@@ -17,7 +17,7 @@ from envcheck.checks.vision_pairing import fix_command
 from envcheck.core.check import CheckSpec, Context, Level, Needs
 from envcheck.core.result import FaultClass, Result, failed, passed, skipped, warned
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 DECODE_WRONG = "vision.decode_wrong"
 DECODERS_MISSING = "vision.decoders_missing"
 NO_TURBO = "vision.no_turbo"

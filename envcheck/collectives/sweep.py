@@ -18,7 +18,7 @@ from envcheck.collectives.verdicts import WRONG_REMEDIATION, format_table, scope
 from envcheck.core.check import Context, DistOptions
 from envcheck.core.result import FaultClass, Result, failed, passed, warned
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 BUSBW_LOW = "perf.busbw_low"
 
 __all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "sweep", "sweep_memory"]

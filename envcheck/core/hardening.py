@@ -14,7 +14,7 @@ import traceback
 
 from envcheck.core.result import FaultClass, Result, failed
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 NO_PASSWD_ENTRY = "runtime.no_passwd_entry"
 SHM_SMALL = "shm.small"  # emitted by container.shm and the dist checks, which share this module's shm rule
 NOFILE_LOW = "runtime.nofile_low"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 from envcheck.core.versions import public, release
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 NO_NVSHMEM = "build.no_nvshmem"
 NO_OPENMP = "build.no_openmp"
 

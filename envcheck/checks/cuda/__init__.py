@@ -20,7 +20,7 @@ from envcheck.core.section import Section
 from envcheck.probe.gpu_access import host_pid_namespace
 from envcheck.probe.gpu_usage import foreign, holder, nvml_gpus, read_usage
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 MEMORY_LEAKED = "cuda.memory_leaked"
 
 

@@ -11,7 +11,7 @@ from envcheck.checks.cuda.finding import LayerFinding
 from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_usage import compute_modes
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 GPU_BUSY = "cuda.gpu_busy"
 GPU_UNUSABLE = "cuda.gpu_unusable"
 

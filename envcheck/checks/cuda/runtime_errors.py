@@ -17,7 +17,7 @@ from envcheck.core.check import CheckSpec, Context, Level, Needs
 from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 from envcheck.core.versions import release
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 ASSERT_LOST = "cuda.assert_lost"
 ASSERT_UNNAMED = "cuda.assert_unnamed"
 GDS_ERROR = "cuda.gds_error"

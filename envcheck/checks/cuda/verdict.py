@@ -14,7 +14,7 @@ from envcheck.checks.cuda.layers import MIG_FIX, NO_TORCH, diagnose, visible_mig
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, first_of, passed, skipped, warned
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 GPU_COUNT = "cuda.gpu_count"
 MIG_GPU_COUNT = "cuda.mig_gpu_count"
 MIG_SINGLE_DEVICE = "cuda.mig_single_device"

@@ -18,7 +18,7 @@ from envcheck.probe.gpu_usage import foreign, holder, read_usage
 from envcheck.probe.hang import describe, run_in_child
 from envcheck.probe.system import is_absent, run_command
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 HOSTENGINE_DOWN = "dcgm.hostengine_down"
 HOSTENGINE_HANG = "dcgm.hostengine_hang"
 NO_RESULT = "dcgm.no_result"

@@ -14,7 +14,7 @@ from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_access import Allocation, allocation, not_given
 from envcheck.probe.hang import describe, stuck_in_kernel
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 FELL_OFF_BUS = "gpu.fell_off_bus"
 GPU_INIT_SLOW = "gpu.init_slow"
 GPU_LOST = "gpu.lost"

@@ -28,7 +28,7 @@ from envcheck.probe.gpu_usage import foreign
 from envcheck.probe.nvml_fields import NOT_SUPPORTED
 from envcheck.probe.system import is_absent
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 KERNEL_LOG_UNREADABLE = "gpu.kernel_log_unreadable"
 PERSISTENCE_OFF = "gpu.persistence_off"
 

@@ -26,7 +26,7 @@ from envcheck.probe.node_state import count_overrun
 from envcheck.probe.nvml import NVML_BUDGET_S, init_budget, warmup
 from envcheck.probe.pci import bus_key, pci_gpus
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 COPY_MISMATCH = "cuda.copy_mismatch"
 DRIVER_CRASH = "cuda.driver_crash"
 INIT_ERROR = "cuda.init_error"

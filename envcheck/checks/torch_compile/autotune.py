@@ -14,7 +14,7 @@ from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 MAX_AUTOTUNE_ERROR = "compile.max_autotune_error"
 MAX_AUTOTUNE_WRONG = "compile.max_autotune_wrong"
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from envcheck.checks.torch_compile.toolchain import Compiler, Directory
 from envcheck.core.result import FaultClass
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 DIR_UNUSABLE = "compile.dir_unusable"
 NO_COMPILER = "compile.no_compiler"
 NO_LIBCUDA = "compile.no_libcuda"

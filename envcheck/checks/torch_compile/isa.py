@@ -13,7 +13,7 @@ from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.core.rundir import user_paths
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 ISA_DISABLED = "compile.isa_disabled"
 NO_VEC_ISA = "compile.no_vec_isa"
 

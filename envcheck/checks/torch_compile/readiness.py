@@ -16,7 +16,7 @@ from envcheck.checks.torch_compile.isa import ISA_DISABLED
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed, warned
 
-# Finding codes this module emits (each one is in envcheck.checks.finding_codes.TABLE).
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 NO_TRITON = "compile.no_triton"
 TOOLCHAIN = "compile.toolchain"
 
