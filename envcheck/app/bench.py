@@ -89,7 +89,7 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         probe = runner.run_one(PROBE)
         if probe.status is not Status.PASS:
-            raise FatalError(f"bench could not start: {probe.reason or probe.summary}", 1)
+            raise FatalError(f"bench could not start: {probe.reason or probe.summary}", ExitCode.FAILED)
         device = dict(probe.measured)
         if not device.get("cuda") and not args.allow_cpu:
             raise UsageError("no CUDA device is visible; pass --allow-cpu to measure the CPU variants instead")

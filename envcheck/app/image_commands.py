@@ -69,10 +69,10 @@ def cmd_matrix_verify(args: argparse.Namespace) -> int:
         client.close()
     if not built:
         raise FatalError(f"none of the {len(refs)} matrix images is built; run `make image ROW=<row>` "
-                         f"(e.g. {refs[0]})", 2)
+                         f"(e.g. {refs[0]})", ExitCode.USAGE)
     if len(built) < len(refs) and (args.row or args.target):
         missing = ", ".join(r for r in refs if r not in built)
-        raise FatalError(f"not built: {missing}; run `make image ROW=<row> TARGET=<target>`", 2)
+        raise FatalError(f"not built: {missing}; run `make image ROW=<row> TARGET=<target>`", ExitCode.USAGE)
     return verify_images(built, args)
 
 

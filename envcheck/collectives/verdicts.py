@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.collectives.interface_rules import judge_variable
-from envcheck.core.result import FaultClass, Result, failed, passed
+from envcheck.core.result import FaultClass, Result, Status, failed, passed
 
 WRONG_REMEDIATION = (
     "Wrong collective results mean silent data corruption: rerun with NCCL_P2P_DISABLE=1 and "
@@ -40,7 +40,7 @@ def interface_cause(text: str, env: Mapping[str, str],
     for var, pattern in INTERFACE_ERRORS:
         if var in env and pattern.search(text):
             finding = judge_variable(var, env[var], {"interfaces": interfaces, "env": dict(env)})
-            if finding.status == "fail" and finding.fix:
+            if finding.status is Status.FAIL and finding.fix:
                 return finding.text, finding.fix
     return None
 
