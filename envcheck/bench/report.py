@@ -97,7 +97,7 @@ def render_notes(doc: dict[str, Any]) -> list[str]:
     lines = [claim_line(f) for f in claims]
     lines += [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
     lines += [f"{u['status'].upper()} {u['name']}: {u['summary']}" for u in doc.get("units", [])
-              if u.get("status") in ("warn", "fail") and str(u.get("code") or "").startswith("perf.")]
+              if u.get("status") in (Status.WARN, Status.FAIL) and str(u.get("code") or "").startswith("perf.")]
     state = (doc["device"].get("gpu_state") or {})
     if state.get("idle") is False:
         lines.append(f"GPU was not idle: {state.get('why_not_idle')}")
