@@ -26,7 +26,8 @@ from typing import Any
 
 from envcheck.collectives.gate import enter
 from envcheck.collectives.rank_hook import load_rank_hook
-from envcheck.collectives.rank_plan import collective, run_plan
+from envcheck.collectives.rank_plan import run_plan
+from envcheck.collectives.registry import collective
 from envcheck.collectives.verdicts import combine
 from envcheck.core.check import DistOptions
 from envcheck.core.result import FaultClass, Result, failed

@@ -210,6 +210,9 @@ class CheckSpec:
     uses_gpu: bool | None = None
     # Heavy modules (e.g. `torchvision`) the fork server imports once, so workers forked later inherit them.
     preload: tuple[str, ...] = ()
+    # Its place on the torch-free node path of `--for prolog|npd|health` (inline, no fork server), lowest first;
+    # None: not on it. Membership is this field, not a list of names.
+    node_order: int | None = None
 
     @property
     def gpu(self) -> bool:

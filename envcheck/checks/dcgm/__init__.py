@@ -110,5 +110,6 @@ def dcgm_diag(ctx: Context) -> Result:
 
 CHECKS = (
     CheckSpec("dcgm.diag", dcgm_diag, "DCGM's own diagnostic (dcgmi diag -r 1, -r 2 at --level full), within a "
-              "budget; a hung nv-hostengine named", timeout_s=BUDGET_S[2] + 10, group="dcgm", uses_gpu=True),
+              "budget; a hung nv-hostengine named", timeout_s=BUDGET_S[2] + 10, group="dcgm", uses_gpu=True,
+              node_order=2),
 )
