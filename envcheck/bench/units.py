@@ -118,12 +118,12 @@ def headline(figs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _pcie_gbps() -> float | None:
-    from envcheck.probe.nvml import unavailable as nvml_unavailable
+    from envcheck.probe.nvml import read_nvml
+    from envcheck.probe.nvml_fields import Fields
 
-    if nvml_unavailable():
-        return None
-    link = memory.pcie_link(nvml_handle(0))
-    return pcie_peak_gbps(link["max_gen"], link["max_width"])
+    got = read_nvml(lambda pynvml, progress: memory.pcie_link(Fields(pynvml), nvml_handle(0)), lambda exc: None)
+    link = got.value  # None: NVML is absent, failed or hung (then the evidence is in got.hang; no peak is claimed)
+    return pcie_peak_gbps(link["max_gen"], link["max_width"]) if link is not None else None
 
 
 def _unit(name: str, desc: str, func: Callable[[Context], Result], *, gpu: bool, timeout_s: float = 300.0,
