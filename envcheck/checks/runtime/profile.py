@@ -44,7 +44,6 @@ HOME_READONLY = "runtime.home_readonly"
 TMP_NOEXEC = "runtime.tmp_noexec"
 
 
-
 def temp_dir() -> str:
     """The directory tempfile would use, without creating anything (TMPDIR first, as Python and torch do)."""
     return os.environ.get("TMPDIR") or "/tmp"
