@@ -12,9 +12,9 @@ from tests.helpers import ROOT
 
 PACKAGE = ROOT / "envcheck"
 # A room may import its own floor and the floors below it (a higher number is a higher floor).
-# bench (the measurement units: timing, matmul, memory copies, peaks) sits beside collectives, below checks, so a
+# perf (the measurement units: timing, matmul, memory copies, peaks) sits beside collectives, below checks, so a
 # check can measure with the same units `envcheck bench` uses (perf.relative); `envcheck bench` itself is app/bench.
-FLOORS = {"core": 0, "probe": 1, "collectives": 2, "reference": 2, "bench": 2, "checks": 3, "evidence": 4, "report": 4,
+FLOORS = {"core": 0, "probe": 1, "collectives": 2, "reference": 2, "perf": 2, "checks": 3, "evidence": 4, "report": 4,
           "cluster": 4, "images": 5, "host": 5, "app": 6}
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from envcheck.bench import relative
 from envcheck.checks.build import compiled_in
 from envcheck.checks.cuda import MEMORY_LEAKED, live_errors, runtime_errors
 from envcheck.checks.cuda import finding as cuda_layers
@@ -31,6 +30,7 @@ from envcheck.collectives.sweep import BUSBW_LOW
 from envcheck.core import hardening
 from envcheck.core.findings import Code
 from envcheck.core.result import FaultClass
+from envcheck.perf import relative
 
 NODE, IMAGE, CONFIG = FaultClass.NODE, FaultClass.IMAGE, FaultClass.CONFIG
 REINSTALL = "pip install --force-reinstall torch (the wheel of the CUDA build this image pins)"

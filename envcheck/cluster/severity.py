@@ -19,7 +19,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-from envcheck.bench.relative import CODES as RELATIVE_CODES
 from envcheck.checks.cuda import MEMORY_LEAKED
 from envcheck.checks.cuda.live_errors import GPU_UNUSABLE
 from envcheck.checks.dcgm import HOSTENGINE_HANG
@@ -27,6 +26,7 @@ from envcheck.checks.gpu_health.node import FELL_OFF_BUS, GPU_HEALTH, GPU_INIT_S
 from envcheck.checks.node import driver_api
 from envcheck.checks.node.profile_match import NODE_GPU_COUNT
 from envcheck.collectives.sweep import BUSBW_LOW
+from envcheck.perf.relative import CODES as RELATIVE_CODES
 
 
 class Severity(str, enum.Enum):

@@ -9,13 +9,13 @@ import ast
 import re
 from pathlib import Path
 
-from envcheck.bench import relative
 from envcheck.checks import registry
 from envcheck.checks.cuda.finding import LAYER_CODES
 from envcheck.cluster import policy
 from envcheck.cluster.finding_codes import TABLE, lookup, markdown
 from envcheck.cluster.fleet import learn
 from envcheck.cluster.severity import SEVERITY
+from envcheck.perf import relative
 from tests.helpers import ROOT
 
 CODE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")

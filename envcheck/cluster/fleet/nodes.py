@@ -62,7 +62,7 @@ def _text(value: Any, limit: int = 120) -> str:
 
 
 def figure_metrics(figures: Any) -> Iterable[Metric]:
-    """Metrics from a list of bench-style figures (envcheck.bench.figures), skipping what is not a number."""
+    """Metrics from a list of bench-style figures (envcheck.perf.figures), skipping what is not a number."""
     for fig in figures if isinstance(figures, list) else []:
         if not isinstance(fig, dict) or fig.get("better") not in ("higher", "lower"):
             continue

@@ -33,7 +33,7 @@ def build_document(device: dict[str, Any], results: list[Result], quick: bool) -
 
 def schema() -> dict[str, Any]:
     """The JSON schema of the bench document."""
-    text = resources.files("envcheck.bench").joinpath("bench_schema.json").read_text()
+    text = resources.files("envcheck.perf").joinpath("bench_schema.json").read_text()
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 

@@ -5,7 +5,7 @@ best's. No SKU table and no absolute floor: gpu-fryer's rule (huggingface/gpu-fr
 tolerance (%) compared to best GPU", default 10), applied to every kind perf.relative measures. A node whose GPUs are
 all equally slow passes here: the fleet baseline (`envcheck fleet`) is what judges it.
 
-A figure (envcheck.bench.figures) judged here carries `kind` (e.g. `matmul.bfloat16`, `hbm`, `h2d`, `d2h`, `peer`),
+A figure (envcheck.perf.figures) judged here carries `kind` (e.g. `matmul.bfloat16`, `hbm`, `h2d`, `d2h`, `peer`),
 `scope` (`gpu`, `pair` or `device`), `subject` (`3`, `0-3`) and `device_label` (`GPU 3`, `GPU 0 -> GPU 3`).
 """
 

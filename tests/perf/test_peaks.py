@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.bench.memory import pcie_link
-from envcheck.bench.peaks import lookup, pcie_peak_gbps, pct_of_peak
+from envcheck.perf.memory import pcie_link
+from envcheck.perf.peaks import lookup, pcie_peak_gbps, pct_of_peak
 from envcheck.probe.nvml import read_nvml
 from envcheck.probe.nvml_fields import Fields
 from tests.staging import nvml

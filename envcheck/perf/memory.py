@@ -13,8 +13,8 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.bench.figures import figure
-from envcheck.bench.unit_timing import Timing, measure
+from envcheck.perf.figures import figure
+from envcheck.perf.unit_timing import Timing, measure
 from envcheck.probe.nvml_fields import Fields, value
 
 MIB = 1 << 20
@@ -71,8 +71,8 @@ def device_copy_figures(quick: bool, peak_gbps: float | None, *, l2_bytes: int |
     `l2_bytes`/`free_bytes` default to what torch reports for the current GPU; tests inject them
     with `rate` and `flusher`.
     """
-    from envcheck.bench.matmul import l2_bytes as device_l2
-    from envcheck.bench.matmul import l2_flusher
+    from envcheck.perf.matmul import l2_bytes as device_l2
+    from envcheck.perf.matmul import l2_flusher
 
     if l2_bytes is None or free_bytes is None:
         import torch

@@ -16,13 +16,13 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.bench import compile_speedup, matmul, memory, training_claims
-from envcheck.bench.allreduce_unit import all_reduce_figures
-from envcheck.bench.gpu_state import NvmlSampler, nvml_handle
-from envcheck.bench.peaks import GpuPeak, lookup, pcie_peak_gbps
-from envcheck.bench.per_device import relative_check
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import FaultClass, Result, passed, skipped, warned
+from envcheck.perf import compile_speedup, matmul, memory, training_claims
+from envcheck.perf.allreduce_unit import all_reduce_figures
+from envcheck.perf.gpu_state import NvmlSampler, nvml_handle
+from envcheck.perf.peaks import GpuPeak, lookup, pcie_peak_gbps
+from envcheck.perf.per_device import relative_check
 
 Figures = Callable[[Context], list[dict[str, Any]]]
 
