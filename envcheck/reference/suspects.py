@@ -36,7 +36,7 @@ class Suspect:
     """One local cause of wrong math: what was found, and who must act (config or image)."""
 
     cause: str
-    fault_class: str
+    fault_class: FaultClass
 
 
 def library_overrides(ops: tuple[str, ...] = WATCHED_OPS) -> list[Suspect]:

@@ -47,7 +47,7 @@ class Cause:
     summary: str
     fix: str
     named: bool = True  # False: only the error's first line, no known cause
-    fault_class: str | None = None  # image: the software installed; config: how the job was started
+    fault_class: FaultClass | None = None  # image: the software installed; config: how the job was started
     code: str = ""  # the stable finding code (compile.no_compiler ...); empty for an unnamed cause
 
 
