@@ -231,7 +231,7 @@ xdist=()
 "$py" -c 'import xdist' >/dev/null 2>&1 && xdist=(-n 8)
 step 2 pytest-rest 240 "$py" -m pytest -m "not gpu and not docker" -p no:cacheprovider -q -rs --continue-on-collection-errors "${xdist[@]}" \
     --junitxml "$dir/pytest-rest.xml" "$repo/tests/core" "$repo/tests/checks" "$repo/tests/cli" "$repo/tests/report" \
-    "$repo/tests/bench"
+    "$repo/tests/perf"
 
 # --- the summary and what comes back ------------------------------------------------------------------------------
 note=${no_gpu:-$rehearsal}

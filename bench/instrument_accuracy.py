@@ -2,7 +2,7 @@
 
 Both run in this process in alternating rounds (so a busy neighbour slows both alike); the
 medians of the rounds are compared. Prints figures; asserts nothing (wall-clock agreement on a
-shared machine is a measurement, not a test; tests/bench/test_accuracy.py checks the arithmetic
+shared machine is a measurement, not a test; tests/perf/test_accuracy.py checks the arithmetic
 with a scripted clock). Usage: PYTHONPATH=. python bench/instrument_accuracy.py [--rounds N] [--cpu-threads N]
 """
 
@@ -12,7 +12,7 @@ import argparse
 import statistics
 import time
 
-from envcheck.bench.matmul import l2_flusher, matmul_rate
+from envcheck.perf.matmul import l2_flusher, matmul_rate
 
 
 def bare_cpu_gflops(n: int, reps: int) -> float:

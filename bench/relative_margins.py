@@ -23,8 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envcheck.bench import per_device  # noqa: E402
-from envcheck.bench.per_device import Device, device_figures  # noqa: E402
+from envcheck.perf import per_device  # noqa: E402
+from envcheck.perf.per_device import Device, device_figures  # noqa: E402
 
 DEVICES = [Device("0", "cpu A", "cpu", threads=1), Device("1", "cpu B", "cpu", threads=1)]
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu")

@@ -29,7 +29,7 @@ from envcheck.core.check import (
     Level,
     PerfOptions,
 )
-from envcheck.core.errors import FatalError, UsageError
+from envcheck.core.errors import ExitCode, FatalError, UsageError
 from envcheck.core.result import Result, Status
 
 
@@ -72,12 +72,12 @@ def _validate(args: argparse.Namespace) -> None:
 
 def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     """Run the probe, then the GPU units (or the CPU variants), and return the bench document."""
-    from envcheck.bench.baseline import load_baseline, regressions
-    from envcheck.bench.report import build_document
-    from envcheck.bench.units import CPU_UNITS, GPU_UNITS, PROBE, bench_registry
     from envcheck.checks import HOOKS
     from envcheck.core.runner import Runner
     from envcheck.core.selection import parse_names, select
+    from envcheck.perf.baseline import load_baseline, regressions
+    from envcheck.perf.report import build_document
+    from envcheck.perf.units import CPU_UNITS, GPU_UNITS, PROBE, bench_registry
 
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
@@ -89,7 +89,7 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         probe = runner.run_one(PROBE)
         if probe.status is not Status.PASS:
-            raise FatalError(f"bench could not start: {probe.reason or probe.summary}", 1)
+            raise FatalError(f"bench could not start: {probe.reason or probe.summary}", ExitCode.FAILED)
         device = dict(probe.measured)
         if not device.get("cuda") and not args.allow_cpu:
             raise UsageError("no CUDA device is visible; pass --allow-cpu to measure the CPU variants instead")
@@ -105,7 +105,7 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     if baseline is not None:
         doc["regressions"] = regressions(doc["figures"], baseline["figures"], args.threshold)
     bad = doc["regressions"] or any(r.status is Status.ERROR for r in results)
-    doc["exit_code"] = 1 if bad else 0
+    doc["exit_code"] = ExitCode.FAILED if bad else ExitCode.OK
     return doc
 
 
@@ -113,8 +113,8 @@ def bench_main(args: argparse.Namespace) -> int:
     """Handler for `envcheck bench`; returns the exit code (usage errors print one line, exit 2)."""
     from rich.console import Console
 
-    from envcheck.bench.plots import write_plots
-    from envcheck.bench.report import render_notes, render_table
+    from envcheck.perf.plots import write_plots
+    from envcheck.perf.report import render_notes, render_table
 
     to_stdout = args.json == "-"
     console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 150)

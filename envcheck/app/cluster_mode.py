@@ -16,7 +16,7 @@ from envcheck.cluster import slurm_node, streaks
 from envcheck.cluster.own import own_failure
 from envcheck.cluster.policy import Decision, Mode, decide, reclassify
 from envcheck.cluster.prometheus import render
-from envcheck.core.errors import UsageError
+from envcheck.core.errors import ExitCode, UsageError
 from envcheck.core.result import Result
 
 HEALTH_KILL_S = 60  # slurm.conf(5), HealthCheckProgram
@@ -156,7 +156,7 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         if decision.reason:
             said = _say(decision.reason, out)  # npd's message, the prolog's log, the pod's log
         elif mode is Mode.NPD:
-            said = _say("envcheck: node OK" if decision.code == 0 else "envcheck: could not judge the node", out)
+            said = _say("envcheck: node OK" if decision.code == ExitCode.OK else "envcheck: could not judge the node", out)
         else:
             said = None
         problems += [said] if said else []

@@ -28,7 +28,7 @@ from envcheck.core.check import (
     PerfOptions,
     ProfileOptions,
 )
-from envcheck.core.errors import FatalError
+from envcheck.core.errors import ExitCode, FatalError
 from envcheck.core.redact import redact_deep
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Runner
@@ -163,7 +163,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     console = Terminal(highlight=False, width=160)
     console.print(table)
     raise_failures(write_reports([]))
-    return 0
+    return ExitCode.OK
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
@@ -179,8 +179,8 @@ def cmd_facts(args: argparse.Namespace) -> int:
     raise_failures(write_reports([(args.json, lambda: json.dumps(redact_deep(facts), indent=2, default=str) + "\n")]))
     if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
         error = facts["error"]
-        raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=1)
-    return 0
+        raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=ExitCode.FAILED)
+    return ExitCode.OK
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
@@ -196,9 +196,9 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         (result,) = runner.run([CAPTURE_SPEC])
         facts = runner.facts() if result.status is Status.PASS else {}
     if result.status is not Status.PASS:
-        raise FatalError(f"could not capture the bundle: {result.summary}", exit_code=3)
+        raise FatalError(f"could not capture the bundle: {result.summary}", exit_code=ExitCode.INTERNAL)
     bundle = make_bundle(dict(result.measured["bundle"]), facts, __version__)
     write_output(args.bundle, json.dumps(bundle, indent=2, default=str) + "\n")
     if args.bundle != "-":
         print(f"wrote {args.bundle}: explain it anywhere with `envcheck explain {args.bundle}`", file=sys.stderr)
-    return 0
+    return ExitCode.OK

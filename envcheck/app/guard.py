@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable
 
 from envcheck.app.output import reopen_closed_stdout, safe_streams, stdout_gone
-from envcheck.core.errors import INTERNAL_ERROR_EXIT, FatalError
+from envcheck.core.errors import ExitCode, FatalError
 from envcheck.core.signals import Interrupted, interruptible
 from envcheck.core.text import one_line
 
@@ -36,10 +36,10 @@ def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True)
     except BrokenPipeError:  # the reader of stdout exited while the table was printed (`envcheck | head`)
         stdout_gone()
         _say(f"{prog}: error: stdout was closed by its reader (broken pipe)")
-        return 3
+        return ExitCode.INTERNAL
     except KeyboardInterrupt:
         _say(f"{prog}: interrupted")
-        return 130
+        return ExitCode.INTERRUPTED
     except Interrupted as exc:
         _say(f"{prog}: stopped by {signal.Signals(exc.signum).name}")
         return exc.exit_code
@@ -48,7 +48,7 @@ def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True)
         saved = f"traceback in {where}" if where else "the traceback could not be saved (no writable folder)"
         _say(f"{prog}: internal error (envcheck's own failure, not this environment's): "
              f"{type(exc).__name__}: {one_line(str(exc).splitlines()[0]) if str(exc) else ''}; {saved}")
-        return INTERNAL_ERROR_EXIT
+        return ExitCode.INTERNAL
 
 
 def _say(line: str) -> None:

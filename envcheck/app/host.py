@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from envcheck.app.args import output_path
+from envcheck.core.errors import ExitCode
 from envcheck.core.text import visible
 from envcheck.host.collect import collect
 
@@ -64,7 +65,7 @@ def cmd_host(args: argparse.Namespace) -> int:
     from envcheck.app.output import write_output
 
     doc = collect(args.matrix, args.compose)
-    code = 1 if doc.get("compose", {}).get("problems") else 0
+    code = ExitCode.FAILED if doc.get("compose", {}).get("problems") else ExitCode.OK
     if args.json:
         write_output(args.json, json.dumps(doc, indent=2) + "\n")  # atomic; a failure is one line, exit 3
         if args.json == "-":

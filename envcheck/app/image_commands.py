@@ -10,7 +10,7 @@ from rich.console import Console
 
 from envcheck.app.image_args import run_options, selected_matrix
 from envcheck.app.output import write_output
-from envcheck.core.errors import FatalError, UsageError
+from envcheck.core.errors import ExitCode, FatalError, UsageError
 from envcheck.images import build as builder
 from envcheck.images import wheelhouse
 from envcheck.images.docker_run import ImageRun, run_in_image
@@ -69,10 +69,10 @@ def cmd_matrix_verify(args: argparse.Namespace) -> int:
         client.close()
     if not built:
         raise FatalError(f"none of the {len(refs)} matrix images is built; run `make image ROW=<row>` "
-                         f"(e.g. {refs[0]})", 2)
+                         f"(e.g. {refs[0]})", ExitCode.USAGE)
     if len(built) < len(refs) and (args.row or args.target):
         missing = ", ".join(r for r in refs if r not in built)
-        raise FatalError(f"not built: {missing}; run `make image ROW=<row> TARGET=<target>`", 2)
+        raise FatalError(f"not built: {missing}; run `make image ROW=<row> TARGET=<target>`", ExitCode.USAGE)
     return verify_images(built, args)
 
 
@@ -88,7 +88,7 @@ def cmd_image_build(args: argparse.Namespace) -> int:
                                    network=args.network, installer=args.installer, vcs_ref=builder.vcs_ref(),
                                    wheelhouse_image=wheelhouse.for_build(row, args.offline))
         print(f"built {builder.run_build(req)}", flush=True)
-    return 0
+    return ExitCode.OK
 
 
 def cmd_image_wheelhouse(args: argparse.Namespace) -> int:
@@ -98,4 +98,4 @@ def cmd_image_wheelhouse(args: argparse.Namespace) -> int:
     wheelhouse.download(row, dest, devel=not args.no_devel)
     image = wheelhouse.pack(row, dest)
     print(f"wheels for {row.id} are in {dest} and in the image {image}")
-    return 0
+    return ExitCode.OK

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from envcheck.app.image_args import matrix_arg, needs_subcommand, run_options, selected_matrix, verify_args
 from envcheck.app.output import write_output
-from envcheck.core.errors import UsageError
+from envcheck.core.errors import ExitCode, UsageError
 
 
 def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,7 +76,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """Print the plan; no engine, registry or file is touched."""
     for line in _plan(args).describe():
         print(line)
-    return 0
+    return ExitCode.OK
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -85,7 +85,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
     staged = stage(_plan(args), _state(args))
     print(f"staged {staged.ref} ({staged.repository}:{staged.staging_tag})")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -115,14 +115,14 @@ def cmd_promote(args: argparse.Namespace) -> int:
     for ref in promote(_state(args), sign_by=args.sign_by, registries_d=args.registries_d,
                        attest_key=args.attest_key):
         print(f"promoted {ref}")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """stage, verify, promote; stops at the first step that does not succeed."""
     cmd_stage(args)
     code = cmd_verify(args)
-    if code != 0:
+    if code != ExitCode.OK:
         print(f"envcheck: error: verification did not pass; nothing promoted (state in {_state(args)})",
               file=sys.stderr)
         return code
@@ -135,4 +135,4 @@ def cmd_check_signature(args: argparse.Namespace) -> int:
 
     check_policy(args.image, args.policy, args.registries_d)
     print(f"{args.image} is accepted by {args.policy}")
-    return 0
+    return ExitCode.OK

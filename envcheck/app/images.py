@@ -15,7 +15,7 @@ from envcheck.app.image_args import (
     verify_args,
 )
 from envcheck.app.image_publish import register as register_publish
-from envcheck.core.errors import UsageError
+from envcheck.core.errors import ExitCode, UsageError
 from envcheck.images.matrix import github_matrix
 
 
@@ -109,14 +109,14 @@ def cmd_matrix_list(args: argparse.Namespace) -> int:
         table.add_row(row.id, row.torch, row.torchvision, row.torchaudio or "-", row.cuda, row.python,
                       row.index_url, tags)
     Console(highlight=False, width=200 if not sys.stdout.isatty() else None).print(table)
-    return 0
+    return ExitCode.OK
 
 
 def cmd_matrix_github(args: argparse.Namespace) -> int:
     """Print the GitHub Actions matrix as one line of JSON, nothing else."""
     matrix = selected_matrix(args)
     print(json.dumps(github_matrix(matrix, row_id=args.row, target=args.target), separators=(",", ":")))
-    return 0
+    return ExitCode.OK
 
 
 def cmd_matrix_pins(args: argparse.Namespace) -> int:
@@ -135,4 +135,4 @@ def cmd_matrix_pins(args: argparse.Namespace) -> int:
     if "pypi.org" not in row.index_url:
         parts += ["--index-url", row.index_url]
     print(" ".join(parts))
-    return 0
+    return ExitCode.OK

@@ -3,51 +3,48 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from envcheck import __version__
+from envcheck.app import bench, commands, explain, fleet, host, images
 from envcheck.app.args import Parser, add_run_arguments, check_stdout, output_path, positive_float
 from envcheck.app.cluster_mode import add_arguments as add_cluster_arguments
 from envcheck.app.guard import guard
 from envcheck.core.errors import UsageError
 
-# Subcommands that live in their own packages; each module exposes register(subparsers).
-PLUGIN_COMMANDS = ("envcheck.app.bench", "envcheck.app.images", "envcheck.app.host", "envcheck.app.explain",
-                   "envcheck.app.fleet")
+
+class CommandPlugin(Protocol):
+    """A module that adds its own subcommands, each with its handler function (`set_defaults(handler=fn)`)."""
+
+    def register(self, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
 
 
-SUBCOMMANDS = ("run", "list", "facts", "bench", "image", "matrix", "host", "explain", "fleet")
+# Subcommands that live in their own modules, reached by reference (mypy checks each against the Protocol).
+PLUGINS: tuple[CommandPlugin, ...] = (bench, images, host, explain, fleet)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, plugins included."""
     parser = Parser(prog="envcheck", description="Prove that this PyTorch + CUDA environment works.")
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(dest="command", parser_class=Parser)
     run = sub.add_parser("run", help="run the checks (the default)")
     add_run_arguments(run)
     add_cluster_arguments(run)
-    run.set_defaults(handler=_handler("envcheck.app.commands", "cmd_run"))
+    run.set_defaults(handler=commands.cmd_run)
     listing = sub.add_parser("list", help="list every check with its level and needs")
-    listing.set_defaults(handler=_handler("envcheck.app.commands", "cmd_list"))
+    listing.set_defaults(handler=commands.cmd_list)
     facts = sub.add_parser("facts", help="print the environment facts")
     facts.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
     facts.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS")
     facts.add_argument("--bundle", type=output_path, metavar="FILE", help="write a bundle for `envcheck explain`")
-    facts.set_defaults(handler=_handler("envcheck.app.commands", "cmd_facts"))
-    for module in PLUGIN_COMMANDS:
-        importlib.import_module(module).register(sub)
+    facts.set_defaults(handler=commands.cmd_facts)
+    for plugin in PLUGINS:
+        plugin.register(sub)
+    parser.set_defaults(subcommands=tuple(sub.choices))  # the "no command given" message lists what is there
     return parser
-
-
-def _handler(module: str, name: str) -> Callable[[argparse.Namespace], int]:
-    def call(args: argparse.Namespace) -> int:
-        fn: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
-        return fn(args)
-
-    return call
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_stdout(args)
             handler = getattr(args, "handler", None)
             if handler is None:
-                raise UsageError(f"no command given; choose one of {', '.join(SUBCOMMANDS)}")
+                raise UsageError(f"no command given; choose one of {', '.join(args.subcommands)}")
             return int(handler(args))
         except UsageError as exc:  # in a node mode, a mistyped flag must neither drain the node nor pass unseen
             from envcheck.app.usage import node_usage_error

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from envcheck.core.errors import FatalError
+from envcheck.core.errors import ExitCode, FatalError
 from envcheck.core.text import one_line
 
 
@@ -81,7 +81,7 @@ class WriteError(FatalError):
     """A report could not be written (the checks themselves ran): one line, exit 3."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, exit_code=3)
+        super().__init__(message, exit_code=ExitCode.INTERNAL)
 
 
 def stdout_gone() -> None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from envcheck.cluster.own import SLURMD_SCRIPTS, usage_error_code
 from envcheck.cluster.policy import Mode
-from envcheck.core.errors import UsageError
+from envcheck.core.errors import ExitCode, UsageError
 from envcheck.core.text import one_line
 
 MODES = {m.value: m for m in Mode}
@@ -79,7 +79,7 @@ def node_usage_error(argv: Sequence[str], exc: UsageError, env: Mapping[str, str
         raise exc
     code = usage_error_code(mode, env)
     under_slurmd = env.get("SLURM_SCRIPT_CONTEXT") in SLURMD_SCRIPTS
-    effect = ("exit 0 so that slurmd does not drain this node for it" if under_slurmd and code == 0
+    effect = ("exit 0 so that slurmd does not drain this node for it" if under_slurmd and code == ExitCode.OK
               else f"exit {code}, the node not judged")
     _say(f"envcheck: error: {one_line(exc.message)} (a usage error in the {mode.value} command: this node was not "
          f"checked; {effect}; fix the command, see docs/cluster.md)", sys.stderr)

@@ -31,8 +31,10 @@ from envcheck.checks import (
     vision,
     vision_decoders,
 )
+from envcheck.checks.cuda.live_errors import busy_gpu_finding, sticky_cuda_error
 from envcheck.core.check import CheckSpec, Hooks
 from envcheck.core.section import Section
+from envcheck.probe.facts import collect_facts
 
 _MODULES: Sequence[Sequence[CheckSpec]] = (
     cuda.CHECKS,
@@ -71,9 +73,7 @@ SECTIONS: tuple[Section, ...] = (
 
 
 # The check layer's policies, which the engine calls by reference (core imports nothing from checks).
-HOOKS = Hooks(facts="envcheck.probe.facts:collect_facts",
-              diagnose="envcheck.checks.cuda.live_errors:busy_gpu_finding",
-              recycle="envcheck.checks.cuda.live_errors:sticky_cuda_error")
+HOOKS = Hooks(facts=collect_facts, diagnose=busy_gpu_finding, recycle=sticky_cuda_error)
 
 
 @functools.cache

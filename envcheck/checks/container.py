@@ -11,8 +11,8 @@ from dataclasses import replace
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, runtime_cause, tmp_unwritable
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, SHM_SMALL, runtime_cause, tmp_unwritable
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.probe.facts import shm_bytes
 from envcheck.probe.system import is_absent
 
@@ -26,12 +26,12 @@ def container_shm(ctx: Context) -> Result:
     """/dev/shm is at least 1 GiB (DataLoader workers and NCCL both live in it)."""
     size = shm_bytes()
     if is_absent(size) or not isinstance(size, int):
-        return failed("/dev/shm is not mounted", SHM_FIX, measured={"shm": size}, fault_class="config")
+        return failed("/dev/shm is not mounted", SHM_FIX, measured={"shm": size}, fault_class=FaultClass.CONFIG)
     measured = {"shm_bytes": size, "shm_mib": size // 2**20}
     if size < MIN_SHM_BYTES:
         return warned(f"/dev/shm is {size / 2**20:.0f} MiB, under 1 GiB: DataLoader workers and NCCL may crash "
                       "or hang", SHM_FIX, measured=measured, expected={"min_shm_bytes": MIN_SHM_BYTES},
-                      fault_class="config", code="shm.small")
+                      fault_class=FaultClass.CONFIG, code=SHM_SMALL)
     return passed(f"/dev/shm is {size / 2**30:.1f} GiB", measured=measured,
                   expected={"min_shm_bytes": MIN_SHM_BYTES})
 
@@ -117,13 +117,13 @@ def container_limits(ctx: Context) -> Result:
             problem += f" (/dev/shm is only {size / 2**20:.0f} MiB)"
         # shm size and ulimits are set by how the container or job was started (--shm-size, --ulimit)
         return failed(f"a DataLoader with 2 workers failed: {problem}", SHM_FIX, measured=measured,
-                      expected={"batches": 8}, fault_class="config", code="shm.small" if small else None)
+                      expected={"batches": 8}, fault_class=FaultClass.CONFIG, code=SHM_SMALL if small else None)
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     measured.update(memlock_bytes="unlimited" if soft == resource.RLIM_INFINITY else soft, gpus=gpus)
     if gpus > 1 and soft != resource.RLIM_INFINITY and soft < (64 << 20):
         return warned(f"memlock ulimit is {soft // 1024} KiB with {gpus} GPUs: NCCL and pinned memory need more",
-                      MEMLOCK_FIX, measured=measured, expected={"memlock": "unlimited"}, fault_class="config")
+                      MEMLOCK_FIX, measured=measured, expected={"memlock": "unlimited"}, fault_class=FaultClass.CONFIG)
     return passed(f"DataLoader with 2 workers delivered 8/8 batches ({measured.get('start')}, "
                   f"pinned={measured.get('pinned')}; start-up {measured.get('startup_s')}s, "
                   f"delivery {measured.get('delivery_s')}s)", measured=measured)

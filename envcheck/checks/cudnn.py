@@ -7,7 +7,7 @@ from typing import Any
 
 from envcheck.checks.cuda.live_errors import gpu_error
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.core.versions import cudnn_numbers, pinned_with_prefix
 from envcheck.reference.compare import scalar_measured
 
@@ -34,12 +34,12 @@ def version_error_result(message: str, compiled: tuple[int, ...], pin: str | Non
         return failed(f"cuDNN refuses this GPU: {first}",
                       "cuDNN 9.11+ dropped GPUs older than sm_75 (Volta, Pascal): install a torch whose pinned "
                       "cuDNN is <= 9.10 (e.g. torch 2.8 or older, or an older nvidia-cudnn-cu12 if the torch "
-                      "build allows it), or run on a Turing-or-newer GPU", measured=measured, fault_class="image")
+                      "build allows it), or run on a Turing-or-newer GPU", measured=measured, fault_class=FaultClass.IMAGE)
     target = pin or f"nvidia-cudnn-cu{torch_cuda_major()}=={built}.*"
     ld = " and remove other cuDNN copies from LD_LIBRARY_PATH" if "LD_LIBRARY_PATH" in message else ""
     return failed(f"cuDNN version mismatch: torch was built with cuDNN {built}, a different one is loaded "
                   f"({first})", f"pip install {target}  # the cuDNN this torch was built against{ld}",
-                  measured=measured, expected={"cudnn": built}, fault_class="config" if ld else "image")
+                  measured=measured, expected={"cudnn": built}, fault_class=FaultClass.CONFIG if ld else FaultClass.IMAGE)
 
 
 def torch_cuda_major() -> str:
@@ -63,7 +63,7 @@ def cudnn_conv(ctx: Context) -> Result:
         return version_error_result(str(exc), compiled, cudnn_pin())
     if loaded_raw is None:
         return failed("cuDNN could not be loaded", "pip install --force-reinstall torch (it pins nvidia-cudnn)",
-                      fault_class="image")
+                      fault_class=FaultClass.IMAGE)
     loaded = cudnn_numbers(int(loaded_raw))
     measured: dict[str, object] = {"cudnn_compiled": ".".join(map(str, compiled)),
                                    "cudnn_loaded": ".".join(map(str, loaded))}
@@ -72,7 +72,7 @@ def cudnn_conv(ctx: Context) -> Result:
            "pip install --force-reinstall torch  # restores the nvidia-cudnn version torch pins")
     if loaded[0] != compiled[0]:
         return failed(f"cuDNN {measured['cudnn_loaded']} is loaded but torch was built with "
-                      f"{measured['cudnn_compiled']}", fix, measured=measured, fault_class="image")
+                      f"{measured['cudnn_compiled']}", fix, measured=measured, fault_class=FaultClass.IMAGE)
     torch.manual_seed(0)
     x = torch.randn(4, 8, 32, 32, dtype=torch.float32, requires_grad=True)
     w = torch.randn(16, 8, 3, 3, dtype=torch.float32, requires_grad=True)
@@ -102,11 +102,11 @@ def cudnn_conv(ctx: Context) -> Result:
         return failed(f"{gpu_label(worst_gpu)}: cuDNN conv2d differs from CPU by {worst:.2e} "
                       f"(tolerance {CONV_TOLERANCE:g})",
                       "a faulty GPU or a broken cuDNN: pip install --force-reinstall torch; check dmesg for Xid",
-                      measured=measured, expected={"max_rel_error": CONV_TOLERANCE}, fault_class="node")
+                      measured=measured, expected={"max_rel_error": CONV_TOLERANCE}, fault_class=FaultClass.NODE)
     if loaded != compiled:
         return warned(f"cuDNN {measured['cudnn_loaded']} loaded, torch built with {measured['cudnn_compiled']} "
                       "(same major, conv agrees with CPU)", fix, measured=measured,
-                      fault_class="image")
+                      fault_class=FaultClass.IMAGE)
     return passed(f"cuDNN {measured['cudnn_loaded']}; conv2d fwd+bwd matches CPU within {CONV_TOLERANCE:g}",
                   measured=measured, expected={"max_rel_error": CONV_TOLERANCE})
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed, skipped
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 
 IMAGE_JSON = Path("/etc/envcheck/image.json")
 PACKAGES = ("torch", "torchvision", "torchaudio")
@@ -62,7 +62,7 @@ def compare_versions(declared: Mapping[str, Any] | None, environ: Mapping[str, s
     if declared is None:
         if environ.get("ENVCHECK_IMAGE") == "1":
             return failed(f"ENVCHECK_IMAGE=1 but {IMAGE_JSON} is missing: the image metadata was removed",
-                          "rebuild the image with `make image`", fault_class="image")
+                          "rebuild the image with `make image`", fault_class=FaultClass.IMAGE)
         return skipped(f"not inside an envcheck image (no {IMAGE_JSON}, ENVCHECK_IMAGE unset)")
     expected = {k: declared.get(k) for k in (*PACKAGES, "cuda")}
     env_mismatch = [f"{var}={environ.get(var)!r} but image.json says {expected[k]!r}"
@@ -70,7 +70,7 @@ def compare_versions(declared: Mapping[str, Any] | None, environ: Mapping[str, s
     if env_mismatch:
         return failed("image declaration is inconsistent: " + "; ".join(env_mismatch),
                       "do not override ENVCHECK_* variables; rebuild the image", expected=expected,
-                      fault_class="config")
+                      fault_class=FaultClass.CONFIG)
     measured = installed()
     drift = []
     for name in (*PACKAGES, "cuda"):
@@ -82,7 +82,7 @@ def compare_versions(declared: Mapping[str, Any] | None, environ: Mapping[str, s
             drift.append(f"{name} {have or 'missing'} (image declares {want})")
     if drift:
         return failed("installed versions drifted from the image: " + ", ".join(drift), image_fix(declared),
-                      measured=measured, expected=expected, fault_class="image")
+                      measured=measured, expected=expected, fault_class=FaultClass.IMAGE)
     tag = f"torch {expected['torch']} + CUDA {expected['cuda']}"
     return passed(f"installed packages match the image declaration ({tag})", measured=measured,
                   expected=expected)

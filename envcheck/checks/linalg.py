@@ -8,7 +8,11 @@ from typing import Any
 
 from envcheck.checks.build.compiled_in import torch_reinstall
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import FaultClass, Result, failed, passed
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+SVD_ERROR = "linalg.svd_error"
+SVD_WRONG = "linalg.svd_wrong"
 
 # max |A - U diag(S) Vh| / max |A|: float32 SVD is good to ~1e-6 on these sizes, float64 to ~1e-14
 TOLERANCE = {"float32": 1e-4, "float64": 1e-10}
@@ -62,8 +66,8 @@ def svd_verdict(per_device: dict[str, dict[str, Any] | str], version: str, cuda:
             where = "LAPACK" if device == "cpu" else "cuSOLVER"
             problems.append((f"torch.linalg.svd fails on {device} ({where}): {first}",
                              torch_reinstall(version, cuda) + "; check that LD_LIBRARY_PATH does not put another "
-                             f"{'BLAS/LAPACK' if device == 'cpu' else 'libcusolver'} first", "image",
-                             "linalg.svd_error"))
+                             f"{'BLAS/LAPACK' if device == 'cpu' else 'libcusolver'} first", FaultClass.IMAGE,
+                             SVD_ERROR))
             continue
         for case, err in got.items():
             limit = TOLERANCE["float64" if case.endswith("float64") else "float32"]
@@ -73,7 +77,7 @@ def svd_verdict(per_device: dict[str, dict[str, Any] | str], version: str, cuda:
                                  f"error {err:.3g} (> {limit:g})",
                                  "the GPU computes wrong results: run `dcgmi diag -r 3` or `nvidia-smi -q -d ECC` "
                                  "and drain the node" if gpu_fault else torch_reinstall(version, cuda),
-                                 "node" if gpu_fault else "image", "linalg.svd_wrong"))
+                                 FaultClass.NODE if gpu_fault else FaultClass.IMAGE, SVD_WRONG))
     measured = {"devices": per_device}
     if problems:
         summary, fix, fault, code = problems[0]

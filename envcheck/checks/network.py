@@ -24,7 +24,7 @@ from typing import Any
 from envcheck.collectives.interface_rules import JUDGED, VARIABLES, describe, judge_variable, listing
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.errors import UsageError
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import FaultClass, Result, Status, failed, passed, warned
 from envcheck.core.section import Section, require
 from envcheck.probe.interfaces import infiniband, interfaces
 
@@ -72,12 +72,12 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
         return passed(f"none of {', '.join(JUDGED)} is set: each library picks its interface itself; interfaces "
                       f"here: {listing(ifaces)}", measured=measured)
     measured["matches"] = {var: list(f.matches) for var, f in found.items()}
-    bad = [f for f in found.values() if f.status != "pass"]
+    bad = [f for f in found.values() if f.status is not Status.PASS]
     if not bad:
         return passed("; ".join(f.text for f in found.values()), measured=measured)
     summary, fix = "; ".join(f.text for f in bad), " | ".join(f.fix for f in bad if f.fix)
-    make = failed if any(f.status == "fail" for f in bad) else warned
-    return make(summary, fix, measured=measured, fault_class="config")
+    make = failed if any(f.status is Status.FAIL for f in bad) else warned
+    return make(summary, fix, measured=measured, fault_class=FaultClass.CONFIG)
 
 
 SECTION = Section("network", "net.ifname", capture, validate, verdict)

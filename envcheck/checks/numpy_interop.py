@@ -13,8 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.core.versions import public, release
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+ABI_MISMATCH = "numpy.abi_mismatch"
+MISSING = "numpy.missing"
+WRONG_VALUES = "numpy.wrong_values"
 
 
 def exchange() -> dict[str, Any]:
@@ -44,17 +49,17 @@ def interop_verdict(torch_version: str, numpy_version: str | None, got: dict[str
     if numpy_version is None:
         return warned("numpy is not installed: torch works, but torch.from_numpy, Tensor.numpy() and every "
                       "library that hands torch numpy arrays (DataLoader pipelines, torchvision transforms) fail",
-                      f"pip install numpy (a version torch {public(torch_version)} supports)", fault_class="image",
-                      code="numpy.missing", measured={"numpy": None})
+                      f"pip install numpy (a version torch {public(torch_version)} supports)", fault_class=FaultClass.IMAGE,
+                      code=MISSING, measured={"numpy": None})
     if isinstance(got, str) or got is None:
         text = got or "no result"
         return failed(f"torch {public(torch_version)} cannot exchange arrays with numpy {numpy_version}: "
                       f"{text.splitlines()[0][:200]}", numpy_fix(torch_version, numpy_version, text),
-                      fault_class="image", code="numpy.abi_mismatch", details=text,
+                      fault_class=FaultClass.IMAGE, code=ABI_MISMATCH, details=text,
                       measured={"numpy": numpy_version, "error": text.splitlines()[0][:300]})
     if not got["values_ok"]:
         return failed(f"torch and numpy {numpy_version} exchange arrays with wrong values",
-                      numpy_fix(torch_version, numpy_version, ""), fault_class="image", code="numpy.wrong_values",
+                      numpy_fix(torch_version, numpy_version, ""), fault_class=FaultClass.IMAGE, code=WRONG_VALUES,
                       measured=got)
     return passed(f"torch {public(torch_version)} and numpy {numpy_version} exchange arrays (tensor(), from_numpy, "
                   ".numpy())", measured=got)

@@ -22,7 +22,7 @@ from envcheck.checks.vision_pairing import (
     torch_pin,
 )
 from envcheck.core.check import CheckSpec, Context, Level, Needs
-from envcheck.core.result import Result, failed, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped, warned
 
 
 def _ops_problem(ops: Any, device: str) -> str | None:
@@ -121,7 +121,7 @@ def _installed() -> _Installed | Result:
     except importlib.metadata.PackageNotFoundError:
         if want:
             return failed(f"torchvision is not installed, but this image declares torchvision {want}", tv_fix,
-                          expected={"torchvision": want}, fault_class="image")
+                          expected={"torchvision": want}, fault_class=FaultClass.IMAGE)
         return skipped("torchvision is not installed and no envcheck image declares it (install it to check it: "
                        f"{fix_command(torch.__version__).split(' from ONE')[0]})")
     pin = torch_pin(importlib.metadata.requires("torchvision") or [])
@@ -139,10 +139,10 @@ def _import_failure(tv: _Installed, torch_version: str, exc: BaseException, what
     versions = pairing_problem(torch_version, tv_version, pin) or build_mismatch(why)
     if versions:
         return failed(f"torchvision {tv_version} {what} with torch {torch_version}: {why} ({versions})", tv_fix,
-                      measured=measured, expected={"import": "ok"}, fault_class="image")
+                      measured=measured, expected={"import": "ok"}, fault_class=FaultClass.IMAGE)
     # A half-done import leaves operators registered: a re-import in this worker would fail differently.
     return failed(f"torchvision {tv_version} {what}: {why} ({WORKER_RESTART})", NOT_VERSIONS_FIX,
-                  measured=measured, expected={"import": "ok"}, fault_class="image",
+                  measured=measured, expected={"import": "ok"}, fault_class=FaultClass.IMAGE,
                   details=traceback.format_exc(), restart_worker=True)
 
 
@@ -155,7 +155,7 @@ def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:
     cuda_problem = cuda_mismatch(torch.version.cuda, tv_cuda)
     if cuda_problem:
         return failed(cuda_problem, tv_fix, measured=measured, expected={"torchvision_cuda": torch.version.cuda},
-                      fault_class="image")
+                      fault_class=FaultClass.IMAGE)
     pairing = pairing_problem(torch.__version__, tv_version, pin)
     devices = ["cpu"] + ([f"cuda:{i}" for i in range(torch.cuda.device_count())]
                          if torch.cuda.is_available() else [])
@@ -169,16 +169,16 @@ def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:
             if sticky_cuda_error(problem):
                 problem += " (a sticky CUDA error: envcheck restarts the worker for later checks)"
         if problem and pairing:
-            return failed(f"{problem}; {pairing}", tv_fix, measured=measured, fault_class="image")
+            return failed(f"{problem}; {pairing}", tv_fix, measured=measured, fault_class=FaultClass.IMAGE)
         if problem and device.startswith("cuda:"):
             return failed(problem, "check dmesg for Xid errors on that GPU and run nvidia-smi -q -i <index>; "
-                          + NOT_VERSIONS_FIX, measured=measured, fault_class="node")
+                          + NOT_VERSIONS_FIX, measured=measured, fault_class=FaultClass.NODE)
         if problem:
-            return failed(problem, NOT_VERSIONS_FIX, measured=measured, fault_class="image")
+            return failed(problem, NOT_VERSIONS_FIX, measured=measured, fault_class=FaultClass.IMAGE)
     if pairing:
         return warned(f"{pairing}; nms and roi_align happen to work, but this pair is unsupported",
                       tv_fix if want else pair_fix(torch.__version__, tv_version), measured=measured,
-                      expected={"torchvision": matching_torchvision(torch.__version__)}, fault_class="image")
+                      expected={"torchvision": matching_torchvision(torch.__version__)}, fault_class=FaultClass.IMAGE)
     return passed(f"torchvision {tv_version} matches torch {torch.__version__}; {how}; nms and roi_align exact on "
                   f"{', '.join(devices)}", measured=measured)
 

@@ -15,7 +15,12 @@ from typing import Any
 
 from envcheck.checks.vision_pairing import fix_command
 from envcheck.core.check import CheckSpec, Context, Level, Needs
-from envcheck.core.result import Result, failed, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped, warned
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+DECODE_WRONG = "vision.decode_wrong"
+DECODERS_MISSING = "vision.decoders_missing"
+NO_TURBO = "vision.no_turbo"
 
 JPEG_MEAN_ERROR = 4.0  # mean |decoded - original| over a smooth 64x48 gradient at quality 95 (measured: ~0.5)
 NVJPEG_MEAN_ERROR = 2.0  # nvJPEG vs libjpeg-turbo on the same bytes: IDCT rounding differs by a level or two
@@ -68,18 +73,18 @@ def decoders_verdict(tv_version: str, torch_version: str, got: dict[str, Any] | 
     if isinstance(got, str):
         return failed(f"torchvision {tv_version} cannot decode images: {got.splitlines()[0][:200]}",
                       fix + " (its image extension, torchvision/image.so, and its bundled libjpeg/libpng/libwebp "
-                      "come with the wheel)", fault_class="image", code="vision.decoders_missing", details=got)
+                      "come with the wheel)", fault_class=FaultClass.IMAGE, code=DECODERS_MISSING, details=got)
     wrong = [what for what, bad in (("PNG", got["png_exact"] is False), ("WebP", got["webp_exact"] is False),
                                     ("JPEG", got["jpeg_mean_error"] > JPEG_MEAN_ERROR)) if bad]
     wrong += [f"nvJPEG on {d}" for d, e in got["nvjpeg_mean_error"].items() if e > NVJPEG_MEAN_ERROR]
     if wrong:
         return failed(f"torchvision {tv_version} decodes {', '.join(wrong)} wrong (JPEG mean error "
                       f"{got['jpeg_mean_error']}, nvJPEG {got['nvjpeg_mean_error'] or '-'})", fix,
-                      fault_class="image", code="vision.decode_wrong", measured=got)
+                      fault_class=FaultClass.IMAGE, code=DECODE_WRONG, measured=got)
     if got["turbo"] is False:
         return warned(f"torchvision {tv_version} was not compiled against libjpeg-turbo: JPEG decoding is several "
                       "times slower (torchvision's release smoke test refuses such a build)", fix,
-                      fault_class="image", code="vision.no_turbo", measured=got)
+                      fault_class=FaultClass.IMAGE, code=NO_TURBO, measured=got)
     done = ["JPEG (libjpeg-turbo)" if got["turbo"] else "JPEG", "PNG"] + (["WebP"] if got["webp_exact"] else [])
     gpus = f"; nvJPEG on {len(got['nvjpeg_mean_error'])} GPU(s)" if got["nvjpeg_mean_error"] else ""
     no_webp = "; WebP not tried: this Pillow has no WebP encoder" if got["webp_exact"] is None else ""

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Mapping
 
 from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, OK, USAGE, Mode
-from envcheck.core.errors import INTERNAL_ERROR_EXIT, FatalError, UsageError, process_start_problem
+from envcheck.core.errors import ExitCode, FatalError, UsageError, process_start_problem
 from envcheck.core.text import one_line
 
 # What slurmd sets in its prolog's and epilog's environment (SLURM_SCRIPT_CONTEXT, seen in Slurm 22.05): there a
@@ -30,7 +30,7 @@ def own_failure(mode: Mode | None, code: int, what: str) -> int:
     """One warning line (when stderr takes it) and the exit code that keeps the node's verdict. Outside a cluster
     mode it is the run's error: one line, exit 3 (FatalError, printed by the app's handler)."""
     if mode is None:
-        raise FatalError(what, exit_code=INTERNAL_ERROR_EXIT)
+        raise FatalError(what, exit_code=ExitCode.INTERNAL)
     try:
         print(f"envcheck: warning: {one_line(' '.join(what.split()))[:300]} (envcheck's own failure, not the node's)",
               file=sys.stderr, flush=True)

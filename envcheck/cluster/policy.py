@@ -15,16 +15,21 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from envcheck.checks.cuda.finding import CONTAINER
+from envcheck.checks.cuda.verdict import GPU_COUNT
+from envcheck.checks.gpu_health.node import GPU_LOST
+from envcheck.core.errors import ExitCode
+from envcheck.core.hardening import NOFILE_LOW, NPROC_LOW
 from envcheck.core.result import FaultClass, Result, Status
 
-OK = 0
-NODE_FAULT = 1  # prolog and npd: a node fault (npd: "problem")
-USAGE = 2  # bad input, every mode (npd reads 2 as "unknown", which is what it is)
-NPD_UNKNOWN = 2  # npd: envcheck could not judge the node (an unclassified ERROR)
-PREFLIGHT_NODE = 10  # preflight: retry elsewhere (the node is at fault)
+OK = ExitCode.OK
+NODE_FAULT = ExitCode.FAILED  # prolog and npd: a node fault (npd: "problem")
+USAGE = ExitCode.USAGE  # bad input, every mode (npd reads 2 as "unknown", which is what it is)
+NPD_UNKNOWN = ExitCode.NPD_UNKNOWN  # npd: envcheck could not judge the node (an unclassified ERROR)
+PREFLIGHT_NODE = ExitCode.PREFLIGHT_NODE  # preflight: retry elsewhere (the node is at fault)
 REASON_MAX = 200
 # The job user's limits ran out (envcheck.core.hardening): `config`, never the node's; npd cannot judge the node then.
-LIMIT_CODES = frozenset({"runtime.nproc_low", "runtime.nofile_low"})
+LIMIT_CODES = frozenset({NPROC_LOW, NOFILE_LOW})
 LOST_GPU_FIX = ("check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
                 "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`")  # scontrol's Reason= is free text; keep it one short line
 
@@ -42,7 +47,7 @@ class Mode(str, enum.Enum):
 class Decision:
     """The exit code, the one-line reason (empty when the node is fine) and warnings for the job's output."""
 
-    code: int
+    code: ExitCode
     reason: str
     warnings: tuple[str, ...]
 
@@ -59,10 +64,10 @@ def _lost_gpu(result: Result, expect_gpus: int | None) -> bool:
     """A GPU-count shortfall under --expect-gpus: fewer GPUs than the node must have, or none at all."""
     if result.status is not Status.FAIL or result.fault_class is not FaultClass.CONFIG or not expect_gpus:
         return False
-    if result.code == "cuda.gpu_count":
+    if result.code == GPU_COUNT:
         gpus = result.measured.get("gpus")
         return isinstance(gpus, int) and gpus < expect_gpus
-    return result.code == "cuda.container"  # no /dev/nvidia* and no driver inside: on the host, GPUs are gone
+    return result.code == CONTAINER  # no /dev/nvidia* and no driver inside: on the host, GPUs are gone
 
 
 def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | None) -> list[Result]:
@@ -78,12 +83,12 @@ def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | 
     out = []
     for r in results:
         if _lost_gpu(r, expect_gpus):
-            if r.code == "cuda.gpu_count":
+            if r.code == GPU_COUNT:
                 summary = f"{r.measured.get('gpus')} GPU(s) visible, {expect_gpus} expected: this node lost GPUs"
             else:
                 problem = str(r.measured["findings"][0].get("problem", "")).split(":")[0]
                 summary = f"{expect_gpus} GPU(s) expected, none visible: {problem}"
-            r = replace(r, fault_class=FaultClass.NODE, summary=summary, remediation=LOST_GPU_FIX, code="gpu.lost")
+            r = replace(r, fault_class=FaultClass.NODE, summary=summary, remediation=LOST_GPU_FIX, code=GPU_LOST)
         out.append(r)
     return out
 

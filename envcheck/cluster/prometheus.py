@@ -42,7 +42,7 @@ def gpus_seen(results: Sequence[Result], facts: Mapping[str, Any]) -> float | No
     count = _figure(results, "cuda.devices", "gpus")
     if count is None:
         count = _figure(results, "gpu.health", "gpus") if any(
-            r.name == "gpu.health" and r.status.value != "skip" for r in results) else None
+            r.name == "gpu.health" and r.status is not Status.SKIP for r in results) else None
     if count is None:
         count = _figure(results, "node.cuda_driver", "count")
     if count is not None:

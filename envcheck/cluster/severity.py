@@ -10,13 +10,23 @@
 - A code not listed: a node FAIL is hard (today's behaviour: nothing that drained before now waits), a WARN never
   drains.
 
-Keys are exact codes, or a prefix ending in `.*` (`xid.*`); the exact code wins, then the longest prefix.
+Keys are exact codes (the emitting modules' named constants, each in the codes table, cluster/finding_codes), or a
+prefix ending in `.*` (`xid.*`) for a family of the table; the exact code wins, then the longest prefix.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+
+from envcheck.checks.cuda import MEMORY_LEAKED
+from envcheck.checks.cuda.live_errors import GPU_UNUSABLE
+from envcheck.checks.dcgm import HOSTENGINE_HANG
+from envcheck.checks.gpu_health.node import FELL_OFF_BUS, GPU_HEALTH, GPU_INIT_SLOW, GPU_LOST, NVML_HANG
+from envcheck.checks.node import driver_api
+from envcheck.checks.node.profile_match import NODE_GPU_COUNT
+from envcheck.collectives.sweep import BUSBW_LOW
+from envcheck.perf.relative import CODES as RELATIVE_CODES
 
 
 class Severity(str, enum.Enum):
@@ -30,33 +40,29 @@ HARD, SOFT = Severity.HARD, Severity.SOFT
 
 SEVERITY: dict[str, Severity] = {
     # the node lost hardware or its driver is wedged
-    "gpu.lost": HARD,  # a GPU on the PCI bus that NVML no longer lists, or fewer GPUs than --expect-gpus
-    "gpu.fell_off_bus": HARD,
-    "gpu.health": HARD,  # gpu.health's failures: uncorrectable ECC, pending retirement or remap, remap failure
-    "nvml.hang": HARD,
-    "cuda.init_hang": HARD,
+    GPU_LOST: HARD,  # a GPU on the PCI bus that NVML no longer lists, or fewer GPUs than --expect-gpus
+    FELL_OFF_BUS: HARD,
+    GPU_HEALTH: HARD,  # gpu.health's failures: uncorrectable ECC, pending retirement or remap, remap failure
+    NVML_HANG: HARD,
+    driver_api.INIT_HANG: HARD,
     # a first initialisation over its budget only warns (a cold start); it fails only when it overran in two runs
     # in a row (the checks' own streak, envcheck.probe.node_state), so a failure drains at once
-    "gpu.init_slow": HARD,
-    "cuda.init_slow": HARD,
-    "cuda.memory_leaked": HARD,  # GPU memory held with no process in the host's view: needs a reset
-    "node.gpu_count": HARD,  # fewer GPUs than --expect-gpus (the node path's count, with the missing addresses)
-    "cuda.driver_crash": HARD,
-    "cuda.gpu_unusable": HARD,
-    "cuda.copy_mismatch": HARD,  # a copy that came back wrong: the data path is broken
+    GPU_INIT_SLOW: HARD,
+    driver_api.INIT_SLOW: HARD,
+    MEMORY_LEAKED: HARD,  # GPU memory held with no process in the host's view: needs a reset
+    NODE_GPU_COUNT: HARD,  # fewer GPUs than --expect-gpus (the node path's count, with the missing addresses)
+    driver_api.DRIVER_CRASH: HARD,
+    GPU_UNUSABLE: HARD,
+    driver_api.COPY_MISMATCH: HARD,  # a copy that came back wrong: the data path is broken
     "cuda.error.*": HARD,
     "xid.*": HARD,  # the Xid catalogue decides which Xids fail (drain) and which only warn
     "dcgm.diag.*": HARD,
-    "dcgm.hostengine_hang": HARD,
+    HOSTENGINE_HANG: HARD,
     "profile.*": HARD,  # the node is not the node type it must be (GPU count, model, links, driver)
     "dist.busbw.fail": HARD,  # a #wrong element in the all-reduce sweep: data corruption
     # performance: slow is not broken until it persists
-    "perf.matmul_slow": SOFT,
-    "perf.hbm_slow": SOFT,
-    "perf.h2d_slow": SOFT,
-    "perf.d2h_slow": SOFT,
-    "perf.peer_slow": SOFT,
-    "perf.busbw_low": SOFT,  # dist.busbw below --min-busbw
+    **{code: SOFT for code in RELATIVE_CODES},  # perf.matmul_slow, perf.hbm_slow, h2d, d2h, peer
+    BUSBW_LOW: SOFT,  # dist.busbw below --min-busbw
 }
 
 

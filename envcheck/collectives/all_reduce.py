@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.collectives import pattern
-from envcheck.collectives.common import Launcher, correctness_check
-from envcheck.collectives.launch import launch
-from envcheck.collectives.rank_plan import RankContext
+from envcheck.collectives.rank_context import RankContext
 from envcheck.collectives.verdicts import WRONG_REMEDIATION, scope, sum_wrong
-from envcheck.core.check import Context, DistOptions
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.check import DistOptions
+from envcheck.core.result import FaultClass, Result, failed, passed
 
 GPU_EXACT_COUNT = 4 << 20  # 16 MiB of float32
 CPU_EXACT_COUNT = 1 << 18  # 1 MiB of float32
@@ -67,12 +65,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
             detail = (f"rank {rank}: first wrong float32 element {info['first_wrong_index']} = "
                       f"{info['first_wrong_value']}, expected {info['first_expected_value']}")
         return failed(f"all_reduce over {scope(backend, world)} gave wrong results: {'; '.join(problems)}",
-                      WRONG_REMEDIATION, measured=measured, expected=expected, details=detail, fault_class="node")
+                      WRONG_REMEDIATION, measured=measured, expected=expected, details=detail, fault_class=FaultClass.NODE)
     return passed(f"all_reduce over {scope(backend, world)}: float32 exact on "
                   f"{measured['elements_float32']} elements (#wrong 0); bfloat16/float16 exact too",
                   measured=measured, expected=expected)
-
-
-def nccl_all_reduce(ctx: Context, launcher: Launcher = launch) -> Result:
-    """The `dist.all_reduce` check: its own launch, judged by `judge`."""
-    return correctness_check(ctx, ("all_reduce",), launcher)

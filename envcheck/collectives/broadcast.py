@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.collectives import pattern
-from envcheck.collectives.rank_plan import RankContext
+from envcheck.collectives.rank_context import RankContext
 from envcheck.collectives.verdicts import exact_op_result
 from envcheck.core.check import DistOptions
 

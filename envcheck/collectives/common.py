@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Any
 
+from envcheck.collectives import all_gather, broadcast
 from envcheck.collectives import failures as diagnosis
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, _rank_env, launch
 from envcheck.collectives.rank_hook import HOOK_VAR
-from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine, interface_cause
-from envcheck.core.check import Context
-from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, nofile_low, nproc_low
-from envcheck.core.result import Result, errored, failed, skipped
+from envcheck.core.check import Context, DistOptions
+from envcheck.core.hardening import MIN_SHM_BYTES, SHM_FIX, SHM_SMALL, nofile_low, nproc_low
+from envcheck.core.result import FaultClass, Result, errored, failed, skipped
 from envcheck.probe.facts import shm_bytes
 from envcheck.probe.interfaces import interfaces
 
@@ -36,6 +37,8 @@ BISECTION: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("SHM", (("NCCL_P2P_DISABLE", "1"), ("NCCL_SHM_DISABLE", "1"))),
 )
 Launcher = Callable[[LaunchPlan], LaunchOutcome]
+# A collective's verdict over every rank's findings (`judge(findings, backend, world, options)`).
+Judge = Callable[[list[dict[str, Any]], str, int, DistOptions], Result]
 
 
 def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
@@ -51,7 +54,7 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
         if not dist.is_nccl_available():
             return failed("CUDA is available but this torch build has no NCCL backend",
                           "install a CUDA build of torch (pip install torch --index-url "
-                          "https://download.pytorch.org/whl/cu128)", fault_class="image")
+                          "https://download.pytorch.org/whl/cu128)", fault_class=FaultClass.IMAGE)
         return "nccl", int(torch.cuda.device_count())
     ranks = ctx.options.dist.cpu_ranks
     if ranks < 1:
@@ -113,18 +116,18 @@ def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
         return failed(f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
                       f"failure): {diagnosis.describe_slow_start(outcome)}",
                       diagnosis.SLOW_START_REMEDIATION, measured=measured,
-                      details=diagnosis.failure_details(outcome), fault_class="node")
+                      details=diagnosis.failure_details(outcome), fault_class=FaultClass.NODE)
     try:  # the interface the ranks' socket variable names is missing: the cause, not the transport
         cause = interface_cause(diagnosis.failure_details(outcome), _rank_env(outcome.plan), interfaces())
     except OSError:
         cause = None
     if cause:
         return failed(f"{outcome.plan.backend} ranks failed to initialise: {cause[0]}", cause[1],
-                      measured=measured, details=diagnosis.failure_details(outcome), fault_class="config")
+                      measured=measured, details=diagnosis.failure_details(outcome), fault_class=FaultClass.CONFIG)
     summary = diagnosis.describe_failure(outcome)
     return failed(f"{outcome.plan.backend} ranks failed: {summary}",
                   diagnosis.remediation_for(outcome.plan.backend),
-                  measured=measured, details=diagnosis.failure_details(outcome), fault_class="node")
+                  measured=measured, details=diagnosis.failure_details(outcome), fault_class=FaultClass.NODE)
 
 
 def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> Result:
@@ -138,12 +141,12 @@ def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> R
                       f"needs more than this /dev/shm of {shm / 2**20:.0f} MiB ({result.summary})",
                       f"give the job shared memory: {SHM_FIX}; until then export {env}",
                       measured={**result.measured, "fixed_by": env, "shm_bytes": shm}, details=result.details,
-                      fault_class="config", code="shm.small")
+                      fault_class=FaultClass.CONFIG, code=SHM_SMALL)
     return failed(f"NCCL failed with default transports but passed with {env}: the {transport} transport "
                   f"is broken here ({result.summary})",
                   f"Export {env} for now; fix the cause: for P2P check IOMMU/ACS (iommu=pt) and "
                   "`nvidia-smi topo -m`; for SHM give the container --ipc=host or --shm-size=8g",
-                  measured={**result.measured, "fixed_by": env}, details=result.details, fault_class="node")
+                  measured={**result.measured, "fixed_by": env}, details=result.details, fault_class=FaultClass.NODE)
 
 
 def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> LaunchPlan | Result:
@@ -157,9 +160,11 @@ def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> Laun
                       start="fork")
 
 
-def correctness_check(ctx: Context, steps: tuple[str, ...], launcher: Launcher = launch) -> Result:
+def correctness_check(ctx: Context, judges: Mapping[str, Judge], launcher: Launcher = launch) -> Result:
     """One check = one launch of its collectives (no state shared with other checks), each judged by
-    its module's `judge`, combined into one result; NCCL transport bisection on failure."""
+    its module's `judge` (given by reference, keyed by the step the ranks run), combined into one result; NCCL
+    transport bisection on failure."""
+    steps = tuple(judges)
     began = time.monotonic()
     plan = correctness_plan(ctx, began, steps)
     if isinstance(plan, Result):
@@ -169,8 +174,8 @@ def correctness_check(ctx: Context, steps: tuple[str, ...], launcher: Launcher =
     if not outcome.ok:
         return launch_failure(outcome, notes)
     findings = [r.found or {} for r in outcome.ranks]
-    result = combine([collective(step).judge(findings, plan.backend, plan.world_size, ctx.options.dist)
-                      for step in steps])
+    result = combine([judge(findings, plan.backend, plan.world_size, ctx.options.dist)
+                      for judge in judges.values()])
     if notes:
         result = replace(result, measured={**result.measured, "launch_notes": notes})
     return transport_fixed(result, fixed_by, outcome) if fixed_by else result
@@ -178,4 +183,4 @@ def correctness_check(ctx: Context, steps: tuple[str, ...], launcher: Launcher =
 
 def all_gather_broadcast(ctx: Context, launcher: Launcher = launch) -> Result:
     """The `dist.collectives` check: all_gather and broadcast reproduce every element exactly."""
-    return correctness_check(ctx, ("all_gather", "broadcast"), launcher)
+    return correctness_check(ctx, {"all_gather": all_gather.judge, "broadcast": broadcast.judge}, launcher)

@@ -17,6 +17,13 @@ from envcheck.collectives.verdicts import combine
 from envcheck.core.result import FaultClass, Result, failed, warned
 
 NAME = "dist.rendezvous"
+# Finding codes of the roll call before a multi-node run (each one is in envcheck.cluster.finding_codes.TABLE).
+MISSING_RANK = "dist.rendezvous.missing_rank"
+UNRESOLVED = "dist.rendezvous.unresolved"
+INTERFACE = "dist.rendezvous.interface"
+VERSIONS = "dist.rendezvous.versions"
+CLOCK_SKEW = "dist.rendezvous.clock_skew"
+PORT_TAKEN = "dist.rendezvous.port_taken"
 SKEW_WARN_S = 5.0  # one keep-alive interval
 SKEW_FAIL_S = 15.0  # keep_alive_interval x keep_alive_max_attempt: torch elastic then calls the node dead
 VERSION_KEYS = ("torch", "nccl", "envcheck", "python")
@@ -55,7 +62,7 @@ def _missing(world: int, arrivals: Mapping[int, Mapping[str, Any]], master: Mapp
                   "(a missing hosts/DNS entry, a down link, or a firewall on the port)",
                   measured={"missing_ranks": missing, "arrived": len(arrivals), "world_size": world,
                             "store": where}, fault_class=FaultClass.NODE,
-                  code=f"{NAME}.missing_rank")
+                  code=MISSING_RANK)
 
 
 def _unresolved(arrivals: Mapping[int, Mapping[str, Any]], master: Mapping[str, Any]) -> Result | None:
@@ -76,7 +83,7 @@ def _unresolved(arrivals: Mapping[int, Mapping[str, Any]], master: Mapping[str, 
                   f"add {name} to {', '.join(nodes)}'s /etc/hosts or DNS (`getent hosts {name}` must answer there), "
                   f"or set MASTER_ADDR to an address every node reaches",
                   measured={"name": name, "unresolved_on": nodes, "resolved": elsewhere},
-                  fault_class=FaultClass.NODE, code=f"{NAME}.unresolved")
+                  fault_class=FaultClass.NODE, code=UNRESOLVED)
 
 
 def _interfaces(arrivals: Mapping[int, Mapping[str, Any]]) -> Result | None:
@@ -87,7 +94,7 @@ def _interfaces(arrivals: Mapping[int, Mapping[str, Any]]) -> Result | None:
     named = "; ".join(f"on {n}: {p['text']}" for (n, _), p in bad.items())
     return failed(f"{var}={first['value']} names no usable interface on {', '.join(sorted({n for n, _ in bad}))}: "
                   f"{named}", f"on {node}: {first['fix']}", measured={"problems": list(bad.values())},
-                  fault_class=FaultClass.CONFIG, code=f"{NAME}.interface")
+                  fault_class=FaultClass.CONFIG, code=INTERFACE)
 
 
 def _versions(arrivals: Mapping[int, Mapping[str, Any]]) -> Result | None:
@@ -104,7 +111,7 @@ def _versions(arrivals: Mapping[int, Mapping[str, Any]]) -> Result | None:
                   "run every node from the same image or environment (same torch, NCCL and envcheck); "
                   "`python -m envcheck facts` on each node shows which one drifted",
                   measured={"differ": differ}, fault_class=FaultClass.CONFIG,
-                  code=f"{NAME}.versions")
+                  code=VERSIONS)
 
 
 def _clock(arrivals: Mapping[int, Mapping[str, Any]], seen_at: Mapping[int, float],
@@ -118,8 +125,8 @@ def _clock(arrivals: Mapping[int, Mapping[str, Any]], seen_at: Mapping[int, floa
     fix = f"sync {node}'s clock (chronyc tracking / timedatectl show on {node}) before a multi-node run"
     measured = {"skew_s": {n: round(s, 3) for n, s in skews.items()}}
     if abs(skew) >= SKEW_FAIL_S:
-        return failed(text, fix, measured=measured, fault_class=FaultClass.NODE, code=f"{NAME}.clock_skew")
-    return warned(text, fix, measured=measured, fault_class=FaultClass.NODE, code=f"{NAME}.clock_skew")
+        return failed(text, fix, measured=measured, fault_class=FaultClass.NODE, code=CLOCK_SKEW)
+    return warned(text, fix, measured=measured, fault_class=FaultClass.NODE, code=CLOCK_SKEW)
 
 
 def judge_roll_call(world: int, arrivals: Mapping[int, Mapping[str, Any]], master: Mapping[str, Any],

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from envcheck.collectives.rank_plan import RankContext
+from envcheck.collectives.rank_context import RankContext
 from envcheck.core.check import DistOptions
 from envcheck.core.result import Result
 from envcheck.reference.compare import Comparison, compare

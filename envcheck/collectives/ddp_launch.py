@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from envcheck.collectives import ddp, sync_batchnorm
 from envcheck.collectives.common import Launcher, choose_ranks, launch_failure, launch_with_bisection
 from envcheck.collectives.launch import LaunchPlan, launch
-from envcheck.collectives.rank_plan import collective
 from envcheck.collectives.verdicts import combine
 from envcheck.core.check import Context
 from envcheck.core.result import Result, Status
@@ -27,14 +27,15 @@ def ddp_differential(ctx: Context, launcher: Launcher = launch) -> Result:
     if isinstance(chosen, Result):
         return chosen
     backend, world = chosen
-    steps = ("ddp", "sync_batchnorm")
+    judges = {"ddp": ddp.judge, "sync_batchnorm": sync_batchnorm.judge}  # by reference, keyed by the ranks' step
+    steps = tuple(judges)
     left = DDP_TIMEOUT_S - 5.0 - (time.monotonic() - began)
     plan = LaunchPlan(backend, world, steps, max(5.0, min(DEADLINE_S, left)), start="fork")
     outcome, fixed_by, notes = launch_with_bisection(plan, left, launcher)
     if not outcome.ok:
         return launch_failure(outcome, notes)
     findings = [r.found or {} for r in outcome.ranks]
-    results = [collective(step).judge(findings, backend, world, ctx.options.dist) for step in steps]
+    results = [judge(findings, backend, world, ctx.options.dist) for judge in judges.values()]
     result = combine(results)
     warnings = [r for r in results if r.status is Status.WARN]
     if warnings and result.status is Status.PASS:  # combine() knows pass and fail; keep a known-bug warning

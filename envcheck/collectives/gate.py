@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.collectives.crossnode import NAME, judge_roll_call
+from envcheck.collectives.crossnode import NAME, PORT_TAKEN, judge_roll_call
 from envcheck.collectives.rendezvous import port_holder
 from envcheck.collectives.rollcall import Unreachable, hear, join, say
 from envcheck.core.result import FaultClass, Result, Status, failed
@@ -41,7 +41,7 @@ def port_taken(port: int, exc: BaseException, took: float) -> Result:
     return failed(f"the rendezvous port {port} on {node} is taken{by}: rank 0 could not host the store ({first})",
                   f"free port {port} on {node}, or set MASTER_PORT to a free port (under srun the default is derived "
                   "from the job id)", measured={"port": port, "node": node, "holder": holder},
-                  fault_class=FaultClass.CONFIG, code=f"{NAME}.port_taken").named(NAME, took)
+                  fault_class=FaultClass.CONFIG, code=PORT_TAKEN).named(NAME, took)
 
 
 def enter(rank: int, world: int, timeout_s: float, report: Report) -> Gate:

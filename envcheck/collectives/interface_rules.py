@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from envcheck.core.result import Status
 from envcheck.probe.interfaces import IFF_LOOPBACK, IFF_RUNNING, IFF_UP
 
 JUDGED = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_IB_HCA")
@@ -93,10 +94,10 @@ def suggestion(ifaces: list[Mapping[str, Any]]) -> str | None:
     return str(good[0]["name"]) if good else None
 
 
-class Finding(NamedTuple):
+class VariableVerdict(NamedTuple):
     """One variable's verdict: 'pass', 'warn' or 'fail', a sentence, the fix, and what it selects."""
 
-    status: str
+    status: Status
     text: str
     fix: str | None = None
     matches: tuple[str, ...] = ()
@@ -109,7 +110,7 @@ def _fix(var: str, ifaces: list[Mapping[str, Any]]) -> str:
     return f"export {var}={name} (an interface that exists here), or unset {var}"
 
 
-def judge_variable(var: str, value: str, data: Mapping[str, Any]) -> Finding:
+def judge_variable(var: str, value: str, data: Mapping[str, Any]) -> VariableVerdict:
     """The verdict on one variable against the captured interfaces, read the way its library reads it."""
     ifaces: list[Mapping[str, Any]] = list(data.get("interfaces", []))
     by_name = {str(i["name"]): i for i in ifaces}
@@ -119,46 +120,46 @@ def judge_variable(var: str, value: str, data: Mapping[str, Any]) -> Finding:
     if var == "GLOO_SOCKET_IFNAME":
         pieces = gloo_pieces(value)
         if pieces is None:
-            return Finding("pass", f"{var}={value!r} is ignored (PyTorch reads it when longer than one character)")
+            return VariableVerdict(Status.PASS, f"{var}={value!r} is ignored (PyTorch reads it when longer than one character)")
         bad = ["an empty name between commas" if not p else f"{p!r} does not exist" if p not in by_name else
                f"{p!r} has no IP address" for p in pieces if not p or not _addressed(by_name.get(p, {}))]
         if bad:
-            return Finding("fail", f"{var}={value}: {'; '.join(bad)} (gloo takes a comma list of exact interface "
+            return VariableVerdict(Status.FAIL, f"{var}={value}: {'; '.join(bad)} (gloo takes a comma list of exact interface "
                            f"names, each with an IP address); {here}", _fix(var, ifaces))
-        return Finding("pass", f"{var}={value} names {', '.join(pieces)}", matches=tuple(pieces))
+        return VariableVerdict(Status.PASS, f"{var}={value} names {', '.join(pieces)}", matches=tuple(pieces))
     if var == "TP_SOCKET_IFNAME":
         iface = by_name.get(value)
         if iface is None or not (_running(iface) and _addressed(iface)):
             why = "does not exist" if iface is None else "is not up and running with an IP address"
-            return Finding("fail", f"{var}={value}: {value!r} {why}, so TensorPipe (torch RPC) warns and listens on "
+            return VariableVerdict(Status.FAIL, f"{var}={value}: {value!r} {why}, so TensorPipe (torch RPC) warns and listens on "
                            f"127.0.0.1, which other hosts cannot reach; {here}", _fix(var, ifaces))
-        return Finding("pass", f"{var}={value} names {value}", matches=(value,))
+        return VariableVerdict(Status.PASS, f"{var}={value} names {value}", matches=(value,))
     if len(value) <= 1:
-        return Finding("pass", f"{var}={value!r} is ignored (NCCL reads it when longer than one character)")
+        return VariableVerdict(Status.PASS, f"{var}={value!r} is ignored (NCCL reads it when longer than one character)")
     family = data.get("env", {}).get("NCCL_SOCKET_FAMILY")
     listed = [i for i in ifaces if nccl_matches(value, str(i["name"]))]
     usable = tuple(str(i["name"]) for i in listed if nccl_usable(i, family))
     if usable:
-        return Finding("pass", f"{var}={value} matches {', '.join(usable)}", matches=usable)
+        return VariableVerdict(Status.PASS, f"{var}={value} matches {', '.join(usable)}", matches=usable)
     of = f" of {family}" if family in ("AF_INET", "AF_INET6") else ""
     unusable = f" ({', '.join(describe(i) for i in listed)}: not running with an IP address{of})" if listed else ""
-    return Finding("fail", f"{var}={value} matches no usable interface{unusable} (NCCL reads a comma list of "
+    return VariableVerdict(Status.FAIL, f"{var}={value} matches no usable interface{unusable} (NCCL reads a comma list of "
                    f"prefixes, '^' excludes, '=' exact names); {here}", _fix(var, ifaces))
 
 
-def _judge_hca(value: str, hcas: list[Mapping[str, Any]] | None) -> Finding:
+def _judge_hca(value: str, hcas: list[Mapping[str, Any]] | None) -> VariableVerdict:
     var = "NCCL_IB_HCA"
     if hcas is None:
-        return Finding("warn", f"{var}={value} but this host shows no InfiniBand devices (no /sys/class/infiniband): "
+        return VariableVerdict(Status.WARN, f"{var}={value} but this host shows no InfiniBand devices (no /sys/class/infiniband): "
                        "NCCL finds no IB device and falls back to TCP sockets", f"unset {var}, or run where the HCAs "
                        "are present (containers: --device=/dev/infiniband --cap-add=IPC_LOCK)")
     ports = [(str(h["name"]), int(p["port"]), str(p.get("state"))) for h in hcas for p in h.get("ports", [])]
     active = tuple(f"{n}:{p}" for n, p, s in ports if s == "ACTIVE" and nccl_matches(value, n, p))
     if active:
-        return Finding("pass", f"{var}={value} matches {', '.join(active)}", matches=active)
+        return VariableVerdict(Status.PASS, f"{var}={value} matches {', '.join(active)}", matches=active)
     present = ", ".join(f"{n}:{p} {s}" for n, p, s in ports) or "none"
     usable = next((n for n, _, s in ports if s == "ACTIVE"), None)
-    return Finding("warn", f"{var}={value} matches no active InfiniBand port (NCCL's prefix/'^'/'=' list; HCAs here: "
+    return VariableVerdict(Status.WARN, f"{var}={value} matches no active InfiniBand port (NCCL's prefix/'^'/'=' list; HCAs here: "
                    f"{present}): NCCL falls back to TCP sockets", f"export {var}={usable}, or unset {var}"
                    if usable else f"unset {var}, or bring an HCA port up (ibstat)")
 

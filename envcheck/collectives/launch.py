@@ -218,7 +218,8 @@ def _launch(plan: LaunchPlan, workdir: Path) -> LaunchOutcome:
         deadline_hit = _supervise(procs, began + plan.deadline_s)
     except OSError as exc:
         if len(procs) < plan.world_size:  # a rank could not be forked or spawned (e.g. ulimit -u reached)
-            raise StartFailure(f"rank {len(procs)} of {plan.world_size}: {process_start_problem(exc)}") from None
+            who = f"rank {len(procs)} of {plan.world_size}"
+            raise StartFailure(f"{who}: {process_start_problem(exc)}", who=who) from None
         raise
     finally:
         for write_fd in pipes:

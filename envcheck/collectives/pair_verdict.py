@@ -15,7 +15,7 @@ from statistics import median
 from typing import Any
 
 from envcheck.core.check import DistOptions
-from envcheck.core.result import Result, failed, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped, warned
 
 NAME = "dist.pairs"
 SLOW_FRACTION = 0.5
@@ -64,7 +64,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
         return failed(f"{head}: all_reduce gave wrong results between {', '.join(pair_name(r) for r in wrong)} "
                       f"(#wrong {sum(r['wrong'] for r in wrong)})", "Wrong results between two nodes mean silent "
                       "data corruption on the path between them: check both nodes' NICs and dmesg, and keep them out "
-                      "of jobs until fixed", measured=measured, details=table(rows), fault_class="node",
+                      "of jobs until fixed", measured=measured, details=table(rows), fault_class=FaultClass.NODE,
                       code=WRONG_CODE)
     slowest = min(rows, key=lambda r: r["busbw_gbps"])
     measured["slowest_pair"] = slowest["nodes"]
@@ -98,4 +98,4 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
                 "nodes is fast with the others: the path between them (switch, route, cable)")
     make = failed if options.strict_perf else warned
     return make(f"{head}: {text}", SLOW_FIX, measured=measured, expected={"min_pair_busbw_gbps": floor},
-                details=table(rows), fault_class="node", code=SLOW_CODE)
+                details=table(rows), fault_class=FaultClass.NODE, code=SLOW_CODE)

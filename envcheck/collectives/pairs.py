@@ -17,7 +17,7 @@ from typing import Any
 
 from envcheck.collectives.pair_verdict import judge
 from envcheck.collectives.pattern import count_wrong_exact, fill_exact
-from envcheck.collectives.rank_plan import RankContext
+from envcheck.collectives.rank_context import RankContext
 from envcheck.collectives.timing import MIB, algbw, busbw, slowest_rank, time_op
 from envcheck.collectives.tournament import rounds
 

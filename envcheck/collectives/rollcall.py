@@ -21,6 +21,7 @@ from typing import Any
 
 from envcheck.collectives.interface_rules import judge_variable
 from envcheck.collectives.rendezvous import Reach, reach_store, resolve
+from envcheck.core.result import Status
 from envcheck.probe.interfaces import interfaces
 from envcheck.probe.slurm_layout import rank_nodes
 
@@ -69,7 +70,7 @@ def interface_problems() -> list[dict[str, str]]:
     for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
         if var in env:
             finding = judge_variable(var, env[var], data)
-            if finding.status == "fail":
+            if finding.status is Status.FAIL:
                 out.append({"var": var, "value": env[var], "text": finding.text, "fix": finding.fix or ""})
     return out
 

@@ -9,16 +9,17 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from envcheck.collectives.common import Launcher, choose_ranks, launch_failure
-from envcheck.collectives.launch import LaunchPlan, launch
 from envcheck.collectives.pattern import VERIFY_WORKSPACE_BYTES, count_wrong_exact, fill_exact
-from envcheck.collectives.rank_plan import RankContext
+from envcheck.collectives.rank_context import RankContext
 from envcheck.collectives.timing import MIB, algbw, busbw, iterations, slowest_rank, time_op
 from envcheck.collectives.verdicts import WRONG_REMEDIATION, format_table, scope, sweep_rows
-from envcheck.core.check import Context, DistOptions
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.check import DistOptions
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 
-__all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "sweep", "sweep_memory"]
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+BUSBW_LOW = "perf.busbw_low"
+
+__all__ = ["CPU_SIZES", "algbw", "busbw", "gpu_sizes", "judge", "run", "sweep", "sweep_memory"]
 
 CPU_SIZES = tuple(MIB // 16 * 4**k for k in range(5))  # 64 KiB .. 16 MiB
 GPU_MIN_TOP = 256 * MIB
@@ -128,7 +129,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
     head = f"all_reduce busbw peak {peak['busbw_gbps']:.3f} GB/s at {peak['bytes']} B over {scope(backend, world)}"
     if wrong:
         return failed(f"{head}, but #wrong {wrong} during the sweep", WRONG_REMEDIATION, measured=measured,
-                      expected=expected, details=table, fault_class="node")
+                      expected=expected, details=table, fault_class=FaultClass.NODE)
     if min_busbw is not None:
         at = options.min_busbw_at_bytes
         expected["min_busbw_gbps"] = min_busbw
@@ -144,7 +145,7 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
             make = failed if options.strict_perf else warned
             where = "" if at is None else f"; at the floor's {at} B message: {row['busbw_gbps']:.3f} GB/s"
             return make(f"{head}{where}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
-                        expected=expected, details=table, fault_class="node", code="perf.busbw_low")
+                        expected=expected, details=table, fault_class=FaultClass.NODE, code=BUSBW_LOW)
     if world == 1:
         head += " (busbw is 0 by definition with one rank)"
     return passed(head, measured=measured, expected=expected, details=table)
@@ -157,19 +158,3 @@ def not_comparable(floor: float, at: int, rows: list[dict[str, Any]], backend: s
            f"{sweep_memory(at) // MIB} MiB free); raise --memory-fraction to measure it")
     return (f"the {floor:g} GB/s floor was measured at {at} B, this sweep's largest message is "
             f"{max(r['bytes'] for r in rows)} B: not comparable, not judged ({why})")
-
-
-def all_reduce_busbw(ctx: Context, launcher: Launcher = launch) -> Result:
-    """The `dist.busbw` check: sweep message sizes; report algbw/busbw (GB/s), judge against --min-busbw."""
-    chosen = choose_ranks(ctx)
-    if isinstance(chosen, Result):
-        return chosen
-    backend, world = chosen
-    # GPU sizes are chosen by the ranks from their free memory (the coordinator never touches CUDA).
-    plan = LaunchPlan(backend, world, ("sweep",), SWEEP_DEADLINE_S, () if backend == "nccl" else CPU_SIZES,
-                      start="fork", memory_fraction=ctx.options.devices.memory_fraction,
-                      floor_bytes=ctx.options.dist.min_busbw_at_bytes if ctx.options.dist.min_busbw_gbps else None)
-    outcome = launcher(plan)
-    if not outcome.ok:
-        return launch_failure(outcome, [])
-    return judge([r.found or {} for r in outcome.ranks], backend, world, ctx.options.dist)

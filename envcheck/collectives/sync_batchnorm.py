@@ -14,7 +14,7 @@ import itertools
 from dataclasses import asdict
 from typing import Any
 
-from envcheck.collectives.rank_plan import RankContext
+from envcheck.collectives.rank_context import RankContext
 from envcheck.core.check import DistOptions
 from envcheck.core.result import Result, passed
 from envcheck.reference.compare import Comparison, compare, comparisons_result

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.collectives.interface_rules import judge_variable
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import FaultClass, Result, Status, failed, passed
 
 WRONG_REMEDIATION = (
     "Wrong collective results mean silent data corruption: rerun with NCCL_P2P_DISABLE=1 and "
@@ -40,7 +40,7 @@ def interface_cause(text: str, env: Mapping[str, str],
     for var, pattern in INTERFACE_ERRORS:
         if var in env and pattern.search(text):
             finding = judge_variable(var, env[var], {"interfaces": interfaces, "env": dict(env)})
-            if finding.status == "fail" and finding.fix:
+            if finding.status is Status.FAIL and finding.fix:
                 return finding.text, finding.fix
     return None
 
@@ -74,7 +74,7 @@ def exact_op_result(findings: list[dict[str, Any]], step: str, label: str, backe
     expected = {f"wrong_{step}": 0}
     if wrong:
         return failed(f"{label} over {scope(backend, world)} gave wrong results: #wrong {wrong} of {elements}",
-                      WRONG_REMEDIATION, measured=measured, expected=expected, fault_class="node")
+                      WRONG_REMEDIATION, measured=measured, expected=expected, fault_class=FaultClass.NODE)
     return passed(f"{label} exact over {scope(backend, world)}", measured=measured, expected=expected)
 
 
@@ -87,7 +87,7 @@ def combine(results: list[Result]) -> Result:
     bad = [r for r in results if r.status.is_bad]
     if bad:
         return failed("; ".join(r.summary for r in bad), bad[0].remediation or WRONG_REMEDIATION,
-                      measured=measured, expected=expected, fault_class=bad[0].fault_class or "node",
+                      measured=measured, expected=expected, fault_class=bad[0].fault_class or FaultClass.NODE,
                       details="\n".join(r.details for r in bad if r.details))
     return passed("; ".join(r.summary for r in results), measured=measured, expected=expected)
 

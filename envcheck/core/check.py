@@ -178,18 +178,30 @@ class Context:
         return self.level is Level.FULL
 
 
+def reference(fn: Callable[..., Any]) -> str:
+    """How a worker process finds `fn` (`module:qualname`), taken from the function object itself: never written
+    by hand, so a renamed or moved function is still found (and mypy checks every hook's type)."""
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
 @dataclass(frozen=True)
 class Hooks:
-    """Check-layer policies the engine calls by `module:qualname` reference, so `core` imports nothing from
-    `checks` (the registry passes `envcheck.checks.HOOKS`). None: the engine does without."""
+    """Check-layer policies the engine calls, given as function objects, so `core` imports nothing from `checks`
+    (the registry passes `envcheck.checks.HOOKS`). None: the engine does without."""
 
     # () -> dict: the environment facts, collected in a worker.
-    facts: str | None = None
+    facts: Callable[[], dict[str, Any]] | None = None
     # (error text) -> an object with `problem` and `fix`, or None: a crash that is the environment's state
     # (e.g. an EXCLUSIVE_PROCESS GPU held by another process), reported as FAIL instead of ERROR.
-    diagnose: str | None = None
+    diagnose: Callable[[str], Any] | None = None
     # (result text) -> bool: the worker's state is poisoned (a sticky CUDA error) and must be replaced.
-    recycle: str | None = None
+    recycle: Callable[[str], bool] | None = None
+
+    def references(self) -> dict[str, str | None]:
+        """Each hook as a worker process finds it across the fork-server boundary (see `reference`)."""
+        return {"facts": reference(self.facts) if self.facts else None,
+                "diagnose": reference(self.diagnose) if self.diagnose else None,
+                "recycle": reference(self.recycle) if self.recycle else None}
 
 
 @dataclass(frozen=True)
@@ -210,6 +222,9 @@ class CheckSpec:
     uses_gpu: bool | None = None
     # Heavy modules (e.g. `torchvision`) the fork server imports once, so workers forked later inherit them.
     preload: tuple[str, ...] = ()
+    # Its place on the torch-free node path of `--for prolog|npd|health` (inline, no fork server), lowest first;
+    # None: not on it. Membership is this field, not a list of names.
+    node_order: int | None = None
 
     @property
     def gpu(self) -> bool:

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-# envcheck's own failure (a crash in its code, a report it could not write): never a verdict on the environment.
-INTERNAL_ERROR_EXIT = 3
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit code envcheck gives (documented in docs/cluster.md; stable: change only with a major version)."""
+
+    OK = 0
+    FAILED = 1  # a check failed or errored; prolog and npd: a node fault (npd: "problem")
+    USAGE = 2  # bad input, every mode (npd reads 2 as "unknown", which is what it is)
+    NPD_UNKNOWN = 2  # npd: envcheck could not judge the node (an unclassified ERROR)
+    INTERNAL = 3  # envcheck's own failure (a crash in its code, a report it could not write): no verdict
+    PREFLIGHT_NODE = 10  # preflight: retry elsewhere (the node is at fault)
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+
+
+INTERNAL_ERROR_EXIT = ExitCode.INTERNAL
 
 
 class FatalError(Exception):
     """A problem the user must fix; printed as one line, never as a traceback."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.USAGE) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
@@ -20,7 +34,12 @@ class UsageError(FatalError):
 
 
 class StartFailure(RuntimeError):
-    """A process could not be started (fork/spawn failed): the check reports `error` with this cause, no trace."""
+    """A process could not be started (fork/spawn failed): the check reports `error` with this cause, no trace.
+    `who` names the process that could not start (`rank 1 of 4`), as data: nothing parses the message."""
+
+    def __init__(self, message: str, who: str = "") -> None:
+        super().__init__(message)
+        self.who = who
 
 
 def process_start_problem(exc: OSError) -> str:

@@ -31,7 +31,7 @@ def unmet_need(spec: CheckSpec) -> str | None:
     return None
 
 
-CRASH_PREFIX = "check crashed:"
+CRASH_PREFIX = "check crashed:"  # words for people; the engine reads Result.crashed
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,14 @@ def run_check(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | No
         result = skipped(why) if why else spec.func(ctx)
         raised = False
         if not isinstance(result, Result):
-            result = errored(f"check returned {type(result).__name__}, not a Result")
+            result = errored(f"check returned {type(result).__name__}, not a Result", crashed=True)
     except StartFailure as exc:  # a process could not be started: the cause is the whole story
-        who = str(exc).split(": cannot start a process")[0] if ": cannot start a process" in str(exc) else ""
-        what = f"{who}: a process could not be started".lstrip(": ")
-        result = runtime_cause(exc, what, trace=False) or errored(str(exc))
+        what = f"{exc.who}: a process could not be started" if exc.who else "a process could not be started"
+        result = runtime_cause(exc, what, trace=False) or errored(str(exc), crashed=True)
     except Exception as exc:
         result = environment_failure(exc, diagnose) or runtime_cause(exc) or errored(
             f"{CRASH_PREFIX} {type(exc).__name__}: {exc}".splitlines()[0],
-            details=traceback.format_exc(),
+            details=traceback.format_exc(), crashed=True,
         )
     return Outcome(result.named(spec.name, time.monotonic() - start), raised)
 

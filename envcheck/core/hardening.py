@@ -14,6 +14,14 @@ import traceback
 
 from envcheck.core.result import FaultClass, Result, failed
 
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+NO_PASSWD_ENTRY = "runtime.no_passwd_entry"
+SHM_SMALL = "shm.small"  # emitted by container.shm and the dist checks, which share this module's shm rule
+NOFILE_LOW = "runtime.nofile_low"
+NPROC_LOW = "runtime.nproc_low"
+TMP_FULL = "runtime.tmp_full"
+TMP_READONLY = "runtime.tmp_readonly"
+
 NO_PASSWD = "getpwuid(): uid not found"
 NO_TEMP = "No usable temporary directory found"
 NO_THREAD = "can't start new thread"
@@ -58,7 +66,7 @@ def nofile_low(what: str) -> Result:
     return failed(f"{what}: the open-file limit (nofile {limit_text(resource.RLIMIT_NOFILE)}) ran out",
                   f"raise it to at least {NOFILE_NEED} (a PyTorch job with DataLoader workers and NCCL needs "
                   f"thousands): `docker run --ulimit nofile=65536:65536`, `ulimit -n 65536`, or the container "
-                  "runtime's default in Kubernetes", fault_class=FaultClass.CONFIG, code="runtime.nofile_low")
+                  "runtime's default in Kubernetes", fault_class=FaultClass.CONFIG, code=NOFILE_LOW)
 
 
 def nproc_low(what: str) -> Result:
@@ -69,21 +77,21 @@ def nproc_low(what: str) -> Result:
     return failed(f"{what}: the process/thread limit ({where}) ran out", f"allow at least {NPROC_NEED} processes+"
                   "threads (torch's intra-op threads, DataLoader workers, NCCL's threads, one rank per GPU): "
                   "`docker run --pids-limit 4096 --ulimit nproc=65536`, `ulimit -u`, the pod's pids limit",
-                  fault_class=FaultClass.CONFIG, code="runtime.nproc_low")
+                  fault_class=FaultClass.CONFIG, code=NPROC_LOW)
 
 
 def no_passwd(what: str) -> Result:
     """The uid has no passwd entry and USER/LOGNAME are unset."""
     return failed(f"{what}: uid {os.getuid()} has no passwd entry and USER/LOGNAME are unset, so "
                   "getpass.getuser() raises KeyError", PASSWD_FIX, fault_class=FaultClass.CONFIG,
-                  code="runtime.no_passwd_entry")
+                  code=NO_PASSWD_ENTRY)
 
 
 def tmp_unwritable(what: str, detail: str, full: bool = False) -> Result:
     """A temp/cache/HOME dir a check writes to is read-only or full."""
     state = "full" if full else "read-only"
     return failed(f"{what}: a temp/cache dir is {state} ({detail})", WRITE_FIX, fault_class=FaultClass.CONFIG,
-                  code="runtime.tmp_full" if full else "runtime.tmp_readonly")
+                  code=TMP_FULL if full else TMP_READONLY)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 SCHEMA_VERSION = 2  # 2: the run report gained `verdict` and `counts` (report_schema.json)
-SCHEMA_MINOR = 1  # 2.1: every result carries a stable finding `code` (additive: a 2.0 reader ignores it)
+SCHEMA_MINOR = 2  # 2.1: every result carries a stable finding `code`; 2.2: `crashed` (additive: a 2.0 reader ignores them)
 
 JSONValue = Any  # measured/expected values must be JSON-serialisable
 
@@ -63,6 +63,9 @@ class Result:
     code: str | None = None
     # The worker that ran this check is poisoned (a sticky CUDA error): the engine replaces it before the next.
     restart_worker: bool = False
+    # envcheck's own failure, typed: an exception escaped the check, or the process running it died or could not be
+    # run. The engine and reports read this flag, never the summary's words.
+    crashed: bool = False
 
     def __post_init__(self) -> None:
         if self.fault_class is not None and not isinstance(self.fault_class, FaultClass):
@@ -74,6 +77,8 @@ class Result:
         if self.status in (Status.PASS, Status.SKIP):
             object.__setattr__(self, "fault_class", None)
             object.__setattr__(self, "code", None)
+        if self.crashed and self.status is not Status.ERROR:
+            object.__setattr__(self, "crashed", False)  # a crash the check's hook diagnosed is a finding, not ours
         if self.status in (Status.SKIP, Status.ERROR) and not (self.reason or "").strip():
             object.__setattr__(self, "reason", self.summary or "no reason given")
         if "\n" in self.summary:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from envcheck.core import signals
-from envcheck.core.check import CheckSpec, Context, Hooks
+from envcheck.core.check import CheckSpec, Context, Hooks, reference
 from envcheck.core.execute import execute
 from envcheck.core.hardening import runtime_cause
 from envcheck.core.isolation.failure import FailureKind, WorkerFailure, failure_result
@@ -169,7 +169,7 @@ class Runner:
                 if self._aborted:
                     return
                 cause = runtime_cause(exc, "envcheck could not run this check") or errored(
-                    f"envcheck's own failure: {type(exc).__name__}: {exc}".splitlines()[0])
+                    f"envcheck's own failure: {type(exc).__name__}: {exc}".splitlines()[0], crashed=True)
                 for group in lane:
                     for index, spec in groups[group]:
                         if index not in done:
@@ -226,10 +226,8 @@ class Runner:
             ).named(spec.name, 0.0)
         timeout = self._timeout(spec)
         if not spec.isolated:
-            from envcheck.core.isolation.worker import resolve
-
             ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
-            return execute(spec, ctx, resolve(self.hooks.diagnose) if self.hooks.diagnose else None)
+            return execute(spec, ctx, self.hooks.diagnose)
         start = time.monotonic()
         worker = self._worker(spec.group)
         failure = worker.start(start + timeout)
@@ -242,8 +240,8 @@ class Runner:
                                 timeout, start)
         ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
         request = {"op": Op.CHECK, "name": spec.name, "context": ctx.to_dict(),
-                   "func": f"{spec.func.__module__}:{spec.func.__qualname__}",
-                   "needs": dataclasses.asdict(spec.needs), "hooks": dataclasses.asdict(self.hooks)}
+                   "func": reference(spec.func),
+                   "needs": dataclasses.asdict(spec.needs), "hooks": self.hooks.references()}
         reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
             return failure_result(spec, reply, timeout, start)
@@ -279,10 +277,11 @@ class Runner:
             "error": {"absent": "facts could not be collected: envcheck was interrupted"}}
 
     def _collect_facts(self) -> None:
+        assert self.hooks.facts is not None  # both callers check it
         left = self._left()
         timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
         try:
-            reply = self._worker(FACTS_GROUP).request({"op": Op.FACTS, "func": self.hooks.facts}, timeout)
+            reply = self._worker(FACTS_GROUP).request({"op": Op.FACTS, "func": reference(self.hooks.facts)}, timeout)
         except Exception as exc:  # an abort closed the worker's pipes under this thread
             reply = WorkerFailure(FailureKind.EXIT, f"{type(exc).__name__}: {exc}")
         if isinstance(reply, WorkerFailure):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from envcheck.core.errors import FatalError
+from envcheck.core.errors import ExitCode, FatalError
 from envcheck.images.engine import docker_binary
 from envcheck.images.matrix import Row
 
@@ -56,7 +56,7 @@ def build_command(req: BuildRequest, docker: str | None = None) -> list[str]:
         cmd += ["--build-arg", f"{key}={value}"]
     if req.ca_bundle is not None:
         if not req.ca_bundle.is_file():
-            raise FatalError(f"CA bundle {req.ca_bundle} does not exist; pass an existing PEM file", 2)
+            raise FatalError(f"CA bundle {req.ca_bundle} does not exist; pass an existing PEM file", ExitCode.USAGE)
         cmd += ["--secret", f"id=ca,src={req.ca_bundle}"]
     if req.network:
         cmd += ["--network", req.network]
@@ -84,10 +84,10 @@ def run_build(req: BuildRequest, timeout_s: float = BUILD_TIMEOUT_S) -> str:
     try:
         done = subprocess.run(build_command(req), env=env, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
-        raise FatalError(f"docker build of {req.refs()[0]} took over {timeout_s:g}s and was stopped", 1) from None
+        raise FatalError(f"docker build of {req.refs()[0]} took over {timeout_s:g}s and was stopped", ExitCode.FAILED) from None
     if done.returncode != 0:
         raise FatalError(f"docker build of {req.refs()[0]} failed (exit {done.returncode}); see the output above",
-                         1)
+                         ExitCode.FAILED)
     return req.refs()[0]
 
 

@@ -7,7 +7,7 @@ import os
 import shutil
 from typing import Any
 
-from envcheck.core.errors import FatalError
+from envcheck.core.errors import ExitCode, FatalError
 
 DEBIAN_DOCKER = "/usr/bin/docker"  # Debian's docker.io client: BuildKit (`build --secret`) built in
 
@@ -27,7 +27,7 @@ def docker_binary() -> str:
     """`find_docker()`, or a one-line error (it must support `--secret` with DOCKER_BUILDKIT=1)."""
     found = find_docker()
     if not found:
-        raise FatalError("no docker CLI found; install docker.io or set ENVCHECK_DOCKER=/path/to/docker", 2)
+        raise FatalError("no docker CLI found; install docker.io or set ENVCHECK_DOCKER=/path/to/docker", ExitCode.USAGE)
     return found
 
 
@@ -36,7 +36,7 @@ def docker_sdk() -> Any:
     try:
         return importlib.import_module("docker")
     except ImportError:
-        raise FatalError("the Docker SDK is not installed; run `pip install 'envcheck[docker]'`", 2) from None
+        raise FatalError("the Docker SDK is not installed; run `pip install 'envcheck[docker]'`", ExitCode.USAGE) from None
 
 
 def connect(timeout_s: float = 30.0) -> Any:
@@ -48,7 +48,7 @@ def connect(timeout_s: float = 30.0) -> Any:
     except Exception as exc:
         why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise FatalError(f"no Docker daemon answers ({why}); start it (`sudo systemctl start docker` or "
-                         "`dockerd &`) or set DOCKER_HOST", 2) from None
+                         "`dockerd &`) or set DOCKER_HOST", ExitCode.USAGE) from None
     return client
 
 
@@ -59,7 +59,7 @@ def require_image(client: Any, image: str) -> Any:
         return client.images.get(image)
     except docker.errors.ImageNotFound:
         raise FatalError(f"image {image} not found locally; build it (`make image ROW=<row> TARGET=<target>`, "
-                         f"see `envcheck matrix list`) or `docker pull {image}`", 2) from None
+                         f"see `envcheck matrix list`) or `docker pull {image}`", ExitCode.USAGE) from None
 
 
 def has_image(client: Any, ref: str) -> bool:
@@ -79,6 +79,6 @@ def explain_start_error(image: str, exc: Exception) -> FatalError:
     refusal = explain_gpu_refusal(text, default_row_of(image))
     if refusal is not None:
         return FatalError(f"{image}: cannot give the container a GPU: {refusal.cause} (the daemon said: "
-                          f"{refusal.matched}); fix: {refusal.fix} [fault: {refusal.fault_class}]", 2)
+                          f"{refusal.matched}); fix: {refusal.fix} [fault: {refusal.fault_class}]", ExitCode.USAGE)
     first = (text.strip().splitlines() or [type(exc).__name__])[0]
-    return FatalError(f"{image}: the container did not start: {first}", 2)
+    return FatalError(f"{image}: the container did not start: {first}", ExitCode.USAGE)

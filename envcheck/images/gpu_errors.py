@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck.core.cuda_compat import MAJOR_FLOOR
+from envcheck.core.findings import Finding
+from envcheck.core.result import FaultClass
 
 # The Docker/NVIDIA container toolkit facts the daemon's refusals and `envcheck host` share (host imports them).
 CDI_FIX = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (then nvidia-ctk cdi list shows the devices)"
@@ -36,27 +38,34 @@ _NO_DRIVER = re.compile(r"nvidia-container-cli: initialization error: nvml error
 _REQUIRE = re.compile(r"nvidia-container-cli: requirement error: unsatisfied condition: cuda\s*>=\s*(\d+)\.(\d+)")
 
 
-@dataclass(frozen=True)
-class GpuRefusal:
-    """One refusal: the daemon's words that matched, the cause, the fix and who must act."""
+@dataclass(frozen=True, kw_only=True)
+class GpuRefusal(Finding):
+    """One refusal: the finding (the cause, the fix, who must act), and the daemon's words that matched."""
 
     matched: str
-    cause: str
-    fix: str
-    fault_class: str
+
+    @property
+    def cause(self) -> str:
+        """The cause in words (the finding's problem)."""
+        return self.problem
 
 
 def _select(m: re.Match[str]) -> GpuRefusal:
     driver, caps = m.group(1), m.group(2).split()
     unknown = [c for c in caps if c not in DRIVER_CAPS]
     if unknown:
-        return GpuRefusal(m.group(0), f"the GPU request asks for capabilities {caps}, and "
-                          f"{', '.join(map(repr, unknown))} is none of the nvidia driver's", "capabilities: [gpu, "
+        return GpuRefusal(f"the GPU request asks for capabilities {caps}, and "
+                          f"{', '.join(map(repr, unknown))} is none of the nvidia driver's",
+                          "capabilities: [gpu, "
                           "compute, utility] (for every NVIDIA capability: -e NVIDIA_DRIVER_CAPABILITIES=all)",
-                          "config")
+                          FaultClass.CONFIG,
+                          matched=m.group(0))
     which = f"has no device driver {driver!r}" if driver else "has no NVIDIA device driver"
-    return GpuRefusal(m.group(0), f"the Docker daemon {which}: nvidia-container-toolkit is not installed or "
-                      "Docker was not configured and restarted for it", TOOLKIT_FIX, "node")
+    return GpuRefusal(f"the Docker daemon {which}: nvidia-container-toolkit is not installed or "
+                      "Docker was not configured and restarted for it",
+                      TOOLKIT_FIX,
+                      FaultClass.NODE,
+                      matched=m.group(0))
 
 
 def explain_gpu_refusal(text: str, row_of: Callable[[], str | None] = lambda: None) -> GpuRefusal | None:
@@ -65,22 +74,29 @@ def explain_gpu_refusal(text: str, row_of: Callable[[], str | None] = lambda: No
     if m := _SELECT.search(text):
         return _select(m)
     if m := _CDI.search(text):
-        return GpuRefusal(m.group(0), f"no CDI spec on the host offers {m.group(1)} (none generated, or generated "
-                          "before a driver change and unreadable now)", CDI_FIX, "node")
+        return GpuRefusal(f"no CDI spec on the host offers {m.group(1)} (none generated, or generated "
+                          "before a driver change and unreadable now)",
+                          CDI_FIX,
+                          FaultClass.NODE,
+                          matched=m.group(0))
     if m := _NO_DRIVER.search(text):
-        return GpuRefusal(m.group(0), "the NVIDIA kernel driver is not loaded on the host",
+        return GpuRefusal("the NVIDIA kernel driver is not loaded on the host",
                           "on the host, nvidia-smi must work: sudo modprobe nvidia, or reinstall the driver for the "
-                          "running kernel (a kernel update without the driver's DKMS module) and reboot", "node")
+                          "running kernel (a kernel update without the driver's DKMS module) and reboot",
+                          FaultClass.NODE,
+                          matched=m.group(0))
     if m := _REQUIRE.search(text):
         major, minor = m.group(1), m.group(2)
         row = row_of()
         floor = MAJOR_FLOOR.get(int(major))
         compat = (f"; a driver >= {floor} runs CUDA {major}.x through minor-version compatibility, so there "
                   "-e NVIDIA_DISABLE_REQUIRES=true starts it (no PTX JIT newer than the driver)" if floor else "")
-        return GpuRefusal(m.group(0), f"the image{f' (matrix row {row})' if row else ''} needs a driver with CUDA >= "
+        return GpuRefusal(f"the image{f' (matrix row {row})' if row else ''} needs a driver with CUDA >= "
                           f"{major}.{minor} (NVIDIA_REQUIRE_CUDA), and the host's driver is older",
                           f"upgrade the host driver, or run a row built for an older CUDA (`envcheck host` lists the "
-                          f"rows that run on this driver){compat}", "node")
+                          f"rows that run on this driver){compat}",
+                          FaultClass.NODE,
+                          matched=m.group(0))
     return None
 
 

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from envcheck.core.errors import FatalError, UsageError
+from envcheck.core.errors import ExitCode, FatalError, UsageError
 from envcheck.images import skopeo
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -61,7 +61,7 @@ def sign_envelope(doc: dict[str, Any], key_path: Path) -> dict[str, Any]:
         from securesystemslib.signer import CryptoSigner  # type: ignore[attr-defined]
     except ImportError:
         raise FatalError("signing the attestation needs securesystemslib; `pip install 'securesystemslib[crypto]'`",
-                         2) from None
+                         ExitCode.USAGE) from None
     try:
         private = load_pem_private_key(key_path.read_bytes(), password=None)
     except (OSError, ValueError, TypeError) as exc:

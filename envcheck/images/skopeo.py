@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from envcheck.core.errors import FatalError
+from envcheck.core.errors import ExitCode, FatalError
 
 REGISTRY_FAILED = 4  # exit code: the registry or the transport failed (not a verdict on the image)
 _LOOPBACK = ("127.", "localhost", "[::1]")
@@ -22,7 +22,7 @@ def skopeo_binary() -> str:
     """skopeo on PATH, or a one-line error naming the package."""
     found = shutil.which("skopeo")
     if not found:
-        raise FatalError("skopeo is not installed; `apt-get install skopeo` (it copies manifests registry-side)", 2)
+        raise FatalError("skopeo is not installed; `apt-get install skopeo` (it copies manifests registry-side)", ExitCode.USAGE)
     return found
 
 
@@ -106,4 +106,4 @@ def check_policy(ref: str, policy: Path, registries_d: Path | None = None) -> No
             run_skopeo([*args, "copy", *tls_flags(ref, "src-tls-verify"), f"docker://{ref}", f"dir:{tmp}/image"],
                        what=f"{ref} is refused by {policy}")
         except FatalError as exc:
-            raise FatalError(exc.message, 1) from None
+            raise FatalError(exc.message, ExitCode.FAILED) from None

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from envcheck.core.errors import ExitCode
 from envcheck.core.result import SCHEMA_VERSION, Status
 from envcheck.core.text import visible
 from envcheck.images.docker_run import ImageRun
@@ -23,13 +24,13 @@ from envcheck.report.table import STATUS_STYLES
 def image_exit_code(run: ImageRun) -> int:
     """0 when the image ran and no check failed or errored, else 1."""
     if run.error is not None or run.report is None:
-        return 1
+        return ExitCode.FAILED
     return exit_code(run.report.results)
 
 
 def overall_exit_code(runs: Sequence[ImageRun]) -> int:
     """0 only when every image passed."""
-    return max((image_exit_code(r) for r in runs), default=0)
+    return max((image_exit_code(r) for r in runs), default=ExitCode.OK)
 
 
 def matrix_table(runs: Sequence[ImageRun]) -> Table:

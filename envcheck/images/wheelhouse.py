@@ -11,7 +11,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from envcheck.core.errors import FatalError, UsageError
+from envcheck.core.errors import ExitCode, FatalError, UsageError
 from envcheck.images import build as builder
 from envcheck.images.engine import docker_binary
 from envcheck.images.matrix import Row
@@ -36,9 +36,9 @@ def pack(row: Row, dest: Path) -> str:
         done = subprocess.run(builder.wheelhouse_image_command(row, dest), input=builder.WHEELHOUSE_DOCKERFILE,
                               text=True, env=env, timeout=DOWNLOAD_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        raise FatalError("building the wheelhouse image took over an hour and was stopped", 1) from None
+        raise FatalError("building the wheelhouse image took over an hour and was stopped", ExitCode.FAILED) from None
     if done.returncode != 0:
-        raise FatalError(f"building {builder.wheelhouse_image(row)} failed (exit {done.returncode})", 1)
+        raise FatalError(f"building {builder.wheelhouse_image(row)} failed (exit {done.returncode})", ExitCode.FAILED)
     return builder.wheelhouse_image(row)
 
 
@@ -58,9 +58,9 @@ def _pip(cmd: list[str]) -> None:
     try:
         done = subprocess.run(cmd, timeout=DOWNLOAD_TIMEOUT_S, check=False, env=os.environ)
     except subprocess.TimeoutExpired:
-        raise FatalError("pip download took over an hour and was stopped", 1) from None
+        raise FatalError("pip download took over an hour and was stopped", ExitCode.FAILED) from None
     if done.returncode != 0:
-        raise FatalError(f"pip download failed (exit {done.returncode}); see the output above", 1)
+        raise FatalError(f"pip download failed (exit {done.returncode}); see the output above", ExitCode.FAILED)
 
 
 def torch_requires(dest: Path, row: Row) -> list[str]:
@@ -70,4 +70,4 @@ def torch_requires(dest: Path, row: Row) -> list[str]:
             name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
             lines = zf.read(name).decode("utf-8", errors="replace").splitlines()
         return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
-    raise FatalError(f"no torch-{row.torch} wheel in {dest} after download", 1)
+    raise FatalError(f"no torch-{row.torch} wheel in {dest} after download", ExitCode.FAILED)

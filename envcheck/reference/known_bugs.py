@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.core.result import Result, Status, warned
+from envcheck.core.result import FaultClass, Result, Status, warned
 from envcheck.reference.compare import Comparison, comparisons_result
 
 
@@ -97,4 +97,4 @@ def judge_with_known_bugs(what: str, comparisons: Sequence[Comparison], *, toler
                + f"; {sum(len(v) for v in known.values())} comparisons show it, everything else within tolerance")
     return warned(summary, remedy,
                   measured=result.measured, expected=result.expected, details="\n".join(
-                      line for found in known.values() for line in found), fault_class="image")
+                      line for found in known.values() for line in found), fault_class=FaultClass.IMAGE)

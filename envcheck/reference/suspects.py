@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from envcheck.core.result import FaultClass
+
 # Operators the numerics checks lean on; a kernel for them registered from Python outside torch is an override.
 WATCHED_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "aten::convolution",
                "aten::_softmax", "aten::sum.dim_IntList", "aten::mul.Tensor", "aten::add.Tensor",
@@ -34,7 +36,7 @@ class Suspect:
     """One local cause of wrong math: what was found, and who must act (config or image)."""
 
     cause: str
-    fault_class: str
+    fault_class: FaultClass
 
 
 def library_overrides(ops: tuple[str, ...] = WATCHED_OPS) -> list[Suspect]:
@@ -52,7 +54,7 @@ def library_overrides(ops: tuple[str, ...] = WATCHED_OPS) -> list[Suspect]:
             m = _REGISTERED.match(line)
             if m and "(inactive)" not in line and not str(Path(m.group(2)).resolve()).startswith(torch_dir):
                 found.append(Suspect(f"{op} has a {m.group(1)} kernel registered from {m.group(2)}:{m.group(3)} "
-                                     "(a torch.library override)", "image"))
+                                     "(a torch.library override)", FaultClass.IMAGE))
     return found
 
 
@@ -64,13 +66,13 @@ def startup_patches() -> list[Suspect]:
         origin = getattr(spec, "origin", None)
         if origin and os.path.isfile(origin) and TORCH_WORD.search(_read(origin)):
             found.append(Suspect(f"{origin} ({name}) mentions torch and runs at every interpreter start",
-                                 "image"))
+                                 FaultClass.IMAGE))
     dirs = [*site.getsitepackages(), site.getusersitepackages()]
     for folder in dict.fromkeys(dirs):
         for pth in sorted(Path(folder).glob("*.pth")) if os.path.isdir(folder) else []:
             lines = [ln for ln in _read(str(pth)).splitlines() if ln.startswith(("import ", "import\t"))]
             if any(TORCH_WORD.search(ln) for ln in lines):
-                found.append(Suspect(f"{pth} runs code that touches torch at every interpreter start", "image"))
+                found.append(Suspect(f"{pth} runs code that touches torch at every interpreter start", FaultClass.IMAGE))
     return found
 
 
@@ -82,7 +84,7 @@ TORCH_WORD = re.compile(r"(?<![\w.])torch(?![\w])")
 def math_env(environ: Mapping[str, str] | None = None) -> list[Suspect]:
     """Set environment variables that change the math."""
     env = os.environ if environ is None else environ
-    return [Suspect(f"{name}={env[name]!r} is set: it {why}", "config")
+    return [Suspect(f"{name}={env[name]!r} is set: it {why}", FaultClass.CONFIG)
             for name, why in MATH_ENV.items() if env.get(name)]
 
 
@@ -96,7 +98,7 @@ def wrong_math_fix(default: str, suspects: list[Suspect] | None = None) -> tuple
     found = find_suspects() if suspects is None else suspects
     if not found:
         return (f"no torch.library override, startup patch or math-changing env var was found; {default}",
-                "image", [])
+                FaultClass.IMAGE, [])
     causes = [s.cause for s in found]
     fix = ("remove what changes torch's math here, then rerun: " + "; ".join(causes))
     return fix, found[0].fault_class, causes

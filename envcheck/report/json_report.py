@@ -10,14 +10,15 @@ from typing import Any
 
 from envcheck import __version__
 from envcheck.core.check import Context
-from envcheck.core.errors import FatalError
+from envcheck.core.errors import ExitCode, FatalError
 from envcheck.core.redact import redact_deep
 from envcheck.core.result import SCHEMA_MINOR, SCHEMA_VERSION, Result
 from envcheck.core.run_report import RunReport
 from envcheck.report.summary import counts, exit_code, verdict
 
 RESULT_KEYS = ("name", "status", "summary", "measured", "expected", "remediation", "reason", "details",
-               "duration_s", "fault_class", "code", "restart_worker")
+               "duration_s", "fault_class", "code", "restart_worker",
+               "crashed")
 READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 lacks verdict/counts, which parsing does not need
 VALIDATE_ENV = "ENVCHECK_VALIDATE_REPORTS"  # "1": validate every rendered report against the schema (tests)
 
@@ -70,16 +71,16 @@ def parse_report(text: str) -> RunReport:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FatalError(f"report is not valid JSON ({exc.msg} at line {exc.lineno})", 1) from None
+        raise FatalError(f"report is not valid JSON ({exc.msg} at line {exc.lineno})", ExitCode.FAILED) from None
     if not isinstance(data, dict) or "results" not in data:
-        raise FatalError("report JSON has no 'results' list", 1)
+        raise FatalError("report JSON has no 'results' list", ExitCode.FAILED)
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS:
         raise FatalError(f"report schema_version {version!r} is not one of {READABLE_VERSIONS}; upgrade envcheck",
-                         1)
+                         ExitCode.FAILED)
     try:
         results = [Result.from_dict(r) for r in data["results"]]
     except (KeyError, ValueError, TypeError) as exc:
-        raise FatalError(f"report has a malformed result: {exc}", 1) from None
+        raise FatalError(f"report has a malformed result: {exc}", ExitCode.FAILED) from None
     return RunReport(results=results, facts=dict(data.get("facts") or {}),
                      context=Context.from_dict(data.get("context") or {}))

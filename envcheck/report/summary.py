@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from envcheck.core.errors import ExitCode
 from envcheck.core.result import Result, Status
 
 
-def exit_code(results: Iterable[Result]) -> int:
+def exit_code(results: Iterable[Result]) -> ExitCode:
     """0 when nothing failed or errored, else 1."""
-    return 1 if any(r.status.is_bad for r in results) else 0
+    return ExitCode.FAILED if any(r.status.is_bad for r in results) else ExitCode.OK
 
 
 def counts(results: Iterable[Result]) -> dict[str, int]:

@@ -1,8 +1,8 @@
 """Generated `envcheck run --level full --json` reports of 8x H100 nodes, for the fleet tests and bench/fleet_scale.py.
 
-Staged: the figures (shaped like the H100 of tests/bench/data/h100_bench_quick.json, with a healthy spread of about 1%
+Staged: the figures (shaped like the H100 of tests/perf/data/h100_bench_quick.json, with a healthy spread of about 1%
 per GPU and per node) and the facts (NVML's GPU list). Real: perf.relative's Result, judged by the real verdict
-(envcheck.bench.relative.judge) over those figures, dist.busbw's, and the report, rendered by the real JSON writer.
+(envcheck.perf.relative.judge) over those figures, dist.busbw's, and the report, rendered by the real JSON writer.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envcheck.bench.figures import figure
-from envcheck.bench.relative import judge
 from envcheck.core.check import Context, Level
 from envcheck.core.result import passed
 from envcheck.core.run_report import RunReport
+from envcheck.perf.figures import figure
+from envcheck.perf.relative import judge
 from envcheck.report.json_report import to_json_dict
 
 GPU_NAME = "NVIDIA H100 80GB HBM3"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from envcheck.app.cluster_mode import finish
-from envcheck.bench.relative import judge
 from envcheck.cluster.severity import HARD, SEVERITY, SOFT, all_soft, severity
 from envcheck.cluster.streaks import Policy, State, apply, hold, is_hard, is_soft, load, save, state_path
 from envcheck.core.result import Result, Status, failed, passed, warned
+from envcheck.perf.relative import judge
 from tests.helpers import run_cli
 
 SLOW = warned("all_reduce busbw peak 0.06 GB/s, below the 0.25 GB/s floor", fault_class="node",

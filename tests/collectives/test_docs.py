@@ -30,7 +30,8 @@ def test_doc_states_the_retry_budget_the_code_uses() -> None:
 
 
 def test_doc_states_the_torchrun_give_up_rules_the_code_uses() -> None:
-    from envcheck.collectives import torchrun
+    # the give-up timings live in the rank watch since issue 34 split torchrun.py
+    from envcheck.collectives import rank_watch as torchrun
 
     text = _flat()
     assert f"a rank whose heartbeat stops for {torchrun.DEAD_AFTER_S:g} s is dead" in text

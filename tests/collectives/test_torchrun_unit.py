@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch.distributed as dist
 
 from envcheck.collectives import torchrun
-from envcheck.collectives.torchrun import Monitor, SideChannel
+from envcheck.collectives.rank_watch import GRACE_S, Monitor, SideChannel
 
 
 class Clock:
@@ -56,7 +56,7 @@ def test_a_silent_rank_is_dead_and_the_rest_get_a_grace() -> None:
         monitor.poll()
     assert monitor.kind(1) == "dead" and monitor.kind(0) == "running"
     assert not monitor.give_up()
-    clock.t += torchrun.GRACE_S
+    clock.t += GRACE_S
     channel.beat(0)
     channel.beat(2)
     monitor.poll()

@@ -36,6 +36,7 @@ def test_hung_check_becomes_error_within_timeout_and_leaves_no_orphan() -> None:
     assert "timed out after 3s" in (result.reason or "") and result.measured["worker_failure"] == "timeout"
     assert "about to hang" in result.details
     assert elapsed < 3 + 5
+    assert not result.crashed  # a timeout is said as one, not as a crash
     assert after.status is Status.PASS
     deadline = time.monotonic() + 5
     while processes_with_marker(marker) and time.monotonic() < deadline:
@@ -55,6 +56,8 @@ def test_segfault_and_os_exit_become_error_and_later_checks_run() -> None:
     assert raised.status is Status.ERROR and "ValueError: boom from a check" in (raised.reason or "")
     assert "Traceback" in raised.details
     assert ok.status is Status.PASS and ok.summary == "fine"
+    # envcheck's own failure is a typed flag the engine and reports read, never the summary's words
+    assert seg.crashed and hard.crashed and raised.crashed and not ok.crashed
 
 
 def test_whole_run_timeout_caps_checks_and_marks_the_rest() -> None:
@@ -128,7 +131,7 @@ def test_dist_checks_run_in_a_worker_of_their_own() -> None:
 def test_facts_are_collected_beside_the_gpu_lane_in_a_worker_of_their_own(tmp_path: Path) -> None:
     """`prefetch_facts` collects while a GPU group runs (a rendezvous proves the overlap, no timing), in a
     process that is not a check's worker, and one that never initialised CUDA."""
-    hooks = dataclasses.replace(HOOKS, facts="tests.core.fault_checks:facts_meet_gpu")
+    hooks = dataclasses.replace(HOOKS, facts=fault_checks.facts_meet_gpu)  # a function object (issue 34)
     gpu = CheckSpec("test.gpu_meets_facts", fault_checks.gpu_meets_facts, "gpu", group="gpu_a", uses_gpu=True)
     with Runner(Context(), share_gpu=False, hooks=hooks,
                 env={**os.environ, "ENVCHECK_TEST_DIR": str(tmp_path)}) as runner:

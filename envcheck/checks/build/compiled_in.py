@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from envcheck.core.result import Result, failed, passed, skipped
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 from envcheck.core.versions import public, release
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+NO_NVSHMEM = "build.no_nvshmem"
+NO_OPENMP = "build.no_openmp"
 
 NVSHMEM_SINCE = (2, 9)  # the smoke test: "torch is not compiled with NVSHMEM prior to 2.9"
 
@@ -24,7 +28,7 @@ def openmp_verdict(available: bool, threads: int, version: str, cuda: str | None
     return failed(f"torch {version} is built without OpenMP: CPU ops (and DataLoader's collate, Inductor's CPU "
                   "kernels) run single-threaded, and PyTorch's release smoke test refuses such a build",
                   torch_reinstall(version, cuda), measured=measured, expected={"openmp": True},
-                  fault_class="image", code="build.no_openmp")
+                  fault_class=FaultClass.IMAGE, code=NO_OPENMP)
 
 
 def nvshmem_verdict(version: str, cuda: str | None, available: bool | str | None, import_error: str | None
@@ -39,7 +43,7 @@ def nvshmem_verdict(version: str, cuda: str | None, available: bool | str | None
         return failed(f"torch {version} (CUDA {cuda}) is not compiled with NVSHMEM ({import_error}): symmetric "
                       "memory and NVSHMEM-based collectives are missing; PyTorch's release smoke test requires it "
                       "from 2.9 on", torch_reinstall(version, cuda), measured={"nvshmem_compiled": False},
-                      expected={"nvshmem_compiled": True}, fault_class="image", code="build.no_nvshmem")
+                      expected={"nvshmem_compiled": True}, fault_class=FaultClass.IMAGE, code=NO_NVSHMEM)
     here = ("it loads here" if available is True else "it cannot load here (no NVSHMEM-capable GPU or library: "
             f"{available})" if isinstance(available, str) else "not usable on this host (no GPU, or no "
             "libnvshmem_host; it is needed only by symmetric-memory code)")

@@ -15,10 +15,13 @@ from envcheck.checks.cuda.live_errors import gpu_error, gpu_label
 from envcheck.checks.cuda.runtime_errors import CHECKS as ERROR_CHECKS
 from envcheck.checks.cuda.verdict import cuda_available_verdict, cuda_devices_replay, gpu_count_verdict
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, failed, passed, skipped
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 from envcheck.core.section import Section
 from envcheck.probe.gpu_access import host_pid_namespace
 from envcheck.probe.gpu_usage import foreign, holder, nvml_gpus, read_usage
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+MEMORY_LEAKED = "cuda.memory_leaked"
 
 
 def cuda_available(ctx: Context) -> Result:
@@ -40,7 +43,7 @@ def cuda_arch(ctx: Context) -> Result:
             sm = f"sm_{cap[0]}{cap[1]}"
             return failed(f"{gpu_label(i)}, {sm}, is not covered by this build's arch list {arch_list}",
                           f"install a torch build that targets {sm}: {builds_supporting(cap)}",
-                          measured=measured, expected={"covers": sm}, fault_class="image")
+                          measured=measured, expected={"covers": sm}, fault_class=FaultClass.IMAGE)
         want = float((1 << 20) ** 2)  # sum of the first n odd numbers is n^2
         try:
             x = torch.arange(1 << 20, device=f"cuda:{i}", dtype=torch.float64)
@@ -51,7 +54,7 @@ def cuda_arch(ctx: Context) -> Result:
         if got != want:
             return failed(f"{gpu_label(i)} computed {got} for a kernel whose exact answer is {want}",
                           "the GPU or driver is faulty: run nvidia-smi -q, check dmesg for Xid errors",
-                          measured={**measured, "got": got}, expected={"want": want}, fault_class="node")
+                          measured={**measured, "got": got}, expected={"want": want}, fault_class=FaultClass.NODE)
         measured[f"gpu{i}"] = {"name": name, "capability": f"{cap[0]}.{cap[1]}", "covered_by": how}
     return passed(f"{torch.cuda.device_count()} GPU(s) covered by the build; kernels ran exactly",
                   measured=measured)
@@ -85,13 +88,13 @@ def cuda_devices(ctx: Context) -> Result:
                 return failed(f"{short}, and no process holds it: leaked GPU memory (a context the driver did not "
                               "free)", "drain; nvidia-smi -q -d MEMORY,PIDS -i <index>; reset the GPU (nvidia-smi "
                               "-r -i <index>) or reboot the node", measured={"free_bytes": free, "total_bytes": total},
-                              fault_class="node", code="cuda.memory_leaked")
+                              fault_class=FaultClass.NODE, code=MEMORY_LEAKED)
             busy.append(f"{short}: in use by {held}, not tested")
             continue
         if not ok:
             return failed(f"{gpu_label(i)}: memory written with 3.0 read back different values",
                           "the GPU memory is faulty: run nvidia-smi -q -d ECC and check dmesg for Xid errors",
-                          fault_class="node")
+                          fault_class=FaultClass.NODE)
         measured[f"gpu{i}_allocated_gib"] = round(n * 4 / 2**30, 2)
     measured["busy"] = busy
     if busy and len(busy) == count:

@@ -5,32 +5,33 @@ from __future__ import annotations
 
 import re
 
-from envcheck.checks.cuda.finding import CudaLayers, Finding
+from envcheck.checks.cuda.finding import CudaLayers, LayerFinding
+from envcheck.core.result import FaultClass
 
 # CUDA driver errors as torch's warning shows them ("CUDA initialization: ... Error 802: system not yet
 # initialized"): the cause each code means on a host, its fix, and who must act.
-CUDA_CODES: dict[int, tuple[str, str, str]] = {
+CUDA_CODES: dict[int, tuple[str, str, FaultClass]] = {
     802: ("CUDA error 802 (system not yet initialized): on NVSwitch systems (HGX/DGX) nvidia-fabricmanager is not "
           "running, or its version differs from the driver's",
           "on the host: systemctl enable --now nvidia-fabricmanager, with the fabricmanager package of exactly the "
-          "driver's version (nvidia-smi -q | grep -i fabric shows the state)", "node"),
+          "driver's version (nvidia-smi -q | grep -i fabric shows the state)", FaultClass.NODE),
     803: ("CUDA error 803 (unsupported display driver / cuda driver combination): the libcuda in use is not the "
           "kernel driver's (a stale libcuda.so.1, or a forward-compat libcuda from the image on a newer driver)",
           "make libcuda.so.1 the one of the loaded driver (cat /proc/driver/nvidia/version vs ls -l the libcuda "
-          "that ldconfig -p lists); in a container, remove a cuda-compat package/LD_LIBRARY_PATH entry", "node"),
+          "that ldconfig -p lists); in a container, remove a cuda-compat package/LD_LIBRARY_PATH entry", FaultClass.NODE),
     804: ("CUDA error 804 (forward compatibility was attempted on non supported HW): a cuda-compat libcuda is in "
           "use on a GPU that does not support forward compatibility (it is for data-center GPUs)",
           "drop the forward-compat libcuda (cuda-compat package, /usr/local/cuda/compat on LD_LIBRARY_PATH) and "
-          "upgrade the host driver instead", "image"),
+          "upgrade the host driver instead", FaultClass.IMAGE),
     100: ("CUDA error 100 (no CUDA-capable device is detected): every GPU is hidden from this process",
           "check NVIDIA_VISIBLE_DEVICES (void/none hide all) and CUDA_VISIBLE_DEVICES, and docker run --gpus all",
-          "config"),
+          FaultClass.CONFIG),
     35: ("CUDA error 35 (CUDA driver version is insufficient for CUDA runtime version)",
          "upgrade the host driver (CUDA 12.x needs >= 525.60.13, 13.x >= 580), or use a torch built for an older "
-         "CUDA major", "node"),
+         "CUDA major", FaultClass.NODE),
     999: ("CUDA error 999 (unknown error): the driver is likely wedged (after suspend/resume, or a GPU fell off "
           "the bus)", "on the host: check dmesg for NVRM/Xid, reload nvidia_uvm (rmmod nvidia_uvm; "
-          "modprobe nvidia_uvm) or reboot", "node"),
+          "modprobe nvidia_uvm) or reboot", FaultClass.NODE),
 }
 _CODE = re.compile(r"(?:Error|error=|error \()\s*(\d{2,3})")
 # Codes torch names only in words (c10/cuda/CUDAFunctions.cpp words these cudaGetDeviceCount results).
@@ -75,7 +76,7 @@ def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
     return None
 
 
-def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Finding | None:
+def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> LayerFinding | None:
     """The finding for a CUDA error code in torch's warning or cuInit's result, or None."""
     code = cuda_code(error, layers.cu_init if layers else None)
     if code is None:
@@ -91,4 +92,4 @@ def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> Fi
         problem += (" (checked and ruled out: a GPU lost in NVML, kernel module vs libcuda version"
                     f"{'' if layers.proc_driver_version and layers.libraries else ' (not readable here)'}, "
                     "/dev/nvidia-uvm present)")
-    return Finding("cuda-init", problem, fix, fault, code=f"cuda.error.{code}")
+    return LayerFinding(problem, fix, fault, code=f"cuda.error.{code}", layer="cuda-init")

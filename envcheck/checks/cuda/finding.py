@@ -1,9 +1,11 @@
-"""What cuda.available captured of each CUDA layer (`CudaLayers`), and one broken layer's finding (`Finding`)."""
+"""What cuda.available captured of each CUDA layer (`CudaLayers`), and one broken layer's finding (`LayerFinding`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from envcheck.core.findings import Finding
 
 
 @dataclass(frozen=True)
@@ -29,18 +31,26 @@ class CudaLayers:
     char_symlinks_missing: list[str] | None = None  # host only: nodes without a /dev/char/<major>:<minor> link
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One broken layer: what is wrong and the concrete fix."""
+@dataclass(frozen=True, kw_only=True)
+class LayerFinding(Finding):
+    """One broken layer: the finding, and the layer it is in (`driver`, `devices`, `libcuda`, `torch`, `gpu` ...)."""
 
     layer: str
-    problem: str
-    fix: str
-    fault_class: str  # node, image or config: who has to act (see envcheck.core.result.FaultClass)
-    # The stable finding code (`cuda.error.802`); empty: `cuda.<layer>` (see `finding_code`).
-    code: str = ""
 
 
-def finding_code(finding: Finding) -> str:
-    """The finding's stable code: its own, else `cuda.<layer>` (cuda.container, cuda.driver, cuda.devices ...)."""
-    return finding.code or f"cuda.{finding.layer.replace('-', '_')}"
+# The code of a layer's finding that names none of its own (`cuda.<layer>`): named constants, for policy to read.
+CONTAINER = "cuda.container"
+CUDA_INIT = "cuda.cuda_init"
+DEVICES = "cuda.devices"
+DRIVER = "cuda.driver"
+GPU = "cuda.gpu"
+LIBCUDA = "cuda.libcuda"
+TORCH = "cuda.torch"
+UNKNOWN = "cuda.unknown"
+LAYER_CODES = {"container": CONTAINER, "cuda-init": CUDA_INIT, "devices": DEVICES, "driver": DRIVER, "gpu": GPU,
+               "libcuda": LIBCUDA, "torch": TORCH, "unknown": UNKNOWN}
+
+
+def finding_code(finding: LayerFinding) -> str:
+    """The finding's stable code: its own, else its layer's (cuda.container, cuda.driver, cuda.devices ...)."""
+    return finding.code or LAYER_CODES.get(finding.layer) or f"cuda.{finding.layer.replace('-', '_')}"

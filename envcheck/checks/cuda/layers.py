@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from envcheck.checks.cuda.codes import KERNEL_MODULE, cuda_code_finding, version_skew
-from envcheck.checks.cuda.finding import CudaLayers, Finding
+from envcheck.checks.cuda.finding import CudaLayers, LayerFinding
 from envcheck.core.cuda_compat import (
     below_floor,
     by_minor_compat,
@@ -18,6 +18,7 @@ from envcheck.core.cuda_compat import (
     driver_floor,
     needs_newer_major,
 )
+from envcheck.core.result import FaultClass
 from envcheck.core.versions import cuda_numbers
 
 NO_TORCH = "torch is not installed"
@@ -82,7 +83,7 @@ def _visible_devices_problem(value: str | None, gpu_nodes: int,
     return None
 
 
-def driver_finding(layers: CudaLayers) -> Finding | None:
+def driver_finding(layers: CudaLayers) -> LayerFinding | None:
     """The driver's fault by CUDA's compatibility rule: compare majors, then that major's driver floor.
 
     A lower minor of the same major is no fault (minor-version compatibility); it is named only when nothing
@@ -98,11 +99,17 @@ def driver_finding(layers: CudaLayers) -> Finding | None:
     fix = (f"upgrade the host driver to >= {floor or 'one for CUDA ' + str(need[0])} (any driver from there runs "
            f"every CUDA {need[0]}.x build), or use an image built for CUDA {have[0]}.x (a -cuda{have[0]}.x tag)")
     if needs_newer_major(have, need):
-        return Finding("driver", f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
-                       f"{layers.torch_cuda}: a CUDA {need[0]}.x build needs a driver >= {floor}", fix, "node")
+        return LayerFinding(f"the driver supports CUDA {have[0]}.{have[1]}, but torch was built for CUDA "
+                       f"{layers.torch_cuda}: a CUDA {need[0]}.x build needs a driver >= {floor}",
+                       fix,
+                       FaultClass.NODE,
+                       layer="driver")
     if have[0] == need[0] and floor and kernel and below_floor(kernel.group(1), need[0]):
-        return Finding("driver", f"the driver {kernel.group(1)} is below CUDA {need[0]}.x's floor {floor} "
-                       f"(torch was built for CUDA {layers.torch_cuda})", fix, "node")
+        return LayerFinding(f"the driver {kernel.group(1)} is below CUDA {need[0]}.x's floor {floor} "
+                       f"(torch was built for CUDA {layers.torch_cuda})",
+                       fix,
+                       FaultClass.NODE,
+                       layer="driver")
     return None
 
 
@@ -118,7 +125,7 @@ DAEMON_RELOAD_FIX = (
     "run Docker with the cgroupfs driver (\"exec-opts\": [\"native.cgroupdriver=cgroupfs\"] in daemon.json)")
 
 
-def device_access_finding(layers: CudaLayers) -> Finding | None:
+def device_access_finding(layers: CudaLayers) -> LayerFinding | None:
     """The /dev/nvidia* nodes exist but cannot be opened: EPERM is a device cgroup, EACCES the nodes' mode or a
     nodev mount. Without captured open() results, NVML's "Unknown Error" in a container stands in for EPERM."""
     refused = layers.device_access or {}
@@ -130,30 +137,39 @@ def device_access_finding(layers: CudaLayers) -> Finding | None:
     eperm = ", ".join(f"/dev/{n}" for n, e in sorted(refused.items()) if e == "EPERM")
     eacces = ", ".join(f"/dev/{n}" for n, e in sorted(refused.items()) if e == "EACCES")
     if eperm and layers.in_container:
-        return Finding("devices", f"{eperm} exist but open() is refused (EPERM){said}: the container's device "
+        return LayerFinding(f"{eperm} exist but open() is refused (EPERM){said}: the container's device "
                        "cgroup no longer allows the GPUs. With the systemd cgroup driver a `systemctl daemon-reload` "
                        "on the host re-applies it without them when the host lacks /dev/char/<major>:<minor> links "
-                       "for the NVIDIA nodes (NVIDIA/nvidia-container-toolkit#48)", DAEMON_RELOAD_FIX, "node")
+                       "for the NVIDIA nodes (NVIDIA/nvidia-container-toolkit#48)",
+                       DAEMON_RELOAD_FIX,
+                       FaultClass.NODE,
+                       layer="devices")
     if eperm:
-        return Finding("devices", f"{eperm} exist but open() is refused (EPERM){said}: a device cgroup denies this "
+        return LayerFinding(f"{eperm} exist but open() is refused (EPERM){said}: a device cgroup denies this "
                        "process the GPUs (a Slurm job without a GPU allocation under ConstrainDevices=yes, or a "
                        "systemd unit's DevicePolicy=/DeviceAllow=)",
                        "ask for the GPUs (srun/sbatch --gpus=N or --gres=gpu:N), or allow them to the unit "
                        "(systemctl show <unit> -p DevicePolicy -p DeviceAllow; DeviceAllow=/dev/nvidiactl rw, "
-                       "/dev/nvidia0 rw, /dev/nvidia-uvm rw)", "config")
+                       "/dev/nvidia0 rw, /dev/nvidia-uvm rw)",
+                       FaultClass.CONFIG,
+                       layer="devices")
     if eacces:
         where = "this container's user" if layers.in_container else "this user"
-        return Finding("devices", f"{eacces} exist but open() is refused (EACCES: permission denied){said}: the "
+        return LayerFinding(f"{eacces} exist but open() is refused (EACCES: permission denied){said}: the "
                        f"nodes' mode or group bars {where}, or /dev is mounted nodev",
                        "ls -l /dev/nvidia* and findmnt -T /dev/nvidia0 (no nodev); add the user to the nodes' group "
                        "(docker run --group-add $(stat -c %g /dev/nvidia0), or usermod -aG video USER on a host), "
                        "or on the host set the driver's NVreg_DeviceFileMode=0666",
-                       "config" if layers.in_container else "node")
+                       FaultClass.CONFIG if layers.in_container else FaultClass.NODE,
+                       layer="devices")
     if unknown and layers.in_container and layers.device_nodes and layers.device_access is None:
-        return Finding("devices", f"NVML says {layers.nvml_error!r} in a container whose /dev/nvidia* nodes exist: "
+        return LayerFinding(f"NVML says {layers.nvml_error!r} in a container whose /dev/nvidia* nodes exist: "
                        "most often its device cgroup was re-applied without the GPUs (`systemctl daemon-reload` "
                        "under the systemd cgroup driver, NVIDIA/nvidia-container-toolkit#48); whether open() is "
-                       "refused was not captured", DAEMON_RELOAD_FIX, "node")
+                       "refused was not captured",
+                       DAEMON_RELOAD_FIX,
+                       FaultClass.NODE,
+                       layer="devices")
     return None
 
 
@@ -173,44 +189,57 @@ def visible_mig_devices(nvml: list[dict[str, Any]] | str | None, visible: str | 
     return [u for u in slices if any(u.lower().startswith(t) for t in tokens if t.startswith("mig-"))]
 
 
-def cpu_torch_finding(gpu_host: bool) -> Finding:
+def cpu_torch_finding(gpu_host: bool) -> LayerFinding:
     """A CPU-only torch: on a GPU host the CUDA wheels are the fix; on a host without one, CPU is what it is."""
     if gpu_host:
-        return Finding("torch", "torch is a CPU-only build (torch.version.cuda is None) on a host with an NVIDIA "
-                       "GPU", CPU_TORCH_FIX, "image")
-    return Finding("torch", "torch is a CPU-only build and this host has no NVIDIA GPU: CPU is what this install "
-                   "is", "nothing to reinstall for CPU work: run with --allow-cpu; for GPU work run on a GPU host "
-                   "(a CUDA wheel of torch is only needed there)", "node")
+        return LayerFinding("torch is a CPU-only build (torch.version.cuda is None) on a host with an NVIDIA "
+                       "GPU",
+                       CPU_TORCH_FIX,
+                       FaultClass.IMAGE,
+                       layer="torch")
+    return LayerFinding("torch is a CPU-only build and this host has no NVIDIA GPU: CPU is what this install "
+                   "is",
+                   "nothing to reinstall for CPU work: run with --allow-cpu; for GPU work run on a GPU host "
+                   "(a CUDA wheel of torch is only needed there)",
+                   FaultClass.NODE,
+                   layer="torch")
 
 
-def diagnose(layers: CudaLayers) -> list[Finding]:
+def diagnose(layers: CudaLayers) -> list[LayerFinding]:
     """Every broken layer, from the host up to torch, each with its fix."""
-    found: list[Finding] = []
+    found: list[LayerFinding] = []
     if not layers.torch_installed:
-        return [Finding("torch", NO_TORCH, "pip install torch torchvision", "image")]
+        return [LayerFinding(NO_TORCH, "pip install torch torchvision", FaultClass.IMAGE, layer="torch")]
     if layers.torch_error and layers.torch_error.startswith(IMPORT_FAILED):
-        return [Finding("torch", f"torch cannot be imported ({layers.torch_error[len(IMPORT_FAILED):].strip()})",
+        return [LayerFinding(f"torch cannot be imported ({layers.torch_error[len(IMPORT_FAILED):].strip()})",
                         "envcheck run --only libs.cuda  # names the library that failed to load and its fix "
-                        "(LD_LIBRARY_PATH, a duplicate nvidia-* wheel, a missing pin)", "image")]
+                        "(LD_LIBRARY_PATH, a duplicate nvidia-* wheel, a missing pin)",
+                        FaultClass.IMAGE,
+                        layer="torch")]
     gpu_nodes = sum(1 for n in layers.device_nodes if re.fullmatch(r"nvidia\d+", n))
     devices = device_access_finding(layers) if layers.device_nodes else None
     if devices:  # the nodes are there but unusable: the first broken layer, whatever CUDA then reports
         found.append(devices)
     if not layers.device_nodes and not layers.proc_driver:
         if layers.in_container:
-            found.append(Finding("container", "no /dev/nvidia* device nodes and no /proc/driver/nvidia: the "
+            found.append(LayerFinding("no /dev/nvidia* device nodes and no /proc/driver/nvidia: the "
                                  "container was started without GPU access",
                                  "docker run --gpus all ... (and install nvidia-container-toolkit on the host: "
-                                 "nvidia-ctk runtime configure --runtime=docker)", "config"))
+                                 "nvidia-ctk runtime configure --runtime=docker)",
+                                 FaultClass.CONFIG,
+                                 layer="container"))
         else:
-            found.append(Finding("driver", "no /dev/nvidia* device nodes and no /proc/driver/nvidia: no NVIDIA "
-                                 "driver is loaded on this host", "install the NVIDIA driver and reboot "
-                                 "(nvidia-smi must work), or run with --allow-cpu on a CPU-only machine", "node"))
+            found.append(LayerFinding("no /dev/nvidia* device nodes and no /proc/driver/nvidia: no NVIDIA "
+                                 "driver is loaded on this host",
+                                 "install the NVIDIA driver and reboot "
+                                 "(nvidia-smi must work), or run with --allow-cpu on a CPU-only machine",
+                                 FaultClass.NODE,
+                                 layer="driver"))
     elif layers.libcuda_error:
         caps = layers.driver_capabilities
         if layers.in_container and caps is not None and "compute" not in caps and "all" not in caps:
             fix = CAPABILITIES_FIX
-            fault = "config"
+            fault = FaultClass.CONFIG
             problem = (f"libcuda.so.1 cannot be loaded: NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks 'compute' (set by "
                        "-e, or by Docker from the GPU request's capabilities: compose's `capabilities:` list, "
                        "docker run --gpus 'all,capabilities=...')")
@@ -218,8 +247,8 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
             fix = ("install the NVIDIA driver's user-space libraries (libcuda.so.1), or in a container "
                    "use nvidia-container-toolkit with NVIDIA_DRIVER_CAPABILITIES=compute,utility")
             problem = f"libcuda.so.1 cannot be loaded ({layers.libcuda_error})"
-            fault = "node"
-        found.append(Finding("libcuda", problem, fix, fault))
+            fault = FaultClass.NODE
+        found.append(LayerFinding(problem, fix, fault, layer="libcuda"))
     elif layers.driver_cuda and layers.torch_cuda:
         driver = driver_finding(layers)
         if driver:
@@ -236,20 +265,26 @@ def diagnose(layers: CudaLayers) -> list[Finding]:
         found.append(code)
     cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes, layers.nvml_gpus)
     if cvd:
-        found.append(Finding("CUDA_VISIBLE_DEVICES", cvd,
-                             "unset CUDA_VISIBLE_DEVICES, or set it to valid indices such as 0 or 0,1", "config"))
+        found.append(LayerFinding(cvd,
+                             "unset CUDA_VISIBLE_DEVICES, or set it to valid indices such as 0 or 0,1",
+                             FaultClass.CONFIG,
+                             layer="CUDA_VISIBLE_DEVICES"))
     if layers.torch_cuda is None:
         found.append(cpu_torch_finding(gpu_host=bool(layers.device_nodes or layers.proc_driver)))
     if not found and layers.driver_cuda and layers.torch_cuda:
         have = cuda_numbers(layers.driver_cuda)
         if by_minor_compat(have, cuda_release(layers.torch_cuda)):  # allowed by minor-version compatibility
-            found.append(Finding("driver", f"nothing else explains it; the driver supports CUDA {have[0]}.{have[1]} "
+            found.append(LayerFinding(f"nothing else explains it; the driver supports CUDA {have[0]}.{have[1]} "
                                  f"and torch was built for {layers.torch_cuda}, which minor-version compatibility "
                                  "allows except for features that need the newer driver (e.g. PTX JIT)",
-                                 f"try a driver of CUDA {layers.torch_cuda} or newer", "node"))
+                                 f"try a driver of CUDA {layers.torch_cuda} or newer",
+                                 FaultClass.NODE,
+                                 layer="driver"))
     if not found:
-        found.append(Finding("unknown", "CUDA init failed for a reason envcheck does not recognise: "
+        found.append(LayerFinding("CUDA init failed for a reason envcheck does not recognise: "
                              f"{layers.torch_error or 'no error text'}"
                              f"{unchecked_uuids(layers.visible_devices, layers.nvml_gpus)}",
-                             "run nvidia-smi on the host and in the container; check dmesg for NVRM errors", "node"))
+                             "run nvidia-smi on the host and in the container; check dmesg for NVRM errors",
+                             FaultClass.NODE,
+                             layer="unknown"))
     return found

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from envcheck.checks.cuda.finding import Finding
+from envcheck.checks.cuda.finding import LayerFinding
+from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_usage import compute_modes
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+GPU_BUSY = "cuda.gpu_busy"
+GPU_UNUSABLE = "cuda.gpu_unusable"
 
 # CUDA errors that leave the context unusable: every later CUDA call in the process fails too, so the worker
 # must be replaced before the next check (CUDA runtime API docs: "sticky" errors).
@@ -57,7 +62,7 @@ def gpu_label(index: int) -> str:
 
 
 def busy_gpu_finding(error: str, where: str | None = None,
-                     modes: Callable[[], dict[int, str] | str] | None = None) -> Finding | None:
+                     modes: Callable[[], dict[int, str] | str] | None = None) -> LayerFinding | None:
     """For cudaErrorDevicesUnavailable ('CUDA-capable device(s) is/are busy or unavailable'): which GPU, its
     compute mode, and the fix; None for any other error."""
     if not any(s in error.lower() for s in DEVICES_BUSY):
@@ -75,16 +80,19 @@ def busy_gpu_finding(error: str, where: str | None = None,
     if exclusive:  # another process holds an exclusive GPU: busy, not broken (issue 31: never a node fault)
         problem = (f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
                    "EXCLUSIVE_PROCESS GPU admits one process, and another process already holds it")
-        return Finding("gpu", problem, fix, "config", code="cuda.gpu_busy")
+        return LayerFinding(problem, fix, FaultClass.CONFIG, code=GPU_BUSY, layer="gpu")
     problem = f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable); {mode_text}"
     if isinstance(found, str):  # no evidence of who holds it, nor that nobody does: not the node's on a guess
-        return Finding("gpu", problem, fix, "config", code="cuda.gpu_busy")
-    return Finding("gpu", problem + "; no GPU is in an exclusive mode, so the GPU itself refuses contexts",
+        return LayerFinding(problem, fix, FaultClass.CONFIG, code=GPU_BUSY, layer="gpu")
+    return LayerFinding(problem + "; no GPU is in an exclusive mode, so the GPU itself refuses contexts",
                    "drain; nvidia-smi -q -i <index>; dmesg | grep -iE 'NVRM|Xid'; reset the GPU (nvidia-smi -r -i "
-                   "<index>) or reboot the node", "node", code="cuda.gpu_unusable")
+                   "<index>) or reboot the node",
+                   FaultClass.NODE,
+                   code=GPU_UNUSABLE,
+                   layer="gpu")
 
 
-def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Finding:
+def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> LayerFinding:
     """A CUDA error on one GPU, named (index, UUID, PCI bus id), with the fix its kind calls for."""
     text = str(exc)
     first = (text.strip().splitlines() or [type(exc).__name__])[0]
@@ -93,9 +101,13 @@ def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> Fi
     if busy is not None:
         return busy
     if sticky_cuda_error(text):
-        return Finding("gpu", f"{where}{': ' + what if what else ''}: {first} (a sticky CUDA error: the "
+        return LayerFinding(f"{where}{': ' + what if what else ''}: {first} (a sticky CUDA error: the "
                        "process's CUDA context is unusable; envcheck restarts the worker for later checks)",
                        "the GPU or its driver faulted: check dmesg for Xid errors and nvidia-smi -q -d ECC,"
-                       "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node", "node")
-    return Finding("gpu", f"{where}{': ' + what if what else ''}: {first}",
-                   "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU", "node")
+                       "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node",
+                       FaultClass.NODE,
+                       layer="gpu")
+    return LayerFinding(f"{where}{': ' + what if what else ''}: {first}",
+                   "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU",
+                   FaultClass.NODE,
+                   layer="gpu")

@@ -14,8 +14,14 @@ import tempfile
 from envcheck.checks.build.compiled_in import torch_reinstall
 from envcheck.checks.cuda.live_errors import WORKER_RESTART
 from envcheck.core.check import CheckSpec, Context, Level, Needs
-from envcheck.core.result import Result, failed, passed, skipped
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 from envcheck.core.versions import release
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+ASSERT_LOST = "cuda.assert_lost"
+ASSERT_UNNAMED = "cuda.assert_unnamed"
+GDS_ERROR = "cuda.gds_error"
+GDS_MISSING = "cuda.gds_missing"
 
 GDS_SINCE = (12, 6)  # the smoke test skips GDS before CUDA 12.6
 GDS_EXPECTED = "cuFileHandleRegister failed"
@@ -27,11 +33,11 @@ def assert_verdict(raised: str | None, version: str, cuda: str | None) -> Result
     if raised is None:
         return failed(f"a device-side assert on the GPU raised nothing: CUDA kernel errors do not reach Python in "
                       f"this build, so a job's out-of-bounds index or NaN check fails silently ({WORKER_RESTART})",
-                      torch_reinstall(version, cuda), fault_class="image", code="cuda.assert_lost", **restart)
+                      torch_reinstall(version, cuda), fault_class=FaultClass.IMAGE, code=ASSERT_LOST, **restart)
     if not re.search("CUDA", raised):
         return failed(f"a device-side assert raised an error that does not name CUDA: {raised[:200]} "
-                      f"({WORKER_RESTART})", torch_reinstall(version, cuda), fault_class="image",
-                      code="cuda.assert_unnamed", measured={"raised": raised[:300]}, **restart)
+                      f"({WORKER_RESTART})", torch_reinstall(version, cuda), fault_class=FaultClass.IMAGE,
+                      code=ASSERT_UNNAMED, measured={"raised": raised[:300]}, **restart)
     return passed(f"a device-side assert reaches Python as a CUDA error: {raised.splitlines()[0][:160]} "
                   f"({WORKER_RESTART})", measured={"raised": raised[:300]}, **restart)
 
@@ -42,7 +48,7 @@ def gds_verdict(cuda: str | None, has_gds: bool, raised: str | None, version: st
         return skipped(f"GDS needs a CUDA >= 12.6 torch (this one: {cuda or 'CPU'})")
     if not has_gds:
         return failed(f"torch (CUDA {cuda}) has no torch.cuda.gds: GPUDirect Storage is missing from the build",
-                      torch_reinstall(version, cuda), fault_class="image", code="cuda.gds_missing")
+                      torch_reinstall(version, cuda), fault_class=FaultClass.IMAGE, code=GDS_MISSING)
     if raised is None:
         return passed("GPUDirect Storage registers a file here (cuFileHandleRegister succeeded)",
                       measured={"gds": "registered"})
@@ -52,7 +58,7 @@ def gds_verdict(cuda: str | None, has_gds: bool, raised: str | None, version: st
     return failed(f"GPUDirect Storage fails with an error that is not cuFile's: {raised.splitlines()[0][:200]}",
                   "pip install the nvidia-cufile wheel torch pins (pip install --force-reinstall torch==<its "
                   f"version>), and keep LD_LIBRARY_PATH from loading another libcufile; {torch_reinstall(version, cuda)}",
-                  fault_class="image", code="cuda.gds_error", measured={"gds": raised[:300]})
+                  fault_class=FaultClass.IMAGE, code=GDS_ERROR, measured={"gds": raised[:300]})
 
 
 def device_assert(ctx: Context) -> Result:

@@ -12,7 +12,12 @@ from typing import Any
 from envcheck.checks.cuda.finding import CudaLayers, finding_code
 from envcheck.checks.cuda.layers import MIG_FIX, NO_TORCH, diagnose, visible_mig_devices
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, failed, first_of, passed, skipped, warned
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+GPU_COUNT = "cuda.gpu_count"
+MIG_GPU_COUNT = "cuda.mig_gpu_count"
+MIG_SINGLE_DEVICE = "cuda.mig_single_device"
 
 
 def layers_from(cuda: Mapping[str, Any]) -> CudaLayers:
@@ -29,8 +34,8 @@ def cuda_available_verdict(cuda: Mapping[str, Any], ctx: Context) -> Result:
         if len(slices) > 1:
             return warned(f"{len(slices)} MIG devices are offered to this process but CUDA uses only one: torch "
                           f"sees {len(names)} GPU(s): {', '.join(names)}", MIG_FIX,
-                          measured={"gpus": names, "mig_devices": slices}, fault_class="config",
-                          code="cuda.mig_single_device")
+                          measured={"gpus": names, "mig_devices": slices}, fault_class=FaultClass.CONFIG,
+                          code=MIG_SINGLE_DEVICE)
         return passed(f"{len(names)} GPU(s): {', '.join(names)}; torch CUDA {cuda['torch_cuda']}",
                       measured={"gpus": names, "torch_cuda": cuda["torch_cuda"]})
     findings = diagnose(layers_from(cuda))
@@ -53,12 +58,12 @@ def gpu_count_verdict(count: int, ctx: Context, mig_devices: int = 0) -> Result 
         return failed(f"{count} GPU(s) visible, {expected} expected: MIG is on ({mig_devices} MIG device(s) "
                       "offered) and CUDA enumerates one MIG device per process", MIG_FIX,
                       measured={"gpus": count, "mig_devices": mig_devices}, expected={"gpus": expected},
-                      fault_class="config", code="cuda.mig_gpu_count")
+                      fault_class=FaultClass.CONFIG, code=MIG_GPU_COUNT)
     if expected is not None and count != expected:
         return failed(f"{count} GPU(s) visible, {expected} expected",
                       "docker run --gpus all (or --gpus '\"device=0,1\"'); check CUDA_VISIBLE_DEVICES",
-                      measured={"gpus": count}, expected={"gpus": expected}, fault_class="config",
-                      code="cuda.gpu_count")
+                      measured={"gpus": count}, expected={"gpus": expected}, fault_class=FaultClass.CONFIG,
+                      code=GPU_COUNT)
     if count == 0:
         return skipped("no CUDA device is visible (see cuda.available for why)")
     return None

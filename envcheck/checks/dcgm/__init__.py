@@ -13,10 +13,15 @@ import shutil
 
 from envcheck.checks.dcgm.diag_json import TestOutcome, parse
 from envcheck.core.check import CheckSpec, Context
-from envcheck.core.result import Result, errored, failed, first_of, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, errored, failed, first_of, passed, skipped, warned
 from envcheck.probe.gpu_usage import foreign, holder, read_usage
 from envcheck.probe.hang import describe, run_in_child
 from envcheck.probe.system import is_absent, run_command
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+HOSTENGINE_DOWN = "dcgm.hostengine_down"
+HOSTENGINE_HANG = "dcgm.hostengine_hang"
+NO_RESULT = "dcgm.no_result"
 
 BUDGET_S = {1: 60.0, 2: 240.0}  # level 1 takes seconds, level 2 about two minutes (NVIDIA's reference)
 HANG_FIX = ("nv-hostengine is hung: systemctl restart nvidia-dcgm (or kill nv-hostengine and start it again); "
@@ -80,30 +85,31 @@ def dcgm_diag(ctx: Context) -> Result:
     if got.hang is not None:
         measured["hang"] = got.hang
         return failed(f"{describe(got.hang)}: nv-hostengine is not answering", HANG_FIX, measured=measured,
-                      fault_class="node", code="dcgm.hostengine_hang")
+                      fault_class=FaultClass.NODE, code=HOSTENGINE_HANG)
     outcomes = parse(got.value or "")
     if isinstance(outcomes, str) and "Unable to connect to host engine" in (got.value or ""):
         return errored(f"{call}: nv-hostengine is not running here ({' '.join((got.value or '').split())[:160]})",
-                       measured=measured, code="dcgm.hostengine_down",
+                       measured=measured, code=HOSTENGINE_DOWN,
                        remediation="start it: systemctl enable --now nvidia-dcgm (or nv-hostengine)")
     if isinstance(outcomes, str):  # dcgmi ran but said no verdict (no host engine, bad version): not the node's
         return errored(f"{call} (exit {got.progress.get('returncode')}) gave no diagnostic: {outcomes}",
-                       measured=measured, code="dcgm.no_result")
+                       measured=measured, code=NO_RESULT)
     bad = [t for t in outcomes if t.status == "fail"]
     warn = [t for t in outcomes if t.status == "warn"]
     measured["tests"] = {t.name: t.status for t in outcomes}
     measured["findings"] = [{"test": t.name, "code": t.code, "status": t.status, "gpus": t.gpus,
                              "messages": t.messages[:3], "error_ids": t.error_ids} for t in bad + warn]
     if bad:
-        return failed(first_of([_line(t) for t in bad]), TEST_FIX, measured=measured, fault_class="node",
+        return failed(first_of([_line(t) for t in bad]), TEST_FIX, measured=measured, fault_class=FaultClass.NODE,
                       code=bad[0].code)
     if warn:
         return warned(first_of([_line(t) for t in warn]), "see DCGM's message; rerun dcgmi diag after fixing it",
-                      measured=measured, fault_class="node", code=warn[0].code)
+                      measured=measured, fault_class=FaultClass.NODE, code=warn[0].code)
     return passed(f"DCGM diagnostic level {level}: {len(outcomes)} test(s) passed or skipped", measured=measured)
 
 
 CHECKS = (
     CheckSpec("dcgm.diag", dcgm_diag, "DCGM's own diagnostic (dcgmi diag -r 1, -r 2 at --level full), within a "
-              "budget; a hung nv-hostengine named", timeout_s=BUDGET_S[2] + 10, group="dcgm", uses_gpu=True),
+              "budget; a hung nv-hostengine named", timeout_s=BUDGET_S[2] + 10, group="dcgm", uses_gpu=True,
+              node_order=2),
 )

@@ -9,10 +9,10 @@ Check code lives here; `python -m envcheck.distributed` is the thin torchrun ent
 
 from __future__ import annotations
 
-from envcheck.collectives.all_reduce import nccl_all_reduce
+from envcheck.checks.dist.launches import all_reduce_busbw, nccl_all_reduce
 from envcheck.collectives.common import ALL_REDUCE_TIMEOUT_S, all_gather_broadcast
 from envcheck.probe.topology import distributed_facts
-from envcheck.collectives.sweep import BUSBW_TIMEOUT_S, all_reduce_busbw, busbw
+from envcheck.collectives.sweep import BUSBW_TIMEOUT_S, busbw
 from envcheck.collectives.bench_sweep import all_reduce_sweep
 from envcheck.collectives.ddp_launch import DDP_TIMEOUT_S, ddp_differential
 from envcheck.core.check import CheckSpec, Level, Needs

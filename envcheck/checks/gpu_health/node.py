@@ -9,8 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck.checks.gpu_health.xid import pci_key
+from envcheck.core.findings import Finding
+from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_access import Allocation, allocation, not_given
 from envcheck.probe.hang import describe, stuck_in_kernel
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+FELL_OFF_BUS = "gpu.fell_off_bus"
+GPU_INIT_SLOW = "gpu.init_slow"
+GPU_LOST = "gpu.lost"
+NVML_HANG = "nvml.hang"
 
 RESET = "nvidia-smi -r -i {i} (GPU reset)"
 BUS_FIX = ("drain the node and reboot it (the GPU no longer answers on PCIe); check its seating, power and cooling; "
@@ -19,21 +27,20 @@ PERSISTENCE_FIX = "sudo nvidia-smi -pm 1, or run nvidia-persistenced (systemctl 
 SLOW_RANK = 4  # a first slow start warns; a repeated one, or a thread stuck in the kernel, drains (rank 0)
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem on one GPU; `rank` 0 is the most severe; `code` is the stable finding code; `fault_class`
-    who must act (a node's hardware or driver, or `config`: how envcheck was deployed)."""
+GPU_HEALTH = "gpu.health"  # the code of a GPU finding that names none of its own
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuFinding(Finding):
+    """One problem on one GPU; `rank` 0 is the most severe; `fault_class` is who must act (a node's hardware or
+    driver, or `config`: how envcheck was deployed)."""
 
     rank: int
     gpu: str  # 'GPU 0 (name, uuid, PCI ...)' or 'PCI 0000:3b:00 (...)'
     who: str  # 'GPU 0' or the PCI address: how the remediation names it
-    problem: str
-    fix: str
-    code: str = "gpu.health"
-    fault_class: str = "node"
 
 
-def hang_finding(data: Mapping[str, Any]) -> Finding | None:
+def hang_finding(data: Mapping[str, Any]) -> GpuFinding | None:
     """NVML did not return within its budget: the node's (nvml.hang), unless it was the initialisation and its
     thread was sleeping or running, not stuck in the kernel: a slow cold start, a warning that names persistence
     mode on a first overrun, the node's (gpu.init_slow) when it overran in two runs in a row."""
@@ -48,9 +55,14 @@ def hang_finding(data: Mapping[str, Any]) -> Finding | None:
     if isinstance(hang, dict) and hang.get("call") == "nvmlInit" and hang.get("state") and not stuck_in_kernel(hang):
         return _slow(f"{data.get('nvml_error')}{evidence}", _overruns(data) >= 2)
     reset = RESET.format(i=hung) if hung >= 0 else "nvidia-smi -r (GPU reset)"
-    return Finding(0, who, who, f"{data.get('nvml_error')}: a GPU in a bad state hangs NVML{evidence}",
+    return GpuFinding(f"{data.get('nvml_error')}: a GPU in a bad state hangs NVML{evidence}",
                    f"nvidia-smi -q (does it hang too?); dmesg | grep -i xid; {reset} or reboot the node; "
-                   "RMA if it recurs", "nvml.hang")
+                   "RMA if it recurs",
+                   FaultClass.NODE,
+                   code=NVML_HANG,
+                   rank=0,
+                   gpu=who,
+                   who=who)
 
 
 def _overruns(data: Mapping[str, Any]) -> int:
@@ -58,16 +70,28 @@ def _overruns(data: Mapping[str, Any]) -> int:
     return count if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
-def _slow(what: str, repeated: bool) -> Finding:
+def _slow(what: str, repeated: bool) -> GpuFinding:
     if repeated:
-        return Finding(0, "GPUs", "the node", f"the GPUs' initialisation overran its budget in two runs in a row: "
-                       f"{what}", f"{PERSISTENCE_FIX}; if it stays slow with persistence on: nvidia-smi -q, dmesg | "
-                       "grep -iE 'NVRM|Xid', reboot the node", "gpu.init_slow")
-    return Finding(SLOW_RANK, "GPUs", "the node", f"a slow first initialisation, not a hang: {what}; with persistence "
-                   "mode off every client pays it", PERSISTENCE_FIX, "gpu.init_slow")
+        return GpuFinding(f"the GPUs' initialisation overran its budget in two runs in a row: "
+                       f"{what}",
+                       f"{PERSISTENCE_FIX}; if it stays slow with persistence on: nvidia-smi -q, dmesg | "
+                       "grep -iE 'NVRM|Xid', reboot the node",
+                       FaultClass.NODE,
+                       code=GPU_INIT_SLOW,
+                       rank=0,
+                       gpu="GPUs",
+                       who="the node")
+    return GpuFinding(f"a slow first initialisation, not a hang: {what}; with persistence "
+                   "mode off every client pays it",
+                   PERSISTENCE_FIX,
+                   FaultClass.NODE,
+                   code=GPU_INIT_SLOW,
+                   rank=SLOW_RANK,
+                   gpu="GPUs",
+                   who="the node")
 
 
-def warmup_finding(data: Mapping[str, Any]) -> Finding | None:
+def warmup_finding(data: Mapping[str, Any]) -> GpuFinding | None:
     """The node path's first initialisation finished, but after its budget (a cold start): a warning naming
     persistence mode; over budget in two runs in a row: the node's."""
     warm = data.get("warmup")
@@ -84,16 +108,21 @@ def _nvml_keys(gpus: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def bus_findings(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]],
-                 alloc: Allocation | None = None) -> list[Finding]:
+                 alloc: Allocation | None = None) -> list[GpuFinding]:
     """NVRM's 'has fallen off the bus' line without an Xid (newer drivers): gpu.fell_off_bus, for the GPUs this
     process was given (the kernel log is the host's: another container's GPU is not this one's to judge)."""
     out = []
     for e in events:
         if isinstance(e, dict) and isinstance(e.get("pci"), str) and (alloc is None or alloc.ours(e["pci"])):
             listed = " (NVML still lists it)" if e["pci"] in _nvml_keys(gpus) else " (NVML no longer lists it)"
-            out.append(Finding(0, f"PCI {e['pci']}.0", f"PCI {e['pci']}.0", f"fell off the bus{listed}, "
+            out.append(GpuFinding(f"fell off the bus{listed}, "
                                f"{e.get('count', 1)}x in the kernel log: {e.get('text', '')}",
-                               BUS_FIX.format(pci=f"{e['pci']}.0"), "gpu.fell_off_bus"))
+                               BUS_FIX.format(pci=f"{e['pci']}.0"),
+                               FaultClass.NODE,
+                               code=FELL_OFF_BUS,
+                               rank=0,
+                               gpu=f"PCI {e['pci']}.0",
+                               who=f"PCI {e['pci']}.0"))
     return out
 
 
@@ -109,7 +138,7 @@ def hidden(data: Mapping[str, Any]) -> list[str]:
     return not_given(given(data), bus) if isinstance(bus, list) else []
 
 
-def missing_findings(pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> list[Finding]:
+def missing_findings(pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> list[GpuFinding]:
     """GPUs this process was given that NVML does not list (NVML answered): gpu.lost, by PCI address when the
     evidence names them, else by count. A GPU of the node that was not given is not visible here, never lost."""
     if not isinstance(pci_gpus, list) or data.get("nvml_error") or data.get("nvml_hung") is not None:
@@ -118,12 +147,22 @@ def missing_findings(pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Map
     listed = _nvml_keys(gpus)
     if not alloc.whole_node and alloc.buses is None:
         if alloc.count is not None and len(gpus) < alloc.count:
-            return [Finding(0, "GPUs", "the GPUs given", f"NVML lists {len(gpus)} of the {alloc.count} GPU(s) given by "
-                            f"{alloc.source}: the driver lost {alloc.count - len(gpus)}", BUS_FIX.format(pci="<address>"),
-                            "gpu.lost")]
+            return [GpuFinding(f"NVML lists {len(gpus)} of the {alloc.count} GPU(s) given by "
+                            f"{alloc.source}: the driver lost {alloc.count - len(gpus)}",
+                            BUS_FIX.format(pci="<address>"),
+                            FaultClass.NODE,
+                            code=GPU_LOST,
+                            rank=0,
+                            gpu="GPUs",
+                            who="the GPUs given")]
         return []
     missing = [a for a in pci_gpus if isinstance(a, str) and pci_key(a) not in listed and alloc.ours(pci_key(a) or "")]
     scope = f"{len(gpus)} of {len(pci_gpus)} GPUs" if alloc.whole_node else \
         f"{len(gpus)} of the {alloc.count} GPU(s) given by {alloc.source}"
-    return [Finding(0, f"PCI {a}", f"PCI {a}", f"on the PCI bus but not listed by NVML ({scope}): the driver lost it",
-                    BUS_FIX.format(pci=a), "gpu.lost") for a in missing]
+    return [GpuFinding(f"on the PCI bus but not listed by NVML ({scope}): the driver lost it",
+                    BUS_FIX.format(pci=a),
+                    FaultClass.NODE,
+                    code=GPU_LOST,
+                    rank=0,
+                    gpu=f"PCI {a}",
+                    who=f"PCI {a}") for a in missing]

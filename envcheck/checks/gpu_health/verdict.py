@@ -8,8 +8,10 @@ from dataclasses import replace
 from typing import Any
 
 from envcheck.checks.gpu_health.node import (
+    GPU_HEALTH,
+    GPU_LOST,
     PERSISTENCE_FIX,
-    Finding,
+    GpuFinding,
     bus_findings,
     given,
     hang_finding,
@@ -20,11 +22,15 @@ from envcheck.checks.gpu_health.node import (
 from envcheck.checks.gpu_health.xid import escalated, meaning_of, pci_key
 from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
-from envcheck.core.result import Result, failed, first_of, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, failed, first_of, passed, skipped, warned
 from envcheck.core.section import require
 from envcheck.probe.gpu_usage import foreign
 from envcheck.probe.nvml_fields import NOT_SUPPORTED
 from envcheck.probe.system import is_absent
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+KERNEL_LOG_UNREADABLE = "gpu.kernel_log_unreadable"
+PERSISTENCE_OFF = "gpu.persistence_off"
 
 # nvmlClocksEventReason* bits (nvml.h; the deprecated ClocksThrottleReason* bits have the same values).
 GPU_IDLE = 0x1
@@ -72,7 +78,7 @@ def _label(gpu: Mapping[str, Any]) -> str:
     return f"GPU {gpu['index']}" + (f" ({', '.join(parts)})" if parts else "")
 
 
-def _xid_findings(events: list[Mapping[str, Any]], label: str, who: str, i: str, windowed: bool) -> list[Finding]:
+def _xid_findings(events: list[Mapping[str, Any]], label: str, who: str, i: str, windowed: bool) -> list[GpuFinding]:
     """One finding per Xid the catalogue ranks. Application Xids (13, 31) escalate when they repeat only inside a
     window the operator set (ENVCHECK_XID_WINDOW_S): since boot, other users' jobs add up to any count."""
     out = []
@@ -82,24 +88,30 @@ def _xid_findings(events: list[Mapping[str, Any]], label: str, who: str, i: str,
             m, code = worse, f"xid.{e['xid']}.repeated"
         if m.rank is not None:
             text = f": {e['text']}" if e.get("text") else ""
-            out.append(Finding(m.rank, label, who, f"Xid {e['xid']} ({m.meaning}), {e.get('count', 1)}x in the "
-                               f"kernel log since boot{text}", m.fix.format(i=i), code))
+            out.append(GpuFinding(f"Xid {e['xid']} ({m.meaning}), {e.get('count', 1)}x in the "
+                               f"kernel log since boot{text}",
+                               m.fix.format(i=i),
+                               FaultClass.NODE,
+                               code=code,
+                               rank=m.rank,
+                               gpu=label,
+                               who=who))
     return out
 
 
-def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]], windowed: bool) -> list[Finding]:
+def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]], windowed: bool) -> list[GpuFinding]:
     i, label, who = str(gpu["index"]), _label(gpu), f"GPU {gpu['index']}"
     key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
     pci = f"{key}.0" if key else "<PCI address>"  # lspci's and nvidia-smi's domain:bus:device.function
     out = _xid_findings(events, label, who, i, windowed)
 
-    def add(rank: int, problem: str, fix: str, code: str = "gpu.health") -> None:
-        out.append(Finding(rank, label, who, problem, fix.format(i=i, pci=pci), code))
+    def add(rank: int, problem: str, fix: str, code: str = GPU_HEALTH) -> None:
+        out.append(GpuFinding(problem, fix.format(i=i, pci=pci), FaultClass.NODE, code=code, rank=rank, gpu=label, who=who))
 
     lost = [v["absent"] for v in gpu.values() if is_absent(v) and any(t in v["absent"] for t in LOST)]
     if isinstance(gpu.get("error"), str) or lost:
         add(0, f"NVML cannot read it: {gpu.get('error') or lost[0]}", LOST_FIX)
-        out[-1] = replace(out[-1], code="gpu.lost")
+        out[-1] = replace(out[-1], code=GPU_LOST)
     rows = _dict(gpu.get("remapped_rows"))
     if rows.get("failure") is True:
         add(1, "row remapping failed: the GPU memory has no spare rows left for new errors",
@@ -138,7 +150,7 @@ def _gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]], windo
         add(4, f"clocks held down by {', '.join(slow)}" + (f" at {temp} C" if temp is not None else ""), fix)
     if gpu.get("persistence") is False:
         add(5, "persistence mode is off: the driver tears the GPU down between clients, so every job start pays "
-            "its initialisation", PERSISTENCE_FIX, "gpu.persistence_off")
+            "its initialisation", PERSISTENCE_FIX, code=PERSISTENCE_OFF)
     return out
 
 
@@ -164,7 +176,7 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     by_pci: dict[str, list[Mapping[str, Any]]] = {}
     for e in events:
         by_pci.setdefault(e["pci"], []).append(e)
-    findings: list[Finding] = []
+    findings: list[GpuFinding] = []
     windowed = _dict(log.get("window")).get("since_s") is not None
     for gpu in gpus:
         key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
@@ -178,9 +190,14 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
         if alloc.ours(pci):  # another container's GPU: its Xids are not this process's to judge
             findings += _xid_findings(rest, f"PCI {pci} (no GPU that NVML lists)", f"PCI {pci}", f"{pci}.0", windowed)
     if log.get("error") and ctx.options.cluster_mode in NODE_MODES:
-        findings.append(Finding(6, "kernel log", "envcheck", f"the kernel log cannot be read ({log['error']}): Xid "
-                                "and fallen-off-the-bus history not judged", KERNEL_LOG_FIX,
-                                "gpu.kernel_log_unreadable", "config"))
+        findings.append(GpuFinding(f"the kernel log cannot be read ({log['error']}): Xid "
+                                "and fallen-off-the-bus history not judged",
+                                KERNEL_LOG_FIX,
+                                FaultClass.CONFIG,
+                                code=KERNEL_LOG_UNREADABLE,
+                                rank=6,
+                                gpu="kernel log",
+                                who="envcheck"))
     nvml_error = data.get("nvml_error")
     log_note = f"Xid history unknown ({log['error']})" if log.get("error") else (
         f"kernel log: {len(events)} kind(s) of Xid" if events else "kernel log: no Xid")

@@ -21,17 +21,15 @@ from envcheck.checks.libraries.inputs import (
     stem,
 )
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed, skipped, warned
+from envcheck.core.findings import Finding
+from envcheck.core.result import FaultClass, Result, failed, passed, skipped, warned
 from envcheck.core.versions import release
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One cause: what is wrong, the command that fixes it, who must act, and whether it breaks torch."""
+@dataclass(frozen=True, kw_only=True)
+class LibraryFinding(Finding):
+    """One cause (the code is the check's own): and whether it breaks torch (`fatal`: FAIL, else WARN)."""
 
-    problem: str
-    fix: str
-    fault_class: str
     fatal: bool = False
 
 
@@ -87,23 +85,27 @@ class _View:
         return f"export LD_LIBRARY_PATH={':'.join(rest)}" if rest else "unset LD_LIBRARY_PATH"
 
 
-def _shadow(view: _View, path: str, lib_stem: str, fatal: bool, what: str) -> Finding:
+def _shadow(view: _View, path: str, lib_stem: str, fatal: bool, what: str) -> LibraryFinding:
     """A library found outside the wheels: which search entry offered it, and the fix."""
     hit = view.search_hit(path or None, lib_stem)
     copy = view.wheel_copy(lib_stem)
     if hit:
         var, entry = hit
-        return Finding(f"{what} from {var} ({entry}): {copy}",
+        return LibraryFinding(f"{what} from {var} ({entry}): {copy}",
                        f"{view.drop_fix(var, entry)}  # remove {entry} so torch loads the wheel's {lib_stem}",
-                       "config", fatal)
+                       FaultClass.CONFIG,
+                       fatal=fatal)
     pin = view.pinned(family_of(lib_stem) or "")
     fix = (f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}  # the {lib_stem} torch pins"
            if pin else "pip install --force-reinstall torch  # restores the NVIDIA wheels torch pins")
-    return Finding(f"{what} (not from a wheel, nor from LD_LIBRARY_PATH/LD_PRELOAD: ld.so.cache or a system "
-                   f"path won): {copy}", fix, "image", fatal)
+    return LibraryFinding(f"{what} (not from a wheel, nor from LD_LIBRARY_PATH/LD_PRELOAD: ld.so.cache or a system "
+                   f"path won): {copy}",
+                   fix,
+                   FaultClass.IMAGE,
+                   fatal=fatal)
 
 
-def import_finding(view: _View, error: str) -> Finding:
+def import_finding(view: _View, error: str) -> LibraryFinding:
     """The library cause of a failed `import torch`, from its error text."""
     first = error.strip().splitlines()[0][:300] if error.strip() else "import failed"
     missing = MISSING_LIBRARY.search(error)
@@ -113,31 +115,40 @@ def import_finding(view: _View, error: str) -> Finding:
         copies = [c for c in view.shipping(lib_stem) if os.path.basename(c[1]["path"]) == soname]
         pin = view.pinned(family_of(lib_stem) or "")
         if pin and not any(c[0]["name"] == canonicalize_name(pin[0]) for c in copies):
-            return Finding(f"torch cannot import: {soname} is missing ({first}); torch pins {pin[0]}=={pin[1]}, "
-                           "which is not installed", f"pip install {pin[0]}=={pin[1]}", "image", True)
+            return LibraryFinding(f"torch cannot import: {soname} is missing ({first}); torch pins {pin[0]}=={pin[1]}, "
+                           "which is not installed",
+                           f"pip install {pin[0]}=={pin[1]}",
+                           FaultClass.IMAGE,
+                           fatal=True)
         for d, lib in copies:
             if lib["state"] == "missing":
-                return Finding(f"torch cannot import: {soname} is missing ({first}); {d['name']} "
+                return LibraryFinding(f"torch cannot import: {soname} is missing ({first}); {d['name']} "
                                f"{d['version']} lists {lib['path']} but the file is gone (removed when another "
                                "distribution sharing it was uninstalled?)",
-                               f"pip install --force-reinstall --no-deps {d['name']}=={d['version']}", "image", True)
+                               f"pip install --force-reinstall --no-deps {d['name']}=={d['version']}",
+                               FaultClass.IMAGE,
+                               fatal=True)
         if copies:
             d, lib = copies[0]
-            return Finding(f"torch cannot import: the loader does not find {soname} ({first}), though {d['name']} "
+            return LibraryFinding(f"torch cannot import: the loader does not find {soname} ({first}), though {d['name']} "
                            f"installed it at {lib['path']}: torch and the NVIDIA wheels are in different "
                            "site-packages (torch's RUNPATH is $ORIGIN/../../nvidia/...)",
                            f"pip install --force-reinstall torch=={view.data.get('torch_version') or 'X'}  "
                            f"# one site-packages for both; stopgap: export LD_LIBRARY_PATH="
-                           f"{os.path.dirname(lib['path'])}", "image", True)
-        return Finding(f"torch cannot import: {soname} is missing ({first})",
-                       "pip install --force-reinstall torch  # installs the NVIDIA wheels it pins", "image", True)
+                           f"{os.path.dirname(lib['path'])}",
+                           FaultClass.IMAGE,
+                           fatal=True)
+        return LibraryFinding(f"torch cannot import: {soname} is missing ({first})",
+                       "pip install --force-reinstall torch  # installs the NVIDIA wheels it pins",
+                       FaultClass.IMAGE,
+                       fatal=True)
     undefined = UNDEFINED_SYMBOL.search(error)
     if undefined:
         needer, symbol, versioned = undefined.groups()
         lib_stem = stem(versioned) if versioned else next((lib for p, lib in SYMBOL_LIBS if symbol.startswith(p)),
                                                           None)
         if lib_stem is None:
-            return Finding(f"torch cannot import: {first}", "pip install --force-reinstall torch", "image", True)
+            return LibraryFinding(f"torch cannot import: {first}", "pip install --force-reinstall torch", FaultClass.IMAGE, fatal=True)
         who = os.path.basename(needer) if needer else "torch"
         what = f"torch cannot import: {who} needs {symbol}, which the {lib_stem} the loader found lacks (older)"
         if view.search_hit(None, lib_stem):
@@ -147,14 +158,16 @@ def import_finding(view: _View, error: str) -> Finding:
         if len(doubled) > 1:
             return duplicate_finding(view, family, doubled, fatal=True, why=what)
         pin = view.pinned(family)
-        return Finding(f"{what}: {view.wheel_copy(lib_stem)}",
+        return LibraryFinding(f"{what}: {view.wheel_copy(lib_stem)}",
                        f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}" if pin else
-                       "pip install --force-reinstall torch", "image", True)
-    return Finding(f"torch cannot import: {first}", "pip install --force-reinstall torch", "image", True)
+                       "pip install --force-reinstall torch",
+                       FaultClass.IMAGE,
+                       fatal=True)
+    return LibraryFinding(f"torch cannot import: {first}", "pip install --force-reinstall torch", FaultClass.IMAGE, fatal=True)
 
 
 def duplicate_finding(view: _View, family: str, dists: list[dict[str, Any]], fatal: bool = False,
-                      why: str = "") -> Finding:
+                      why: str = "") -> LibraryFinding:
     """Several distributions of one family: which to uninstall, and the kept one to restore if files are shared."""
     pin = view.pinned(family)
     keep = next((d for d in dists if pin and d["name"] == canonicalize_name(pin[0])), None)
@@ -177,7 +190,7 @@ def duplicate_finding(view: _View, family: str, dists: list[dict[str, Any]], fat
         fix += f" && pip install --force-reinstall --no-deps {keep['name']}=={pin[1] if pin else keep['version']}"
     if users:
         fix += f"  # first check {', '.join(users)}, which require(s) {', '.join(drop)}"
-    return Finding(f"{why}: {problem}" if why else problem, fix, "image", fatal)
+    return LibraryFinding(f"{why}: {problem}" if why else problem, fix, FaultClass.IMAGE, fatal=fatal)
 
 
 def _cuda_major(dist: Mapping[str, Any]) -> int:
@@ -185,10 +198,10 @@ def _cuda_major(dist: Mapping[str, Any]) -> int:
     return int(m.group(1)) if m else 13
 
 
-def findings(data: Mapping[str, Any]) -> tuple[list[Finding], list[dict[str, Any]]]:
+def findings(data: Mapping[str, Any]) -> tuple[list[LibraryFinding], list[dict[str, Any]]]:
     """Every cause found, worst first, and a row per loaded NVIDIA library (what won, and the pin)."""
     view = _View(data)
-    found: list[Finding] = []
+    found: list[LibraryFinding] = []
     if data.get("import_error"):
         found.append(import_finding(view, data["import_error"]))
     rows: list[dict[str, Any]] = []
@@ -210,12 +223,16 @@ def findings(data: Mapping[str, Any]) -> tuple[list[Finding], list[dict[str, Any
             what = f"{lib_stem} {version or '(version unknown)'} is loaded from {path}{differs}"
             found.append(_shadow(view, path, lib_stem, False, what))
         elif owner is None and pin:
-            found.append(Finding(f"{lib_stem} is loaded from {path}, but torch pins {pin[0]}=={pin[1]}, which is "
-                                 "not installed", f"pip install {pin[0]}=={pin[1]}", "image"))
+            found.append(LibraryFinding(f"{lib_stem} is loaded from {path}, but torch pins {pin[0]}=={pin[1]}, which is "
+                                 "not installed",
+                                 f"pip install {pin[0]}=={pin[1]}",
+                                 FaultClass.IMAGE))
         elif owner is not None and pin and owner["name"] != canonicalize_name(pin[0]) and len(
                 [d for d in view.dists if dist_family(d["name"]) == family]) < 2:
-            found.append(Finding(f"{lib_stem} is loaded from {path} ({owner['name']} {owner['version']}), but "
-                                 f"torch pins {pin[0]}=={pin[1]}", f"pip install {pin[0]}=={pin[1]}", "image"))
+            found.append(LibraryFinding(f"{lib_stem} is loaded from {path} ({owner['name']} {owner['version']}), but "
+                                 f"torch pins {pin[0]}=={pin[1]}",
+                                 f"pip install {pin[0]}=={pin[1]}",
+                                 FaultClass.IMAGE))
     families: dict[str, list[dict[str, Any]]] = {}
     for d in view.dists:
         families.setdefault(dist_family(d["name"]), []).append(d)
@@ -226,8 +243,9 @@ def findings(data: Mapping[str, Any]) -> tuple[list[Finding], list[dict[str, Any
     for name, version in sorted(view.pins.items()):
         have = installed.get(name)
         if have is not None and have != version and release(have) != release(version):
-            found.append(Finding(f"{name} {have} is installed, torch {data.get('torch_version')} pins {version}",
-                                 f"pip install {name}=={version}", "image"))
+            found.append(LibraryFinding(f"{name} {have} is installed, torch {data.get('torch_version')} pins {version}",
+                                 f"pip install {name}=={version}",
+                                 FaultClass.IMAGE))
     found.sort(key=lambda f: not f.fatal)
     return found, rows
 

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.cuda.codes import CUDA_CODES
+from envcheck.checks.cuda.live_errors import GPU_UNUSABLE
 from envcheck.core.check import Context
-from envcheck.core.result import Result, errored, failed, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, errored, failed, passed, skipped, warned
 from envcheck.probe.cuda_driver import CUDA_BUDGET_S, probe
 from envcheck.probe.gpu_access import allocation, read_access
 from envcheck.probe.gpu_usage import foreign, holder, read_usage
@@ -24,6 +25,14 @@ from envcheck.probe.hang import describe, stuck_in_kernel
 from envcheck.probe.node_state import count_overrun
 from envcheck.probe.nvml import NVML_BUDGET_S, init_budget, warmup
 from envcheck.probe.pci import bus_key, pci_gpus
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+COPY_MISMATCH = "cuda.copy_mismatch"
+DRIVER_CRASH = "cuda.driver_crash"
+INIT_ERROR = "cuda.init_error"
+INIT_HANG = "cuda.init_hang"
+INIT_SLOW = "cuda.init_slow"
+LIBCUDA_MISSING = "cuda.libcuda_missing"
 
 HANG_FIX = ("the driver is wedged: drain the node; nvidia-smi -q (does it hang too?); dmesg | grep -iE 'NVRM|Xid'; "
             "reboot the node (a task in D state cannot be killed); RMA the GPU if it recurs")
@@ -51,16 +60,16 @@ def _usage_of(data: Mapping[str, Any], pci: Any) -> Mapping[str, Any]:
 def _overrun(data: Mapping[str, Any], hang: dict[str, Any], budget_s: float, measured: dict[str, Any]) -> Result:
     at = f" on GPU {hang['gpu']}" if isinstance(hang.get("gpu"), int) else ""
     if stuck_in_kernel(hang):
-        return failed(f"the CUDA driver hangs{at}: {describe(hang)}", HANG_FIX, measured=measured, fault_class="node",
-                      code="cuda.init_hang")
+        return failed(f"the CUDA driver hangs{at}: {describe(hang)}", HANG_FIX, measured=measured, fault_class=FaultClass.NODE,
+                      code=INIT_HANG)
     count = data.get("overruns")
     if isinstance(count, int) and count >= 2:
         return failed(f"the CUDA driver was still working{at} when its budget ran out, in {count} runs in a row: "
                       f"{describe(hang)}", f"{SLOW_FIX}; if it stays slow, {HANG_FIX}", measured=measured,
-                      fault_class="node", code="cuda.init_slow")
+                      fault_class=FaultClass.NODE, code=INIT_SLOW)
     return warned(f"a slow start, not a hang{at}: {describe(hang)}; the process was working, not stuck in the "
                   f"kernel (a cold GPU initialisation with persistence mode off takes seconds per GPU)", SLOW_FIX,
-                  measured=measured, fault_class="node", code="cuda.init_slow")
+                  measured=measured, fault_class=FaultClass.NODE, code=INIT_SLOW)
 
 
 def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
@@ -75,7 +84,7 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
         if isinstance(crashed, dict):  # the driver library killed the process inside one of its calls
             measured["crashed_in"] = crashed
             return failed(f"libcuda crashed the process in {crashed.get('call')}: {data['error']}", HANG_FIX,
-                          measured=measured, fault_class="node", code="cuda.driver_crash")
+                          measured=measured, fault_class=FaultClass.NODE, code=DRIVER_CRASH)
         return errored(str(data["error"]), measured=measured)  # envcheck's own (could not start a process)
     raw = data.get("done")
     done: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -85,19 +94,19 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
             return skipped("no NVIDIA driver here (no /dev/nvidia* node, no libcuda.so.1)", measured=measured)
         measured["dlopen_error"] = done.get("dlopen_error")
         return failed(f"the NVIDIA kernel module is loaded ({', '.join(dev[:3])}) but libcuda.so.1 cannot be "
-                      f"loaded: {done.get('dlopen_error')}", LIBCUDA_FIX, measured=measured, fault_class="node",
-                      code="cuda.libcuda_missing")
+                      f"loaded: {done.get('dlopen_error')}", LIBCUDA_FIX, measured=measured, fault_class=FaultClass.NODE,
+                      code=LIBCUDA_MISSING)
     init = done.get("init")
     if isinstance(init, dict):
         code = int(init.get("code") or 0)
         problem, fix, _ = CUDA_CODES.get(code, (f"CUDA error {code}", "dmesg | grep -iE 'NVRM|Xid'; nvidia-smi; "
-                                                "reload the driver or reboot the node", "node"))
+                                                "reload the driver or reboot the node", FaultClass.NODE))
         if code == 999 and "nvidia-uvm" not in dev:
             problem += "; /dev/nvidia-uvm is missing: the nvidia_uvm module is not loaded"
             fix = "modprobe nvidia-uvm (or nvidia-modprobe -u -c0); " + fix
         measured["init"] = init
         return failed(f"{init.get('call')} returned {init.get('name')} ({code}): {problem}", fix, measured=measured,
-                      fault_class="node", code=f"cuda.error.{code}" if code in CUDA_CODES else "cuda.init_error")
+                      fault_class=FaultClass.NODE, code=f"cuda.error.{code}" if code in CUDA_CODES else INIT_ERROR)
     gpus = [g for g in done.get("gpus") or [] if isinstance(g, dict)]
     measured["gpus"] = gpus
     busy: list[str] = []
@@ -128,13 +137,13 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
         more = f" (+{len(broken) - 1} more GPU(s))" if len(broken) > 1 else ""
         idle = " with no other process on it" if e.get("code") in BUSY_CODES else ""
         return failed(f"{_gpu_label(g)}: {e.get('call')} returned {e.get('name')} ({e.get('code')}){idle}{more}",
-                      GPU_FIX.format(i=g.get("index")), measured=measured, fault_class="node", code="cuda.gpu_unusable")
+                      GPU_FIX.format(i=g.get("index")), measured=measured, fault_class=FaultClass.NODE, code=GPU_UNUSABLE)
     wrong = [g for g in gpus if (g.get("copy") or {}).get("wrong")]
     if wrong:
         g = wrong[0]
         return failed(f"{_gpu_label(g)}: a 1 MiB copy to the GPU and back came back with {g['copy']['wrong']} wrong "
                       "byte(s): its memory or PCIe path corrupts data", GPU_FIX.format(i=g.get("index")),
-                      measured=measured, fault_class="node", code="cuda.copy_mismatch")
+                      measured=measured, fault_class=FaultClass.NODE, code=COPY_MISMATCH)
     if unsure:
         return warned(unsure[0] + (f" (+{len(unsure) - 1} more)" if len(unsure) > 1 else ""),
                       "nvidia-smi on that GPU shows who holds it; install nvidia-ml-py so envcheck can tell",

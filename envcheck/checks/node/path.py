@@ -17,9 +17,6 @@ from envcheck.probe.gpu_access import allocation, read_access
 from envcheck.probe.nvml import Warmup, init_budget, release, warm_up
 from envcheck.probe.pci import pci_gpus
 
-# In report order: the driver API, NVML's hardware state and the kernel log, DCGM's own diagnostic where dcgmi is
-# installed (it skips elsewhere), then the profile and --expect-gpus.
-NODE_CHECKS = ("node.cuda_driver", "gpu.health", "dcgm.diag", "node.profile")
 # Share of the run's time left that the first GPU initialisation may take: the checks need the rest.
 WARMUP_SHARE = 0.6
 
@@ -31,7 +28,10 @@ def node_specs(registry: Mapping[str, CheckSpec], only: Iterable[str] = (), skip
     unknown = [n for n in [*only, *skip] if n not in registry]
     if unknown:
         raise UsageError(f"unknown check name(s): {', '.join(unknown)}; valid names: {', '.join(registry)}")
-    names = only or [n for n in NODE_CHECKS if n in registry]
+    # The specs' node_order (data on each spec): the driver API, NVML's hardware state and the kernel log, DCGM's
+    # own diagnostic where dcgmi is installed (it skips elsewhere), then the profile and --expect-gpus.
+    on_path = sorted((s for s in registry.values() if s.node_order is not None), key=lambda s: s.node_order or 0)
+    names = only or [s.name for s in on_path]
     return [dataclasses.replace(registry[n], isolated=False) for n in names if n not in skip]
 
 

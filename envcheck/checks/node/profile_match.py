@@ -10,11 +10,20 @@ from typing import Any
 
 from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.check import Context, ProfileOptions
-from envcheck.core.result import Result, failed, first_of, passed, skipped
+from envcheck.core.result import FaultClass, Result, failed, first_of, passed, skipped
 from envcheck.probe.gpu_access import Allocation, allocation, read_access
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 from envcheck.probe.nvml_fields import Fields, Missing, value
 from envcheck.probe.pci import SYSFS_PCI, pci_gpus
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+NODE_GPU_COUNT = "node.gpu_count"
+NODE_GPU_COUNT_SCOPE = "node.gpu_count_scope"
+DRIVER_FLOOR = "profile.driver_floor"
+PROFILE_GPU_COUNT = "profile.gpu_count"
+GPU_MODEL = "profile.gpu_model"
+NVLINK_DOWN = "profile.nvlink_down"
+PCIE_LINK = "profile.pcie_link"
 
 LOST_FIX = ("drain; dmesg | grep -iE 'fallen off the bus|Xid'; lspci -s {pci}; reboot the node, then reseat the GPU "
             "or RMA it")
@@ -71,7 +80,7 @@ def expected_count(p: ProfileOptions, expect_gpus: int | None) -> tuple[int | No
     the torch-free node path as it binds the torch path's cuda.devices; the front door sets it from the profile
     unless given), else the profile's."""
     count = expect_gpus if expect_gpus is not None else p.gpu_count
-    return count, "profile.gpu_count" if p.gpu_count is not None and count == p.gpu_count else "node.gpu_count"
+    return count, PROFILE_GPU_COUNT if p.gpu_count is not None and count == p.gpu_count else NODE_GPU_COUNT
 
 
 def findings(p: ProfileOptions, data: Mapping[str, Any], expect_gpus: int | None = None) -> list[tuple[str, str, str]]:
@@ -82,7 +91,7 @@ def findings(p: ProfileOptions, data: Mapping[str, Any], expect_gpus: int | None
     count, code = expected_count(p, expect_gpus)
     alloc = _given(data)
     if count is not None and not alloc.whole_node and alloc.count is not None and alloc.count < count:
-        out.append(("node.gpu_count_scope", f"{count} GPU(s) expected, but this process was given {alloc.count} by "
+        out.append((NODE_GPU_COUNT_SCOPE, f"{count} GPU(s) expected, but this process was given {alloc.count} by "
                     f"{alloc.source}: the expectation counts a whole node's GPUs",
                     "run the node check on the host (a Slurm prolog, a privileged DaemonSet), or expect the GPUs "
                     f"this process is given (--expect-gpus {alloc.count})"))
@@ -97,20 +106,20 @@ def findings(p: ProfileOptions, data: Mapping[str, Any], expect_gpus: int | None
     if p.gpu_model:
         wrong = [g for g in gpus if p.gpu_model.lower() not in str(g.get("name", "")).lower()]
         if wrong:
-            out.append(("profile.gpu_model", f"GPU {wrong[0]['index']} is {wrong[0].get('name') or 'unnamed'!r}, "
+            out.append((GPU_MODEL, f"GPU {wrong[0]['index']} is {wrong[0].get('name') or 'unnamed'!r}, "
                         f"the profile expects {p.gpu_model!r}" + (f" (+{len(wrong) - 1} more)" if len(wrong) > 1
                                                                   else ""),
                         "run this node under the profile of its GPU model, or fix gpu_model"))
     have = data.get("driver_version")
     if p.driver_floor and isinstance(have, str) and _version(have) < _version(p.driver_floor):
-        out.append(("profile.driver_floor", f"driver {have} is older than the profile's floor {p.driver_floor}",
+        out.append((DRIVER_FLOOR, f"driver {have} is older than the profile's floor {p.driver_floor}",
                     f"upgrade the NVIDIA driver to >= {p.driver_floor} (and the fabric manager with it on NVSwitch "
                     "systems), then reboot"))
     for g in gpus:
         gen, width = g.get("pcie_gen_max"), g.get("pcie_width")
         if (p.pcie_gen and isinstance(gen, int) and gen < p.pcie_gen) or (
                 p.pcie_width and isinstance(width, int) and width < p.pcie_width):
-            out.append(("profile.pcie_link", f"GPU {g['index']} ({g.get('pci')}): PCIe link gen {gen} x{width}, the "
+            out.append((PCIE_LINK, f"GPU {g['index']} ({g.get('pci')}): PCIe link gen {gen} x{width}, the "
                         f"profile expects gen {p.pcie_gen} x{p.pcie_width}",
                         f"reseat the GPU and its riser; lspci -vv -s {g.get('pci')} | grep -E 'LnkCap|LnkSta'; "
                         "check the BIOS slot settings"))
@@ -120,7 +129,7 @@ def findings(p: ProfileOptions, data: Mapping[str, Any], expect_gpus: int | None
             up = sum(1 for s in links if s == 1)
             if up < p.nvlink_links:
                 down = [n for n, s in enumerate(links) if s != 1]
-                out.append(("profile.nvlink_down", f"GPU {g['index']} ({g.get('pci')}): {up} of {p.nvlink_links} "
+                out.append((NVLINK_DOWN, f"GPU {g['index']} ({g.get('pci')}): {up} of {p.nvlink_links} "
                             f"NVLinks up" + (f" (down: {', '.join(map(str, down[:18]))})" if down else ""),
                             f"nvidia-smi nvlink -s -i {g['index']}; on NVSwitch systems check nvidia-fabricmanager; "
                             "reset the GPU (nvidia-smi -r) or reboot; RMA the baseboard if links stay down"))
@@ -154,7 +163,7 @@ def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str, node_mode
     # no-driver finding is (cluster.policy.reclassify); in a pod's preflight it is the pod spec's.
     return failed(f"{kind}: {count} GPU(s) expected, none usable: {driver}{data.get('nvml_error')}; {seen}", fix,
                   measured={k: data.get(k) for k in ("pci_gpus", "nvml_error", "access")},
-                  fault_class="node" if node_mode else "config", code=code)
+                  fault_class=FaultClass.NODE if node_mode else FaultClass.CONFIG, code=code)
 
 
 def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None = None, node_mode: bool = True
@@ -175,9 +184,9 @@ def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None 
     found = findings(p, data, expect_gpus)
     if found:
         measured["codes"] = [c for c, _, _ in found]
-        scope = found[0][0] == "node.gpu_count_scope"
+        scope = found[0][0] == NODE_GPU_COUNT_SCOPE
         return failed(first_of([problem for _, problem, _ in found]), " | ".join(dict.fromkeys(f for _, _, f in found)),
-                      measured=measured, fault_class="config" if scope else "node", code=found[0][0])
+                      measured=measured, fault_class=FaultClass.CONFIG if scope else FaultClass.NODE, code=found[0][0])
     name = f"profile {p.profile} ({p.description or '-'})" if p.profile else f"--expect-gpus {expect_gpus}"
     return passed(f"matches {name}: {len(data.get('gpus') or [])} GPU(s)", measured=measured)
 

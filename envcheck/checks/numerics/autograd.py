@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from envcheck.core.check import Context
-from envcheck.core.result import Result, first_of, warned
+from envcheck.core.result import FaultClass, Result, first_of, warned
 from envcheck.reference.autograd_ops import OP_SET, OpCase, jacobian_comparison
 from envcheck.reference.compare import Comparison, compare, comparisons_result
 from envcheck.reference.devices import check_devices, cuda_devices, numerics_mode
@@ -74,7 +74,7 @@ def nondeterministic_warning(what: str, comparisons: Sequence[Comparison], probl
         return None
     measured = {c.label: c.measured() for c in comparisons} | (extra or {})
     return warned(f"{what}: {first_of(nondet)}", NONDET_REMEDIATION, measured=measured, expected=expected,
-                  details="\n".join(nondet), fault_class="image")  # the kernels' own (non-deterministic) accumulation
+                  details="\n".join(nondet), fault_class=FaultClass.IMAGE)  # the kernels' own (non-deterministic) accumulation
 
 
 def gradcheck_result(comparisons: Sequence[Comparison], problems: Sequence[str]) -> Result:

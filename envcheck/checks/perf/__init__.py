@@ -1,13 +1,13 @@
 """perf.*: performance judged inside the node, relative to its own best GPU (no SKU table, no absolute floor).
 
-The measurement and the pure verdict are the bench's (envcheck.bench.per_device, envcheck.bench.relative), so
+The measurement and the pure verdict are the bench's (envcheck.perf.per_device, envcheck.perf.relative), so
 `envcheck run --level full` and `envcheck bench` judge a node with the same units and the same rule.
 """
 
 from __future__ import annotations
 
-from envcheck.bench.per_device import relative_check
 from envcheck.core.check import CheckSpec, Level, Needs
+from envcheck.perf.per_device import relative_check
 
 CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("perf.relative", relative_check,

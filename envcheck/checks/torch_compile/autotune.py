@@ -11,8 +11,12 @@ from typing import Any
 from envcheck.checks.torch_compile.causes import Cause, classify, preflight_cause
 from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS, error_text, evidence
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+MAX_AUTOTUNE_ERROR = "compile.max_autotune_error"
+MAX_AUTOTUNE_WRONG = "compile.max_autotune_wrong"
 
 BATCH = (64, 1, 28, 28)  # the smoke test's input
 TOLERANCE = 1e-3  # max |compiled - eager| / max |eager|; float32 with matmul precision "high" (TF32 on GPUs)
@@ -68,13 +72,13 @@ def autotune_verdict(per_device: dict[str, dict[str, Any] | Cause]) -> Result:
     for device, got in per_device.items():
         if isinstance(got, Cause):
             problems.append(Cause(f"torch.compile(mode='max-autotune') fails on {device}: {got.summary}", got.fix,
-                                  fault_class=got.fault_class, code=got.code or "compile.max_autotune_error"))
+                                  fault_class=got.fault_class, code=got.code or MAX_AUTOTUNE_ERROR))
         elif got["max_rel_diff"] > TOLERANCE:
             problems.append(Cause(f"torch.compile(mode='max-autotune') gives wrong results on {device}: max "
                                   f"|compiled - eager| / max |eager| = {got['max_rel_diff']:.3g} (> {TOLERANCE})",
                                   "an Inductor template bug for this torch and device: reproduce with "
                                   "TORCH_COMPILE_DEBUG=1 and report it; mode='default' avoids the autotuned "
-                                  "templates", fault_class="image", code="compile.max_autotune_wrong"))
+                                  "templates", fault_class=FaultClass.IMAGE, code=MAX_AUTOTUNE_WRONG))
     measured = {"devices": {d: (g if isinstance(g, dict) else {"error": g.summary}) for d, g in per_device.items()}}
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""

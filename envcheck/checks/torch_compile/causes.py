@@ -8,6 +8,15 @@ import sys
 from dataclasses import dataclass, field
 
 from envcheck.checks.torch_compile.toolchain import Compiler, Directory
+from envcheck.core.result import FaultClass
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+DIR_UNUSABLE = "compile.dir_unusable"
+NO_COMPILER = "compile.no_compiler"
+NO_LIBCUDA = "compile.no_libcuda"
+NO_PYTHON_HEADERS = "compile.no_python_headers"
+PTXAS_ARCH = "compile.ptxas_arch"
+TRITON_MISMATCH = "compile.triton_mismatch"
 
 # Lines of Inductor/Dynamo boilerplate that are never the cause.
 _NOISE = ("set torchdynamo_verbose", "for even more developer context", "you can suppress this exception",
@@ -38,7 +47,7 @@ class Cause:
     summary: str
     fix: str
     named: bool = True  # False: only the error's first line, no known cause
-    fault_class: str | None = None  # image: the software installed; config: how the job was started
+    fault_class: FaultClass | None = None  # image: the software installed; config: how the job was started
     code: str = ""  # the stable finding code (compile.no_compiler ...); empty for an unnamed cause
 
 
@@ -58,7 +67,7 @@ def _compiler(comp: Compiler | None, variable: str) -> Cause:
                  "none answers --version",
                  f"install one (apt-get install -y g++ gcc, or your image's compiler package), or point {variable} "
                  f"at a working compiler, e.g. export {variable}=/usr/bin/{'g++' if variable == 'CXX' else 'gcc'}",
-                 fault_class="image", code="compile.no_compiler")
+                 fault_class=FaultClass.IMAGE, code=NO_COMPILER)
 
 
 def _dir_for(path_text: str, dirs: tuple[Directory, ...]) -> Directory | None:
@@ -74,12 +83,12 @@ def _dir_cause(kind: str, path: str, dirs: tuple[Directory, ...]) -> Cause:
         return Cause(f"{path} is {kind}",
                      "make it writable and exec, or move the directory that holds it: TMPDIR, "
                      f"TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR (e.g. under $HOME/.cache), {remount}",
-                     fault_class="config", code="compile.dir_unusable")
+                     fault_class=FaultClass.CONFIG, code=DIR_UNUSABLE)
     var = probed.variable
     also = "" if var == "TMPDIR" else " (or TMPDIR, which moves every default)"
     return Cause(f"the {probed.role} {probed.path} is {kind}: {path}",
                  f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, {remount}",
-                 fault_class="config", code="compile.dir_unusable")
+                 fault_class=FaultClass.CONFIG, code=DIR_UNUSABLE)
 
 
 def classify(text: str, ev: Evidence) -> Cause:
@@ -104,13 +113,13 @@ def classify(text: str, ev: Evidence) -> Cause:
         return Cause(f"Triton cannot find the driver library libcuda.so (ldconfig -p lists: {listed})",
                      "export TRITON_LIBCUDA_PATH=<the dir holding libcuda.so.1, e.g. /usr/local/nvidia/lib64>, "
                      "or add that dir to /etc/ld.so.conf.d/ and run ldconfig (without a driver mount: run the "
-                     "container with --gpus all)", fault_class="config", code="compile.no_libcuda")
+                     "container with --gpus all)", fault_class=FaultClass.CONFIG, code=NO_LIBCUDA)
     m = re.search(r"Value '(sm_\w+)' is not defined for option 'gpu-name'", text)
     if m:
         return Cause(f"ptxas does not know the GPU's architecture {m.group(1)}: {first_line(text)}",
                      "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit new enough for "
-                     f"{m.group(1)}), or a triton release whose bundled ptxas supports it", fault_class="image",
-                     code="compile.ptxas_arch")
+                     f"{m.group(1)}), or a triton release whose bundled ptxas supports it", fault_class=FaultClass.IMAGE,
+                     code=PTXAS_ARCH)
     if re.search(r"python\.h: no such file", low):
         where = f" in {ev.headers_missing}" if ev.headers_missing else ""
         version = "{}.{}".format(*sys.version_info[:2])
@@ -118,13 +127,13 @@ def classify(text: str, ev: Evidence) -> Cause:
                      "#include it",
                      f"install the headers of {sys.executable}: for Debian/Ubuntu's python, apt-get install -y "
                      f"python{version}-dev (or python3-dev); for conda, pyenv or python.org builds, reinstall that "
-                     "Python with its include/ dir (slim images strip it)", fault_class="image",
-                     code="compile.no_python_headers")
+                     "Python with its include/ dir (slim images strip it)", fault_class=FaultClass.IMAGE,
+                     code=NO_PYTHON_HEADERS)
     if re.search(r"cannot import name .* from 'triton|no module named 'triton", low):
         return Cause(f"torch and triton do not match: {first_line(text)}",
                      "pip install --force-reinstall torch==<your version> from one index (it pins the triton "
-                     "it was built with); do not install triton separately", fault_class="image",
-                     code="compile.triton_mismatch")
+                     "it was built with); do not install triton separately", fault_class=FaultClass.IMAGE,
+                     code=TRITON_MISMATCH)
     return Cause(first_line(text), "see the full error in details; TORCH_LOGS=+inductor shows the compile steps",
                  named=False)
 
@@ -145,5 +154,5 @@ def preflight_cause(ev: Evidence) -> Cause | None:
     if ev.ptxas_problems:
         return Cause(ev.ptxas_problems[0], "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit "
                      "new enough for this GPU), or a triton release whose bundled ptxas supports it",
-                     fault_class="image", code="compile.ptxas_arch")
+                     fault_class=FaultClass.IMAGE, code=PTXAS_ARCH)
     return None

@@ -16,7 +16,7 @@ from typing import Any
 from envcheck.checks.torch_compile import toolchain as probes
 from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, preflight_cause
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed
+from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
 
 # Inductor settings for the check's tiny graph (two CPU kernels), set in its own worker. A cold cache costs
@@ -175,7 +175,7 @@ def compile_inductor(ctx: Context) -> Result:
                 f"{figures['max_rel_diff']:.3g} (> {TOLERANCE})",
                 "an Inductor wrong-code bug for this torch and device: reproduce with TORCH_COMPILE_DEBUG=1 and "
                 "report it; meanwhile torch.compile(backend='aot_eager') avoids the generated kernels",
-                fault_class="image"))
+                fault_class=FaultClass.IMAGE))
     details = "\n".join([f"{d.role} {d.path}: {'; '.join(d.problems) or 'ok'}" for d in ev.dirs]
                         + list(ev.ptxas_problems))
     if problems:

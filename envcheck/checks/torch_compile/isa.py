@@ -10,8 +10,12 @@ from typing import Any
 from envcheck.checks.torch_compile.causes import Cause, classify, preflight_cause
 from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS, error_text, evidence
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.core.rundir import user_paths
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+ISA_DISABLED = "compile.isa_disabled"
+NO_VEC_ISA = "compile.no_vec_isa"
 
 VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve")  # x86 and aarch64 /proc/cpuinfo names
 
@@ -39,16 +43,16 @@ def isa_verdict(isa: str | None, bits: int, flags: list[str], capability: str | 
     if (capability or "").lower() == "default":
         return warned("Inductor found no vector ISA: ATEN_CPU_CAPABILITY=default turns vectorization off, so every "
                       "compiled CPU kernel is scalar (several times slower)",
-                      "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)", fault_class="config",
-                      code="compile.isa_disabled", measured=measured)
+                      "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)", fault_class=FaultClass.CONFIG,
+                      code=ISA_DISABLED, measured=measured)
     if compiler_cause is not None:  # each ISA is proven by compiling a probe: no compiler, no ISA
         return failed(f"Inductor found no vector ISA because its probes cannot compile: {compiler_cause.summary}",
                       compiler_cause.fix, fault_class=compiler_cause.fault_class,
-                      code=compiler_cause.code or "compile.no_vec_isa", measured=measured)
+                      code=compiler_cause.code or NO_VEC_ISA, measured=measured)
     return warned(f"Inductor found no vector ISA this CPU supports (CPU flags: {', '.join(flags) or 'none of '}"
                   f"{'' if flags else ', '.join(VECTOR_FLAGS)}): compiled CPU kernels are scalar",
-                  "expected on CPUs without AVX2/AVX-512/NEON; GPU kernels are not affected", fault_class="node",
-                  code="compile.no_vec_isa", measured=measured)
+                  "expected on CPUs without AVX2/AVX-512/NEON; GPU kernels are not affected", fault_class=FaultClass.NODE,
+                  code=NO_VEC_ISA, measured=measured)
 
 
 def pick() -> tuple[str | None, int]:

@@ -12,14 +12,19 @@ from dataclasses import replace
 
 from envcheck.checks.torch_compile.causes import Cause, preflight_cause
 from envcheck.checks.torch_compile.inductor import evidence
+from envcheck.checks.torch_compile.isa import ISA_DISABLED
 from envcheck.core.check import Context
-from envcheck.core.result import Result, failed, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+NO_TRITON = "compile.no_triton"
+TOOLCHAIN = "compile.toolchain"
 
 
 def _no_triton() -> Cause:
     return Cause("triton is not installed: torch.compile on a GPU generates Triton kernels",
                  "pip install --force-reinstall torch==<your version> (its wheel pins the triton it was built "
-                 "with); do not install triton separately", fault_class="image", code="compile.no_triton")
+                 "with); do not install triton separately", fault_class=FaultClass.IMAGE, code=NO_TRITON)
 
 
 def toolchain_verdict(cause: Cause | None, ev_summary: str, isa_env: str | None) -> Result:
@@ -27,12 +32,12 @@ def toolchain_verdict(cause: Cause | None, ev_summary: str, isa_env: str | None)
     (Inductor then emits scalar CPU code), else PASS."""
     if cause is not None:
         return failed(f"torch.compile cannot work here: {cause.summary}", cause.fix, fault_class=cause.fault_class,
-                      code=cause.code or "compile.toolchain", details=ev_summary)
+                      code=cause.code or TOOLCHAIN, details=ev_summary)
     if (isa_env or "").lower() == "default":
         return warned("torch.compile can work, but ATEN_CPU_CAPABILITY=default makes Inductor emit scalar CPU code "
                       "(no AVX2/AVX-512 vectorization): compiled CPU kernels run several times slower",
-                      "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)", fault_class="config",
-                      code="compile.isa_disabled", details=ev_summary)
+                      "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)", fault_class=FaultClass.CONFIG,
+                      code=ISA_DISABLED, details=ev_summary)
     return passed(f"torch.compile can work here: {ev_summary} (nothing compiled: --level full compiles)")
 
 

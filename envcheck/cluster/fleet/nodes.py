@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck.core.result import Status
+
 SCOPES = {"gpu": "gpu", "device": "gpu", "pair": "pair"}  # a CPU "device" of the relative verdict counts as a GPU
 
 
@@ -60,7 +62,7 @@ def _text(value: Any, limit: int = 120) -> str:
 
 
 def figure_metrics(figures: Any) -> Iterable[Metric]:
-    """Metrics from a list of bench-style figures (envcheck.bench.figures), skipping what is not a number."""
+    """Metrics from a list of bench-style figures (envcheck.perf.figures), skipping what is not a number."""
     for fig in figures if isinstance(figures, list) else []:
         if not isinstance(fig, dict) or fig.get("better") not in ("higher", "lower"):
             continue
@@ -97,10 +99,10 @@ def _run_node(doc: Mapping[str, Any], source: str) -> FleetNode:
         if not names and isinstance(measured.get("gpu_names"), list):
             names = [_text(n) for n in measured["gpu_names"] if _text(n)]
         peak = _number(measured.get("peak_busbw_gbps"))
-        if r.get("name") == "dist.busbw" and r.get("status") in ("pass", "warn", "fail") and peak and \
+        if r.get("name") == "dist.busbw" and r.get("status") in (Status.PASS, Status.WARN, Status.FAIL) and peak and \
                 (_number(measured.get("world_size")) or 0) > 1:
             metrics.append(Metric("dist.busbw.peak", "node", "", peak, "GB/s", "higher"))
-        if r.get("status") in ("warn", "fail", "error"):
+        if r.get("status") in (Status.WARN, Status.FAIL, Status.ERROR):
             found: list[Any] = measured["codes"] if isinstance(measured.get("codes"), list) else []
             codes += [_text(c) for c in [r.get("code"), *found] if _text(c)]
     platform = _dict(facts.get("platform"))
@@ -113,7 +115,7 @@ def _bench_node(doc: Mapping[str, Any], source: str) -> FleetNode:
     count = int(_number(device.get("gpus")) or 0) if device.get("cuda") else 0
     names = [_text(device.get("name"))] * count if _text(device.get("name")) else []
     units = [u for u in doc.get("units") or [] if isinstance(u, dict)]
-    codes = [_text(u.get("code")) for u in units if u.get("status") in ("warn", "fail", "error") and _text(u.get("code"))]
+    codes = [_text(u.get("code")) for u in units if u.get("status") in (Status.WARN, Status.FAIL, Status.ERROR) and _text(u.get("code"))]
     host = _text(device.get("host")) or next((_text(_dict(u.get("measured")).get("host")) for u in units
                                               if _dict(u.get("measured")).get("host")), "")
     return FleetNode(host or Path(source).stem, _group(names, device.get("cpu_count")), source,

@@ -18,6 +18,7 @@ from envcheck.cluster.fleet.learn import (
 )
 from envcheck.cluster.fleet.nodes import FleetNode, NotAReport, to_node
 from envcheck.cluster.fleet.sources import FleetInputError, Loaded
+from envcheck.core.errors import ExitCode
 
 FLEET_SCHEMA_VERSION = 1
 
@@ -99,5 +100,5 @@ def to_dict(s: Survey) -> dict[str, Any]:
                                            "worse_pct": v.worse_pct, "z": _num(v.z), "code": v.code} for v in vs]}
                           for node, vs in outliers.items()],
         "codes": code_counts(s.nodes, s.violations),
-        "exit_code": 1 if outliers else 0,
+        "exit_code": ExitCode.FAILED if outliers else ExitCode.OK,
     }

@@ -81,4 +81,4 @@ def failure_result(spec: CheckSpec, failure: WorkerFailure, timeout: float, star
         reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
     return errored(reason, details=failure.output, measured={"timeout_s": round(timeout, 3),
                                                              "worker_failure": failure.kind.value},
-                   ).named(spec.name, time.monotonic() - start)
+                   crashed=failure.kind is not FailureKind.TIMEOUT).named(spec.name, time.monotonic() - start)

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from envcheck.bench.figures import claim, direction_claim, figure
-from envcheck.bench.matmul import tf32_override
-from envcheck.bench.peak_memory import peak_bytes_during
-from envcheck.bench.training_step import CHECKPOINT_CPU_SHAPES, Workload, build, describe, make_step
-from envcheck.bench.unit_timing import interleaved, measure
+from envcheck.perf.figures import claim, direction_claim, figure
+from envcheck.perf.matmul import tf32_override
+from envcheck.perf.peak_memory import peak_bytes_during
+from envcheck.perf.training_step import CHECKPOINT_CPU_SHAPES, Workload, build, describe, make_step
+from envcheck.perf.unit_timing import interleaved, measure
 
 AMP_CLAIM = ("seeds via issue #8; seeds/002 (AMP section)", "AMP gives 1.5-3x training speed over float32")
 CLIP_CLAIM = ("seeds/003 (ResNet-50, A100 table)", "clip_grad_norm_ costs under 0.3% of a training step")

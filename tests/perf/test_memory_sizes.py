@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from envcheck.bench.matmul import fitting_sizes, matmul_bytes
-from envcheck.bench.memory import MIB, device_copy_bytes, device_copy_figures, device_copy_sizes
-from envcheck.bench.unit_timing import Timing
-from envcheck.bench.units import headline
-from tests.bench.h100 import h100_figure
+from envcheck.perf.matmul import fitting_sizes, matmul_bytes
+from envcheck.perf.memory import MIB, device_copy_bytes, device_copy_figures, device_copy_sizes
+from envcheck.perf.unit_timing import Timing
+from envcheck.perf.units import headline
+from tests.perf.h100 import h100_figure
 
 H100_L2, H200_L2 = 50 * MIB, 60 * MIB
 

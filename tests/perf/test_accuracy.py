@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.bench import unit_timing as timing
-from envcheck.bench.matmul import matmul_rate
+from envcheck.perf import unit_timing as timing
+from envcheck.perf.matmul import matmul_rate
 
 
 class ScriptedClock:

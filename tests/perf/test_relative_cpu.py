@@ -3,7 +3,7 @@ rounds, median of repetitions) run for two CPU "devices" in this process, one of
 
 Real: torch's CPU matmul, the timing, the verdict, and the cgroup v1 CFS bandwidth control (cpu.cfs_quota_us) the
 measuring thread is moved into while it measures device "1" (the kernel throttles it: no sleep is injected). Staged:
-which device is slow (a quota, the way a node under a CPU quota is slow). The GPU path is tests/bench/test_relative_gpu.py.
+which device is slow (a quota, the way a node under a CPU quota is slow). The GPU path is tests/perf/test_relative_gpu.py.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from envcheck.bench import per_device
-from envcheck.bench.per_device import Device, device_figures
-from envcheck.bench.relative import judge
 from envcheck.core.result import Status
+from envcheck.perf import per_device
+from envcheck.perf.per_device import Device, device_figures
+from envcheck.perf.relative import judge
 from tests.helpers import run_check
 
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu")

@@ -1,6 +1,6 @@
-"""The relative verdict (envcheck.bench.relative), pure, on generated figures of an 8-GPU node.
+"""The relative verdict (envcheck.perf.relative), pure, on generated figures of an 8-GPU node.
 
-Staged: the figures (values shaped like a real H100's, tests/bench/data/h100_bench_quick.json: bf16 ~790 TFLOP/s, TF32
+Staged: the figures (values shaped like a real H100's, tests/perf/data/h100_bench_quick.json: bf16 ~790 TFLOP/s, TF32
 ~400, HBM copy ~3000 GB/s, pinned H2D/D2H ~53 GB/s). Real: the verdict, the Result it builds and its codes. Every
 fault test also asserts that no other GPU or pair is named.
 """
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from envcheck.bench.relative import CODES, KINDS, common_gpu, judge, slow_findings
 from envcheck.core.result import FaultClass, Status
+from envcheck.perf.relative import CODES, KINDS, common_gpu, judge, slow_findings
 
 NORMAL = {"matmul.bfloat16": (790.0, "TFLOP/s"), "matmul.tf32": (400.0, "TFLOP/s"), "hbm": (3000.0, "GB/s"),
           "h2d": (53.0, "GB/s"), "d2h": (55.0, "GB/s")}

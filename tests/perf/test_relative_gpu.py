@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.bench.per_device import GPU_KINDS
 from envcheck.core.result import Status
+from envcheck.perf.per_device import GPU_KINDS
 from tests.helpers import run_check
 
 pytestmark = pytest.mark.gpu

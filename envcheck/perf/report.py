@@ -33,7 +33,7 @@ def build_document(device: dict[str, Any], results: list[Result], quick: bool) -
 
 def schema() -> dict[str, Any]:
     """The JSON schema of the bench document."""
-    text = resources.files("envcheck.bench").joinpath("bench_schema.json").read_text()
+    text = resources.files("envcheck.perf").joinpath("bench_schema.json").read_text()
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
@@ -97,7 +97,7 @@ def render_notes(doc: dict[str, Any]) -> list[str]:
     lines = [claim_line(f) for f in claims]
     lines += [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
     lines += [f"{u['status'].upper()} {u['name']}: {u['summary']}" for u in doc.get("units", [])
-              if u.get("status") in ("warn", "fail") and str(u.get("code") or "").startswith("perf.")]
+              if u.get("status") in (Status.WARN, Status.FAIL) and str(u.get("code") or "").startswith("perf.")]
     state = (doc["device"].get("gpu_state") or {})
     if state.get("idle") is False:
         lines.append(f"GPU was not idle: {state.get('why_not_idle')}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from envcheck.bench.figures import figure
-from envcheck.bench.training_step import build, make_step
-from envcheck.bench.unit_timing import interleaved
+from envcheck.perf.figures import figure
+from envcheck.perf.training_step import build, make_step
+from envcheck.perf.unit_timing import interleaved
 
 
 def compile_figures(device: str, quick: bool) -> list[dict[str, Any]]:

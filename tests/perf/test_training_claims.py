@@ -1,7 +1,7 @@
 """The training-claim units detect what they claim to, and their verdicts are honest.
 
 The verdict tests use the speed-ups and clip figures of a real quick bench on an H100
-(tests/bench/data/h100_bench_quick.json); no GPU is needed to judge recorded figures.
+(tests/perf/data/h100_bench_quick.json); no GPU is needed to judge recorded figures.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from envcheck.bench.figures import claim
-from envcheck.bench.report import render_notes, render_table
-from envcheck.bench.training_claims import AMP_CLAIM, CLIP_CLAIM, clip_figures
-from tests.bench.h100 import h100_figure, h100_run
+from envcheck.perf.figures import claim
+from envcheck.perf.report import render_notes, render_table
+from envcheck.perf.training_claims import AMP_CLAIM, CLIP_CLAIM, clip_figures
+from tests.perf.h100 import h100_figure, h100_run
 
 
 def _by_key(figs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

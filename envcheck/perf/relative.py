@@ -5,7 +5,7 @@ best's. No SKU table and no absolute floor: gpu-fryer's rule (huggingface/gpu-fr
 tolerance (%) compared to best GPU", default 10), applied to every kind perf.relative measures. A node whose GPUs are
 all equally slow passes here: the fleet baseline (`envcheck fleet`) is what judges it.
 
-A figure (envcheck.bench.figures) judged here carries `kind` (e.g. `matmul.bfloat16`, `hbm`, `h2d`, `d2h`, `peer`),
+A figure (envcheck.perf.figures) judged here carries `kind` (e.g. `matmul.bfloat16`, `hbm`, `h2d`, `d2h`, `peer`),
 `scope` (`gpu`, `pair` or `device`), `subject` (`3`, `0-3`) and `device_label` (`GPU 3`, `GPU 0 -> GPU 3`).
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from envcheck.core.result import Result, failed, first_of, passed, warned
+from envcheck.core.result import FaultClass, Result, failed, first_of, passed, warned
 
 DEFAULT_MARGIN_PCT = 10.0  # gpu-fryer's default --tflops-tolerance
 
@@ -153,7 +153,7 @@ def judge(figures: Sequence[Mapping[str, Any]], *, margin_pct: float = DEFAULT_M
             lines[0] += f"; GPU {suspect} is in every slow pair"
         make = failed if strict else warned
         fixes = " | ".join(dict.fromkeys(_fix(f, suspect) for f in findings))
-        return make(first_of(lines), fixes, measured=measured, expected=expected, fault_class="node",
+        return make(first_of(lines), fixes, measured=measured, expected=expected, fault_class=FaultClass.NODE,
                     code=findings[0].code, details="\n".join(lines + ([skipped_note] if skipped_note else [])))
     kinds = sorted({str(f.get("kind")) for f in figures if f.get("kind")})
     noun = "GPU" if any(f.get("scope") == "gpu" for f in figures) else "device"

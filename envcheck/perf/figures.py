@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.bench.peaks import pct_of_peak
-from envcheck.bench.unit_timing import Timing
+from envcheck.perf.peaks import pct_of_peak
+from envcheck.perf.unit_timing import Timing
 
 
 def figure(

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from envcheck.bench.report import schema
+from envcheck.perf.report import schema
 
 
 def test_real_cpu_report_validates(cpu_report: dict[str, Any]) -> None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from envcheck.bench.peaks import lookup, pcie_peak_gbps, pct_of_peak
+from envcheck.perf.memory import pcie_link
+from envcheck.perf.peaks import lookup, pcie_peak_gbps, pct_of_peak
+from envcheck.probe.nvml import read_nvml
+from envcheck.probe.nvml_fields import Fields
+from tests.staging import nvml
 
 
 @pytest.mark.parametrize(("name", "model"), [
@@ -49,6 +55,18 @@ def test_pcie_link_peak() -> None:
     assert pcie_peak_gbps(4, 16) == pytest.approx(31.5, abs=0.1)
     assert pcie_peak_gbps(5, 16) == pytest.approx(63.0, abs=0.1)
     assert pcie_peak_gbps(None, 16) is None
+
+
+def test_pcie_link_is_read_through_the_typed_nvml_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """bench's PCIe link comes from probe.nvml_fields inside read_nvml's budget: NVML is the one fake
+    (tests/staging/nvml.py, a Gen4 x16 GPU whose current generation is 'not supported'); no GPU here."""
+    nvml.install(monkeypatch, tmp_path, nvml.state(nvml.gpu(0, pcie_gen_max=4, pcie_width_max=16, pcie_gen=None)))
+    got = read_nvml(lambda pynvml, progress: pcie_link(Fields(pynvml), pynvml.nvmlDeviceGetHandleByIndex(0)),
+                    lambda exc: None)
+    assert got.hang is None
+    assert got.value == {"max_gen": 4, "max_width": 16, "curr_gen": None, "curr_width": 16}  # not supported: None
+    assert got.value is not None and pcie_peak_gbps(got.value["max_gen"], got.value["max_width"]) == \
+        pytest.approx(31.5, abs=0.1)
 
 
 # MIG device names as CUDA/NVML report them, with the SM count torch reports for the slice

@@ -13,8 +13,9 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.bench.figures import figure
-from envcheck.bench.unit_timing import Timing, measure
+from envcheck.perf.figures import figure
+from envcheck.perf.unit_timing import Timing, measure
+from envcheck.probe.nvml_fields import Fields, value
 
 MIB = 1 << 20
 DEVICE_SIZES = {"quick": (256 * MIB, 512 * MIB, 1024 * MIB), "full": tuple(MIB << k for k in range(8, 12))}
@@ -70,8 +71,8 @@ def device_copy_figures(quick: bool, peak_gbps: float | None, *, l2_bytes: int |
     `l2_bytes`/`free_bytes` default to what torch reports for the current GPU; tests inject them
     with `rate` and `flusher`.
     """
-    from envcheck.bench.matmul import l2_bytes as device_l2
-    from envcheck.bench.matmul import l2_flusher
+    from envcheck.perf.matmul import l2_bytes as device_l2
+    from envcheck.perf.matmul import l2_flusher
 
     if l2_bytes is None or free_bytes is None:
         import torch
@@ -122,17 +123,10 @@ def cpu_copy_figures(quick: bool) -> list[dict[str, Any]]:
     return figures
 
 
-def pcie_link(handle: Any) -> dict[str, Any]:
-    """The PCIe link NVML reports (max generation and width, and the current ones)."""
-    import pynvml
-
-    out: dict[str, Any] = {}
-    for key, getter in (("max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
-                        ("max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
-                        ("curr_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
-                        ("curr_width", "nvmlDeviceGetCurrPcieLinkWidth")):
-        try:
-            out[key] = int(getattr(pynvml, getter)(handle))
-        except Exception:
-            out[key] = None
-    return out
+def pcie_link(fields: Fields, handle: Any) -> dict[str, int | None]:
+    """The PCIe link NVML reports (max generation and width, and the current ones), through the one typed NVML
+    reader (inside read_nvml's budget); a field NVML does not give is None."""
+    return {"max_gen": value(fields.pcie(handle, current=False, width=False)),
+            "max_width": value(fields.pcie(handle, current=False, width=True)),
+            "curr_gen": value(fields.pcie(handle, current=True, width=False)),
+            "curr_width": value(fields.pcie(handle, current=True, width=True))}

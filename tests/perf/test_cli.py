@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from envcheck.bench.units import GPU_UNITS
+from envcheck.perf.units import GPU_UNITS
 
 
 @pytest.mark.parametrize(("argv", "words"), [

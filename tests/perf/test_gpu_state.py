@@ -1,7 +1,7 @@
 """The bench's "GPU not idle" judgement does not count envcheck's own processes.
 
 No GPU here: NVML is simulated by the one NVML fake, tests/staging/nvml.py (process lists and utilisation readings
-taken from what the real H100 quick bench saw, tests/bench/data/h100_bench_quick.json), and the
+taken from what the real H100 quick bench saw, tests/perf/data/h100_bench_quick.json), and the
 process tree is either this test's real one (/proc) or a scripted parent map.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.bench.gpu_state import idle_state
-from envcheck.bench.units import judged
-from tests.bench.h100 import h100_run
+from envcheck.perf.gpu_state import idle_state
+from envcheck.perf.units import judged
+from tests.perf.h100 import h100_run
 from tests.staging import nvml
 
 

@@ -17,12 +17,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.bench import matmul, memory
-from envcheck.bench.figures import figure
-from envcheck.bench.relative import describe, judge
-from envcheck.bench.unit_timing import Timing
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.perf import matmul, memory
+from envcheck.perf.figures import figure
+from envcheck.perf.relative import describe, judge
+from envcheck.perf.unit_timing import Timing
 
 MIB = 1 << 20
 GPU_KINDS = ("matmul.bfloat16", "matmul.tf32", "hbm", "h2d", "d2h")
@@ -178,7 +178,7 @@ def gpu_peaks(count: int) -> dict[str, dict[str, float]]:
     """Datasheet peaks per GPU and kind, where the GPU is in the table (bench.peaks; never a guess)."""
     import torch
 
-    from envcheck.bench.peaks import lookup
+    from envcheck.perf.peaks import lookup
 
     out: dict[str, dict[str, float]] = {}
     for i in range(count):
@@ -199,7 +199,7 @@ def relative_check(ctx: Context) -> Result:
     """perf.relative / bench.relative: measure every GPU and pair, then judge each against the node's best."""
     import torch
 
-    from envcheck.bench.gpu_state import NvmlSampler
+    from envcheck.perf.gpu_state import NvmlSampler
 
     torch.cuda.empty_cache()
     devices = gpu_devices(torch.cuda.device_count())

@@ -2,7 +2,7 @@
 
 No GPU here: the matmul probe's verdicts are given (the probe itself is tested for real on CPU, and with
 TF32 rounding simulated, in tests/checks/numerics/test_autograd_faults.py); the peaks are the H100 SXM
-entry the real H100 run used (tests/bench/data/h100_bench_quick.json).
+entry the real H100 run used (tests/perf/data/h100_bench_quick.json).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pytest
 
-from envcheck.bench.matmul import matmul_names, tf32_override
-from envcheck.bench.training_claims import amp_baseline_tf32_cause
-from tests.bench.h100 import h100_run
+from envcheck.perf.matmul import matmul_names, tf32_override
+from envcheck.perf.training_claims import amp_baseline_tf32_cause
+from tests.perf.h100 import h100_run
 
 H100 = h100_run()["device"]["peak"]["tflops"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.bench.unit_timing import measure, summarize
+from envcheck.perf.unit_timing import measure, summarize
 
 
 def test_summary_median_and_iqr() -> None:

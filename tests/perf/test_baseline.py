@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from envcheck.bench.baseline import regressions
+from envcheck.perf.baseline import regressions
 
 
 def _fig(key: str, value: float, better: str) -> dict[str, Any]:

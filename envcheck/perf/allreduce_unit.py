@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.bench.figures import figure
 from envcheck.collectives.bench_sweep import all_reduce_sweep
 from envcheck.core.check import Context
+from envcheck.perf.figures import figure
 
 
 def sweep_sizes(backend: str, quick: bool) -> list[int]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from envcheck.bench.figures import figure
-from envcheck.bench.unit_timing import Timing, measure
+from envcheck.perf.figures import figure
+from envcheck.perf.unit_timing import Timing, measure
 
 GPU_DTYPES = ("float32", "tf32", "bfloat16", "float16")
 

@@ -16,13 +16,13 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.bench import compile_speedup, matmul, memory, training_claims
-from envcheck.bench.allreduce_unit import all_reduce_figures
-from envcheck.bench.gpu_state import NvmlSampler, nvml_handle
-from envcheck.bench.peaks import GpuPeak, lookup, pcie_peak_gbps
-from envcheck.bench.per_device import relative_check
 from envcheck.core.check import CheckSpec, Context, Needs
-from envcheck.core.result import Result, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, passed, skipped, warned
+from envcheck.perf import compile_speedup, matmul, memory, training_claims
+from envcheck.perf.allreduce_unit import all_reduce_figures
+from envcheck.perf.gpu_state import NvmlSampler, nvml_handle
+from envcheck.perf.peaks import GpuPeak, lookup, pcie_peak_gbps
+from envcheck.perf.per_device import relative_check
 
 Figures = Callable[[Context], list[dict[str, Any]]]
 
@@ -92,7 +92,7 @@ def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
 def judged(summary: str, measured: dict[str, Any], state: dict[str, Any]) -> Result:
     """WARN when the GPU was certainly busy with other work; say so when that could not be told."""
     if state.get("idle") is False:
-        return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}", fault_class="node",
+        return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}", fault_class=FaultClass.NODE,
                       remediation="stop other GPU processes and re-run envcheck bench", measured=measured)
     if state.get("idle") is None and state.get("idle_unknown"):
         return passed(summary + f"; GPU idle unknown: {state['idle_unknown']}", measured=measured)
@@ -118,12 +118,12 @@ def headline(figs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _pcie_gbps() -> float | None:
-    from envcheck.probe.nvml import unavailable as nvml_unavailable
+    from envcheck.probe.nvml import read_nvml
+    from envcheck.probe.nvml_fields import Fields
 
-    if nvml_unavailable():
-        return None
-    link = memory.pcie_link(nvml_handle(0))
-    return pcie_peak_gbps(link["max_gen"], link["max_width"])
+    got = read_nvml(lambda pynvml, progress: memory.pcie_link(Fields(pynvml), nvml_handle(0)), lambda exc: None)
+    link = got.value  # None: NVML is absent, failed or hung (then the evidence is in got.hang; no peak is claimed)
+    return pcie_peak_gbps(link["max_gen"], link["max_width"]) if link is not None else None
 
 
 def _unit(name: str, desc: str, func: Callable[[Context], Result], *, gpu: bool, timeout_s: float = 300.0,
