@@ -6,8 +6,6 @@ the code differ."""
 from __future__ import annotations
 
 import argparse
-import ast
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -100,79 +98,6 @@ def matrix_page() -> str:
     return "".join(out)
 
 
-_CODE = re.compile(r"^(runtime|perf|profile|gpu|net|dist|nvml|cuda|compile|vision|libs|numpy|shm|dcgm|node|build|"
-                   r"image|train|optim|container)\.[a-z0-9_]+(\.[a-z0-9_]+)*$")
-_SCANNED = ("checks", "cluster", "collectives", "core", "bench/relative.py")
-
-
-def _class_of(node: ast.Call) -> str:
-    """The fault class written in a call that names a code (`fault_class="config"`, `FaultClass.NODE`, a
-    positional "node"), or ""."""
-    for word in node.keywords:
-        if word.arg == "fault_class" and isinstance(word.value, ast.Constant) and isinstance(word.value.value, str):
-            return word.value.value
-        if word.arg == "fault_class" and isinstance(word.value, ast.Attribute) \
-                and isinstance(word.value.value, ast.Name) and word.value.value.id == "FaultClass":
-            return word.value.attr.lower()
-    return next((a.value for a in node.args if isinstance(a, ast.Constant) and a.value in ("node", "image",
-                                                                                          "config")), "")
-
-
-def _emitted_codes() -> dict[str, tuple[str, set[str]]]:
-    """Finding codes written as string literals in the check, cluster and engine code: code -> (fault class,
-    modules). The class is the one the call naming the code states; else `node` for a code the drain table lists
-    (severity.py lists node findings only); else the one class every classified call of its module states; else "".
-    Check names and metric names are left out."""
-    from envcheck.checks import registry
-    from envcheck.cluster.severity import severity
-
-    names = set(registry()) - {"gpu.health"}
-    stated: dict[str, str] = {}
-    guessed: dict[str, str] = {}
-    modules: dict[str, set[str]] = {}
-    paths = [p for room in _SCANNED for p in ([ROOT / "envcheck" / room] if room.endswith(".py")
-                                              else sorted((ROOT / "envcheck" / room).rglob("*.py")))]
-    for path in paths:
-        if "fleet" in path.parts:
-            continue
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        tree = ast.parse(path.read_text())
-        classes = {id(c): _class_of(n) for n in ast.walk(tree) if isinstance(n, ast.Call) for c in ast.walk(n)
-                   if isinstance(c, ast.Constant) and _class_of(n)}
-        only = set(classes.values())
-        fallback = only.pop() if len(only) == 1 else ""
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CODE.match(node.value) \
-                    and node.value not in names and not node.value.endswith(("_ms", "_s", ".peak", ".speedup")):
-                code = node.value
-                modules.setdefault(code, set()).add(module)
-                if classes.get(id(node)) and not stated.get(code):
-                    stated[code] = classes[id(node)]
-                guessed[code] = guessed.get(code) or fallback
-    for code, (cls, module) in _cuda_layer_codes().items():
-        stated[code], guessed[code] = cls, ""
-        modules.setdefault(code, set()).add(module)
-    return {code: (stated.get(code) or ("node" if severity(code) else guessed[code]), mods)
-            for code, mods in modules.items()}
-
-
-def _cuda_layer_codes() -> dict[str, tuple[str, str]]:
-    """cuda.available's findings without a code of their own are `cuda.<layer>` (finding.finding_code): each
-    `Finding("<layer>", problem, fix, class)` of the CUDA diagnosis, with the classes its calls state."""
-    found: dict[str, tuple[set[str], str]] = {}
-    for path in sorted((ROOT / "envcheck" / "checks" / "cuda").glob("*.py")):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Finding" \
-                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
-                    and not any(k.arg == "code" for k in node.keywords):
-                code = "cuda." + node.args[0].value.replace("-", "_").lower()
-                classes, _ = found.get(code, (set(), module))
-                cls = _class_of(node)
-                found[code] = (classes | ({cls} if cls else set()), module)
-    return {code: (", ".join(sorted(classes)), module) for code, (classes, module) in found.items()}
-
-
 def codes_page() -> str:
     """Every finding code: meaning, fault class, fix, and whether `--for health` drains on it."""
     from envcheck.checks.cuda.codes import CUDA_CODES
@@ -187,7 +112,8 @@ def codes_page() -> str:
             return level.value if level else "hard"
         return level.value if level and not cls else "-"
 
-    literal = _emitted_codes()
+    from envcheck.cluster.finding_codes import TABLE
+
     out = [HEADER, "# Finding codes\n\nEvery finding carries a stable code: in the JSON report (`code`), as a JUnit "
            "property, as the `code` label of Prometheus' `envcheck_finding`, and in the drain reason "
            "`sinfo -R` shows (`envcheck: [node] gpu.health: ...`). A check that names no code gets "
@@ -195,10 +121,12 @@ def codes_page() -> str:
            "software in the image or venv), `config` (how the container or process was started). *Drains* is "
            "what `--for health` does with a node finding: `hard` drains at once, `soft` only after "
            "`--drain-after` runs in a row, `-` never.\n\n"]
-    out.append("## Codes the checks name\n\n")
-    out.append(_table(("code", "fault class", "drains", "named in (envcheck.)"),
-                      [(f"`{code}`", cls or "by the finding", drains(code, cls),
-                        ", ".join(f"`{m.removeprefix('envcheck.')}`" for m in sorted(mods))) for code, (cls, mods) in sorted(literal.items())]))
+    out.append("## Codes the checks name\n\nFrom `envcheck.cluster.finding_codes.TABLE`, the one table every "
+               "emitting module's constants are gathered in.\n\n")
+    out.append(_table(("code", "fault class", "drains", "meaning", "fix"),
+                      [(f"`{row.code}`", row.fault_class.value if row.fault_class else "by the finding",
+                        drains(row.code, row.fault_class.value if row.fault_class else ""), row.meaning, row.fix)
+                       for row in sorted(TABLE, key=lambda r: r.code)]))
     out.append("\n## CUDA errors\n\n`cuda.available` and `node.cuda_driver` name a CUDA driver error by its "
                "number.\n\n")
     out.append(_table(("code", "fault class", "drains", "meaning", "fix"),
