@@ -31,15 +31,17 @@ def test_broken_pipe_writes_every_report_then_exit_3(tmp_path: Path) -> None:
     env[b"NCCL_SOCKET_IFNAME"] = HOSTILE_IFNAME
     cmd = [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--only", "net.ifname,cuda.available",
            "--json", "r.json", "--junit", "r.xml", "--prometheus", "r.prom"]
-    # `| head -1`: the reader takes one line and exits while the table is still being printed
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
-        first = proc.stdout.readline()
-        proc.stdout.close()
-        err = proc.stderr.read().decode()
-        code = proc.wait(timeout=120)
-    assert b"\x1b" not in first
-    assert code == 3 and err.strip().count("\n") == 0 and "broken pipe" in err, err
+    # `envcheck ... | true`: the reader is gone before the first line is written, so the first write of the table
+    # meets EPIPE every time. (A reader that takes one line and then closes, `| head -1`, raced the writer: the
+    # whole table fits in the pipe buffer, and CI once saw it written before the reader closed, exit 1.)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(cmd, stdout=write_end, stderr=subprocess.PIPE, env=env, cwd=tmp_path, timeout=120)
+    finally:
+        os.close(write_end)
+    err = done.stderr.decode()
+    assert done.returncode == 3 and err.strip().count("\n") == 0 and "broken pipe" in err, err
     report = json.loads((tmp_path / "r.json").read_text())
     ifname = next(r for r in report["results"] if r["name"] == "net.ifname")
     assert ifname["status"] == "fail"  # the premise: the hostile value was read and judged
@@ -49,6 +51,17 @@ def test_broken_pipe_writes_every_report_then_exit_3(tmp_path: Path) -> None:
     ET.fromstring(xml)  # well-formed XML 1.0
     families = list(text_string_to_metric_families((tmp_path / "r.prom").read_text()))
     assert any(f.name == "envcheck_check_status" for f in families)
+
+
+def test_the_terminal_table_shows_hostile_text_escaped(tmp_path: Path) -> None:
+    env = {k.encode(): v.encode() for k, v in hostile_env().items()}
+    env[b"NCCL_SOCKET_IFNAME"] = HOSTILE_IFNAME
+    done = subprocess.run([sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--only", "net.ifname"],
+                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stderr  # the premise: the hostile value was read and judged
+    text = done.stdout.decode()  # C0 and C1 controls, as characters (0x9b is also a UTF-8 continuation byte)
+    assert not [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) < 0xA0]
+    assert b"\\x1b[2J" in done.stdout  # shown, escaped, so the user sees what was set
 
 
 def test_full_stdout_still_writes_the_report(tmp_path: Path) -> None:

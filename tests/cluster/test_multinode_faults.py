@@ -11,6 +11,7 @@ no report (the issue saw 88 s with the default timeout).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -128,4 +129,7 @@ def test_a_node_clock_skewed_past_the_rendezvous_keep_alive(two_nodes: MultiClus
     # connection crashed (seen when the machine was loaded).
     result, _, _ = run_dist(two_nodes, tmp_path, 'if [ "$(hostname)" = n2 ]; then WRAP="faketime -f +40s"; fi')
     assert result["fault_class"] == "node"
-    assert result["summary"].startswith("n2's clock is 40"), result
+    # The skew is measured across a round trip, so it lands within a fraction of a second of the 40 s injected
+    # (CI saw 39.9 s on a loaded machine): assert the node, the direction and the size, not the last digit.
+    assert re.match(r"n2's clock is \d+\.\ds ahead of n1's", result["summary"]), result
+    assert 38.0 <= result["measured"]["skew_s"]["n2"] <= 42.0, result

@@ -23,8 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "gpu_proof.sh"
 PART_1 = ["facts", "run-quick-cold", "run-quick-warm", "run-full-cold", "run-full-warm", "prolog", "npd",
-          "health-idle", "health-load", "busy-prolog", "local-rank", "opdb-1", "opdb-2", "opdb-3", "torchrun",
-          "tf32-override"]
+          "prolog-node", "health", "preflight", "prolog-missing-gpu", "health-idle", "health-load", "busy-prolog",
+          "busy-prolog-node", "busy-health", "local-rank", "torchrun", "tf32-override", "opdb-1", "opdb-2", "opdb-3"]
 PART_2 = ["pytest-gpu", "bench-quick", "quick-phases", "pytest-rest"]
 
 STUB = """#!/usr/bin/env bash
