@@ -24,8 +24,21 @@ from envcheck.reference.torch_db import load_internal
 MAX_INPUTS = 12  # per module and mode: the database's first inputs cover its option axes
 
 
-def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: str) -> tuple[list[Comparison], list[str]]:
-    """float32 copy vs float64 module for one ModuleInput in one mode."""
+def eval_backward_refused(module: Any, training: bool, device: str) -> bool:
+    """Whether torch refuses this module's backward: cuDNN's RNN kernels keep what backward needs in train() only
+    ("cudnn RNN backward can only be called in training mode", pytorch#10006; seen on the H100 proof), so in
+    eval() on a CUDA device with cuDNN on, RNN/GRU/LSTM have a forward and no backward."""
+    import torch
+
+    return (not training and device.startswith("cuda") and bool(torch.backends.cudnn.enabled)
+            and torch.backends.cudnn.is_available()
+            and any(isinstance(m, torch.nn.RNNBase) for m in module.modules()))
+
+
+def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: str,
+                      not_judged: list[str] | None = None) -> tuple[list[Comparison], list[str]]:
+    """float32 copy vs float64 module for one ModuleInput in one mode; a gradient torch refuses to compute
+    (eval_backward_refused) is named in `not_judged` instead."""
     import torch
 
     u = torch.finfo(torch.float32).eps / 2
@@ -58,6 +71,10 @@ def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: st
         moved = [i for i, (x, y) in enumerate(zip(m32.buffers(), buffers, strict=True)) if not torch.equal(x, y)]
         if moved:
             bad.append(f"{label} on {device}: eval() forward changed buffers {moved}")
+    if eval_backward_refused(m32, training, device):
+        if not_judged is not None:
+            not_judged.append(f"{label} on {device}: gradients (cuDNN RNN has no eval() backward)")
+        return comps, bad
     grads_in = [t for t in floats((args64, kw64)) if t.requires_grad]
     if grads_in or any(p.requires_grad for p in m64.parameters()):
         weights = [torch.randn(e.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float64).to(device)
@@ -87,6 +104,7 @@ def module_sweep(device: str) -> tuple[list[Comparison], list[str], dict[str, An
     infos = [i for i in module_db if getattr(i, "train_and_eval_differ", False)]
     comps: list[Comparison] = []
     bad: list[str] = []
+    not_judged: list[str] = []
     counted = 0
     for info in infos:
         for training in (True, False):
@@ -100,8 +118,11 @@ def module_sweep(device: str) -> tuple[list[Comparison], list[str], dict[str, An
                 label = f"{info.name}[{'train' if training else 'eval'} input {n}{' ' + mi.desc if mi.desc else ''}]"
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    found, problems = input_comparisons(info, mi, training, device, label)
+                    found, problems = input_comparisons(info, mi, training, device, label, not_judged)
                 comps += found
                 bad += problems
                 counted += 1
-    return comps, bad, {f"module_db@{device}": {"modules": [i.name for i in infos], "inputs": counted}}
+    info_out: dict[str, Any] = {"modules": [i.name for i in infos], "inputs": counted}
+    if not_judged:
+        info_out["not_judged"] = not_judged[:5] + ([f"... {len(not_judged) - 5} more"] if len(not_judged) > 5 else [])
+    return comps, bad, {f"module_db@{device}": info_out}

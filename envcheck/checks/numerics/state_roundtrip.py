@@ -90,7 +90,9 @@ def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = No
                         casts.append(f"{name} {dtype_name}: load_state_dict casts {', '.join(POLICY_CAST[name])} "
                                      f"from float32 to {dtype_name}")
                     got = run(name, kw, dtype, device, target, through_file)
-            except (RuntimeError, TypeError, ValueError) as exc:
+            except (RuntimeError, TypeError, ValueError, KeyError, IndexError) as exc:
+                # torch's own failure on this configuration (torch 2.11's Adagrad raises KeyError after
+                # add_param_group, pytorch#53712) is a problem line of the check, judged below, never a crash of it
                 if dtype_name == "float32":  # the database's configurations are meant to run in float32
                     problems.append(f"{label}: {type(exc).__name__}: {exc}"[:300])
                 continue
