@@ -5,6 +5,9 @@ fault, must still fail. Staged: the CUDA behaviour (replayed from the measuremen
 
 from __future__ import annotations
 
+import gzip
+import json
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from envcheck.checks.numerics import attention_backends as attention
 from envcheck.checks.numerics import inplace_detection, module_sweep, state_roundtrip
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Status
+from tests.helpers import ROOT
 
 LERP_ON_CUDA = ("_foreach_lerp_ on cuda:0: backward after modifying a saved tensor in place did not raise "
                 "(gradient silently used the new values)")
@@ -108,3 +112,60 @@ def test_eval_backward_is_refused_only_where_cudnn_refuses_it(
     assert module_sweep.eval_backward_refused(module, training, device) is refused
     with torch.backends.cudnn.flags(enabled=False):  # cuDNN switched off: torch's own RNN kernels, with backward
         assert module_sweep.eval_backward_refused(module, training, device) is False
+
+
+@pytest.mark.parametrize(("module", "shape", "steps"), [
+    (torch.nn.GRU(2, 2, num_layers=2, bidirectional=True), (3, 2), 3),  # the H100's failing input: unbatched, T=3
+    (torch.nn.LSTM(2, 3), (5, 4, 2), 5),  # (T, N, H)
+    (torch.nn.LSTM(2, 3, batch_first=True), (4, 7, 2), 7),  # (N, T, H)
+    (torch.nn.BatchNorm1d(3), (4, 3), 1),  # not recurrent: one step
+])
+def test_a_recurrent_gradients_depth_counts_its_time_steps(module: Any, shape: tuple[int, ...], steps: int) -> None:
+    assert module_sweep.recurrence_steps(module, (torch.zeros(shape),)) == steps
+
+
+def test_a_cross_device_round_trip_skips_options_the_target_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain, capturable = ("Adam", {"lr": 0.1}, "default"), ("Adam", {"lr": 0.1, "capturable": True}, "capturable")
+    monkeypatch.setattr(state_roundtrip, "configs",
+                        lambda device: ([plain, capturable] if device.startswith("cuda") else [plain], "optim_db"))
+    ran: list[str] = []
+
+    def run(name: str, kw: dict[str, Any], *args: Any) -> Any:
+        ran.append(kw.get("capturable") and "capturable" or "plain")
+        raise RuntimeError("stop here")  # what ran is all this test asks
+
+    monkeypatch.setattr(state_roundtrip, "run", run)
+    _, problems, _ = state_roundtrip.roundtrip_comparisons("cuda:0", "cpu")
+    assert set(ran) == {"plain"} and problems  # the capturable config never reaches a CPU parameter
+    ran.clear()
+    state_roundtrip.roundtrip_comparisons("cuda:0", "cuda:0")
+    assert set(ran) == {"plain", "capturable"}  # on its own device it is judged
+
+
+EVIDENCE = ROOT / "docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3/call-4/five.json.gz"
+FAILED_LINE = re.compile(r"^(nn\.\w+)\[train input (\d+)\] gradient \d+ on cuda:0 float32: .*abs err ([\d.e+-]+),"
+                         r".*tolerance atol ([\d.e+-]+) ")
+
+
+def test_the_recurrent_bound_holds_every_error_cudnn_showed() -> None:
+    """Replayed from the H100 run (call-4): each cuDNN RNN gradient that failed the one-step bound, with the
+    tolerance that run computed, is inside it once the input's time steps multiply the depth (the input shapes, and
+    so the steps, are the database's on any device; the values are not, so the run's own tolerance is used)."""
+    from envcheck.checks.numerics.opdb import PINNED
+    from envcheck.reference.torch_db import load_internal
+
+    module_db, why = load_internal("common_modules", "module_db", PINNED)
+    if module_db is None:
+        pytest.skip(f"module_db: {why}")
+    report = json.loads(gzip.decompress(EVIDENCE.read_bytes()))
+    sweep = next(r for r in report["results"] if r["name"] == "modules.train_eval")
+    failed = [FAILED_LINE.match(line) for line in sweep["details"].splitlines()]
+    assert len(failed) == 7 and all(failed)  # the premise: the run's seven failures, all parsed
+    for m in failed:
+        assert m is not None
+        name, n, err, atol = m[1], int(m[2]), float(m[3]), float(m[4])
+        info = next(i for i in module_db if i.name == name)
+        mi = info.module_inputs_func(info, device="cpu", dtype=torch.float64, requires_grad=True, training=True)[n]
+        module = info.module_cls(*mi.constructor_input.args, **mi.constructor_input.kwargs)
+        steps = module_sweep.recurrence_steps(module, mi.forward_input.args)
+        assert atol < err <= atol * steps, (m[0], steps)
