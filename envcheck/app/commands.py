@@ -82,11 +82,14 @@ def floors_note(args: argparse.Namespace) -> str | None:
 
 
 def node_path(args: argparse.Namespace, profile: ProfileOptions) -> bool:
-    """`--for prolog|npd` without --only (unless the profile's level is "torch"), or --only naming node.* checks
-    alone: the torch-free node path."""
+    """`--for prolog|npd` without --only (unless the profile's level is "torch"), or --only naming checks of the
+    spec group "node" alone (node.cuda_driver, node.profile): the torch-free node path."""
     only = parse_names(getattr(args, "only", None))
-    if only:  # `--only node.cuda_driver,node.profile`: the same torch-free path, by name
-        return all(name.startswith("node.") for name in only)
+    if only:  # `--only node.cuda_driver,node.profile`: the same torch-free path, for checks whose spec says so
+        from envcheck.checks import registry
+
+        specs = registry()
+        return all(name in specs and specs[name].group == "node" for name in only)
     return getattr(args, "for_mode", None) in ("prolog", "npd", "health") and profile.level == "node"
 
 
