@@ -121,8 +121,15 @@ def test_the_sample_run_is_what_envcheck_prints_on_that_machine() -> None:
     a private mount namespace (nothing outside it sees them)."""
     command, rows = _sample()
     argv = shlex.split(command)[1:]
-    stage = ("mount -t tmpfs -o size=64m tmpfs /dev/shm && mount -t tmpfs -o noexec,size=64m tmpfs /tmp && "
-             'exec "$@"')
+    # A checkout or interpreter under /tmp (a clone in /tmp/x) would vanish under the staged /tmp: the original /tmp
+    # is bound on /mnt (inside the namespace only) first, and each such top folder is bound back over the tmpfs.
+    keep = sorted({Path(p).resolve().relative_to("/tmp").parts[0] for p in (ROOT, sys.prefix, sys.executable)
+                   if Path(p).resolve().is_relative_to("/tmp")})
+    back = "".join(f"mkdir -p /tmp/{shlex.quote(k)} && mount --bind /mnt/{shlex.quote(k)} /tmp/{shlex.quote(k)} && "
+                   for k in keep)
+    stage = (("mount --bind /tmp /mnt && " if keep else "")
+             + "mount -t tmpfs -o size=64m tmpfs /dev/shm && mount -t tmpfs -o noexec,size=64m tmpfs /tmp && "
+             + back + 'exec "$@"')
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", stage, "sh", sys.executable,
                            "-m", "envcheck", *argv, "--json", "-"], capture_output=True, text=True, timeout=120,
