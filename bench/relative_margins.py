@@ -16,7 +16,6 @@ import argparse
 import os
 import statistics
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 from envcheck.perf import per_device  # noqa: E402
 from envcheck.perf.per_device import Device, device_figures  # noqa: E402
+from tests.helpers.cpu_throttle import WHY_NOT, can_throttle, measured_inside, quota_group  # noqa: E402
 
 DEVICES = [Device("0", "cpu A", "cpu", threads=1), Device("1", "cpu B", "cpu", threads=1)]
-CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
 
 
 def deficit(figures: list[dict[str, Any]]) -> float:
@@ -38,30 +37,15 @@ def deficit(figures: list[dict[str, Any]]) -> float:
 
 def quota_trials(trials: int, rounds: int, quota_pct: int) -> list[float] | str:
     """Deficits with device 1 measured under a CFS quota, or why it could not run."""
-    if os.geteuid() != 0 or not (CPU_CGROUP / "tasks").is_file():
-        return "skipped: needs root and the cgroup v1 cpu controller"
-    group = CPU_CGROUP / f"envcheck-margins-{os.getpid()}"
-    group.mkdir()
+    if not can_throttle():
+        return f"skipped: {WHY_NOT}"
     real = per_device.measure_one
-
-    def measure(kind: str, device: Device, plan: Any) -> Any:
-        if device.subject != "1":
-            return real(kind, device, plan)
-        tid = str(threading.get_native_id())
-        (group / "tasks").write_text(tid)
+    with quota_group("envcheck-margins", quota_pct) as group:
+        per_device.measure_one = measured_inside(group, "1", real)  # type: ignore[assignment]
         try:
-            return real(kind, device, plan)
+            return [deficit(device_figures(DEVICES, ("matmul.float32",), rounds)) for _ in range(trials)]
         finally:
-            (CPU_CGROUP / "tasks").write_text(tid)
-
-    try:
-        (group / "cpu.cfs_period_us").write_text("100000")
-        (group / "cpu.cfs_quota_us").write_text(str(quota_pct * 1000))
-        per_device.measure_one = measure  # type: ignore[assignment]
-        return [deficit(device_figures(DEVICES, ("matmul.float32",), rounds)) for _ in range(trials)]
-    finally:
-        per_device.measure_one = real  # type: ignore[assignment]
-        group.rmdir()
+            per_device.measure_one = real  # type: ignore[assignment]
 
 
 def show(label: str, values: list[float]) -> None:

@@ -9,10 +9,8 @@ which device is slow (a quota, the way a node under a CPU quota is slow). The GP
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,43 +19,23 @@ from envcheck.perf import per_device
 from envcheck.perf.per_device import Device, device_figures
 from envcheck.perf.relative import judge
 from tests.helpers import run_check
+from tests.helpers.cpu_throttle import WHY_NOT, can_throttle, measured_inside, quota_group
 
-CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
 DEVICES = [Device("0", "cpu A", "cpu", threads=1), Device("1", "cpu B", "cpu", threads=1)]
 
 
 @pytest.fixture
 def quota_cgroup() -> Iterator[Path]:
     """A cgroup v1 cpu group allowing 25 ms of CPU per 100 ms; removed at the end."""
-    if os.geteuid() != 0 or not (CPU_CGROUP / "tasks").is_file():
-        pytest.skip("needs root and the cgroup v1 cpu controller at /sys/fs/cgroup/cpu")
-    group = CPU_CGROUP / f"envcheck-relative-{os.getpid()}"
-    group.mkdir()
-    try:
-        (group / "cpu.cfs_period_us").write_text("100000")
-        (group / "cpu.cfs_quota_us").write_text("25000")
+    if not can_throttle():
+        pytest.skip(WHY_NOT)
+    with quota_group("envcheck-relative", 25) as group:
         yield group
-    finally:
-        for tid in (group / "tasks").read_text().split():
-            (CPU_CGROUP / "tasks").write_text(tid)
-        group.rmdir()
 
 
 def throttle(group: Path, subject: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Measure device `subject` from inside `group` (this thread moves in and back out around each measurement)."""
-    real = per_device.measure_one
-
-    def measure(kind: str, device: Device, plan: Any) -> Any:
-        if device.subject != subject:
-            return real(kind, device, plan)
-        tid = str(threading.get_native_id())
-        (group / "tasks").write_text(tid)
-        try:
-            return real(kind, device, plan)
-        finally:
-            (CPU_CGROUP / "tasks").write_text(tid)
-
-    monkeypatch.setattr(per_device, "measure_one", measure)
+    monkeypatch.setattr(per_device, "measure_one", measured_inside(group, subject, per_device.measure_one))
 
 
 # What this shared 2-core machine allows (bench/relative_margins.py, 20 trials at load 2.2 to 4.8): two identical
