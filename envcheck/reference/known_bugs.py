@@ -68,6 +68,10 @@ def affecting(torch_version: str, bugs: Sequence[KnownBug] = KNOWN_BUGS) -> list
     return [b for b in bugs if b.fixed_in is None or _version(torch_version) < _version(b.fixed_in)]
 
 
+def _bug_for(text: str, bugs: Sequence[KnownBug]) -> KnownBug | None:
+    return next((b for b in bugs if b.matches(text)), None)
+
+
 def split_known(texts: Iterable[str], torch_version: str | None = None) -> tuple[dict[str, list[str]], list[str]]:
     """Failure lines that are a known bug of this torch, by bug URL, and the rest, in order."""
     import torch
@@ -76,7 +80,7 @@ def split_known(texts: Iterable[str], torch_version: str | None = None) -> tuple
     known: dict[str, list[str]] = {}
     other: list[str] = []
     for text in texts:
-        bug = next((b for b in bugs if b.matches(text)), None)
+        bug = _bug_for(text, bugs)
         if bug is None:
             other.append(text)
         else:
@@ -112,15 +116,17 @@ def judge_with_known_bugs(what: str, comparisons: Sequence[Comparison], *, toler
                           remediation: str, extra: dict[str, Any] | None = None, problems: Iterable[str] = (),
                           torch_version: str | None = None) -> Result:
     """comparisons_result, except that failures which are all known bugs of this torch give a WARN naming them."""
-    failing = [c for c in comparisons if not c.ok]
-    known, _ = split_known([f"{c.op} @{c.device}" for c in failing], torch_version)
-    known_ops = {line for found in known.values() for line in found}
-    kept = [c for c in comparisons if c.ok or f"{c.op} @{c.device}" not in known_ops]
-    for c in failing:  # the measured lines are the comparisons' own descriptions
-        key = f"{c.op} @{c.device}"
-        for found in known.values():
-            if key in found:
-                found[found.index(key)] = c.describe()
+    import torch
+
+    bugs = affecting(torch_version or torch.__version__)
+    known: dict[str, list[str]] = {}
+    kept: list[Comparison] = []
+    for c in comparisons:
+        bug = None if c.ok else _bug_for(f"{c.op} @{c.device}", bugs)
+        if bug is None:
+            kept.append(c)
+        else:
+            known.setdefault(bug.url, []).append(c.describe())
     known_problems, other = split_known(problems, torch_version)
     for url, found in known_problems.items():
         known.setdefault(url, []).extend(found)
