@@ -69,7 +69,9 @@ def configs(device: str) -> tuple[list[Config], str]:
 
 
 def config_key(config: Config) -> str:
-    """One configuration, as text: the same options generated for two devices give the same key."""
+    """One configuration as text (optimizer, description, options), to find it among another device's
+    configurations; the database may spell the same options differently per device (CUDA's adds foreach=False), so
+    a device-bound configuration that is not found there is left out, never guessed."""
     name, kw, desc = config
     return f"{name}|{desc}|{sorted((k, repr(v)) for k, v in kw.items())}"
 
