@@ -36,29 +36,70 @@ def _call(port: int, token: str, method: str, path: str, body: dict[str, Any] | 
 
 
 def execute(port: int, token: str, code: str, timeout: float = 180) -> str:
-    """Start a python3 kernel, run `code`, return its stdout; raise on a kernel error or timeout."""
+    """Start a python3 kernel, run `code`, return its stdout; raise on a kernel error or at the deadline.
+
+    The deadline holds even while the server keeps the websocket alive: Jupyter Server pings every 30 s,
+    and websocket-client's recv() answers pings inside its own loop, so a plain recv() with a 180 s socket
+    timeout never returns when the kernel does not answer (a CI run hung here until the job's limit).
+    """
+    deadline = time.monotonic() + timeout
     kernel = _call(port, token, "POST", "/api/kernels", {"name": "python3"})
     try:
-        return _run_in_kernel(port, token, kernel["id"], code, timeout)
+        return _run_in_kernel(port, token, kernel["id"], code, deadline)
     finally:
         _call(port, token, "DELETE", f"/api/kernels/{kernel['id']}")
 
 
-def _run_in_kernel(port: int, token: str, kernel_id: str, code: str, timeout: float) -> str:
-    ws = websocket.create_connection(f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels",
-                                     header=[f"Authorization: token {token}"], timeout=timeout)
+def _message(msg_type: str, session: str, content: dict[str, Any]) -> tuple[str, str]:
     msg_id = uuid.uuid4().hex
-    header = {"msg_id": msg_id, "username": "test", "session": uuid.uuid4().hex, "msg_type": "execute_request",
+    header = {"msg_id": msg_id, "username": "test", "session": session, "msg_type": msg_type,
               "version": "5.3", "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
-    ws.send(json.dumps({"header": header, "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-                        "content": {"code": code, "silent": False, "store_history": False,
-                                    "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
-    out: list[str] = []
-    deadline = time.monotonic() + timeout
+    return msg_id, json.dumps({"header": header, "parent_header": {}, "metadata": {}, "channel": "shell",
+                               "buffers": [], "content": content})
+
+
+def _next_message(ws: websocket.WebSocket, deadline: float) -> dict[str, Any] | None:
+    """The next JSON message, or None after a ping, a pong or a quiet second; raise at the deadline."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("deadline passed")
+    ws.settimeout(min(remaining, 1.0))
     try:
-        while time.monotonic() < deadline:
-            msg = json.loads(ws.recv())
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+        opcode, frame = ws.recv_data_frame(True)  # control frames come back too: the deadline is checked
+    except websocket.WebSocketTimeoutException:
+        return None
+    if opcode == websocket.ABNF.OPCODE_CLOSE:
+        raise RuntimeError("the server closed the kernel websocket")
+    if opcode not in (websocket.ABNF.OPCODE_TEXT, websocket.ABNF.OPCODE_BINARY):
+        return None
+    message: dict[str, Any] = json.loads(frame.data)
+    return message
+
+
+def _run_in_kernel(port: int, token: str, kernel_id: str, code: str, deadline: float) -> str:
+    ws = websocket.create_connection(f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels",
+                                     header=[f"Authorization: token {token}"],
+                                     timeout=max(1.0, deadline - time.monotonic()))
+    session = uuid.uuid4().hex
+    out: list[str] = []
+    try:
+        # Ask until the kernel answers: a request sent before the kernel's channels are up can be lost.
+        info_id, ready, asked = "", False, 0.0
+        while not ready:
+            if time.monotonic() - asked > 5:
+                info_id, request = _message("kernel_info_request", session, {})
+                ws.send(request)
+                asked = time.monotonic()
+            msg = _next_message(ws, deadline)
+            ready = msg is not None and msg.get("parent_header", {}).get("msg_id") == info_id \
+                and msg.get("msg_type") == "kernel_info_reply"
+        msg_id, request = _message("execute_request", session, {
+            "code": code, "silent": False, "store_history": False, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        ws.send(request)
+        while True:
+            msg = _next_message(ws, deadline)
+            if msg is None or msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
             if kind == "stream" and content.get("name") == "stdout":
@@ -67,6 +108,7 @@ def _run_in_kernel(port: int, token: str, kernel_id: str, code: str, timeout: fl
                 raise RuntimeError(f"kernel error {content['ename']}: {content['evalue']}")
             elif kind == "status" and content["execution_state"] == "idle":
                 return "".join(out)
+    except TimeoutError:
+        raise TimeoutError(f"kernel did not finish within the deadline; output so far: {''.join(out)!r}") from None
     finally:
-        ws.close()
-    raise TimeoutError(f"kernel did not finish within {timeout}s; output so far: {''.join(out)!r}")
+        ws.close(timeout=1)  # a close frame the server never answers costs one second, not three
