@@ -83,16 +83,20 @@ def _run_in_kernel(port: int, token: str, kernel_id: str, code: str, deadline: f
     session = uuid.uuid4().hex
     out: list[str] = []
     try:
-        # Ask until the kernel answers: a request sent before the kernel's channels are up can be lost.
-        info_id, ready, asked = "", False, 0.0
+        # Ask until the kernel answers on both channels: a request sent before the kernel's shell and IOPub
+        # channels are up can be lost, and so can the IOPub messages (output, idle) that end an execution.
+        asked_ids: set[str] = set()
+        ready, asked = False, 0.0
         while not ready:
             if time.monotonic() - asked > 5:
                 info_id, request = _message("kernel_info_request", session, {})
                 ws.send(request)
+                asked_ids.add(info_id)
                 asked = time.monotonic()
             msg = _next_message(ws, deadline)
-            ready = msg is not None and msg.get("parent_header", {}).get("msg_id") == info_id \
-                and msg.get("msg_type") == "kernel_info_reply"
+            ready = msg is not None and msg.get("channel") == "iopub" and msg.get("msg_type") == "status" \
+                and msg.get("parent_header", {}).get("msg_id") in asked_ids \
+                and msg.get("content", {}).get("execution_state") == "idle"
         msg_id, request = _message("execute_request", session, {
             "code": code, "silent": False, "store_history": False, "user_expressions": {},
             "allow_stdin": False, "stop_on_error": True})
