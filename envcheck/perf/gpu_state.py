@@ -17,34 +17,48 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.probe.nvml import unavailable as nvml_unavailable
+from envcheck.probe.nvml_fields import Fields, Missing
+
+
+def _fields() -> Fields:
+    import pynvml
+
+    return Fields(pynvml)
 
 
 def nvml_handle(torch_index: int = 0) -> Any:
     """The NVML handle of the CUDA device torch calls `torch_index` (matched by UUID when possible)."""
-    import pynvml
     import torch
 
+    fields = _fields()
     uuid = str(getattr(torch.cuda.get_device_properties(torch_index), "uuid", "") or "")
     if uuid:
-        try:
-            return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
-        except Exception:
-            pass
-    return pynvml.nvmlDeviceGetHandleByIndex(torch_index)
+        found = fields.handle_by_uuid(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+        if not isinstance(found, Missing):
+            return found
+    found = fields.handle(torch_index)
+    if isinstance(found, Missing):
+        raise RuntimeError(f"{found.call}: {found.error}")
+    return found
 
 
 def _sample(handle: Any) -> dict[str, float]:
-    import pynvml
-
-    util = pynvml.nvmlDeviceGetUtilizationRates(handle)
-    return {
-        "sm_clock_mhz": float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-        "mem_clock_mhz": float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
-        "temperature_c": float(pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)),
-        "power_w": pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-        "gpu_util_pct": float(util.gpu),
-        "mem_util_pct": float(util.memory),
+    """One reading of each metric. A metric the GPU does not support is left out; any other NVML error raises
+    (the sampler stops and says why)."""
+    fields = _fields()
+    util = fields.utilization(handle)
+    got: dict[str, float | Missing] = {
+        "sm_clock_mhz": fields.clock_mhz(handle, memory=False),
+        "mem_clock_mhz": fields.clock_mhz(handle, memory=True),
+        "temperature_c": fields.temperature(handle),
+        "power_w": fields.power_w(handle),
+        "gpu_util_pct": util if isinstance(util, Missing) else util["gpu_pct"],
+        "mem_util_pct": util if isinstance(util, Missing) else util["memory_pct"],
     }
+    failed = [m for m in got.values() if isinstance(m, Missing) and not m.not_supported]
+    if failed:
+        raise RuntimeError(f"{failed[0].call}: {failed[0].error}")
+    return {key: float(v) for key, v in got.items() if not isinstance(v, Missing)}
 
 
 # NVML's utilisation is the share of time a kernel ran over its last sample window (1/6 s to 1 s
@@ -55,17 +69,7 @@ BUSY_PCT = 5.0
 
 def nvml_processes(handle: Any) -> list[dict[str, Any]]:
     """Every process NVML lists with a context on the GPU (PIDs as NVML sees them)."""
-    import pynvml
-
-    procs: dict[int, dict[str, Any]] = {}
-    for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
-        try:
-            found = getattr(pynvml, getter)(handle)
-        except Exception:
-            continue
-        for p in found:
-            procs.setdefault(int(p.pid), {"pid": int(p.pid), "used_memory": getattr(p, "usedGpuMemory", None)})
-    return list(procs.values())
+    return [{"pid": pid, "used_memory": used} for pid, used in _fields().context_holders(handle).items()]
 
 
 def proc_parent(pid: int) -> int | None:
@@ -148,12 +152,13 @@ def idle_state(handle: Any, *, root: int | None = None, me: int | None = None,
     me = os.getpid() if me is None else me
     root = os.getppid() if root is None else root
     procs = classify_processes(nvml_processes(handle), me=me, root=root, parent=parent, tree=tree)
-    first = _sample(handle)["gpu_util_pct"]
+    # a GPU without utilisation counters (not supported) reads as 0%: its other processes still count
+    first = _sample(handle).get("gpu_util_pct", 0.0)
     util: dict[str, Any] = {"first_pct": first}
     busy = first
     if first >= BUSY_PCT:
         sleep(settle_s)
-        busy = util["settled_pct"] = _sample(handle)["gpu_util_pct"]
+        busy = util["settled_pct"] = _sample(handle).get("gpu_util_pct", 0.0)
         util["settle_s"] = settle_s
     why: list[str] = []
     if procs["other_processes"]:
@@ -234,9 +239,10 @@ class NvmlSampler:
         """min/median/max per metric over the samples, plus the idle state."""
         if self._absent is not None or not self._samples:
             return {"absent": self._absent or "no NVML samples were taken"}
+        keys = dict.fromkeys(key for s in self._samples for key in s)  # a metric left out is absent, not zero
         stats = {
             key: {"min": min(v), "median": statistics.median(v), "max": max(v)}
-            for key in self._samples[0]
-            for v in [[s[key] for s in self._samples]]
+            for key in keys
+            for v in [[s[key] for s in self._samples if key in s]]
         }
         return {"samples": len(self._samples), "metrics": stats, **self._idle}

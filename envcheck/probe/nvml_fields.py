@@ -1,8 +1,9 @@
 """Every NVML field envcheck reads, typed, in one place: the CUDA capture, the inventory, gpu.health, node.profile,
-the GPU usage reads (node.cuda_driver, cuda.devices, dcgm.diag) and cuda.available's compute modes read them here.
+the GPU usage reads (node.cuda_driver, cuda.devices, dcgm.diag), cuda.available's compute modes and the benchmark's
+GPU-state sampler (perf/gpu_state) read them here.
 
-A `Fields` wraps one NVML session's bindings, so it is used only inside `probe.nvml.read_nvml` (a thread within the
-NVML budget). Each field is read on its own and is its value or a `Missing`: NVML_ERROR_NOT_SUPPORTED (a feature the
+A `Fields` wraps one NVML session's bindings, so it is used inside `probe.nvml.read_nvml` (a thread within the
+NVML budget), or by the benchmark's sampler, which runs only after NVML answered within that budget. Each field is read on its own and is its value or a `Missing`: NVML_ERROR_NOT_SUPPORTED (a feature the
 GPU lacks: ECC on a consumer GPU, MIG on a GPU without it) is absence (`not_supported`), never a fault; any other
 error keeps the call and its text; a call the bindings lack is said so.
 """
@@ -145,6 +146,34 @@ class Fields:
             older = self.read("nvmlDeviceGetCurrentClocksThrottleReasons", h, convert=int)
             return older if not isinstance(older, Missing) or older.not_supported else events
         return events
+
+    def handle_by_uuid(self, uuid: str) -> Any:
+        """The handle of the GPU with this UUID ('GPU-…'; a Missing when NVML does not know it)."""
+        return self.read("nvmlDeviceGetHandleByUUID", uuid)
+
+    def clock_mhz(self, h: Any, memory: bool) -> int | Missing:
+        """The current SM (or memory) clock in MHz."""
+        kind = self.const("NVML_CLOCK_MEM", 2) if memory else self.const("NVML_CLOCK_SM", 1)
+        return self.read("nvmlDeviceGetClockInfo", h, kind, convert=int)
+
+    def power_w(self, h: Any) -> float | Missing:
+        """The board's power draw in watts (NVML answers milliwatts)."""
+        return self.read("nvmlDeviceGetPowerUsage", h, convert=lambda mw: int(mw) / 1000.0)
+
+    def utilization(self, h: Any) -> dict[str, float] | Missing:
+        """The share of NVML's last sample window in which a kernel ran (`gpu_pct`) or memory was read or written."""
+        return self.read("nvmlDeviceGetUtilizationRates", h,
+                         convert=lambda u: {"gpu_pct": float(u.gpu), "memory_pct": float(u.memory)})
+
+    def context_holders(self, h: Any) -> dict[int, int | None]:
+        """PID -> bytes of GPU memory (None: not reported) of every compute or graphics context on the GPU; a
+        list NVML cannot give adds nothing."""
+        holders: dict[int, int | None] = {}
+        for call in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            procs = self.read(call, h, convert=list)
+            for p in [] if isinstance(procs, Missing) else procs:
+                holders.setdefault(int(p.pid), getattr(p, "usedGpuMemory", None))
+        return holders
 
     def temperature(self, h: Any) -> int | Missing:
         """The GPU's temperature in °C."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from envcheck.perf import gpu_state
 from envcheck.perf.gpu_state import idle_state
 from envcheck.perf.units import judged
 from tests.perf.h100 import h100_run
@@ -116,3 +117,34 @@ def test_more_host_pids_than_envcheck_has_processes_is_certainly_busy(monkeypatc
     parents = {7: 1, 1: 0}
     state = idle_state(fake.handle, root=1, me=7, parent=parents.get, tree=lambda: [1, 7], sleep=fake.sleep)
     assert state["idle"] is False and "at least 2 other process(es)" in state["why_not_idle"]
+
+
+def test_sampler_reads_every_metric_through_the_one_nvml_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The sampler's readings come through probe/nvml_fields (clocks, temperature, watts from milliwatts, utilisation)."""
+    fake = fake_nvml(monkeypatch, tmp_path, [os.getpid()], [37.0])
+    assert gpu_state._sample(fake.handle) == {"sm_clock_mhz": 1980.0, "mem_clock_mhz": 1980.0, "temperature_c": 40.0,
+                                              "power_w": 72.229, "gpu_util_pct": 37.0, "mem_util_pct": 0.0}
+
+
+def test_a_metric_the_gpu_does_not_support_is_left_out_not_zero(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """NVML_ERROR_NOT_SUPPORTED for power (boards without a power sensor) drops that metric; the rest are read."""
+    gpu = nvml.gpu(0, uuid="GPU-0", power_w=None, processes=[{"pid": os.getpid(), "used_mib": 1}])
+    handle = nvml.install(monkeypatch, tmp_path, nvml.state(gpu)).nvmlDeviceGetHandleByIndex(0)
+    sample = gpu_state._sample(handle)
+    assert "power_w" not in sample and sample["sm_clock_mhz"] == 1980.0
+
+
+def test_another_nvml_error_stops_the_sampler_naming_the_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """NVML_ERROR_GPU_IS_LOST (15) while sampling is a failure with the call's name, never a made-up reading."""
+    gpu = nvml.gpu(0, uuid="GPU-0", temperature_c={"nvml_error": 15})
+    handle = nvml.install(monkeypatch, tmp_path, nvml.state(gpu)).nvmlDeviceGetHandleByIndex(0)
+    with pytest.raises(RuntimeError, match="^nvmlDeviceGetTemperature: "):
+        gpu_state._sample(handle)
+
+
+def test_compute_and_graphics_contexts_are_both_listed_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    gpu = nvml.gpu(0, uuid="GPU-0", processes=[{"pid": 11, "used_mib": 2}],
+                   graphics_processes=[{"pid": 11, "used_mib": 2}, {"pid": 12, "used_mib": 1}])
+    handle = nvml.install(monkeypatch, tmp_path, nvml.state(gpu)).nvmlDeviceGetHandleByIndex(0)
+    assert gpu_state.nvml_processes(handle) == [{"pid": 11, "used_memory": 2 * 2**20},
+                                                {"pid": 12, "used_memory": 2**20}]
