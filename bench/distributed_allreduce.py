@@ -43,11 +43,11 @@ def main() -> None:
         plan = LaunchPlan("gloo", args.ranks, ("all_reduce", "all_gather", "broadcast"), 60.0, start=start)
         outcome = _timed(f"correctness launch, ranks started by {start}", lambda p=plan: launch(p))
         assert outcome.ok  # type: ignore[attr-defined]
-    from envcheck.collectives import common as checks
+    from envcheck.checks.dist import launches
     from tests.helpers import make_context
 
     inline = _timed("dist.all_reduce inline, torch already imported (marginal)",
-                    lambda: checks.nccl_all_reduce(make_context("quick", cpu_ranks=args.ranks)))
+                    lambda: launches.nccl_all_reduce(make_context("quick", cpu_ranks=args.ranks)))
     print(f"   status {inline.status.value}")  # type: ignore[attr-defined]
     result = _timed("dist.all_reduce end to end (engine worker + torch import)",
                     lambda: run_check("dist.all_reduce", level="quick", cpu_ranks=args.ranks))

@@ -2,7 +2,7 @@
 
 - Rank machinery: the launcher (`launch`, `forked`, `rank`, `workdirs`), what a rank is given and runs
   (`rank_context`, `rank_plan`, `rank_hook`), the shared verifier and timing (`pattern`, `verdicts`, `timing`,
-  `failures`), the single-node check machinery (`common`, `ddp_launch`, `bench_sweep`, `shm`).
+  `failures`), the single-node launch machinery the checks share (`common`, `bench_sweep`, `shm`).
 - Thin collectives, each only its rank side and its verdict, reached through the typed registry (`registry`):
   `all_reduce`, `all_gather`, `broadcast`, `sweep`, `pairs` (with `pair_verdict`, `tournament`), `ddp`,
   `sync_batchnorm`.

@@ -13,7 +13,6 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from envcheck.collectives import all_gather, broadcast
 from envcheck.collectives import failures as diagnosis
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, _rank_env, launch
 from envcheck.collectives.rank_hook import HOOK_VAR
@@ -179,8 +178,3 @@ def correctness_check(ctx: Context, judges: Mapping[str, Judge], launcher: Launc
     if notes:
         result = replace(result, measured={**result.measured, "launch_notes": notes})
     return transport_fixed(result, fixed_by, outcome) if fixed_by else result
-
-
-def all_gather_broadcast(ctx: Context, launcher: Launcher = launch) -> Result:
-    """The `dist.collectives` check: all_gather and broadcast reproduce every element exactly."""
-    return correctness_check(ctx, {"all_gather": all_gather.judge, "broadcast": broadcast.judge}, launcher)

@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from envcheck.collectives.gate import enter
+from envcheck.collectives.pair_verdict import NAME as PAIRS_NAME
 from envcheck.collectives.rank_hook import load_rank_hook
 from envcheck.collectives.rank_plan import run_plan
 from envcheck.collectives.rank_watch import (
@@ -120,20 +121,38 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
                         "see details for each failing rank's traceback; rerun with NCCL_DEBUG=INFO",
                         measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
                         fault_class=FaultClass.NODE)
-        return [result.named("dist.all_reduce", took)]
+        return [result.named(ALL_REDUCE.name, took)]
     options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, min_busbw_at_bytes=opts.min_busbw_at_bytes,
                           strict_perf=opts.strict_perf)
-    return [combine([collective(step).judge(findings, backend, world, options) for step in steps]).named(name, took)
-            for name, steps in checks_to_run(opts)]
+    return [combine([collective(step).judge(findings, backend, world, options) for step in check.steps])
+            .named(check.name, took) for check in checks_to_run(opts)]
 
 
-def checks_to_run(opts: TorchrunOptions) -> list[tuple[str, tuple[str, ...]]]:
-    """(check name, collective steps) in the order they run, as the single-node checks define them."""
-    out = [("dist.all_reduce", ("all_reduce",)), ("dist.collectives", ("all_gather", "broadcast"))]
+@dataclass(frozen=True)
+class NodeCheck:
+    """One dist.* check of the multi-node entry: its public name, the collective steps its ranks run, and whether its
+    details are a table the terminal shows after the report (the busbw sweep, the node-pair matrix)."""
+
+    name: str
+    steps: tuple[str, ...]
+    table: bool = False
+
+
+ALL_REDUCE = NodeCheck("dist.all_reduce", ("all_reduce",))
+COLLECTIVES = NodeCheck("dist.collectives", ("all_gather", "broadcast"))
+BUSBW = NodeCheck("dist.busbw", ("sweep",), table=True)
+PAIRS = NodeCheck(PAIRS_NAME, ("pairs",), table=True)
+TABLE_CHECKS = frozenset(c.name for c in (ALL_REDUCE, COLLECTIVES, BUSBW, PAIRS) if c.table)
+
+
+def checks_to_run(opts: TorchrunOptions) -> list[NodeCheck]:
+    """The checks in the order they run, as the single-node checks define them: busbw at full level, the pairs at
+    full level or with --pairwise."""
+    out = [ALL_REDUCE, COLLECTIVES]
     if opts.full:
-        out.append(("dist.busbw", ("sweep",)))
+        out.append(BUSBW)
     if opts.full or opts.pairwise:
-        out.append(("dist.pairs", ("pairs",)))
+        out.append(PAIRS)
     return out
 
 
@@ -145,7 +164,7 @@ def incomplete_result(monitor: Monitor, backend: str, took: float) -> Result:
                   "the named rank's node log shows why it died or where it hangs; rerun with NCCL_DEBUG=INFO "
                   "(and NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, to isolate a transport)",
                   measured={"world_size": monitor.world, "ranks": monitor.table(), "timeout_s": monitor.stall_s},
-                  details=details, fault_class=FaultClass.NODE).named("dist.all_reduce", took)
+                  details=details, fault_class=FaultClass.NODE).named(ALL_REDUCE.name, took)
 
 
 def _with(report: Report, extra: list[Result]) -> Report:
@@ -208,7 +227,7 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
             channel.phase(rank, "barrier")
             dist.barrier()
             channel.phase(rank, "ready")
-            steps = tuple(step for _, names in checks_to_run(opts) for step in names)
+            steps = tuple(step for check in checks_to_run(opts) for step in check.steps)
             found = run_plan(rank, world, device, steps, (), lambda phase: channel.phase(rank, phase),
                              load_rank_hook(), floor_bytes=opts.min_busbw_at_bytes if opts.min_busbw_gbps else None)
         except Exception as exc:

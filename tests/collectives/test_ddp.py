@@ -9,8 +9,8 @@ from dataclasses import asdict
 import pytest
 import torch
 
+from envcheck.checks.dist.launches import ddp_differential
 from envcheck.collectives import ddp
-from envcheck.collectives.ddp_launch import ddp_differential
 from envcheck.core.check import Context, DistOptions, Level
 from envcheck.core.result import Status
 from envcheck.reference.compare import compare

@@ -14,7 +14,6 @@ import pytest
 
 import envcheck.collectives as package
 from envcheck.checks.dist import launches
-from envcheck.collectives import common as checks
 from envcheck.collectives import rank_plan, registry
 from envcheck.collectives.launch import LaunchOutcome, LaunchPlan, launch
 from tests.helpers import make_context
@@ -42,7 +41,7 @@ def test_each_correctness_check_launches_its_own_ranks() -> None:
 
     ctx = make_context("quick", cpu_ranks=2)
     first = launches.nccl_all_reduce(ctx, counting)  # the check body now sits beside its spec (checks/dist)
-    second = checks.all_gather_broadcast(ctx, counting)
+    second = launches.all_gather_broadcast(ctx, counting)
     assert first.status.value == "pass" and second.status.value == "pass", (first.summary, second.summary)
     assert [p.steps for p in plans] == [("all_reduce",), ("all_gather", "broadcast")]
 

@@ -1,20 +1,20 @@
 """Distributed checks: exact, hang-proof collectives across GPUs (NCCL) or CPU ranks (gloo), and busbw.
 
-Shaped like nccl-tests: one module per collective (`all_reduce`, `all_gather`, `broadcast`, `sweep`
-for the busbw sweep) over one shared launcher (`launch`), verifier (`pattern`, `verdicts`) and timing
-module (`timing`). Adding a collective = its module + its line in CHECKS.
-
-Check code lives here; `python -m envcheck.distributed` is the thin torchrun entry for many nodes.
+Shaped like nccl-tests: the specs here, the check bodies beside them (`launches`), and in envcheck/collectives one
+module per collective (`all_reduce`, `all_gather`, `broadcast`, `sweep` for the busbw sweep, `ddp`, ...) over one
+shared launcher (`launch`), verifier (`pattern`, `verdicts`) and timing module (`timing`). Adding a collective = its
+module, its line in the collectives registry, and a check body here with its line in CHECKS.
+`python -m envcheck.distributed` is the thin torchrun entry for many nodes.
 """
 
 from __future__ import annotations
 
-from envcheck.checks.dist.launches import all_reduce_busbw, nccl_all_reduce
-from envcheck.collectives.common import ALL_REDUCE_TIMEOUT_S, all_gather_broadcast
+from envcheck.checks.dist.launches import (DDP_TIMEOUT_S, all_gather_broadcast, all_reduce_busbw, ddp_differential,
+                                           nccl_all_reduce)
+from envcheck.collectives.common import ALL_REDUCE_TIMEOUT_S
 from envcheck.probe.topology import distributed_facts
 from envcheck.collectives.sweep import BUSBW_TIMEOUT_S, busbw
 from envcheck.collectives.bench_sweep import all_reduce_sweep
-from envcheck.collectives.ddp_launch import DDP_TIMEOUT_S, ddp_differential
 from envcheck.core.check import CheckSpec, Level, Needs
 
 CHECKS: tuple[CheckSpec, ...] = (
