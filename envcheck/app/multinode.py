@@ -17,7 +17,7 @@ from envcheck.app.args import Parser, add_shared_run_arguments, check_stdout, ou
 from envcheck.app.guard import guard
 from envcheck.app.output import Terminal, raise_failures, write_reports
 from envcheck.app.render import report_files
-from envcheck.collectives.torchrun import TorchrunOptions, missing_env, run_this_rank
+from envcheck.collectives.torchrun import TABLE_CHECKS, TorchrunOptions, missing_env, run_this_rank
 from envcheck.core.check import CheckOptions, Context, DistOptions, Level
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result
@@ -58,7 +58,7 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
     # would otherwise parse as a closing tag and raise on.
     print_report(report, Terminal(file=out, highlight=False, markup=False))
     for r in results:
-        if r.name in ("dist.busbw", "dist.pairs") and r.details:
+        if r.name in TABLE_CHECKS and r.details:
             print(visible(r.details), file=out)
     failures += write_reports([(path, render) for path, render in report_files(report, args, "envcheck.distributed")
                                if path == "-"])

@@ -99,7 +99,7 @@ def test_one_node_skips() -> None:
 
 def test_pairwise_or_full_runs_dist_pairs() -> None:
     def names(**kw: Any) -> list[str]:
-        return [name for name, _ in checks_to_run(TorchrunOptions(allow_cpu=True, timeout_s=10, **kw))]
+        return [check.name for check in checks_to_run(TorchrunOptions(allow_cpu=True, timeout_s=10, **kw))]
 
     assert "dist.pairs" not in names(full=False)
     assert names(full=False, pairwise=True)[-1] == "dist.pairs"
