@@ -6,7 +6,9 @@ import json
 from importlib import resources
 from typing import Any
 
+from envcheck.collectives.sweep import BUSBW_LOW
 from envcheck.core.result import Result, Status
+from envcheck.perf.relative import CODES as RELATIVE_CODES
 
 BENCH_SCHEMA_VERSION = 1
 
@@ -91,13 +93,17 @@ def render_table(doc: dict[str, Any]) -> Any:
     return table
 
 
+# The performance findings a bench unit can carry (the relative verdict's, the busbw floor's), by their constants.
+PERF_CODES = frozenset((*RELATIVE_CODES, BUSBW_LOW))
+
+
 def render_notes(doc: dict[str, Any]) -> list[str]:
     """Lines under the table: skipped parts with reasons, GPU idle state, regressions."""
     claims = [f for f in doc["figures"] if f.get("claim")]
     lines = [claim_line(f) for f in claims]
     lines += [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
     lines += [f"{u['status'].upper()} {u['name']}: {u['summary']}" for u in doc.get("units", [])
-              if u.get("status") in (Status.WARN, Status.FAIL) and str(u.get("code") or "").startswith("perf.")]
+              if u.get("status") in (Status.WARN, Status.FAIL) and u.get("code") in PERF_CODES]
     state = (doc["device"].get("gpu_state") or {})
     if state.get("idle") is False:
         lines.append(f"GPU was not idle: {state.get('why_not_idle')}")

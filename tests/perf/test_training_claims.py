@@ -86,3 +86,14 @@ def test_report_says_the_h100_clip_share_is_not_comparable() -> None:
     (line,) = render_notes(_doc([fig]))
     assert line.startswith("claim not comparable: clip_grad_norm_ costs under 0.3%") and why in line
     assert "FAILS" not in line
+
+
+def test_notes_list_a_units_performance_finding_and_nothing_else() -> None:
+    """A bench unit's WARN with a performance code (perf.relative's, dist.busbw's floor) is a note; another code is not."""
+    doc = {**_doc([]), "units": [
+        {"name": "bench.relative", "status": "warn", "code": "perf.hbm_slow", "summary": "GPU 3's HBM copy is 21% slow"},
+        {"name": "bench.allreduce", "status": "fail", "code": "perf.busbw_low", "summary": "busbw 90 GB/s < 400"},
+        {"name": "bench.matmul", "status": "warn", "code": "gpu.busy", "summary": "another process"},
+        {"name": "bench.memory", "status": "pass", "code": "perf.hbm_slow", "summary": "fine"}]}
+    assert [n for n in render_notes(doc) if n.startswith(("WARN", "FAIL"))] == [
+        "WARN bench.relative: GPU 3's HBM copy is 21% slow", "FAIL bench.allreduce: busbw 90 GB/s < 400"]
