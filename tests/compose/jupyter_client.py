@@ -46,6 +46,9 @@ def execute(port: int, token: str, code: str, timeout: float = 180) -> str:
     kernel = _call(port, token, "POST", "/api/kernels", {"name": "python3"})
     try:
         return _run_in_kernel(port, token, kernel["id"], code, deadline)
+    except TimeoutError as exc:  # say what the server thinks of the kernel (starting, busy, dead)
+        state = _call(port, token, "GET", f"/api/kernels/{kernel['id']}")
+        raise TimeoutError(f"{exc}; the server says the kernel is {state.get('execution_state')!r}") from None
     finally:
         _call(port, token, "DELETE", f"/api/kernels/{kernel['id']}")
 

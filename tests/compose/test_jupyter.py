@@ -36,10 +36,13 @@ def test_token_from_env_guards_api_and_kernel_runs_torch(dev_images: DevImages, 
         assert jupyter_client.api_status(port) == 403
         assert jupyter_client.api_status(port, token="wrong-" + token) == 403
         assert jupyter_client.api_status(port, token=token) == 200
-        out = jupyter_client.execute(port, token, (
-            "import os, torch, pathlib\n"
-            "pathlib.Path('/workspace/from-kernel.txt').write_text('hi')\n"
-            "print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'uid', os.getuid())\n"))
+        try:
+            out = jupyter_client.execute(port, token, (
+                "import os, torch, pathlib\n"
+                "pathlib.Path('/workspace/from-kernel.txt').write_text('hi')\n"
+                "print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'uid', os.getuid())\n"))
+        except (TimeoutError, RuntimeError) as exc:  # the server's log says why a kernel did not answer
+            raise AssertionError(f"{exc}\n--- jupyter's log ---\n{proj.logs('jupyter')}") from None
         print(out)
         assert out.startswith(f"torch {docker_torch_version(dev_images)} cuda ")
         assert out.rstrip().endswith(f"uid {HOST_ID}")
