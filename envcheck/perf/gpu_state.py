@@ -152,11 +152,11 @@ def idle_state(handle: Any, *, root: int | None = None, me: int | None = None,
     me = os.getpid() if me is None else me
     root = os.getppid() if root is None else root
     procs = classify_processes(nvml_processes(handle), me=me, root=root, parent=parent, tree=tree)
-    # a GPU without utilisation counters (not supported) reads as 0%: its other processes still count
-    first = _sample(handle).get("gpu_util_pct", 0.0)
-    util: dict[str, Any] = {"first_pct": first}
-    busy = first
-    if first >= BUSY_PCT:
+    measured = _sample(handle).get("gpu_util_pct")
+    # a GPU without utilisation counters (NVML_ERROR_NOT_SUPPORTED, e.g. a MIG slice) has no reading, never 0%
+    util: dict[str, Any] = {"first_pct": measured} if measured is not None else {"absent": "not supported"}
+    first = busy = measured or 0.0
+    if measured is not None and first >= BUSY_PCT:
         sleep(settle_s)
         busy = util["settled_pct"] = _sample(handle).get("gpu_util_pct", 0.0)
         util["settle_s"] = settle_s
@@ -175,6 +175,8 @@ def idle_state(handle: Any, *, root: int | None = None, me: int | None = None,
     if not why and procs["foreign_namespace_processes"]:
         unknown = (f"{len(procs['foreign_namespace_processes'])} other process(es) (PIDs from another namespace: "
                    "cannot tell envcheck's own workers from others)")
+    elif not why and measured is None:
+        unknown = "NVML gives no utilisation for this GPU (not supported): no other process, load unknown"
     seen = []
     if procs["envcheck_processes"]:
         seen.append("envcheck's own: PIDs " + ", ".join(str(p["pid"]) for p in procs["envcheck_processes"]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import time
@@ -47,10 +48,19 @@ def execute(port: int, token: str, code: str, timeout: float = 180) -> str:
     try:
         return _run_in_kernel(port, token, kernel["id"], code, deadline)
     except TimeoutError as exc:  # say what the server thinks of the kernel (starting, busy, dead)
-        state = _call(port, token, "GET", f"/api/kernels/{kernel['id']}")
-        raise TimeoutError(f"{exc}; the server says the kernel is {state.get('execution_state')!r}") from None
+        raise TimeoutError(f"{exc}; the server says the kernel is {_kernel_state(port, token, kernel['id'])}") \
+            from None
     finally:
-        _call(port, token, "DELETE", f"/api/kernels/{kernel['id']}")
+        with contextlib.suppress(OSError):  # a kernel the server already removed: nothing to delete
+            _call(port, token, "DELETE", f"/api/kernels/{kernel['id']}")
+
+
+def _kernel_state(port: int, token: str, kernel_id: str) -> str:
+    """The kernel's execution_state as the server reports it, or why it could not be asked."""
+    try:
+        return repr(_call(port, token, "GET", f"/api/kernels/{kernel_id}").get("execution_state"))
+    except OSError as exc:  # urllib's HTTPError (404: the kernel is gone) and URLError are OSErrors
+        return f"unknown ({exc})"
 
 
 def _message(msg_type: str, session: str, content: dict[str, Any]) -> tuple[str, str]:
@@ -71,6 +81,8 @@ def _next_message(ws: websocket.WebSocket, deadline: float) -> dict[str, Any] | 
         opcode, frame = ws.recv_data_frame(True)  # control frames come back too: the deadline is checked
     except websocket.WebSocketTimeoutException:
         return None
+    except websocket.WebSocketConnectionClosedException:
+        raise RuntimeError("the server dropped the kernel websocket") from None
     if opcode == websocket.ABNF.OPCODE_CLOSE:
         raise RuntimeError("the server closed the kernel websocket")
     if opcode not in (websocket.ABNF.OPCODE_TEXT, websocket.ABNF.OPCODE_BINARY):

@@ -41,7 +41,7 @@ def test_token_from_env_guards_api_and_kernel_runs_torch(dev_images: DevImages, 
                 "import os, torch, pathlib\n"
                 "pathlib.Path('/workspace/from-kernel.txt').write_text('hi')\n"
                 "print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'uid', os.getuid())\n"))
-        except (TimeoutError, RuntimeError) as exc:  # the server's log says why a kernel did not answer
+        except Exception as exc:  # whatever went wrong with the kernel, the server's log says why
             raise AssertionError(f"{exc}\n--- jupyter's log ---\n{proj.logs('jupyter')}") from None
         print(out)
         assert out.startswith(f"torch {docker_torch_version(dev_images)} cuda ")

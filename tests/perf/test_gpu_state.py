@@ -121,9 +121,11 @@ def test_more_host_pids_than_envcheck_has_processes_is_certainly_busy(monkeypatc
 
 def test_sampler_reads_every_metric_through_the_one_nvml_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The sampler's readings come through probe/nvml_fields (clocks, temperature, watts from milliwatts, utilisation)."""
-    fake = fake_nvml(monkeypatch, tmp_path, [os.getpid()], [37.0])
-    assert gpu_state._sample(fake.handle) == {"sm_clock_mhz": 1980.0, "mem_clock_mhz": 1980.0, "temperature_c": 40.0,
-                                              "power_w": 72.229, "gpu_util_pct": 37.0, "mem_util_pct": 0.0}
+    gpu = nvml.gpu(0, uuid="GPU-0", utilization=[[37, 12]], temperature_c=40, power_w=72.229, sm_clock_mhz=1905,
+                   mem_clock_mhz=2619)  # the real H100's clocks: SM and memory told apart
+    handle = nvml.install(monkeypatch, tmp_path, nvml.state(gpu)).nvmlDeviceGetHandleByIndex(0)
+    assert gpu_state._sample(handle) == {"sm_clock_mhz": 1905.0, "mem_clock_mhz": 2619.0, "temperature_c": 40.0,
+                                         "power_w": 72.229, "gpu_util_pct": 37.0, "mem_util_pct": 12.0}
 
 
 def test_a_metric_the_gpu_does_not_support_is_left_out_not_zero(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -148,3 +150,21 @@ def test_compute_and_graphics_contexts_are_both_listed_once(monkeypatch: pytest.
     handle = nvml.install(monkeypatch, tmp_path, nvml.state(gpu)).nvmlDeviceGetHandleByIndex(0)
     assert gpu_state.nvml_processes(handle) == [{"pid": 11, "used_memory": 2 * 2**20},
                                                 {"pid": 12, "used_memory": 2**20}]
+
+
+def test_a_gpu_without_utilisation_counters_is_idle_unknown_not_idle(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """NVML_ERROR_NOT_SUPPORTED for utilisation (a MIG slice): no made-up 0%, the load is unknown."""
+    gpu = nvml.gpu(0, uuid="GPU-0", utilization=None, processes=[{"pid": os.getpid(), "used_mib": 1}])
+    handle = nvml.install(monkeypatch, tmp_path, nvml.state(gpu)).nvmlDeviceGetHandleByIndex(0)
+    state = idle_state(handle, root=os.getpid(), sleep=Sleeps())
+    assert state["idle"] is None and state["utilisation"] == {"absent": "not supported"}
+    assert "no utilisation for this GPU" in state["idle_unknown"]
+
+
+def test_a_neighbour_on_a_gpu_without_utilisation_counters_is_still_not_idle(monkeypatch: pytest.MonkeyPatch,
+                                                                             tmp_path: Path) -> None:
+    gpu = nvml.gpu(0, uuid="GPU-0", utilization=None, processes=[{"pid": p, "used_mib": 1} for p in (os.getpid(), 1)])
+    handle = nvml.install(monkeypatch, tmp_path, nvml.state(gpu)).nvmlDeviceGetHandleByIndex(0)
+    state = idle_state(handle, root=os.getpid(), sleep=Sleeps())
+    assert state["idle"] is False and "1 other process(es) on the GPU (PIDs 1)" in state["why_not_idle"]
