@@ -71,7 +71,8 @@ def host_config(options: RunOptions, memlock: bool = True) -> dict[str, Any]:
 
 
 def run_in_image(client: Any, image: str, options: RunOptions) -> ImageRun:
-    """Start the container, wait at most `timeout_s`, parse its JSON; the container is always removed."""
+    """Start the container, wait at most `timeout_s`, parse its JSON; the container is always removed, with the
+    anonymous volumes the image's VOLUME lines made."""
     require_image(client, image)
     start = time.monotonic()
     notes: list[str] = []
@@ -102,7 +103,7 @@ def run_in_image(client: Any, image: str, options: RunOptions) -> ImageRun:
             run.error = f"no envcheck report from the container (exit {run.exit_code}): {exc.message}; {tail}"
         return run
     finally:
-        container.remove(force=True)
+        container.remove(force=True, v=True)  # with its anonymous volumes (an image's VOLUME): nothing left behind
 
 
 def _start(client: Any, image: str, options: RunOptions, memlock: bool) -> Any:
@@ -113,7 +114,7 @@ def _start(client: Any, image: str, options: RunOptions, memlock: bool) -> Any:
     try:
         container.start()
     except docker.errors.APIError as exc:
-        container.remove(force=True)
+        container.remove(force=True, v=True)
         if memlock and MEMLOCK_REFUSED in str(exc):
             return None
         raise explain_start_error(image, exc) from None
