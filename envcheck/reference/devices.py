@@ -1,4 +1,13 @@
-"""Where numerics checks run: CPU always, plus every visible CUDA device; and sane thread counts."""
+"""Where numerics checks run: CPU always, plus one visible CUDA device of each GPU model; and sane thread counts.
+
+A numerics check judges the arithmetic of this torch build on this kind of GPU. Eight GPUs of one model run the same
+kernels, libraries and clocks' worth of arithmetic, so the first of each model stands for the others: judging all of
+them multiplies a full run by the GPU count (train.state_roundtrip's device pairs by its square: 81 on an 8-GPU node;
+three pairs took 82 s on one H100) and blows the checks' timeouts on a healthy node, while a GPU that
+computes wrong on its own is a hardware fault that cuda.arch (a kernel on every GPU), cuda.devices (a memory pattern on
+every GPU), gpu.health (ECC, Xid, row remapping) and dcgm.diag are there to find. Two models on one node (rare) are
+both judged.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +19,29 @@ from collections.abc import Iterator
 MAX_THREADS = 1
 
 
-def check_devices() -> list[str]:
-    """`cpu` followed by `cuda:0`, `cuda:1`, ... for every visible GPU."""
+def gpu_model(index: int) -> tuple[str, int, int, int]:
+    """What makes two visible GPUs the same for numerics: name, compute capability and SM count (a MIG slice or a
+    PCIe card of the same name has fewer SMs)."""
     import torch
 
-    cuda = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
-    return ["cpu", *cuda]
+    props = torch.cuda.get_device_properties(index)
+    return (str(props.name), int(props.major), int(props.minor), int(getattr(props, "multi_processor_count", 0)))
+
+
+def check_devices() -> list[str]:
+    """`cpu` followed by the first visible CUDA device of each GPU model (`cuda:0` alone on a node of one model)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return ["cpu"]
+    first: dict[tuple[str, int, int, int], str] = {}
+    for i in range(torch.cuda.device_count()):
+        first.setdefault(gpu_model(i), f"cuda:{i}")
+    return ["cpu", *first.values()]
 
 
 def cuda_devices() -> list[str]:
-    """Every visible CUDA device (empty without a GPU)."""
+    """The visible CUDA devices numerics checks run on, one of each model (empty without a GPU)."""
     return [d for d in check_devices() if d != "cpu"]
 
 

@@ -1,0 +1,59 @@
+"""envcheck.reference.devices: numerics checks run on the CPU and the first GPU of each model, so a healthy 8-GPU node
+is judged once per model, not eight times (and train.state_roundtrip's device pairs stay 4, not 81).
+
+Staged layer: torch.cuda's device count and properties (no GPU here); torch, the checks and their loops are real.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+import torch
+
+from envcheck.checks.numerics import state_roundtrip
+from envcheck.core.check import CheckSpec
+from envcheck.core.result import Status
+from envcheck.reference.devices import check_devices, cuda_devices
+from tests.helpers import run_spec
+
+H100 = ("NVIDIA H100 80GB HBM3", 9, 0, 132)
+A100 = ("NVIDIA A100-SXM4-80GB", 8, 0, 108)
+H100_PCIE = ("NVIDIA H100 80GB HBM3", 9, 0, 114)  # same name, fewer SMs (a MIG slice or a cut-down card): not the same
+
+
+def _stage(monkeypatch: pytest.MonkeyPatch, gpus: list[tuple[str, int, int, int]]) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: bool(gpus))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(gpus))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(
+        name=gpus[i][0], major=gpus[i][1], minor=gpus[i][2], multi_processor_count=gpus[i][3]))
+
+
+@pytest.mark.parametrize("gpus, expected", [
+    ([], ["cpu"]),
+    ([H100], ["cpu", "cuda:0"]),
+    ([H100] * 8, ["cpu", "cuda:0"]),  # the old rule: cpu and cuda:0..7
+    ([A100] * 4 + [H100] * 4, ["cpu", "cuda:0", "cuda:4"]),
+    ([H100, H100_PCIE, H100], ["cpu", "cuda:0", "cuda:1"]),
+])
+def test_numerics_run_on_the_cpu_and_one_gpu_of_each_model(monkeypatch: pytest.MonkeyPatch,
+                                                            gpus: list[tuple[str, int, int, int]],
+                                                            expected: list[str]) -> None:
+    _stage(monkeypatch, gpus)
+    assert check_devices() == expected
+    assert cuda_devices() == expected[1:]
+
+
+def test_state_roundtrip_on_a_healthy_8_gpu_node_runs_the_pairs_of_one_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stage(monkeypatch, [H100] * 8)
+    pairs: list[tuple[str, str]] = []
+
+    def record(source: str, target: str, casts: list[str] | None = None) -> tuple[list[Any], list[str], str]:
+        pairs.append((source, target))
+        return [], [], "staged"
+
+    monkeypatch.setattr(state_roundtrip, "roundtrip_comparisons", record)
+    result = run_spec(CheckSpec("train.state_roundtrip", state_roundtrip.train_state_roundtrip, "probe"))
+    assert result.status is not Status.ERROR, result.summary
+    assert pairs == [("cpu", "cpu"), ("cuda:0", "cuda:0"), ("cpu", "cuda:0"), ("cuda:0", "cpu")]
