@@ -1,4 +1,4 @@
-"""envcheck.reference.devices: numerics checks run on the CPU and the first GPU of each model, so a healthy 8-GPU node
+"""envcheck.reference.devices: numerics (and compile) checks run on the CPU and the first GPU of each model, so a healthy 8-GPU node
 is judged once per model, not eight times (and train.state_roundtrip's device pairs stay 4, not 81).
 
 Staged layer: torch.cuda's device count and properties (no GPU here); torch, the checks and their loops are real.
@@ -13,10 +13,11 @@ import pytest
 import torch
 
 from envcheck.checks.numerics import state_roundtrip
+from envcheck.checks.torch_compile.causes import Evidence
 from envcheck.core.check import CheckSpec
 from envcheck.core.result import Status
 from envcheck.reference.devices import check_devices, cuda_devices
-from tests.helpers import run_spec
+from tests.helpers import make_context, run_spec
 
 H100 = ("NVIDIA H100 80GB HBM3", 9, 0, 132)
 A100 = ("NVIDIA A100-SXM4-80GB", 8, 0, 108)
@@ -57,3 +58,26 @@ def test_state_roundtrip_on_a_healthy_8_gpu_node_runs_the_pairs_of_one_gpu(monke
     result = run_spec(CheckSpec("train.state_roundtrip", state_roundtrip.train_state_roundtrip, "probe"))
     assert result.status is not Status.ERROR, result.summary
     assert pairs == [("cpu", "cpu"), ("cuda:0", "cuda:0"), ("cpu", "cuda:0"), ("cuda:0", "cpu")]
+
+
+@pytest.mark.parametrize("module_name, check", [
+    ("envcheck.checks.torch_compile.inductor", "compile_inductor"),
+    ("envcheck.checks.torch_compile.autotune", "compile_max_autotune"),
+])
+def test_compile_checks_compile_once_per_gpu_model(monkeypatch: pytest.MonkeyPatch, module_name: str,
+                                                   check: str) -> None:
+    """Max-autotune times the same templates on every GPU of one model: eight times past its timeout on a node."""
+    import importlib
+
+    module = importlib.import_module(module_name)
+    _stage(monkeypatch, [A100] * 4 + [H100] * 4)
+    monkeypatch.setattr(module, "evidence", lambda gpus: Evidence())
+    compiled: list[str] = []
+
+    def run_on(device: str) -> dict[str, Any]:
+        compiled.append(device)
+        raise RuntimeError("staged: which devices is all this test asks")
+
+    monkeypatch.setattr(module, "run_on", run_on)
+    getattr(module, check)(make_context())
+    assert compiled == ["cpu", "cuda:0", "cuda:4"]

@@ -23,12 +23,12 @@ CHECKS = (
               "torch.compile can work here: compiler, Python.h, exec temp/cache dirs, triton/ptxas/libcuda (no "
               "compile)", needs=Needs(torch=True), timeout_s=30),
     CheckSpec("compile.inductor", compile_inductor,
-              "torch.compile (Inductor) compiles a function and its backward, matches eager, on CPU and every GPU",
+              "torch.compile (Inductor) compiles a function and its backward, matches eager, on CPU and each GPU model",
               Level.FULL, Needs(torch=True), timeout_s=300, group="compile", preload=("torch._dynamo",)),
     CheckSpec("compile.cpu_isa", compile_cpu_isa, "Inductor picks a vectorized CPU ISA (AVX2/AVX-512/NEON ...)",
               Level.FULL, Needs(torch=True), timeout_s=120, group="compile", preload=("torch._dynamo",)),
     CheckSpec("compile.max_autotune", compile_max_autotune,
-              "torch.compile(mode='max-autotune') of the release smoke test's Net matches eager, CPU and every GPU",
+              "torch.compile(mode='max-autotune') of the release smoke test's Net matches eager, CPU and each GPU model",
               Level.FULL, Needs(torch=True), timeout_s=300, group="compile", preload=("torch._dynamo",)),
     # issue 35: the whole step (model forward/backward and optimizer step) per backend, against eager; three
     # Inductor compiles (model, two optimizer steps) on a cold cache are most of its time.

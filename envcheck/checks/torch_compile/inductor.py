@@ -18,6 +18,7 @@ from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, pref
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
+from envcheck.reference.devices import check_devices
 
 # Inductor settings for the check's tiny graph (two CPU kernels), set in its own worker. A cold cache costs
 # one C++ compile per vector-ISA probe, one per kernel, and, with precompiled headers on (torch's default), one
@@ -141,7 +142,8 @@ def _failure(text: str, ev: Evidence) -> Cause:
 
 
 def compile_inductor(ctx: Context) -> Result:
-    """torch.compile (Inductor) of a function and its backward works and matches eager on CPU and every GPU."""
+    """torch.compile (Inductor) of a function and its backward works and matches eager on CPU and each GPU model (the
+    first GPU of each: the same arch compiles the same kernels, envcheck.reference.devices)."""
     import torch
     from torch._dynamo import config as dynamo_config
     from torch._inductor import config as inductor_config
@@ -158,7 +160,7 @@ def compile_inductor(ctx: Context) -> Result:
         measured.update(cc=ev.cc.found, libcuda=list(ev.libcuda_found), triton_libcuda_path=ev.libcuda_env,
                         ptxas=probes.ptxas_path(), ptxas_problems=list(ev.ptxas_problems))
     problems: list[Cause] = []
-    for device in ["cpu"] + [f"cuda:{i}" for i in range(gpus)]:
+    for device in check_devices():
         try:
             figures = run_on(device)
         except Exception as exc:
