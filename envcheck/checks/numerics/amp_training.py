@@ -58,7 +58,7 @@ def final_loss(device: str, amp_dtype: str | None, make_scaler: MakeScaler | Non
 
 
 def convergence_targets() -> list[tuple[str, str, bool]]:
-    """(device, dtype, uses GradScaler): CPU bfloat16; float16 + GradScaler and bfloat16 on every GPU."""
+    """(device, dtype, uses GradScaler): CPU bfloat16; float16 + GradScaler and bfloat16 on each GPU model."""
 
     pairs = [("cpu", "bfloat16", False)]
     for device in cuda_devices():

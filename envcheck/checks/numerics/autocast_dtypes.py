@@ -96,7 +96,7 @@ def autocast_targets() -> list[tuple[str, str]]:
 
 
 def amp_autocast_dtypes(ctx: Context, autocast: Autocast = real_autocast) -> Result:
-    """Autocast picks the documented dtype for every listed op on CPU and every GPU."""
+    """Autocast picks the documented dtype for every listed op on CPU and each GPU model."""
     measured: dict[str, Any] = {}
     problems: list[str] = []
     with numerics_mode():

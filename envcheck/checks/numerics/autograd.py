@@ -129,7 +129,7 @@ def device_grad_agreement(device: str, ops: Sequence[OpCase] = OP_SET, device_op
 def autograd_device_agreement(ctx: Context, devices: Callable[[], list[str]] = cuda_devices,
                               device_op: DeviceOp = same_op, environ: Mapping[str, str] | None = None,
                               mode: Callable[[str], str] = matmul_mode) -> Result:
-    """CUDA gradients equal CPU gradients (float32 with TF32 off, and float64) on every GPU.
+    """CUDA gradients equal CPU gradients (float32 with TF32 off, and float64) on each GPU model (cuda_devices).
 
     What a float32 matmul computes is measured on each device first (`matmul_precision`): where it runs
     as TF32 although allow_tf32 is False (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 in NGC images, with a torch
