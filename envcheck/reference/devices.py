@@ -6,13 +6,16 @@ them multiplies a full run by the GPU count (train.state_roundtrip's device pair
 three pairs took 82 s on one H100) and blows the checks' timeouts on a healthy node, while a GPU that
 computes wrong on its own is a hardware fault that cuda.arch (a kernel on every GPU), cuda.devices (a memory pattern on
 every GPU), gpu.health (ECC, Xid, row remapping) and dcgm.diag are there to find. Two models on one node (rare) are
-both judged.
+both judged. Of one model's GPUs, the first that no other process holds is the one judged (check_devices).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
+
+from envcheck.probe.gpu_usage import holder, read_usage
 
 # The checks use tiny tensors: one CPU thread is fastest, and immune to OpenMP spin contention on a busy
 # host (measured here: a 60-step MLP run took 0.5 s on 1 thread, 4-7 s on 2 threads under load).
@@ -28,16 +31,46 @@ def gpu_model(index: int) -> tuple[str, int, int, int]:
     return (str(props.name), int(props.major), int(props.minor), int(getattr(props, "multi_processor_count", 0)))
 
 
+def pci_key(index: int) -> str | None:
+    """Visible GPU `index`'s PCI address as probe.gpu_usage keys it ('0000:18:00'), from torch's device properties
+    (no CUDA context); None when torch does not give it."""
+    import torch
+
+    props = torch.cuda.get_device_properties(index)
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is None:
+        return None
+    return f"{int(getattr(props, 'pci_domain_id', 0)):04x}:{int(bus):02x}:{int(getattr(props, 'pci_device_id', 0)):02x}"
+
+
+@functools.cache
+def held_gpus() -> frozenset[int]:
+    """The visible GPUs (torch indices) that NVML shows held by another process (its processes, memory nearly full,
+    an exclusive compute mode: probe.gpu_usage.holder); none when NVML cannot tell. Read once per process."""
+    import torch
+
+    usage = read_usage()
+    if not isinstance(usage, dict):
+        return frozenset()
+    keys = {i: pci_key(i) for i in range(torch.cuda.device_count())}
+    return frozenset(i for i, key in keys.items() if key in usage and holder(usage[key]) is not None)
+
+
 def check_devices() -> list[str]:
-    """`cpu` followed by the first visible CUDA device of each GPU model (`cuda:0` alone on a node of one model)."""
+    """`cpu` followed by one visible CUDA device of each GPU model (`cuda:0` alone on an idle node of one model).
+
+    Of several GPUs of one model, the first that no other process holds stands for them (on a shared node another
+    job's GPU is busy, not a place to judge arithmetic); the first of the model when all are held or NVML cannot
+    tell. NVML is asked only when a model has more than one GPU."""
     import torch
 
     if not torch.cuda.is_available():
         return ["cpu"]
-    first: dict[tuple[str, int, int, int], str] = {}
+    models: dict[tuple[str, int, int, int], list[int]] = {}
     for i in range(torch.cuda.device_count()):
-        first.setdefault(gpu_model(i), f"cuda:{i}")
-    return ["cpu", *first.values()]
+        models.setdefault(gpu_model(i), []).append(i)
+    held = held_gpus() if any(len(ids) > 1 for ids in models.values()) else frozenset()
+    return ["cpu", *(f"cuda:{next((i for i in ids if i not in held), ids[0])}" for ids in models.values())]
 
 
 def cuda_devices() -> list[str]:

@@ -19,6 +19,7 @@ from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 from envcheck.core.section import Section
 from envcheck.probe.gpu_access import host_pid_namespace
 from envcheck.probe.gpu_usage import foreign, holder, nvml_gpus, read_usage
+from envcheck.reference.devices import pci_key
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 MEMORY_LEAKED = "cuda.memory_leaked"
@@ -108,12 +109,7 @@ def held_by(index: int) -> str | None:
     """Who holds GPU `index`'s memory, by NVML's evidence: its processes; 'processes outside this container's
     view' when this process cannot see the host's (NVML lists only the caller's PID namespace); 'a process NVML
     cannot name' when NVML cannot tell. None only when the host's full view shows no process: a leak."""
-    import torch
-
-    props = torch.cuda.get_device_properties(index)
-    bus = getattr(props, "pci_bus_id", None)
-    key = f"{int(getattr(props, 'pci_domain_id', 0)):04x}:{int(bus):02x}:{int(getattr(props, 'pci_device_id', 0)):02x}" \
-        if bus is not None else None
+    key = pci_key(index)
     usage = read_usage()
     if not isinstance(usage, dict) or key not in usage:
         return f"a process NVML cannot name ({usage if isinstance(usage, str) else 'GPU not matched in NVML'})"
