@@ -82,7 +82,7 @@ def _timed(fn: Any, x0: Any, w0: Any, cuda: bool, reps: int) -> float:
     for _ in range(reps):
         _step(fn, x0, w0)
     if cuda:
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(x0.device)  # this GPU's work, not the current device's (GPU 0 may be another job's)
     return (time.perf_counter() - start) / reps
 
 
@@ -109,7 +109,7 @@ def run_on(device: str) -> dict[str, Any]:
     start = time.perf_counter()
     got = _step(compiled, x0, w0)
     if cuda:
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)
     compile_s = time.perf_counter() - start
     want = _step(_fn, x0, w0)
     # relative to the output's scale: the backward sums 512 terms, and Inductor may reorder them
