@@ -15,6 +15,9 @@ from envcheck.probe.pci import bus_key
 
 FULL = 0.9  # a GPU with this share of its memory in use has no room for a context: held, not broken
 HELD_MODES = ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED")
+# Memory others use before a GPU counts as in use: an idle H100 reports 0 MiB used, a CUDA context alone about
+# 500 MiB (nvidia-smi -q in docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3).
+IN_USE_MIB = 256
 
 
 def usage(fields: Fields, handle: Any) -> dict[str, Any]:
@@ -48,6 +51,20 @@ def holder(usage: Mapping[str, Any]) -> str | None:
     if not others and not full and mode not in HELD_MODES:
         return None
     return ", ".join(p for p in parts if p)
+
+
+def others_use(usage: Mapping[str, Any], own: frozenset[int] = frozenset()) -> tuple[bool, int]:
+    """(whether another process uses this GPU, the MiB others use) by its usage record: another process NVML lists,
+    or memory in use beyond this process's own of at least IN_USE_MIB (in a container NVML lists only the
+    container's processes; another job's context still takes its memory). The compute mode alone says nothing: an
+    EXCLUSIVE_PROCESS GPU that nobody uses is free."""
+    procs = [p for p in usage.get("processes") or [] if isinstance(p, dict)]
+    others = foreign(procs, own)
+    mine = sum(int(p.get("used_mib") or 0) for p in procs if p not in others)
+    mem = usage.get("memory")
+    used = mem.get("used_mib") if isinstance(mem, dict) else None
+    other_mib = max(0, used - mine) if isinstance(used, int) else sum(int(p.get("used_mib") or 0) for p in others)
+    return bool(others) or other_mib >= IN_USE_MIB, other_mib
 
 
 def read_usage(budget_s: float = NVML_BUDGET_S) -> dict[str, dict[str, Any]] | str:

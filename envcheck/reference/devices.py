@@ -6,7 +6,7 @@ them multiplies a full run by the GPU count (train.state_roundtrip's device pair
 three pairs took 82 s on one H100) and blows the checks' timeouts on a healthy node, while a GPU that
 computes wrong on its own is a hardware fault that cuda.arch (a kernel on every GPU), cuda.devices (a memory pattern on
 every GPU), gpu.health (ECC, Xid, row remapping) and dcgm.diag are there to find. Two models on one node (rare) are
-both judged. Of one model's GPUs, the first that no other process holds is the one judged (check_devices).
+both judged. Of one model's GPUs, the first that no other process uses is the one judged (check_devices).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import contextlib
 import functools
 from collections.abc import Iterator
 
-from envcheck.probe.gpu_usage import holder, read_usage
+from envcheck.probe.gpu_usage import others_use, read_usage
 
 # The checks use tiny tensors: one CPU thread is fastest, and immune to OpenMP spin contention on a busy
 # host (measured here: a 60-step MLP run took 0.5 s on 1 thread, 4-7 s on 2 threads under load).
@@ -43,34 +43,52 @@ def pci_key(index: int) -> str | None:
     return f"{int(getattr(props, 'pci_domain_id', 0)):04x}:{int(bus):02x}:{int(getattr(props, 'pci_device_id', 0)):02x}"
 
 
+USAGE_BUDGET_S = 3.0  # NVML's usage only orders the candidates (it is not evidence): a slow NVML costs a check little
+
+
 @functools.cache
-def held_gpus() -> frozenset[int]:
-    """The visible GPUs (torch indices) that NVML shows held by another process (its processes, memory nearly full,
-    an exclusive compute mode: probe.gpu_usage.holder); none when NVML cannot tell. Read once per process."""
+def gpu_use() -> dict[int, tuple[bool, int]]:
+    """Each visible GPU's (used by another process, MiB others use) by NVML (probe.gpu_usage.others_use), by torch
+    index; empty when NVML cannot tell. Read once per process, within USAGE_BUDGET_S."""
     import torch
 
-    usage = read_usage()
+    usage = read_usage(USAGE_BUDGET_S)
     if not isinstance(usage, dict):
-        return frozenset()
+        return {}
     keys = {i: pci_key(i) for i in range(torch.cuda.device_count())}
-    return frozenset(i for i, key in keys.items() if key in usage and holder(usage[key]) is not None)
+    return {i: others_use(usage[key]) for i, key in keys.items() if key is not None and key in usage}
+
+
+def _models() -> dict[tuple[str, int, int, int], list[int]]:
+    """The visible GPUs by model, each model's GPUs ordered for use: free ones first (in torch's order), then the
+    ones others use, least used first. NVML is asked only when a model has two GPUs or more."""
+    import torch
+
+    models: dict[tuple[str, int, int, int], list[int]] = {}
+    for i in range(torch.cuda.device_count()):
+        models.setdefault(gpu_model(i), []).append(i)
+    if all(len(ids) == 1 for ids in models.values()):
+        return models
+    use = gpu_use()
+
+    def rank(i: int) -> tuple[bool, int, int]:
+        taken, mib = use.get(i, (False, 0))
+        return taken, mib if taken else 0, i
+
+    return {model: sorted(ids, key=rank) for model, ids in models.items()}
 
 
 def check_devices() -> list[str]:
     """`cpu` followed by one visible CUDA device of each GPU model (`cuda:0` alone on an idle node of one model).
 
-    Of several GPUs of one model, the first that no other process holds stands for them (on a shared node another
-    job's GPU is busy, not a place to judge arithmetic); the first of the model when all are held or NVML cannot
-    tell. NVML is asked only when a model has more than one GPU."""
+    Of several GPUs of one model, the first that no other process uses stands for them (on a shared node another
+    job's GPU is busy, not a place to judge arithmetic); when every one is in use, the least used; when NVML cannot
+    tell, the first."""
     import torch
 
     if not torch.cuda.is_available():
         return ["cpu"]
-    models: dict[tuple[str, int, int, int], list[int]] = {}
-    for i in range(torch.cuda.device_count()):
-        models.setdefault(gpu_model(i), []).append(i)
-    held = held_gpus() if any(len(ids) > 1 for ids in models.values()) else frozenset()
-    return ["cpu", *(f"cuda:{next((i for i in ids if i not in held), ids[0])}" for ids in models.values())]
+    return ["cpu", *(f"cuda:{ids[0]}" for ids in _models().values())]
 
 
 def cuda_devices() -> list[str]:
@@ -78,11 +96,40 @@ def cuda_devices() -> list[str]:
     return [d for d in check_devices() if d != "cpu"]
 
 
-@contextlib.contextmanager
-def numerics_mode(seed: int = 0) -> Iterator[None]:
-    """Seed torch, use MAX_THREADS CPU threads, disable TF32 (so float32 means float32); restore afterwards."""
+def peer_device(device: str) -> str | None:
+    """Another visible GPU of `device`'s model (the next one check_devices would pick), or None: where a state saved
+    on one GPU is loaded onto another."""
+    index = torch_index(device)
+    for ids in _models().values():
+        if index in ids and len(ids) > 1:
+            return f"cuda:{next(i for i in ids if i != index)}"
+    return None
+
+
+def torch_index(device: str) -> int:
+    """'cuda:3' -> 3 ('cuda' -> 0)."""
+    return int(device.partition(":")[2] or 0)
+
+
+def on_device(device: str) -> contextlib.AbstractContextManager[object]:
+    """Make `device` torch's current CUDA device for the block (a CPU device changes nothing), so that what torch
+    does on the current device (autocast's bfloat16 probe, an autotuner's benchmark) happens on the GPU under test,
+    never on GPU 0, which may be another job's. torch creates no context on the device it restores."""
+    if not device.startswith("cuda"):
+        return contextlib.nullcontext()
     import torch
 
+    current: contextlib.AbstractContextManager[object] = torch.cuda.device(torch_index(device))
+    return current
+
+
+@contextlib.contextmanager
+def numerics_mode(seed: int = 0) -> Iterator[None]:
+    """Seed torch, use MAX_THREADS CPU threads, disable TF32 (so float32 means float32), make the first GPU the
+    checks run on the current device (on_device); restore afterwards."""
+    import torch
+
+    gpus = cuda_devices()
     threads = torch.get_num_threads()
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.manual_seed(seed)
@@ -90,7 +137,8 @@ def numerics_mode(seed: int = 0) -> Iterator[None]:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     try:
-        yield
+        with on_device(gpus[0] if gpus else "cpu"):
+            yield
     finally:
         torch.set_num_threads(threads)
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32

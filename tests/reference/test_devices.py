@@ -1,12 +1,21 @@
-"""envcheck.reference.devices: numerics (and compile) checks run on the CPU and the first GPU of each model, so a healthy 8-GPU node
-is judged once per model, not eight times (and train.state_roundtrip's device pairs stay 4, not 81).
+"""envcheck.reference.devices: numerics (and compile) checks run on the CPU and one GPU of each model, so a healthy
+8-GPU node is judged once per model, not eight times (train.state_roundtrip: 4 device pairs and one GPU-to-GPU move,
+not 81 pairs); on a shared node the model's GPU that no other process uses is the one judged, and it is torch's
+current device while the checks run, so nothing lands on another job's GPU 0.
 
-Staged layer: torch.cuda's device count and properties (no GPU here); torch, the checks and their loops are real.
+Staged layers: torch.cuda's device count and properties (no GPU here), and NVML through the one NVML stand-in
+(tests/staging/nvml.py: processes, memory, compute mode). Real: torch, probe.gpu_usage's reader (its budget, the PCI
+keys, this process's PID left out), the checks and their loops.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import os
 import types
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,61 +26,37 @@ from envcheck.checks.torch_compile.causes import Evidence
 from envcheck.core.check import CheckSpec
 from envcheck.core.result import Status
 from envcheck.reference import devices
-from envcheck.reference.devices import check_devices, cuda_devices
+from envcheck.reference.devices import check_devices, cuda_devices, numerics_mode, peer_device
 from tests.helpers import make_context, run_spec
+from tests.staging import nvml
 
-H100 = ("NVIDIA H100 80GB HBM3", 9, 0, 132)
-A100 = ("NVIDIA A100-SXM4-80GB", 8, 0, 108)
-H100_PCIE = ("NVIDIA H100 80GB HBM3", 9, 0, 114)  # same name, fewer SMs (a MIG slice or a cut-down card): not the same
+Model = tuple[str, int, int, int]
+H100: Model = ("NVIDIA H100 80GB HBM3", 9, 0, 132)
+A100: Model = ("NVIDIA A100-SXM4-80GB", 8, 0, 108)
+H100_CUT: Model = ("NVIDIA H100 80GB HBM3", 9, 0, 114)  # same name, fewer SMs (a MIG slice, a cut-down card): not the same
+JOB = {"processes": [{"pid": 4242, "used_mib": 76000}], "memory_used_mib": 77000}  # another job's training run
+EXCLUSIVE = 3  # NVML_COMPUTEMODE_EXCLUSIVE_PROCESS
 
 
-BUS = (0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb)  # an HGX H100 board's PCI buses, in torch's (PCI) order
+@pytest.fixture(autouse=True)
+def fresh_usage() -> Iterator[None]:
+    """NVML's usage is read once per process: each test starts and ends without a cached reading."""
+    devices.gpu_use.cache_clear()
+    yield
+    devices.gpu_use.cache_clear()
 
 
-def _stage(monkeypatch: pytest.MonkeyPatch, gpus: list[tuple[str, int, int, int]],
-           usage: dict[str, dict[str, Any]] | str = "NVML: staged, not installed") -> None:
-    """Stage torch.cuda's view of `gpus` and NVML's usage record (probe.gpu_usage.read_usage's shape)."""
+def _stage(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, gpus: list[Model],
+           usage: dict[int, dict[str, Any]] | None = None, pci: bool = True) -> None:
+    """torch.cuda sees `gpus` (at the stand-in's PCI addresses, 0000:3b+i:00.0); NVML answers with `usage` per GPU
+    index (processes, memory_used_mib, compute_mode), or cannot be initialised when `usage` is None."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: bool(gpus))
     monkeypatch.setattr(torch.cuda, "device_count", lambda: len(gpus))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(
-        name=gpus[i][0], major=gpus[i][1], minor=gpus[i][2], multi_processor_count=gpus[i][3], pci_domain_id=0,
-        pci_bus_id=BUS[i], pci_device_id=0))
-    monkeypatch.setattr(devices, "read_usage", lambda: usage)
-    devices.held_gpus.cache_clear()
-
-
-def _usage(**held: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """NVML's usage of 8 GPUs, idle (1 of 80 GiB, no process) except those named gpuN."""
-    idle = {"processes": [], "memory": {"used_mib": 1024, "total_mib": 81559}, "compute_mode": "DEFAULT"}
-    return {f"0000:{b:02x}:00": {"index": i, **idle, **held.get(f"gpu{i}", {})} for i, b in enumerate(BUS)}
-
-
-JOB = {"processes": [{"pid": 4242, "name": "python", "used_mib": 76000}],
-       "memory": {"used_mib": 77000, "total_mib": 81559}}
-
-
-@pytest.mark.parametrize("usage, expected", [
-    (_usage(), "cuda:0"),  # healthy idle node: the first
-    (_usage(gpu0=JOB), "cuda:1"),  # another job on GPU 0: its idle neighbour stands for the model
-    (_usage(gpu0=JOB, gpu1={"compute_mode": "EXCLUSIVE_PROCESS", "processes": [{"pid": 7, "name": "x"}]}), "cuda:2"),
-    (_usage(**{f"gpu{i}": JOB for i in range(8)}), "cuda:0"),  # every GPU held: the first, as before
-    ("NVML: Driver Not Loaded", "cuda:0"),  # NVML cannot tell: the first
-])
-def test_an_idle_gpu_stands_for_its_model_on_a_shared_node(monkeypatch: pytest.MonkeyPatch,
-                                                           usage: dict[str, dict[str, Any]] | str,
-                                                           expected: str) -> None:
-    _stage(monkeypatch, [H100] * 8, usage)
-    assert check_devices() == ["cpu", expected]
-
-
-def test_one_gpu_of_each_model_never_asks_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
-    _stage(monkeypatch, [A100, H100])
-
-    def read_usage() -> str:
-        raise AssertionError("NVML asked with nothing to choose")
-
-    monkeypatch.setattr(devices, "read_usage", read_usage)
-    assert check_devices() == ["cpu", "cuda:0", "cuda:1"]
+        name=gpus[i][0], major=gpus[i][1], minor=gpus[i][2], multi_processor_count=gpus[i][3],
+        **({"pci_domain_id": 0, "pci_bus_id": 0x3B + i, "pci_device_id": 0} if pci else {})))
+    state = nvml.state(*(nvml.gpu(i, **(usage or {}).get(i, {})) for i in range(len(gpus))))
+    nvml.install(monkeypatch, tmp_path, state if usage is not None else {**state, "init": {"nvml_error": 9}})
 
 
 @pytest.mark.parametrize("gpus, expected", [
@@ -79,42 +64,107 @@ def test_one_gpu_of_each_model_never_asks_nvml(monkeypatch: pytest.MonkeyPatch) 
     ([H100], ["cpu", "cuda:0"]),
     ([H100] * 8, ["cpu", "cuda:0"]),  # the old rule: cpu and cuda:0..7
     ([A100] * 4 + [H100] * 4, ["cpu", "cuda:0", "cuda:4"]),
-    ([H100, H100_PCIE, H100], ["cpu", "cuda:0", "cuda:1"]),
+    ([H100, H100_CUT, H100], ["cpu", "cuda:0", "cuda:1"]),
 ])
-def test_numerics_run_on_the_cpu_and_one_gpu_of_each_model(monkeypatch: pytest.MonkeyPatch,
-                                                            gpus: list[tuple[str, int, int, int]],
-                                                            expected: list[str]) -> None:
-    _stage(monkeypatch, gpus)
+def test_numerics_run_on_the_cpu_and_one_gpu_of_each_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                            gpus: list[Model], expected: list[str]) -> None:
+    _stage(monkeypatch, tmp_path, gpus, {})
     assert check_devices() == expected
     assert cuda_devices() == expected[1:]
 
 
-def test_state_roundtrip_on_a_healthy_8_gpu_node_runs_the_pairs_of_one_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    _stage(monkeypatch, [H100] * 8)
-    pairs: list[tuple[str, str]] = []
+@pytest.mark.parametrize("usage, expected", [
+    ({}, "cuda:0"),  # the healthy twin: an idle node, the first
+    ({0: JOB}, "cuda:1"),  # another job on GPU 0: its idle neighbour stands for the model
+    ({0: JOB, 1: {**JOB, "compute_mode": EXCLUSIVE}}, "cuda:2"),
+    # a cluster that sets every GPU EXCLUSIVE_PROCESS: the mode alone is no use, another job's process is
+    ({i: {"compute_mode": EXCLUSIVE, **(JOB if i == 0 else {})} for i in range(8)}, "cuda:1"),
+    ({0: {"memory_used_mib": 600}}, "cuda:1"),  # in a container NVML lists no outside process; its context shows
+    ({0: {"processes": [{"pid": os.getpid(), "used_mib": 600}], "memory_used_mib": 600}}, "cuda:0"),  # our own
+    ({i: JOB if i != 5 else {**JOB, "memory_used_mib": 2000} for i in range(8)}, "cuda:5"),  # all used: least used
+    (None, "cuda:0"),  # NVML cannot tell: the first
+])
+def test_a_gpu_no_other_process_uses_stands_for_its_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                          usage: dict[int, dict[str, Any]] | None,
+                                                          expected: str) -> None:
+    _stage(monkeypatch, tmp_path, [H100] * 8, usage)
+    assert check_devices() == ["cpu", expected]
 
-    def record(source: str, target: str, casts: list[str] | None = None) -> tuple[list[Any], list[str], str]:
-        pairs.append((source, target))
+
+def test_each_model_picks_its_own_free_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _stage(monkeypatch, tmp_path, [A100] * 4 + [H100] * 4, {0: JOB, 4: JOB, 5: JOB})
+    assert check_devices() == ["cpu", "cuda:1", "cuda:6"]
+
+
+def test_without_pci_addresses_the_first_gpu_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _stage(monkeypatch, tmp_path, [H100] * 2, {0: JOB}, pci=False)  # an old torch: nothing to match NVML with
+    assert check_devices() == ["cpu", "cuda:0"]
+
+
+def test_one_gpu_of_each_model_never_asks_nvml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _stage(monkeypatch, tmp_path, [A100, H100], {})
+
+    def read_usage(budget_s: float) -> str:
+        raise AssertionError("NVML asked with nothing to choose")
+
+    monkeypatch.setattr(devices, "read_usage", read_usage)
+    assert check_devices() == ["cpu", "cuda:0", "cuda:1"] and peer_device("cuda:1") is None
+
+
+def test_the_peer_is_the_next_free_gpu_of_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _stage(monkeypatch, tmp_path, [H100] * 8, {0: JOB, 2: JOB})
+    assert check_devices()[1] == "cuda:1" and peer_device("cuda:1") == "cuda:3"
+
+
+def test_state_roundtrip_on_an_8_gpu_node_runs_one_gpus_pairs_and_one_move(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
+    _stage(monkeypatch, tmp_path, [H100] * 8, {})
+    pairs: list[tuple[str, str, tuple[str, ...]]] = []
+
+    def record(source: str, target: str, casts: list[str] | None = None,
+               dtypes: tuple[str, ...] = state_roundtrip.DTYPES) -> tuple[list[Any], list[str], str]:
+        pairs.append((source, target, dtypes))
         return [], [], "staged"
 
     monkeypatch.setattr(state_roundtrip, "roundtrip_comparisons", record)
+    monkeypatch.setattr(devices, "on_device", lambda device: _current([], device))  # a CPU torch has no cuda:0
     result = run_spec(CheckSpec("train.state_roundtrip", state_roundtrip.train_state_roundtrip, "probe"))
     assert result.status is not Status.ERROR, result.summary
-    assert pairs == [("cpu", "cpu"), ("cuda:0", "cuda:0"), ("cpu", "cuda:0"), ("cuda:0", "cpu")]
+    every = state_roundtrip.DTYPES
+    assert pairs == [("cpu", "cpu", every), ("cuda:0", "cuda:0", every), ("cpu", "cuda:0", every),
+                     ("cuda:0", "cpu", every), ("cuda:0", "cuda:1", ("float32",))]
+    assert result.measured["device_pairs"][-1] == "cuda:0->cuda:1"
+
+
+@contextlib.contextmanager
+def _current(log: list[str], device: str) -> Iterator[None]:
+    log.append(device)
+    yield
+
+
+def test_numerics_make_the_gpu_they_judge_the_current_device(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    """autocast's bfloat16 probe and other implicit work go to torch's current device: the free GPU, not GPU 0."""
+    _stage(monkeypatch, tmp_path, [H100] * 8, {0: JOB})
+    current: list[str] = []
+    monkeypatch.setattr(devices, "on_device", lambda device: _current(current, device))
+    with numerics_mode():
+        pass
+    assert current == ["cuda:1"]
 
 
 @pytest.mark.parametrize("module_name, check", [
     ("envcheck.checks.torch_compile.inductor", "compile_inductor"),
     ("envcheck.checks.torch_compile.autotune", "compile_max_autotune"),
 ])
-def test_compile_checks_compile_once_per_gpu_model(monkeypatch: pytest.MonkeyPatch, module_name: str,
-                                                   check: str) -> None:
+def test_compile_checks_compile_once_per_gpu_model_on_that_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                               module_name: str, check: str) -> None:
     """Max-autotune times the same templates on every GPU of one model: eight times past its timeout on a node."""
-    import importlib
-
     module = importlib.import_module(module_name)
-    _stage(monkeypatch, [A100] * 4 + [H100] * 4)
+    _stage(monkeypatch, tmp_path, [A100] * 4 + [H100] * 4, {0: JOB})
     monkeypatch.setattr(module, "evidence", lambda gpus: Evidence())
+    current: list[str] = []
+    monkeypatch.setattr(module, "on_device", lambda device: _current(current, device))
     compiled: list[str] = []
 
     def run_on(device: str) -> dict[str, Any]:
@@ -123,4 +173,4 @@ def test_compile_checks_compile_once_per_gpu_model(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(module, "run_on", run_on)
     getattr(module, check)(make_context())
-    assert compiled == ["cpu", "cuda:0", "cuda:4"]
+    assert compiled == current == ["cpu", "cuda:1", "cuda:4"]

@@ -109,7 +109,8 @@ _SPECS: tuple[CheckSpec, ...] = (
               "documented closed form", Level.FULL, TORCH, timeout_s=120),
     CheckSpec("train.state_roundtrip", train_state_roundtrip,
               "optimizer (every optim_db configuration), param-group and scheduler state saved mid-training and "
-              "restored, float32/float64/bfloat16, every device pair, equals the uninterrupted run bitwise",
+              "restored, float32/float64/bfloat16, CPU and each GPU model both ways (float32 GPU to GPU), equals the "
+              "uninterrupted run bitwise",
               Level.FULL, TORCH, timeout_s=180),
     CheckSpec("embedding.reference", embedding_reference,
               "F.embedding (padding_idx, max_norm/norm_type, scale_grad_by_freq, sparse) and F.embedding_bag (modes, "

@@ -111,14 +111,15 @@ def schedule_comparisons(device: str = "cpu") -> tuple[list[Comparison], list[st
 
 def sched_closed_form(ctx: Context) -> Result:
     """LR schedulers, alone, composed and restored, follow their documented schedules."""
-    from envcheck.reference.devices import check_devices
+    from envcheck.reference.devices import check_devices, numerics_mode
 
     comparisons: list[Comparison] = []
     problems: list[str] = []
-    for device in check_devices():  # the parameters (and a fused step's lr) live on each device in turn
-        found, bad = schedule_comparisons(device)
-        comparisons += found
-        problems += bad
+    with numerics_mode():
+        for device in check_devices():  # the parameters (and a fused step's lr) live on each device in turn
+            found, bad = schedule_comparisons(device)
+            comparisons += found
+            problems += bad
     return comparisons_result("LR schedulers vs closed forms", comparisons, problems=problems,
                               tolerances={"closed_form": f"{EPOCHS}·16·u64·max lr", "restored": "bitwise"},
                               extra={"cases": len(scheduler_cases())},

@@ -1,7 +1,8 @@
 """train.state_roundtrip (full level): optimizer, parameter-group and scheduler state saved in the middle of training
 and restored into fresh objects resumes exactly like the uninterrupted run, for every optimizer configuration torch's
 own optimizer database generates (common_optimizers.optim_db with its global flags: foreach, fused), for float32,
-float64 and bfloat16 parameters, and from every device to every device.
+float64 and bfloat16 parameters, between the CPU and one GPU of each model (envcheck.reference.devices) in every
+direction, and (float32) from that GPU onto another GPU of its model.
 
 One run: an MLP with two parameter groups (the second at half the learning rate) plus a third group added after the
 first step (add_param_group), a StepLR, STEPS steps. The resumed run saves model, optimizer and scheduler with
@@ -28,13 +29,17 @@ from envcheck.core.check import Context
 from envcheck.core.result import Result
 from envcheck.reference.checkpoint import by_hand, through_file
 from envcheck.reference.compare import Comparison, compare
-from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.devices import check_devices, numerics_mode, peer_device
 from envcheck.reference.known_bugs import judge_with_known_bugs
 from envcheck.reference.resumable_run import run, state_tensors
 from envcheck.reference.torch_db import load_internal
 
 SKIP = {"LBFGS": "needs a closure", "SparseAdam": "sparse gradients only", "Muon": "2-D parameters only"}
 DTYPES = ("float32", "float64", "bfloat16")
+# The dtypes of the GPU-to-GPU pair (map_location onto another GPU of the model, as a rank resuming on another GPU
+# does): its arithmetic is the GPU-to-itself pair's, so only the move is new, and one dtype keeps the check inside its
+# timeout (three device pairs took 82 s on one H100).
+GPU_TO_GPU = ("float32",)
 POLICY_CAST = {"NAdam": ("mu_product",), "ASGD": ("eta", "mu")}  # float32 scalar state cast on load (see above)
 Config = tuple[str, dict[str, Any], str]  # (optimizer class, kwargs, description)
 
@@ -76,7 +81,7 @@ def config_key(config: Config) -> str:
     return f"{name}|{desc}|{sorted((k, repr(v)) for k, v in kw.items())}"
 
 
-def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = None
+def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = None, dtypes: tuple[str, ...] = DTYPES
                           ) -> tuple[list[Comparison], list[str], str]:
     """Every config x dtype: restored-from-file (on `target`) vs the reference run."""
     import torch
@@ -90,7 +95,7 @@ def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = No
         there = {config_key(c) for c in configs(target)[0]}
         found = [c for c in found if not (c[1].get("capturable") or c[1].get("fused")) or config_key(c) in there]
     for name, kw, desc in found:
-        for dtype_name in DTYPES:
+        for dtype_name in dtypes:
             dtype = getattr(torch, dtype_name)
             label = f"{name}({desc}; {', '.join(f'{k}={v}' for k, v in kw.items())}) {dtype_name} {device}->{target}"
             try:
@@ -128,7 +133,8 @@ def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = No
 
 
 def train_state_roundtrip(ctx: Context) -> Result:
-    """Optimizer, param-group and scheduler state restored mid-training resume bit-for-bit, on every device pair."""
+    """Optimizer, param-group and scheduler state restored mid-training resume bit-for-bit, on every device pair
+    (the CPU, one GPU of each model, and a GPU onto another of its model)."""
     comparisons: list[Comparison] = []
     problems: list[str] = []
     extra: dict[str, Any] = {}
@@ -136,11 +142,14 @@ def train_state_roundtrip(ctx: Context) -> Result:
     with numerics_mode():
         devices = check_devices()
         pairs = [(d, d) for d in devices] + [(a, b) for a in devices for b in devices if a != b]
-        for source, target in pairs:
-            found, bad, origin = roundtrip_comparisons(source, target, casts)
+        peers = [(d, p) for d in devices[1:] if (p := peer_device(d)) is not None]
+        for source, target in pairs + peers:  # a GPU's state onto another GPU of its model: float32 (GPU_TO_GPU)
+            found, bad, origin = roundtrip_comparisons(source, target, casts,
+                                                       GPU_TO_GPU if (source, target) in peers else DTYPES)
             comparisons += found
             problems += bad
             extra["configurations_from"] = origin
+        pairs += peers
     extra["device_pairs"] = [f"{a}->{b}" for a, b in pairs]
     extra["load_policy_casts"] = sorted(set(casts))
     return judge_with_known_bugs("optimizer/scheduler state round trips", comparisons, problems=problems,

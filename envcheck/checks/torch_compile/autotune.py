@@ -13,7 +13,7 @@ from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS, error_text,
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
-from envcheck.reference.devices import check_devices
+from envcheck.reference.devices import check_devices, on_device
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 MAX_AUTOTUNE_ERROR = "compile.max_autotune_error"
@@ -98,12 +98,16 @@ def compile_max_autotune(ctx: Context) -> Result:
 
     for key, value in COMPILE_SETTINGS.items():
         setattr(inductor_config, key, value)
+    # TORCHINDUCTOR_AUTOTUNE_MULTI_DEVICE=1 benchmarks on every visible GPU, another job's too: here only on the one
+    if hasattr(inductor_config, "autotune_multi_device"):
+        inductor_config.autotune_multi_device = False
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     ev = evidence(gpus)
     per_device: dict[str, dict[str, Any] | Cause] = {}
     for device in check_devices():
         try:
-            per_device[device] = run_on(device)
+            with on_device(device):
+                per_device[device] = run_on(device)
         except Exception as exc:
             text = user_paths(error_text(exc))
             cause = classify(text, ev)

@@ -18,7 +18,7 @@ from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, pref
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
-from envcheck.reference.devices import check_devices
+from envcheck.reference.devices import check_devices, on_device
 
 # Inductor settings for the check's tiny graph (two CPU kernels), set in its own worker. A cold cache costs
 # one C++ compile per vector-ISA probe, one per kernel, and, with precompiled headers on (torch's default), one
@@ -162,7 +162,8 @@ def compile_inductor(ctx: Context) -> Result:
     problems: list[Cause] = []
     for device in check_devices():
         try:
-            figures = run_on(device)
+            with on_device(device):
+                figures = run_on(device)
         except Exception as exc:
             text = user_paths(error_text(exc))  # the user's temp dir, not this worker's private one
             cause = _failure(text, ev)
