@@ -132,7 +132,9 @@ step() {  # step PART NAME TIMEOUT_S COMMAND...: run with a cap into NAME.log, o
     fi
     [ "$cap" -le "$left" ] || cap=$left
     t0=$(date +%s.%N)
-    timeout --kill-after=10 "$cap" "$@" >"$dir/$name.log" 2>&1
+    # SIGINT at the cap, as Ctrl-C: pytest tears its fixtures down and envcheck reports what finished (a pytest ended
+    # by SIGTERM left a fixture's temp dir behind when the budget cut the CPU rehearsal's pytest-rest); KILL 15 s later
+    timeout --signal=INT --kill-after=15 "$cap" "$@" >"$dir/$name.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     record "$name" "$rc" "$(awk "BEGIN{print $t1 - $t0}")" "" "$*"

@@ -34,7 +34,10 @@ case "$*" in
   -c*) echo 1; exit 0 ;;
   *proof_summary.py*) exec "$REAL_PYTHON" "$@" ;;
 esac
-if [ -n "${HANG_ON:-}" ] && [[ "$*" == *"$HANG_ON"* ]]; then sleep 600; fi
+if [ -n "${HANG_ON:-}" ] && [[ "$*" == *"$HANG_ON"* ]]; then
+  trap 'echo "$*" > "$TMPDIR/interrupted"; exit 130' INT  # what a step does on Ctrl-C: its own cleanup
+  sleep 600 & wait $!
+fi
 [[ "$*" == *"--level full --json"* ]] && exit 1
 exit 0
 """
@@ -96,6 +99,7 @@ def test_a_hung_step_is_killed_and_the_rest_skip_inside_the_budget(tmp_path: Pat
     assert "rc=124" in _rows(proc.stdout)["run-quick-cold"]
     assert "not run: the proof budget is spent" in proc.stdout
     assert elapsed < 25 + 20  # a hang bound, not a speed assertion
+    assert (tmp_path / "interrupted").exists()  # interrupted as by Ctrl-C (SIGINT), so it could clean up
 
 
 @pytest.mark.parametrize("bad", [["--part", "3"], ["--bogus"], ["a", "b"]])
