@@ -186,7 +186,7 @@ def run_cases(rc: RankContext) -> dict[str, Any]:
     from envcheck.reference.devices import numerics_mode
 
     out: dict[str, Any] = {"comparisons": [], "digests": {}, "errors": [], "not_applicable": []}
-    with numerics_mode():
+    with numerics_mode(device=str(rc.device)):  # the rank's own device, set by the launcher
         for n, case in enumerate(cases()):
             rc.progress(f"ddp.case{n}")  # a phase name has no spaces (launch.read_progress)
             try:

@@ -82,7 +82,7 @@ def run(rc: RankContext) -> dict[str, Any]:
     from envcheck.reference.devices import numerics_mode
 
     comps: list[Comparison] = []
-    with numerics_mode():
+    with numerics_mode(device=str(rc.device)):  # the rank's own device, set by the launcher
         for momentum, affine, uneven in itertools.product((0.1, None), (True, False), (False, True)):
             rc.progress(f"sync_batchnorm.momentum={momentum},affine={affine},uneven={uneven}")
             comps += case_comparisons(rc, momentum, affine, uneven)

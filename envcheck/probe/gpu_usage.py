@@ -15,8 +15,9 @@ from envcheck.probe.pci import bus_key
 
 FULL = 0.9  # a GPU with this share of its memory in use has no room for a context: held, not broken
 HELD_MODES = ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED")
-# Memory others use before a GPU counts as in use: an idle H100 reports 0 MiB used, a CUDA context alone about
-# 500 MiB (nvidia-smi -q in docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3).
+# Memory in use beyond the least used GPU of the same model before a GPU counts as used by another process: a CUDA
+# context alone takes about 500 MiB on an H100; the driver's reserve (480 MiB there, nvidia-smi -q in
+# docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3) is the same on every GPU of a model, so it cancels out.
 IN_USE_MIB = 256
 
 
@@ -54,17 +55,18 @@ def holder(usage: Mapping[str, Any]) -> str | None:
 
 
 def others_use(usage: Mapping[str, Any], own: frozenset[int] = frozenset()) -> tuple[bool, int]:
-    """(whether another process uses this GPU, the MiB others use) by its usage record: another process NVML lists,
-    or memory in use beyond this process's own of at least IN_USE_MIB (in a container NVML lists only the
-    container's processes; another job's context still takes its memory). The compute mode alone says nothing: an
-    EXCLUSIVE_PROCESS GPU that nobody uses is free."""
+    """(whether NVML lists another process on this GPU, the MiB of its memory in use beyond this process's own). In a
+    container NVML lists only the container's processes, but another job's context still takes memory; NVML's v1
+    `used` also counts the driver's reserve (480 MiB on an idle H100), so callers compare the MiB between GPUs of
+    one model, never with zero. The compute mode says nothing here: an EXCLUSIVE_PROCESS GPU nobody uses is free."""
+    mine = own | {os.getpid()}
     procs = [p for p in usage.get("processes") or [] if isinstance(p, dict)]
-    others = foreign(procs, own)
-    mine = sum(int(p.get("used_mib") or 0) for p in procs if p not in others)
+    others = [p for p in procs if p.get("pid") not in mine]
+    own_mib = sum(int(p.get("used_mib") or 0) for p in procs if p.get("pid") in mine)
     mem = usage.get("memory")
     used = mem.get("used_mib") if isinstance(mem, dict) else None
-    other_mib = max(0, used - mine) if isinstance(used, int) else sum(int(p.get("used_mib") or 0) for p in others)
-    return bool(others) or other_mib >= IN_USE_MIB, other_mib
+    other_mib = max(0, used - own_mib) if isinstance(used, int) else sum(int(p.get("used_mib") or 0) for p in others)
+    return bool(others), other_mib
 
 
 def read_usage(budget_s: float = NVML_BUDGET_S) -> dict[str, dict[str, Any]] | str:

@@ -15,7 +15,7 @@ import contextlib
 import functools
 from collections.abc import Iterator
 
-from envcheck.probe.gpu_usage import others_use, read_usage
+from envcheck.probe.gpu_usage import IN_USE_MIB, others_use, read_usage
 
 # The checks use tiny tensors: one CPU thread is fastest, and immune to OpenMP spin contention on a busy
 # host (measured here: a 60-step MLP run took 0.5 s on 1 thread, 4-7 s on 2 threads under load).
@@ -43,39 +43,55 @@ def pci_key(index: int) -> str | None:
     return f"{int(getattr(props, 'pci_domain_id', 0)):04x}:{int(bus):02x}:{int(getattr(props, 'pci_device_id', 0)):02x}"
 
 
-USAGE_BUDGET_S = 3.0  # NVML's usage only orders the candidates (it is not evidence): a slow NVML costs a check little
+Use = tuple[bool, int | None]  # (another process uses it, MiB in use beyond the model's least used GPU; None: unknown)
 
 
 @functools.cache
 def gpu_use() -> dict[int, tuple[bool, int]]:
-    """Each visible GPU's (used by another process, MiB others use) by NVML (probe.gpu_usage.others_use), by torch
-    index; empty when NVML cannot tell. Read once per process, within USAGE_BUDGET_S."""
+    """Each visible GPU's (NVML lists another process on it, MiB in use beyond this process's own) by torch index
+    (probe.gpu_usage.others_use); a GPU NVML cannot read is left out, and all are when NVML cannot tell. Read once per
+    process, normally before it creates a CUDA context; a GPU this process already holds a context on is its own."""
     import torch
 
-    usage = read_usage(USAGE_BUDGET_S)
+    usage = read_usage()
     if not isinstance(usage, dict):
         return {}
-    keys = {i: pci_key(i) for i in range(torch.cuda.device_count())}
-    return {i: others_use(usage[key]) for i, key in keys.items() if key is not None and key in usage}
+    has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
+    out: dict[int, tuple[bool, int]] = {}
+    for i in range(torch.cuda.device_count()):
+        key = pci_key(i)
+        if key is None or key not in usage:
+            continue
+        out[i] = (False, 0) if has_context is not None and has_context(i) else others_use(usage[key])
+    return out
 
 
-def _models() -> dict[tuple[str, int, int, int], list[int]]:
-    """The visible GPUs by model, each model's GPUs ordered for use: free ones first (in torch's order), then the
-    ones others use, least used first. NVML is asked only when a model has two GPUs or more."""
+def _models() -> dict[tuple[str, int, int, int], list[tuple[int, Use]]]:
+    """The visible GPUs by model, each with its use and ordered for use: free ones first (in torch's order), then
+    the ones NVML could not read, then the used ones, least used first. A GPU is used when NVML lists another process
+    on it or its memory in use exceeds the model's least used GPU's by IN_USE_MIB (a context; the driver's reserve is
+    the same on each). NVML is asked only when a model has two GPUs or more."""
     import torch
 
     models: dict[tuple[str, int, int, int], list[int]] = {}
     for i in range(torch.cuda.device_count()):
         models.setdefault(gpu_model(i), []).append(i)
-    if all(len(ids) == 1 for ids in models.values()):
-        return models
-    use = gpu_use()
+    use = gpu_use() if any(len(ids) > 1 for ids in models.values()) else {}
+    out: dict[tuple[str, int, int, int], list[tuple[int, Use]]] = {}
+    for model, ids in models.items():
+        base = min((use[i][1] for i in ids if i in use), default=0)
+        judged: list[tuple[int, Use]] = [
+            (i, (use[i][0] or use[i][1] - base >= IN_USE_MIB, use[i][1] - base) if i in use else (False, None))
+            for i in ids]
+        out[model] = sorted(judged, key=lambda gpu: _rank(gpu, bool(use)))
+    return out
 
-    def rank(i: int) -> tuple[bool, int, int]:
-        taken, mib = use.get(i, (False, 0))
-        return taken, mib if taken else 0, i
 
-    return {model: sorted(ids, key=rank) for model, ids in models.items()}
+def _rank(gpu: tuple[int, Use], nvml_answered: bool) -> tuple[bool, bool, int, int]:
+    """Free GPUs first in torch's order, then the ones NVML answered for but could not read, then the used ones,
+    least used first."""
+    index, (used, mib) = gpu
+    return used, mib is None and nvml_answered, (mib or 0) if used else 0, index
 
 
 def check_devices() -> list[str]:
@@ -88,7 +104,7 @@ def check_devices() -> list[str]:
 
     if not torch.cuda.is_available():
         return ["cpu"]
-    return ["cpu", *(f"cuda:{ids[0]}" for ids in _models().values())]
+    return ["cpu", *(f"cuda:{gpus[0][0]}" for gpus in _models().values())]
 
 
 def cuda_devices() -> list[str]:
@@ -97,12 +113,12 @@ def cuda_devices() -> list[str]:
 
 
 def peer_device(device: str) -> str | None:
-    """Another visible GPU of `device`'s model (the next one check_devices would pick), or None: where a state saved
-    on one GPU is loaded onto another."""
+    """Another visible GPU of `device`'s model that no other process uses (the next one check_devices would pick), or
+    None: where a state saved on one GPU is loaded onto another, never onto another job's GPU."""
     index = torch_index(device)
-    for ids in _models().values():
-        if index in ids and len(ids) > 1:
-            return f"cuda:{next(i for i in ids if i != index)}"
+    for gpus in _models().values():
+        if any(i == index for i, _ in gpus):
+            return next((f"cuda:{i}" for i, (used, _) in gpus if i != index and not used), None)
     return None
 
 
@@ -124,12 +140,14 @@ def on_device(device: str) -> contextlib.AbstractContextManager[object]:
 
 
 @contextlib.contextmanager
-def numerics_mode(seed: int = 0) -> Iterator[None]:
-    """Seed torch, use MAX_THREADS CPU threads, disable TF32 (so float32 means float32), make the first GPU the
-    checks run on the current device (on_device); restore afterwards."""
+def numerics_mode(seed: int = 0, device: str | None = None) -> Iterator[None]:
+    """Seed torch, use MAX_THREADS CPU threads, disable TF32 (so float32 means float32), and make `device` torch's
+    current device (on_device; default: the first GPU the numerics run on, so that implicit work never lands on
+    another job's GPU 0; a rank passes its own); restore afterwards. A GPU that cannot be made current is left to
+    each check's own per-device handling, which names its error, and the CPU half still runs."""
     import torch
 
-    gpus = cuda_devices()
+    current = device if device is not None else next(iter(cuda_devices()), "cpu")
     threads = torch.get_num_threads()
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.manual_seed(seed)
@@ -137,7 +155,9 @@ def numerics_mode(seed: int = 0) -> Iterator[None]:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     try:
-        with on_device(gpus[0] if gpus else "cpu"):
+        with contextlib.ExitStack() as stack:
+            with contextlib.suppress(Exception):  # a busy, lost or broken GPU: each check meets and names it
+                stack.enter_context(on_device(current))
             yield
     finally:
         torch.set_num_threads(threads)

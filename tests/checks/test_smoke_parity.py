@@ -130,14 +130,18 @@ def test_smoke_test_points_pass_on_a_real_gpu(check: str) -> None:
     where the check measures per device; a compile check on one GPU of each model, envcheck.reference.devices)."""
     import torch
 
-    from envcheck.reference.devices import cuda_devices
+    from envcheck.reference.devices import gpu_model, torch_index
 
     result = run_check(check, allow_cpu=False)
     assert result.status is Status.PASS, (result.summary, result.details)
     devices = result.measured.get("devices")
     if isinstance(devices, dict):
-        every = {f"cuda:{i}" for i in range(torch.cuda.device_count())}
-        assert (set(cuda_devices()) if check.startswith("compile.") else every) <= set(devices), devices
+        count = torch.cuda.device_count()
+        if check.startswith("compile."):  # one GPU of each model (which one is the worker's choice)
+            models = {gpu_model(torch_index(d)) for d in devices if d != "cpu"}
+            assert models == {gpu_model(i) for i in range(count)}, devices
+        else:
+            assert {f"cuda:{i}" for i in range(count)} <= set(devices), devices
 
 
 def test_a_numpy_that_breaks_import_torch_is_named(tmp_path: Path) -> None:

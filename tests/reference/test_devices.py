@@ -80,6 +80,11 @@ def test_numerics_run_on_the_cpu_and_one_gpu_of_each_model(monkeypatch: pytest.M
     # a cluster that sets every GPU EXCLUSIVE_PROCESS: the mode alone is no use, another job's process is
     ({i: {"compute_mode": EXCLUSIVE, **(JOB if i == 0 else {})} for i in range(8)}, "cuda:1"),
     ({0: {"memory_used_mib": 600}}, "cuda:1"),  # in a container NVML lists no outside process; its context shows
+    # NVML's v1 `used` counts the driver's reserve (480 MiB on an idle H100): the same on each GPU, so it cancels out
+    ({i: {"memory_used_mib": 480} for i in range(8)}, "cuda:0"),
+    ({i: {"memory_used_mib": 1100 if i == 0 else 480} for i in range(8)}, "cuda:1"),
+    ({i: {"memory_used_mib": 600 if i == 0 else 480} for i in range(8)}, "cuda:0"),  # 120 MiB more: not a context
+    ({0: {"bus": {"nvml_error": 15}}}, "cuda:1"),  # NVML cannot read GPU 0: a GPU it can read and is free comes first
     ({0: {"processes": [{"pid": os.getpid(), "used_mib": 600}], "memory_used_mib": 600}}, "cuda:0"),  # our own
     ({i: JOB if i != 5 else {**JOB, "memory_used_mib": 2000} for i in range(8)}, "cuda:5"),  # all used: least used
     (None, "cuda:0"),  # NVML cannot tell: the first
@@ -114,6 +119,20 @@ def test_one_gpu_of_each_model_never_asks_nvml(monkeypatch: pytest.MonkeyPatch, 
 def test_the_peer_is_the_next_free_gpu_of_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _stage(monkeypatch, tmp_path, [H100] * 8, {0: JOB, 2: JOB})
     assert check_devices()[1] == "cuda:1" and peer_device("cuda:1") == "cuda:3"
+
+
+def test_no_peer_on_another_jobs_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Two GPUs, a job on GPU 0: GPU 1 is judged, and no state is loaded onto GPU 0."""
+    _stage(monkeypatch, tmp_path, [H100] * 2, {0: {**JOB, "compute_mode": EXCLUSIVE}})
+    assert check_devices() == ["cpu", "cuda:1"] and peer_device("cuda:1") is None
+
+
+def test_a_gpu_this_process_already_uses_is_its_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """In a container whose driver lists host PIDs, this process's context shows as another PID: torch knows better."""
+    _stage(monkeypatch, tmp_path, [H100] * 2, {0: {"processes": [{"pid": 98765, "used_mib": 600}],
+                                                   "memory_used_mib": 600}})
+    monkeypatch.setattr(torch._C, "_cuda_hasPrimaryContext", lambda i: i == 0, raising=False)
+    assert check_devices() == ["cpu", "cuda:0"]
 
 
 def test_state_roundtrip_on_an_8_gpu_node_runs_one_gpus_pairs_and_one_move(monkeypatch: pytest.MonkeyPatch,
@@ -151,6 +170,45 @@ def test_numerics_make_the_gpu_they_judge_the_current_device(monkeypatch: pytest
     with numerics_mode():
         pass
     assert current == ["cuda:1"]
+
+
+def test_a_rank_keeps_its_own_device_and_never_asks_nvml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """ddp.differential's and SyncBatchNorm's ranks run under numerics_mode(device=their own): rank 3 stays on
+    cuda:3 (moving it to the judged GPU would open a context there from every rank)."""
+    _stage(monkeypatch, tmp_path, [H100] * 8, {0: JOB})
+    current: list[str] = []
+    monkeypatch.setattr(devices, "on_device", lambda device: _current(current, device))
+
+    def read_usage(budget_s: float = 0) -> str:
+        raise AssertionError("a rank asked NVML")
+
+    monkeypatch.setattr(devices, "read_usage", read_usage)
+    with numerics_mode(device="cuda:3"):
+        pass
+    with numerics_mode(device="cpu"):
+        pass
+    assert current == ["cuda:3", "cpu"]
+
+
+def test_a_gpu_that_cannot_be_made_current_leaves_the_check_running(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    """A busy or lost GPU raises when made current: the check's own per-device handling names it, the CPU half runs."""
+    _stage(monkeypatch, tmp_path, [H100] * 2, {})
+
+    def broken(device: str) -> contextlib.AbstractContextManager[object]:
+        raise RuntimeError("CUDA error: CUDA-capable device(s) is/are busy or unavailable")
+
+    monkeypatch.setattr(devices, "on_device", broken)
+    ran = []
+    with numerics_mode():
+        ran.append(torch.get_num_threads())
+    assert ran == [1]
+
+
+def test_on_device_makes_a_gpu_current_and_leaves_the_cpu_alone() -> None:
+    gpu = devices.on_device("cuda:3")
+    assert isinstance(gpu, torch.cuda.device) and gpu.idx == 3  # entering needs a GPU; the index is what it sets
+    assert isinstance(devices.on_device("cpu"), contextlib.nullcontext)
 
 
 @pytest.mark.parametrize("module_name, check", [
