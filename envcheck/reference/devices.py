@@ -1,7 +1,7 @@
 """Where numerics checks run: CPU always, plus one visible CUDA device of each GPU model; and sane thread counts.
 
 A numerics check judges the arithmetic of this torch build on this kind of GPU. Eight GPUs of one model run the same
-kernels, libraries and clocks' worth of arithmetic, so the first of each model stands for the others: judging all of
+kernels, libraries and clocks' worth of arithmetic, so one GPU of each model stands for the others: judging all of
 them multiplies a full run by the GPU count (train.state_roundtrip's device pairs by its square: 81 on an 8-GPU node;
 three pairs took 82 s on one H100) and blows the checks' timeouts on a healthy node, while a GPU that
 computes wrong on its own is a hardware fault that cuda.arch (a kernel on every GPU), cuda.devices (a memory pattern on
