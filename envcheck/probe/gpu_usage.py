@@ -59,10 +59,9 @@ def others_use(usage: Mapping[str, Any], own: frozenset[int] = frozenset()) -> t
     container NVML lists only the container's processes, but another job's context still takes memory; NVML's v1
     `used` also counts the driver's reserve (480 MiB on an idle H100), so callers compare the MiB between GPUs of
     one model, never with zero. The compute mode says nothing here: an EXCLUSIVE_PROCESS GPU nobody uses is free."""
-    mine = own | {os.getpid()}
     procs = [p for p in usage.get("processes") or [] if isinstance(p, dict)]
-    others = [p for p in procs if p.get("pid") not in mine]
-    own_mib = sum(int(p.get("used_mib") or 0) for p in procs if p.get("pid") in mine)
+    others = foreign(procs, own)
+    own_mib = sum(int(p.get("used_mib") or 0) for p in procs if p not in others)  # this process's (and `own`'s)
     mem = usage.get("memory")
     used = mem.get("used_mib") if isinstance(mem, dict) else None
     other_mib = max(0, used - own_mib) if isinstance(used, int) else sum(int(p.get("used_mib") or 0) for p in others)

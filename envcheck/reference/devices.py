@@ -176,7 +176,7 @@ def native_bf16(device: str) -> bool:
 
     if torch.version.hip:
         return True
-    index = torch.device(device).index or 0
+    index = torch_index(device)
     if "including_emulation" in inspect.signature(torch.cuda.is_bf16_supported).parameters:
         with torch.cuda.device(index):
             return bool(torch.cuda.is_bf16_supported(including_emulation=False))

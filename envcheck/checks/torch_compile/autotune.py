@@ -91,8 +91,8 @@ def autotune_verdict(per_device: dict[str, dict[str, Any] | Cause]) -> Result:
 
 
 def compile_max_autotune(ctx: Context) -> Result:
-    """max-autotune compiles the smoke test's Net and matches eager on CPU and each GPU model (its first GPU: autotuning
-    eight GPUs of one model compiles and times the same templates eight times, past the check's timeout)."""
+    """max-autotune compiles the smoke test's Net and matches eager on CPU and each GPU model (one GPU of each:
+    autotuning eight GPUs of one model compiles and times the same templates eight times, past the check's timeout)."""
     import torch
     from torch._inductor import config as inductor_config
 

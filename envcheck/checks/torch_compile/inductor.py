@@ -142,8 +142,8 @@ def _failure(text: str, ev: Evidence) -> Cause:
 
 
 def compile_inductor(ctx: Context) -> Result:
-    """torch.compile (Inductor) of a function and its backward works and matches eager on CPU and each GPU model (the
-    first GPU of each: the same arch compiles the same kernels, envcheck.reference.devices)."""
+    """torch.compile (Inductor) of a function and its backward works and matches eager on CPU and each GPU model (one
+    GPU of each, envcheck.reference.devices: the same arch compiles the same kernels)."""
     import torch
     from torch._dynamo import config as dynamo_config
     from torch._inductor import config as inductor_config
