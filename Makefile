@@ -73,8 +73,9 @@ FAST_WORKERS ?= auto
 test-fast: $(TEST_VENV)/.installed ## Every test but the Docker and Slurm ones, in parallel (pytest-xdist); no lint
 	$(TEST_VENV)/bin/python -m pytest -q -m "not docker and not slurm" -n $(FAST_WORKERS) $(PYTEST_ARGS)
 
-lint: $(TEST_VENV)/.installed ## ruff
+lint: $(TEST_VENV)/.installed ## ruff: the linter, and the formatter's check (ruff format rewrites)
 	$(TEST_VENV)/bin/ruff check .
+	$(TEST_VENV)/bin/ruff format --check .
 
 typecheck: $(TEST_VENV)/.installed ## mypy --strict on the package
 	$(TEST_VENV)/bin/mypy

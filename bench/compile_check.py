@@ -21,8 +21,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_once(env: dict[str, str], report: Path) -> tuple[float, dict[str, object]]:
     """One CLI run: its wall time and the check's result."""
-    argv = [sys.executable, "-m", "envcheck", "run", "--only", "compile.inductor", "--allow-cpu", "--level",
-            "full", "--json", str(report)]
+    argv = [
+        sys.executable,
+        "-m",
+        "envcheck",
+        "run",
+        "--only",
+        "compile.inductor",
+        "--allow-cpu",
+        "--level",
+        "full",
+        "--json",
+        str(report),
+    ]
     start = time.perf_counter()
     subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=900, check=False)
     wall = time.perf_counter() - start
@@ -37,14 +48,19 @@ def main() -> None:
     print(f"{'run':5s} {'wall s':>7s} {'check s':>8s}  status  per device: compile s, compiled/eager speed")
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory(prefix="envcheck-compile-bench-") as tmp:
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": tmp,
-                   "TORCHINDUCTOR_CACHE_DIR": os.path.join(tmp, "inductor"),
-                   "TRITON_CACHE_DIR": os.path.join(tmp, "triton")}
+            env = {
+                **os.environ,
+                "PYTHONPATH": str(ROOT),
+                "TMPDIR": tmp,
+                "TORCHINDUCTOR_CACHE_DIR": os.path.join(tmp, "inductor"),
+                "TRITON_CACHE_DIR": os.path.join(tmp, "triton"),
+            }
             for label in ("cold", "warm"):
                 wall, result = run_once(env, Path(tmp) / "report.json")
                 devices = result.get("measured", {}).get("devices", {})  # type: ignore[union-attr]
-                figs = "; ".join(f"{d}: {f.get('compile_s')} s, {f.get('compiled_vs_eager')}x"
-                                 for d, f in devices.items())
+                figs = "; ".join(
+                    f"{d}: {f.get('compile_s')} s, {f.get('compiled_vs_eager')}x" for d, f in devices.items()
+                )
                 print(f"{label:5s} {wall:7.1f} {result['duration_s']:8.1f}  {result['status']:6s}  {figs}")
 
 

@@ -28,7 +28,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = {"default": {}, "threads1": {"compile_threads": 1}, "threads16": {"compile_threads": 16}, "check": None}
+VARIANTS = {
+    "default": {},
+    "threads1": {"compile_threads": 1},
+    "threads16": {"compile_threads": 16},
+    "check": None,
+}
 PROGRAM = textwrap.dedent("""
     import json, os, sys, time
     import torch
@@ -62,20 +67,37 @@ def one_run(python: str, settings: dict[str, object] | None, cxx: str) -> dict[s
         wrapper, log = Path(tmp) / "cxx", Path(tmp) / "cxx.log"
         wrapper.write_text(WRAPPER.format(python=sys.executable, cxx=cxx))
         wrapper.chmod(0o755)
-        env = {**os.environ, "TMPDIR": tmp, "TORCHINDUCTOR_CACHE_DIR": os.path.join(tmp, "inductor"),
-               "CXX": str(wrapper), "COMPILE_BENCH_LOG": str(log),
-               "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        env = {
+            **os.environ,
+            "TMPDIR": tmp,
+            "TORCHINDUCTOR_CACHE_DIR": os.path.join(tmp, "inductor"),
+            "CXX": str(wrapper),
+            "COMPILE_BENCH_LOG": str(log),
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        }
         env.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
         began = time.perf_counter()
-        proc = subprocess.run([python, "-c", PROGRAM, json.dumps(settings)], env=env, capture_output=True,
-                              text=True, timeout=900, check=False)
+        proc = subprocess.run(
+            [python, "-c", PROGRAM, json.dumps(settings)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
         wall = time.perf_counter() - began
         if proc.returncode != 0:
             raise RuntimeError((proc.stderr.strip().splitlines() or ["?"])[-1])
         inner = json.loads(proc.stdout.strip().splitlines()[-1])
         cxx_runs = [float(x) for x in log.read_text().split()] if log.exists() else []
-    return {"wall": wall, "fwd": inner["fwd"], "bwd": inner["bwd"], "threads": inner["threads"],
-            "cxx_n": len(cxx_runs), "cxx_s": sum(cxx_runs)}
+    return {
+        "wall": wall,
+        "fwd": inner["fwd"],
+        "bwd": inner["bwd"],
+        "threads": inner["threads"],
+        "cxx_n": len(cxx_runs),
+        "cxx_s": sum(cxx_runs),
+    }
 
 
 def main() -> int:
@@ -85,22 +107,31 @@ def main() -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--cxx", default="g++")
     args = parser.parse_args()
-    cxx = subprocess.run(["sh", "-c", f"command -v {args.cxx}"], capture_output=True, text=True,
-                         check=False).stdout.strip() or args.cxx
+    cxx = (
+        subprocess.run(
+            ["sh", "-c", f"command -v {args.cxx}"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        or args.cxx
+    )
     print(f"python {args.python}, {os.cpu_count()} cores, C++ compiler {cxx}")
     rows: dict[str, list[dict[str, float]]] = {}
     for _ in range(args.repeat):
         for name in args.variants.split(","):
             figures = one_run(args.python, VARIANTS[name], cxx)
             rows.setdefault(name, []).append(figures)
-            print(f"  {name:10s} wall {figures['wall']:6.1f} s  fwd {figures['fwd']:6.1f} s  bwd {figures['bwd']:5.1f} s"
-                  f"  g++ x{figures['cxx_n']:.0f} {figures['cxx_s']:6.1f} s  threads {figures['threads']}"
-                  f"  (load {os.getloadavg()[0]:.2f})", flush=True)
+            print(
+                f"  {name:10s} wall {figures['wall']:6.1f} s  fwd {figures['fwd']:6.1f} s  bwd {figures['bwd']:5.1f} s"
+                f"  g++ x{figures['cxx_n']:.0f} {figures['cxx_s']:6.1f} s  threads {figures['threads']}"
+                f"  (load {os.getloadavg()[0]:.2f})",
+                flush=True,
+            )
     print("medians:")
     for name, runs in rows.items():
         med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "fwd", "bwd", "cxx_s")}
-        print(f"  {name:10s} wall {med['wall']:6.1f} s  fwd {med['fwd']:6.1f} s  bwd {med['bwd']:5.1f} s  "
-              f"g++ {med['cxx_s']:6.1f} s  (n={len(runs)})")
+        print(
+            f"  {name:10s} wall {med['wall']:6.1f} s  fwd {med['fwd']:6.1f} s  bwd {med['bwd']:5.1f} s  "
+            f"g++ {med['cxx_s']:6.1f} s  (n={len(runs)})"
+        )
     return 0
 
 

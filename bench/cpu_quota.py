@@ -46,9 +46,17 @@ def make_cgroup(quota: int, period: int) -> tuple[Path, str]:
 def timed(env: dict[str, str], group: Path | None, reps: int) -> dict[str, float]:
     """Run the loop once in a child (moved into `group` before it starts work)."""
     code = LOOP.format(reps=reps)
-    prefix = f"open({str(group / 'cgroup.procs')!r}, 'w').write(str(__import__('os').getpid()))\n" if group else ""
-    out = subprocess.run([sys.executable, "-c", prefix + code], capture_output=True, text=True, timeout=600,
-                         env=env, check=True).stdout
+    prefix = (
+        f"open({str(group / 'cgroup.procs')!r}, 'w').write(str(__import__('os').getpid()))\n" if group else ""
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", prefix + code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=True,
+    ).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -63,19 +71,23 @@ def main() -> int:
     base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     try:
         rows = {}
-        for label, env, where in (("default threads, no quota", base, None),
-                                  ("OMP_NUM_THREADS=1, no quota", {**base, "OMP_NUM_THREADS": "1"}, None),
-                                  ("default threads, quota", base, group),
-                                  ("OMP_NUM_THREADS=1, quota", {**base, "OMP_NUM_THREADS": "1"}, group)):
+        for label, env, where in (
+            ("default threads, no quota", base, None),
+            ("OMP_NUM_THREADS=1, no quota", {**base, "OMP_NUM_THREADS": "1"}, None),
+            ("default threads, quota", base, group),
+            ("OMP_NUM_THREADS=1, quota", {**base, "OMP_NUM_THREADS": "1"}, group),
+        ):
             rows[label] = timed(env, where, args.reps)
             print(f"{label:32s} threads {rows[label]['threads']:3.0f}  {rows[label]['s']:7.2f} s", flush=True)
     finally:
         time.sleep(0.2)
         group.rmdir()
     slow = rows["default threads, quota"]["s"] / rows["OMP_NUM_THREADS=1, quota"]["s"]
-    print(f"{how}: quota {args.quota}/{args.period} = {args.quota / args.period:g} CPU on {os.cpu_count()} cores; "
-          f"default threads take {slow:.2f}x the time of OMP_NUM_THREADS=1 under the quota; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{how}: quota {args.quota}/{args.period} = {args.quota / args.period:g} CPU on {os.cpu_count()} cores; "
+        f"default threads take {slow:.2f}x the time of OMP_NUM_THREADS=1 under the quota; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     return 0
 
 

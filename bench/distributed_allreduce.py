@@ -31,8 +31,10 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=2)
     args = parser.parse_args()
     print(f"host: {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; gloo ranks: {args.ranks}")
-    _timed("fresh interpreter: import torch.distributed", lambda: subprocess.run(
-        [sys.executable, "-c", "import torch.distributed"], check=True, timeout=120))
+    _timed(
+        "fresh interpreter: import torch.distributed",
+        lambda: subprocess.run([sys.executable, "-c", "import torch.distributed"], check=True, timeout=120),
+    )
 
     from envcheck.collectives.launch import LaunchPlan, launch
     from envcheck.collectives.sweep import CPU_SIZES
@@ -46,16 +48,22 @@ def main() -> None:
     from envcheck.checks.dist import launches
     from tests.helpers import make_context
 
-    inline = _timed("dist.all_reduce inline, torch already imported (marginal)",
-                    lambda: launches.nccl_all_reduce(make_context("quick", cpu_ranks=args.ranks)))
+    inline = _timed(
+        "dist.all_reduce inline, torch already imported (marginal)",
+        lambda: launches.nccl_all_reduce(make_context("quick", cpu_ranks=args.ranks)),
+    )
     print(f"   status {inline.status.value}")  # type: ignore[attr-defined]
-    result = _timed("dist.all_reduce end to end (engine worker + torch import)",
-                    lambda: run_check("dist.all_reduce", level="quick", cpu_ranks=args.ranks))
+    result = _timed(
+        "dist.all_reduce end to end (engine worker + torch import)",
+        lambda: run_check("dist.all_reduce", level="quick", cpu_ranks=args.ranks),
+    )
     print(f"   status {result.status.value}, check's own duration {result.duration_s:.2f} s")  # type: ignore[attr-defined]
     sweep = LaunchPlan("gloo", args.ranks, ("sweep",), 120.0, CPU_SIZES, start="fork")
     outcome = _timed("full sweep launch (fork), sizes 64 KiB..16 MiB", lambda: launch(sweep))
-    result = _timed("dist.busbw end to end (engine worker + torch import)",
-                    lambda: run_check("dist.busbw", cpu_ranks=args.ranks))
+    result = _timed(
+        "dist.busbw end to end (engine worker + torch import)",
+        lambda: run_check("dist.busbw", cpu_ranks=args.ranks),
+    )
     print(f"   status {result.status.value}, check's own duration {result.duration_s:.2f} s")  # type: ignore[attr-defined]
     print(format_table(sweep_rows([r.found or {} for r in outcome.ranks])))  # type: ignore[attr-defined]
 

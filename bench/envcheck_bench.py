@@ -31,8 +31,10 @@ def main() -> int:
         start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
         wall = time.monotonic() - start
-        print(f"envcheck bench --quick --allow-cpu: exit {proc.returncode}, wall {wall:.1f} s, "
-              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(
+            f"envcheck bench --quick --allow-cpu: exit {proc.returncode}, wall {wall:.1f} s, "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        )
         if proc.returncode not in (0, 1):
             print(proc.stderr[-2000:])
             return 1
@@ -41,7 +43,10 @@ def main() -> int:
         print(f"  {unit['name']:<22} {unit['status']:<5} {unit['duration_s']:6.1f} s  {unit['summary']}")
     for fig in doc["figures"]:
         spread = (fig.get("timing") or {}).get("spread_pct")
-        print(f"  {fig['key']:<34} {fig['value']:>12.4g} {fig['unit']:<8}" + (f" ±{spread:.0f}%" if spread else ""))
+        print(
+            f"  {fig['key']:<34} {fig['value']:>12.4g} {fig['unit']:<8}"
+            + (f" ±{spread:.0f}%" if spread else "")
+        )
     return 0
 
 

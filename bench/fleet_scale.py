@@ -38,26 +38,49 @@ def main() -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="envcheck-fleet-bench-"))
     reports = work / "reports"
     reports.mkdir(parents=True, exist_ok=True)
-    faults = Faults(gpu={("node0101", "6", "matmul.bfloat16"): 0.82, ("node0502", "2", "peer"): 0.6},
-                    node={"node0777": 0.88})
+    faults = Faults(
+        gpu={("node0101", "6", "matmul.bfloat16"): 0.82, ("node0502", "2", "peer"): 0.6},
+        node={"node0777": 0.88},
+    )
     began = time.perf_counter()
     write_fleet(reports, args.nodes, faults, seed=11)
     generated = time.perf_counter() - began
     size = sum(p.stat().st_size for p in reports.iterdir())
     print(f"generated {args.nodes} reports ({size / 2**20:.1f} MiB) in {generated:.1f} s")
     try:
-        cmd = [sys.executable, "-m", "envcheck", "fleet", str(reports), "--json", str(work / "fleet.json"),
-               "--html", str(work / "fleet.html"), "--write-baseline", str(work / "baseline.toml")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "fleet",
+            str(reports),
+            "--json",
+            str(work / "fleet.json"),
+            "--html",
+            str(work / "fleet.html"),
+            "--write-baseline",
+            str(work / "baseline.toml"),
+        ]
         began = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600,
-                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
         wall = time.perf_counter() - began
         doc = json.loads((work / "fleet.json").read_text())
-        print(f"envcheck fleet CLI on {args.nodes} nodes: {wall:.2f} s wall, exit {done.returncode}; outliers: "
-              + ", ".join(o["node"] for o in doc["outlier_nodes"]))
-        print(f"outputs: JSON {(work / 'fleet.json').stat().st_size / 1024:.0f} KiB, HTML "
-              f"{(work / 'fleet.html').stat().st_size / 1024:.0f} KiB, baseline "
-              f"{(work / 'baseline.toml').stat().st_size / 1024:.1f} KiB")
+        print(
+            f"envcheck fleet CLI on {args.nodes} nodes: {wall:.2f} s wall, exit {done.returncode}; outliers: "
+            + ", ".join(o["node"] for o in doc["outlier_nodes"])
+        )
+        print(
+            f"outputs: JSON {(work / 'fleet.json').stat().st_size / 1024:.0f} KiB, HTML "
+            f"{(work / 'fleet.html').stat().st_size / 1024:.0f} KiB, baseline "
+            f"{(work / 'baseline.toml').stat().st_size / 1024:.1f} KiB"
+        )
         phases = {}
         t = time.perf_counter()
         loaded = load([str(reports)])

@@ -35,23 +35,49 @@ def string_wired(tree: ast.AST) -> Counter[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
             if name == "import_module" and node.args and not isinstance(node.args[0], ast.Constant):
                 found["import_module(computed)"] += 1
-            if name == "startswith" and node.args and isinstance(node.args[0], ast.Constant) and \
-                    isinstance(node.args[0].value, str) and CHECK_NAME.match(node.args[0].value + "x"):
+            if (
+                name == "startswith"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and CHECK_NAME.match(node.args[0].value + "x")
+            ):
                 found["name-prefix test"] += 1
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and \
-                isinstance(node.value.func, ast.Name) and node.value.func.id == "globals":
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "globals"
+        ):
             found["globals()[...]"] += 1
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and REF.match(node.value):
             found["'module:qualname' string"] += 1
-        elif isinstance(node, ast.JoinedStr) and ":" in ast.unparse(node) and "__qualname__" in ast.unparse(node):
+        elif (
+            isinstance(node, ast.JoinedStr)
+            and ":" in ast.unparse(node)
+            and "__qualname__" in ast.unparse(node)
+        ):
             found["'module:qualname' string"] += 1
-        elif isinstance(node, ast.Tuple) and len(node.elts) > 1 and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) and CHECK_NAME.match(e.value)
+        elif (
+            isinstance(node, ast.Tuple)
+            and len(node.elts) > 1
+            and all(
+                isinstance(e, ast.Constant)
+                and isinstance(e.value, str)
+                and CHECK_NAME.match(e.value)
                 and e.value.split(".")[0] in {"node", "gpu", "dcgm", "dist", "cuda", "runtime", "compile"}
-                for e in node.elts):
+                for e in node.elts
+            )
+        ):
             found["tuple of check names"] += 1
     return found
 
@@ -61,7 +87,11 @@ def fault_class_uses(tree: ast.AST) -> Counter[str]:
     found: Counter[str] = Counter()
     parents = _parents(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "FaultClass":
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "FaultClass"
+        ):
             found["enum"] += 1
         if not (isinstance(node, ast.Constant) and node.value in CLASSES):
             continue
@@ -71,7 +101,13 @@ def fault_class_uses(tree: ast.AST) -> Counter[str]:
                 found["string"] += 1
         elif isinstance(parent, ast.Call):
             func = parent.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
             if node in parent.args and name not in {"add_parser", "add_argument", "get", "run", "setdefault"}:
                 found["string"] += 1
         elif isinstance(parent, (ast.Compare, ast.BoolOp, ast.IfExp, ast.AnnAssign, ast.Return)):
@@ -109,7 +145,7 @@ def main() -> None:
     print(f"FaultClass: {classes['enum']} enum uses, {classes['string']} string uses")
     print(f"runs of 3+ blank lines: {runs} in envcheck/, {tests_runs} in tests/")
     print(f"modules: {len(sizes)}, over 300 lines: {sum(n > 300 for n, _ in sizes)}")
-    for lines, name in sorted(sizes, reverse=True)[:args.top]:
+    for lines, name in sorted(sizes, reverse=True)[: args.top]:
         print(f"  {lines:5d} {name}")
 
 

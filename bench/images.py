@@ -33,20 +33,37 @@ def sh(cmd: list[str], timeout: float = 3600) -> str:
 
 def size(image: str) -> None:
     """Layers over 1 MB, total, and the floor: what site-packages holds (the packages it must contain)."""
-    rows = json.loads("[" + ",".join(sh([DOCKER, "history", "--no-trunc", "--format", "{{json .}}", image])
-                                      .splitlines()) + "]")
+    rows = json.loads(
+        "["
+        + ",".join(sh([DOCKER, "history", "--no-trunc", "--format", "{{json .}}", image]).splitlines())
+        + "]"
+    )
     total = int(sh([DOCKER, "image", "inspect", "-f", "{{.Size}}", image]))
     print(f"{image}: {total / 1e9:.2f} GB uncompressed")
     for row in rows:
         size_text = row["Size"]
-        if size_text.endswith(("GB", "MB")) and float(size_text[:-2]) >= (1 if size_text.endswith("MB") else 0):
+        if size_text.endswith(("GB", "MB")) and float(size_text[:-2]) >= (
+            1 if size_text.endswith("MB") else 0
+        ):
             print(f"  {size_text:>9}  {row['CreatedBy'][:110]}")
-    out = sh([DOCKER, "run", "--rm", "--entrypoint", "bash", image, "-c",
-              "du -sb /opt/venv/lib/python3*/site-packages | cut -f1; du -sbc /usr /var /etc | tail -1 | cut -f1"])
+    out = sh(
+        [
+            DOCKER,
+            "run",
+            "--rm",
+            "--entrypoint",
+            "bash",
+            image,
+            "-c",
+            "du -sb /opt/venv/lib/python3*/site-packages | cut -f1; du -sbc /usr /var /etc | tail -1 | cut -f1",
+        ]
+    )
     floor, system = (int(x) for x in out.split())
     print(f"  python packages (site-packages): {floor / 1e9:.2f} GB  <- floor")
     print(f"  OS + compiler + python (/usr /var /etc): {system / 1e9:.2f} GB")
-    print(f"  image / floor = {total / floor:.3f} ({(total / floor - 1) * 100:.1f}% above the floor; target <= 15%)")
+    print(
+        f"  image / floor = {total / floor:.3f} ({(total / floor - 1) * 100:.1f}% above the floor; target <= 15%)"
+    )
 
 
 def timed_build(row_id: str, target: str, *extra: str, installer: str = "pip") -> float:
@@ -67,9 +84,16 @@ def timed_build_log(row_id: str, target: str, *extra: str, installer: str = "pip
     row = load_matrix(default_matrix_path()).row(row_id)
     stage = target
     target = target if target in row.targets else "runtime"  # internal stages (torch) reuse runtime's args
-    req = builder.BuildRequest(row=row, target=target, repo="envcheck-bench", base_image=BASE, offline=True,
-                               installer=installer, wheelhouse_image=builder.wheelhouse_image(row),
-                               ca_bundle=Path("/etc/ssl/certs/ca-certificates.crt"))
+    req = builder.BuildRequest(
+        row=row,
+        target=target,
+        repo="envcheck-bench",
+        base_image=BASE,
+        offline=True,
+        installer=installer,
+        wheelhouse_image=builder.wheelhouse_image(row),
+        ca_bundle=Path("/etc/ssl/certs/ca-certificates.crt"),
+    )
     cmd = builder.build_command(req)
     cmd[cmd.index("--target") + 1] = stage
     if stage != target:
@@ -103,8 +127,10 @@ def installer(row_id: str) -> None:
         step = step_seconds(log, "install-torch.sh")
         apt = step_seconds(log, "install-system.sh")
         print(f"  (apt base step {apt:.1f} s in the same build)")
-        print(f"torch layer with {name}: install step {step:.1f} s; whole --no-cache build of the torch stage "
-              f"{took:.1f} s (offline wheels, 2 cores)")
+        print(
+            f"torch layer with {name}: install step {step:.1f} s; whole --no-cache build of the torch stage "
+            f"{took:.1f} s (offline wheels, 2 cores)"
+        )
 
 
 BASE = "local/debian:bookworm"
@@ -120,8 +146,12 @@ def main() -> None:
     parser.add_argument("--base", default=BASE)
     args = parser.parse_args()
     BASE = args.base
-    {"size": lambda: size(args.image), "warm": lambda: warm(args.row, args.target),
-     "cold": lambda: cold(args.row), "installer": lambda: installer(args.row)}[args.what]()
+    {
+        "size": lambda: size(args.image),
+        "warm": lambda: warm(args.row, args.target),
+        "cold": lambda: cold(args.row),
+        "installer": lambda: installer(args.row),
+    }[args.what]()
 
 
 if __name__ == "__main__":

@@ -31,16 +31,27 @@ TIMEOUT_S = 1800
 
 def default_packages() -> list[str]:
     """The `latest` row's pins, as `make verify` installs them."""
-    out = subprocess.run([sys.executable, "-m", "envcheck", "matrix", "pins"], cwd=ROOT, capture_output=True,
-                         text=True, check=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "envcheck", "matrix", "pins"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return out.stdout.split()
 
 
 def clean_env(cache: Path) -> dict[str, str]:
     """Our environment without pip's local config or mirrors, with both tools' caches pointed at `cache`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_CACHE_DIR=str(cache / "pip"),
-               UV_CACHE_DIR=str(cache / "uv"), UV_NO_CONFIG="1")
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_CACHE_DIR=str(cache / "pip"),
+        UV_CACHE_DIR=str(cache / "uv"),
+        UV_NO_CONFIG="1",
+    )
     return env
 
 
@@ -48,11 +59,15 @@ def install(tool: str, uv: str, venv: Path, packages: list[str], env: dict[str, 
     """Seconds to create `venv` and install `packages` into it with `tool` (raises on failure)."""
     if tool.startswith("uv"):
         compile_ = ["--compile-bytecode"] if tool == "uv-pyc" else []
-        steps = [[uv, "venv", "-q", "--python", sys.executable, str(venv)],
-                 [uv, "pip", "install", "-q", *compile_, "--python", str(venv / "bin" / "python"), *packages]]
+        steps = [
+            [uv, "venv", "-q", "--python", sys.executable, str(venv)],
+            [uv, "pip", "install", "-q", *compile_, "--python", str(venv / "bin" / "python"), *packages],
+        ]
     else:
-        steps = [[sys.executable, "-m", "venv", str(venv)],
-                 [str(venv / "bin" / "pip"), "install", "-q", *packages]]
+        steps = [
+            [sys.executable, "-m", "venv", str(venv)],
+            [str(venv / "bin" / "pip"), "install", "-q", *packages],
+        ]
     began = time.perf_counter()
     for argv in steps:
         subprocess.run(argv, env=env, check=True, timeout=TIMEOUT_S, stdout=subprocess.DEVNULL)
@@ -67,7 +82,9 @@ def load() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--tools", default="uv,uv-pyc,pip", help="uv-pyc: uv with --compile-bytecode, as pip does")
+    parser.add_argument(
+        "--tools", default="uv,uv-pyc,pip", help="uv-pyc: uv with --compile-bytecode, as pip does"
+    )
     parser.add_argument("--packages", default="")
     parser.add_argument("--work", default="", help="where the venvs and caches go (default: a temp dir)")
     args = parser.parse_args()
@@ -84,17 +101,24 @@ def main() -> int:
                     venv = Path(tmp) / f"venv-{tool}-{state}"
                     seconds = install(tool, uv, venv, packages, env)
                     figures.setdefault((tool, state), []).append(seconds)
-                    print(f"round {round_ + 1}  {tool:6s} {state} cache  {seconds:7.1f} s   ({load()})", flush=True)
+                    print(
+                        f"round {round_ + 1}  {tool:6s} {state} cache  {seconds:7.1f} s   ({load()})",
+                        flush=True,
+                    )
                     shutil.rmtree(venv)
                 shutil.rmtree(cache, ignore_errors=True)
     print(f"end: {load()}")
     for (tool, state), runs in sorted(figures.items()):
-        print(f"{tool:6s} {state} cache   median {statistics.median(runs):7.1f} s   "
-              f"runs {' '.join(f'{r:.1f}' for r in runs)}")
+        print(
+            f"{tool:6s} {state} cache   median {statistics.median(runs):7.1f} s   "
+            f"runs {' '.join(f'{r:.1f}' for r in runs)}"
+        )
     for state in ("cold", "warm"):
         for uv_tool in ("uv", "uv-pyc"):
             if ("pip", state) in figures and (uv_tool, state) in figures:
-                ratio = statistics.median(figures[("pip", state)]) / statistics.median(figures[(uv_tool, state)])
+                ratio = statistics.median(figures[("pip", state)]) / statistics.median(
+                    figures[(uv_tool, state)]
+                )
                 print(f"{state} cache: {uv_tool} is {ratio:.1f}x faster than pip")
     return 0
 

@@ -52,8 +52,10 @@ def bare_cuda_tflops(n: int, reps: int) -> float:
 
 def compare(label: str, unit: str, ours: list[float], bare: list[float]) -> None:
     a, b = statistics.median(ours), statistics.median(bare)
-    print(f"{label:28s} envcheck {a:9.2f} {unit}  bare loop {b:9.2f} {unit}  "
-          f"difference {100 * (a - b) / b:+6.2f}%  (rounds={len(ours)})")
+    print(
+        f"{label:28s} envcheck {a:9.2f} {unit}  bare loop {b:9.2f} {unit}  "
+        f"difference {100 * (a - b) / b:+6.2f}%  (rounds={len(ours)})"
+    )
 
 
 def main() -> None:

@@ -65,8 +65,13 @@ def attempt(template: str, soft: int, **kw: int) -> dict[str, int] | None:
     """Run the workload under `soft` in its own session; its figures, or None when it failed. A workload that
     hangs (out of descriptors, a rank never arrives) is killed with its whole process group: nothing outlives it."""
     code = template.format(soft=soft, **kw)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -104,10 +109,14 @@ def main() -> int:
     high = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     print(f"soft/hard here: {resource.getrlimit(resource.RLIMIT_NOFILE)}")
     peak, need = smallest(DATALOADER, high, workers=args.workers, batches=args.batches)
-    print(f"DataLoader, {args.workers} workers, prefetch 2, 4 tensors/batch: peak {peak} fds in the main process; "
-          f"finishes with a soft limit of {need} or more")
+    print(
+        f"DataLoader, {args.workers} workers, prefetch 2, 4 tensors/batch: peak {peak} fds in the main process; "
+        f"finishes with a soft limit of {need} or more"
+    )
     peak, need = smallest(GLOO, high)
-    print(f"gloo, 4 ranks, all_reduce: peak {peak} fds in a rank; finishes with a soft limit of {need} or more")
+    print(
+        f"gloo, 4 ranks, all_reduce: peak {peak} fds in a rank; finishes with a soft limit of {need} or more"
+    )
     return 0
 
 

@@ -41,8 +41,10 @@ def run_engine(level: Level) -> None:
     with Runner(ctx) as runner:
         results = runner.run(specs)
     statuses = sorted({r.status.value for r in results})
-    print(f"engine --level {level.value}: {len(results)} checks ({', '.join(statuses)}) "
-          f"in {time.perf_counter() - start:.3f} s wall, worker start and torch import included")
+    print(
+        f"engine --level {level.value}: {len(results)} checks ({', '.join(statuses)}) "
+        f"in {time.perf_counter() - start:.3f} s wall, worker start and torch import included"
+    )
 
 
 def main() -> None:
@@ -61,8 +63,10 @@ def main() -> None:
     start = time.perf_counter()
     import torch
 
-    print(f"torch {torch.__version__}, cuda available: {torch.cuda.is_available()}, cpus: {os.cpu_count()}, "
-          f"load avg: {os.getloadavg()[0]:.2f}")
+    print(
+        f"torch {torch.__version__}, cuda available: {torch.cuda.is_available()}, cpus: {os.cpu_count()}, "
+        f"load avg: {os.getloadavg()[0]:.2f}"
+    )
     print(f"import torch: {time.perf_counter() - start:.3f} s")
     for i in range(args.repeat):
         for level in levels:

@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int]:
     """Seconds one run took, and its exit code."""
     began = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False
+    )
     return time.perf_counter() - began, done.returncode
 
 
@@ -35,7 +36,16 @@ def main() -> int:
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}  # never drain anything from here
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    prolog = [args.python, "-m", "envcheck", "run", "--for", "prolog", "--json", "report.json"]  # in the temp cwd
+    prolog = [
+        args.python,
+        "-m",
+        "envcheck",
+        "run",
+        "--for",
+        "prolog",
+        "--json",
+        "report.json",
+    ]  # in the temp cwd
     torch = [args.python, "-c", "import torch"]
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as cwd:
@@ -50,10 +60,14 @@ def main() -> int:
     load_after = os.getloadavg()
     p, t = statistics.median(prolog_s), statistics.median(torch_s)
     print(f"runs: {args.runs} each, alternating; cores: {os.cpu_count()}")
-    print(f"load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "
-          f"after: {' '.join(f'{x:.2f}' for x in load_after)}")
-    print(f"envcheck run --for prolog   median {p:.3f} s  (min {min(prolog_s):.3f}, max {max(prolog_s):.3f}; "
-          f"exit codes {sorted(codes)})")
+    print(
+        f"load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "
+        f"after: {' '.join(f'{x:.2f}' for x in load_after)}"
+    )
+    print(
+        f"envcheck run --for prolog   median {p:.3f} s  (min {min(prolog_s):.3f}, max {max(prolog_s):.3f}; "
+        f"exit codes {sorted(codes)})"
+    )
     print(f"python -c 'import torch'    median {t:.3f} s  (min {min(torch_s):.3f}, max {max(torch_s):.3f})")
     print(f"ratio prolog / import torch: {p / t:.2f}  (goal <= 0.25)")
     return 0

@@ -20,9 +20,27 @@ from typing import Any
 
 MARGIN_LISTED = 0.3  # issue 33: list every CUDA comparison whose error is above 0.3 of its tolerance
 TARGETS = {"run-quick-cold": 8.0, "run-quick-warm": 8.0, "run-full-cold": 30.0}
-MODES = ("run-quick-cold", "run-quick-warm", "run-full-cold", "run-full-warm", "prolog", "prolog-node", "health",
-         "preflight", "npd", "prolog-missing-gpu", "busy-prolog", "busy-prolog-node", "busy-health", "local-rank",
-         "health-idle", "health-load", "opdb-1", "opdb-2", "opdb-3")
+MODES = (
+    "run-quick-cold",
+    "run-quick-warm",
+    "run-full-cold",
+    "run-full-warm",
+    "prolog",
+    "prolog-node",
+    "health",
+    "preflight",
+    "npd",
+    "prolog-missing-gpu",
+    "busy-prolog",
+    "busy-prolog-node",
+    "busy-health",
+    "local-rank",
+    "health-idle",
+    "health-load",
+    "opdb-1",
+    "opdb-2",
+    "opdb-3",
+)
 
 
 def read_steps(folder: Path) -> dict[str, dict[str, str]]:
@@ -72,9 +90,20 @@ def host_section(folder: Path, note: str) -> list[str]:
     for path in sorted(folder.glob("host-part*.txt")):
         lines += ["```", path.read_text().strip(), "```"]
     smi = "\n".join(p.read_text() for p in sorted(folder.glob("nvidia-smi-q-part*.txt")))
-    wanted = ("Product Name", "Driver Version", "CUDA Version", "Persistence Mode", "Compute Mode", "MIG Mode")
+    wanted = (
+        "Product Name",
+        "Driver Version",
+        "CUDA Version",
+        "Persistence Mode",
+        "Compute Mode",
+        "MIG Mode",
+    )
     found = [line.strip() for line in smi.splitlines() if line.strip().split(":")[0].strip() in wanted]
-    lines += ["", *(f"- {line}" for line in dict.fromkeys(found))] if found else ["", "- nvidia-smi -q: no GPU fields"]
+    lines += (
+        ["", *(f"- {line}" for line in dict.fromkeys(found))]
+        if found
+        else ["", "- nvidia-smi -q: no GPU fields"]
+    )
     return [*lines, ""]
 
 
@@ -86,7 +115,11 @@ def time_section(steps: dict[str, dict[str, str]]) -> list[str]:
             lines.append(f"| {name} | - | - | {why_not(steps, name)} |")
             continue
         target = TARGETS.get(name)
-        verdict = "" if target is None else f"<= {target:g} s: {'met' if float(step['wall']) <= target else 'missed'}"
+        verdict = (
+            ""
+            if target is None
+            else f"<= {target:g} s: {'met' if float(step['wall']) <= target else 'missed'}"
+        )
         lines.append(f"| {name} | {step['rc']} | {float(step['wall']):.1f} | {verdict} |")
     return [*lines, ""]
 
@@ -102,9 +135,12 @@ def checks_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
         cells = []
         for data in runs.values():
             result = next((r for r in (data or {}).get("results", []) if r["name"] == check), None)
-            cells.append("-" if result is None else
-                         f"{result['status']} {result['duration_s']:.2f}s" + (f" `{result['code']}`" if result.get(
-                             "code") else ""))
+            cells.append(
+                "-"
+                if result is None
+                else f"{result['status']} {result['duration_s']:.2f}s"
+                + (f" `{result['code']}`" if result.get("code") else "")
+            )
         lines.append(f"| {check} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -124,7 +160,7 @@ def health_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
             continue
         rows.setdefault("status", {})[name] = f"{result['status']} ({result['summary'][:80]})"
         for i, gpu in enumerate(result["measured"].get("gpus") or []):
-            for key, value in (gpu.items() if isinstance(gpu, dict) else []):
+            for key, value in gpu.items() if isinstance(gpu, dict) else []:
                 if not isinstance(value, (dict, list)):
                     rows.setdefault(f"gpu{i}.{key}", {})[name] = str(value)
     lines += ["| field | idle | under load |", "|---|---|---|"]
@@ -146,8 +182,10 @@ def margin_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
     if not found:
         return [*lines, f"No CUDA comparison in {', '.join(sources)} (no GPU in these runs).", ""]
     high = sorted(((v, k) for k, v in found.items() if v > MARGIN_LISTED or math.isnan(v)), reverse=True)
-    lines.append(f"{len(found)} CUDA comparisons in {', '.join(sources)}; largest margin {max(found.values()):.3g}; "
-                 f"{len(high)} above {MARGIN_LISTED}:")
+    lines.append(
+        f"{len(found)} CUDA comparisons in {', '.join(sources)}; largest margin {max(found.values()):.3g}; "
+        f"{len(high)} above {MARGIN_LISTED}:"
+    )
     lines += ["", "| margin | comparison |", "|---|---|", *(f"| {v:.3g} | {k} |" for v, k in high)]
     return [*lines, ""]
 
@@ -157,7 +195,10 @@ def opdb_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
     runs = {n: report(folder, n) for n in ("opdb-1", "opdb-2", "opdb-3")}
     if not any(runs.values()):
         return [*lines, why_not(steps, *runs), ""]
-    lines += ["| run | status | time (s) | comparisons | largest margin | not judged |", "|---|---|---|---|---|---|"]
+    lines += [
+        "| run | status | time (s) | comparisons | largest margin | not judged |",
+        "|---|---|---|---|---|---|",
+    ]
     seen = []
     for name, data in runs.items():
         result = next((r for r in (data or {}).get("results", []) if r["name"] == "ops.opdb"), None)
@@ -166,8 +207,10 @@ def opdb_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
             continue
         values = dict(margins(result["measured"]))
         seen.append((result["status"], sorted(values)))
-        lines.append(f"| {name} | {result['status']} | {result['duration_s']:.1f} | {len(values)} | "
-                     f"{max(values.values(), default=0):.3g} | {len(result['measured'].get('not_judged') or [])} |")
+        lines.append(
+            f"| {name} | {result['status']} | {result['duration_s']:.1f} | {len(values)} | "
+            f"{max(values.values(), default=0):.3g} | {len(result['measured'].get('not_judged') or [])} |"
+        )
     stable = len({(s, tuple(k)) for s, k in seen}) <= 1
     lines += ["", f"Same verdict and same comparisons in every run: {'yes' if stable else 'NO'}."]
     return [*lines, ""]
@@ -194,8 +237,11 @@ def bench_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
         return [*lines, why_not(steps, "bench-quick"), ""]
     figures = [f for u in data.get("units", []) for f in (u.get("measured") or {}).get("figures", [])]
     lines += ["| figure | value | peak | % of peak |", "|---|---|---|---|"]
-    lines += [f"| {f['label']} | {f['value']} {f['unit']} | {f.get('peak') or '-'} | {f.get('pct_of_peak') or '-'} |"
-              for f in figures if f.get("peak")]
+    lines += [
+        f"| {f['label']} | {f['value']} {f['unit']} | {f.get('peak') or '-'} | {f.get('pct_of_peak') or '-'} |"
+        for f in figures
+        if f.get("peak")
+    ]
     return [*lines, ""]
 
 
@@ -203,8 +249,11 @@ def pytest_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
     lines = ["## pytest", ""]
     for name in ("pytest-gpu", "pytest-rest"):
         log = folder / f"{name}.log"
-        tail = [line for line in log.read_text().splitlines() if re.search(r"\b(passed|failed|error)", line)] \
-            if log.exists() else []
+        tail = (
+            [line for line in log.read_text().splitlines() if re.search(r"\b(passed|failed|error)", line)]
+            if log.exists()
+            else []
+        )
         lines.append(f"- {name}: {tail[-1].strip('= ') if tail else why_not(steps, name)}")
     return [*lines, ""]
 
@@ -212,20 +261,41 @@ def pytest_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
 def summarise(folder: Path, note: str = "") -> str:
     """The whole summary as Markdown."""
     steps = read_steps(folder)
-    parts = [f"# GPU proof: {folder.name}", "", *host_section(folder, note), *time_section(steps),
-             *checks_section(folder, steps), *health_section(folder, steps), *margin_section(folder, steps),
-             *opdb_section(folder, steps),
-             *case_section(folder, steps, "busy-prolog", "Busy GPU: --for prolog while another process holds memory"),
-             *case_section(folder, steps, "local-rank", "One visible GPU, LOCAL_RANK=1 (srun --gpus-per-task=1)"),
-             *case_section(folder, steps, "busy-prolog-node",
-                           "Busy GPU: the documented prolog (--expect-gpus, --timeout 120) while another process holds memory"),
-             *case_section(folder, steps, "busy-health", "Busy GPU: --for health while another process holds memory"),
-             *case_section(folder, steps, "prolog", "--for prolog"),
-             *case_section(folder, steps, "prolog-node", "The documented prolog: --for prolog --expect-gpus N --timeout 120"),
-             *case_section(folder, steps, "prolog-missing-gpu", "Fault twin: --expect-gpus one more than the node has"),
-             *case_section(folder, steps, "health", "--for health"),
-             *case_section(folder, steps, "preflight", "--for preflight"), *case_section(folder, steps, "npd", "--for npd"),
-             *bench_section(folder, steps), *pytest_section(folder, steps)]
+    parts = [
+        f"# GPU proof: {folder.name}",
+        "",
+        *host_section(folder, note),
+        *time_section(steps),
+        *checks_section(folder, steps),
+        *health_section(folder, steps),
+        *margin_section(folder, steps),
+        *opdb_section(folder, steps),
+        *case_section(
+            folder, steps, "busy-prolog", "Busy GPU: --for prolog while another process holds memory"
+        ),
+        *case_section(folder, steps, "local-rank", "One visible GPU, LOCAL_RANK=1 (srun --gpus-per-task=1)"),
+        *case_section(
+            folder,
+            steps,
+            "busy-prolog-node",
+            "Busy GPU: the documented prolog (--expect-gpus, --timeout 120) while another process holds memory",
+        ),
+        *case_section(
+            folder, steps, "busy-health", "Busy GPU: --for health while another process holds memory"
+        ),
+        *case_section(folder, steps, "prolog", "--for prolog"),
+        *case_section(
+            folder, steps, "prolog-node", "The documented prolog: --for prolog --expect-gpus N --timeout 120"
+        ),
+        *case_section(
+            folder, steps, "prolog-missing-gpu", "Fault twin: --expect-gpus one more than the node has"
+        ),
+        *case_section(folder, steps, "health", "--for health"),
+        *case_section(folder, steps, "preflight", "--for preflight"),
+        *case_section(folder, steps, "npd", "--for npd"),
+        *bench_section(folder, steps),
+        *pytest_section(folder, steps),
+    ]
     return "\n".join(parts).rstrip() + "\n"
 
 

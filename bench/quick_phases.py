@@ -21,17 +21,17 @@ from pathlib import Path
 PHASES = {
     "import torch": "import torch",
     "CUDA init (all GPUs)": "import torch\nt=time.perf_counter()\n"
-                            "[torch.ones(1, device=f'cuda:{i}').sum().item() for i in range(torch.cuda.device_count())]"
-                            "\nprint(json.dumps(time.perf_counter()-t))\nraise SystemExit",
+    "[torch.ones(1, device=f'cuda:{i}').sum().item() for i in range(torch.cuda.device_count())]"
+    "\nprint(json.dumps(time.perf_counter()-t))\nraise SystemExit",
     "import torchvision (after torch)": "import torch\nt=time.perf_counter()\nimport torchvision\n"
-                                        "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
+    "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
     "import torch._dynamo (after torch)": "import torch\nt=time.perf_counter()\nimport torch._dynamo\n"
-                                          "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
+    "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
     "facts (after torch)": "import torch\nfrom envcheck.probe.facts import collect_facts\nt=time.perf_counter()\n"
-                           "collect_facts()\nprint(json.dumps(time.perf_counter()-t))\nraise SystemExit",
+    "collect_facts()\nprint(json.dumps(time.perf_counter()-t))\nraise SystemExit",
     "metadata look-ups (after torch)": "import torch, importlib.metadata as m\nt=time.perf_counter()\n"
-                                       "m.version('torchvision'); m.requires('torchvision')\n"
-                                       "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
+    "m.version('torchvision'); m.requires('torchvision')\n"
+    "print(json.dumps(time.perf_counter()-t))\nraise SystemExit",
 }
 LOADER = """
 import torch
@@ -70,8 +70,14 @@ def timed(code: str) -> tuple[float, object]:
         script = Path(tmp) / "phase.py"
         script.write_text("import json, time\n" + code)
         began = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False,
-                              timeout=300, cwd=Path(__file__).resolve().parents[1])
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         wall = time.perf_counter() - began
     if proc.returncode != 0:
         return wall, f"failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
@@ -80,8 +86,11 @@ def timed(code: str) -> tuple[float, object]:
 
 
 def main() -> int:
-    for name, code in {**PHASES, "DataLoader fork (after CUDA)": LOADER % "fork",
-                       "DataLoader spawn (after CUDA)": LOADER % "spawn"}.items():
+    for name, code in {
+        **PHASES,
+        "DataLoader fork (after CUDA)": LOADER % "fork",
+        "DataLoader spawn (after CUDA)": LOADER % "spawn",
+    }.items():
         wall, inner = timed(code)
         inner_text = f"{inner:.2f} s" if isinstance(inner, float) else inner
         print(f"{name:36s} process {wall:6.2f} s   phase {inner_text}")
@@ -98,8 +107,13 @@ def main() -> int:
         report = Path(tmp) / "quick.json"
         argv = [sys.executable, "-m", "envcheck", "run", "--level", "quick", "--json", str(report)]
         began = time.perf_counter()
-        subprocess.run(argv + ([] if has_gpu() else ["--allow-cpu"]), capture_output=True, check=False, timeout=600,
-                       cwd=Path(__file__).resolve().parents[1])
+        subprocess.run(
+            argv + ([] if has_gpu() else ["--allow-cpu"]),
+            capture_output=True,
+            check=False,
+            timeout=600,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         print(f"{'envcheck run --level quick (CLI)':36s} process {time.perf_counter() - began:6.2f} s")
     return 0
 

@@ -40,12 +40,22 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--python", default=sys.executable)
-    parser.add_argument("--without", default="", metavar="NAMES", help="also time the quick run without these checks")
+    parser.add_argument(
+        "--without", default="", metavar="NAMES", help="also time the quick run without these checks"
+    )
     args = parser.parse_args()
     py = args.python
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    version = subprocess.run([py, "-c", "import torch; print(torch.__version__)"], env=env,
-                             capture_output=True, text=True, check=False).stdout.strip() or "absent"
+    version = (
+        subprocess.run(
+            [py, "-c", "import torch; print(torch.__version__)"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        or "absent"
+    )
     print(f"python {py}\ntorch {version}")
     bare: list[tuple[float, float]] = []
     quick: list[tuple[float, float]] = []
@@ -56,26 +66,51 @@ def main() -> None:
         timed([py, "-c", "import torch"], env)  # warm the page cache for both
         for _ in range(args.repeat):
             bare.append(timed([py, "-c", "import torch"], env))
-            quick.append(timed([py, "-m", "envcheck", "run", "--level", "quick", "--allow-cpu", "--json", str(out)],
-                               env))
+            quick.append(
+                timed(
+                    [py, "-m", "envcheck", "run", "--level", "quick", "--allow-cpu", "--json", str(out)], env
+                )
+            )
             for r in json.loads(out.read_text())["results"]:
                 per_check.setdefault(r["name"], []).append(r["duration_s"])
             if args.without:
-                without.append(timed([py, "-m", "envcheck", "run", "--level", "quick", "--allow-cpu", "--skip",
-                                      args.without, "--json", str(out)], env))
+                without.append(
+                    timed(
+                        [
+                            py,
+                            "-m",
+                            "envcheck",
+                            "run",
+                            "--level",
+                            "quick",
+                            "--allow-cpu",
+                            "--skip",
+                            args.without,
+                            "--json",
+                            str(out),
+                        ],
+                        env,
+                    )
+                )
     series = [("bare `import torch`", bare), ("envcheck run --level quick", quick)]
     if without:
         series.append(("  ... without " + args.without[:40], without))
     for label, runs in series:
-        print(f"{label:28s} wall median {statistics.median(w for w, _ in runs):6.2f}s   "
-              f"CPU median {statistics.median(c for _, c in runs):6.2f}s   (n={args.repeat})")
+        print(
+            f"{label:28s} wall median {statistics.median(w for w, _ in runs):6.2f}s   "
+            f"CPU median {statistics.median(c for _, c in runs):6.2f}s   (n={args.repeat})"
+        )
     wall_ratio = statistics.median(q[0] / b[0] for q, b in zip(quick, bare, strict=True))
     cpu_ratio = statistics.median(q[1] / b[1] for q, b in zip(quick, bare, strict=True))
-    print(f"ratio quick/bare (median of pairs): wall {wall_ratio:.2f}x   CPU {cpu_ratio:.2f}x   (goal <= 1.5x)")
+    print(
+        f"ratio quick/bare (median of pairs): wall {wall_ratio:.2f}x   CPU {cpu_ratio:.2f}x   (goal <= 1.5x)"
+    )
     if without:
         added = [(q[0] - w[0], q[1] - w[1]) for q, w in zip(quick, without, strict=True)]
-        print(f"those checks add (median of pairs): wall {statistics.median(a for a, _ in added):+.2f}s   "
-              f"CPU {statistics.median(c for _, c in added):+.2f}s")
+        print(
+            f"those checks add (median of pairs): wall {statistics.median(a for a, _ in added):+.2f}s   "
+            f"CPU {statistics.median(c for _, c in added):+.2f}s"
+        )
     for name, times in per_check.items():
         print(f"  {name:34s} median {statistics.median(times):6.3f}s")
 

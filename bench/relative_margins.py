@@ -52,8 +52,10 @@ def show(label: str, values: list[float]) -> None:
     """One line: median, 95th percentile and maximum deficit."""
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    print(f"{label}: {len(values)} trials, deficit median {statistics.median(values):.1f}%, p95 {p95:.1f}%, "
-          f"max {ordered[-1]:.1f}%")
+    print(
+        f"{label}: {len(values)} trials, deficit median {statistics.median(values):.1f}%, p95 {p95:.1f}%, "
+        f"max {ordered[-1]:.1f}%"
+    )
 
 
 def main() -> int:
@@ -63,10 +65,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quota", type=int, default=25, help="CPU quota in % for the throttled device")
     args = parser.parse_args()
-    print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; unit: matmul float32 1024x1024, "
-          f"1 thread, {args.rounds} interleaved rounds, median of repetitions")
-    show("two identical CPU devices", [deficit(device_figures(DEVICES, ("matmul.float32",), args.rounds))
-                                       for _ in range(args.trials)])
+    print(
+        f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; unit: matmul float32 1024x1024, "
+        f"1 thread, {args.rounds} interleaved rounds, median of repetitions"
+    )
+    show(
+        "two identical CPU devices",
+        [deficit(device_figures(DEVICES, ("matmul.float32",), args.rounds)) for _ in range(args.trials)],
+    )
     throttled = quota_trials(max(3, args.trials // 4), args.rounds, args.quota)
     if isinstance(throttled, str):
         print(f"one device under a {args.quota}% CFS quota: {throttled}")

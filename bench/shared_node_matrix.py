@@ -31,23 +31,33 @@ def verdict(case: Case, tree: Path, folder: Path) -> tuple[str, float]:
             began = time.monotonic()
             done, results = node.envcheck(*case.args, timeout=300)
             took = time.monotonic() - began
-    worst = [f"{n} {r['status']}" + (f" {r['code']}" if r.get("code") else "")
-             for n, r in results.items() if n != "_report" and r["status"] not in ("pass", "skip")]
+    worst = [
+        f"{n} {r['status']}" + (f" {r['code']}" if r.get("code") else "")
+        for n, r in results.items()
+        if n != "_report" and r["status"] not in ("pass", "skip")
+    ]
     return f"exit {done.returncode}: {', '.join(worst) or 'all pass/skip'}", took
 
 
 def main() -> int:
     """Print the matrix."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", type=Path, help="another checkout whose envcheck gives the 'before' column")
-    parser.add_argument("--cold-ms", type=int, help="time one cold 8-GPU prolog with this cold start per GPU (ms)")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout whose envcheck gives the 'before' column"
+    )
+    parser.add_argument(
+        "--cold-ms", type=int, help="time one cold 8-GPU prolog with this cold start per GPU (ms)"
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="envcheck-matrix-"))
     try:
         if args.cold_ms:
-            case = Case(f"cold 8-GPU prolog, persistence off, {args.cold_ms} ms per GPU",
-                        Node(eight_gpus(), persistence=False, cold_ms_per_gpu=args.cold_ms, kmsg=BOOT),
-                        (*HOST, "--timeout", "300"), 0)
+            case = Case(
+                f"cold 8-GPU prolog, persistence off, {args.cold_ms} ms per GPU",
+                Node(eight_gpus(), persistence=False, cold_ms_per_gpu=args.cold_ms, kmsg=BOOT),
+                (*HOST, "--timeout", "300"),
+                0,
+            )
             text, took = verdict(case, ROOT, folder)
             print(f"{case.name}: {text} in {took:.1f} s")
             return 0

@@ -49,7 +49,9 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def one(only: str, sig: signal.Signals | None, delay: float, timeout: float) -> tuple[int | None, list[str], int, float]:
+def one(
+    only: str, sig: signal.Signals | None, delay: float, timeout: float
+) -> tuple[int | None, list[str], int, float]:
     """One run: (exit code, leftovers, processes left, seconds). `sig` None: a clean run to its end. A run that
     ended before `delay` gets no signal: its exit code is 0 or 1 and it counts as a clean run."""
     tmp = Path(tempfile.mkdtemp(prefix="sigleft-"))
@@ -57,9 +59,15 @@ def one(only: str, sig: signal.Signals | None, delay: float, timeout: float) -> 
     env = {**os.environ, "TMPDIR": str(tmp), "ENVCHECK_TEST_MARKER": marker}
     env.pop("TORCHINDUCTOR_CACHE_DIR", None)
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "envcheck", "run", "--level", "full", "--allow-cpu", "--only", only],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_sigint_default)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "run", "--level", "full", "--allow-cpu", "--only", only],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_sigint_default,
+    )
     try:
         if sig is not None:
             try:
@@ -107,11 +115,16 @@ def main() -> int:
         delay = rng.uniform(0.5, args.max_delay)
         code, left, procs, took = one(args.only, sig, delay, 60)
         when = f"at {delay:5.1f}s" if code not in (0, 1) else f"after its end ({took:4.1f}s < {delay:4.1f}s)"
-        print(f"{n:2d} {sig.name:7s} {when}: exit {code}, left {left or 'nothing'}, processes {procs}", flush=True)
+        print(
+            f"{n:2d} {sig.name:7s} {when}: exit {code}, left {left or 'nothing'}, processes {procs}",
+            flush=True,
+        )
         dirty += bool(left or procs)
         kinds.update(_kind(x) for x in left)
         kinds.update({"process": procs} if procs else {})
-    print(f"runs that left something: {dirty} of {args.clean + args.deliveries}; by kind: {dict(kinds) or 'none'}")
+    print(
+        f"runs that left something: {dirty} of {args.clean + args.deliveries}; by kind: {dict(kinds) or 'none'}"
+    )
     return 0
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", "")
+os.environ["PYTHONPATH"] = (
+    str(Path(__file__).resolve().parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", "")
+)
 # Every run report rendered by a test, in this process or a child envcheck, is validated against
 # envcheck/report/report_schema.json (json_report.to_json_dict reads this).
 os.environ["ENVCHECK_VALIDATE_REPORTS"] = "1"

@@ -15,9 +15,24 @@ from tests.helpers import ROOT
 
 
 def _build(site: Path, config: Path = ROOT / "mkdocs.yml") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
-                           "--site-dir", str(site)], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(config),
+            "--site-dir",
+            str(site),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 def test_the_site_builds_strictly_with_search_and_every_page(tmp_path: Path) -> None:
@@ -46,8 +61,9 @@ def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
     (docs / "index.md").write_text("# x\n\n[gone](missing.md)\n")
     config = tmp_path / "mkdocs.yml"
     text = (ROOT / "mkdocs.yml").read_text()
-    text = re.sub(r"\nnav:\n(  .*\n)*", "\nnav:\n  - Home: index.md\n", text).replace("docs_dir: docs",
-                                                                                  f"docs_dir: {docs}")
+    text = re.sub(r"\nnav:\n(  .*\n)*", "\nnav:\n  - Home: index.md\n", text).replace(
+        "docs_dir: docs", f"docs_dir: {docs}"
+    )
     config.write_text(text)
     done = _build(tmp_path / "site", config)
     assert done.returncode != 0 and "missing.md" in done.stderr

@@ -14,8 +14,20 @@ PACKAGE = ROOT / "envcheck"
 # A room may import its own floor and the floors below it (a higher number is a higher floor).
 # perf (the measurement units: timing, matmul, memory copies, peaks) sits beside collectives, below checks, so a
 # check can measure with the same units `envcheck bench` uses (perf.relative); `envcheck bench` itself is app/bench.
-FLOORS = {"core": 0, "probe": 1, "collectives": 2, "reference": 2, "perf": 2, "checks": 3, "evidence": 4, "report": 4,
-          "cluster": 4, "images": 5, "host": 5, "app": 6}
+FLOORS = {
+    "core": 0,
+    "probe": 1,
+    "collectives": 2,
+    "reference": 2,
+    "perf": 2,
+    "checks": 3,
+    "evidence": 4,
+    "report": 4,
+    "cluster": 4,
+    "images": 5,
+    "host": 5,
+    "app": 6,
+}
 
 
 def _modules() -> list[Path]:
@@ -30,8 +42,13 @@ def _room(path: Path) -> str | None:
 def _imported_rooms(path: Path) -> set[str]:
     rooms = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
         for name in names:
             parts = name.split(".")
             if parts[0] == "envcheck" and len(parts) > 1 and parts[1] in FLOORS:
@@ -51,8 +68,11 @@ def test_no_room_imports_a_room_above_it() -> None:
 
 
 def test_core_imports_no_other_room() -> None:
-    assert {str(p.relative_to(ROOT)): _imported_rooms(p) - {"core"} for p in _modules()
-            if _room(p) == "core" and _imported_rooms(p) - {"core"}} == {}
+    assert {
+        str(p.relative_to(ROOT)): _imported_rooms(p) - {"core"}
+        for p in _modules()
+        if _room(p) == "core" and _imported_rooms(p) - {"core"}
+    } == {}
 
 
 def test_no_module_name_repeats_across_rooms() -> None:
@@ -75,9 +95,14 @@ REASON = "Over 300 lines:"  # how a module's docstring says why it is longer
 
 
 def test_no_module_is_over_300_lines_without_a_reason_at_its_top() -> None:
-    long = {str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert {p: n for p, n in long.items() if REASON not in (ast.get_docstring(ast.parse((ROOT / p).read_text())) or "")} \
-        == {}
+    long = {
+        str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert {
+        p: n
+        for p, n in long.items()
+        if REASON not in (ast.get_docstring(ast.parse((ROOT / p).read_text())) or "")
+    } == {}
 
 
 def test_no_room_holds_more_than_35_percent_of_the_lines() -> None:
@@ -97,6 +122,7 @@ def _module_name(path: Path, root: Path = ROOT) -> str:
 def _imported_modules(path: Path, known: set[str], root: Path) -> set[str]:
     """The package modules `path` imports anywhere in its body (inside functions too): `from a.b import c`
     names the module a.b.c where there is one, else a.b."""
+
     def owner(name: str) -> str | None:
         while name and name not in known:
             name = name.rpartition(".")[0]
@@ -139,8 +165,8 @@ def import_circles(paths: list[Path], root: Path = ROOT) -> list[list[str]]:
             elif other in stack:
                 low[node] = min(low[node], index[other])
         if low[node] == index[node]:
-            members = stack[stack.index(node):]
-            del stack[stack.index(node):]
+            members = stack[stack.index(node) :]
+            del stack[stack.index(node) :]
             if len(members) > 1:
                 circles.append(sorted(members))
 
@@ -186,11 +212,25 @@ def string_reached(path: Path) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Call):
             func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name in ("import_module", "__import__") and node.args and not isinstance(node.args[0], ast.Constant):
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
+            if (
+                name in ("import_module", "__import__")
+                and node.args
+                and not isinstance(node.args[0], ast.Constant)
+            ):
                 found.append(f"{name} at line {node.lineno}")
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and \
-                isinstance(node.value.func, ast.Name) and node.value.func.id == "globals":
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "globals"
+        ):
             found.append(f"globals()[...] at line {node.lineno}")
     return found
 
@@ -204,6 +244,8 @@ def test_no_code_is_reached_by_a_computed_name() -> None:
 def test_a_computed_import_is_found(tmp_path: Path) -> None:
     """The guard's healthy twin: both forms are caught, a literal import_module is not."""
     module = tmp_path / "m.py"
-    module.write_text('import importlib\nstep = "x"\nimportlib.import_module(f"envcheck.collectives.{step}")\n'
-                      'importlib.import_module("docker")\nglobals()[f"cmd_{step}"]\n')
+    module.write_text(
+        'import importlib\nstep = "x"\nimportlib.import_module(f"envcheck.collectives.{step}")\n'
+        'importlib.import_module("docker")\nglobals()[f"cmd_{step}"]\n'
+    )
     assert string_reached(module) == ["import_module at line 3", "globals()[...] at line 5"]

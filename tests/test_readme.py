@@ -71,15 +71,25 @@ def test_the_fault_class_table_is_the_enum_and_its_examples_have_that_class() ->
                 assert line.split(" | ")[1] == row[0].strip("`"), (code, line)
 
 
-def test_the_exit_codes_are_the_codes_envcheck_returns(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_exit_codes_are_the_codes_envcheck_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     table = {int(row[0]) for row in _rows("Exit codes")}
     assert table == {0, 1, 2, 3, 130}
     assert UsageError("x").exit_code == 2 and INTERNAL_ERROR_EXIT == 3
     assert run_cli("run", "--no-such-flag").returncode == 2
-    assert run_cli("run", "--allow-cpu", "--only", "net.ifname",
-                   env={k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME")
-                        and k != "NCCL_IB_HCA"}).returncode == 0
+    assert (
+        run_cli(
+            "run",
+            "--allow-cpu",
+            "--only",
+            "net.ifname",
+            env={
+                k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME") and k != "NCCL_IB_HCA"
+            },
+        ).returncode
+        == 0
+    )
 
     def interrupted() -> int:
         raise KeyboardInterrupt
@@ -115,7 +125,9 @@ def _sample() -> tuple[str, dict[str, dict[str, str]]]:
     return block.group(1), rows
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="staging mounts needs root and unshare")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"), reason="staging mounts needs root and unshare"
+)
 def test_the_sample_run_is_what_envcheck_prints_on_that_machine() -> None:
     """Real: envcheck, torch, the kernel's tmpfs mounts. Staged: the 64 MiB /dev/shm and the noexec /tmp, mounted in
     a private mount namespace (nothing outside it sees them)."""
@@ -123,17 +135,47 @@ def test_the_sample_run_is_what_envcheck_prints_on_that_machine() -> None:
     argv = shlex.split(command)[1:]
     # A checkout or interpreter under /tmp (a clone in /tmp/x) would vanish under the staged /tmp: the original /tmp
     # is bound on /mnt (inside the namespace only) first, and each such top folder is bound back over the tmpfs.
-    keep = sorted({Path(p).resolve().relative_to("/tmp").parts[0] for p in (ROOT, sys.prefix, sys.executable)
-                   if Path(p).resolve().is_relative_to("/tmp")})
-    back = "".join(f"mkdir -p /tmp/{shlex.quote(k)} && mount --bind /mnt/{shlex.quote(k)} /tmp/{shlex.quote(k)} && "
-                   for k in keep)
-    stage = (("mount --bind /tmp /mnt && " if keep else "")
-             + "mount -t tmpfs -o size=64m tmpfs /dev/shm && mount -t tmpfs -o noexec,size=64m tmpfs /tmp && "
-             + back + 'exec "$@"')
+    keep = sorted(
+        {
+            Path(p).resolve().relative_to("/tmp").parts[0]
+            for p in (ROOT, sys.prefix, sys.executable)
+            if Path(p).resolve().is_relative_to("/tmp")
+        }
+    )
+    back = "".join(
+        f"mkdir -p /tmp/{shlex.quote(k)} && mount --bind /mnt/{shlex.quote(k)} /tmp/{shlex.quote(k)} && "
+        for k in keep
+    )
+    stage = (
+        ("mount --bind /tmp /mnt && " if keep else "")
+        + "mount -t tmpfs -o size=64m tmpfs /dev/shm && mount -t tmpfs -o noexec,size=64m tmpfs /tmp && "
+        + back
+        + 'exec "$@"'
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", stage, "sh", sys.executable,
-                           "-m", "envcheck", *argv, "--json", "-"], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=ROOT)
+    done = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            stage,
+            "sh",
+            sys.executable,
+            "-m",
+            "envcheck",
+            *argv,
+            "--json",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
     assert done.returncode == int(re.search(r"\$ echo \$\?\n(\d+)", README).group(1)), done.stderr  # type: ignore[union-attr]
     report = {r["name"]: r for r in json.loads(done.stdout)["results"]}
     assert list(rows) == list(report)
@@ -141,17 +183,23 @@ def test_the_sample_run_is_what_envcheck_prints_on_that_machine() -> None:
         real = report[name]
         assert row["status"] == real["status"] and row["class"] == (real["fault_class"] or ""), name
         assert row["fix"] == " ".join((real["remediation"] or "").split()), name
-        if real["status"] != "pass":  # a pass names this machine's versions; a finding's text is the machine's
+        if (
+            real["status"] != "pass"
+        ):  # a pass names this machine's versions; a finding's text is the machine's
             assert row["summary"] == " ".join(real["summary"].split()), name
-    codes = re.findall(r"`([a-z_]+\.[a-z_]+)`", README[README.index("stable **code**"):].split("\n\n")[0])
+    codes = re.findall(r"`([a-z_]+\.[a-z_]+)`", README[README.index("stable **code**") :].split("\n\n")[0])
     assert codes == [report[n]["code"] for n in report if report[n]["code"]]
 
 
 def _commands() -> list[str]:
     """Every command of the README's bash blocks and of its commands table."""
     blocks = re.findall(r"```bash\n(.*?)```", README, flags=re.S)
-    lines = [line.split("  #")[0].strip() for block in blocks for line in block.replace("\\\n", " ").splitlines()
-             if line.strip()]
+    lines = [
+        line.split("  #")[0].strip()
+        for block in blocks
+        for line in block.replace("\\\n", " ").splitlines()
+        if line.strip()
+    ]
     table = [row[0].strip("`").replace("\\|", "|") for row in _rows("Commands at a glance")]
     return lines + [part.strip().strip("`") for cell in table for part in cell.split("`, `")]
 
@@ -165,8 +213,13 @@ def test_every_envcheck_command_parses_and_every_make_target_exists(tmp_path: Pa
         words = shlex.split(re.sub(r"\[([^\]]*)\]", r"\1", command))  # optional parts are given
         if words[0] == "envcheck":
             words = [w.split("|")[0] for w in words[1:]]  # `--for prolog|health` -> its first choice
-            values = {"PATH": str(tmp_path / "out.json"), "FILE": "x", "DIR": "x", "IMAGE": "img:tag",
-                      "old.json": str(tmp_path / "old.json")}
+            values = {
+                "PATH": str(tmp_path / "out.json"),
+                "FILE": "x",
+                "DIR": "x",
+                "IMAGE": "img:tag",
+                "old.json": str(tmp_path / "old.json"),
+            }
             args = parser.parse_args([values.get(w, w) for w in words] or ["run"])
             assert args.command, command
             seen["envcheck"] += 1
@@ -206,8 +259,10 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 @pytest.mark.parametrize("name", ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"])
 def test_every_link_resolves(name: str) -> None:
     text = (ROOT / name).read_text()
-    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
-               for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+    anchors = {
+        re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", text, flags=re.M)
+    }
     for target in LINK.findall(text):
         if target.startswith(("http://", "https://")):
             continue
@@ -221,8 +276,12 @@ def test_every_link_resolves(name: str) -> None:
 def test_every_compose_command_in_the_docs_names_its_files() -> None:
     """Kept from the README's old dev-container section, which moved to docs/dev-containers.md: a bare
     `docker compose up` would pick whatever compose file lies in the current folder."""
-    commands = [line for page in sorted((ROOT / "docs").rglob("*.md")) for line in page.read_text().splitlines()
-                if "docker compose " in line and "docker compose version" not in line]
+    commands = [
+        line
+        for page in sorted((ROOT / "docs").rglob("*.md"))
+        for line in page.read_text().splitlines()
+        if "docker compose " in line and "docker compose version" not in line
+    ]
     assert commands
     for line in commands:
         for command in re.findall(r"docker compose (?:.(?!docker compose))*", line):
@@ -231,6 +290,14 @@ def test_every_compose_command_in_the_docs_names_its_files() -> None:
 
 def test_gitignore_covers_what_the_makefile_creates() -> None:
     ignored = (ROOT / ".gitignore").read_text().split()
-    for entry in (".venv/", ".venv-test/", "bench.json", "bench-plots/", "/gpu-proof/", "*.egg-info/", "/build/",
-                  "/site/"):
+    for entry in (
+        ".venv/",
+        ".venv-test/",
+        "bench.json",
+        "bench-plots/",
+        "/gpu-proof/",
+        "*.egg-info/",
+        "/build/",
+        "/site/",
+    ):
         assert entry in ignored, entry

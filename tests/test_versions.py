@@ -27,21 +27,26 @@ def test_release_and_public() -> None:
     assert public("2.11.0+cu130") == "2.11.0"
 
 
-@pytest.mark.parametrize("lines, name, want", [
-    (["torch (==2.11.0)"], "torch", "2.11.0"),
-    (["Torch == 2.9.1"], "torch", "2.9.1"),
-    (["torch>=2.0,==2.12.1"], "torch", "2.12.1"),
-    (["torch==2.*"], "torch", None),
-    (["torchvision==0.24.1"], "torch", None),
-])
+@pytest.mark.parametrize(
+    "lines, name, want",
+    [
+        (["torch (==2.11.0)"], "torch", "2.11.0"),
+        (["Torch == 2.9.1"], "torch", "2.9.1"),
+        (["torch>=2.0,==2.12.1"], "torch", "2.12.1"),
+        (["torch==2.*"], "torch", None),
+        (["torchvision==0.24.1"], "torch", None),
+    ],
+)
 def test_pinned(lines: list[str], name: str, want: str | None) -> None:
     assert pinned(lines, name) == want
 
 
 def test_pins_with_markers_and_extras() -> None:
-    lines = ['nvidia-cudnn-cu12==9.10.2.21; platform_system == "Linux"',
-             'cuda-toolkit[cudart,nvcc]==13.0.2; platform_system == "Linux"',
-             "nvidia-nccl-cu13 (==2.28.3) ; platform_machine == 'x86_64'"]
+    lines = [
+        'nvidia-cudnn-cu12==9.10.2.21; platform_system == "Linux"',
+        'cuda-toolkit[cudart,nvcc]==13.0.2; platform_system == "Linux"',
+        "nvidia-nccl-cu13 (==2.28.3) ; platform_machine == 'x86_64'",
+    ]
     assert pinned(lines, "cuda-toolkit") == "13.0.2"
     assert pinned_with_prefix(lines, "nvidia-nccl") == ("nvidia-nccl-cu13", "2.28.3")
     assert cudnn_pin(lines) == "nvidia-cudnn-cu12==9.10.2.21"
@@ -52,8 +57,9 @@ def test_matrix_torch_must_be_a_plain_release(value: object) -> None:
     assert matrix_rules.check_torch(value) is not None
 
 
-@pytest.mark.parametrize("value, ok", [("12.8", True), ("13.0", True), ("12.8.1", False), ("12", False),
-                                       ("12.8rc1", False)])
+@pytest.mark.parametrize(
+    "value, ok", [("12.8", True), ("13.0", True), ("12.8.1", False), ("12", False), ("12.8rc1", False)]
+)
 def test_matrix_cuda_is_major_minor(value: str, ok: bool) -> None:
     assert (matrix_rules.check_cuda(value) is None) is ok
 

@@ -20,8 +20,14 @@ from typing import Any
 PREDICATE_VERSION = 2  # 2: the in-toto test-result/v0.1 fields
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 _BAD = {"fail", "error"}
-_RUN_ENV = {"repository": "GITHUB_REPOSITORY", "run_id": "GITHUB_RUN_ID", "run_attempt": "GITHUB_RUN_ATTEMPT",
-            "sha": "GITHUB_SHA", "ref": "GITHUB_REF", "workflow_ref": "GITHUB_WORKFLOW_REF"}
+_RUN_ENV = {
+    "repository": "GITHUB_REPOSITORY",
+    "run_id": "GITHUB_RUN_ID",
+    "run_attempt": "GITHUB_RUN_ATTEMPT",
+    "sha": "GITHUB_SHA",
+    "ref": "GITHUB_REF",
+    "workflow_ref": "GITHUB_WORKFLOW_REF",
+}
 
 
 class EvidenceError(Exception):
@@ -61,8 +67,11 @@ def image_report(doc: dict[str, Any], ref: str) -> tuple[dict[str, Any] | None, 
 
 
 def _run_url(env: dict[str, str]) -> str:
-    server, repo, run_id = env.get("GITHUB_SERVER_URL", "https://github.com"), env.get("GITHUB_REPOSITORY"), \
-        env.get("GITHUB_RUN_ID")
+    server, repo, run_id = (
+        env.get("GITHUB_SERVER_URL", "https://github.com"),
+        env.get("GITHUB_REPOSITORY"),
+        env.get("GITHUB_RUN_ID"),
+    )
     attempt = env.get("GITHUB_RUN_ATTEMPT")
     if not (repo and run_id):
         return ""
@@ -71,16 +80,26 @@ def _run_url(env: dict[str, str]) -> str:
 
 def _configuration(env: dict[str, str]) -> list[dict[str, Any]]:
     """in-toto ResourceDescriptors of what configured the test: the workflow and the matrix at that commit."""
-    server, repo, sha = env.get("GITHUB_SERVER_URL", "https://github.com"), env.get("GITHUB_REPOSITORY"), \
-        env.get("GITHUB_SHA")
+    server, repo, sha = (
+        env.get("GITHUB_SERVER_URL", "https://github.com"),
+        env.get("GITHUB_REPOSITORY"),
+        env.get("GITHUB_SHA"),
+    )
     if not (repo and sha):
         return []
-    out = [{"name": "docker/matrix.toml", "uri": f"{server}/{repo}/blob/{sha}/docker/matrix.toml",
-            "digest": {"gitCommit": sha}}]
+    out = [
+        {
+            "name": "docker/matrix.toml",
+            "uri": f"{server}/{repo}/blob/{sha}/docker/matrix.toml",
+            "digest": {"gitCommit": sha},
+        }
+    ]
     workflow = env.get("GITHUB_WORKFLOW_REF")  # owner/repo/.github/workflows/images.yml@refs/heads/main
     if workflow:
         path = workflow.split("@", 1)[0].removeprefix(f"{repo}/")
-        out.insert(0, {"name": workflow, "uri": f"{server}/{repo}/blob/{sha}/{path}", "digest": {"gitCommit": sha}})
+        out.insert(
+            0, {"name": workflow, "uri": f"{server}/{repo}/blob/{sha}/{path}", "digest": {"gitCommit": sha}}
+        )
     return out
 
 
@@ -91,8 +110,9 @@ def _test_results(predicate: dict[str, Any], report: dict[str, Any] | None) -> N
     for r in results:
         status = str(r.get("status", "")).lower()
         by["fail" if status in _BAD else status if status in by else "fail"].append(str(r.get("name", "?")))
-    predicate.update(passedTests=by["pass"], warnedTests=by["warn"], failedTests=by["fail"],
-                     skippedTests=by["skip"])
+    predicate.update(
+        passedTests=by["pass"], warnedTests=by["warn"], failedTests=by["fail"], skippedTests=by["skip"]
+    )
     if not predicate["passed"]:
         predicate["result"] = "FAILED"
     else:
@@ -104,15 +124,22 @@ def build(ref: str, report_text: str | None, gpus_text: str | None, env: dict[st
     if "@sha256:" not in ref:
         raise EvidenceError(f"image reference {ref!r} is not pinned by digest (expected NAME@sha256:...)")
     predicate: dict[str, Any] = {
-        "result": "FAILED", "passedTests": [], "warnedTests": [], "failedTests": [],
-        "configuration": _configuration(env), "url": _run_url(env),
+        "result": "FAILED",
+        "passedTests": [],
+        "warnedTests": [],
+        "failedTests": [],
+        "configuration": _configuration(env),
+        "url": _run_url(env),
         "predicate_version": PREDICATE_VERSION,
         "image": ref,
         "digest": ref.split("@", 1)[1],
         "verified_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "gpus": parse_gpus(gpus_text or ""),
-        "runner": {"name": env.get("RUNNER_NAME", ""), "os": env.get("RUNNER_OS", ""),
-                   "arch": env.get("RUNNER_ARCH", "")},
+        "runner": {
+            "name": env.get("RUNNER_NAME", ""),
+            "os": env.get("RUNNER_OS", ""),
+            "arch": env.get("RUNNER_ARCH", ""),
+        },
         "run": {key: env.get(var, "") for key, var in _RUN_ENV.items()},
         "passed": False,
     }
@@ -127,9 +154,12 @@ def build(ref: str, report_text: str | None, gpus_text: str | None, env: dict[st
         _test_results(predicate, None)
         return predicate
     counts = _status_counts(report or {})
-    predicate.update(exit_code=exit_code, status_counts=counts, report=report,
-                     passed=exit_code == 0 and error is None and sum(counts.values()) > 0
-                     and not _BAD & counts.keys())
+    predicate.update(
+        exit_code=exit_code,
+        status_counts=counts,
+        report=report,
+        passed=exit_code == 0 and error is None and sum(counts.values()) > 0 and not _BAD & counts.keys(),
+    )
     if error is not None:
         predicate["error"] = error
     _test_results(predicate, report)
@@ -139,9 +169,13 @@ def build(ref: str, report_text: str | None, gpus_text: str | None, env: dict[st
 def check(ref: str, predicate: dict[str, Any]) -> None:
     """Raise unless the predicate is a pass for exactly `ref` (the gate before attest, sign and tag)."""
     if predicate.get("predicate_version") != PREDICATE_VERSION:
-        raise EvidenceError(f"predicate_version {predicate.get('predicate_version')!r} is not {PREDICATE_VERSION}")
+        raise EvidenceError(
+            f"predicate_version {predicate.get('predicate_version')!r} is not {PREDICATE_VERSION}"
+        )
     if predicate.get("image") != ref:
-        raise EvidenceError(f"report is for {predicate.get('image')!r}, not the staged {ref!r}; refusing to promote")
+        raise EvidenceError(
+            f"report is for {predicate.get('image')!r}, not the staged {ref!r}; refusing to promote"
+        )
     if predicate.get("passed") is not True or predicate.get("result") not in ("PASSED", "WARNED"):
         why = predicate.get("error") or f"status counts {predicate.get('status_counts')}"
         raise EvidenceError(f"GPU verification of {ref} did not pass ({why}); refusing to promote")
@@ -152,13 +186,18 @@ def check(ref: str, predicate: dict[str, Any]) -> None:
 def summary(predicate: dict[str, Any]) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: verdict, image, GPUs and drivers."""
     verdict = "PASS" if predicate.get("passed") else "NOT PASSED"
-    lines = [f"### GPU verification: {verdict} ({predicate.get('result')})", "",
-             f"- image: `{predicate.get('image')}`",
-             f"- status counts: {predicate.get('status_counts', {})}"]
+    lines = [
+        f"### GPU verification: {verdict} ({predicate.get('result')})",
+        "",
+        f"- image: `{predicate.get('image')}`",
+        f"- status counts: {predicate.get('status_counts', {})}",
+    ]
     if predicate.get("error"):
         lines.append(f"- error: {predicate['error']}")
     for gpu in predicate.get("gpus", []):
-        lines.append(f"- GPU {gpu.get('index', '?')}: {gpu.get('name', '?')}, driver {gpu.get('driver_version', '?')}")
+        lines.append(
+            f"- GPU {gpu.get('index', '?')}: {gpu.get('name', '?')}, driver {gpu.get('driver_version', '?')}"
+        )
     return "\n".join(lines) + "\n"
 
 

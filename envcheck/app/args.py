@@ -32,7 +32,12 @@ def _finite(text: str) -> float:
     return value
 
 
-MESSAGE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}  # nccl-tests' -b/-e suffixes (binary: 16G = 16 GiB)
+MESSAGE_UNITS = {
+    "": 1,
+    "K": 1024,
+    "M": 1024**2,
+    "G": 1024**3,
+}  # nccl-tests' -b/-e suffixes (binary: 16G = 16 GiB)
 
 
 def message_size(text: str) -> int:
@@ -41,11 +46,14 @@ def message_size(text: str) -> int:
     unit = body[-1:] if body[-1:] in MESSAGE_UNITS and body[-1:] else ""
     digits = body[: len(body) - len(unit)]
     if not digits.isdigit():
-        raise argparse.ArgumentTypeError(f"{one_line(text)!r} is not a message size; give bytes or e.g. 16G, 512M")
+        raise argparse.ArgumentTypeError(
+            f"{one_line(text)!r} is not a message size; give bytes or e.g. 16G, 512M"
+        )
     value = int(digits) * MESSAGE_UNITS[unit]
     if not 4 <= value <= 1024**4 or value % 4:
-        raise argparse.ArgumentTypeError(f"{one_line(text)} must be 4 bytes to 1T and a multiple of 4 (float32 "
-                                         "elements), e.g. 16G")
+        raise argparse.ArgumentTypeError(
+            f"{one_line(text)} must be 4 bytes to 1T and a multiple of 4 (float32 elements), e.g. 16G"
+        )
     return value
 
 
@@ -102,14 +110,17 @@ def rank_count(text: str) -> int:
     if value > MAX_CPU_RANKS:
         raise argparse.ArgumentTypeError(
             f"{text}: at most {MAX_CPU_RANKS}; each rank is a process forked on this host, and more exhaust the "
-            "process and file limits without proving more (test many ranks with torchrun across nodes)")
+            "process and file limits without proving more (test many ranks with torchrun across nodes)"
+        )
     return value
 
 
 def names(text: str) -> str:
     """argparse type for --only/--skip: at least one comma-separated name (an empty list is a mistake)."""
     if not [n for n in text.split(",") if n.strip()]:
-        raise argparse.ArgumentTypeError(f"{text!r} names no check; give comma-separated names (see `envcheck list`)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no check; give comma-separated names (see `envcheck list`)"
+        )
     return text
 
 
@@ -133,8 +144,10 @@ def input_file(text: str) -> str:
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot read {one_line(text)}: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise argparse.ArgumentTypeError(f"{one_line(text)} is not a regular file (a folder, FIFO or device); "
-                                          "give a report file that `envcheck bench --json` wrote")
+        raise argparse.ArgumentTypeError(
+            f"{one_line(text)} is not a regular file (a folder, FIFO or device); "
+            "give a report file that `envcheck bench --json` wrote"
+        )
     return text
 
 
@@ -159,8 +172,9 @@ def output_path(text: str) -> str:
         if stat.S_ISDIR(st.st_mode):
             raise argparse.ArgumentTypeError(f"{text} is a directory; give a file path")
         if not stat.S_ISREG(st.st_mode):
-            raise argparse.ArgumentTypeError(f"{text} is not a regular file (a FIFO or device); give a file path, "
-                                              "or - for stdout")
+            raise argparse.ArgumentTypeError(
+                f"{text} is not a regular file (a FIFO or device); give a file path, or - for stdout"
+            )
         try:  # no O_CREAT, no O_TRUNC: proves we may write without touching the file
             os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
         except OSError as exc:
@@ -212,7 +226,9 @@ def check_stdout(args: argparse.Namespace) -> None:
             continue
         key = os.path.realpath(path)
         if key in seen:
-            raise UsageError(f"{seen[key]} and --{name} both name {one_line(path)}; give each report its own file")
+            raise UsageError(
+                f"{seen[key]} and --{name} both name {one_line(path)}; give each report its own file"
+            )
         seen[key] = f"--{name}"
 
 
@@ -221,50 +237,98 @@ def report_on_stdout(args: argparse.Namespace) -> bool:
     return any(getattr(args, name, None) == "-" for name in STDOUT_REPORTS)
 
 
-def add_shared_run_arguments(parser: argparse.ArgumentParser, *, timeout_default: float | None = None,
-                             timeout_help: str = "cap the whole run", check_outputs: bool = True) -> None:
+def add_shared_run_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    timeout_default: float | None = None,
+    timeout_help: str = "cap the whole run",
+    check_outputs: bool = True,
+) -> None:
     """The run flags `envcheck run` and the torchrun entry (`python -m envcheck.distributed`) share, declared
     once: --level, --allow-cpu, --json, --junit, --timeout, --min-busbw, --min-busbw-at, --strict-perf.
 
     Where the torchrun entry differs it says so: its `--timeout` is how long a rank may make no progress
     (and the process-group timeout), not a cap on the whole run (`timeout_default`, `timeout_help`); and it
     passes `check_outputs=False`: only rank 0 writes the reports, so the other ranks must not judge the path."""
-    parser.add_argument("--level", choices=["quick", "full"], default="quick",
-                        help="quick (default) or full (adds the slower checks, e.g. the dist.busbw sweep)")
-    parser.add_argument("--allow-cpu", action="store_true",
-                        help="no GPU is fine: GPU checks skip, cuda.available warns, distributed checks use gloo")
+    parser.add_argument(
+        "--level",
+        choices=["quick", "full"],
+        default="quick",
+        help="quick (default) or full (adds the slower checks, e.g. the dist.busbw sweep)",
+    )
+    parser.add_argument(
+        "--allow-cpu",
+        action="store_true",
+        help="no GPU is fine: GPU checks skip, cuda.available warns, distributed checks use gloo",
+    )
     out = output_path if check_outputs else str
     parser.add_argument("--json", type=out, metavar="PATH", help="write JSON ('-' = stdout only)")
     parser.add_argument("--junit", type=out, metavar="PATH", help="write JUnit XML")
-    parser.add_argument("--timeout", type=positive_float, default=timeout_default, metavar="SECONDS",
-                        help=timeout_help)
-    parser.add_argument("--min-busbw", type=positive_float, metavar="GBPS",
-                        help="warn when all-reduce bus bandwidth is below this")
-    parser.add_argument("--min-busbw-at", type=message_size, metavar="SIZE",
-                        help="the all-reduce message size the --min-busbw floor was measured at (e.g. 16G, as "
-                             "nccl-tests' -b/-e): judged only against a sweep row of that size; default: the peak")
-    parser.add_argument("--strict-perf", action="store_true", help="make --min-busbw and perf.relative failures, not warnings")
+    parser.add_argument(
+        "--timeout", type=positive_float, default=timeout_default, metavar="SECONDS", help=timeout_help
+    )
+    parser.add_argument(
+        "--min-busbw",
+        type=positive_float,
+        metavar="GBPS",
+        help="warn when all-reduce bus bandwidth is below this",
+    )
+    parser.add_argument(
+        "--min-busbw-at",
+        type=message_size,
+        metavar="SIZE",
+        help="the all-reduce message size the --min-busbw floor was measured at (e.g. 16G, as "
+        "nccl-tests' -b/-e): judged only against a sweep row of that size; default: the peak",
+    )
+    parser.add_argument(
+        "--strict-perf", action="store_true", help="make --min-busbw and perf.relative failures, not warnings"
+    )
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `envcheck run`: the shared run flags, plus selection and the single-node settings."""
     add_shared_run_arguments(parser)
     parser.add_argument("--only", type=names, metavar="NAMES", help="comma-separated check names to run")
-    parser.add_argument("--skip", type=names, metavar="NAMES", help="comma-separated check names to leave out")
-    parser.add_argument("--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible")
-    parser.add_argument("--cpu-ranks", type=rank_count, default=2, metavar="N",
-                        help="gloo ranks for the CPU distributed check (default 2)")
+    parser.add_argument(
+        "--skip", type=names, metavar="NAMES", help="comma-separated check names to leave out"
+    )
+    parser.add_argument(
+        "--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible"
+    )
+    parser.add_argument(
+        "--cpu-ranks",
+        type=rank_count,
+        default=2,
+        metavar="N",
+        help="gloo ranks for the CPU distributed check (default 2)",
+    )
     from envcheck.cluster.node_profiles import profile_arg
 
-    parser.add_argument("--profile", type=profile_arg, metavar="FILE|NAME",
-                        help="what this node type must have (TOML file, or built-in: h100-sxm-8, h200-8, a100-sxm-8, "
-                             "a100-80gb-sxm-8, l40s, b200-8); --expect-gpus and --min-busbw override its values")
-    parser.add_argument("--profile-floors", action="store_true",
-                        help="also apply the profile's absolute performance floors (its busbw floor, at the message "
-                             "size it states); off by default: perf.relative and envcheck fleet judge without them")
-    parser.add_argument("--memory-fraction", type=fraction, default=MEMORY_FRACTION, metavar="F",
-                        help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)")
-    parser.add_argument("--perf-margin", type=percent, default=10.0, metavar="PCT",
-                        help="perf.relative (--level full): name a GPU or GPU pair more than PCT%% below the node's best "
-                             "of the same kind (default %(default)g, gpu-fryer's; --strict-perf makes it a failure)")
-
+    parser.add_argument(
+        "--profile",
+        type=profile_arg,
+        metavar="FILE|NAME",
+        help="what this node type must have (TOML file, or built-in: h100-sxm-8, h200-8, a100-sxm-8, "
+        "a100-80gb-sxm-8, l40s, b200-8); --expect-gpus and --min-busbw override its values",
+    )
+    parser.add_argument(
+        "--profile-floors",
+        action="store_true",
+        help="also apply the profile's absolute performance floors (its busbw floor, at the message "
+        "size it states); off by default: perf.relative and envcheck fleet judge without them",
+    )
+    parser.add_argument(
+        "--memory-fraction",
+        type=fraction,
+        default=MEMORY_FRACTION,
+        metavar="F",
+        help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)",
+    )
+    parser.add_argument(
+        "--perf-margin",
+        type=percent,
+        default=10.0,
+        metavar="PCT",
+        help="perf.relative (--level full): name a GPU or GPU pair more than PCT%% below the node's best "
+        "of the same kind (default %(default)g, gpu-fryer's; --strict-perf makes it a failure)",
+    )

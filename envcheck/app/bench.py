@@ -35,22 +35,58 @@ from envcheck.core.result import Result, Status
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `bench` subcommand."""
-    p = sub.add_parser("bench", help="measure GPU (or CPU) performance against peaks and the seeds' claims",
-                       description="Measure matmul, memory, copy, all-reduce and training-step performance.")
+    p = sub.add_parser(
+        "bench",
+        help="measure GPU (or CPU) performance against peaks and the seeds' claims",
+        description="Measure matmul, memory, copy, all-reduce and training-step performance.",
+    )
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (CPU: about a minute)")
-    p.add_argument("--json", type=output_path, metavar="PATH|-", help="write the JSON report to PATH, or to stdout with -")
+    p.add_argument(
+        "--json",
+        type=output_path,
+        metavar="PATH|-",
+        help="write the JSON report to PATH, or to stdout with -",
+    )
     p.add_argument("--plots", type=output_dir, metavar="DIR", help="write PNG plots of the sweeps into DIR")
-    p.add_argument("--baseline", metavar="FILE", type=input_file, help="compare with an earlier --json report; exit 1 on regression")
-    p.add_argument("--threshold", metavar="PCT", type=non_negative_float, default=10.0,
-                   help="regression threshold in percent (default 10)")
-    p.add_argument("--timeout", metavar="S", type=positive_float, default=None, help="cap on the whole bench, in seconds")
-    p.add_argument("--allow-cpu", action="store_true", help="on a host without a GPU, measure the CPU variants")
-    p.add_argument("--cpu-threads", metavar="N", type=thread_count, default=None,
-                   help="torch threads for the CPU variants (default: torch's choice)")
-    p.add_argument("--only", metavar="NAMES", type=names, help="comma-separated bench units to run (see bench.* names)")
-    p.add_argument("--cpu-ranks", metavar="N", type=rank_count, default=2, help="processes in the gloo all-reduce")
-    p.add_argument("--perf-margin", metavar="PCT", type=percent, default=10.0,
-                   help="bench.relative: name a GPU or pair more than PCT%% below the node's best (default %(default)g)")
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        type=input_file,
+        help="compare with an earlier --json report; exit 1 on regression",
+    )
+    p.add_argument(
+        "--threshold",
+        metavar="PCT",
+        type=non_negative_float,
+        default=10.0,
+        help="regression threshold in percent (default 10)",
+    )
+    p.add_argument(
+        "--timeout", metavar="S", type=positive_float, default=None, help="cap on the whole bench, in seconds"
+    )
+    p.add_argument(
+        "--allow-cpu", action="store_true", help="on a host without a GPU, measure the CPU variants"
+    )
+    p.add_argument(
+        "--cpu-threads",
+        metavar="N",
+        type=thread_count,
+        default=None,
+        help="torch threads for the CPU variants (default: torch's choice)",
+    )
+    p.add_argument(
+        "--only", metavar="NAMES", type=names, help="comma-separated bench units to run (see bench.* names)"
+    )
+    p.add_argument(
+        "--cpu-ranks", metavar="N", type=rank_count, default=2, help="processes in the gloo all-reduce"
+    )
+    p.add_argument(
+        "--perf-margin",
+        metavar="PCT",
+        type=percent,
+        default=10.0,
+        help="bench.relative: name a GPU or pair more than PCT%% below the node's best (default %(default)g)",
+    )
     p.set_defaults(handler=bench_main)
 
 
@@ -82,9 +118,11 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
     # The workers' GPU idle check counts this process and its descendants as envcheck's own.
-    options = CheckOptions(bench=BenchOptions(cpu_threads=args.cpu_threads, envcheck_pid=os.getpid()),
-                           dist=DistOptions(cpu_ranks=args.cpu_ranks),
-                           perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)))
+    options = CheckOptions(
+        bench=BenchOptions(cpu_threads=args.cpu_threads, envcheck_pid=os.getpid()),
+        dist=DistOptions(cpu_ranks=args.cpu_ranks),
+        perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)),
+    )
     ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
     with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
         probe = runner.run_one(PROBE)
@@ -92,7 +130,9 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
             raise FatalError(f"bench could not start: {probe.reason or probe.summary}", ExitCode.FAILED)
         device = dict(probe.measured)
         if not device.get("cuda") and not args.allow_cpu:
-            raise UsageError("no CUDA device is visible; pass --allow-cpu to measure the CPU variants instead")
+            raise UsageError(
+                "no CUDA device is visible; pass --allow-cpu to measure the CPU variants instead"
+            )
         units: tuple[CheckSpec, ...] = GPU_UNITS if device.get("cuda") else GPU_UNITS + CPU_UNITS
         if args.only:
             units = tuple(select(bench_registry(), Level.FULL, parse_names(args.only)))

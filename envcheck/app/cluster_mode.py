@@ -20,7 +20,9 @@ from envcheck.core.errors import ExitCode, UsageError
 from envcheck.core.result import Result
 
 HEALTH_KILL_S = 60  # slurm.conf(5), HealthCheckProgram
-HEALTH_CHECKS_S = 40.0  # the checks' share; the rest is envcheck's start (~3 s) and at most 2 Slurm calls of 5 s
+HEALTH_CHECKS_S = (
+    40.0  # the checks' share; the rest is envcheck's start (~3 s) and at most 2 Slurm calls of 5 s
+)
 
 
 def textfile_path(text: str) -> str:
@@ -32,8 +34,9 @@ def textfile_path(text: str) -> str:
         raise argparse.ArgumentTypeError("needs prometheus_client: pip install 'envcheck[cluster]'") from None
     path = Path(text)
     if text in ("", "-") or path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a file path; give e.g. "
-                                          "/var/lib/node_exporter/textfile/envcheck.prom")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a file path; give e.g. /var/lib/node_exporter/textfile/envcheck.prom"
+        )
     from envcheck.app.args import output_path
 
     return output_path(text)
@@ -41,18 +44,35 @@ def textfile_path(text: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--for` and `--prometheus` (validated by argparse, before any check runs)."""
-    parser.add_argument("--for", dest="for_mode", choices=[m.value for m in Mode], metavar="MODE",
-                        help="exit policy for a cluster: prolog (Slurm Prolog/Epilog), health (Slurm HealthCheckProgram: "
-                             "drains and resumes the node, within 60 s), preflight (Kubernetes), npd "
-                             "(node-problem-detector); only node faults fail (see docs/cluster.md)")
-    parser.add_argument("--prometheus", type=textfile_path, metavar="FILE",
-                        help="write a node_exporter textfile (atomically) with each check's status and key figures")
-    parser.add_argument("--drain-after", type=streak_count, metavar="N",
-                        help=f"--for health: a soft finding (performance) drains after N health runs in a row "
-                             f"(default {streaks.DRAIN_AFTER}); a hard one (a lost GPU, ECC, a wedged driver) at once")
-    parser.add_argument("--resume-after", type=streak_count, metavar="M",
-                        help=f"--for health: a node envcheck drained resumes after M clean runs in a row "
-                             f"(default {streaks.RESUME_AFTER})")
+    parser.add_argument(
+        "--for",
+        dest="for_mode",
+        choices=[m.value for m in Mode],
+        metavar="MODE",
+        help="exit policy for a cluster: prolog (Slurm Prolog/Epilog), health (Slurm HealthCheckProgram: "
+        "drains and resumes the node, within 60 s), preflight (Kubernetes), npd "
+        "(node-problem-detector); only node faults fail (see docs/cluster.md)",
+    )
+    parser.add_argument(
+        "--prometheus",
+        type=textfile_path,
+        metavar="FILE",
+        help="write a node_exporter textfile (atomically) with each check's status and key figures",
+    )
+    parser.add_argument(
+        "--drain-after",
+        type=streak_count,
+        metavar="N",
+        help=f"--for health: a soft finding (performance) drains after N health runs in a row "
+        f"(default {streaks.DRAIN_AFTER}); a hard one (a lost GPU, ECC, a wedged driver) at once",
+    )
+    parser.add_argument(
+        "--resume-after",
+        type=streak_count,
+        metavar="M",
+        help=f"--for health: a node envcheck drained resumes after M clean runs in a row "
+        f"(default {streaks.RESUME_AFTER})",
+    )
 
 
 def streak_count(text: str) -> int:
@@ -79,15 +99,22 @@ def apply_budget(args: argparse.Namespace) -> None:
     --drain-after and --resume-after belong to health mode alone (bad input elsewhere: exit 2 before any check)."""
     for flag in ("drain_after", "resume_after"):
         if getattr(args, flag, None) is not None and mode_of(args) is not Mode.HEALTH:
-            raise UsageError(f"--{flag.replace('_', '-')} applies to --for health only (the health check's streaks)")
+            raise UsageError(
+                f"--{flag.replace('_', '-')} applies to --for health only (the health check's streaks)"
+            )
     if mode_of(args) is Mode.HEALTH and (args.timeout is None or args.timeout > HEALTH_CHECKS_S):
         if args.timeout is not None:
-            _say(f"envcheck: warning: --timeout {args.timeout:g} capped to {HEALTH_CHECKS_S:g} s: slurmd kills a "
-                 f"HealthCheckProgram after {HEALTH_KILL_S} s", sys.stderr)
+            _say(
+                f"envcheck: warning: --timeout {args.timeout:g} capped to {HEALTH_CHECKS_S:g} s: slurmd kills a "
+                f"HealthCheckProgram after {HEALTH_KILL_S} s",
+                sys.stderr,
+            )
         args.timeout = HEALTH_CHECKS_S
 
 
-def _slurm(mode: Mode, decision: Decision, results: Sequence[Result], resume_hold: str | None = None) -> list[str]:
+def _slurm(
+    mode: Mode, decision: Decision, results: Sequence[Result], resume_hold: str | None = None
+) -> list[str]:
     """The prolog keeps its verdict for the health check (no Slurm command: the prolog guide's rule); the health
     check drains or resumes the node itself (cluster.slurm_node), a resume held until enough clean runs
     (`resume_hold`, from cluster.streaks)."""
@@ -95,7 +122,9 @@ def _slurm(mode: Mode, decision: Decision, results: Sequence[Result], resume_hol
         problem = slurm_node.remember_prolog(decision.reason if decision.code else None, os.environ)
         return [problem] if problem else []
     if mode is Mode.HEALTH:
-        for line in slurm_node.act(decision.reason if decision.code else "", results, os.environ, resume_hold):
+        for line in slurm_node.act(
+            decision.reason if decision.code else "", results, os.environ, resume_hold
+        ):
             _say(f"envcheck: {line}", sys.stderr)
     return []
 
@@ -108,16 +137,21 @@ def _prolog_usage_error(mode: Mode | None) -> tuple[str, ...]:
     problem = slurm_node.prolog_usage_error(os.environ)
     if problem is None:
         return ()
-    _say(f"envcheck: warning: this node's prolog runs envcheck with a usage error ({problem}): jobs start "
-         "without the node check; fix the prolog's command (docs/cluster.md)", sys.stderr)
+    _say(
+        f"envcheck: warning: this node's prolog runs envcheck with a usage error ({problem}): jobs start "
+        "without the node check; fix the prolog's command (docs/cluster.md)",
+        sys.stderr,
+    )
     return ("prolog",)
 
 
 def _streaks(args: argparse.Namespace, results: Sequence[Result]) -> streaks.Held:
     """Health mode's streaks (cluster.streaks): soft findings wait for --drain-after runs, resumes for
     --resume-after clean runs; the state file is updated here, once per health run."""
-    policy = streaks.Policy(getattr(args, "drain_after", None) or streaks.DRAIN_AFTER,
-                            getattr(args, "resume_after", None) or streaks.RESUME_AFTER)
+    policy = streaks.Policy(
+        getattr(args, "drain_after", None) or streaks.DRAIN_AFTER,
+        getattr(args, "resume_after", None) or streaks.RESUME_AFTER,
+    )
     held = streaks.apply(results, os.environ, policy)
     for note in held.notes:
         _say(f"envcheck: note: {note}", sys.stderr)
@@ -135,8 +169,13 @@ def _say(line: str, out: TextIO) -> str | None:
     return None
 
 
-def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[str, Any], code: int,
-           own: Sequence[str] = ()) -> int:
+def finish(
+    args: argparse.Namespace,
+    results: Sequence[Result],
+    facts: Mapping[str, Any],
+    code: int,
+    own: Sequence[str] = (),
+) -> int:
     """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code. `own` are
     envcheck's own failures so far (a report not written, the table not shown): in a cluster mode each is a
     warning that never drains the node; outside one they are the caller's to raise."""
@@ -156,7 +195,10 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         if decision.reason:
             said = _say(decision.reason, out)  # npd's message, the prolog's log, the pod's log
         elif mode is Mode.NPD:
-            said = _say("envcheck: node OK" if decision.code == ExitCode.OK else "envcheck: could not judge the node", out)
+            said = _say(
+                "envcheck: node OK" if decision.code == ExitCode.OK else "envcheck: could not judge the node",
+                out,
+            )
         else:
             said = None
         problems += [said] if said else []
@@ -167,8 +209,12 @@ def finish(args: argparse.Namespace, results: Sequence[Result], facts: Mapping[s
         from envcheck.app.output import WriteError, write_output
 
         try:  # the one writer (envcheck.app.output): atomic, regular files only, one error mapping
-            write_output(args.prometheus, render(results, facts, mode=mode.value if mode else "run", exit_code=code,
-                                                 usage_errors=carried))
+            write_output(
+                args.prometheus,
+                render(
+                    results, facts, mode=mode.value if mode else "run", exit_code=code, usage_errors=carried
+                ),
+            )
         except WriteError as exc:  # envcheck's own failure: never evidence against the node
             problems.append(f"metrics not written to {args.prometheus}: {exc.message}")
     if mode is None and problems:

@@ -58,11 +58,18 @@ def context_from_args(args: argparse.Namespace) -> Context:
         allow_cpu=args.allow_cpu,
         expect_gpus=args.expect_gpus,
         options=CheckOptions(
-            dist=DistOptions(cpu_ranks=args.cpu_ranks, min_busbw_gbps=min_busbw, min_busbw_at_bytes=at,
-                             strict_perf=args.strict_perf),
-            devices=DeviceOptions(memory_fraction=args.memory_fraction), profile=profile,
+            dist=DistOptions(
+                cpu_ranks=args.cpu_ranks,
+                min_busbw_gbps=min_busbw,
+                min_busbw_at_bytes=at,
+                strict_perf=args.strict_perf,
+            ),
+            devices=DeviceOptions(memory_fraction=args.memory_fraction),
+            profile=profile,
             perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)),
-            node_path=node_path(args, profile), cluster_mode=getattr(args, "for_mode", None)),
+            node_path=node_path(args, profile),
+            cluster_mode=getattr(args, "for_mode", None),
+        ),
     )
 
 
@@ -75,17 +82,23 @@ def floors_note(args: argparse.Namespace) -> str | None:
         return f"--min-busbw {args.min_busbw:g} replaces profile {profile.profile}'s busbw floor"
     size = profile.busbw_floor_bytes
     if size is None:
-        return (f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s states no "
-                "message size; dist.busbw compares it with its sweep's peak")
-    return (f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s was measured at "
-            f"a {size / 2**30:g} GiB all-reduce message; dist.busbw judges it only at that size")
+        return (
+            f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s states no "
+            "message size; dist.busbw compares it with its sweep's peak"
+        )
+    return (
+        f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s was measured at "
+        f"a {size / 2**30:g} GiB all-reduce message; dist.busbw judges it only at that size"
+    )
 
 
 def node_path(args: argparse.Namespace, profile: ProfileOptions) -> bool:
     """`--for prolog|npd` without --only (unless the profile's level is "torch"), or --only naming checks of the
     spec group "node" alone (node.cuda_driver, node.profile): the torch-free node path."""
     only = parse_names(getattr(args, "only", None))
-    if only:  # `--only node.cuda_driver,node.profile`: the same torch-free path, for checks whose spec says so
+    if (
+        only
+    ):  # `--only node.cuda_driver,node.profile`: the same torch-free path, for checks whose spec says so
         from envcheck.checks import registry
 
         specs = registry()
@@ -111,7 +124,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     drain the node (envcheck.cluster.own)."""
     mode = cluster.mode_of(args)
     cluster.apply_budget(args)
-    return _run(args) if mode is None else guarded(mode, lambda: _run(args), lambda: save_traceback("envcheck"))
+    return (
+        _run(args) if mode is None else guarded(mode, lambda: _run(args), lambda: save_traceback("envcheck"))
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -142,7 +157,9 @@ def _run(args: argparse.Namespace) -> int:
             print_report(partial, console)
             raise
         facts = node_facts(results) if ctx.options.node_path else runner.facts()
-        for note in runner.notes:  # e.g. no writable temp dir for the run's private one: the run went on without
+        for (
+            note
+        ) in runner.notes:  # e.g. no writable temp dir for the run's private one: the run went on without
             with contextlib.suppress(OSError, ValueError):
                 print(f"envcheck: note: {one_line(note)}", file=sys.stderr, flush=True)
     results = cluster.adjust(args, results)
@@ -161,8 +178,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     for col in ("check", "level", "needs", "timeout", "what it proves"):
         table.add_column(col)
     for spec in registry().values():
-        table.add_row(*(Text(visible(cell)) for cell in (spec.name, spec.level.value, spec.needs.describe(),
-                                                          f"{spec.timeout_s:g}s", spec.description)))
+        table.add_row(
+            *(
+                Text(visible(cell))
+                for cell in (
+                    spec.name,
+                    spec.level.value,
+                    spec.needs.describe(),
+                    f"{spec.timeout_s:g}s",
+                    spec.description,
+                )
+            )
+        )
     console = Terminal(highlight=False, width=160)
     console.print(table)
     raise_failures(write_reports([]))
@@ -179,10 +206,14 @@ def cmd_facts(args: argparse.Namespace) -> int:
         facts = runner.facts()
     if args.json != "-":
         print_facts(facts, Terminal(highlight=False))
-    raise_failures(write_reports([(args.json, lambda: json.dumps(redact_deep(facts), indent=2, default=str) + "\n")]))
+    raise_failures(
+        write_reports([(args.json, lambda: json.dumps(redact_deep(facts), indent=2, default=str) + "\n")])
+    )
     if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
         error = facts["error"]
-        raise FatalError(str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=ExitCode.FAILED)
+        raise FatalError(
+            str(error.get("absent", error) if isinstance(error, dict) else error), exit_code=ExitCode.FAILED
+        )
     return ExitCode.OK
 
 
@@ -203,5 +234,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     bundle = make_bundle(dict(result.measured["bundle"]), facts, __version__)
     write_output(args.bundle, json.dumps(bundle, indent=2, default=str) + "\n")
     if args.bundle != "-":
-        print(f"wrote {args.bundle}: explain it anywhere with `envcheck explain {args.bundle}`", file=sys.stderr)
+        print(
+            f"wrote {args.bundle}: explain it anywhere with `envcheck explain {args.bundle}`", file=sys.stderr
+        )
     return ExitCode.OK

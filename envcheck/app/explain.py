@@ -11,9 +11,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     explain = sub.add_parser("explain", help="diagnose a bundle from `envcheck facts --bundle` (any machine)")
     explain.add_argument("bundle", metavar="BUNDLE", help="the bundle file")
-    explain.add_argument("--allow-cpu", action="store_true",
-                         help="no GPU is fine: cuda.available warns instead of failing")
-    explain.add_argument("--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs were visible")
+    explain.add_argument(
+        "--allow-cpu", action="store_true", help="no GPU is fine: cuda.available warns instead of failing"
+    )
+    explain.add_argument(
+        "--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs were visible"
+    )
     explain.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
     explain.add_argument("--junit", type=output_path, metavar="PATH", help="write JUnit XML")
     explain.set_defaults(handler=cmd_explain)
@@ -33,8 +36,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
     ctx = Context(allow_cpu=args.allow_cpu, expect_gpus=args.expect_gpus)
     results = explain_bundle(bundle, ctx)
     facts = bundle.get("facts") or {}
-    report = RunReport(results=results, facts={**facts, "bundle": {
-        "file": args.bundle, "envcheck_version": bundle.get("envcheck_version"), "env": bundle.get("env", {}),
-        "libraries": bundle["cuda"].get("libraries", [])}}, context=ctx)
+    report = RunReport(
+        results=results,
+        facts={
+            **facts,
+            "bundle": {
+                "file": args.bundle,
+                "envcheck_version": bundle.get("envcheck_version"),
+                "env": bundle.get("env", {}),
+                "libraries": bundle["cuda"].get("libraries", []),
+            },
+        },
+        context=ctx,
+    )
     raise_failures(show_and_write(report, args, terminal(args)))
     return exit_code(results)

@@ -22,23 +22,54 @@ def _count(text: str) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `fleet` subcommand."""
-    p = sub.add_parser("fleet", help="learn baselines from many nodes' JSON reports; list the outlier nodes and GPUs",
-                       description="Group nodes by GPU model and count, learn each metric's median and MAD, and name "
-                                   "the nodes and GPUs outside them (docs/cluster.md: Fleet baselines).")
-    p.add_argument("reports", nargs="*", metavar="REPORT|DIR|-",
-                   help="envcheck run --json or bench --json reports: files, folders of *.json, or - for stdin")
+    p = sub.add_parser(
+        "fleet",
+        help="learn baselines from many nodes' JSON reports; list the outlier nodes and GPUs",
+        description="Group nodes by GPU model and count, learn each metric's median and MAD, and name "
+        "the nodes and GPUs outside them (docs/cluster.md: Fleet baselines).",
+    )
+    p.add_argument(
+        "reports",
+        nargs="*",
+        metavar="REPORT|DIR|-",
+        help="envcheck run --json or bench --json reports: files, folders of *.json, or - for stdin",
+    )
     p.add_argument("--json", type=output_path, metavar="PATH|-", help="write the JSON verdict (- for stdout)")
-    p.add_argument("--html", type=output_path, metavar="PATH", help="write a self-contained HTML page with the plots")
-    p.add_argument("--write-baseline", type=output_path, metavar="PATH",
-                   help="write the learned baseline as a TOML [baseline] table (a profile can hold it)")
-    p.add_argument("--baseline", metavar="FILE|PROFILE",
-                   help="judge against a stored baseline (a --write-baseline file, or a profile holding one)")
-    p.add_argument("--margin", type=percent, default=5.0, metavar="PCT",
-                   help="an outlier is worse than the median by more than PCT%% (default 5, SuperBench's rule) ...")
-    p.add_argument("--z", type=non_negative_float, default=3.5, metavar="Z",
-                   help="... and by a modified z-score above Z (default 3.5, Iglewicz and Hoaglin)")
-    p.add_argument("--min-nodes", type=_count, default=3, metavar="N",
-                   help="learn a metric's baseline only from N or more nodes (default 3)")
+    p.add_argument(
+        "--html", type=output_path, metavar="PATH", help="write a self-contained HTML page with the plots"
+    )
+    p.add_argument(
+        "--write-baseline",
+        type=output_path,
+        metavar="PATH",
+        help="write the learned baseline as a TOML [baseline] table (a profile can hold it)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE|PROFILE",
+        help="judge against a stored baseline (a --write-baseline file, or a profile holding one)",
+    )
+    p.add_argument(
+        "--margin",
+        type=percent,
+        default=5.0,
+        metavar="PCT",
+        help="an outlier is worse than the median by more than PCT%% (default 5, SuperBench's rule) ...",
+    )
+    p.add_argument(
+        "--z",
+        type=non_negative_float,
+        default=3.5,
+        metavar="Z",
+        help="... and by a modified z-score above Z (default 3.5, Iglewicz and Hoaglin)",
+    )
+    p.add_argument(
+        "--min-nodes",
+        type=_count,
+        default=3,
+        metavar="N",
+        help="learn a metric's baseline only from N or more nodes (default 3)",
+    )
     p.set_defaults(handler=fleet_main)
 
 
@@ -57,7 +88,9 @@ def _stored(spec: str) -> tuple[str, object]:
     except OSError as exc:
         raise UsageError(f"--baseline {spec}: cannot read it ({exc.strerror})") from None
     if len(raw) > MAX_BASELINE_BYTES:
-        raise UsageError(f"--baseline {spec}: larger than {MAX_BASELINE_BYTES >> 20} MiB; not a baseline file")
+        raise UsageError(
+            f"--baseline {spec}: larger than {MAX_BASELINE_BYTES >> 20} MiB; not a baseline file"
+        )
     try:
         return target, parse(raw.decode("utf-8"), f"--baseline {spec}")
     except UnicodeDecodeError:
@@ -74,7 +107,9 @@ def fleet_main(args: argparse.Namespace) -> int:
     from envcheck.cluster.fleet.survey import survey, to_dict
 
     if args.baseline and args.write_baseline:
-        raise UsageError("--baseline and --write-baseline: judge against a stored baseline or learn a new one, not both")
+        raise UsageError(
+            "--baseline and --write-baseline: judge against a stored baseline or learn a new one, not both"
+        )
     if sum(1 for r in args.reports if r == "-") > 1:
         raise UsageError("stdin (-) given more than once")
     rule = Rule(margin_pct=args.margin, z_max=args.z, min_nodes=args.min_nodes)
@@ -87,9 +122,13 @@ def fleet_main(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json == "-" else sys.stdout
     for line in render_text(doc):
         print(line, file=out)
-    raise_failures(write_reports([
-        (args.json, lambda: json.dumps(doc, indent=2) + "\n"),
-        (args.html, lambda: render_html(result)),
-        (args.write_baseline, lambda: render_baseline(result.groups, rule, len(result.nodes))),
-    ]))
+    raise_failures(
+        write_reports(
+            [
+                (args.json, lambda: json.dumps(doc, indent=2) + "\n"),
+                (args.html, lambda: render_html(result)),
+                (args.write_baseline, lambda: render_baseline(result.groups, rule, len(result.nodes))),
+            ]
+        )
+    )
     return int(doc["exit_code"])

@@ -46,8 +46,10 @@ def guard(call: Callable[[], int], prog: str = "envcheck", signals: bool = True)
     except Exception as exc:  # the last resort: envcheck's own bug
         where = save_traceback(prog)
         saved = f"traceback in {where}" if where else "the traceback could not be saved (no writable folder)"
-        _say(f"{prog}: internal error (envcheck's own failure, not this environment's): "
-             f"{type(exc).__name__}: {one_line(str(exc).splitlines()[0]) if str(exc) else ''}; {saved}")
+        _say(
+            f"{prog}: internal error (envcheck's own failure, not this environment's): "
+            f"{type(exc).__name__}: {one_line(str(exc).splitlines()[0]) if str(exc) else ''}; {saved}"
+        )
         return ExitCode.INTERNAL
 
 

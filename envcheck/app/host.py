@@ -30,22 +30,36 @@ def print_host(doc: dict[str, Any]) -> None:
     if not gpu["gpus"]:
         line(f"No NVIDIA GPU: {gpu['why_none'] or 'none listed'}. Listing what each row needs.")
     else:
-        caps = ", ".join(f"{g['name']} (sm_{str(g['compute_capability']).replace('.', '')})"
-                         if g["compute_capability"] else f"{g['name']} (compute capability unknown)"
-                         for g in gpu["gpus"])
-        line(f"Driver {gpu['driver'] or '?'} (CUDA {gpu['driver_cuda'] or '?'}, from {gpu['source']}); GPUs: {caps}")
+        caps = ", ".join(
+            f"{g['name']} (sm_{str(g['compute_capability']).replace('.', '')})"
+            if g["compute_capability"]
+            else f"{g['name']} (compute capability unknown)"
+            for g in gpu["gpus"]
+        )
+        line(
+            f"Driver {gpu['driver'] or '?'} (CUDA {gpu['driver_cuda'] or '?'}, from {gpu['source']}); GPUs: {caps}"
+        )
     line(doc["docker"]["summary"])
     for spec in doc["cdi"]["specs"]:
         if not spec["error"]:
             line(f"CDI {spec['kind']}: {', '.join(spec['devices']) or 'no devices'} ({spec['path']})")
-    problems = [*doc["cdi"]["problems"], *filter(None, [doc["dev_char"].get("problem")]),
-                *(doc["compose"]["problems"] if "compose" in doc else [])]
+    problems = [
+        *doc["cdi"]["problems"],
+        *filter(None, [doc["dev_char"].get("problem")]),
+        *(doc["compose"]["problems"] if "compose" in doc else []),
+    ]
     for p in problems:
         line(f"problem ({p['fault_class']}): {p['problem']} -> fix: {p['fix']}")
     if "compose" in doc and not doc["compose"]["problems"]:
         names = doc["compose"]["gpu_services"]
-        line(f"{doc['compose']['file']}: " + (f"the GPU requests of {', '.join(names)} all get CUDA (compute)"
-                                               if names else "no GPU request"))
+        line(
+            f"{doc['compose']['file']}: "
+            + (
+                f"the GPU requests of {', '.join(names)} all get CUDA (compute)"
+                if names
+                else "no GPU request"
+            )
+        )
     if doc.get("matrix") is None:
         line(doc["matrix_why"])
         return
@@ -53,9 +67,15 @@ def print_host(doc: dict[str, Any]) -> None:
     for col in ("row", "torch", "cuda", "runs", "why", "tags (runtime; devel, jupyter, ssh alike)"):
         table.add_column(col, overflow="fold")
     for row in doc["rows"]:
-        runs = {True: Text("yes", style="green"), False: Text("no", style="red"), None: Text("?")}[row["runs"]]
-        table.add_row(*(Text(visible(row[k])) for k in ("row", "torch", "cuda")), runs, Text(visible(row["why"])),
-                      Text(visible(", ".join(t for t in row["tags"] if t.endswith("-runtime")))))
+        runs = {True: Text("yes", style="green"), False: Text("no", style="red"), None: Text("?")}[
+            row["runs"]
+        ]
+        table.add_row(
+            *(Text(visible(row[k])) for k in ("row", "torch", "cuda")),
+            runs,
+            Text(visible(row["why"])),
+            Text(visible(", ".join(t for t in row["tags"] if t.endswith("-runtime")))),
+        )
     console.print(table)
 
 
@@ -76,11 +96,18 @@ def cmd_host(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `host` subcommand."""
-    host = sub.add_parser("host", help="before pulling: the driver, GPUs, Docker GPU setup, and which image "
-                                       "rows will run here (no torch needed)")
-    host.add_argument("--matrix", metavar="PATH", help="docker/matrix.toml (default: ENVCHECK_MATRIX or the clone's)")
-    host.add_argument("--compose", metavar="FILE", help="lint this compose file's GPU requests (capabilities "
-                                                          "without compute; exit 1 when one is wrong)")
+    host = sub.add_parser(
+        "host",
+        help="before pulling: the driver, GPUs, Docker GPU setup, and which image "
+        "rows will run here (no torch needed)",
+    )
+    host.add_argument(
+        "--matrix", metavar="PATH", help="docker/matrix.toml (default: ENVCHECK_MATRIX or the clone's)"
+    )
+    host.add_argument(
+        "--compose",
+        metavar="FILE",
+        help="lint this compose file's GPU requests (capabilities without compute; exit 1 when one is wrong)",
+    )
     host.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
     host.set_defaults(handler=cmd_host)
-

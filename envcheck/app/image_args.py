@@ -21,7 +21,9 @@ Handler = Callable[[argparse.Namespace], int]
 
 def matrix_arg(parser: argparse.ArgumentParser) -> None:
     """--matrix and --repo."""
-    parser.add_argument("--matrix", type=Path, help="matrix file (default: ENVCHECK_MATRIX or docker/matrix.toml)")
+    parser.add_argument(
+        "--matrix", type=Path, help="matrix file (default: ENVCHECK_MATRIX or docker/matrix.toml)"
+    )
     parser.add_argument("--repo", default="envcheck", help="image repository name (default: envcheck)")
 
 
@@ -34,15 +36,24 @@ def row_target_args(parser: argparse.ArgumentParser) -> None:
 def verify_args(parser: argparse.ArgumentParser) -> None:
     """The flags of a run of envcheck inside an image."""
     parser.add_argument("--allow-cpu", action="store_true", help="no GPU request; GPU checks skip")
-    parser.add_argument("--timeout", type=positive_float, default=900.0, metavar="S",
-                        help="per-container limit in seconds; the container is killed after it (default 900)")
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=900.0,
+        metavar="S",
+        help="per-container limit in seconds; the container is killed after it (default 900)",
+    )
     parser.add_argument("--shm-size", default="8g", help="container /dev/shm size (default 8g)")
     parser.add_argument("--ipc-host", action="store_true", help="share the host IPC namespace instead")
     parser.add_argument("--level", choices=["quick", "full"], default="quick")
     parser.add_argument("--only", type=names, metavar="NAMES", help="comma-separated checks to run inside")
     parser.add_argument("--skip", type=names, metavar="NAMES", help="comma-separated checks to leave out")
-    parser.add_argument("--json", type=output_path, metavar="PATH", help="aggregate JSON report ('-' = stdout)")
-    parser.add_argument("--junit", type=output_path, metavar="PATH", help="aggregate JUnit XML (one suite per image)")
+    parser.add_argument(
+        "--json", type=output_path, metavar="PATH", help="aggregate JSON report ('-' = stdout)"
+    )
+    parser.add_argument(
+        "--junit", type=output_path, metavar="PATH", help="aggregate JUnit XML (one suite per image)"
+    )
 
 
 def needs_subcommand(parser: argparse.ArgumentParser, choices: str) -> Handler:
@@ -68,5 +79,10 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         inner += ["--only", args.only]
     if args.skip:
         inner += ["--skip", args.skip]
-    return RunOptions(allow_cpu=args.allow_cpu, timeout_s=args.timeout, ipc_host=args.ipc_host,
-                      shm_size=args.shm_size, envcheck_args=tuple(inner))
+    return RunOptions(
+        allow_cpu=args.allow_cpu,
+        timeout_s=args.timeout,
+        ipc_host=args.ipc_host,
+        shm_size=args.shm_size,
+        envcheck_args=tuple(inner),
+    )

@@ -68,8 +68,10 @@ def cmd_matrix_verify(args: argparse.Namespace) -> int:
     finally:
         client.close()
     if not built:
-        raise FatalError(f"none of the {len(refs)} matrix images is built; run `make image ROW=<row>` "
-                         f"(e.g. {refs[0]})", ExitCode.USAGE)
+        raise FatalError(
+            f"none of the {len(refs)} matrix images is built; run `make image ROW=<row>` (e.g. {refs[0]})",
+            ExitCode.USAGE,
+        )
     if len(built) < len(refs) and (args.row or args.target):
         missing = ", ".join(r for r in refs if r not in built)
         raise FatalError(f"not built: {missing}; run `make image ROW=<row> TARGET=<target>`", ExitCode.USAGE)
@@ -83,10 +85,18 @@ def cmd_image_build(args: argparse.Namespace) -> int:
         raise UsageError("give --row ID (see `envcheck matrix list`) or --all")
     pairs = selected_pairs(matrix, args) if not args.all else [(r, t) for r in matrix.rows for t in r.targets]
     for row, target in pairs:
-        req = builder.BuildRequest(row=row, target=target or "runtime", repo=args.repo,
-                                   base_image=args.base_image, offline=args.offline, ca_bundle=args.ca_bundle,
-                                   network=args.network, installer=args.installer, vcs_ref=builder.vcs_ref(),
-                                   wheelhouse_image=wheelhouse.for_build(row, args.offline))
+        req = builder.BuildRequest(
+            row=row,
+            target=target or "runtime",
+            repo=args.repo,
+            base_image=args.base_image,
+            offline=args.offline,
+            ca_bundle=args.ca_bundle,
+            network=args.network,
+            installer=args.installer,
+            vcs_ref=builder.vcs_ref(),
+            wheelhouse_image=wheelhouse.for_build(row, args.offline),
+        )
         print(f"built {builder.run_build(req)}", flush=True)
     return ExitCode.OK
 

@@ -16,16 +16,29 @@ def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `image publish` and its steps under `envcheck image`."""
     publish = isub.add_parser("publish", help="stage, verify and promote one row/target (docs/publishing.md)")
     psub = publish.add_subparsers(dest="publish_command", parser_class=type(publish))
-    steps = {"plan": "print what would be pushed, verified and tagged, and where; touch nothing",
-             "stage": "push the local image under the staging tag only; record its digest",
-             "verify": "pull the staged digest and run envcheck inside it; record the result",
-             "promote": "point every public tag at the verified digest (registry-side manifest copy)",
-             "run": "stage, verify and promote in one go"}
-    handlers = {"plan": cmd_plan, "stage": cmd_stage, "verify": cmd_verify, "promote": cmd_promote, "run": cmd_run}
+    steps = {
+        "plan": "print what would be pushed, verified and tagged, and where; touch nothing",
+        "stage": "push the local image under the staging tag only; record its digest",
+        "verify": "pull the staged digest and run envcheck inside it; record the result",
+        "promote": "point every public tag at the verified digest (registry-side manifest copy)",
+        "run": "stage, verify and promote in one go",
+    }
+    handlers = {
+        "plan": cmd_plan,
+        "stage": cmd_stage,
+        "verify": cmd_verify,
+        "promote": cmd_promote,
+        "run": cmd_run,
+    }
     for name, text in steps.items():
         parser = psub.add_parser(name, help=text)
-        parser.add_argument("--state", type=Path, default=None, metavar="DIR",
-                            help="where staged.json/verified.json live (default: publish-state/<row>-<target>)")
+        parser.add_argument(
+            "--state",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="where staged.json/verified.json live (default: publish-state/<row>-<target>)",
+        )
         if name in ("plan", "stage", "run"):
             matrix_arg(parser)
             parser.add_argument("--row", required=True, metavar="ID")
@@ -37,10 +50,18 @@ def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             verify_args(parser)
         if name in ("promote", "run"):
             parser.add_argument("--sign-by", metavar="FPR", help="GPG-sign each tag (skopeo simple signing)")
-            parser.add_argument("--registries-d", type=Path, metavar="DIR",
-                                help="skopeo registries.d (where simple signatures are stored)")
-            parser.add_argument("--attest-key", type=Path, metavar="PEM",
-                                help="sign verified.json as a DSSE envelope and attach it as sha256-<hex>.att")
+            parser.add_argument(
+                "--registries-d",
+                type=Path,
+                metavar="DIR",
+                help="skopeo registries.d (where simple signatures are stored)",
+            )
+            parser.add_argument(
+                "--attest-key",
+                type=Path,
+                metavar="PEM",
+                help="sign verified.json as a DSSE envelope and attach it as sha256-<hex>.att",
+            )
         parser.set_defaults(handler=handlers[name])
     sig = psub.add_parser("check-signature", help="does IMAGE pass a containers policy.json (e.g. signedBy)?")
     sig.add_argument("image", metavar="IMAGE", help="registry reference, e.g. ghcr.io/org/envcheck:TAG")
@@ -68,8 +89,15 @@ def _state(args: argparse.Namespace) -> Path:
 def _plan(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from envcheck.images.publish_plan import make_plan
 
-    return make_plan(selected_matrix(args), args.row, args.target, args.registry, local_image=args.local,
-                     repo=args.repo, day=args.date)
+    return make_plan(
+        selected_matrix(args),
+        args.row,
+        args.target,
+        args.registry,
+        local_image=args.local,
+        repo=args.repo,
+        day=args.date,
+    )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -112,8 +140,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
     """Gate, then move every public tag to the verified digest; print each tag."""
     from envcheck.images.publish import promote
 
-    for ref in promote(_state(args), sign_by=args.sign_by, registries_d=args.registries_d,
-                       attest_key=args.attest_key):
+    for ref in promote(
+        _state(args), sign_by=args.sign_by, registries_d=args.registries_d, attest_key=args.attest_key
+    ):
         print(f"promoted {ref}")
     return ExitCode.OK
 
@@ -123,8 +152,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     cmd_stage(args)
     code = cmd_verify(args)
     if code != ExitCode.OK:
-        print(f"envcheck: error: verification did not pass; nothing promoted (state in {_state(args)})",
-              file=sys.stderr)
+        print(
+            f"envcheck: error: verification did not pass; nothing promoted (state in {_state(args)})",
+            file=sys.stderr,
+        )
         return code
     return cmd_promote(args)
 

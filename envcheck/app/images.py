@@ -106,8 +106,16 @@ def cmd_matrix_list(args: argparse.Namespace) -> int:
         table.add_column(col, overflow="fold")
     for row in matrix.rows:
         tags = ", ".join(row.tags("runtime")) if "runtime" in row.targets else "-"
-        table.add_row(row.id, row.torch, row.torchvision, row.torchaudio or "-", row.cuda, row.python,
-                      row.index_url, tags)
+        table.add_row(
+            row.id,
+            row.torch,
+            row.torchvision,
+            row.torchaudio or "-",
+            row.cuda,
+            row.python,
+            row.index_url,
+            tags,
+        )
     Console(highlight=False, width=200 if not sys.stdout.isatty() else None).print(table)
     return ExitCode.OK
 

@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, plugins included."""
     parser = Parser(prog="envcheck", description="Prove that this PyTorch + CUDA environment works.")
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(dest="command", parser_class=Parser)
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", parser_class=Parser
+    )
     run = sub.add_parser("run", help="run the checks (the default)")
     add_run_arguments(run)
     add_cluster_arguments(run)
@@ -39,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     facts = sub.add_parser("facts", help="print the environment facts")
     facts.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
     facts.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS")
-    facts.add_argument("--bundle", type=output_path, metavar="FILE", help="write a bundle for `envcheck explain`")
+    facts.add_argument(
+        "--bundle", type=output_path, metavar="FILE", help="write a bundle for `envcheck explain`"
+    )
     facts.set_defaults(handler=commands.cmd_facts)
     for plugin in PLUGINS:
         plugin.register(sub)
@@ -62,10 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if handler is None:
                 raise UsageError(f"no command given; choose one of {', '.join(args.subcommands)}")
             return int(handler(args))
-        except UsageError as exc:  # in a node mode, a mistyped flag must neither drain the node nor pass unseen
+        except (
+            UsageError
+        ) as exc:  # in a node mode, a mistyped flag must neither drain the node nor pass unseen
             from envcheck.app.usage import node_usage_error
 
             return node_usage_error(args_list, exc)
 
     return guard(call)
-

@@ -34,25 +34,42 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = Parser(prog="torchrun ... -m envcheck.distributed", description=__doc__)
     # The shared run flags; --timeout means a rank's allowed silence here, and only rank 0 writes --json/--junit,
     # so only rank 0 judges those paths (in _main: another node need not have the folder).
-    add_shared_run_arguments(parser, timeout_default=120.0, check_outputs=False,
-                             timeout_help="a rank making no progress this long (s) is reported as stalled; "
-                                          "also the process-group timeout (not a cap on the whole run)")
-    parser.add_argument("--pairwise", action="store_true",
-                        help="also measure all-reduce busbw between every pair of nodes (dist.pairs; --level full "
-                             "runs it anyway) and name a slow node against --min-busbw, or else against the others")
+    add_shared_run_arguments(
+        parser,
+        timeout_default=120.0,
+        check_outputs=False,
+        timeout_help="a rank making no progress this long (s) is reported as stalled; "
+        "also the process-group timeout (not a cap on the whole run)",
+    )
+    parser.add_argument(
+        "--pairwise",
+        action="store_true",
+        help="also measure all-reduce busbw between every pair of nodes (dist.pairs; --level full "
+        "runs it anyway) and name a slow node against --min-busbw, or else against the others",
+    )
     return parser.parse_args(argv)
 
 
 def render(results: list[Result], args: argparse.Namespace) -> None:
     """Print the table (and the busbw sweep), write --json/--junit with the shared report renderers."""
-    context = Context(level=Level(args.level), allow_cpu=args.allow_cpu,
-                      options=CheckOptions(front_door="torchrun", dist=DistOptions(
-                          min_busbw_gbps=args.min_busbw, min_busbw_at_bytes=args.min_busbw_at,
-                          strict_perf=args.strict_perf)))
+    context = Context(
+        level=Level(args.level),
+        allow_cpu=args.allow_cpu,
+        options=CheckOptions(
+            front_door="torchrun",
+            dist=DistOptions(
+                min_busbw_gbps=args.min_busbw,
+                min_busbw_at_bytes=args.min_busbw_at,
+                strict_perf=args.strict_perf,
+            ),
+        ),
+    )
     report = RunReport(results=results, facts=collect_facts(), context=context)
     out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON with --json -
     # Files first: they are the record, whatever happens to the terminal (each written on its own).
-    files = [(path, render) for path, render in report_files(report, args, "envcheck.distributed") if path != "-"]
+    files = [
+        (path, render) for path, render in report_files(report, args, "envcheck.distributed") if path != "-"
+    ]
     failures = write_reports(files)
     # markup=False: summaries quote backend errors such as gloo's '[/path/pair.cc:537]', which rich
     # would otherwise parse as a closing tag and raise on.
@@ -60,28 +77,34 @@ def render(results: list[Result], args: argparse.Namespace) -> None:
     for r in results:
         if r.name in TABLE_CHECKS and r.details:
             print(visible(r.details), file=out)
-    failures += write_reports([(path, render) for path, render in report_files(report, args, "envcheck.distributed")
-                               if path == "-"])
+    failures += write_reports(
+        [(path, render) for path, render in report_files(report, args, "envcheck.distributed") if path == "-"]
+    )
     raise_failures(failures)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run this rank; rank 0 renders. Exit 0 only when every check passed or warned; 2 on bad input."""
-    return guard(lambda: _main(sys.argv[1:] if argv is None else argv), prog="envcheck.distributed",
-                 signals=False)
+    return guard(
+        lambda: _main(sys.argv[1:] if argv is None else argv), prog="envcheck.distributed", signals=False
+    )
 
 
 def _main(argv: list[str]) -> int:
     args = parse_args(argv)
     try:
-        os.environ.update(torchrun_env(os.environ))  # under srun: Slurm's task variables stand in for torchrun's
+        os.environ.update(
+            torchrun_env(os.environ)
+        )  # under srun: Slurm's task variables stand in for torchrun's
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     missing = missing_env()
     if missing:
-        raise UsageError(f"{', '.join(missing)} not set; start it with torchrun, e.g. "
-                         "`torchrun --nproc-per-node 2 -m envcheck.distributed`, or with srun "
-                         "(`srun -N 2 --ntasks-per-node 8 python -m envcheck.distributed`)")
+        raise UsageError(
+            f"{', '.join(missing)} not set; start it with torchrun, e.g. "
+            "`torchrun --nproc-per-node 2 -m envcheck.distributed`, or with srun "
+            "(`srun -N 2 --ntasks-per-node 8 python -m envcheck.distributed`)"
+        )
     check_stdout(args)
     if os.environ.get("RANK") == "0":  # the writer judges the report paths before any collective runs
         for flag in ("json", "junit"):
@@ -90,13 +113,18 @@ def _main(argv: list[str]) -> int:
                     output_path(getattr(args, flag))
                 except argparse.ArgumentTypeError as exc:
                     raise UsageError(f"argument --{flag}: {exc}") from None
-    opts = TorchrunOptions(full=args.level == "full", allow_cpu=args.allow_cpu, timeout_s=args.timeout,
-                           min_busbw_gbps=args.min_busbw, min_busbw_at_bytes=args.min_busbw_at,
-                           strict_perf=args.strict_perf, pairwise=args.pairwise)
+    opts = TorchrunOptions(
+        full=args.level == "full",
+        allow_cpu=args.allow_cpu,
+        timeout_s=args.timeout,
+        min_busbw_gbps=args.min_busbw,
+        min_busbw_at_bytes=args.min_busbw_at,
+        strict_perf=args.strict_perf,
+        pairwise=args.pairwise,
+    )
     code, clean = run_this_rank(opts, lambda results: render(results, args))
     if not clean:  # a rank died or stalled: a thread may be stuck in a collective, so skip teardown
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     return code
-

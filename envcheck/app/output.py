@@ -57,7 +57,9 @@ class Terminal(Console):
         except BrokenPipeError:
             self.on_broken_pipe()
         except OSError as exc:
-            if self.file is sys.stdout:  # a full stderr (--for prints the table there) must not silence stdout
+            if (
+                self.file is sys.stdout
+            ):  # a full stderr (--for prints the table there) must not silence stdout
                 stdout_gone()
             _lost(f"the table could not be shown: {exc.strerror or exc}")
 
@@ -145,7 +147,9 @@ def write_output(path: str, text: str | bytes) -> None:
             mode = 0o644
         else:
             if not stat.S_ISREG(st.st_mode):
-                raise WriteError(f"cannot write {one_line(path)}: not a regular file (a FIFO, device or folder)")
+                raise WriteError(
+                    f"cannot write {one_line(path)}: not a regular file (a FIFO, device or folder)"
+                )
             mode = stat.S_IMODE(st.st_mode)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:200]}.", suffix=".tmp", dir=target.parent)
         with os.fdopen(fd, "wb") as fh:
@@ -161,4 +165,3 @@ def write_output(path: str, text: str | bytes) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-

@@ -18,19 +18,26 @@ from envcheck.report.table import print_report
 
 def terminal(args: argparse.Namespace, to_stderr: bool = False) -> Terminal:
     """The table's console: stderr when a report goes to stdout (or `to_stderr`), 140 columns when not a tty."""
-    return Terminal(stderr=report_on_stdout(args) or to_stderr, highlight=False,
-                    width=None if sys.stdout.isatty() else 140)
+    return Terminal(
+        stderr=report_on_stdout(args) or to_stderr,
+        highlight=False,
+        width=None if sys.stdout.isatty() else 140,
+    )
 
 
-def report_files(report: RunReport, args: argparse.Namespace,
-                 suite_name: str = "envcheck") -> list[tuple[str | None, Callable[[], str]]]:
+def report_files(
+    report: RunReport, args: argparse.Namespace, suite_name: str = "envcheck"
+) -> list[tuple[str | None, Callable[[], str]]]:
     """The (path, render) pairs of the reports the arguments ask for (`--json`, `--junit`)."""
-    return [(getattr(args, "json", None), lambda: render_json(report)),
-            (getattr(args, "junit", None), lambda: render_junit(report, suite_name=suite_name))]
+    return [
+        (getattr(args, "json", None), lambda: render_json(report)),
+        (getattr(args, "junit", None), lambda: render_junit(report, suite_name=suite_name)),
+    ]
 
 
-def show_and_write(report: RunReport, args: argparse.Namespace, console: Terminal,
-                   suite_name: str = "envcheck") -> list[str]:
+def show_and_write(
+    report: RunReport, args: argparse.Namespace, console: Terminal, suite_name: str = "envcheck"
+) -> list[str]:
     """Print the table, then write every requested report; the one-line failures (none: all written)."""
     print_report(report, console)
     return write_reports(report_files(report, args, suite_name))

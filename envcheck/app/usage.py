@@ -34,7 +34,7 @@ def option_value(argv: Sequence[str], flag: str) -> str | None:
         if arg == flag and i + 1 < len(argv):
             found = argv[i + 1]
         elif arg.startswith(flag + "="):
-            found = arg[len(flag) + 1:]
+            found = arg[len(flag) + 1 :]
     return found
 
 
@@ -79,10 +79,16 @@ def node_usage_error(argv: Sequence[str], exc: UsageError, env: Mapping[str, str
         raise exc
     code = usage_error_code(mode, env)
     under_slurmd = env.get("SLURM_SCRIPT_CONTEXT") in SLURMD_SCRIPTS
-    effect = ("exit 0 so that slurmd does not drain this node for it" if under_slurmd and code == ExitCode.OK
-              else f"exit {code}, the node not judged")
-    _say(f"envcheck: error: {one_line(exc.message)} (a usage error in the {mode.value} command: this node was not "
-         f"checked; {effect}; fix the command, see docs/cluster.md)", sys.stderr)
+    effect = (
+        "exit 0 so that slurmd does not drain this node for it"
+        if under_slurmd and code == ExitCode.OK
+        else f"exit {code}, the node not judged"
+    )
+    _say(
+        f"envcheck: error: {one_line(exc.message)} (a usage error in the {mode.value} command: this node was not "
+        f"checked; {effect}; fix the command, see docs/cluster.md)",
+        sys.stderr,
+    )
     problems = [_metrics(argv, mode, code)]
     if under_slurmd:
         from envcheck.cluster.slurm_node import remember_usage_error

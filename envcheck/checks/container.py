@@ -18,7 +18,9 @@ from envcheck.probe.system import is_absent
 
 MEMLOCK_FIX = "docker run --ulimit memlock=-1 ... (compose: ulimits: memlock: -1)"
 BATCH_FLOATS = 1 << 20  # 4 MiB per batch: passes through /dev/shm between workers and the main process
-LOADER_TIMEOUT_S = 15  # per batch once running: healthy, 8 batches take ~0.1 s; a full /dev/shm stalls instead
+LOADER_TIMEOUT_S = (
+    15  # per batch once running: healthy, 8 batches take ~0.1 s; a full /dev/shm stalls instead
+)
 STARTUP_TIMEOUT_S = 45  # until the first batch: spawned workers import torch (seconds on a cold cache)
 
 
@@ -26,14 +28,22 @@ def container_shm(ctx: Context) -> Result:
     """/dev/shm is at least 1 GiB (DataLoader workers and NCCL both live in it)."""
     size = shm_bytes()
     if is_absent(size) or not isinstance(size, int):
-        return failed("/dev/shm is not mounted", SHM_FIX, measured={"shm": size}, fault_class=FaultClass.CONFIG)
+        return failed(
+            "/dev/shm is not mounted", SHM_FIX, measured={"shm": size}, fault_class=FaultClass.CONFIG
+        )
     measured = {"shm_bytes": size, "shm_mib": size // 2**20}
     if size < MIN_SHM_BYTES:
-        return warned(f"/dev/shm is {size / 2**20:.0f} MiB, under 1 GiB: DataLoader workers and NCCL may crash "
-                      "or hang", SHM_FIX, measured=measured, expected={"min_shm_bytes": MIN_SHM_BYTES},
-                      fault_class=FaultClass.CONFIG, code=SHM_SMALL)
-    return passed(f"/dev/shm is {size / 2**30:.1f} GiB", measured=measured,
-                  expected={"min_shm_bytes": MIN_SHM_BYTES})
+        return warned(
+            f"/dev/shm is {size / 2**20:.0f} MiB, under 1 GiB: DataLoader workers and NCCL may crash or hang",
+            SHM_FIX,
+            measured=measured,
+            expected={"min_shm_bytes": MIN_SHM_BYTES},
+            fault_class=FaultClass.CONFIG,
+            code=SHM_SMALL,
+        )
+    return passed(
+        f"/dev/shm is {size / 2**30:.1f} GiB", measured=measured, expected={"min_shm_bytes": MIN_SHM_BYTES}
+    )
 
 
 class _Batches:
@@ -48,9 +58,14 @@ class _Batches:
         return torch.full((BATCH_FLOATS,), float(i))
 
 
-def dataloader_runs(ctx: Context, *, dataset: Any = None, startup_timeout_s: float = STARTUP_TIMEOUT_S,
-                    batch_timeout_s: float = LOADER_TIMEOUT_S,
-                    worker_init_fn: Callable[[int], None] | None = None) -> tuple[bool, str, dict[str, Any]]:
+def dataloader_runs(
+    ctx: Context,
+    *,
+    dataset: Any = None,
+    startup_timeout_s: float = STARTUP_TIMEOUT_S,
+    batch_timeout_s: float = LOADER_TIMEOUT_S,
+    worker_init_fn: Callable[[int], None] | None = None,
+) -> tuple[bool, str, dict[str, Any]]:
     """Run a 2-worker DataLoader (pinned when CUDA is up); (ok, problem, measured).
 
     Two phases, each with its own bound: start-up (workers start; spawned ones would import torch) ends
@@ -66,11 +81,22 @@ def dataloader_runs(ctx: Context, *, dataset: Any = None, startup_timeout_s: flo
     # import torch (6 s on the H100 proof host) and test a path most jobs never take.
     method = multiprocessing.get_start_method()
     data = _Batches() if dataset is None else dataset
-    loader = DataLoader(data, batch_size=None, num_workers=2, pin_memory=pin, timeout=startup_timeout_s,
-                        multiprocessing_context=method, worker_init_fn=worker_init_fn)
+    loader = DataLoader(
+        data,
+        batch_size=None,
+        num_workers=2,
+        pin_memory=pin,
+        timeout=startup_timeout_s,
+        multiprocessing_context=method,
+        worker_init_fn=worker_init_fn,
+    )
     seen: list[float] = []
-    measured: dict[str, Any] = {"start": method, "pinned": pin, "startup_bound_s": startup_timeout_s,
-                                "batch_bound_s": batch_timeout_s}
+    measured: dict[str, Any] = {
+        "start": method,
+        "pinned": pin,
+        "startup_bound_s": startup_timeout_s,
+        "batch_bound_s": batch_timeout_s,
+    }
     phase = "start-up"
     start = time.monotonic()
     try:
@@ -87,9 +113,11 @@ def dataloader_runs(ctx: Context, *, dataset: Any = None, startup_timeout_s: flo
     except Exception as exc:
         text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         bound = startup_timeout_s if phase == "start-up" else batch_timeout_s
-        what = (f"its workers did not deliver a first batch within the {bound:g}s start-up bound"
-                if phase == "start-up" else
-                f"delivery stalled after {len(seen)} batch(es) (bound {bound:g}s per batch)")
+        what = (
+            f"its workers did not deliver a first batch within the {bound:g}s start-up bound"
+            if phase == "start-up"
+            else f"delivery stalled after {len(seen)} batch(es) (bound {bound:g}s per batch)"
+        )
         return False, f"{what}: {text}", {**measured, "batches": len(seen), "failed_in": phase}
     measured.update(batches=len(seen), delivery_s=round(time.monotonic() - start, 3))
     ok = sorted(seen) == [float(i) for i in range(len(data))]
@@ -103,34 +131,58 @@ def container_limits(ctx: Context) -> Result:
     try:
         tempfile.gettempdir()
     except FileNotFoundError as exc:  # seen with `docker run --read-only`: the workers fail, the loader hangs
-        return tmp_unwritable("a DataLoader with workers cannot deliver a batch: multiprocessing's resource "
-                              "sharer needs a socket in a temp dir, its workers fail and the loader hangs until "
-                              "its timeout", str(exc)[:200])
+        return tmp_unwritable(
+            "a DataLoader with workers cannot deliver a batch: multiprocessing's resource "
+            "sharer needs a socket in a temp dir, its workers fail and the loader hangs until "
+            "its timeout",
+            str(exc)[:200],
+        )
     ok, problem, measured = dataloader_runs(ctx)
     if not ok:
         size = shm_bytes()
         small = isinstance(size, int) and size < MIN_SHM_BYTES
-        limit = runtime_cause(RuntimeError(problem), f"a DataLoader with 2 workers failed: {problem}", trace=False)
+        limit = runtime_cause(
+            RuntimeError(problem), f"a DataLoader with 2 workers failed: {problem}", trace=False
+        )
         if limit is not None and not small and "shared memory" not in problem:  # shm's EAGAIN is not nproc
             return replace(limit, measured=measured)  # a process or file limit: its own code and fix
         if small and isinstance(size, int):
             problem += f" (/dev/shm is only {size / 2**20:.0f} MiB)"
         # shm size and ulimits are set by how the container or job was started (--shm-size, --ulimit)
-        return failed(f"a DataLoader with 2 workers failed: {problem}", SHM_FIX, measured=measured,
-                      expected={"batches": 8}, fault_class=FaultClass.CONFIG, code=SHM_SMALL if small else None)
+        return failed(
+            f"a DataLoader with 2 workers failed: {problem}",
+            SHM_FIX,
+            measured=measured,
+            expected={"batches": 8},
+            fault_class=FaultClass.CONFIG,
+            code=SHM_SMALL if small else None,
+        )
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     measured.update(memlock_bytes="unlimited" if soft == resource.RLIM_INFINITY else soft, gpus=gpus)
     if gpus > 1 and soft != resource.RLIM_INFINITY and soft < (64 << 20):
-        return warned(f"memlock ulimit is {soft // 1024} KiB with {gpus} GPUs: NCCL and pinned memory need more",
-                      MEMLOCK_FIX, measured=measured, expected={"memlock": "unlimited"}, fault_class=FaultClass.CONFIG)
-    return passed(f"DataLoader with 2 workers delivered 8/8 batches ({measured.get('start')}, "
-                  f"pinned={measured.get('pinned')}; start-up {measured.get('startup_s')}s, "
-                  f"delivery {measured.get('delivery_s')}s)", measured=measured)
+        return warned(
+            f"memlock ulimit is {soft // 1024} KiB with {gpus} GPUs: NCCL and pinned memory need more",
+            MEMLOCK_FIX,
+            measured=measured,
+            expected={"memlock": "unlimited"},
+            fault_class=FaultClass.CONFIG,
+        )
+    return passed(
+        f"DataLoader with 2 workers delivered 8/8 batches ({measured.get('start')}, "
+        f"pinned={measured.get('pinned')}; start-up {measured.get('startup_s')}s, "
+        f"delivery {measured.get('delivery_s')}s)",
+        measured=measured,
+    )
 
 
 CHECKS = (
     CheckSpec("container.shm", container_shm, "/dev/shm is at least 1 GiB", isolated=False, timeout_s=5),
-    CheckSpec("container.limits", container_limits, "a 2-worker DataLoader runs; memlock fits multi-GPU",
-              needs=Needs(torch=True), timeout_s=90),
+    CheckSpec(
+        "container.limits",
+        container_limits,
+        "a 2-worker DataLoader runs; memlock fits multi-GPU",
+        needs=Needs(torch=True),
+        timeout_s=90,
+    ),
 )

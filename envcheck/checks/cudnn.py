@@ -31,15 +31,23 @@ def version_error_result(message: str, compiled: tuple[int, ...], pin: str | Non
     built = ".".join(map(str, compiled))
     measured = {"cudnn_compiled": built, "error": first}
     if "SM < 7.5" in message or "not compatible with devices" in message:
-        return failed(f"cuDNN refuses this GPU: {first}",
-                      "cuDNN 9.11+ dropped GPUs older than sm_75 (Volta, Pascal): install a torch whose pinned "
-                      "cuDNN is <= 9.10 (e.g. torch 2.8 or older, or an older nvidia-cudnn-cu12 if the torch "
-                      "build allows it), or run on a Turing-or-newer GPU", measured=measured, fault_class=FaultClass.IMAGE)
+        return failed(
+            f"cuDNN refuses this GPU: {first}",
+            "cuDNN 9.11+ dropped GPUs older than sm_75 (Volta, Pascal): install a torch whose pinned "
+            "cuDNN is <= 9.10 (e.g. torch 2.8 or older, or an older nvidia-cudnn-cu12 if the torch "
+            "build allows it), or run on a Turing-or-newer GPU",
+            measured=measured,
+            fault_class=FaultClass.IMAGE,
+        )
     target = pin or f"nvidia-cudnn-cu{torch_cuda_major()}=={built}.*"
     ld = " and remove other cuDNN copies from LD_LIBRARY_PATH" if "LD_LIBRARY_PATH" in message else ""
-    return failed(f"cuDNN version mismatch: torch was built with cuDNN {built}, a different one is loaded "
-                  f"({first})", f"pip install {target}  # the cuDNN this torch was built against{ld}",
-                  measured=measured, expected={"cudnn": built}, fault_class=FaultClass.CONFIG if ld else FaultClass.IMAGE)
+    return failed(
+        f"cuDNN version mismatch: torch was built with cuDNN {built}, a different one is loaded ({first})",
+        f"pip install {target}  # the cuDNN this torch was built against{ld}",
+        measured=measured,
+        expected={"cudnn": built},
+        fault_class=FaultClass.CONFIG if ld else FaultClass.IMAGE,
+    )
 
 
 def torch_cuda_major() -> str:
@@ -62,17 +70,30 @@ def cudnn_conv(ctx: Context) -> Result:
     except RuntimeError as exc:  # torch raises for a mismatched runtime, and for cuDNN 9.11+ on < sm_75
         return version_error_result(str(exc), compiled, cudnn_pin())
     if loaded_raw is None:
-        return failed("cuDNN could not be loaded", "pip install --force-reinstall torch (it pins nvidia-cudnn)",
-                      fault_class=FaultClass.IMAGE)
+        return failed(
+            "cuDNN could not be loaded",
+            "pip install --force-reinstall torch (it pins nvidia-cudnn)",
+            fault_class=FaultClass.IMAGE,
+        )
     loaded = cudnn_numbers(int(loaded_raw))
-    measured: dict[str, object] = {"cudnn_compiled": ".".join(map(str, compiled)),
-                                   "cudnn_loaded": ".".join(map(str, loaded))}
+    measured: dict[str, object] = {
+        "cudnn_compiled": ".".join(map(str, compiled)),
+        "cudnn_loaded": ".".join(map(str, loaded)),
+    }
     pin = cudnn_pin()
-    fix = (f"pip install {pin}  # the cuDNN this torch pins" if pin else
-           "pip install --force-reinstall torch  # restores the nvidia-cudnn version torch pins")
+    fix = (
+        f"pip install {pin}  # the cuDNN this torch pins"
+        if pin
+        else "pip install --force-reinstall torch  # restores the nvidia-cudnn version torch pins"
+    )
     if loaded[0] != compiled[0]:
-        return failed(f"cuDNN {measured['cudnn_loaded']} is loaded but torch was built with "
-                      f"{measured['cudnn_compiled']}", fix, measured=measured, fault_class=FaultClass.IMAGE)
+        return failed(
+            f"cuDNN {measured['cudnn_loaded']} is loaded but torch was built with "
+            f"{measured['cudnn_compiled']}",
+            fix,
+            measured=measured,
+            fault_class=FaultClass.IMAGE,
+        )
     torch.manual_seed(0)
     x = torch.randn(4, 8, 32, 32, dtype=torch.float32, requires_grad=True)
     w = torch.randn(16, 8, 3, 3, dtype=torch.float32, requires_grad=True)
@@ -99,16 +120,27 @@ def cudnn_conv(ctx: Context) -> Result:
     if worst > CONV_TOLERANCE:
         from envcheck.checks.cuda.live_errors import gpu_label
 
-        return failed(f"{gpu_label(worst_gpu)}: cuDNN conv2d differs from CPU by {worst:.2e} "
-                      f"(tolerance {CONV_TOLERANCE:g})",
-                      "a faulty GPU or a broken cuDNN: pip install --force-reinstall torch; check dmesg for Xid",
-                      measured=measured, expected={"max_rel_error": CONV_TOLERANCE}, fault_class=FaultClass.NODE)
+        return failed(
+            f"{gpu_label(worst_gpu)}: cuDNN conv2d differs from CPU by {worst:.2e} "
+            f"(tolerance {CONV_TOLERANCE:g})",
+            "a faulty GPU or a broken cuDNN: pip install --force-reinstall torch; check dmesg for Xid",
+            measured=measured,
+            expected={"max_rel_error": CONV_TOLERANCE},
+            fault_class=FaultClass.NODE,
+        )
     if loaded != compiled:
-        return warned(f"cuDNN {measured['cudnn_loaded']} loaded, torch built with {measured['cudnn_compiled']} "
-                      "(same major, conv agrees with CPU)", fix, measured=measured,
-                      fault_class=FaultClass.IMAGE)
-    return passed(f"cuDNN {measured['cudnn_loaded']}; conv2d fwd+bwd matches CPU within {CONV_TOLERANCE:g}",
-                  measured=measured, expected={"max_rel_error": CONV_TOLERANCE})
+        return warned(
+            f"cuDNN {measured['cudnn_loaded']} loaded, torch built with {measured['cudnn_compiled']} "
+            "(same major, conv agrees with CPU)",
+            fix,
+            measured=measured,
+            fault_class=FaultClass.IMAGE,
+        )
+    return passed(
+        f"cuDNN {measured['cudnn_loaded']}; conv2d fwd+bwd matches CPU within {CONV_TOLERANCE:g}",
+        measured=measured,
+        expected={"max_rel_error": CONV_TOLERANCE},
+    )
 
 
 def _conv_error(i: int, x: Any, w: Any, out_ref: Any, ref: tuple[Any, Any]) -> float:
@@ -127,6 +159,11 @@ def _conv_error(i: int, x: Any, w: Any, out_ref: Any, ref: tuple[Any, Any]) -> f
 
 
 CHECKS = (
-    CheckSpec("cudnn.conv", cudnn_conv, "loaded cuDNN equals compiled; conv2d fwd+bwd on CUDA matches CPU",
-              needs=Needs(torch=True, cuda=True), timeout_s=120),
+    CheckSpec(
+        "cudnn.conv",
+        cudnn_conv,
+        "loaded cuDNN equals compiled; conv2d fwd+bwd on CUDA matches CPU",
+        needs=Needs(torch=True, cuda=True),
+        timeout_s=120,
+    ),
 )

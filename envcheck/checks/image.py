@@ -15,8 +15,12 @@ from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 IMAGE_JSON = Path("/etc/envcheck/image.json")
 PACKAGES = ("torch", "torchvision", "torchaudio")
 # Declared fields and the ENV variable the Dockerfile sets for each.
-ENV_NAMES = {"torch": "ENVCHECK_TORCH_VERSION", "torchvision": "ENVCHECK_TORCHVISION_VERSION",
-             "torchaudio": "ENVCHECK_TORCHAUDIO_VERSION", "cuda": "ENVCHECK_CUDA_VERSION"}
+ENV_NAMES = {
+    "torch": "ENVCHECK_TORCH_VERSION",
+    "torchvision": "ENVCHECK_TORCHVISION_VERSION",
+    "torchaudio": "ENVCHECK_TORCHAUDIO_VERSION",
+    "cuda": "ENVCHECK_CUDA_VERSION",
+}
 
 
 def read_declared(path: Path = IMAGE_JSON) -> dict[str, Any] | None:
@@ -56,21 +60,33 @@ def _base(version: str | None) -> str | None:
     return None if version is None else version.split("+")[0]
 
 
-def compare_versions(declared: Mapping[str, Any] | None, environ: Mapping[str, str],
-                     installed: Callable[[], dict[str, str | None]] = read_installed) -> Result:
+def compare_versions(
+    declared: Mapping[str, Any] | None,
+    environ: Mapping[str, str],
+    installed: Callable[[], dict[str, str | None]] = read_installed,
+) -> Result:
     """Pass when every declared version is installed; fail naming each drifted package."""
     if declared is None:
         if environ.get("ENVCHECK_IMAGE") == "1":
-            return failed(f"ENVCHECK_IMAGE=1 but {IMAGE_JSON} is missing: the image metadata was removed",
-                          "rebuild the image with `make image`", fault_class=FaultClass.IMAGE)
+            return failed(
+                f"ENVCHECK_IMAGE=1 but {IMAGE_JSON} is missing: the image metadata was removed",
+                "rebuild the image with `make image`",
+                fault_class=FaultClass.IMAGE,
+            )
         return skipped(f"not inside an envcheck image (no {IMAGE_JSON}, ENVCHECK_IMAGE unset)")
     expected = {k: declared.get(k) for k in (*PACKAGES, "cuda")}
-    env_mismatch = [f"{var}={environ.get(var)!r} but image.json says {expected[k]!r}"
-                    for k, var in ENV_NAMES.items() if var in environ and environ[var] != (expected[k] or "")]
+    env_mismatch = [
+        f"{var}={environ.get(var)!r} but image.json says {expected[k]!r}"
+        for k, var in ENV_NAMES.items()
+        if var in environ and environ[var] != (expected[k] or "")
+    ]
     if env_mismatch:
-        return failed("image declaration is inconsistent: " + "; ".join(env_mismatch),
-                      "do not override ENVCHECK_* variables; rebuild the image", expected=expected,
-                      fault_class=FaultClass.CONFIG)
+        return failed(
+            "image declaration is inconsistent: " + "; ".join(env_mismatch),
+            "do not override ENVCHECK_* variables; rebuild the image",
+            expected=expected,
+            fault_class=FaultClass.CONFIG,
+        )
     measured = installed()
     drift = []
     for name in (*PACKAGES, "cuda"):
@@ -81,11 +97,17 @@ def compare_versions(declared: Mapping[str, Any] | None, environ: Mapping[str, s
         if have != want:
             drift.append(f"{name} {have or 'missing'} (image declares {want})")
     if drift:
-        return failed("installed versions drifted from the image: " + ", ".join(drift), image_fix(declared),
-                      measured=measured, expected=expected, fault_class=FaultClass.IMAGE)
+        return failed(
+            "installed versions drifted from the image: " + ", ".join(drift),
+            image_fix(declared),
+            measured=measured,
+            expected=expected,
+            fault_class=FaultClass.IMAGE,
+        )
     tag = f"torch {expected['torch']} + CUDA {expected['cuda']}"
-    return passed(f"installed packages match the image declaration ({tag})", measured=measured,
-                  expected=expected)
+    return passed(
+        f"installed packages match the image declaration ({tag})", measured=measured, expected=expected
+    )
 
 
 def image_versions(ctx: Context) -> Result:

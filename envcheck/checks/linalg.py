@@ -20,8 +20,11 @@ TOLERANCE = {"float32": 1e-4, "float64": 1e-10}
 
 def _cases(device: str) -> list[tuple[str, tuple[int, ...], str, bool]]:
     """(name, shape, dtype, full_matrices) the smoke test covers on `device`."""
-    cases = [("5x3 reduced", (5, 3), "float32", False), ("5x3 full", (5, 3), "float32", True),
-             ("7x5x3 batch", (7, 5, 3), "float32", False)]
+    cases = [
+        ("5x3 reduced", (5, 3), "float32", False),
+        ("5x3 full", (5, 3), "float32", True),
+        ("7x5x3 batch", (7, 5, 3), "float32", False),
+    ]
     if device != "cpu":
         cases += [("20x16x50x100 batch", (20, 16, 50, 100), dtype, False) for dtype in ("float32", "float64")]
     return cases
@@ -64,29 +67,53 @@ def svd_verdict(per_device: dict[str, dict[str, Any] | str], version: str, cuda:
         if isinstance(got, str):
             first = (got.strip().splitlines() or ["no error text"])[0][:300]
             where = "LAPACK" if device == "cpu" else "cuSOLVER"
-            problems.append((f"torch.linalg.svd fails on {device} ({where}): {first}",
-                             torch_reinstall(version, cuda) + "; check that LD_LIBRARY_PATH does not put another "
-                             f"{'BLAS/LAPACK' if device == 'cpu' else 'libcusolver'} first", FaultClass.IMAGE,
-                             SVD_ERROR))
+            problems.append(
+                (
+                    f"torch.linalg.svd fails on {device} ({where}): {first}",
+                    torch_reinstall(version, cuda) + "; check that LD_LIBRARY_PATH does not put another "
+                    f"{'BLAS/LAPACK' if device == 'cpu' else 'libcusolver'} first",
+                    FaultClass.IMAGE,
+                    SVD_ERROR,
+                )
+            )
             continue
         for case, err in got.items():
             limit = TOLERANCE["float64" if case.endswith("float64") else "float32"]
             if err > limit:
                 gpu_fault = device != "cpu" and cpu_ok
-                problems.append((f"torch.linalg.svd is wrong on {device}: {case} reconstructs A with relative "
-                                 f"error {err:.3g} (> {limit:g})",
-                                 "the GPU computes wrong results: run `dcgmi diag -r 3` or `nvidia-smi -q -d ECC` "
-                                 "and drain the node" if gpu_fault else torch_reinstall(version, cuda),
-                                 FaultClass.NODE if gpu_fault else FaultClass.IMAGE, SVD_WRONG))
+                problems.append(
+                    (
+                        f"torch.linalg.svd is wrong on {device}: {case} reconstructs A with relative "
+                        f"error {err:.3g} (> {limit:g})",
+                        "the GPU computes wrong results: run `dcgmi diag -r 3` or `nvidia-smi -q -d ECC` "
+                        "and drain the node"
+                        if gpu_fault
+                        else torch_reinstall(version, cuda),
+                        FaultClass.NODE if gpu_fault else FaultClass.IMAGE,
+                        SVD_WRONG,
+                    )
+                )
     measured = {"devices": per_device}
     if problems:
         summary, fix, fault, code = problems[0]
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        return failed(summary + more, fix, measured=measured, expected={"relative_error": TOLERANCE},
-                      fault_class=fault, code=code, details="\n".join(p[0] for p in problems))
-    worst = max((e for got in per_device.values() if isinstance(got, dict) for e in got.values()), default=0.0)
-    return passed(f"torch.linalg.svd reconstructs A on {', '.join(per_device)} (worst relative error {worst:.2g})",
-                  measured=measured, expected={"relative_error": TOLERANCE})
+        return failed(
+            summary + more,
+            fix,
+            measured=measured,
+            expected={"relative_error": TOLERANCE},
+            fault_class=fault,
+            code=code,
+            details="\n".join(p[0] for p in problems),
+        )
+    worst = max(
+        (e for got in per_device.values() if isinstance(got, dict) for e in got.values()), default=0.0
+    )
+    return passed(
+        f"torch.linalg.svd reconstructs A on {', '.join(per_device)} (worst relative error {worst:.2g})",
+        measured=measured,
+        expected={"relative_error": TOLERANCE},
+    )
 
 
 def linalg_svd(ctx: Context) -> Result:
@@ -104,6 +131,11 @@ def linalg_svd(ctx: Context) -> Result:
 
 
 CHECKS = (
-    CheckSpec("linalg.svd", linalg_svd, "torch.linalg.svd reconstructs its input on CPU (LAPACK) and every GPU "
-              "(cuSOLVER)", needs=Needs(torch=True), timeout_s=60),
+    CheckSpec(
+        "linalg.svd",
+        linalg_svd,
+        "torch.linalg.svd reconstructs its input on CPU (LAPACK) and every GPU (cuSOLVER)",
+        needs=Needs(torch=True),
+        timeout_s=60,
+    ),
 )

@@ -31,8 +31,11 @@ from envcheck.probe.interfaces import infiniband, interfaces
 
 def capture() -> dict[str, Any]:
     """The interfaces, the InfiniBand HCAs and the variables that select among them."""
-    return {"interfaces": interfaces(), "infiniband": infiniband(),
-            "env": {k: os.environ[k] for k in VARIABLES if k in os.environ}}
+    return {
+        "interfaces": interfaces(),
+        "infiniband": infiniband(),
+        "env": {k: os.environ[k] for k in VARIABLES if k in os.environ},
+    }
 
 
 def validate(data: Any, where: str) -> None:
@@ -42,13 +45,19 @@ def validate(data: Any, where: str) -> None:
         if key not in data:
             raise UsageError(f"{where} lacks {key!r}")
     for i, iface in enumerate(data["interfaces"]):
-        require(iface, f"{where}.interfaces[{i}]", {"name": (str,), "flags": (int,), "ipv4": (list,), "ipv6": (list,)})
+        require(
+            iface,
+            f"{where}.interfaces[{i}]",
+            {"name": (str,), "flags": (int,), "ipv4": (list,), "ipv6": (list,)},
+        )
         if "name" not in iface:
             raise UsageError(f"{where}.interfaces[{i}] lacks 'name'")
         for family in ("ipv4", "ipv6"):
             for j, address in enumerate(iface.get(family) or []):
                 if not isinstance(address, str):
-                    raise UsageError(f"{where}.interfaces[{i}].{family}[{j}] must be str, got {address!r:.60}")
+                    raise UsageError(
+                        f"{where}.interfaces[{i}].{family}[{j}] must be str, got {address!r:.60}"
+                    )
     for i, hca in enumerate(data.get("infiniband") or []):
         require(hca, f"{where}.infiniband[{i}]", {"name": (str,), "ports": (list,)})
         if "name" not in hca:
@@ -69,8 +78,11 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     measured: dict[str, Any] = {"interfaces": [describe(i) for i in ifaces], "env": dict(env)}
     found = {var: judge_variable(var, env[var], data) for var in JUDGED if var in env}
     if not found:
-        return passed(f"none of {', '.join(JUDGED)} is set: each library picks its interface itself; interfaces "
-                      f"here: {listing(ifaces)}", measured=measured)
+        return passed(
+            f"none of {', '.join(JUDGED)} is set: each library picks its interface itself; interfaces "
+            f"here: {listing(ifaces)}",
+            measured=measured,
+        )
     measured["matches"] = {var: list(f.matches) for var, f in found.items()}
     bad = [f for f in found.values() if f.status is not Status.PASS]
     if not bad:
@@ -89,7 +101,11 @@ def net_ifname(ctx: Context) -> Result:
 
 
 CHECKS = (
-    CheckSpec("net.ifname", net_ifname, "GLOO_/NCCL_/TP_SOCKET_IFNAME and NCCL_IB_HCA name interfaces that exist",
-              isolated=False, timeout_s=5),
+    CheckSpec(
+        "net.ifname",
+        net_ifname,
+        "GLOO_/NCCL_/TP_SOCKET_IFNAME and NCCL_IB_HCA name interfaces that exist",
+        isolated=False,
+        timeout_s=5,
+    ),
 )
-

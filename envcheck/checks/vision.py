@@ -29,18 +29,25 @@ def _ops_problem(ops: Any, device: str) -> str | None:
     """Run nms and roi_align on inputs with known answers; the problem, or None when both are exact."""
     import torch
 
-    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]], dtype=torch.float32, device=device)
+    boxes = torch.tensor(
+        [[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]], dtype=torch.float32, device=device
+    )
     try:
         keep = ops.nms(boxes, torch.tensor([0.9, 0.8, 0.7], device=device), iou_threshold=0.5).tolist()
         feats = torch.arange(16, dtype=torch.float32, device=device).reshape(1, 1, 4, 4)
         roi = torch.tensor([[0, 0, 0, 4, 4]], dtype=torch.float32, device=device)
-        pooled = float(ops.roi_align(feats, roi, output_size=1, spatial_scale=1.0, sampling_ratio=2,
-                                     aligned=False).item())
+        pooled = float(
+            ops.roi_align(
+                feats, roi, output_size=1, spatial_scale=1.0, sampling_ratio=2, aligned=False
+            ).item()
+        )
     except Exception as exc:
         return f"torchvision ops fail on {device}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
     if keep != [0, 2] or abs(pooled - 10.0) > 1e-5:
-        return (f"torchvision ops give wrong answers on {device}: nms kept {keep} (want [0, 2]), "
-                f"roi_align mean {pooled} (want 10.0)")
+        return (
+            f"torchvision ops give wrong answers on {device}: nms kept {keep} (want [0, 2]), "
+            f"roi_align mean {pooled} (want 10.0)"
+        )
     return None
 
 
@@ -56,9 +63,11 @@ def declared_torchvision() -> tuple[str | None, dict[str, Any] | None]:
 
 
 # Fix for a failure whose cause is not versions: reinstalling would not help, so say what to look at.
-NOT_VERSIONS_FIX = ("torch and torchvision pair, so reinstalling will not help: look for what else changes them "
-                    "here (a torch.library override of torchvision::*, a sitecustomize or .pth that patches "
-                    "torch, LD_PRELOAD); the details show the error")
+NOT_VERSIONS_FIX = (
+    "torch and torchvision pair, so reinstalling will not help: look for what else changes them "
+    "here (a torch.library override of torchvision::*, a sitecustomize or .pth that patches "
+    "torch, LD_PRELOAD); the details show the error"
+)
 
 
 # torchvision's compiled ops library: `_C_stable` since 0.29 (built on torch's stable ABI), `_C` before.
@@ -89,12 +98,20 @@ class LoadedOps:
 
         return torch.ops.torchvision.nms(boxes, scores, iou_threshold)
 
-    def roi_align(self, feats: Any, rois: Any, output_size: int, spatial_scale: float, sampling_ratio: int,
-                  aligned: bool) -> Any:
+    def roi_align(
+        self,
+        feats: Any,
+        rois: Any,
+        output_size: int,
+        spatial_scale: float,
+        sampling_ratio: int,
+        aligned: bool,
+    ) -> Any:
         import torch
 
-        return torch.ops.torchvision.roi_align(feats, rois, spatial_scale, output_size, output_size,
-                                               sampling_ratio, aligned)
+        return torch.ops.torchvision.roi_align(
+            feats, rois, spatial_scale, output_size, output_size, sampling_ratio, aligned
+        )
 
 
 @dataclass
@@ -120,14 +137,29 @@ def _installed() -> _Installed | Result:
         tv_version = importlib.metadata.version("torchvision")
     except importlib.metadata.PackageNotFoundError:
         if want:
-            return failed(f"torchvision is not installed, but this image declares torchvision {want}", tv_fix,
-                          expected={"torchvision": want}, fault_class=FaultClass.IMAGE)
-        return skipped("torchvision is not installed and no envcheck image declares it (install it to check it: "
-                       f"{fix_command(torch.__version__).split(' from ONE')[0]})")
+            return failed(
+                f"torchvision is not installed, but this image declares torchvision {want}",
+                tv_fix,
+                expected={"torchvision": want},
+                fault_class=FaultClass.IMAGE,
+            )
+        return skipped(
+            "torchvision is not installed and no envcheck image declares it (install it to check it: "
+            f"{fix_command(torch.__version__).split(' from ONE')[0]})"
+        )
     pin = torch_pin(importlib.metadata.requires("torchvision") or [])
-    return _Installed(tv_version, pin, tv_fix, want, {"torch": torch.__version__, "torchvision": tv_version,
-                                                      "torch_cuda": torch.version.cuda,
-                                                      "torchvision_requires_torch": pin})
+    return _Installed(
+        tv_version,
+        pin,
+        tv_fix,
+        want,
+        {
+            "torch": torch.__version__,
+            "torchvision": tv_version,
+            "torch_cuda": torch.version.cuda,
+            "torchvision_requires_torch": pin,
+        },
+    )
 
 
 def _import_failure(tv: _Installed, torch_version: str, exc: BaseException, what: str) -> Result:
@@ -138,12 +170,23 @@ def _import_failure(tv: _Installed, torch_version: str, exc: BaseException, what
     why = "; ".join(str(e).splitlines()[0] if str(e) else type(e).__name__ for e in chain)
     versions = pairing_problem(torch_version, tv_version, pin) or build_mismatch(why)
     if versions:
-        return failed(f"torchvision {tv_version} {what} with torch {torch_version}: {why} ({versions})", tv_fix,
-                      measured=measured, expected={"import": "ok"}, fault_class=FaultClass.IMAGE)
+        return failed(
+            f"torchvision {tv_version} {what} with torch {torch_version}: {why} ({versions})",
+            tv_fix,
+            measured=measured,
+            expected={"import": "ok"},
+            fault_class=FaultClass.IMAGE,
+        )
     # A half-done import leaves operators registered: a re-import in this worker would fail differently.
-    return failed(f"torchvision {tv_version} {what}: {why} ({WORKER_RESTART})", NOT_VERSIONS_FIX,
-                  measured=measured, expected={"import": "ok"}, fault_class=FaultClass.IMAGE,
-                  details=traceback.format_exc(), restart_worker=True)
+    return failed(
+        f"torchvision {tv_version} {what}: {why} ({WORKER_RESTART})",
+        NOT_VERSIONS_FIX,
+        measured=measured,
+        expected={"import": "ok"},
+        fault_class=FaultClass.IMAGE,
+        details=traceback.format_exc(),
+        restart_worker=True,
+    )
 
 
 def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:
@@ -154,11 +197,17 @@ def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:
     measured["torchvision_cuda"] = tv_cuda
     cuda_problem = cuda_mismatch(torch.version.cuda, tv_cuda)
     if cuda_problem:
-        return failed(cuda_problem, tv_fix, measured=measured, expected={"torchvision_cuda": torch.version.cuda},
-                      fault_class=FaultClass.IMAGE)
+        return failed(
+            cuda_problem,
+            tv_fix,
+            measured=measured,
+            expected={"torchvision_cuda": torch.version.cuda},
+            fault_class=FaultClass.IMAGE,
+        )
     pairing = pairing_problem(torch.__version__, tv_version, pin)
-    devices = ["cpu"] + ([f"cuda:{i}" for i in range(torch.cuda.device_count())]
-                         if torch.cuda.is_available() else [])
+    devices = ["cpu"] + (
+        [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    )
     measured["devices"] = devices
     for device in devices:
         problem = _ops_problem(ops, device)
@@ -171,16 +220,28 @@ def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:
         if problem and pairing:
             return failed(f"{problem}; {pairing}", tv_fix, measured=measured, fault_class=FaultClass.IMAGE)
         if problem and device.startswith("cuda:"):
-            return failed(problem, "check dmesg for Xid errors on that GPU and run nvidia-smi -q -i <index>; "
-                          + NOT_VERSIONS_FIX, measured=measured, fault_class=FaultClass.NODE)
+            return failed(
+                problem,
+                "check dmesg for Xid errors on that GPU and run nvidia-smi -q -i <index>; "
+                + NOT_VERSIONS_FIX,
+                measured=measured,
+                fault_class=FaultClass.NODE,
+            )
         if problem:
             return failed(problem, NOT_VERSIONS_FIX, measured=measured, fault_class=FaultClass.IMAGE)
     if pairing:
-        return warned(f"{pairing}; nms and roi_align happen to work, but this pair is unsupported",
-                      tv_fix if want else pair_fix(torch.__version__, tv_version), measured=measured,
-                      expected={"torchvision": matching_torchvision(torch.__version__)}, fault_class=FaultClass.IMAGE)
-    return passed(f"torchvision {tv_version} matches torch {torch.__version__}; {how}; nms and roi_align exact on "
-                  f"{', '.join(devices)}", measured=measured)
+        return warned(
+            f"{pairing}; nms and roi_align happen to work, but this pair is unsupported",
+            tv_fix if want else pair_fix(torch.__version__, tv_version),
+            measured=measured,
+            expected={"torchvision": matching_torchvision(torch.__version__)},
+            fault_class=FaultClass.IMAGE,
+        )
+    return passed(
+        f"torchvision {tv_version} matches torch {torch.__version__}; {how}; nms and roi_align exact on "
+        f"{', '.join(devices)}",
+        measured=measured,
+    )
 
 
 def vision_ops(ctx: Context) -> Result:
@@ -198,7 +259,9 @@ def vision_ops(ctx: Context) -> Result:
     tv.measured["ops_library"] = library
     try:
         torch.ops.load_library(library)
-        code = int(torch.ops.torchvision._cuda_version())  # what torchvision.extension._check_cuda_version asks
+        code = int(
+            torch.ops.torchvision._cuda_version()
+        )  # what torchvision.extension._check_cuda_version asks
     except Exception as exc:
         return _import_failure(tv, torch.__version__, exc, "has C++ ops that do not load")
     return _judge(LoadedOps(), tv, cuda_text(code) if code > 0 else None, "its C++ ops load")
@@ -221,8 +284,20 @@ def vision_import(ctx: Context) -> Result:
 
 
 CHECKS = (
-    CheckSpec("vision.ops", vision_ops, "torchvision matches torch (version, CUDA); its C++ ops load; "
-              "nms/roi_align exact", needs=Needs(torch=True), timeout_s=90),
-    CheckSpec("vision.import", vision_import, "the whole torchvision package imports; torchvision.ops exact",
-              level=Level.FULL, needs=Needs(torch=True), timeout_s=90, preload=("torchvision",)),
+    CheckSpec(
+        "vision.ops",
+        vision_ops,
+        "torchvision matches torch (version, CUDA); its C++ ops load; nms/roi_align exact",
+        needs=Needs(torch=True),
+        timeout_s=90,
+    ),
+    CheckSpec(
+        "vision.import",
+        vision_import,
+        "the whole torchvision package imports; torchvision.ops exact",
+        level=Level.FULL,
+        needs=Needs(torch=True),
+        timeout_s=90,
+        preload=("torchvision",),
+    ),
 )

@@ -51,15 +51,21 @@ def decode_all(gpus: int) -> dict[str, Any]:
     from torchvision.io import decode_jpeg, decode_png, decode_webp, encode_jpeg, encode_png
 
     img = picture()
-    out: dict[str, Any] = {"turbo": bool(torch.ops.image._is_compiled_against_turbo())
-                           if hasattr(torch.ops.image, "_is_compiled_against_turbo") else None}
+    out: dict[str, Any] = {
+        "turbo": bool(torch.ops.image._is_compiled_against_turbo())
+        if hasattr(torch.ops.image, "_is_compiled_against_turbo")
+        else None
+    }
     out["png_exact"] = bool(torch.equal(decode_png(encode_png(img)), img))
     jpeg = encode_jpeg(img, quality=95)
     cpu = decode_jpeg(jpeg)
     out["jpeg_mean_error"] = round(float((cpu.int() - img.int()).abs().float().mean()), 3)
     webp = webp_bytes(img)
-    out["webp_exact"] = None if webp is None else bool(
-        torch.equal(decode_webp(torch.frombuffer(bytearray(webp), dtype=torch.uint8)), img))
+    out["webp_exact"] = (
+        None
+        if webp is None
+        else bool(torch.equal(decode_webp(torch.frombuffer(bytearray(webp), dtype=torch.uint8)), img))
+    )
     out["nvjpeg_mean_error"] = {}
     for i in range(gpus):
         got = decode_jpeg(jpeg, device=f"cuda:{i}").cpu()
@@ -71,21 +77,45 @@ def decoders_verdict(tv_version: str, torch_version: str, got: dict[str, Any] | 
     """Pure: decode_all()'s figures, or the error text of the first decoder that raised."""
     fix = fix_command(torch_version)
     if isinstance(got, str):
-        return failed(f"torchvision {tv_version} cannot decode images: {got.splitlines()[0][:200]}",
-                      fix + " (its image extension, torchvision/image.so, and its bundled libjpeg/libpng/libwebp "
-                      "come with the wheel)", fault_class=FaultClass.IMAGE, code=DECODERS_MISSING, details=got)
-    wrong = [what for what, bad in (("PNG", got["png_exact"] is False), ("WebP", got["webp_exact"] is False),
-                                    ("JPEG", got["jpeg_mean_error"] > JPEG_MEAN_ERROR)) if bad]
+        return failed(
+            f"torchvision {tv_version} cannot decode images: {got.splitlines()[0][:200]}",
+            fix + " (its image extension, torchvision/image.so, and its bundled libjpeg/libpng/libwebp "
+            "come with the wheel)",
+            fault_class=FaultClass.IMAGE,
+            code=DECODERS_MISSING,
+            details=got,
+        )
+    wrong = [
+        what
+        for what, bad in (
+            ("PNG", got["png_exact"] is False),
+            ("WebP", got["webp_exact"] is False),
+            ("JPEG", got["jpeg_mean_error"] > JPEG_MEAN_ERROR),
+        )
+        if bad
+    ]
     wrong += [f"nvJPEG on {d}" for d, e in got["nvjpeg_mean_error"].items() if e > NVJPEG_MEAN_ERROR]
     if wrong:
-        return failed(f"torchvision {tv_version} decodes {', '.join(wrong)} wrong (JPEG mean error "
-                      f"{got['jpeg_mean_error']}, nvJPEG {got['nvjpeg_mean_error'] or '-'})", fix,
-                      fault_class=FaultClass.IMAGE, code=DECODE_WRONG, measured=got)
+        return failed(
+            f"torchvision {tv_version} decodes {', '.join(wrong)} wrong (JPEG mean error "
+            f"{got['jpeg_mean_error']}, nvJPEG {got['nvjpeg_mean_error'] or '-'})",
+            fix,
+            fault_class=FaultClass.IMAGE,
+            code=DECODE_WRONG,
+            measured=got,
+        )
     if got["turbo"] is False:
-        return warned(f"torchvision {tv_version} was not compiled against libjpeg-turbo: JPEG decoding is several "
-                      "times slower (torchvision's release smoke test refuses such a build)", fix,
-                      fault_class=FaultClass.IMAGE, code=NO_TURBO, measured=got)
-    done = ["JPEG (libjpeg-turbo)" if got["turbo"] else "JPEG", "PNG"] + (["WebP"] if got["webp_exact"] else [])
+        return warned(
+            f"torchvision {tv_version} was not compiled against libjpeg-turbo: JPEG decoding is several "
+            "times slower (torchvision's release smoke test refuses such a build)",
+            fix,
+            fault_class=FaultClass.IMAGE,
+            code=NO_TURBO,
+            measured=got,
+        )
+    done = ["JPEG (libjpeg-turbo)" if got["turbo"] else "JPEG", "PNG"] + (
+        ["WebP"] if got["webp_exact"] else []
+    )
     gpus = f"; nvJPEG on {len(got['nvjpeg_mean_error'])} GPU(s)" if got["nvjpeg_mean_error"] else ""
     no_webp = "; WebP not tried: this Pillow has no WebP encoder" if got["webp_exact"] is None else ""
     return passed(f"torchvision {tv_version} decodes {', '.join(done)}{gpus}{no_webp}", measured=got)
@@ -112,6 +142,13 @@ def vision_decoders(ctx: Context) -> Result:
 # Full level, beside vision.import: torchvision.io needs the whole package, whose import pulls in torch._dynamo
 # (~1.4-2.3 s measured in the runtime image), which the quick run must not pay (vision.ops loads only the ops library).
 CHECKS = (
-    CheckSpec("vision.decoders", vision_decoders, "torchvision decodes JPEG (libjpeg-turbo), PNG, WebP; nvJPEG on "
-              "each GPU", Level.FULL, Needs(torch=True), timeout_s=60, preload=("torchvision",)),
+    CheckSpec(
+        "vision.decoders",
+        vision_decoders,
+        "torchvision decodes JPEG (libjpeg-turbo), PNG, WebP; nvJPEG on each GPU",
+        Level.FULL,
+        Needs(torch=True),
+        timeout_s=60,
+        preload=("torchvision",),
+    ),
 )

@@ -1,7 +1,6 @@
 """Which torchvision pairs with which torch (and CUDA), and what an import error says about the build: the pure
 rules of vision.ops and vision.import (envcheck.checks.vision runs them live)."""
 
-
 from __future__ import annotations
 
 import re
@@ -19,7 +18,11 @@ from envcheck.core.versions import (
 def matching_torchvision(torch_version: str) -> str | None:
     """The torchvision minor that pairs with a torch release (2.8 -> 0.23, 2.13 -> 0.28)."""
     numbers = release(torch_version)
-    return f"0.{torchvision_minor_for(numbers[1])}" if numbers and len(numbers) >= 2 and numbers[0] == 2 else None
+    return (
+        f"0.{torchvision_minor_for(numbers[1])}"
+        if numbers and len(numbers) >= 2 and numbers[0] == 2
+        else None
+    )
 
 
 def fix_command(torch_version: str) -> str:
@@ -27,8 +30,10 @@ def fix_command(torch_version: str) -> str:
     base = public(torch_version)
     tv = matching_torchvision(base)
     pair = f"torch=={base} torchvision=={tv}.*" if tv else "torch torchvision"
-    return (f"pip install --force-reinstall {pair} from ONE index (PyPI's CUDA wheels, or e.g. "
-            "--index-url https://download.pytorch.org/whl/cu128); a CUDA torchvision never works with a CPU torch")
+    return (
+        f"pip install --force-reinstall {pair} from ONE index (PyPI's CUDA wheels, or e.g. "
+        "--index-url https://download.pytorch.org/whl/cu128); a CUDA torchvision never works with a CPU torch"
+    )
 
 
 def cuda_text(value: object) -> str | None:
@@ -42,9 +47,14 @@ def pair_fix(torch_version: str, tv_version: str) -> str:
     """Both ways to make an unsupported pair match: the torch this torchvision was built for, or the reverse."""
     numbers = release(tv_version)
     torch_minor = torch_minor_for(numbers[1]) if numbers and len(numbers) >= 2 and numbers[0] == 0 else None
-    back = (f"pip install --force-reinstall torch==2.{torch_minor}.* torchvision=={tv_version}"
-            if torch_minor is not None else "")
-    return (f"{back} (the torch this torchvision was built for), or " if back else "") + fix_command(torch_version)
+    back = (
+        f"pip install --force-reinstall torch==2.{torch_minor}.* torchvision=={tv_version}"
+        if torch_minor is not None
+        else ""
+    )
+    return (f"{back} (the torch this torchvision was built for), or " if back else "") + fix_command(
+        torch_version
+    )
 
 
 def torch_pin(requires: list[str]) -> str | None:
@@ -63,7 +73,9 @@ def cuda_mismatch(torch_cuda: str | None, tv_cuda: str | None) -> str | None:
             return None
         return f"torchvision is built for CUDA {tv_cuda or 'none (CPU)'}, torch for CUDA {torch_cuda or 'none (CPU)'}"
     if (release(str(torch_cuda)) or (None,))[0] != (release(str(tv_cuda)) or (None,))[0]:
-        return f"torchvision is built for CUDA {tv_cuda}, torch for CUDA {torch_cuda} (different major versions)"
+        return (
+            f"torchvision is built for CUDA {tv_cuda}, torch for CUDA {torch_cuda} (different major versions)"
+        )
     return None
 
 
@@ -78,21 +90,30 @@ def pairing_problem(torch_version: str, tv_version: str, pin: str | None) -> str
         return f"torchvision {tv_version} was built for torch {pin}, but torch {torch_version} is installed"
     want = matching_torchvision(base)
     if want and (release(tv_version) or ())[:2] != release(want):
-        return (f"torch {torch_version} pairs with torchvision {want}.x, but torchvision {tv_version} is "
-                "installed (torch 2.m pairs with torchvision 0.(m+15))")
+        return (
+            f"torch {torch_version} pairs with torchvision {want}.x, but torchvision {tv_version} is "
+            "installed (torch 2.m pairs with torchvision 0.(m+15))"
+        )
     return None
 
 
 # What torchvision says when its C++ ops were built for another torch or CUDA than the one installed (a CUDA
 # torchvision on a CPU torch fails with the first; torchvision's own hint names the third).
-BUILD_MISMATCH = ("torchvision::nms does not exist", "undefined symbol", "couldn't load custom c++ ops",
-                  "compiled with a different version", "was compiled against")
+BUILD_MISMATCH = (
+    "torchvision::nms does not exist",
+    "undefined symbol",
+    "couldn't load custom c++ ops",
+    "compiled with a different version",
+    "was compiled against",
+)
 
 
 # Loading the ops library directly shows the loader's own reason, which torchvision's import hides behind
 # "operator torchvision::nms does not exist": a CUDA torchvision on a CPU torch cannot find CUDA's runtime.
-_CUDA_LIBRARY = re.compile(r"(lib(?:c10_cuda|torch_cuda|cudart|cublas\w*|cusparse|cufft|curand|cusolver|nvrtc|nvjpeg|nvToolsExt|"
-                           r"nvJitLink)\.so[.\d]*): cannot open shared object file")
+_CUDA_LIBRARY = re.compile(
+    r"(lib(?:c10_cuda|torch_cuda|cudart|cublas\w*|cusparse|cufft|curand|cusolver|nvrtc|nvjpeg|nvToolsExt|"
+    r"nvJitLink)\.so[.\d]*): cannot open shared object file"
+)
 
 
 def build_mismatch(error: str) -> str | None:
@@ -102,6 +123,8 @@ def build_mismatch(error: str) -> str | None:
         return "torchvision's C++ ops were built for another torch or CUDA than the one installed"
     missing = _CUDA_LIBRARY.search(error)
     if missing:
-        return (f"torchvision's C++ ops need {missing.group(1)}, a CUDA library this torch does not have: a "
-                "CUDA torchvision with a CPU-only torch, or one built for another CUDA major")
+        return (
+            f"torchvision's C++ ops need {missing.group(1)}, a CUDA library this torch does not have: a "
+            "CUDA torchvision with a CPU-only torch, or one built for another CUDA major"
+        )
     return None

@@ -45,11 +45,15 @@ def _field(data: dict[str, Any], key: str, where: str) -> Any:
         value = float(value)
     elif key == "busbw_floor_bytes":
         if not isinstance(value, int) or isinstance(value, bool) or not 4 <= value <= 1024**4 or value % 4:
-            raise ValueError(f"{where}: busbw_floor_bytes = {value!r} must be the floor's all-reduce message size in "
-                             "bytes, a multiple of 4 (16 GiB = 17179869184)")
+            raise ValueError(
+                f"{where}: busbw_floor_bytes = {value!r} must be the floor's all-reduce message size in "
+                "bytes, a multiple of 4 (16 GiB = 17179869184)"
+            )
     elif key == "driver_floor":
         if not isinstance(value, str) or not _DRIVER.fullmatch(value):
-            raise ValueError(f"{where}: driver_floor = {value!r} must be a driver version such as \"535.104.05\"")
+            raise ValueError(
+                f'{where}: driver_floor = {value!r} must be a driver version such as "535.104.05"'
+            )
     elif key == "level":
         if value not in LEVELS:
             raise ValueError(f"{where}: level = {value!r} must be one of {', '.join(LEVELS)}")
@@ -68,10 +72,11 @@ def parse(text: str, name: str, where: str) -> ProfileOptions:
     # [baseline]: a fleet's learned baseline (`envcheck fleet --write-baseline`), read by `envcheck fleet --baseline`
     unknown = sorted(set(data) - known - {"sources", "baseline"})
     if unknown:
-        raise ValueError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(sorted(known))}, [sources], "
-                         "[baseline]")
+        raise ValueError(
+            f"{where}: unknown field {unknown[0]!r}; known: {', '.join(sorted(known))}, [sources], [baseline]"
+        )
     if "sources" in data and not isinstance(data["sources"], dict):
-        raise ValueError(f"{where}: sources must be a table of field = \"where the value comes from\"")
+        raise ValueError(f'{where}: sources must be a table of field = "where the value comes from"')
     values = {key: _field(data, key, where) for key in sorted(known) if key in data}
     if not any(k in values for k in ("gpu_model", "gpu_count", "driver_floor", "nvlink_links", "pcie_gen")):
         raise ValueError(f"{where}: expects nothing; set at least gpu_model or gpu_count")
@@ -81,7 +86,9 @@ def parse(text: str, name: str, where: str) -> ProfileOptions:
 def load(spec: str) -> ProfileOptions:
     """A built-in profile by name, else a TOML file by path; ValueError with one line on failure."""
     if re.fullmatch(r"[a-z0-9][a-z0-9-]*", spec) and (BUILT_IN / f"{spec}.toml").is_file():
-        return parse((BUILT_IN / f"{spec}.toml").read_text(encoding="utf-8"), spec, f"built-in profile {spec}")
+        return parse(
+            (BUILT_IN / f"{spec}.toml").read_text(encoding="utf-8"), spec, f"built-in profile {spec}"
+        )
     path = Path(spec)
     if not path.suffix and os.sep not in spec:
         raise ValueError(f"no built-in profile {spec!r} and no such file; built-in: {', '.join(built_in())}")

@@ -32,8 +32,11 @@ def own_failure(mode: Mode | None, code: int, what: str) -> int:
     if mode is None:
         raise FatalError(what, exit_code=ExitCode.INTERNAL)
     try:
-        print(f"envcheck: warning: {one_line(' '.join(what.split()))[:300]} (envcheck's own failure, not the node's)",
-              file=sys.stderr, flush=True)
+        print(
+            f"envcheck: warning: {one_line(' '.join(what.split()))[:300]} (envcheck's own failure, not the node's)",
+            file=sys.stderr,
+            flush=True,
+        )
     except (OSError, ValueError):  # a full or closed stderr: nothing more to say
         pass
     if mode is Mode.NPD:
@@ -52,11 +55,15 @@ def describe(exc: BaseException, save_bug: Callable[[], str | None] = lambda: No
     if isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.ENOMEM):
         return process_start_problem(exc)
     if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
-        return (f"too many open files (ulimit -n: {_limit(resource.RLIMIT_NOFILE)}); envcheck cannot start its "
-                f"workers; raise it (ulimit -n {MIN_NOFILE * 16})")
+        return (
+            f"too many open files (ulimit -n: {_limit(resource.RLIMIT_NOFILE)}); envcheck cannot start its "
+            f"workers; raise it (ulimit -n {MIN_NOFILE * 16})"
+        )
     if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
-        return (f"cannot start a thread: the user's process limit is reached (ulimit -u: "
-                f"{_limit(resource.RLIMIT_NPROC)}); raise it (ulimit -u) or end other processes of this user")
+        return (
+            f"cannot start a thread: the user's process limit is reached (ulimit -u: "
+            f"{_limit(resource.RLIMIT_NPROC)}); raise it (ulimit -u) or end other processes of this user"
+        )
     if isinstance(exc, OSError):
         return f"envcheck could not finish: {exc.strerror or exc}"
     where = save_bug()
@@ -77,8 +84,10 @@ def raise_nofile() -> str | None:
         target = soft
     if target >= MIN_NOFILE:
         return None
-    return (f"ulimit -n is {soft} (hard limit {hard}): envcheck needs {MIN_NOFILE} open files to start its "
-            f"workers; raise it (ulimit -n {MIN_NOFILE * 16})")
+    return (
+        f"ulimit -n is {soft} (hard limit {hard}): envcheck needs {MIN_NOFILE} open files to start its "
+        f"workers; raise it (ulimit -n {MIN_NOFILE * 16})"
+    )
 
 
 def guarded(mode: Mode, body: Callable[[], int], save_bug: Callable[[], str | None] = lambda: None) -> int:

@@ -30,8 +30,10 @@ PREFLIGHT_NODE = ExitCode.PREFLIGHT_NODE  # preflight: retry elsewhere (the node
 REASON_MAX = 200
 # The job user's limits ran out (envcheck.core.hardening): `config`, never the node's; npd cannot judge the node then.
 LIMIT_CODES = frozenset({NPROC_LOW, NOFILE_LOW})
-LOST_GPU_FIX = ("check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
-                "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`")  # scontrol's Reason= is free text; keep it one short line
+LOST_GPU_FIX = (
+    "check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
+    "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`"
+)  # scontrol's Reason= is free text; keep it one short line
 
 
 class Mode(str, enum.Enum):
@@ -84,11 +86,15 @@ def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | 
     for r in results:
         if _lost_gpu(r, expect_gpus):
             if r.code == GPU_COUNT:
-                summary = f"{r.measured.get('gpus')} GPU(s) visible, {expect_gpus} expected: this node lost GPUs"
+                summary = (
+                    f"{r.measured.get('gpus')} GPU(s) visible, {expect_gpus} expected: this node lost GPUs"
+                )
             else:
                 problem = str(r.measured["findings"][0].get("problem", "")).split(":")[0]
                 summary = f"{expect_gpus} GPU(s) expected, none visible: {problem}"
-            r = replace(r, fault_class=FaultClass.NODE, summary=summary, remediation=LOST_GPU_FIX, code=GPU_LOST)
+            r = replace(
+                r, fault_class=FaultClass.NODE, summary=summary, remediation=LOST_GPU_FIX, code=GPU_LOST
+            )
         out.append(r)
     return out
 
@@ -97,11 +103,18 @@ def decide(results: Sequence[Result], mode: Mode) -> Decision:
     """The exit code and messages for `mode`; see docs/cluster.md for the table."""
     bad = [r for r in results if r.status.is_bad]
     node = [r for r in bad if r.fault_class is FaultClass.NODE]
-    warnings = tuple(one_line(r) for r in results
-                     if r.status is Status.WARN or (r.status.is_bad and r.fault_class is not FaultClass.NODE))
+    warnings = tuple(
+        one_line(r)
+        for r in results
+        if r.status is Status.WARN or (r.status.is_bad and r.fault_class is not FaultClass.NODE)
+    )
     if node:
-        code = {Mode.PROLOG: NODE_FAULT, Mode.NPD: NODE_FAULT, Mode.HEALTH: NODE_FAULT,
-                Mode.PREFLIGHT: PREFLIGHT_NODE}[mode]
+        code = {
+            Mode.PROLOG: NODE_FAULT,
+            Mode.NPD: NODE_FAULT,
+            Mode.HEALTH: NODE_FAULT,
+            Mode.PREFLIGHT: PREFLIGHT_NODE,
+        }[mode]
         more = f" (+{len(node) - 1} more node faults)" if len(node) > 1 else ""
         reason = one_line(node[0], REASON_MAX - len(more)) + more  # the whole line stays within REASON_MAX
         return Decision(code, reason, warnings)

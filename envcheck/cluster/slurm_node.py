@@ -100,7 +100,9 @@ def _slurm(*argv: str) -> tuple[str | None, str]:
     if path is None:
         return None, f"{argv[0]} not found on PATH"
     try:
-        done = subprocess.run([path, *argv[1:]], capture_output=True, text=True, timeout=SLURM_CALL_S, check=False)
+        done = subprocess.run(
+            [path, *argv[1:]], capture_output=True, text=True, timeout=SLURM_CALL_S, check=False
+        )
     except subprocess.TimeoutExpired:
         return None, f"{argv[0]} did not answer within {SLURM_CALL_S:g} s"
     except OSError as exc:
@@ -124,18 +126,22 @@ def read_node(name: str) -> Node | str:
 
 def _named_check(reason: str) -> str | None:
     """'gpu.health' from 'envcheck: [node] gpu.health: ...'."""
-    body = reason[len(PREFIX):].strip()
+    body = reason[len(PREFIX) :].strip()
     if body.startswith("[node] "):
-        return body[len("[node] "):].split(":", 1)[0].strip() or None
+        return body[len("[node] ") :].split(":", 1)[0].strip() or None
     return None
 
 
 def _passes(results: Sequence[Result], check: str) -> bool:
-    return any(r.name == check and r.status in (Status.PASS, Status.WARN) and r.fault_class is not FaultClass.NODE
-               for r in results)
+    return any(
+        r.name == check and r.status in (Status.PASS, Status.WARN) and r.fault_class is not FaultClass.NODE
+        for r in results
+    )
 
 
-def act(reason: str, results: Sequence[Result], env: Mapping[str, str], resume_hold: str | None = None) -> list[str]:
+def act(
+    reason: str, results: Sequence[Result], env: Mapping[str, str], resume_hold: str | None = None
+) -> list[str]:
     """The health check's action on this node (SLURMD_NODENAME, else the short host name): drain with envcheck's
     reason on a node fault, resume an envcheck drain whose check passes again (unless `resume_hold` says why not
     yet: too few clean runs in a row, cluster.streaks); what it did, one line each."""
@@ -157,7 +163,9 @@ def act(reason: str, results: Sequence[Result], env: Mapping[str, str], resume_h
         return []
     check = _named_check(node.reason)
     if check is None or not _passes(results, check):
-        return [f"node {name} stays drained: {check or 'its check'} did not pass in this run ({node.reason[:80]})"]
+        return [
+            f"node {name} stays drained: {check or 'its check'} did not pass in this run ({node.reason[:80]})"
+        ]
     if resume_hold:
         return [f"node {name} stays drained: {check} passes, {resume_hold} ({node.reason[:80]})"]
     _, problem = _slurm("scontrol", "update", f"NodeName={name}", "State=RESUME")

@@ -50,8 +50,13 @@ class State:
 
     def to_dict(self) -> dict[str, Any]:
         """The state file's JSON."""
-        return {"version": STATE_VERSION, "updated": time.time(), "runs": self.runs, "clean_runs": self.clean_runs,
-                "soft": self.soft}
+        return {
+            "version": STATE_VERSION,
+            "updated": time.time(),
+            "runs": self.runs,
+            "clean_runs": self.clean_runs,
+            "soft": self.soft,
+        }
 
     @classmethod
     def from_dict(cls, data: Any) -> State:
@@ -59,8 +64,10 @@ class State:
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise ValueError("not a health-streaks state of this envcheck")
         soft = data.get("soft")
-        if not isinstance(soft, dict) or not all(isinstance(v, dict) and isinstance(v.get("runs"), int)
-                                                 and isinstance(v.get("check"), str) for v in soft.values()):
+        if not isinstance(soft, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("runs"), int) and isinstance(v.get("check"), str)
+            for v in soft.values()
+        ):
             raise ValueError("its soft findings are malformed")
         clean, runs = data.get("clean_runs"), data.get("runs")
         if not isinstance(clean, int) or not isinstance(runs, int) or clean < 0 or runs < 0:
@@ -89,8 +96,11 @@ def codes_of(result: Result) -> list[str]:
 
 def is_soft(result: Result) -> bool:
     """A node finding (warning or failure) whose codes are all soft."""
-    return result.fault_class is FaultClass.NODE and result.status in (Status.WARN, Status.FAIL) and \
-        all_soft(codes_of(result))
+    return (
+        result.fault_class is FaultClass.NODE
+        and result.status in (Status.WARN, Status.FAIL)
+        and all_soft(codes_of(result))
+    )
 
 
 def is_hard(result: Result) -> bool:
@@ -110,8 +120,12 @@ def hold(results: Sequence[Result], previous: State, policy: Policy, now: float)
             soft[code] = entry  # its check did not run: no evidence either way
     for code, check in soft_now.items():
         before = previous.soft.get(code) or {}
-        soft[code] = {"check": check, "runs": int(before.get("runs", 0)) + 1, "first": before.get("first", now),
-                      "last": now}
+        soft[code] = {
+            "check": check,
+            "runs": int(before.get("runs", 0)) + 1,
+            "first": before.get("first", now),
+            "last": now,
+        }
     clean = not soft_now and not any(is_hard(r) for r in results)
     state = State(soft, previous.clean_runs + 1 if clean else 0, previous.runs + 1)
     effective = []
@@ -121,11 +135,18 @@ def hold(results: Sequence[Result], previous: State, policy: Policy, now: float)
             if streak >= policy.drain_after:
                 r = replace(r, status=Status.FAIL, summary=f"{r.summary} (in {streak} health runs in a row)")
             else:
-                r = replace(r, status=Status.WARN, summary=f"{r.summary} (soft: {streak} of {policy.drain_after} "
-                                                            "health runs in a row before a drain)")
+                r = replace(
+                    r,
+                    status=Status.WARN,
+                    summary=f"{r.summary} (soft: {streak} of {policy.drain_after} "
+                    "health runs in a row before a drain)",
+                )
         effective.append(r)
-    wait = None if state.clean_runs >= policy.resume_after else \
-        f"clean run {state.clean_runs} of {policy.resume_after} before a resume"
+    wait = (
+        None
+        if state.clean_runs >= policy.resume_after
+        else f"clean run {state.clean_runs} of {policy.resume_after} before a resume"
+    )
     return Held(effective, state, clean, notes, wait)
 
 
@@ -167,16 +188,24 @@ def save(path: Path, state: State) -> str | None:
     return None
 
 
-KEEPERS = (STATE_VAR, "ENVCHECK_SLURM_STATE", "SLURMD_NODENAME")  # a health check run as slurmd runs it, or told where
+KEEPERS = (
+    STATE_VAR,
+    "ENVCHECK_SLURM_STATE",
+    "SLURMD_NODENAME",
+)  # a health check run as slurmd runs it, or told where
 
 
-def apply(results: Sequence[Result], env: Mapping[str, str], policy: Policy, now: float | None = None) -> Held:
+def apply(
+    results: Sequence[Result], env: Mapping[str, str], policy: Policy, now: float | None = None
+) -> Held:
     """Load the state, count this run, save it: the health mode's hook (see the module docstring). Kept only when the
     health check runs as slurmd runs it (SLURMD_NODENAME, which docs/cluster/slurm-health.sh always sets) or is told
     where (ENVCHECK_HEALTH_STATE, ENVCHECK_SLURM_STATE); otherwise every run is a first run and nothing is written."""
     if not any(env.get(k) for k in KEEPERS):
         held = hold(results, State(), policy, time.time() if now is None else now)
-        unkept = [f"no health streaks kept ({', '.join(KEEPERS)} unset): a soft finding cannot build a streak here"]
+        unkept = [
+            f"no health streaks kept ({', '.join(KEEPERS)} unset): a soft finding cannot build a streak here"
+        ]
         return replace(held, notes=unkept if any(is_soft(r) for r in results) else [])
     path = state_path(env)
     previous, note = load(path)

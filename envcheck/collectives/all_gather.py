@@ -21,7 +21,9 @@ def run(rc: RankContext) -> dict[str, Any]:
     mine = pattern.gather_pattern(rc.rank, COUNT, rc.device)
     rc.progress("all_gather")
     dist.all_gather(parts, mine)
-    wrong = sum(pattern.count_wrong(p, pattern.gather_pattern(r, COUNT, rc.device))[0] for r, p in enumerate(parts))
+    wrong = sum(
+        pattern.count_wrong(p, pattern.gather_pattern(r, COUNT, rc.device))[0] for r, p in enumerate(parts)
+    )
     return {"elements": COUNT * rc.world, "wrong": wrong}
 
 

@@ -55,17 +55,31 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
             measured[f"tolerance_{dtype}"] = findings[0]["all_reduce"][dtype]["tolerance"]
         if wrong:
             problems.append(f"#wrong {wrong} of {elements} {dtype} elements")
-    first = [(f["rank"], f["all_reduce"]["float32"]) for f in findings
-             if f["all_reduce"]["float32"]["first_wrong_index"] is not None]
+    first = [
+        (f["rank"], f["all_reduce"]["float32"])
+        for f in findings
+        if f["all_reduce"]["float32"]["first_wrong_index"] is not None
+    ]
     expected = {"wrong_float32": 0, "wrong_bfloat16": 0, "wrong_float16": 0}
     if problems:
         detail = ""
         if first:
             rank, info = first[0]
-            detail = (f"rank {rank}: first wrong float32 element {info['first_wrong_index']} = "
-                      f"{info['first_wrong_value']}, expected {info['first_expected_value']}")
-        return failed(f"all_reduce over {scope(backend, world)} gave wrong results: {'; '.join(problems)}",
-                      WRONG_REMEDIATION, measured=measured, expected=expected, details=detail, fault_class=FaultClass.NODE)
-    return passed(f"all_reduce over {scope(backend, world)}: float32 exact on "
-                  f"{measured['elements_float32']} elements (#wrong 0); bfloat16/float16 exact too",
-                  measured=measured, expected=expected)
+            detail = (
+                f"rank {rank}: first wrong float32 element {info['first_wrong_index']} = "
+                f"{info['first_wrong_value']}, expected {info['first_expected_value']}"
+            )
+        return failed(
+            f"all_reduce over {scope(backend, world)} gave wrong results: {'; '.join(problems)}",
+            WRONG_REMEDIATION,
+            measured=measured,
+            expected=expected,
+            details=detail,
+            fault_class=FaultClass.NODE,
+        )
+    return passed(
+        f"all_reduce over {scope(backend, world)}: float32 exact on "
+        f"{measured['elements_float32']} elements (#wrong 0); bfloat16/float16 exact too",
+        measured=measured,
+        expected=expected,
+    )

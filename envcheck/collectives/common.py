@@ -51,9 +51,12 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
     # so the NCCL ranks can be forked from it (launch.can_fork) instead of each importing torch again.
     if torch.cuda.device_count() > 0 and not ctx.allow_cpu:
         if not dist.is_nccl_available():
-            return failed("CUDA is available but this torch build has no NCCL backend",
-                          "install a CUDA build of torch (pip install torch --index-url "
-                          "https://download.pytorch.org/whl/cu128)", fault_class=FaultClass.IMAGE)
+            return failed(
+                "CUDA is available but this torch build has no NCCL backend",
+                "install a CUDA build of torch (pip install torch --index-url "
+                "https://download.pytorch.org/whl/cu128)",
+                fault_class=FaultClass.IMAGE,
+            )
         return "nccl", int(torch.cuda.device_count())
     ranks = ctx.options.dist.cpu_ranks
     if ranks < 1:
@@ -63,8 +66,9 @@ def choose_ranks(ctx: Context) -> tuple[str, int] | Result:
     return "gloo", ranks
 
 
-def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher = launch
-                          ) -> tuple[LaunchOutcome, str | None, list[str]]:
+def launch_with_bisection(
+    plan: LaunchPlan, budget_s: float, launcher: Launcher = launch
+) -> tuple[LaunchOutcome, str | None, list[str]]:
     """Launch; on an NCCL transport failure retry with transports disabled. Returns (outcome, fixed-by, notes).
 
     A slow start (ranks still importing torch or initialising when the deadline hit, see
@@ -82,11 +86,15 @@ def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher 
     if diagnosis.slow_start(first):
         left = budget_s - (time.monotonic() - began)
         if left < MIN_RETRY_S:
-            notes.append(f"slow start ({diagnosis.describe_slow_start(first)}); no retry: {left:.0f}s of budget left")
+            notes.append(
+                f"slow start ({diagnosis.describe_slow_start(first)}); no retry: {left:.0f}s of budget left"
+            )
             return first, None, notes
         retry = replace(plan, deadline_s=min(plan.deadline_s * SLOW_START_FACTOR, left - 2.0))
-        notes.append(f"slow start ({diagnosis.describe_slow_start(first)}); retried unchanged with a "
-                     f"{retry.deadline_s:.0f}s deadline")
+        notes.append(
+            f"slow start ({diagnosis.describe_slow_start(first)}); retried unchanged with a "
+            f"{retry.deadline_s:.0f}s deadline"
+        )
         first = launcher(retry)
         if first.ok or diagnosis.slow_start(first):
             return first, None, notes
@@ -104,29 +112,46 @@ def launch_with_bisection(plan: LaunchPlan, budget_s: float, launcher: Launcher 
 
 def launch_failure(outcome: LaunchOutcome, notes: list[str]) -> Result:
     """FAIL naming the ranks that stalled or died (or were still starting), with every rank's log."""
-    measured = {"ranks": diagnosis.rank_table(outcome), "elapsed_s": outcome.elapsed_s,
-                "deadline_s": outcome.plan.deadline_s, "bisection": notes}
+    measured = {
+        "ranks": diagnosis.rank_table(outcome),
+        "elapsed_s": outcome.elapsed_s,
+        "deadline_s": outcome.plan.deadline_s,
+        "bisection": notes,
+    }
     limit = diagnosis.limit_cause(diagnosis.failure_details(outcome), len(outcome.ranks))
     if limit:  # the job user's ulimit, not the node: config (runtime.nproc_low/nofile_low), never a drain
         low = nofile_low if limit == "nofile" else nproc_low
         what = f"{outcome.plan.backend} ranks could not start their processes or threads"
         return replace(low(what), measured=measured, details=diagnosis.failure_details(outcome))
     if diagnosis.slow_start(outcome):
-        return failed(f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
-                      f"failure): {diagnosis.describe_slow_start(outcome)}",
-                      diagnosis.SLOW_START_REMEDIATION, measured=measured,
-                      details=diagnosis.failure_details(outcome), fault_class=FaultClass.NODE)
+        return failed(
+            f"{outcome.plan.backend} ranks did not start in time (slow start, not a transport "
+            f"failure): {diagnosis.describe_slow_start(outcome)}",
+            diagnosis.SLOW_START_REMEDIATION,
+            measured=measured,
+            details=diagnosis.failure_details(outcome),
+            fault_class=FaultClass.NODE,
+        )
     try:  # the interface the ranks' socket variable names is missing: the cause, not the transport
         cause = interface_cause(diagnosis.failure_details(outcome), _rank_env(outcome.plan), interfaces())
     except OSError:
         cause = None
     if cause:
-        return failed(f"{outcome.plan.backend} ranks failed to initialise: {cause[0]}", cause[1],
-                      measured=measured, details=diagnosis.failure_details(outcome), fault_class=FaultClass.CONFIG)
+        return failed(
+            f"{outcome.plan.backend} ranks failed to initialise: {cause[0]}",
+            cause[1],
+            measured=measured,
+            details=diagnosis.failure_details(outcome),
+            fault_class=FaultClass.CONFIG,
+        )
     summary = diagnosis.describe_failure(outcome)
-    return failed(f"{outcome.plan.backend} ranks failed: {summary}",
-                  diagnosis.remediation_for(outcome.plan.backend),
-                  measured=measured, details=diagnosis.failure_details(outcome), fault_class=FaultClass.NODE)
+    return failed(
+        f"{outcome.plan.backend} ranks failed: {summary}",
+        diagnosis.remediation_for(outcome.plan.backend),
+        measured=measured,
+        details=diagnosis.failure_details(outcome),
+        fault_class=FaultClass.NODE,
+    )
 
 
 def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> Result:
@@ -136,16 +161,24 @@ def transport_fixed(result: Result, transport: str, outcome: LaunchOutcome) -> R
     env = " ".join(f"{k}={v}" for k, v in outcome.plan.env)
     shm = shm_bytes()
     if transport == "SHM" and isinstance(shm, int) and shm < MIN_SHM_BYTES:
-        return failed(f"NCCL failed with default transports but passed with {env}: its shared-memory transport "
-                      f"needs more than this /dev/shm of {shm / 2**20:.0f} MiB ({result.summary})",
-                      f"give the job shared memory: {SHM_FIX}; until then export {env}",
-                      measured={**result.measured, "fixed_by": env, "shm_bytes": shm}, details=result.details,
-                      fault_class=FaultClass.CONFIG, code=SHM_SMALL)
-    return failed(f"NCCL failed with default transports but passed with {env}: the {transport} transport "
-                  f"is broken here ({result.summary})",
-                  f"Export {env} for now; fix the cause: for P2P check IOMMU/ACS (iommu=pt) and "
-                  "`nvidia-smi topo -m`; for SHM give the container --ipc=host or --shm-size=8g",
-                  measured={**result.measured, "fixed_by": env}, details=result.details, fault_class=FaultClass.NODE)
+        return failed(
+            f"NCCL failed with default transports but passed with {env}: its shared-memory transport "
+            f"needs more than this /dev/shm of {shm / 2**20:.0f} MiB ({result.summary})",
+            f"give the job shared memory: {SHM_FIX}; until then export {env}",
+            measured={**result.measured, "fixed_by": env, "shm_bytes": shm},
+            details=result.details,
+            fault_class=FaultClass.CONFIG,
+            code=SHM_SMALL,
+        )
+    return failed(
+        f"NCCL failed with default transports but passed with {env}: the {transport} transport "
+        f"is broken here ({result.summary})",
+        f"Export {env} for now; fix the cause: for P2P check IOMMU/ACS (iommu=pt) and "
+        "`nvidia-smi topo -m`; for SHM give the container --ipc=host or --shm-size=8g",
+        measured={**result.measured, "fixed_by": env},
+        details=result.details,
+        fault_class=FaultClass.NODE,
+    )
 
 
 def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> LaunchPlan | Result:
@@ -155,8 +188,9 @@ def correctness_plan(ctx: Context, began: float, steps: tuple[str, ...]) -> Laun
         return chosen
     backend, world = chosen
     left = ALL_REDUCE_TIMEOUT_S - MARGIN_S - (time.monotonic() - began)
-    return LaunchPlan(backend, world, steps, max(2.0, min(CORRECTNESS_DEADLINE_S[backend], left)),
-                      start="fork")
+    return LaunchPlan(
+        backend, world, steps, max(2.0, min(CORRECTNESS_DEADLINE_S[backend], left)), start="fork"
+    )
 
 
 def correctness_check(ctx: Context, judges: Mapping[str, Judge], launcher: Launcher = launch) -> Result:
@@ -173,8 +207,9 @@ def correctness_check(ctx: Context, judges: Mapping[str, Judge], launcher: Launc
     if not outcome.ok:
         return launch_failure(outcome, notes)
     findings = [r.found or {} for r in outcome.ranks]
-    result = combine([judge(findings, plan.backend, plan.world_size, ctx.options.dist)
-                      for judge in judges.values()])
+    result = combine(
+        [judge(findings, plan.backend, plan.world_size, ctx.options.dist) for judge in judges.values()]
+    )
     if notes:
         result = replace(result, measured={**result.measured, "launch_notes": notes})
     return transport_fixed(result, fixed_by, outcome) if fixed_by else result

@@ -45,24 +45,34 @@ def _by_value(arrivals: Mapping[int, Mapping[str, Any]], get: Any) -> dict[str, 
     return groups
 
 
-def _missing(world: int, arrivals: Mapping[int, Mapping[str, Any]], master: Mapping[str, Any],
-             layout: list[str] | None, waited_s: float) -> Result | None:
+def _missing(
+    world: int,
+    arrivals: Mapping[int, Mapping[str, Any]],
+    master: Mapping[str, Any],
+    layout: list[str] | None,
+    waited_s: float,
+) -> Result | None:
     missing = [r for r in range(world) if r not in arrivals]
     if not missing:
         return None
     named = ", ".join(f"rank {r} (on {_node_of(r, arrivals, layout)})" for r in missing[:8])
     more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
     where = f"{master['name']}:{master['port']}"
-    seen = (f"; {master['name']} resolves to {', '.join(master['addresses'])} on {master['node']}"
-            if master.get("addresses") else "")
+    seen = (
+        f"; {master['name']} resolves to {', '.join(master['addresses'])} on {master['node']}"
+        if master.get("addresses")
+        else ""
+    )
     first = _node_of(missing[0], arrivals, layout)
-    return failed(f"{named}{more} never reached the rendezvous store {where} within {waited_s:.0f}s{seen}",
-                  f"that rank's own line in the job's output says why; on {first}: `getent hosts {master['name']}` "
-                  f"and `python -c 'import socket; socket.create_connection((\"{master['name']}\", {master['port']}), 5)'` "
-                  "(a missing hosts/DNS entry, a down link, or a firewall on the port)",
-                  measured={"missing_ranks": missing, "arrived": len(arrivals), "world_size": world,
-                            "store": where}, fault_class=FaultClass.NODE,
-                  code=MISSING_RANK)
+    return failed(
+        f"{named}{more} never reached the rendezvous store {where} within {waited_s:.0f}s{seen}",
+        f"that rank's own line in the job's output says why; on {first}: `getent hosts {master['name']}` "
+        f"and `python -c 'import socket; socket.create_connection((\"{master['name']}\", {master['port']}), 5)'` "
+        "(a missing hosts/DNS entry, a down link, or a firewall on the port)",
+        measured={"missing_ranks": missing, "arrived": len(arrivals), "world_size": world, "store": where},
+        fault_class=FaultClass.NODE,
+        code=MISSING_RANK,
+    )
 
 
 def _unresolved(arrivals: Mapping[int, Mapping[str, Any]], master: Mapping[str, Any]) -> Result | None:
@@ -72,18 +82,24 @@ def _unresolved(arrivals: Mapping[int, Mapping[str, Any]], master: Mapping[str, 
     name = master["name"]
     nodes = sorted({str(f["node"]) for f in lost})
     found = lost[0]["reach"]
-    elsewhere = {str(f["node"]): f["reach"]["addresses"] for f in arrivals.values()
-                 if f.get("reach") and f["reach"]["addresses"]}
+    elsewhere = {
+        str(f["node"]): f["reach"]["addresses"]
+        for f in arrivals.values()
+        if f.get("reach") and f["reach"]["addresses"]
+    }
     if master.get("addresses"):
         elsewhere.setdefault(str(master["node"]), master["addresses"])
     seen = "; ".join(f"on {n}: {', '.join(a)}" for n, a in sorted(elsewhere.items())) or "nowhere"
     slurm = f"; Slurm's NodeAddr for {name} is {found['slurm_addr']}" if found.get("slurm_addr") else ""
-    return failed(f"MASTER_ADDR {name!r} does not resolve on {', '.join(nodes)} ({found['resolve_error']}); "
-                  f"it resolves {seen}{slurm}",
-                  f"add {name} to {', '.join(nodes)}'s /etc/hosts or DNS (`getent hosts {name}` must answer there), "
-                  f"or set MASTER_ADDR to an address every node reaches",
-                  measured={"name": name, "unresolved_on": nodes, "resolved": elsewhere},
-                  fault_class=FaultClass.NODE, code=UNRESOLVED)
+    return failed(
+        f"MASTER_ADDR {name!r} does not resolve on {', '.join(nodes)} ({found['resolve_error']}); "
+        f"it resolves {seen}{slurm}",
+        f"add {name} to {', '.join(nodes)}'s /etc/hosts or DNS (`getent hosts {name}` must answer there), "
+        f"or set MASTER_ADDR to an address every node reaches",
+        measured={"name": name, "unresolved_on": nodes, "resolved": elsewhere},
+        fault_class=FaultClass.NODE,
+        code=UNRESOLVED,
+    )
 
 
 def _interfaces(arrivals: Mapping[int, Mapping[str, Any]]) -> Result | None:
@@ -92,9 +108,14 @@ def _interfaces(arrivals: Mapping[int, Mapping[str, Any]]) -> Result | None:
         return None
     (node, var), first = next(iter(bad.items()))
     named = "; ".join(f"on {n}: {p['text']}" for (n, _), p in bad.items())
-    return failed(f"{var}={first['value']} names no usable interface on {', '.join(sorted({n for n, _ in bad}))}: "
-                  f"{named}", f"on {node}: {first['fix']}", measured={"problems": list(bad.values())},
-                  fault_class=FaultClass.CONFIG, code=INTERFACE)
+    return failed(
+        f"{var}={first['value']} names no usable interface on {', '.join(sorted({n for n, _ in bad}))}: "
+        f"{named}",
+        f"on {node}: {first['fix']}",
+        measured={"problems": list(bad.values())},
+        fault_class=FaultClass.CONFIG,
+        code=INTERFACE,
+    )
 
 
 def _versions(arrivals: Mapping[int, Mapping[str, Any]]) -> Result | None:
@@ -105,23 +126,31 @@ def _versions(arrivals: Mapping[int, Mapping[str, Any]]) -> Result | None:
             differ[key] = groups
     if not differ:
         return None
-    text = "; ".join(f"{key} " + ", ".join(f"{v} on {', '.join(nodes)}" for v, nodes in groups.items())
-                     for key, groups in differ.items())
-    return failed(f"versions differ across nodes: {text}",
-                  "run every node from the same image or environment (same torch, NCCL and envcheck); "
-                  "`python -m envcheck facts` on each node shows which one drifted",
-                  measured={"differ": differ}, fault_class=FaultClass.CONFIG,
-                  code=VERSIONS)
+    text = "; ".join(
+        f"{key} " + ", ".join(f"{v} on {', '.join(nodes)}" for v, nodes in groups.items())
+        for key, groups in differ.items()
+    )
+    return failed(
+        f"versions differ across nodes: {text}",
+        "run every node from the same image or environment (same torch, NCCL and envcheck); "
+        "`python -m envcheck facts` on each node shows which one drifted",
+        measured={"differ": differ},
+        fault_class=FaultClass.CONFIG,
+        code=VERSIONS,
+    )
 
 
-def _clock(arrivals: Mapping[int, Mapping[str, Any]], seen_at: Mapping[int, float],
-           master: Mapping[str, Any]) -> Result | None:
+def _clock(
+    arrivals: Mapping[int, Mapping[str, Any]], seen_at: Mapping[int, float], master: Mapping[str, Any]
+) -> Result | None:
     skews = {str(f["node"]): float(f["time"]) - seen_at[r] for r, f in arrivals.items() if r in seen_at}
     node, skew = max(skews.items(), key=lambda kv: abs(kv[1]), default=("", 0.0))
     if abs(skew) < SKEW_WARN_S:
         return None
-    text = (f"{node}'s clock is {abs(skew):.1f}s {'ahead of' if skew > 0 else 'behind'} {master['node']}'s "
-            f"(rank 0): torch elastic's rendezvous drops a node whose heartbeat looks {SKEW_FAIL_S:g}s old")
+    text = (
+        f"{node}'s clock is {abs(skew):.1f}s {'ahead of' if skew > 0 else 'behind'} {master['node']}'s "
+        f"(rank 0): torch elastic's rendezvous drops a node whose heartbeat looks {SKEW_FAIL_S:g}s old"
+    )
     fix = f"sync {node}'s clock (chronyc tracking / timedatectl show on {node}) before a multi-node run"
     measured = {"skew_s": {n: round(s, 3) for n, s in skews.items()}}
     if abs(skew) >= SKEW_FAIL_S:
@@ -129,11 +158,26 @@ def _clock(arrivals: Mapping[int, Mapping[str, Any]], seen_at: Mapping[int, floa
     return warned(text, fix, measured=measured, fault_class=FaultClass.NODE, code=CLOCK_SKEW)
 
 
-def judge_roll_call(world: int, arrivals: Mapping[int, Mapping[str, Any]], master: Mapping[str, Any],
-                    layout: list[str] | None, waited_s: float, seen_at: Mapping[int, float]) -> Result | None:
+def judge_roll_call(
+    world: int,
+    arrivals: Mapping[int, Mapping[str, Any]],
+    master: Mapping[str, Any],
+    layout: list[str] | None,
+    waited_s: float,
+    seen_at: Mapping[int, float],
+) -> Result | None:
     """One dist.rendezvous result naming every cause found, most basic first (None when the roll call is clean)."""
-    found = [r for r in (_missing(world, arrivals, master, layout, waited_s), _unresolved(arrivals, master),
-                         _interfaces(arrivals), _versions(arrivals), _clock(arrivals, seen_at, master)) if r]
+    found = [
+        r
+        for r in (
+            _missing(world, arrivals, master, layout, waited_s),
+            _unresolved(arrivals, master),
+            _interfaces(arrivals),
+            _versions(arrivals),
+            _clock(arrivals, seen_at, master),
+        )
+        if r
+    ]
     if not found:
         return None
     return (found[0] if len(found) == 1 else combine(found)).named(NAME, waited_s)

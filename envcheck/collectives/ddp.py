@@ -44,24 +44,36 @@ class DdpCase:
     unused: bool  # find_unused_parameters, with a branch the forward skips
     hook: str
     accumulate: int  # micro-batches per step (the first ones under no_sync())
-    scale: float = 1.0  # loss scale putting the largest gradient above 32752 (its double is past float16's 65504)
-    same_shards: bool = False  # every rank gets the same data: the ranks' gradients add up instead of cancelling
+    scale: float = (
+        1.0  # loss scale putting the largest gradient above 32752 (its double is past float16's 65504)
+    )
+    same_shards: bool = (
+        False  # every rank gets the same data: the ranks' gradients add up instead of cancelling
+    )
 
     @property
     def label(self) -> str:
         """Every option, for the comparison's name."""
-        return (f"DDP(bucket={self.bucket}, gradient_as_bucket_view={self.view}, static_graph={self.static}, "
-                f"find_unused_parameters={self.unused}, hook={self.hook}, no_sync_accumulation={self.accumulate}"
-                f"{', loss x' + format(self.scale, 'g') + ', same shard on every rank' if self.scale != 1 else ''})")
+        return (
+            f"DDP(bucket={self.bucket}, gradient_as_bucket_view={self.view}, static_graph={self.static}, "
+            f"find_unused_parameters={self.unused}, hook={self.hook}, no_sync_accumulation={self.accumulate}"
+            f"{', loss x' + format(self.scale, 'g') + ', same shard on every rank' if self.scale != 1 else ''})"
+        )
 
 
 def cases() -> list[DdpCase]:
     """The product of the options, and two with large gradients for the fp16 hook."""
-    grid = [DdpCase(*c) for c in itertools.product(("default", "per_parameter"), (False, True), (False, True),
-                                                   (False, True), HOOKS, (1, 2))]
+    grid = [
+        DdpCase(*c)
+        for c in itertools.product(
+            ("default", "per_parameter"), (False, True), (False, True), (False, True), HOOKS, (1, 2)
+        )
+    ]
     # largest per-rank gradient x scale: 0.878 x 6.2e4 = 54 400 and 0.526 x 1e5 = 52 600 (measured on this model)
-    return grid + [DdpCase("default", False, False, False, "fp16_compress", 1, 6.2e4, True),
-                   DdpCase("per_parameter", True, False, False, "fp16_compress", 2, 1e5, True)]
+    return grid + [
+        DdpCase("default", False, False, False, "fp16_compress", 1, 6.2e4, True),
+        DdpCase("per_parameter", True, False, False, "fp16_compress", 2, 1e5, True),
+    ]
 
 
 def build(device: Any, dtype: Any) -> Any:
@@ -110,8 +122,11 @@ def ddp_run(rc: RankContext, case: DdpCase) -> list[Any]:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     model = build(rc.device, torch.float32)
-    kw: dict[str, Any] = {"gradient_as_bucket_view": case.view, "static_graph": case.static,
-                          "find_unused_parameters": case.unused}
+    kw: dict[str, Any] = {
+        "gradient_as_bucket_view": case.view,
+        "static_graph": case.static,
+        "find_unused_parameters": case.unused,
+    }
     if case.bucket == "per_parameter":
         kw["bucket_cap_mb"] = 1e-6
     if rc.device.type == "cuda":
@@ -128,6 +143,7 @@ def ddp_run(rc: RankContext, case: DdpCase) -> list[Any]:
             def backward(x: Any = x, y: Any = y) -> None:
                 loss = torch.nn.functional.mse_loss(ddp(x, case.unused), y) * case.scale / case.accumulate
                 loss.backward()
+
             if last:
                 backward()
             else:
@@ -156,7 +172,9 @@ def reference_run(case: DdpCase, world: int) -> tuple[list[Any], float]:
         with torch.no_grad():
             for p in model.parameters():
                 if p.grad is not None:
-                    gmax = max(gmax, float(p.grad.abs().max()))  # the mean over ranks; a rank's is <= world x it
+                    gmax = max(
+                        gmax, float(p.grad.abs().max())
+                    )  # the mean over ranks; a rank's is <= world x it
                     p.add_(p.grad, alpha=-LR / case.scale)
                     p.grad = None
     return [p.detach() for p in model.parameters()], gmax * world
@@ -170,12 +188,24 @@ def case_comparisons(rc: RankContext, case: DdpCase) -> tuple[list[Comparison], 
     want, gmax = reference_run(case, rc.world)
     u = torch.finfo(torch.float32).eps / 2
     depth = LAYERS * (MICRO * case.accumulate + WIDTH) + rc.world + 16
-    u_c = {"fp16_compress": torch.finfo(torch.float16).eps / 2,
-           "bf16_compress": torch.finfo(torch.bfloat16).eps / 2}.get(case.hook, 0.0)
+    u_c = {
+        "fp16_compress": torch.finfo(torch.float16).eps / 2,
+        "bf16_compress": torch.finfo(torch.bfloat16).eps / 2,
+    }.get(case.hook, 0.0)
     scale = 1 + max(float(w.abs().max()) for w in want)
     atol = STEPS * depth * u * scale + STEPS * LR * (rc.world + 2) * u_c * gmax / case.scale
-    comps = [compare(g, w, op=f"{case.label} param {i} after {STEPS} steps", device=str(rc.device),
-                     dtype="float32", atol=atol, rtol=0.0) for i, (g, w) in enumerate(zip(got, want, strict=True))]
+    comps = [
+        compare(
+            g,
+            w,
+            op=f"{case.label} param {i} after {STEPS} steps",
+            device=str(rc.device),
+            dtype="float32",
+            atol=atol,
+            rtol=0.0,
+        )
+        for i, (g, w) in enumerate(zip(got, want, strict=True))
+    ]
     bits = torch.cat([g.reshape(-1) for g in got]).cpu().view(torch.int32).tolist()
     digest = hashlib.sha256(repr(bits).encode()).hexdigest()[:16]
     return comps, digest
@@ -191,7 +221,9 @@ def run_cases(rc: RankContext) -> dict[str, Any]:
             rc.progress(f"ddp.case{n}")  # a phase name has no spaces (launch.read_progress)
             try:
                 comps, digest = case_comparisons(rc, case)
-            except TypeError as exc:  # a hook this backend lacks (bf16 compression needs NCCL): not applicable
+            except (
+                TypeError
+            ) as exc:  # a hook this backend lacks (bf16 compression needs NCCL): not applicable
                 out["not_applicable"].append(f"hook={case.hook}: {exc}".splitlines()[0][:200])
                 continue
             except RuntimeError as exc:  # DDP refused this combination on this rank: a finding, not a hang
@@ -207,25 +239,41 @@ def run(rc: RankContext) -> dict[str, Any]:
     return run_cases(rc)
 
 
-def judge(findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions,
-          step: str = "ddp") -> Result:
+def judge(
+    findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions, step: str = "ddp"
+) -> Result:
     """Every rank's comparisons within tolerance, every rank's parameters identical, no case refused."""
     from envcheck.collectives.verdicts import scope
 
-    comps = [Comparison(**{**c, "worst_index": tuple(c["worst_index"])}) for f in findings
-             for c in f[step]["comparisons"]]
+    comps = [
+        Comparison(**{**c, "worst_index": tuple(c["worst_index"])})
+        for f in findings
+        for c in f[step]["comparisons"]
+    ]
     problems = [f"rank {f['rank']}: {e}" for f in findings for e in f[step]["errors"]]
     labels = {label for f in findings for label in f[step]["digests"]}
     for label in sorted(labels):
         digests = {f[step]["digests"].get(label) for f in findings}
         if len(digests) > 1:
-            problems.append(f"{label}: ranks ended with different parameters (DDP must keep replicas identical)")
-    extra = {"cases": len(labels), "backend": backend, "world_size": world,
-             "not_applicable": dict(Counter(findings[0][step]["not_applicable"])) if findings else {}}
-    return judge_with_known_bugs(f"DDP over {scope(backend, world)} vs one process on the whole batch", comps,
-                                 problems=problems, extra=extra,
-                                 tolerances={"atol": "STEPS·depth·u·(1+max|p|) + compression hooks' "
-                                                     "STEPS·lr·(world+2)·u_c·max|g|", "rtol": 0},
-                                 remediation="DistributedDataParallel computes a different step than one process on "
-                                             "the whole batch for these options; avoid the failing option (bucket "
-                                             "size, static_graph, comm hook) and reinstall torch")
+            problems.append(
+                f"{label}: ranks ended with different parameters (DDP must keep replicas identical)"
+            )
+    extra = {
+        "cases": len(labels),
+        "backend": backend,
+        "world_size": world,
+        "not_applicable": dict(Counter(findings[0][step]["not_applicable"])) if findings else {},
+    }
+    return judge_with_known_bugs(
+        f"DDP over {scope(backend, world)} vs one process on the whole batch",
+        comps,
+        problems=problems,
+        extra=extra,
+        tolerances={
+            "atol": "STEPS·depth·u·(1+max|p|) + compression hooks' STEPS·lr·(world+2)·u_c·max|g|",
+            "rtol": 0,
+        },
+        remediation="DistributedDataParallel computes a different step than one process on "
+        "the whole batch for these options; avoid the failing option (bucket "
+        "size, static_graph, comm hook) and reinstall torch",
+    )

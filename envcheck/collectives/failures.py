@@ -23,12 +23,14 @@ GLOO_REMEDIATION = (
 # Phases before the first collective, and what a rank in each is doing. A launch whose slowest rank
 # is still in one of these when the deadline hits is a slow start (cold cache, busy machine), not a
 # broken transport: no rank has sent anything over NCCL yet.
-STARTUP_PHASES = MappingProxyType({
-    "not started": "starting the interpreter",
-    "started": "importing torch",
-    "store": "joining the rendezvous store",
-    "init": "initialising the process group",
-})
+STARTUP_PHASES = MappingProxyType(
+    {
+        "not started": "starting the interpreter",
+        "started": "importing torch",
+        "store": "joining the rendezvous store",
+        "init": "initialising the process group",
+    }
+)
 SLOW_START_REMEDIATION = (
     "The ranks did not finish starting within the deadline, so no transport was tested. Usual causes: "
     "a cold file cache or slow filesystem (torch on NFS/overlay: warm it with `python -c 'import torch'`), "
@@ -85,8 +87,10 @@ def describe_failure(outcome: LaunchOutcome) -> str:
         where = f"stalled after '{behind[0].phase}'"
         if ahead:
             where += f" and never reached '{ahead[0]}'"
-        parts.append(f"{_ranks([r.rank for r in behind])} {where}; all ranks were killed at the "
-                     f"{outcome.plan.deadline_s:g}s deadline")
+        parts.append(
+            f"{_ranks([r.rank for r in behind])} {where}; all ranks were killed at the "
+            f"{outcome.plan.deadline_s:g}s deadline"
+        )
     # The rank that got least far is listed first: it is usually the cause, the others its victims.
     for rank in sorted(outcome.ranks, key=lambda r: len(r.phases)):
         if not rank.killed and rank.exit_code != 0:
@@ -116,8 +120,10 @@ def failure_details(outcome: LaunchOutcome) -> str:
 
 def rank_table(outcome: LaunchOutcome) -> list[dict[str, Any]]:
     """Per-rank measured values for the report."""
-    return [{"rank": r.rank, "exit_code": r.exit_code, "killed": r.killed, "last_phase": r.phase}
-            for r in outcome.ranks]
+    return [
+        {"rank": r.rank, "exit_code": r.exit_code, "killed": r.killed, "last_phase": r.phase}
+        for r in outcome.ranks
+    ]
 
 
 def remediation_for(backend: str) -> str:
@@ -130,8 +136,10 @@ def remediation_for(backend: str) -> str:
 # (`Too many open files`; not ENFILE's `... in system`, which is the node's table). A gloo rank whose thread could not
 # start may also just abort (`terminate called without an active exception`, seen here under `ulimit -u 14`), so the
 # user's headroom under RLIMIT_NPROC is judged as well.
-LIMIT_ERRORS = (("Resource temporarily unavailable", "RLIMIT_NPROC", "ulimit -u"),
-                ("Too many open files", "RLIMIT_NOFILE", "ulimit -n"))
+LIMIT_ERRORS = (
+    ("Resource temporarily unavailable", "RLIMIT_NPROC", "ulimit -u"),
+    ("Too many open files", "RLIMIT_NOFILE", "ulimit -n"),
+)
 TASKS_PER_RANK = 16  # threads one gloo rank may start (its store, pairs, torch's pools), with room to spare
 
 

@@ -38,10 +38,14 @@ def port_taken(port: int, exc: BaseException, took: float) -> Result:
     node = socket.gethostname()
     first = str(exc).splitlines()[0][:300]
     by = f" (held by {holder})" if holder else ""
-    return failed(f"the rendezvous port {port} on {node} is taken{by}: rank 0 could not host the store ({first})",
-                  f"free port {port} on {node}, or set MASTER_PORT to a free port (under srun the default is derived "
-                  "from the job id)", measured={"port": port, "node": node, "holder": holder},
-                  fault_class=FaultClass.CONFIG, code=PORT_TAKEN).named(NAME, took)
+    return failed(
+        f"the rendezvous port {port} on {node} is taken{by}: rank 0 could not host the store ({first})",
+        f"free port {port} on {node}, or set MASTER_PORT to a free port (under srun the default is derived "
+        "from the job id)",
+        measured={"port": port, "node": node, "holder": holder},
+        fault_class=FaultClass.CONFIG,
+        code=PORT_TAKEN,
+    ).named(NAME, took)
 
 
 def enter(rank: int, world: int, timeout_s: float, report: Report) -> Gate:
@@ -61,7 +65,9 @@ def enter(rank: int, world: int, timeout_s: float, report: Report) -> Gate:
     if rank != 0:
         code = hear(joined.store, timeout_s)
         return Gate(store=joined.store) if code is None else Gate(store=None, code=code)
-    verdict = judge_roll_call(world, joined.arrivals, joined.master, joined.layout, joined.waited_s, joined.seen_at)
+    verdict = judge_roll_call(
+        world, joined.arrivals, joined.master, joined.layout, joined.waited_s, joined.seen_at
+    )
     if verdict is None or verdict.status is Status.WARN:
         say(joined.store, go=True)
         return Gate(store=joined.store, warnings=[verdict] if verdict else [])

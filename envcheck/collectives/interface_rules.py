@@ -50,8 +50,9 @@ def nccl_list(value: str) -> tuple[bool, bool, list[tuple[str, int]]]:
 def nccl_matches(value: str, name: str, port: int = -1) -> bool:
     """NCCL's matchIfList XOR '^': does `name` (and `port`) pass the list? An empty list passes everything."""
     exclude, exact, entries = nccl_list(value)
-    hit = not entries or any((name == p if exact else name.startswith(p)) and (-1 in (port, q) or port == q)
-                             for p, q in entries)
+    hit = not entries or any(
+        (name == p if exact else name.startswith(p)) and (-1 in (port, q) or port == q) for p, q in entries
+    )
     return hit != exclude
 
 
@@ -72,8 +73,10 @@ def gloo_pieces(value: str) -> list[str] | None:
 
 def describe(iface: Mapping[str, Any]) -> str:
     """E.g. `eth0 (192.0.2.2)`, `docker0 (172.17.0.1, not running)`, `ifb0 (down, no address)`."""
-    notes = [*(["loopback"] if iface.get("flags", 0) & IFF_LOOPBACK else []),
-             *(iface.get("ipv4") or iface.get("ipv6") or ["no address"])[:1]]
+    notes = [
+        *(["loopback"] if iface.get("flags", 0) & IFF_LOOPBACK else []),
+        *(iface.get("ipv4") or iface.get("ipv6") or ["no address"])[:1],
+    ]
     if not _up(iface):
         notes.insert(0, "down")
     elif not _running(iface):
@@ -120,46 +123,79 @@ def judge_variable(var: str, value: str, data: Mapping[str, Any]) -> VariableVer
     if var == "GLOO_SOCKET_IFNAME":
         pieces = gloo_pieces(value)
         if pieces is None:
-            return VariableVerdict(Status.PASS, f"{var}={value!r} is ignored (PyTorch reads it when longer than one character)")
-        bad = ["an empty name between commas" if not p else f"{p!r} does not exist" if p not in by_name else
-               f"{p!r} has no IP address" for p in pieces if not p or not _addressed(by_name.get(p, {}))]
+            return VariableVerdict(
+                Status.PASS, f"{var}={value!r} is ignored (PyTorch reads it when longer than one character)"
+            )
+        bad = [
+            "an empty name between commas"
+            if not p
+            else f"{p!r} does not exist"
+            if p not in by_name
+            else f"{p!r} has no IP address"
+            for p in pieces
+            if not p or not _addressed(by_name.get(p, {}))
+        ]
         if bad:
-            return VariableVerdict(Status.FAIL, f"{var}={value}: {'; '.join(bad)} (gloo takes a comma list of exact interface "
-                           f"names, each with an IP address); {here}", _fix(var, ifaces))
+            return VariableVerdict(
+                Status.FAIL,
+                f"{var}={value}: {'; '.join(bad)} (gloo takes a comma list of exact interface "
+                f"names, each with an IP address); {here}",
+                _fix(var, ifaces),
+            )
         return VariableVerdict(Status.PASS, f"{var}={value} names {', '.join(pieces)}", matches=tuple(pieces))
     if var == "TP_SOCKET_IFNAME":
         iface = by_name.get(value)
         if iface is None or not (_running(iface) and _addressed(iface)):
             why = "does not exist" if iface is None else "is not up and running with an IP address"
-            return VariableVerdict(Status.FAIL, f"{var}={value}: {value!r} {why}, so TensorPipe (torch RPC) warns and listens on "
-                           f"127.0.0.1, which other hosts cannot reach; {here}", _fix(var, ifaces))
+            return VariableVerdict(
+                Status.FAIL,
+                f"{var}={value}: {value!r} {why}, so TensorPipe (torch RPC) warns and listens on "
+                f"127.0.0.1, which other hosts cannot reach; {here}",
+                _fix(var, ifaces),
+            )
         return VariableVerdict(Status.PASS, f"{var}={value} names {value}", matches=(value,))
     if len(value) <= 1:
-        return VariableVerdict(Status.PASS, f"{var}={value!r} is ignored (NCCL reads it when longer than one character)")
+        return VariableVerdict(
+            Status.PASS, f"{var}={value!r} is ignored (NCCL reads it when longer than one character)"
+        )
     family = data.get("env", {}).get("NCCL_SOCKET_FAMILY")
     listed = [i for i in ifaces if nccl_matches(value, str(i["name"]))]
     usable = tuple(str(i["name"]) for i in listed if nccl_usable(i, family))
     if usable:
         return VariableVerdict(Status.PASS, f"{var}={value} matches {', '.join(usable)}", matches=usable)
     of = f" of {family}" if family in ("AF_INET", "AF_INET6") else ""
-    unusable = f" ({', '.join(describe(i) for i in listed)}: not running with an IP address{of})" if listed else ""
-    return VariableVerdict(Status.FAIL, f"{var}={value} matches no usable interface{unusable} (NCCL reads a comma list of "
-                   f"prefixes, '^' excludes, '=' exact names); {here}", _fix(var, ifaces))
+    unusable = (
+        f" ({', '.join(describe(i) for i in listed)}: not running with an IP address{of})" if listed else ""
+    )
+    return VariableVerdict(
+        Status.FAIL,
+        f"{var}={value} matches no usable interface{unusable} (NCCL reads a comma list of "
+        f"prefixes, '^' excludes, '=' exact names); {here}",
+        _fix(var, ifaces),
+    )
 
 
 def _judge_hca(value: str, hcas: list[Mapping[str, Any]] | None) -> VariableVerdict:
     var = "NCCL_IB_HCA"
     if hcas is None:
-        return VariableVerdict(Status.WARN, f"{var}={value} but this host shows no InfiniBand devices (no /sys/class/infiniband): "
-                       "NCCL finds no IB device and falls back to TCP sockets", f"unset {var}, or run where the HCAs "
-                       "are present (containers: --device=/dev/infiniband --cap-add=IPC_LOCK)")
+        return VariableVerdict(
+            Status.WARN,
+            f"{var}={value} but this host shows no InfiniBand devices (no /sys/class/infiniband): "
+            "NCCL finds no IB device and falls back to TCP sockets",
+            f"unset {var}, or run where the HCAs "
+            "are present (containers: --device=/dev/infiniband --cap-add=IPC_LOCK)",
+        )
     ports = [(str(h["name"]), int(p["port"]), str(p.get("state"))) for h in hcas for p in h.get("ports", [])]
     active = tuple(f"{n}:{p}" for n, p, s in ports if s == "ACTIVE" and nccl_matches(value, n, p))
     if active:
         return VariableVerdict(Status.PASS, f"{var}={value} matches {', '.join(active)}", matches=active)
     present = ", ".join(f"{n}:{p} {s}" for n, p, s in ports) or "none"
     usable = next((n for n, _, s in ports if s == "ACTIVE"), None)
-    return VariableVerdict(Status.WARN, f"{var}={value} matches no active InfiniBand port (NCCL's prefix/'^'/'=' list; HCAs here: "
-                   f"{present}): NCCL falls back to TCP sockets", f"export {var}={usable}, or unset {var}"
-                   if usable else f"unset {var}, or bring an HCA port up (ibstat)")
-
+    return VariableVerdict(
+        Status.WARN,
+        f"{var}={value} matches no active InfiniBand port (NCCL's prefix/'^'/'=' list; HCAs here: "
+        f"{present}): NCCL falls back to TCP sockets",
+        f"export {var}={usable}, or unset {var}"
+        if usable
+        else f"unset {var}, or bring an HCA port up (ibstat)",
+    )

@@ -137,7 +137,9 @@ def cuda_driver_initialised(maps: str | None = None) -> bool:
     if path is None:
         return False
     try:
-        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)  # the copy already mapped, never a new one
+        lib = ctypes.CDLL(
+            path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY
+        )  # the copy already mapped, never a new one
         count = ctypes.c_int(0)
         return int(lib.cuDeviceGetCount(ctypes.byref(count))) != CUDA_ERROR_NOT_INITIALIZED
     except (OSError, AttributeError):
@@ -158,7 +160,11 @@ def _spawn_rank(rank: int, argv: list[str], workdir: Path, env: dict[str, str]) 
     with (workdir / f"rank{rank}.log").open("wb") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "envcheck.collectives.rank", *argv],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
 
 
 def _fork_rank(rank: int, argv: list[str], workdir: Path, env: dict[str, str]) -> tuple[RankProcess, int]:
@@ -192,9 +198,16 @@ def _launch(plan: LaunchPlan, workdir: Path) -> LaunchOutcome:
     import torch.distributed as dist
 
     began, started_at = time.monotonic(), time.time()
-    config = json.dumps({"backend": plan.backend, "steps": list(plan.steps), "sizes": list(plan.sizes),
-                         "memory_fraction": plan.memory_fraction, "floor_bytes": plan.floor_bytes,
-                         "collective_timeout_s": plan.deadline_s + 5.0})
+    config = json.dumps(
+        {
+            "backend": plan.backend,
+            "steps": list(plan.steps),
+            "sizes": list(plan.sizes),
+            "memory_fraction": plan.memory_fraction,
+            "floor_bytes": plan.floor_bytes,
+            "collective_timeout_s": plan.deadline_s + 5.0,
+        }
+    )
     env = _rank_env(plan)
     fork = plan.start == "fork" and can_fork(plan.backend)
     procs: list[RankProcess] = []
@@ -209,8 +222,14 @@ def _launch(plan: LaunchPlan, workdir: Path) -> LaunchOutcome:
             proc, write_fd = _fork_rank(rank, [str(rank), *argv[1:]], workdir, env)
             procs.append(proc)
             pipes.append(write_fd)
-        store = dist.TCPStore("127.0.0.1", 0, plan.world_size + 1, is_master=True, wait_for_workers=False,
-                              timeout=timedelta(seconds=plan.deadline_s))
+        store = dist.TCPStore(
+            "127.0.0.1",
+            0,
+            plan.world_size + 1,
+            is_master=True,
+            wait_for_workers=False,
+            timeout=timedelta(seconds=plan.deadline_s),
+        )
         for write_fd in pipes:
             os.write(write_fd, f"{store.port}\n".encode())
         for rank in () if fork else range(plan.world_size):
@@ -227,8 +246,9 @@ def _launch(plan: LaunchPlan, workdir: Path) -> LaunchOutcome:
         killed, shm_removed = _kill_all(procs)
         del store
     ranks = [_collect(workdir, rank, proc, rank in killed) for rank, proc in enumerate(procs)]
-    return LaunchOutcome(plan, ranks, round(time.monotonic() - began, 3), deadline_hit, shm_removed,
-                         started_at)
+    return LaunchOutcome(
+        plan, ranks, round(time.monotonic() - began, 3), deadline_hit, shm_removed, started_at
+    )
 
 
 def _supervise(procs: list[RankProcess], deadline: float) -> bool:
@@ -275,4 +295,6 @@ def _collect(workdir: Path, rank: int, proc: RankProcess, killed: bool) -> RankO
         log = (workdir / f"rank{rank}.log").read_bytes().decode(errors="replace")[-LOG_TAIL:]
     except OSError:
         log = ""
-    return RankOutcome(rank, proc.returncode, killed, read_progress(workdir / f"rank{rank}.progress"), found, log)
+    return RankOutcome(
+        rank, proc.returncode, killed, read_progress(workdir / f"rank{rank}.progress"), found, log
+    )

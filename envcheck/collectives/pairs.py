@@ -51,16 +51,23 @@ def measure(group: Any, nbytes: int, device: Any) -> dict[str, Any]:
     buf = torch.zeros(nbytes // 4, device=device, dtype=torch.float32)
     op = partial(dist.all_reduce, buf, group=group)
     once = slowest_rank(time_op(op, 1, 1, on_gpu, group), device, group)  # warm-up, then one timed call
-    iters = max(1, min(MAX_ITERS, int(PAIR_BUDGET_S / once) if once > 0 else MAX_ITERS))  # agreed: from the max
+    iters = max(
+        1, min(MAX_ITERS, int(PAIR_BUDGET_S / once) if once > 0 else MAX_ITERS)
+    )  # agreed: from the max
     seconds = slowest_rank(time_op(op, 0, iters, on_gpu, group), device, group)
     fill_exact(buf, me)
     dist.all_reduce(buf, group=group)
     wrong = torch.tensor([count_wrong_exact(buf, size)], device=device, dtype=torch.int64)
     dist.all_reduce(wrong, group=group)
     del buf
-    return {"bytes": nbytes, "iters": iters, "time_us": round(seconds * 1e6, 2),
-            "algbw_gbps": round(algbw(nbytes, seconds), 6), "busbw_gbps": round(busbw(algbw(nbytes, seconds), size), 6),
-            "wrong": int(wrong.item())}
+    return {
+        "bytes": nbytes,
+        "iters": iters,
+        "time_us": round(seconds * 1e6, 2),
+        "algbw_gbps": round(algbw(nbytes, seconds), 6),
+        "busbw_gbps": round(busbw(algbw(nbytes, seconds), size), 6),
+        "wrong": int(wrong.item()),
+    }
 
 
 def run(rc: RankContext) -> dict[str, Any]:
@@ -69,7 +76,7 @@ def run(rc: RankContext) -> dict[str, Any]:
 
     nodes = nodes_and_ranks()
     schedule = rounds(len(nodes))
-    nbytes = (rc.sizes[-1] if rc.sizes else GPU_PAIR_BYTES if rc.device.type == "cuda" else CPU_PAIR_BYTES)
+    nbytes = rc.sizes[-1] if rc.sizes else GPU_PAIR_BYTES if rc.device.type == "cuda" else CPU_PAIR_BYTES
     rows = []
     for index, pairs in enumerate(schedule, 1):
         rc.progress(f"pairs.round{index}")

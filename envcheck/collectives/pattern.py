@@ -47,7 +47,7 @@ VERIFY_WORKSPACE_BYTES = 6 * 4 * VERIFY_CHUNK
 def fill_exact(buf: Any, rank: int, chunk: int = VERIFY_CHUNK) -> None:
     """Write this rank's exact contribution into `buf` (float32, 1-D) in place, chunk by chunk."""
     for start in range(0, buf.numel(), chunk):
-        part = buf[start:start + chunk]
+        part = buf[start : start + chunk]
         part.copy_(exact_contribution(rank, part.numel(), buf.device, start))
 
 
@@ -55,7 +55,7 @@ def count_wrong_exact(buf: Any, world_size: int, chunk: int = VERIFY_CHUNK) -> i
     """#wrong of an all-reduced `fill_exact` buffer, compared chunk by chunk."""
     wrong = 0
     for start in range(0, buf.numel(), chunk):
-        part = buf[start:start + chunk]
+        part = buf[start : start + chunk]
         wrong += count_wrong(part, exact_sum(world_size, part.numel(), buf.device, start))[0]
     return wrong
 
@@ -120,9 +120,13 @@ def lowp_check(actual: Any, world_size: int, dtype: Any) -> dict[str, Any]:
 
     count = actual.numel()
     err = (actual.to(torch.float64) - lowp_expected(world_size, count, dtype, actual.device)).abs()
-    return {"elements": count, "wrong": int((err > LOWP_TOLERANCE).sum().item()),
-            "max_abs_err": float(err.max().item()), "tolerance": LOWP_TOLERANCE,
-            "contributors_per_element": lowp_contributors(world_size, dtype)}
+    return {
+        "elements": count,
+        "wrong": int((err > LOWP_TOLERANCE).sum().item()),
+        "max_abs_err": float(err.max().item()),
+        "tolerance": LOWP_TOLERANCE,
+        "contributors_per_element": lowp_contributors(world_size, dtype),
+    }
 
 
 def gather_pattern(rank: int, count: int, device: Any) -> Any:

@@ -67,21 +67,37 @@ def main(argv: list[str]) -> int:
             torch.cuda.set_device(device)
             kwargs["device_id"] = device  # eager NCCL communicator init
         progress("init")
-        dist.init_process_group(config["backend"], store=store, rank=rank, world_size=world, timeout=timeout,
-                                **kwargs)
+        dist.init_process_group(
+            config["backend"], store=store, rank=rank, world_size=world, timeout=timeout, **kwargs
+        )
         progress("barrier")  # the first collective: ranks past this phase have reached the transport
         dist.barrier()
         progress("ready")
-        found = run_plan(rank, world, device, tuple(config["steps"]), tuple(config["sizes"]), progress,
-                         load_rank_hook(), float(config["memory_fraction"]), config.get("floor_bytes"))
+        found = run_plan(
+            rank,
+            world,
+            device,
+            tuple(config["steps"]),
+            tuple(config["sizes"]),
+            progress,
+            load_rank_hook(),
+            float(config["memory_fraction"]),
+            config.get("floor_bytes"),
+        )
         found["nccl_version"] = _nccl_version() if config["backend"] == "nccl" else None
         (out_dir / f"rank{rank}.json").write_text(json.dumps(found))
         dist.destroy_process_group()
         return 0
     except BaseException as exc:  # report anything, including KeyboardInterrupt, to the coordinator
-        (out_dir / f"rank{rank}.json").write_text(json.dumps(
-            {"rank": rank, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
-             "traceback": traceback.format_exc()[-4000:]}))
+        (out_dir / f"rank{rank}.json").write_text(
+            json.dumps(
+                {
+                    "rank": rank,
+                    "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
+                    "traceback": traceback.format_exc()[-4000:],
+                }
+            )
+        )
         return 1
 
 

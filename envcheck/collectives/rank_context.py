@@ -23,4 +23,6 @@ class RankContext:
     hook: RankHook | None = None  # ENVCHECK_RANK_HOOK: called before each collective (the tests' faults)
     sizes: tuple[int, ...] = ()
     memory_fraction: float = MEMORY_FRACTION
-    floor_bytes: int | None = None  # dist.busbw: a busbw floor's message size, swept too when the budget allows
+    floor_bytes: int | None = (
+        None  # dist.busbw: a busbw floor's message size, swept too when the budget allows
+    )

@@ -21,7 +21,9 @@ def load_rank_hook(spec: str | None = None) -> RankHook | None:
         return None
     where, _, name = spec.rpartition(":")
     try:
-        if not where.endswith(".py"):  # a file, never a module name to import (no computed import in the package)
+        if not where.endswith(
+            ".py"
+        ):  # a file, never a module name to import (no computed import in the package)
             raise ValueError(f"{where!r} is not a .py file")
         loader = importlib.util.spec_from_file_location("envcheck_rank_hook", where)
         if loader is None or loader.loader is None:

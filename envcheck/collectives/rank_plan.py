@@ -21,9 +21,17 @@ from envcheck.collectives.registry import collective
 from envcheck.core.check import MEMORY_FRACTION
 
 
-def run_plan(rank: int, world: int, device: Any, steps: tuple[str, ...], sizes: tuple[int, ...],
-             progress: Progress, hook: RankHook | None = None, memory_fraction: float = MEMORY_FRACTION,
-             floor_bytes: int | None = None) -> dict[str, Any]:
+def run_plan(
+    rank: int,
+    world: int,
+    device: Any,
+    steps: tuple[str, ...],
+    sizes: tuple[int, ...],
+    progress: Progress,
+    hook: RankHook | None = None,
+    memory_fraction: float = MEMORY_FRACTION,
+    floor_bytes: int | None = None,
+) -> dict[str, Any]:
     """Run the requested steps in order and return this rank's findings, keyed by step."""
     rc = RankContext(rank, world, device, progress, hook, sizes, memory_fraction, floor_bytes)
     found: dict[str, Any] = {"rank": rank, "device": str(device)}

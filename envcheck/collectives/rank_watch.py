@@ -61,8 +61,11 @@ class SideChannel:
 
     def counters(self, rank: int) -> tuple[int, int, int]:
         """(heartbeats, phases entered, flags) of one rank; never blocks."""
-        return (int(self.store.add(self._key("beat", rank), 0)), int(self.store.add(self._key("progress", rank), 0)),
-                int(self.store.add(self._key("flags", rank), 0)))
+        return (
+            int(self.store.add(self._key("beat", rank), 0)),
+            int(self.store.add(self._key("progress", rank), 0)),
+            int(self.store.add(self._key("flags", rank), 0)),
+        )
 
     def read_phase(self, rank: int) -> str:
         key = self._key("phase", rank)
@@ -148,23 +151,29 @@ class Monitor:
         parts = []
         for rank, state in enumerate(self.ranks):
             if self.kind(rank) == "dead":
-                parts.append(f"rank {rank} died (no heartbeat for {self.now() - state.beat_at:.1f}s) "
-                             f"after reaching '{state.phase}'")
+                parts.append(
+                    f"rank {rank} died (no heartbeat for {self.now() - state.beat_at:.1f}s) "
+                    f"after reaching '{state.phase}'"
+                )
         running = [r for r in range(self.world) if self.kind(r) == "running"]
         if running:
             least = min(self.ranks[r].progress for r in running)
             behind = [r for r in running if self.ranks[r].progress == least]
             names = ", ".join(str(r) for r in behind)
             verb = "still waiting after" if parts else "stalled after"  # behind a dead rank: its victims
-            parts.append(f"rank{'s' if len(behind) > 1 else ''} {names} {verb} "
-                         f"'{self.ranks[behind[0]].phase}' (no progress for {self.stalled_for():.1f}s, "
-                         f"--timeout {self.stall_s:g}s)")
+            parts.append(
+                f"rank{'s' if len(behind) > 1 else ''} {names} {verb} "
+                f"'{self.ranks[behind[0]].phase}' (no progress for {self.stalled_for():.1f}s, "
+                f"--timeout {self.stall_s:g}s)"
+            )
         for rank, state in enumerate(self.ranks):
             if self.kind(rank) == "raised":
                 parts.append(f"rank {rank} raised in '{state.phase}': {(state.found or {}).get('error')}")
         stopped = [str(r) for r in range(self.world) if self.kind(r) == "stopped"]
         if stopped:
-            parts.append(f"rank{'s' if len(stopped) > 1 else ''} {', '.join(stopped)} stopped by torchrun (SIGTERM)")
+            parts.append(
+                f"rank{'s' if len(stopped) > 1 else ''} {', '.join(stopped)} stopped by torchrun (SIGTERM)"
+            )
         return "; ".join(parts) or "no rank reported"
 
     def table(self) -> list[dict[str, Any]]:

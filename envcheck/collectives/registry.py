@@ -19,18 +19,22 @@ class Collective(Protocol):
 
     def run(self, rc: RankContext) -> Any: ...
 
-    def judge(self, findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions) -> Result: ...
+    def judge(
+        self, findings: list[dict[str, Any]], backend: str, world: int, options: DistOptions
+    ) -> Result: ...
 
 
-COLLECTIVES: Mapping[str, Collective] = MappingProxyType({
-    "all_reduce": all_reduce,
-    "all_gather": all_gather,
-    "broadcast": broadcast,
-    "sweep": sweep,
-    "pairs": pairs,
-    "ddp": ddp,
-    "sync_batchnorm": sync_batchnorm,
-})
+COLLECTIVES: Mapping[str, Collective] = MappingProxyType(
+    {
+        "all_reduce": all_reduce,
+        "all_gather": all_gather,
+        "broadcast": broadcast,
+        "sweep": sweep,
+        "pairs": pairs,
+        "ddp": ddp,
+        "sync_batchnorm": sync_batchnorm,
+    }
+)
 
 
 def collective(step: str) -> Collective:
@@ -38,5 +42,6 @@ def collective(step: str) -> Collective:
     try:
         return COLLECTIVES[step]
     except KeyError:
-        raise ValueError(f"{step!r} is not a collective of envcheck.collectives (one of {', '.join(COLLECTIVES)})") \
-            from None
+        raise ValueError(
+            f"{step!r} is not a collective of envcheck.collectives (one of {', '.join(COLLECTIVES)})"
+        ) from None

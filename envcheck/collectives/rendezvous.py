@@ -66,8 +66,13 @@ def slurm_node_addr(name: str, timeout_s: float = 5.0) -> str | None:
     if scontrol is None:
         return None
     try:
-        out = subprocess.run([scontrol, "show", "node", name, "-o"], capture_output=True, text=True,
-                             timeout=timeout_s, check=False).stdout
+        out = subprocess.run(
+            [scontrol, "show", "node", name, "-o"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     for word in out.split():
@@ -126,8 +131,13 @@ def port_holder(port: int, timeout_s: float = 5.0) -> str | None:
     if ss is None:
         return None
     try:
-        out = subprocess.run([ss, "-Hltnp", "sport", "=", f":{port}"], capture_output=True, text=True,
-                             timeout=timeout_s, check=False).stdout
+        out = subprocess.run(
+            [ss, "-Hltnp", "sport", "=", f":{port}"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     users = [word for line in out.splitlines() for word in line.split() if word.startswith("users:")]

@@ -57,14 +57,21 @@ def versions() -> dict[str, str | None]:
             nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
     except (RuntimeError, AttributeError):
         nccl = None
-    return {"torch": str(torch.__version__), "nccl": nccl, "envcheck": envcheck.__version__,
-            "python": platform.python_version()}
+    return {
+        "torch": str(torch.__version__),
+        "nccl": nccl,
+        "envcheck": envcheck.__version__,
+        "python": platform.python_version(),
+    }
 
 
 def interface_problems() -> list[dict[str, str]]:
     """The socket-interface variables set here that select no interface of this node."""
-    env = {k: os.environ[k] for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY")
-           if k in os.environ}
+    env = {
+        k: os.environ[k]
+        for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY")
+        if k in os.environ
+    }
     data: dict[str, Any] = {"interfaces": interfaces(), "env": env}
     out = []
     for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
@@ -77,8 +84,14 @@ def interface_problems() -> list[dict[str, str]]:
 
 def arrival(rank: int, reach: Reach | None) -> dict[str, Any]:
     """What this rank tells rank 0 on arrival."""
-    return {"rank": rank, "node": socket.gethostname(), "versions": versions(), "interfaces": interface_problems(),
-            "reach": reach.as_dict() if reach else None, "time": time.time()}
+    return {
+        "rank": rank,
+        "node": socket.gethostname(),
+        "versions": versions(),
+        "interfaces": interface_problems(),
+        "reach": reach.as_dict() if reach else None,
+        "time": time.time(),
+    }
 
 
 def _client(address: str, port: int, world: int, timeout_s: float) -> Any:
@@ -96,8 +109,9 @@ def join(rank: int, world: int, timeout_s: float) -> Joined:
     hosts = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
     reach: Reach | None = None
     if hosts:
-        store = dist.TCPStore(name, port, world, is_master=True, timeout=timedelta(seconds=timeout_s),
-                              wait_for_workers=False)  # OSError (port taken) goes to the caller
+        store = dist.TCPStore(
+            name, port, world, is_master=True, timeout=timedelta(seconds=timeout_s), wait_for_workers=False
+        )  # OSError (port taken) goes to the caller
     else:
         reach = reach_store(name, port, timeout_s)
         if reach.address is None:
@@ -106,8 +120,10 @@ def join(rank: int, world: int, timeout_s: float) -> Joined:
             store = _client(reach.address, port, world, max(1.0, timeout_s - (time.monotonic() - began)))
         except (RuntimeError, OSError) as exc:  # DistNetworkError/DistStoreError are RuntimeErrors
             first = str(exc).splitlines()[0][:300]
-            why = (f"rank {rank} on {reach.node}: {name}:{port} ({reach.address}) accepts connections but no c10d "
-                   f"store answered there ({first}); another service may hold the port")
+            why = (
+                f"rank {rank} on {reach.node}: {name}:{port} ({reach.address}) accepts connections but no c10d "
+                f"store answered there ({first}); another service may hold the port"
+            )
             raise Unreachable(why) from None
     store.set(f"{ARRIVE}{rank}", json.dumps(arrival(rank, reach)))
     joined = Joined(store=store, layout=rank_nodes(os.environ))
@@ -124,8 +140,14 @@ def join(rank: int, world: int, timeout_s: float) -> Joined:
         if waiting:
             time.sleep(0.05)
     addrs, error = resolve(name, port)
-    joined.master = {"name": name, "port": port, "node": socket.gethostname(), "addresses": addrs, "error": error,
-                     "time": time.time()}
+    joined.master = {
+        "name": name,
+        "port": port,
+        "node": socket.gethostname(),
+        "addresses": addrs,
+        "error": error,
+        "time": time.time(),
+    }
     joined.waited_s = time.monotonic() - began
     return joined
 

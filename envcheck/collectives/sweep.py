@@ -52,16 +52,24 @@ def gpu_sizes(free_bytes: int, memory_fraction: float, floor_bytes: int | None =
     while size <= aim and sweep_memory(size) <= free_bytes:
         sizes.append(size)
         size *= 2
-    if sizes and floor_bytes is not None and floor_bytes not in sizes and floor_fits(floor_bytes, free_bytes,
-                                                                                      memory_fraction):
+    if (
+        sizes
+        and floor_bytes is not None
+        and floor_bytes not in sizes
+        and floor_fits(floor_bytes, free_bytes, memory_fraction)
+    ):
         sizes = sorted([*sizes, floor_bytes])
     return tuple(sizes)
 
 
 def floor_fits(floor_bytes: int, free_bytes: int, memory_fraction: float) -> bool:
     """Whether a message of `floor_bytes` is within the sweep's memory budget (a share of the free memory)."""
-    return (floor_bytes > 0 and floor_bytes % 4 == 0
-            and floor_bytes <= free_bytes * memory_fraction and sweep_memory(floor_bytes) <= free_bytes)
+    return (
+        floor_bytes > 0
+        and floor_bytes % 4 == 0
+        and floor_bytes <= free_bytes * memory_fraction
+        and sweep_memory(floor_bytes) <= free_bytes
+    )
 
 
 def sweep(sizes: tuple[int, ...], device: Any, progress: Any = None) -> list[dict[str, Any]]:
@@ -82,9 +90,16 @@ def sweep(sizes: tuple[int, ...], device: Any, progress: Any = None) -> list[dic
         dist.all_reduce(buf)
         wrong = count_wrong_exact(buf, world)
         del buf
-        rows.append({"bytes": nbytes, "dtype": "float32", "time_us": round(t * 1e6, 2),
-                     "algbw_gbps": round(algbw(nbytes, t), 4),
-                     "busbw_gbps": round(busbw(algbw(nbytes, t), world), 4), "wrong": wrong})
+        rows.append(
+            {
+                "bytes": nbytes,
+                "dtype": "float32",
+                "time_us": round(t * 1e6, 2),
+                "algbw_gbps": round(algbw(nbytes, t), 4),
+                "busbw_gbps": round(busbw(algbw(nbytes, t), world), 4),
+                "wrong": wrong,
+            }
+        )
     return rows
 
 
@@ -97,8 +112,10 @@ def agreed_gpu_sizes(device: Any, memory_fraction: float, floor_bytes: int | Non
     dist.all_reduce(free, op=dist.ReduceOp.MIN)
     sizes = gpu_sizes(int(free.item()), memory_fraction, floor_bytes)
     if not sizes:
-        raise RuntimeError(f"only {int(free.item()) / MIB:.0f} MiB of GPU memory free on some rank; the sweep "
-                           f"needs {sweep_memory(MIB) / MIB:.0f} MiB for its smallest size")
+        raise RuntimeError(
+            f"only {int(free.item()) / MIB:.0f} MiB of GPU memory free on some rank; the sweep "
+            f"needs {sweep_memory(MIB) / MIB:.0f} MiB for its smallest size"
+        )
     return sizes
 
 
@@ -106,8 +123,11 @@ def run(rc: RankContext) -> list[dict[str, Any]]:
     """The rank side: the plan's sizes, or (GPU, none given) sizes agreed from free memory."""
     sizes = rc.sizes
     if not sizes:
-        sizes = (agreed_gpu_sizes(rc.device, rc.memory_fraction, rc.floor_bytes) if rc.device.type == "cuda"
-                 else CPU_SIZES)
+        sizes = (
+            agreed_gpu_sizes(rc.device, rc.memory_fraction, rc.floor_bytes)
+            if rc.device.type == "cuda"
+            else CPU_SIZES
+        )
     return sweep(sizes, rc.device, rc.progress)
 
 
@@ -121,15 +141,26 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
     min_busbw = options.min_busbw_gbps
     rows = sweep_rows(findings)
     peak = max(rows, key=lambda r: r["busbw_gbps"])
-    measured = {"backend": backend, "world_size": world, "peak_busbw_gbps": peak["busbw_gbps"],
-                "peak_at_bytes": peak["bytes"], "rows": rows}
+    measured = {
+        "backend": backend,
+        "world_size": world,
+        "peak_busbw_gbps": peak["busbw_gbps"],
+        "peak_at_bytes": peak["bytes"],
+        "rows": rows,
+    }
     expected: dict[str, Any] = {"wrong": 0}
     table = format_table(rows)
     wrong = sum(r["wrong"] for r in rows)
     head = f"all_reduce busbw peak {peak['busbw_gbps']:.3f} GB/s at {peak['bytes']} B over {scope(backend, world)}"
     if wrong:
-        return failed(f"{head}, but #wrong {wrong} during the sweep", WRONG_REMEDIATION, measured=measured,
-                      expected=expected, details=table, fault_class=FaultClass.NODE)
+        return failed(
+            f"{head}, but #wrong {wrong} during the sweep",
+            WRONG_REMEDIATION,
+            measured=measured,
+            expected=expected,
+            details=table,
+            fault_class=FaultClass.NODE,
+        )
     if min_busbw is not None:
         at = options.min_busbw_at_bytes
         expected["min_busbw_gbps"] = min_busbw
@@ -140,12 +171,21 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
             measured["floor_not_comparable"] = not_comparable(min_busbw, at or 0, rows, backend)
             head += f"; {measured['floor_not_comparable']}"
         elif row["busbw_gbps"] < min_busbw:
-            fix = ("Check `nvidia-smi topo -m` (PIX/NV# links expected, not SYS), that NCCL uses NVLink/P2P "
-                   "(NCCL_DEBUG=INFO), and that containers run with --ipc=host")
+            fix = (
+                "Check `nvidia-smi topo -m` (PIX/NV# links expected, not SYS), that NCCL uses NVLink/P2P "
+                "(NCCL_DEBUG=INFO), and that containers run with --ipc=host"
+            )
             make = failed if options.strict_perf else warned
             where = "" if at is None else f"; at the floor's {at} B message: {row['busbw_gbps']:.3f} GB/s"
-            return make(f"{head}{where}, below the {min_busbw:g} GB/s floor", fix, measured=measured,
-                        expected=expected, details=table, fault_class=FaultClass.NODE, code=BUSBW_LOW)
+            return make(
+                f"{head}{where}, below the {min_busbw:g} GB/s floor",
+                fix,
+                measured=measured,
+                expected=expected,
+                details=table,
+                fault_class=FaultClass.NODE,
+                code=BUSBW_LOW,
+            )
     if world == 1:
         head += " (busbw is 0 by definition with one rank)"
     return passed(head, measured=measured, expected=expected, details=table)
@@ -153,8 +193,13 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
 
 def not_comparable(floor: float, at: int, rows: list[dict[str, Any]], backend: str) -> str:
     """Why a floor measured at `at` bytes was not judged: this sweep has no row of that size."""
-    why = ("a CPU (gloo) sweep stops at 16 MiB" if backend != "nccl" else
-           f"a {at} B message must fit in --memory-fraction of the free GPU memory (it needs about "
-           f"{sweep_memory(at) // MIB} MiB free); raise --memory-fraction to measure it")
-    return (f"the {floor:g} GB/s floor was measured at {at} B, this sweep's largest message is "
-            f"{max(r['bytes'] for r in rows)} B: not comparable, not judged ({why})")
+    why = (
+        "a CPU (gloo) sweep stops at 16 MiB"
+        if backend != "nccl"
+        else f"a {at} B message must fit in --memory-fraction of the free GPU memory (it needs about "
+        f"{sweep_memory(at) // MIB} MiB free); raise --memory-fraction to measure it"
+    )
+    return (
+        f"the {floor:g} GB/s floor was measured at {at} B, this sweep's largest message is "
+        f"{max(r['bytes'] for r in rows)} B: not comparable, not judged ({why})"
+    )

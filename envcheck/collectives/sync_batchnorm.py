@@ -35,7 +35,7 @@ def case_comparisons(rc: RankContext, momentum: float | None, affine: bool, unev
 
     label = f"SyncBatchNorm(momentum={momentum}, affine={affine}, per-rank batches={sizes(rc.world, uneven)})"
     n = sizes(rc.world, uneven)
-    lo, hi = sum(n[:rc.rank]), sum(n[:rc.rank + 1])
+    lo, hi = sum(n[: rc.rank]), sum(n[: rc.rank + 1])
     torch.manual_seed(0)
     sync = torch.nn.SyncBatchNorm(CHANNELS, momentum=momentum, affine=affine).to(rc.device)
     ref = torch.nn.BatchNorm1d(CHANNELS, momentum=momentum, affine=affine).double()
@@ -53,25 +53,59 @@ def case_comparisons(rc: RankContext, momentum: float | None, affine: bool, unev
         out_r = ref(xr)
         out_r.backward(g.double())
         tol = (count + 8) * u
-        comps.append(compare(out, out_r[lo:hi], op=f"{label} step {step} output", device=str(rc.device),
-                             dtype="float32", atol=tol * (1 + float(out_r.abs().max())), rtol=0.0))
-        comps.append(compare(xl.grad, xr.grad[lo:hi], op=f"{label} step {step} input gradient",
-                             device=str(rc.device), dtype="float32",
-                             atol=2 * tol * (1 + float(xr.grad.abs().max())), rtol=0.0))
+        comps.append(
+            compare(
+                out,
+                out_r[lo:hi],
+                op=f"{label} step {step} output",
+                device=str(rc.device),
+                dtype="float32",
+                atol=tol * (1 + float(out_r.abs().max())),
+                rtol=0.0,
+            )
+        )
+        comps.append(
+            compare(
+                xl.grad,
+                xr.grad[lo:hi],
+                op=f"{label} step {step} input gradient",
+                device=str(rc.device),
+                dtype="float32",
+                atol=2 * tol * (1 + float(xr.grad.abs().max())),
+                rtol=0.0,
+            )
+        )
         if affine:
             for name in ("weight", "bias"):
                 local = getattr(sync, name).grad.clone()
                 dist.all_reduce(local)
                 want = getattr(ref, name).grad
-                comps.append(compare(local, want, op=f"{label} step {step} {name} gradient (summed over ranks)",
-                                     device=str(rc.device), dtype="float32",
-                                     atol=2 * tol * (1 + float(want.abs().max())), rtol=0.0))
+                comps.append(
+                    compare(
+                        local,
+                        want,
+                        op=f"{label} step {step} {name} gradient (summed over ranks)",
+                        device=str(rc.device),
+                        dtype="float32",
+                        atol=2 * tol * (1 + float(want.abs().max())),
+                        rtol=0.0,
+                    )
+                )
                 getattr(sync, name).grad = None
                 getattr(ref, name).grad = None
         for name in ("running_mean", "running_var"):
             want = getattr(ref, name)
-            comps.append(compare(getattr(sync, name), want, op=f"{label} step {step} {name}", device=str(rc.device),
-                                 dtype="float32", atol=tol * (1 + float(want.abs().max())), rtol=0.0))
+            comps.append(
+                compare(
+                    getattr(sync, name),
+                    want,
+                    op=f"{label} step {step} {name}",
+                    device=str(rc.device),
+                    dtype="float32",
+                    atol=tol * (1 + float(want.abs().max())),
+                    rtol=0.0,
+                )
+            )
     return comps
 
 
@@ -94,10 +128,16 @@ def judge(findings: list[dict[str, Any]], backend: str, world: int, options: Dis
     skipped = [f["sync_batchnorm"].get("skipped") for f in findings if f["sync_batchnorm"].get("skipped")]
     if skipped:
         return passed(f"SyncBatchNorm not run: {skipped[0]}", measured={"sync_batchnorm": skipped[0]})
-    comps = [Comparison(**{**c, "worst_index": tuple(c["worst_index"])}) for f in findings
-             for c in f["sync_batchnorm"]["comparisons"]]
-    return comparisons_result("SyncBatchNorm vs one BatchNorm on the whole batch", comps,
-                              tolerances={"atol": "(n+8)·u·(1+|ref|), n = global count per channel (x2 gradients)"},
-                              remediation="SyncBatchNorm computes statistics or gradients that differ from one "
-                                          "BatchNorm over the whole batch; keep per-rank batch sizes equal and "
-                                          "reinstall torch")
+    comps = [
+        Comparison(**{**c, "worst_index": tuple(c["worst_index"])})
+        for f in findings
+        for c in f["sync_batchnorm"]["comparisons"]
+    ]
+    return comparisons_result(
+        "SyncBatchNorm vs one BatchNorm on the whole batch",
+        comps,
+        tolerances={"atol": "(n+8)·u·(1+|ref|), n = global count per channel (x2 gradients)"},
+        remediation="SyncBatchNorm computes statistics or gradients that differ from one "
+        "BatchNorm over the whole batch; keep per-rank batch sizes equal and "
+        "reinstall torch",
+    )

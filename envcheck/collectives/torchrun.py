@@ -39,7 +39,9 @@ from envcheck.core.result import FaultClass, Result, failed
 from envcheck.probe.slurm_layout import rank_nodes
 
 REQUIRED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
-TERM_WAIT_S = 1.5  # rank 0, stopped by torchrun (SIGTERM), waits this long to tell who was stopped from who died
+TERM_WAIT_S = (
+    1.5  # rank 0, stopped by torchrun (SIGTERM), waits this long to tell who was stopped from who died
+)
 VERDICT_MARGIN_S = 10.0  # other ranks wait this long beyond rank 0's own deadline for the exit code
 ACK_WAIT_S = 5.0  # without torchrun's agent (srun), rank 0 hosts the store: it waits this long for the others to read the verdict
 Report = Callable[[list[Result]], None]
@@ -96,20 +98,26 @@ def local_world_size(env: Mapping[str, str], rank: int) -> int | None:
     return nodes.count(nodes[rank])
 
 
-def local_rank_problem(local_rank: int, visible: int, cuda_visible_devices: str | None,
-                       local_world: int | None = None) -> str | None:
+def local_rank_problem(
+    local_rank: int, visible: int, cuda_visible_devices: str | None, local_world: int | None = None
+) -> str | None:
     """Why LOCAL_RANK cannot have a GPU of its own (NCCL needs one per process), or None when it can."""
     if local_device(local_rank, visible, local_world) is not None:
         return None
     shown = "unset" if cuda_visible_devices is None else repr(cuda_visible_devices)
-    return (f"LOCAL_RANK {local_rank} has no GPU: only {visible} GPU(s) visible to this process "
-            f"(CUDA_VISIBLE_DEVICES={shown}); start torchrun with --nproc-per-node {max(visible, 1)} or fewer "
-            f"(one process per visible GPU), or make more GPUs visible")
+    return (
+        f"LOCAL_RANK {local_rank} has no GPU: only {visible} GPU(s) visible to this process "
+        f"(CUDA_VISIBLE_DEVICES={shown}); start torchrun with --nproc-per-node {max(visible, 1)} or fewer "
+        f"(one process per visible GPU), or make more GPUs visible"
+    )
 
 
 def _error(rank: int, exc: BaseException) -> dict[str, Any]:
-    return {"rank": rank, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
-            "traceback": traceback.format_exc()[-4000:]}
+    return {
+        "rank": rank,
+        "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
+        "traceback": traceback.format_exc()[-4000:],
+    }
 
 
 def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, took: float) -> list[Result]:
@@ -117,15 +125,25 @@ def _judge(findings: list[dict[str, Any]], backend: str, opts: TorchrunOptions, 
     broken = [f for f in findings if "error" in f]
     if broken:
         ranks = ", ".join(str(f["rank"]) for f in broken)
-        result = failed(f"{backend} collectives raised on rank(s) {ranks}: {broken[0]['error']}",
-                        "see details for each failing rank's traceback; rerun with NCCL_DEBUG=INFO",
-                        measured={"world_size": world}, details="\n".join(f["traceback"] for f in broken),
-                        fault_class=FaultClass.NODE)
+        result = failed(
+            f"{backend} collectives raised on rank(s) {ranks}: {broken[0]['error']}",
+            "see details for each failing rank's traceback; rerun with NCCL_DEBUG=INFO",
+            measured={"world_size": world},
+            details="\n".join(f["traceback"] for f in broken),
+            fault_class=FaultClass.NODE,
+        )
         return [result.named(ALL_REDUCE.name, took)]
-    options = DistOptions(min_busbw_gbps=opts.min_busbw_gbps, min_busbw_at_bytes=opts.min_busbw_at_bytes,
-                          strict_perf=opts.strict_perf)
-    return [combine([collective(step).judge(findings, backend, world, options) for step in check.steps])
-            .named(check.name, took) for check in checks_to_run(opts)]
+    options = DistOptions(
+        min_busbw_gbps=opts.min_busbw_gbps,
+        min_busbw_at_bytes=opts.min_busbw_at_bytes,
+        strict_perf=opts.strict_perf,
+    )
+    return [
+        combine([collective(step).judge(findings, backend, world, options) for step in check.steps]).named(
+            check.name, took
+        )
+        for check in checks_to_run(opts)
+    ]
 
 
 @dataclass(frozen=True)
@@ -158,13 +176,19 @@ def checks_to_run(opts: TorchrunOptions) -> list[NodeCheck]:
 
 def incomplete_result(monitor: Monitor, backend: str, took: float) -> Result:
     """FAIL naming the dead, raising, stopped or stalled ranks (not every rank reported)."""
-    details = "\n".join(f"--- rank {s.found['rank']}:\n{s.found.get('traceback', '')}" for s in monitor.ranks
-                        if s.found and "error" in s.found)
-    return failed(f"{backend} ranks did not all finish: {monitor.describe()}",
-                  "the named rank's node log shows why it died or where it hangs; rerun with NCCL_DEBUG=INFO "
-                  "(and NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, to isolate a transport)",
-                  measured={"world_size": monitor.world, "ranks": monitor.table(), "timeout_s": monitor.stall_s},
-                  details=details, fault_class=FaultClass.NODE).named(ALL_REDUCE.name, took)
+    details = "\n".join(
+        f"--- rank {s.found['rank']}:\n{s.found.get('traceback', '')}"
+        for s in monitor.ranks
+        if s.found and "error" in s.found
+    )
+    return failed(
+        f"{backend} ranks did not all finish: {monitor.describe()}",
+        "the named rank's node log shows why it died or where it hangs; rerun with NCCL_DEBUG=INFO "
+        "(and NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, to isolate a transport)",
+        measured={"world_size": monitor.world, "ranks": monitor.table(), "timeout_s": monitor.stall_s},
+        details=details,
+        fault_class=FaultClass.NODE,
+    ).named(ALL_REDUCE.name, took)
 
 
 def _with(report: Report, extra: list[Result]) -> Report:
@@ -214,22 +238,39 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
                 visible, local_world = torch.cuda.device_count(), local_world_size(os.environ, rank)
                 index = local_device(local, visible, local_world)
                 if index is None:
-                    raise RuntimeError(local_rank_problem(local, visible, os.environ.get("CUDA_VISIBLE_DEVICES"),
-                                                          local_world))
+                    raise RuntimeError(
+                        local_rank_problem(
+                            local, visible, os.environ.get("CUDA_VISIBLE_DEVICES"), local_world
+                        )
+                    )
                 device = torch.device("cuda", index)
             kwargs: dict[str, Any] = {}
             if use_nccl:
                 torch.cuda.set_device(device)
                 kwargs["device_id"] = device
             channel.phase(rank, "init")
-            dist.init_process_group(backend, store=dist.PrefixStore("pg/", store), rank=rank, world_size=world,
-                                    timeout=timedelta(seconds=opts.timeout_s), **kwargs)
+            dist.init_process_group(
+                backend,
+                store=dist.PrefixStore("pg/", store),
+                rank=rank,
+                world_size=world,
+                timeout=timedelta(seconds=opts.timeout_s),
+                **kwargs,
+            )
             channel.phase(rank, "barrier")
             dist.barrier()
             channel.phase(rank, "ready")
             steps = tuple(step for check in checks_to_run(opts) for step in check.steps)
-            found = run_plan(rank, world, device, steps, (), lambda phase: channel.phase(rank, phase),
-                             load_rank_hook(), floor_bytes=opts.min_busbw_at_bytes if opts.min_busbw_gbps else None)
+            found = run_plan(
+                rank,
+                world,
+                device,
+                steps,
+                (),
+                lambda phase: channel.phase(rank, phase),
+                load_rank_hook(),
+                floor_bytes=opts.min_busbw_at_bytes if opts.min_busbw_gbps else None,
+            )
         except Exception as exc:
             found = _error(rank, exc)
         channel.found(rank, found)
@@ -254,8 +295,11 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
                 monitor.poll()
             if finished or stop.is_set() or monitor.give_up():
                 took = time.monotonic() - began
-                results = (_judge([s.found or {} for s in monitor.ranks], backend, opts, took) if finished
-                           else [incomplete_result(monitor, backend, took)])
+                results = (
+                    _judge([s.found or {} for s in monitor.ranks], backend, opts, took)
+                    if finished
+                    else [incomplete_result(monitor, backend, took)]
+                )
                 code = int(any(r.status.is_bad for r in results))
                 try:
                     report(results)

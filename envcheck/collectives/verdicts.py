@@ -27,14 +27,20 @@ WRONG_REMEDIATION = (
 # `ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)`
 # (https://github.com/NVIDIA/nccl/issues/1837, NCCL_SOCKET_IFNAME naming a missing interface).
 INTERFACE_ERRORS = (
-    ("GLOO_SOCKET_IFNAME",
-     re.compile(r"Unable to find address for: |makeTCPDevice\(\): interface or hostname can't be empty")),
-    ("NCCL_SOCKET_IFNAME", re.compile(r"no socket interface found|is neither AF_INET\(2\) nor AF_INET6\(10\)")),
+    (
+        "GLOO_SOCKET_IFNAME",
+        re.compile(r"Unable to find address for: |makeTCPDevice\(\): interface or hostname can't be empty"),
+    ),
+    (
+        "NCCL_SOCKET_IFNAME",
+        re.compile(r"no socket interface found|is neither AF_INET\(2\) nor AF_INET6\(10\)"),
+    ),
 )
 
 
-def interface_cause(text: str, env: Mapping[str, str],
-                    interfaces: list[dict[str, Any]]) -> tuple[str, str] | None:
+def interface_cause(
+    text: str, env: Mapping[str, str], interfaces: list[dict[str, Any]]
+) -> tuple[str, str] | None:
     """(cause, fix) when the ranks' output shows their backend finding no socket interface and the variable they
     ran with selects none of `interfaces` (envcheck.checks.network's reading); None otherwise."""
     for var, pattern in INTERFACE_ERRORS:
@@ -66,15 +72,26 @@ def sum_wrong(findings: list[dict[str, Any]], *path: str) -> tuple[int, int]:
     return wrong, elements
 
 
-def exact_op_result(findings: list[dict[str, Any]], step: str, label: str, backend: str, world: int) -> Result:
+def exact_op_result(
+    findings: list[dict[str, Any]], step: str, label: str, backend: str, world: int
+) -> Result:
     """PASS when every element of `step` on every rank was exact, else FAIL with #wrong."""
     wrong, elements = sum_wrong(findings, step)
-    measured: dict[str, Any] = {"backend": backend, "world_size": world, f"wrong_{step}": wrong,
-                                f"elements_{step}": elements}
+    measured: dict[str, Any] = {
+        "backend": backend,
+        "world_size": world,
+        f"wrong_{step}": wrong,
+        f"elements_{step}": elements,
+    }
     expected = {f"wrong_{step}": 0}
     if wrong:
-        return failed(f"{label} over {scope(backend, world)} gave wrong results: #wrong {wrong} of {elements}",
-                      WRONG_REMEDIATION, measured=measured, expected=expected, fault_class=FaultClass.NODE)
+        return failed(
+            f"{label} over {scope(backend, world)} gave wrong results: #wrong {wrong} of {elements}",
+            WRONG_REMEDIATION,
+            measured=measured,
+            expected=expected,
+            fault_class=FaultClass.NODE,
+        )
     return passed(f"{label} exact over {scope(backend, world)}", measured=measured, expected=expected)
 
 
@@ -86,9 +103,14 @@ def combine(results: list[Result]) -> Result:
     expected = {k: v for r in results for k, v in r.expected.items()}
     bad = [r for r in results if r.status.is_bad]
     if bad:
-        return failed("; ".join(r.summary for r in bad), bad[0].remediation or WRONG_REMEDIATION,
-                      measured=measured, expected=expected, fault_class=bad[0].fault_class or FaultClass.NODE,
-                      details="\n".join(r.details for r in bad if r.details))
+        return failed(
+            "; ".join(r.summary for r in bad),
+            bad[0].remediation or WRONG_REMEDIATION,
+            measured=measured,
+            expected=expected,
+            fault_class=bad[0].fault_class or FaultClass.NODE,
+            details="\n".join(r.details for r in bad if r.details),
+        )
     return passed("; ".join(r.summary for r in results), measured=measured, expected=expected)
 
 
@@ -103,6 +125,9 @@ def sweep_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def format_table(rows: list[dict[str, Any]]) -> str:
     """An nccl-tests style text table."""
     lines = [f"{'size(B)':>12} {'time(us)':>11} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12} {'#wrong':>7}"]
-    lines += [f"{r['bytes']:>12} {r['time_us']:>11.1f} {r['algbw_gbps']:>12.3f} {r['busbw_gbps']:>12.3f} "
-              f"{r['wrong']:>7}" for r in rows]
+    lines += [
+        f"{r['bytes']:>12} {r['time_us']:>11.1f} {r['algbw_gbps']:>12.3f} {r['busbw_gbps']:>12.3f} "
+        f"{r['wrong']:>7}"
+        for r in rows
+    ]
     return "\n".join(lines)

@@ -31,7 +31,7 @@ def sweep_stale_workdirs(root: str | None = None) -> list[str]:
     base = Path(root or tempfile.gettempdir())
     removed = []
     for path in base.glob(f"{WORKDIR_PREFIX}*-*"):
-        pid_text = path.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        pid_text = path.name[len(WORKDIR_PREFIX) :].split("-", 1)[0]
         if not pid_text.isdigit() or path.is_symlink() or not path.is_dir():
             continue
         if int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):

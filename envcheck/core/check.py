@@ -84,19 +84,32 @@ class ProfileOptions:
 
     profile: str | None = None  # the profile's name, e.g. "h100-sxm-8"
     description: str | None = None  # "8x H100 SXM", as findings name the node type
-    gpu_model: str | None = None  # a substring of NVML's / cuDeviceGetName's product name, e.g. "H100 80GB HBM3"
+    gpu_model: str | None = (
+        None  # a substring of NVML's / cuDeviceGetName's product name, e.g. "H100 80GB HBM3"
+    )
     gpu_count: int | None = None
     driver_floor: str | None = None  # oldest acceptable driver, e.g. "535.104.05"
     nvlink_links: int | None = None  # NVLinks up per GPU (0: no NVLink)
-    pcie_gen: int | None = None  # the PCIe generation each GPU's link must reach (its maximum; idle GPUs downshift)
+    pcie_gen: int | None = (
+        None  # the PCIe generation each GPU's link must reach (its maximum; idle GPUs downshift)
+    )
     pcie_width: int | None = None  # the lanes each GPU's link must run at
     busbw_floor_gbps: float | None = None  # all-reduce busbw floor for dist.busbw (a torch check)
-    busbw_floor_bytes: int | None = None  # the all-reduce message size that floor was measured at (Azure: 16 GiB)
-    level: str = "node"  # "node": the cluster modes run the torch-free node checks; "torch": the torch checks too
+    busbw_floor_bytes: int | None = (
+        None  # the all-reduce message size that floor was measured at (Azure: 16 GiB)
+    )
+    level: str = (
+        "node"  # "node": the cluster modes run the torch-free node checks; "torch": the torch checks too
+    )
 
 
-_GROUPS = {"dist": DistOptions, "devices": DeviceOptions, "bench": BenchOptions, "profile": ProfileOptions,
-           "perf": PerfOptions}
+_GROUPS = {
+    "dist": DistOptions,
+    "devices": DeviceOptions,
+    "bench": BenchOptions,
+    "profile": ProfileOptions,
+    "perf": PerfOptions,
+}
 
 
 @dataclass(frozen=True)
@@ -133,10 +146,16 @@ class CheckOptions:
             for name, group in _GROUPS.items():
                 if key in {f.name for f in fields(group)}:
                     groups[name][key] = value
-        made = {name: group(**{k: v for k, v in groups[name].items() if k in {f.name for f in fields(group)}})
-                for name, group in _GROUPS.items()}
-        return cls(front_door=data.get("front_door", data.get("mode")), node_path=bool(data.get("node_path")),
-                   cluster_mode=data.get("cluster_mode"), **made)
+        made = {
+            name: group(**{k: v for k, v in groups[name].items() if k in {f.name for f in fields(group)}})
+            for name, group in _GROUPS.items()
+        }
+        return cls(
+            front_door=data.get("front_door", data.get("mode")),
+            node_path=bool(data.get("node_path")),
+            cluster_mode=data.get("cluster_mode"),
+            **made,
+        )
 
 
 @dataclass(frozen=True)
@@ -199,9 +218,11 @@ class Hooks:
 
     def references(self) -> dict[str, str | None]:
         """Each hook as a worker process finds it across the fork-server boundary (see `reference`)."""
-        return {"facts": reference(self.facts) if self.facts else None,
-                "diagnose": reference(self.diagnose) if self.diagnose else None,
-                "recycle": reference(self.recycle) if self.recycle else None}
+        return {
+            "facts": reference(self.facts) if self.facts else None,
+            "diagnose": reference(self.diagnose) if self.diagnose else None,
+            "recycle": reference(self.recycle) if self.recycle else None,
+        }
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,12 @@ def process_start_problem(exc: OSError) -> str:
             limit = "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
         except (ImportError, OSError, ValueError):
             limit = "?"
-        return (f"cannot start a process: the user's process limit is reached (ulimit -u: {limit}); "
-                "raise it (ulimit -u) or end other processes of this user")
+        return (
+            f"cannot start a process: the user's process limit is reached (ulimit -u: {limit}); "
+            "raise it (ulimit -u) or end other processes of this user"
+        )
     if exc.errno == errno.ENOMEM:
-        return "cannot start a process: out of memory (fork failed with ENOMEM); free memory or raise the limit"
+        return (
+            "cannot start a process: out of memory (fork failed with ENOMEM); free memory or raise the limit"
+        )
     return f"cannot start a process: {exc.strerror or exc}"

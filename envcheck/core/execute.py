@@ -62,9 +62,14 @@ def run_check(spec: CheckSpec, ctx: Context, diagnose: Callable[[str], Any] | No
         what = f"{exc.who}: a process could not be started" if exc.who else "a process could not be started"
         result = runtime_cause(exc, what, trace=False) or errored(str(exc), crashed=True)
     except Exception as exc:
-        result = environment_failure(exc, diagnose) or runtime_cause(exc) or errored(
-            f"{CRASH_PREFIX} {type(exc).__name__}: {exc}".splitlines()[0],
-            details=traceback.format_exc(), crashed=True,
+        result = (
+            environment_failure(exc, diagnose)
+            or runtime_cause(exc)
+            or errored(
+                f"{CRASH_PREFIX} {type(exc).__name__}: {exc}".splitlines()[0],
+                details=traceback.format_exc(),
+                crashed=True,
+            )
         )
     return Outcome(result.named(spec.name, time.monotonic() - start), raised)
 
@@ -75,7 +80,9 @@ def environment_failure(exc: Exception, diagnose: Callable[[str], Any] | None) -
     finding = diagnose(str(exc)) if diagnose is not None else None
     if finding is None:
         return None
-    return failed(finding.problem, finding.fix, details=traceback.format_exc(), fault_class=finding.fault_class)
+    return failed(
+        finding.problem, finding.fix, details=traceback.format_exc(), fault_class=finding.fault_class
+    )
 
 
 def jsonable(value: Any) -> Any:

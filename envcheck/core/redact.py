@@ -18,8 +18,10 @@ from typing import Any
 REDACTED = "<redacted>"
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CRED")
 _URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
-_TOKEN = re.compile(r"(?<![A-Za-z0-9])(github_pat_|gh[pousr]_|hf_|xox[bpas]-|sk-|glpat-)[A-Za-z0-9_\-]{16,}"
-                    r"|(?<![A-Za-z0-9])(AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(github_pat_|gh[pousr]_|hf_|xox[bpas]-|sk-|glpat-)[A-Za-z0-9_\-]{16,}"
+    r"|(?<![A-Za-z0-9])(AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"
+)
 _WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{32,}(?![A-Za-z0-9])")
 
 
@@ -30,8 +32,12 @@ def is_secret_name(name: str) -> bool:
 
 
 def _high_entropy(word: str) -> bool:
-    return (any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
-            and len(set(word)) >= 16)
+    return (
+        any(c.isupper() for c in word)
+        and any(c.islower() for c in word)
+        and any(c.isdigit() for c in word)
+        and len(set(word)) >= 16
+    )
 
 
 def redact_tokens(text: str) -> str:
@@ -59,5 +65,8 @@ def redact_deep(value: Any) -> Any:
 def redact_env(environ: Mapping[str, str], prefixes: Iterable[str]) -> dict[str, str]:
     """The variables whose names start with one of `prefixes`, sorted, each redacted by name, in URLs and tokens."""
     wanted = tuple(prefixes)
-    return {name: REDACTED if is_secret_name(name) else redact_value(environ[name])
-            for name in sorted(environ) if name.startswith(wanted)}
+    return {
+        name: REDACTED if is_secret_name(name) else redact_value(environ[name])
+        for name in sorted(environ)
+        if name.startswith(wanted)
+    }

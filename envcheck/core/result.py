@@ -72,13 +72,16 @@ class Result:
             try:
                 object.__setattr__(self, "fault_class", FaultClass(self.fault_class))
             except ValueError:
-                raise ValueError(f"fault_class must be one of {FAULT_CLASSES} or None, "
-                                 f"got {self.fault_class!r}") from None
+                raise ValueError(
+                    f"fault_class must be one of {FAULT_CLASSES} or None, got {self.fault_class!r}"
+                ) from None
         if self.status in (Status.PASS, Status.SKIP):
             object.__setattr__(self, "fault_class", None)
             object.__setattr__(self, "code", None)
         if self.crashed and self.status is not Status.ERROR:
-            object.__setattr__(self, "crashed", False)  # a crash the check's hook diagnosed is a finding, not ours
+            object.__setattr__(
+                self, "crashed", False
+            )  # a crash the check's hook diagnosed is a finding, not ours
         if self.status in (Status.SKIP, Status.ERROR) and not (self.reason or "").strip():
             object.__setattr__(self, "reason", self.summary or "no reason given")
         if "\n" in self.summary:

@@ -43,12 +43,16 @@ def create(env: dict[str, str]) -> tuple[str | None, str | None]:
     """A fresh private dir in the temp dir `env` names (TMPDIR, else /tmp, as the user's jobs and their C
     compilers use): (path, None), or (None, why there is none) when that dir is not writable."""
     base = env.get("TMPDIR") or "/tmp"
-    stale_rundirs.sweep(base, PREFIX)  # the dirs of runs killed whole (a cgroup kill) that nothing could remove
+    stale_rundirs.sweep(
+        base, PREFIX
+    )  # the dirs of runs killed whole (a cgroup kill) that nothing could remove
     try:
         path = os.path.abspath(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))
     except OSError as exc:
-        return None, (f"the temp dir {base} is not writable ({exc.strerror or exc}): the checks run without a "
-                      "private temp dir, so a check killed there may leave files behind")
+        return None, (
+            f"the temp dir {base} is not writable ({exc.strerror or exc}): the checks run without a "
+            "private temp dir, so a check killed there may leave files behind"
+        )
     hold(path)
     return path, None
 

@@ -40,9 +40,16 @@ def gpu_present(dev: str = "/dev") -> bool:
 class Runner:
     """Runs checks with one forked worker per isolation group, and a cap on the whole run."""
 
-    def __init__(self, ctx: Context, total_timeout_s: float | None = None, *,
-                 env: dict[str, str] | None = None, share_gpu: bool | None = None,
-                 start_timeout_s: float = START_TIMEOUT_S, hooks: Hooks | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        total_timeout_s: float | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        share_gpu: bool | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
+        hooks: Hooks | None = None,
+    ) -> None:
         """`env`: the workers' environment (default: ours). `share_gpu`: whether groups that use the GPU
         may overlap; default only on a host with no GPU (no /dev/nvidiaN), where there is nothing to share.
         `start_timeout_s`: how long the worker interpreter may take to start (before it imports torch).
@@ -140,8 +147,12 @@ class Runner:
                 self.finished.append(result)
 
         lanes_plan = plan(specs, self._share_gpu)
-        groups, lanes, preloading, preloads = (lanes_plan.groups, lanes_plan.lanes, lanes_plan.preloading,
-                                               lanes_plan.preloads)
+        groups, lanes, preloading, preloads = (
+            lanes_plan.groups,
+            lanes_plan.lanes,
+            lanes_plan.preloading,
+            lanes_plan.preloads,
+        )
         first_forks = threading.Semaphore(0)
         preloaded = threading.Event()  # later GPU groups are forked after the preload, so they inherit it
         if not lanes_plan.waits_for_preload:
@@ -165,23 +176,29 @@ class Runner:
                             record(index, self.run_one(spec))
                     if n < len(lane) - 1:
                         self.release(group)
-            except Exception as exc:  # envcheck's own failure (or a limit it hit): the lane's unrun checks say so
+            except (
+                Exception
+            ) as exc:  # envcheck's own failure (or a limit it hit): the lane's unrun checks say so
                 if self._aborted:
                     return
                 cause = runtime_cause(exc, "envcheck could not run this check") or errored(
-                    f"envcheck's own failure: {type(exc).__name__}: {exc}".splitlines()[0], crashed=True)
+                    f"envcheck's own failure: {type(exc).__name__}: {exc}".splitlines()[0], crashed=True
+                )
                 for group in lane:
                     for index, spec in groups[group]:
                         if index not in done:
                             record(index, cause.named(spec.name, 0.0))
 
         def preload() -> None:
-            for _ in lanes:  # the first worker of every lane is forked before the server spends time importing
+            for (
+                _
+            ) in lanes:  # the first worker of every lane is forked before the server spends time importing
                 first_forks.acquire()
             try:
                 if not self._aborted:
-                    answer = self._server.request({"op": Op.PRELOAD, "modules": preloads},
-                                                  self._until(PRELOAD_TIMEOUT_S))
+                    answer = self._server.request(
+                        {"op": Op.PRELOAD, "modules": preloads}, self._until(PRELOAD_TIMEOUT_S)
+                    )
                     if isinstance(answer, dict) and answer.get("failed"):  # half-imported there: fork no more
                         self._server.retire()
             finally:
@@ -196,7 +213,9 @@ class Runner:
         for thread in threads:
             try:
                 thread.start()
-            except RuntimeError:  # "can't start new thread": a small `ulimit -u`/pids.max; run it here instead
+            except (
+                RuntimeError
+            ):  # "can't start new thread": a small `ulimit -u`/pids.max; run it here instead
                 inline.append(thread)
         for index, spec in enumerate(specs):
             if not spec.isolated:
@@ -235,13 +254,25 @@ class Runner:
             return failure_result(spec, failure, timeout, start)
         timeout = self._timeout(spec)  # the run's deadline may have come closer while the worker started
         if timeout <= 0:
-            return failure_result(spec, WorkerFailure(FailureKind.TIMEOUT, "not run: the whole-run --timeout was "
-                                                    "reached while its worker started", run_deadline=True),
-                                timeout, start)
+            return failure_result(
+                spec,
+                WorkerFailure(
+                    FailureKind.TIMEOUT,
+                    "not run: the whole-run --timeout was reached while its worker started",
+                    run_deadline=True,
+                ),
+                timeout,
+                start,
+            )
         ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
-        request = {"op": Op.CHECK, "name": spec.name, "context": ctx.to_dict(),
-                   "func": reference(spec.func),
-                   "needs": dataclasses.asdict(spec.needs), "hooks": self.hooks.references()}
+        request = {
+            "op": Op.CHECK,
+            "name": spec.name,
+            "context": ctx.to_dict(),
+            "func": reference(spec.func),
+            "needs": dataclasses.asdict(spec.needs),
+            "hooks": self.hooks.references(),
+        }
         reply = worker.request(request, timeout)
         if isinstance(reply, WorkerFailure):
             return failure_result(spec, reply, timeout, start)
@@ -273,15 +304,20 @@ class Runner:
         else:
             while self._facts_thread.is_alive():
                 self._facts_thread.join(0.2)  # short joins keep Ctrl-C and SIGTERM responsive
-        return self._facts if self._facts is not None else {
-            "error": {"absent": "facts could not be collected: envcheck was interrupted"}}
+        return (
+            self._facts
+            if self._facts is not None
+            else {"error": {"absent": "facts could not be collected: envcheck was interrupted"}}
+        )
 
     def _collect_facts(self) -> None:
         assert self.hooks.facts is not None  # both callers check it
         left = self._left()
         timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
         try:
-            reply = self._worker(FACTS_GROUP).request({"op": Op.FACTS, "func": reference(self.hooks.facts)}, timeout)
+            reply = self._worker(FACTS_GROUP).request(
+                {"op": Op.FACTS, "func": reference(self.hooks.facts)}, timeout
+            )
         except Exception as exc:  # an abort closed the worker's pipes under this thread
             reply = WorkerFailure(FailureKind.EXIT, f"{type(exc).__name__}: {exc}")
         if isinstance(reply, WorkerFailure):

@@ -27,7 +27,9 @@ class Section:
     key: str  # the bundle's top-level key
     check: str  # the check whose verdict it replays
     capture: Callable[[], dict[str, Any]]
-    validate: Callable[[Any, str], None]  # raises UsageError naming the first thing wrong ('where' in the text)
+    validate: Callable[
+        [Any, str], None
+    ]  # raises UsageError naming the first thing wrong ('where' in the text)
     verdict: Verdict
     # More checks judged from the same captured data (cuda.devices from the cuda section).
     also: tuple[tuple[str, Verdict], ...] = ()
@@ -64,8 +66,12 @@ def require(data: Any, where: str, shape: Mapping[str, tuple[type | None, ...]])
 
 def is_one_of(value: Any, types: tuple[type | None, ...]) -> bool:
     """Whether `value` is one of the JSON `types` (None: null); a bool is not an int."""
-    return any((value is None) if t is None else (isinstance(value, t) and not (t is int and isinstance(value, bool)))
-               for t in types)
+    return any(
+        (value is None)
+        if t is None
+        else (isinstance(value, t) and not (t is int and isinstance(value, bool)))
+        for t in types
+    )
 
 
 def type_names(types: tuple[type | None, ...]) -> str:

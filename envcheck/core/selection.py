@@ -20,9 +20,7 @@ def select(
     only, skip = list(only), list(skip)
     unknown = [n for n in [*only, *skip] if n not in registry]
     if unknown:
-        raise UsageError(
-            f"unknown check name(s): {', '.join(unknown)}; valid names: {', '.join(registry)}"
-        )
+        raise UsageError(f"unknown check name(s): {', '.join(unknown)}; valid names: {', '.join(registry)}")
     if only:
         chosen = [registry[n] for n in registry if n in only]
     else:

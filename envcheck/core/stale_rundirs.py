@@ -47,7 +47,7 @@ def hold(path: str) -> int | None:
 def abandoned(path: str, prefix: str) -> bool:
     """Whether the run dir `path` (`<prefix><pid>-*`) belongs to no live run: its pid is no live envcheck and
     nobody holds its lock. Removes nothing (the test suite's guard asks this)."""
-    pid_text = os.path.basename(path)[len(prefix):].split("-", 1)[0]
+    pid_text = os.path.basename(path)[len(prefix) :].split("-", 1)[0]
     if not pid_text.isdigit() or run_alive(int(pid_text)):
         return False
     try:
@@ -122,7 +122,7 @@ def sweep(base: str, prefix: str, grace_s: float = GRACE_S) -> list[str]:
     except OSError:
         return removed
     for name in names:
-        pid_text = name[len(prefix):].split("-", 1)[0]
+        pid_text = name[len(prefix) :].split("-", 1)[0]
         path = os.path.join(base, name)
         if not pid_text.isdigit() or not _stale(path, int(pid_text), grace_s):
             continue

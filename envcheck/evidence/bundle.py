@@ -20,8 +20,22 @@ from envcheck.core.result import Result, passed
 SCHEMA = "envcheck-bundle"
 SCHEMA_VERSION = 1
 MAX_BUNDLE_BYTES = 8 * 2**20
-ENV_PREFIXES = ("NVIDIA_", "CUDA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "LD_LIBRARY_PATH", "LD_PRELOAD",
-                "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "ENVCHECK_")
+ENV_PREFIXES = (
+    "NVIDIA_",
+    "CUDA_",
+    "NCCL_",
+    "GLOO_",
+    "TORCH_",
+    "PYTORCH_",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "ENVCHECK_",
+)
 
 
 def redact_env(environ: dict[str, str]) -> dict[str, str]:
@@ -50,16 +64,25 @@ def capture_check(ctx: Context) -> Result:
     return passed("captured the diagnosis inputs", measured={"bundle": capture_host()})
 
 
-CAPTURE_SPEC = CheckSpec("bundle.capture", capture_check, "capture what the replayable checks read", timeout_s=60)
+CAPTURE_SPEC = CheckSpec(
+    "bundle.capture", capture_check, "capture what the replayable checks read", timeout_s=60
+)
 
 
 def make_bundle(host: dict[str, Any], facts: dict[str, Any], version: str) -> dict[str, Any]:
     """The bundle document: schema header, the captured host part, and the facts (NVML state among them)."""
-    if isinstance(facts.get("env"), dict):  # facts' own env list: redact it the bundle's way too (URL user:token@)
+    if isinstance(
+        facts.get("env"), dict
+    ):  # facts' own env list: redact it the bundle's way too (URL user:token@)
         facts = {**facts, "env": redact_env({str(k): str(v) for k, v in facts["env"].items()})}
     # token-shaped values anywhere (a ghp_ folder in LD_LIBRARY_PATH, an hf_ file in LD_PRELOAD) too
-    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "envcheck_version": version,
-            **redact.redact_deep(host), "facts": redact.redact_deep(facts)}
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "envcheck_version": version,
+        **redact.redact_deep(host),
+        "facts": redact.redact_deep(facts),
+    }
 
 
 def validate_bundle(data: Any, where: str = "bundle") -> dict[str, Any]:
@@ -67,20 +90,30 @@ def validate_bundle(data: Any, where: str = "bundle") -> dict[str, Any]:
     from envcheck.checks import SECTIONS
 
     if not isinstance(data, dict):
-        raise UsageError(f"{where}: not an envcheck bundle (a JSON object is expected, got {type(data).__name__})")
+        raise UsageError(
+            f"{where}: not an envcheck bundle (a JSON object is expected, got {type(data).__name__})"
+        )
     if data.get("schema") != SCHEMA:
-        raise UsageError(f"{where}: not an envcheck bundle (schema is {data.get('schema')!r}, want {SCHEMA!r}; "
-                         "make one with `envcheck facts --bundle FILE`)")
+        raise UsageError(
+            f"{where}: not an envcheck bundle (schema is {data.get('schema')!r}, want {SCHEMA!r}; "
+            "make one with `envcheck facts --bundle FILE`)"
+        )
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise UsageError(f"{where}: bundle schema_version {data.get('schema_version')!r} is not supported "
-                         f"(this envcheck reads version {SCHEMA_VERSION})")
+        raise UsageError(
+            f"{where}: bundle schema_version {data.get('schema_version')!r} is not supported "
+            f"(this envcheck reads version {SCHEMA_VERSION})"
+        )
     for section in SECTIONS:
         part = data.get(section.key)
         if part is None:
             if section.required:
                 raise UsageError(f"{where}: bundle has no {section.key!r} section")
             continue
-        if isinstance(part, dict) and set(part) == {"capture_error"} and isinstance(part["capture_error"], str):
+        if (
+            isinstance(part, dict)
+            and set(part) == {"capture_error"}
+            and isinstance(part["capture_error"], str)
+        ):
             continue
         section.validate(part, f"{where}: bundle's {section.key}")
     for key in ("env", "facts"):
@@ -98,10 +131,14 @@ def load_bundle(path: str) -> dict[str, Any]:
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{path} is a directory; give the bundle file that `envcheck facts --bundle` wrote")
     if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
-        raise UsageError(f"{path} is not a regular file; give the bundle file that `envcheck facts --bundle` wrote")
+        raise UsageError(
+            f"{path} is not a regular file; give the bundle file that `envcheck facts --bundle` wrote"
+        )
     if st.st_size > MAX_BUNDLE_BYTES:
-        raise UsageError(f"{path} is {st.st_size / 2**20:.1f} MiB; a bundle is at most "
-                         f"{MAX_BUNDLE_BYTES // 2**20} MiB (is this the right file?)")
+        raise UsageError(
+            f"{path} is {st.st_size / 2**20:.1f} MiB; a bundle is at most "
+            f"{MAX_BUNDLE_BYTES // 2**20} MiB (is this the right file?)"
+        )
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_BUNDLE_BYTES + 1)
@@ -114,4 +151,3 @@ def load_bundle(path: str) -> dict[str, Any]:
     except RecursionError:
         raise UsageError(f"{path}: not a bundle (JSON nested too deeply)") from None
     return validate_bundle(data, path)
-

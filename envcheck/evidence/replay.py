@@ -22,8 +22,10 @@ def explain_bundle(bundle: Mapping[str, Any], ctx: Context) -> list[Result]:
     for section in SECTIONS:
         part = bundle.get(section.key)
         if isinstance(part, dict) and "capture_error" in part:
-            results += [errored(f"could not be captured: {part['capture_error']}").named(name, 0.0)
-                        for name in section.checks]
+            results += [
+                errored(f"could not be captured: {part['capture_error']}").named(name, 0.0)
+                for name in section.checks
+            ]
         elif part is not None:
             try:
                 results += section.replay(part, ctx)
@@ -31,7 +33,9 @@ def explain_bundle(bundle: Mapping[str, Any], ctx: Context) -> list[Result]:
                 # The section's validate() passed, yet its verdict met a value it cannot read: the bundle holds a
                 # shape no envcheck writes. One line naming the section, exit 2, never a traceback (the
                 # validators name the field for every shape tests/fuzz/test_explain_types.py produces).
-                raise UsageError(f"bundle's {section.key} section holds a value of the wrong type "
-                                 f"({type(exc).__name__}: {str(exc)[:120]}); recapture it with "
-                                 "`envcheck facts --bundle FILE`") from None
+                raise UsageError(
+                    f"bundle's {section.key} section holds a value of the wrong type "
+                    f"({type(exc).__name__}: {str(exc)[:120]}); recapture it with "
+                    "`envcheck facts --bundle FILE`"
+                ) from None
     return results

@@ -46,7 +46,9 @@ class CdiSpec:
 def _host_paths(edits: Any) -> list[str]:
     if not isinstance(edits, dict):
         return []
-    paths = [n.get("hostPath") or n.get("path") for n in edits.get("deviceNodes") or [] if isinstance(n, dict)]
+    paths = [
+        n.get("hostPath") or n.get("path") for n in edits.get("deviceNodes") or [] if isinstance(n, dict)
+    ]
     paths += [m.get("hostPath") for m in edits.get("mounts") or [] if isinstance(m, dict)]
     paths += [h.get("path") for h in edits.get("hooks") or [] if isinstance(h, dict)]
     return [p for p in paths if isinstance(p, str)]
@@ -66,8 +68,13 @@ def spec_from(path: str, data: Any, exists: Callable[[str], bool] = os.path.exis
 
 def spec_paths(dirs: Sequence[str]) -> list[str]:
     """Every *.yaml, *.yml and *.json file in `dirs` (the files CDI reads), folder by folder, sorted."""
-    return [path for folder in dirs for path in sorted(p for pattern in ("*.yaml", "*.yml", "*.json")
-                                                       for p in glob.glob(os.path.join(folder, pattern)))]
+    return [
+        path
+        for folder in dirs
+        for path in sorted(
+            p for pattern in ("*.yaml", "*.yml", "*.json") for p in glob.glob(os.path.join(folder, pattern))
+        )
+    ]
 
 
 def read_specs(dirs: Sequence[str]) -> list[CdiSpec]:
@@ -95,28 +102,52 @@ def cdi_problems(specs: list[CdiSpec], gpus_present: bool, driver: str | None = 
     found: list[dict[str, str]] = []
     for spec in specs:
         if spec.error:
-            found.append({"problem": f"CDI spec {spec.path} cannot be used ({spec.error}): its devices are "
-                                     "unresolvable", "fix": CDI_FIX, "fault_class": "node"})
+            found.append(
+                {
+                    "problem": f"CDI spec {spec.path} cannot be used ({spec.error}): its devices are "
+                    "unresolvable",
+                    "fix": CDI_FIX,
+                    "fault_class": "node",
+                }
+            )
         elif spec.missing:
-            found.append({"problem": f"CDI spec {spec.path} ({spec.kind}) is stale: {len(spec.missing)} host "
-                                     f"path(s) it injects do not exist (first {spec.missing[0]})"
-                                     f"{_stale_versions(spec.missing, driver)}; containers given its devices fail "
-                                     "to start", "fix": f"regenerate it after every driver upgrade: {CDI_FIX}",
-                          "fault_class": "node"})
+            found.append(
+                {
+                    "problem": f"CDI spec {spec.path} ({spec.kind}) is stale: {len(spec.missing)} host "
+                    f"path(s) it injects do not exist (first {spec.missing[0]})"
+                    f"{_stale_versions(spec.missing, driver)}; containers given its devices fail "
+                    "to start",
+                    "fix": f"regenerate it after every driver upgrade: {CDI_FIX}",
+                    "fault_class": "node",
+                }
+            )
     offered = [d for s in specs if s.kind == GPU_KIND and not s.error for d in s.devices]
     if gpus_present and "all" not in offered:
-        what = (f"the {GPU_KIND} specs offer {', '.join(offered)} but not 'all'" if offered else
-                f"no CDI spec offers {GPU_KIND}")
-        found.append({"problem": f"{what}: --device {GPU_KIND}=all (podman; docker in CDI mode) fails with "
-                                 f"'unresolvable CDI devices {GPU_KIND}=all' (docker --gpus through the nvidia "
-                                 "runtime does not need CDI)", "fix": CDI_FIX, "fault_class": "node"})
+        what = (
+            f"the {GPU_KIND} specs offer {', '.join(offered)} but not 'all'"
+            if offered
+            else f"no CDI spec offers {GPU_KIND}"
+        )
+        found.append(
+            {
+                "problem": f"{what}: --device {GPU_KIND}=all (podman; docker in CDI mode) fails with "
+                f"'unresolvable CDI devices {GPU_KIND}=all' (docker --gpus through the nvidia "
+                "runtime does not need CDI)",
+                "fix": CDI_FIX,
+                "fault_class": "node",
+            }
+        )
     return found
 
 
 def cdi_report(dirs: Sequence[str], gpus_present: bool, driver: str | None = None) -> dict[str, Any]:
     """The specs (path, kind, devices, missing paths, error) and the problems, as JSON-able data."""
     specs = read_specs(dirs)
-    return {"dirs": list(dirs),
-            "specs": [{"path": s.path, "kind": s.kind, "devices": s.devices, "missing": s.missing,
-                       "error": s.error} for s in specs],
-            "problems": cdi_problems(specs, gpus_present, driver)}
+    return {
+        "dirs": list(dirs),
+        "specs": [
+            {"path": s.path, "kind": s.kind, "devices": s.devices, "missing": s.missing, "error": s.error}
+            for s in specs
+        ],
+        "problems": cdi_problems(specs, gpus_present, driver),
+    }

@@ -17,7 +17,9 @@ def read_compose(path: str) -> dict[str, Any]:
 
     data = read_document(path, "compose file")
     if not isinstance(data, dict) or not isinstance(data.get("services", {}), dict):
-        raise UsageError(f"compose file {path}: not a compose file (a mapping with a 'services' mapping is expected)")
+        raise UsageError(
+            f"compose file {path}: not a compose file (a mapping with a 'services' mapping is expected)"
+        )
     return data
 
 
@@ -28,26 +30,37 @@ def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[st
     from envcheck.host.compose_gpu import compose_gpu_problems, gpu_services
     from envcheck.images.matrix import default_matrix_path, load_matrix
 
-    compose = read_compose(compose_path) if compose_path else None  # bad input fails before anything is probed
+    compose = (
+        read_compose(compose_path) if compose_path else None
+    )  # bad input fails before anything is probed
     gpus = read_host_gpus()
     doc: dict[str, Any] = {
-        "gpu": {"source": gpus.source, "driver": gpus.driver, "driver_cuda": gpus.driver_cuda,
-                "gpus": gpus.listed,
-                "why_none": gpus.why_none or None},
+        "gpu": {
+            "source": gpus.source,
+            "driver": gpus.driver,
+            "driver_cuda": gpus.driver_cuda,
+            "gpus": gpus.listed,
+            "why_none": gpus.why_none or None,
+        },
         "docker": docker_gpu_setup(),
         "cdi": cdi_report(cdi_dirs(), bool(gpus.listed), gpus.driver),
         "dev_char": dev_char_links(),
     }
-    doc["dev_char"]["problem"] = dev_char_problem(doc["dev_char"].get("missing", []),
-                                                  doc["docker"].get("cgroup_driver"))
+    doc["dev_char"]["problem"] = dev_char_problem(
+        doc["dev_char"].get("missing", []), doc["docker"].get("cgroup_driver")
+    )
     if compose is not None:
-        doc["compose"] = {"file": compose_path, "gpu_services": gpu_services(compose),
-                          "problems": compose_gpu_problems(compose)}
+        doc["compose"] = {
+            "file": compose_path,
+            "gpu_services": gpu_services(compose),
+            "problems": compose_gpu_problems(compose),
+        }
     path = Path(matrix_path) if matrix_path else default_matrix_path()
     if not path.is_file():
         doc["matrix"] = None
-        doc["matrix_why"] = (f"no matrix at {path}: pass --matrix PATH (docker/matrix.toml of a clone) "
-                             "or set ENVCHECK_MATRIX")
+        doc["matrix_why"] = (
+            f"no matrix at {path}: pass --matrix PATH (docker/matrix.toml of a clone) or set ENVCHECK_MATRIX"
+        )
         if matrix_path:
             raise UsageError(f"--matrix {matrix_path}: no such file")
         return doc

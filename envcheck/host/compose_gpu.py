@@ -16,7 +16,9 @@ from typing import Any
 
 from envcheck.images.gpu_errors import DRIVER_CAPS, NVIDIA_CAPS
 
-COMPUTE_FIX = "capabilities: [gpu, compute, utility] (or just [gpu]: the image's or the toolkit's default applies)"
+COMPUTE_FIX = (
+    "capabilities: [gpu, compute, utility] (or just [gpu]: the image's or the toolkit's default applies)"
+)
 ENV_FIX = "NVIDIA_DRIVER_CAPABILITIES: compute,utility (or all)"
 
 
@@ -51,8 +53,9 @@ def _gpu_devices(service: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]
     devices = _path(service, "deploy", "resources", "reservations", "devices")
     for index, device in enumerate(devices if isinstance(devices, list) else []):
         driver = device.get("driver") if isinstance(device, dict) else "-"
-        if isinstance(device, dict) and (driver == "nvidia" or driver is None and
-                                         DRIVER_CAPS.intersection(_capabilities(device))):
+        if isinstance(device, dict) and (
+            driver == "nvidia" or driver is None and DRIVER_CAPS.intersection(_capabilities(device))
+        ):
             yield index, device  # other vendors' requests are left alone
 
 
@@ -67,19 +70,25 @@ def _device_problem(name: str, index: int, device: dict[str, Any]) -> dict[str, 
     where = f"service {name!r}: deploy.resources.reservations.devices[{index}]"
     unknown = [c for c in caps if c not in DRIVER_CAPS]
     if unknown:
-        return {"service": name, "fault_class": "config",
-                "problem": f"{where} asks for capabilities {caps}, and {', '.join(map(repr, unknown))} is none of "
-                           "Docker's nvidia driver's (gpu, nvidia, " + ", ".join(NVIDIA_CAPS) + "): Docker "
-                           f"refuses with 'could not select device driver \"{driver or ''}\" with capabilities: "
-                           f"[[{' '.join(caps)}]]'",
-                "fix": f"{COMPUTE_FIX}; for every driver capability: environment: NVIDIA_DRIVER_CAPABILITIES: all"}
+        return {
+            "service": name,
+            "fault_class": "config",
+            "problem": f"{where} asks for capabilities {caps}, and {', '.join(map(repr, unknown))} is none of "
+            "Docker's nvidia driver's (gpu, nvidia, " + ", ".join(NVIDIA_CAPS) + "): Docker "
+            f'refuses with \'could not select device driver "{driver or ""}" with capabilities: '
+            f"[[{' '.join(caps)}]]'",
+            "fix": f"{COMPUTE_FIX}; for every driver capability: environment: NVIDIA_DRIVER_CAPABILITIES: all",
+        }
     asked = [c for c in caps if c in NVIDIA_CAPS]
     if asked and "compute" not in asked:
-        return {"service": name, "fault_class": "config",
-                "problem": f"{where} asks for capabilities {caps}, so Docker sets NVIDIA_DRIVER_CAPABILITIES="
-                           f"{','.join(asked)}: without 'compute' libcuda.so.1 is not mounted and CUDA is "
-                           "unavailable in the container",
-                "fix": COMPUTE_FIX}
+        return {
+            "service": name,
+            "fault_class": "config",
+            "problem": f"{where} asks for capabilities {caps}, so Docker sets NVIDIA_DRIVER_CAPABILITIES="
+            f"{','.join(asked)}: without 'compute' libcuda.so.1 is not mounted and CUDA is "
+            "unavailable in the container",
+            "fix": COMPUTE_FIX,
+        }
     return None
 
 
@@ -92,9 +101,18 @@ def compose_gpu_problems(compose: Any) -> list[dict[str, str]]:
             if problem:
                 found.append(problem)
         caps = _environment(service).get("NVIDIA_DRIVER_CAPABILITIES")
-        if caps is not None and "${" not in caps and not {"compute", "all"} & {c.strip() for c in caps.split(",")}:
-            found.append({"service": str(name), "fault_class": "config",
-                          "problem": f"service {name!r}: environment NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks "
-                                     "'compute': libcuda.so.1 is not mounted and CUDA is unavailable",
-                          "fix": f"environment: {ENV_FIX}"})
+        if (
+            caps is not None
+            and "${" not in caps
+            and not {"compute", "all"} & {c.strip() for c in caps.split(",")}
+        ):
+            found.append(
+                {
+                    "service": str(name),
+                    "fault_class": "config",
+                    "problem": f"service {name!r}: environment NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks "
+                    "'compute': libcuda.so.1 is not mounted and CUDA is unavailable",
+                    "fix": f"environment: {ENV_FIX}",
+                }
+            )
     return found

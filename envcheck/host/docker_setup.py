@@ -33,15 +33,24 @@ def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
         found["daemon_json_runtimes"] = runtimes
         found["default_runtime"] = config.get("default-runtime") if isinstance(config, dict) else None
         opts = config.get("exec-opts") if isinstance(config, dict) else None
-        found["cgroup_driver"] = next((str(o).partition("=")[2] for o in opts or [] if isinstance(opts, list)
-                                       and str(o).startswith("native.cgroupdriver=")), None)
+        found["cgroup_driver"] = next(
+            (
+                str(o).partition("=")[2]
+                for o in opts or []
+                if isinstance(opts, list) and str(o).startswith("native.cgroupdriver=")
+            ),
+            None,
+        )
     except FileNotFoundError:
         found["daemon_json_runtimes"] = []
     except (OSError, ValueError) as exc:
         found["daemon_json_runtimes"] = []
         found["daemon_json_error"] = f"{daemon}: {exc}"
-    path = os.pathsep.join(str(base / p.lstrip("/")) for p in os.environ.get("PATH", "").split(os.pathsep) if p) \
-        if root != "/" else None
+    path = (
+        os.pathsep.join(str(base / p.lstrip("/")) for p in os.environ.get("PATH", "").split(os.pathsep) if p)
+        if root != "/"
+        else None
+    )
     found["nvidia_ctk"] = shutil.which("nvidia-ctk", path=path)
     found["nvidia_container_runtime"] = shutil.which("nvidia-container-runtime", path=path)
     from envcheck.host.cdi import CDI_DIRS, spec_paths
@@ -51,15 +60,27 @@ def docker_gpu_setup(root: str = "/") -> dict[str, Any]:
     found["cdi_nvidia"] = [s for s in specs if "nvidia.com/gpu" in _read(s)]
     runtime = "nvidia" in found["daemon_json_runtimes"]
     if runtime or found["cdi_nvidia"]:
-        how = " and ".join(filter(None, ["the nvidia runtime in daemon.json" if runtime else "",
-                                          "CDI specs for nvidia.com/gpu" if found["cdi_nvidia"] else ""]))
+        how = " and ".join(
+            filter(
+                None,
+                [
+                    "the nvidia runtime in daemon.json" if runtime else "",
+                    "CDI specs for nvidia.com/gpu" if found["cdi_nvidia"] else "",
+                ],
+            )
+        )
         found["summary"] = f"Docker GPU setup: {how} (docker run --gpus all ...)"
         found["ready"] = True
     else:
-        hint = ("nvidia-ctk is installed: run `sudo nvidia-ctk runtime configure --runtime=docker && "
-                "sudo systemctl restart docker`" if found["nvidia_ctk"] else
-                "install nvidia-container-toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker`")
-        found["summary"] = f"Docker GPU setup: none found (no nvidia runtime in {daemon}, no CDI spec); {hint}"
+        hint = (
+            "nvidia-ctk is installed: run `sudo nvidia-ctk runtime configure --runtime=docker && "
+            "sudo systemctl restart docker`"
+            if found["nvidia_ctk"]
+            else "install nvidia-container-toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker`"
+        )
+        found["summary"] = (
+            f"Docker GPU setup: none found (no nvidia runtime in {daemon}, no CDI spec); {hint}"
+        )
         found["ready"] = False
     return found
 
@@ -72,10 +93,13 @@ def dev_char_problem(missing: list[str], cgroup_driver: str | None) -> dict[str,
         return None
     from envcheck.checks.cuda.layers import DAEMON_RELOAD_FIX
 
-    return {"problem": f"no /dev/char/<major>:<minor> link for {', '.join(missing)}: GPU containers run under the "
-                       "systemd cgroup driver lose these GPUs at the next `systemctl daemon-reload` ('Failed to "
-                       "initialize NVML: Unknown Error' inside them)",
-            "fix": DAEMON_RELOAD_FIX.partition("; on the host, once: ")[2], "fault_class": "node"}
+    return {
+        "problem": f"no /dev/char/<major>:<minor> link for {', '.join(missing)}: GPU containers run under the "
+        "systemd cgroup driver lose these GPUs at the next `systemctl daemon-reload` ('Failed to "
+        "initialize NVML: Unknown Error' inside them)",
+        "fix": DAEMON_RELOAD_FIX.partition("; on the host, once: ")[2],
+        "fault_class": "node",
+    }
 
 
 def dev_char_links(dev: str = "/dev") -> dict[str, Any]:

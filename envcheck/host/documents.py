@@ -24,8 +24,10 @@ def read_document(path: str, what: str) -> Any:
         if not stat.S_ISREG(st.st_mode):
             raise UsageError(f"{what} {path} is not a regular file")
         if st.st_size > MAX_DOCUMENT_BYTES:
-            raise UsageError(f"{what} {path} is {st.st_size / 2**20:.1f} MiB; at most "
-                             f"{MAX_DOCUMENT_BYTES // 2**20} MiB is read")
+            raise UsageError(
+                f"{what} {path} is {st.st_size / 2**20:.1f} MiB; at most "
+                f"{MAX_DOCUMENT_BYTES // 2**20} MiB is read"
+            )
         with open(path, "rb") as fh:
             text = fh.read(MAX_DOCUMENT_BYTES + 1).decode("utf-8")
     except OSError as exc:
@@ -41,8 +43,10 @@ def read_document(path: str, what: str) -> Any:
     try:
         yaml = importlib.import_module("yaml")  # optional, and without type stubs here
     except ImportError:
-        raise UsageError(f"{what} {path} is not JSON, and reading YAML needs PyYAML (pip install pyyaml); or "
-                         "give JSON (for compose: docker compose config --format json)") from None
+        raise UsageError(
+            f"{what} {path} is not JSON, and reading YAML needs PyYAML (pip install pyyaml); or "
+            "give JSON (for compose: docker compose config --format json)"
+        ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -36,13 +36,27 @@ def read_host_gpus() -> HostGpus:
         if is_absent(driver_cuda) or not isinstance(driver_cuda, str):
             driver_cuda = cuda_version_text(lib_cuda) if lib_cuda else None
         driver = smi.get("driver_version")
-        listed: list[dict[str, Any]] = [{"name": g.get("name") if isinstance(g.get("name"), str) else "GPU",
-                   "compute_capability": g.get("compute_capability") if _capability(g.get("compute_capability"))
-                   else None} for g in gpus]
-        return HostGpus(source=str(smi.get("source")), driver=driver if isinstance(driver, str) else None,
-                        driver_cuda=driver_cuda, capabilities=caps, names=[str(g["name"]) for g in listed],
-                        listed=listed)
+        listed: list[dict[str, Any]] = [
+            {
+                "name": g.get("name") if isinstance(g.get("name"), str) else "GPU",
+                "compute_capability": g.get("compute_capability")
+                if _capability(g.get("compute_capability"))
+                else None,
+            }
+            for g in gpus
+        ]
+        return HostGpus(
+            source=str(smi.get("source")),
+            driver=driver if isinstance(driver, str) else None,
+            driver_cuda=driver_cuda,
+            capabilities=caps,
+            names=[str(g["name"]) for g in listed],
+            listed=listed,
+        )
     if lib_cuda:
-        return HostGpus(source="libcuda", driver_cuda=cuda_version_text(lib_cuda),
-                        why_none="libcuda loads but no GPU was listed (" + "; ".join(reasons) + ")")
+        return HostGpus(
+            source="libcuda",
+            driver_cuda=cuda_version_text(lib_cuda),
+            why_none="libcuda loads but no GPU was listed (" + "; ".join(reasons) + ")",
+        )
     return HostGpus(why_none="; ".join(reasons) or "no NVIDIA driver answered")

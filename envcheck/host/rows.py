@@ -42,8 +42,10 @@ def driver_problem(driver: str | None, driver_cuda: str | None, row_cuda: str) -
         return f"driver version {driver!r} is not a version"
     if older:
         supports = f" (supports CUDA {driver_cuda})" if driver_cuda else ""
-        return (f"driver {driver}{supports} is too old for CUDA {row_cuda}: CUDA {row[0]}.x needs >= {need} "
-                "(minor-version compatibility); upgrade the driver or pick a row with an older CUDA")
+        return (
+            f"driver {driver}{supports} is too old for CUDA {row_cuda}: CUDA {row[0]}.x needs >= {need} "
+            "(minor-version compatibility); upgrade the driver or pick a row with an older CUDA"
+        )
     return None
 
 
@@ -73,16 +75,36 @@ def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
     """For each matrix row: runs (True/False, or None when unknown without a GPU), why, and its tags."""
     out: list[dict[str, Any]] = []
     for row in rows:
-        problems = [p for p in (driver_problem(gpus.driver, gpus.driver_cuda, row.cuda),
-                                arch_problem(gpus.capabilities, row.arch_list)) if p]
+        problems = [
+            p
+            for p in (
+                driver_problem(gpus.driver, gpus.driver_cuda, row.cuda),
+                arch_problem(gpus.capabilities, row.arch_list),
+            )
+            if p
+        ]
         if gpus.source is None:
             runs: bool | None = None
-            why = (f"needs an NVIDIA driver >= {MINOR_COMPAT_DRIVER.get((release(row.cuda) or (0,))[0], '?')} "
-                   f"and a GPU in {' '.join(row.arch_list) if row.arch_list else 'an unrecorded arch list'}")
+            why = (
+                f"needs an NVIDIA driver >= {MINOR_COMPAT_DRIVER.get((release(row.cuda) or (0,))[0], '?')} "
+                f"and a GPU in {' '.join(row.arch_list) if row.arch_list else 'an unrecorded arch list'}"
+            )
         else:
             runs = not problems
-            why = "; ".join(problems) or minor_compat_note(gpus.driver_cuda, row.cuda) or "driver and GPU arch fit"
-        out.append({"row": row.id, "torch": row.torch, "cuda": row.cuda, "runs": runs, "why": why,
-                    "arch_list": row.arch_list,
-                    "tags": [t for target in row.targets for t in row.tags(target)]})
+            why = (
+                "; ".join(problems)
+                or minor_compat_note(gpus.driver_cuda, row.cuda)
+                or "driver and GPU arch fit"
+            )
+        out.append(
+            {
+                "row": row.id,
+                "torch": row.torch,
+                "cuda": row.cuda,
+                "runs": runs,
+                "why": why,
+                "arch_list": row.arch_list,
+                "tags": [t for target in row.targets for t in row.tags(target)],
+            }
+        )
     return out

@@ -56,7 +56,9 @@ def build_command(req: BuildRequest, docker: str | None = None) -> list[str]:
         cmd += ["--build-arg", f"{key}={value}"]
     if req.ca_bundle is not None:
         if not req.ca_bundle.is_file():
-            raise FatalError(f"CA bundle {req.ca_bundle} does not exist; pass an existing PEM file", ExitCode.USAGE)
+            raise FatalError(
+                f"CA bundle {req.ca_bundle} does not exist; pass an existing PEM file", ExitCode.USAGE
+            )
         cmd += ["--secret", f"id=ca,src={req.ca_bundle}"]
     if req.network:
         cmd += ["--network", req.network]
@@ -84,18 +86,28 @@ def run_build(req: BuildRequest, timeout_s: float = BUILD_TIMEOUT_S) -> str:
     try:
         done = subprocess.run(build_command(req), env=env, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
-        raise FatalError(f"docker build of {req.refs()[0]} took over {timeout_s:g}s and was stopped", ExitCode.FAILED) from None
+        raise FatalError(
+            f"docker build of {req.refs()[0]} took over {timeout_s:g}s and was stopped", ExitCode.FAILED
+        ) from None
     if done.returncode != 0:
-        raise FatalError(f"docker build of {req.refs()[0]} failed (exit {done.returncode}); see the output above",
-                         ExitCode.FAILED)
+        raise FatalError(
+            f"docker build of {req.refs()[0]} failed (exit {done.returncode}); see the output above",
+            ExitCode.FAILED,
+        )
     return req.refs()[0]
 
 
 def vcs_ref() -> str:
     """The repository's short commit for the image's revision label; "unknown" outside a git checkout."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             timeout=10, cwd=REPO_ROOT, check=False)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=REPO_ROOT,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return out.stdout.strip() or "unknown"
@@ -108,8 +120,21 @@ ENVCHECK_DEPS = ["rich>=13", "packaging>=22", "nvidia-ml-py>=12", "prometheus_cl
 
 def deps_download_command(row: Row, dest: Path) -> list[str]:
     """`pip download` of envcheck's own dependencies, from PyPI, for the image's Python, into `dest`."""
-    cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--python-version", row.python,
-           "--implementation", "cp", "--index-url", "https://pypi.org/simple", "-d", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--only-binary=:all:",
+        "--python-version",
+        row.python,
+        "--implementation",
+        "cp",
+        "--index-url",
+        "https://pypi.org/simple",
+        "-d",
+        str(dest),
+    ]
     return [*cmd, *ENVCHECK_DEPS]
 
 
@@ -121,8 +146,21 @@ def wheelhouse_command(row: Row, dest: Path, extra: list[str]) -> list[str]:
     pins = [f"torch=={row.torch}", f"torchvision=={row.torchvision}"]
     if row.torchaudio:
         pins.append(f"torchaudio=={row.torchaudio}")
-    cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--python-version", row.python,
-           "--implementation", "cp", "--index-url", row.index_url, "-d", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--only-binary=:all:",
+        "--python-version",
+        row.python,
+        "--implementation",
+        "cp",
+        "--index-url",
+        row.index_url,
+        "-d",
+        str(dest),
+    ]
     for platform in platforms:
         cmd += ["--platform", platform]
     return [*cmd, *pins, *extra, "setuptools>=68", "wheel", f"uv=={UV_VERSION}", "ninja"]

@@ -88,14 +88,23 @@ def run_in_image(client: Any, image: str, options: RunOptions) -> ImageRun:
             if not _is_timeout(exc):
                 raise
             container.kill()
-            return ImageRun(image, error=f"container exceeded its timeout of {options.timeout_s:g}s and was "
-                            "killed; raise --timeout or narrow the run with --only",
-                            duration_s=time.monotonic() - start,
-                            stderr=_logs(container, stdout=False), notes=notes)
+            return ImageRun(
+                image,
+                error=f"container exceeded its timeout of {options.timeout_s:g}s and was "
+                "killed; raise --timeout or narrow the run with --only",
+                duration_s=time.monotonic() - start,
+                stderr=_logs(container, stdout=False),
+                notes=notes,
+            )
         out = _logs(container, stdout=True)
         err = _logs(container, stdout=False)
-        run = ImageRun(image, exit_code=int(status.get("StatusCode", -1)), stderr=err,
-                       duration_s=time.monotonic() - start, notes=notes)
+        run = ImageRun(
+            image,
+            exit_code=int(status.get("StatusCode", -1)),
+            stderr=err,
+            duration_s=time.monotonic() - start,
+            notes=notes,
+        )
         try:
             run.report = parse_report(out)
         except FatalError as exc:
@@ -103,14 +112,21 @@ def run_in_image(client: Any, image: str, options: RunOptions) -> ImageRun:
             run.error = f"no envcheck report from the container (exit {run.exit_code}): {exc.message}; {tail}"
         return run
     finally:
-        container.remove(force=True, v=True)  # with its anonymous volumes (an image's VOLUME): nothing left behind
+        container.remove(
+            force=True, v=True
+        )  # with its anonymous volumes (an image's VOLUME): nothing left behind
 
 
 def _start(client: Any, image: str, options: RunOptions, memlock: bool) -> Any:
     """Create and start; None when only the memlock ulimit was refused. Failed containers are removed."""
     docker = docker_sdk()
-    container = client.containers.create(image, command=envcheck_command(options), detach=True,
-                                         labels={RUNNER_LABEL: "1"}, **host_config(options, memlock))
+    container = client.containers.create(
+        image,
+        command=envcheck_command(options),
+        detach=True,
+        labels={RUNNER_LABEL: "1"},
+        **host_config(options, memlock),
+    )
     try:
         container.start()
     except docker.errors.APIError as exc:

@@ -27,7 +27,9 @@ def docker_binary() -> str:
     """`find_docker()`, or a one-line error (it must support `--secret` with DOCKER_BUILDKIT=1)."""
     found = find_docker()
     if not found:
-        raise FatalError("no docker CLI found; install docker.io or set ENVCHECK_DOCKER=/path/to/docker", ExitCode.USAGE)
+        raise FatalError(
+            "no docker CLI found; install docker.io or set ENVCHECK_DOCKER=/path/to/docker", ExitCode.USAGE
+        )
     return found
 
 
@@ -36,7 +38,9 @@ def docker_sdk() -> Any:
     try:
         return importlib.import_module("docker")
     except ImportError:
-        raise FatalError("the Docker SDK is not installed; run `pip install 'envcheck[docker]'`", ExitCode.USAGE) from None
+        raise FatalError(
+            "the Docker SDK is not installed; run `pip install 'envcheck[docker]'`", ExitCode.USAGE
+        ) from None
 
 
 def connect(timeout_s: float = 30.0) -> Any:
@@ -47,8 +51,11 @@ def connect(timeout_s: float = 30.0) -> Any:
         client.ping()
     except Exception as exc:
         why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise FatalError(f"no Docker daemon answers ({why}); start it (`sudo systemctl start docker` or "
-                         "`dockerd &`) or set DOCKER_HOST", ExitCode.USAGE) from None
+        raise FatalError(
+            f"no Docker daemon answers ({why}); start it (`sudo systemctl start docker` or "
+            "`dockerd &`) or set DOCKER_HOST",
+            ExitCode.USAGE,
+        ) from None
     return client
 
 
@@ -58,8 +65,11 @@ def require_image(client: Any, image: str) -> Any:
     try:
         return client.images.get(image)
     except docker.errors.ImageNotFound:
-        raise FatalError(f"image {image} not found locally; build it (`make image ROW=<row> TARGET=<target>`, "
-                         f"see `envcheck matrix list`) or `docker pull {image}`", ExitCode.USAGE) from None
+        raise FatalError(
+            f"image {image} not found locally; build it (`make image ROW=<row> TARGET=<target>`, "
+            f"see `envcheck matrix list`) or `docker pull {image}`",
+            ExitCode.USAGE,
+        ) from None
 
 
 def has_image(client: Any, ref: str) -> bool:
@@ -78,7 +88,10 @@ def explain_start_error(image: str, exc: Exception) -> FatalError:
     text = str(getattr(exc, "explanation", None) or exc)
     refusal = explain_gpu_refusal(text, default_row_of(image))
     if refusal is not None:
-        return FatalError(f"{image}: cannot give the container a GPU: {refusal.cause} (the daemon said: "
-                          f"{refusal.matched}); fix: {refusal.fix} [fault: {refusal.fault_class}]", ExitCode.USAGE)
+        return FatalError(
+            f"{image}: cannot give the container a GPU: {refusal.cause} (the daemon said: "
+            f"{refusal.matched}); fix: {refusal.fix} [fault: {refusal.fault_class}]",
+            ExitCode.USAGE,
+        )
     first = (text.strip().splitlines() or [type(exc).__name__])[0]
     return FatalError(f"{image}: the container did not start: {first}", ExitCode.USAGE)

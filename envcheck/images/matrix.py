@@ -17,8 +17,18 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-ROW_FIELDS = ("id", "torch", "torchvision", "torchaudio", "cuda", "index_url", "latest",
-              "python", "base_image", "targets")
+ROW_FIELDS = (
+    "id",
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "cuda",
+    "index_url",
+    "latest",
+    "python",
+    "base_image",
+    "targets",
+)
 DEFAULT_FIELDS = ("python", "base_image", "targets")
 REQUIRED = ("id", "torch", "torchvision", "cuda", "index_url", "python", "base_image", "targets")
 PLATFORMS = "linux/amd64"
@@ -120,17 +130,23 @@ def load_matrix(path: Path) -> Matrix:
     try:
         data = tomllib.loads(_read_regular(path, MAX_MATRIX_BYTES))
     except FileNotFoundError:
-        raise UsageError(f"{path}: matrix file not found; pass --matrix PATH or set ENVCHECK_MATRIX") from None
+        raise UsageError(
+            f"{path}: matrix file not found; pass --matrix PATH or set ENVCHECK_MATRIX"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read the matrix file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:
-        raise UsageError(f"{path}: not valid TOML: nested too deeply; a matrix is rows of flat tables") from None
+        raise UsageError(
+            f"{path}: not valid TOML: nested too deeply; a matrix is rows of flat tables"
+        ) from None
     where = str(path)
     unknown = sorted(set(data) - {"schema_version", "defaults", "rows"})
     if unknown:
-        raise UsageError(f"{where}: unknown top-level key(s) {unknown}; expected schema_version, defaults, rows")
+        raise UsageError(
+            f"{where}: unknown top-level key(s) {unknown}; expected schema_version, defaults, rows"
+        )
     if data.get("schema_version") != 1:
         raise UsageError(f"{where}: field 'schema_version': {data.get('schema_version')!r} is not 1")
     defaults = data.get("defaults", {})
@@ -187,8 +203,10 @@ def _check_across_rows(where: str, rows: list[Row]) -> None:
         seen_ids[row.id] = index
         key = (row.torch_minor, row.cuda)
         if key in seen_tags:
-            raise UsageError(f"{label}: field 'cuda': torch {row.torch_minor} on CUDA {row.cuda} is already "
-                             f"row {seen_tags[key]}; tags would collide")
+            raise UsageError(
+                f"{label}: field 'cuda': torch {row.torch_minor} on CUDA {row.cuda} is already "
+                f"row {seen_tags[key]}; tags would collide"
+            )
         seen_tags[key] = index
         if row.latest:
             if latest is not None:
@@ -213,12 +231,18 @@ def github_matrix(matrix: Matrix, row_id: str | None = None, target: str | None 
         for tgt in row.targets:
             if target and tgt != target:
                 continue
-            include.append({
-                "row": row.id, "target": tgt, "torch": row.torch, "cuda": row.cuda, "python": row.python,
-                "tags": ",".join(row.tags(tgt)),
-                "build_args": "\n".join(f"{k}={v}" for k, v in row.build_args(tgt).items()),
-                "platforms": PLATFORMS,
-            })
+            include.append(
+                {
+                    "row": row.id,
+                    "target": tgt,
+                    "torch": row.torch,
+                    "cuda": row.cuda,
+                    "python": row.python,
+                    "tags": ",".join(row.tags(tgt)),
+                    "build_args": "\n".join(f"{k}={v}" for k, v in row.build_args(tgt).items()),
+                    "platforms": PLATFORMS,
+                }
+            )
     if not include:
         raise UsageError(f"{matrix.path}: no (row, target) matches --row {row_id} --target {target}")
     return {"include": include}

@@ -13,8 +13,14 @@ PYPI_INDEX_URLS = ("https://pypi.org/simple", "https://pypi.org/simple/")
 # CUDA of PyPI's default Linux x86_64 torch wheels, read from their metadata
 # (nvidia-cuda-runtime-cu12==12.8.90 for 2.8-2.10; cuda-toolkit==13.0.x for 2.11-2.14, 13.2.2 for 2.15).
 PYPI_CUDA: dict[tuple[int, int], str] = {
-    (2, 8): "12.8", (2, 9): "12.8", (2, 10): "12.8",
-    (2, 11): "13.0", (2, 12): "13.0", (2, 13): "13.0", (2, 14): "13.0", (2, 15): "13.2",
+    (2, 8): "12.8",
+    (2, 9): "12.8",
+    (2, 10): "12.8",
+    (2, 11): "13.0",
+    (2, 12): "13.0",
+    (2, 13): "13.0",
+    (2, 14): "13.0",
+    (2, 15): "13.2",
 }
 
 # TORCH_CUDA_ARCH_LIST of the Linux x86_64 torch wheels per CUDA flavour, from pytorch/pytorch's wheel build
@@ -49,7 +55,9 @@ def arch_list(torch_cuda_arch_list: str) -> list[str]:
 _ROW_ID = re.compile(r"[a-z0-9][a-z0-9.-]*")
 _PYTHON = re.compile(r"3\.[0-9]{1,2}")
 _IMAGE_REF = re.compile(r"[a-z0-9][a-z0-9._/:@-]*")
-_URL = re.compile(r"https://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+")  # RFC 3986 characters: no space or control
+_URL = re.compile(
+    r"https://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+"
+)  # RFC 3986 characters: no space or control
 _INDEX_CUDA = re.compile(r"/cu([0-9]{3})/?\Z")
 
 
@@ -63,8 +71,12 @@ def _exact(value: Any, parts: int) -> bool:
     if not isinstance(value, str) or not value.isascii():
         return False
     version = parse_version(value)
-    return (version is not None and str(version) == value and len(version.release) == parts
-            and not (version.is_prerelease or version.is_postrelease or version.local or version.epoch))
+    return (
+        version is not None
+        and str(version) == value
+        and len(version.release) == parts
+        and not (version.is_prerelease or version.is_postrelease or version.local or version.epoch)
+    )
 
 
 def check_row_id(value: Any) -> str | None:
@@ -118,7 +130,9 @@ def check_cuda(value: Any) -> str | None:
 def check_index_url(value: Any, torch: str, cuda: str) -> str | None:
     """The index must serve the row's CUDA flavour: PyPI's default, or a `.../cuXYZ` index."""
     if not isinstance(value, str) or not _URL.fullmatch(value):
-        return f"{value!r} is not an https:// wheel index URL (no spaces, newlines or other control characters)"
+        return (
+            f"{value!r} is not an https:// wheel index URL (no spaces, newlines or other control characters)"
+        )
     if value in PYPI_INDEX_URLS:
         key = version_tuple(torch)[:2]
         pypi_cuda = PYPI_CUDA.get((key[0], key[1]))
@@ -126,15 +140,19 @@ def check_index_url(value: Any, torch: str, cuda: str) -> str | None:
             return f"no record of which CUDA PyPI's torch {torch} wheels use; add it to PYPI_CUDA"
         if pypi_cuda != cuda:
             tag = "cu" + cuda.replace(".", "")
-            return (f"PyPI's torch {torch} wheels are CUDA {pypi_cuda}, not {cuda} "
-                    f"(use https://download.pytorch.org/whl/{tag})")
+            return (
+                f"PyPI's torch {torch} wheels are CUDA {pypi_cuda}, not {cuda} "
+                f"(use https://download.pytorch.org/whl/{tag})"
+            )
         return None
     match = _INDEX_CUDA.search(value)
     if match is None:
         return f"{value!r} is neither PyPI ({PYPI_INDEX_URLS[0]}) nor an index ending in /cuXYZ"
     expected = "cu" + cuda.replace(".", "")
     if "cu" + match.group(1) != expected:
-        return f"{value!r} serves cu{match.group(1)}, but the row says cuda {cuda!r} (expected .../{expected})"
+        return (
+            f"{value!r} serves cu{match.group(1)}, but the row says cuda {cuda!r} (expected .../{expected})"
+        )
     return None
 
 

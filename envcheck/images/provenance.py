@@ -33,8 +33,12 @@ def test_result(statuses: dict[str, str]) -> dict[str, Any]:
 def statement(repository: str, digest: str, predicate: dict[str, Any]) -> dict[str, Any]:
     """An in-toto v1 Statement whose one subject is the image digest."""
     algorithm, _, hexdigest = digest.partition(":")
-    return {"_type": STATEMENT_TYPE, "subject": [{"name": repository, "digest": {algorithm: hexdigest}}],
-            "predicateType": TEST_RESULT, "predicate": predicate}
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": repository, "digest": {algorithm: hexdigest}}],
+        "predicateType": TEST_RESULT,
+        "predicate": predicate,
+    }
 
 
 def run_url(env: dict[str, str]) -> str:
@@ -60,13 +64,19 @@ def sign_envelope(doc: dict[str, Any], key_path: Path) -> dict[str, Any]:
         from securesystemslib.dsse import Envelope
         from securesystemslib.signer import CryptoSigner  # type: ignore[attr-defined]
     except ImportError:
-        raise FatalError("signing the attestation needs securesystemslib; `pip install 'securesystemslib[crypto]'`",
-                         ExitCode.USAGE) from None
+        raise FatalError(
+            "signing the attestation needs securesystemslib; `pip install 'securesystemslib[crypto]'`",
+            ExitCode.USAGE,
+        ) from None
     try:
         private = load_pem_private_key(key_path.read_bytes(), password=None)
     except (OSError, ValueError, TypeError) as exc:
-        raise UsageError(f"--attest-key {key_path}: not a readable unencrypted PEM private key ({exc})") from None
-    envelope = Envelope(payload=json.dumps(doc, sort_keys=True).encode(), payload_type=PAYLOAD_TYPE, signatures={})
+        raise UsageError(
+            f"--attest-key {key_path}: not a readable unencrypted PEM private key ({exc})"
+        ) from None
+    envelope = Envelope(
+        payload=json.dumps(doc, sort_keys=True).encode(), payload_type=PAYLOAD_TYPE, signatures={}
+    )
     envelope.sign(CryptoSigner(private))
     signed: dict[str, Any] = envelope.to_dict()
     return signed
@@ -97,13 +107,23 @@ def _write_layout(root: Path, layer: bytes) -> None:
         return {"size": len(data), "digest": f"sha256:{hexdigest}"}
 
     layer_desc = {"mediaType": DSSE_MEDIA_TYPE, **blob(layer), "annotations": {"predicateType": TEST_RESULT}}
-    config = {"architecture": "", "os": "", "created": "0001-01-01T00:00:00Z", "config": {},
-              "history": [{"created": "0001-01-01T00:00:00Z"}],
-              "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]}}
-    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                           **blob(json.dumps(config).encode())},
-                "layers": [layer_desc]}
+    config = {
+        "architecture": "",
+        "os": "",
+        "created": "0001-01-01T00:00:00Z",
+        "config": {},
+        "history": [{"created": "0001-01-01T00:00:00Z"}],
+        "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
+    }
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            **blob(json.dumps(config).encode()),
+        },
+        "layers": [layer_desc],
+    }
     manifest_desc = {"mediaType": manifest["mediaType"], **blob(json.dumps(manifest).encode())}
     (root / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [manifest_desc]}))
     (root / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')

@@ -36,9 +36,11 @@ class PublishPlan:
 
     def describe(self) -> list[str]:
         """The dry-run lines: what would be pushed, verified and tagged, and where."""
-        lines = [f"stage:   push {self.local_image} -> {self.staging_ref} (the digest the registry gives is recorded)",
-                 f"verify:  docker pull {self.repository}@<staged digest>; envcheck inside that digest",
-                 f"promote: copy the manifest {self.repository}@<verified digest> (registry-side) to:"]
+        lines = [
+            f"stage:   push {self.local_image} -> {self.staging_ref} (the digest the registry gives is recorded)",
+            f"verify:  docker pull {self.repository}@<staged digest>; envcheck inside that digest",
+            f"promote: copy the manifest {self.repository}@<verified digest> (registry-side) to:",
+        ]
         lines += [f"           {self.repository}:{tag}" for tag in self.public_tags]
         return lines
 
@@ -46,8 +48,10 @@ class PublishPlan:
 def check_repository(repository: str) -> str:
     """A registry repository such as ghcr.io/org/envcheck or 127.0.0.1:5000/envcheck, else a usage error."""
     if not _REPOSITORY.fullmatch(repository):
-        raise UsageError(f"registry {repository!r} is not a repository reference such as ghcr.io/org/envcheck "
-                         "(lower case host/path, no tag or digest)")
+        raise UsageError(
+            f"registry {repository!r} is not a repository reference such as ghcr.io/org/envcheck "
+            "(lower case host/path, no tag or digest)"
+        )
     return repository
 
 
@@ -63,12 +67,25 @@ def dated_tag(first_tag: str, day: datetime.date) -> str:
     return f"{first_tag}-{day:%Y%m%d}"
 
 
-def make_plan(matrix: Matrix, row_id: str, target: str, repository: str, *, local_image: str | None = None,
-              repo: str = "envcheck", day: datetime.date | None = None) -> PublishPlan:
+def make_plan(
+    matrix: Matrix,
+    row_id: str,
+    target: str,
+    repository: str,
+    *,
+    local_image: str | None = None,
+    repo: str = "envcheck",
+    day: datetime.date | None = None,
+) -> PublishPlan:
     """The plan for one matrix row and target (tags from Row.tags plus the dated copy of the full tag)."""
     row = matrix.row(row_id)
     tags = row.tags(target)
     day = day or datetime.datetime.now(datetime.timezone.utc).date()
-    return PublishPlan(row=row.id, target=target, local_image=local_image or f"{repo}:{tags[0]}",
-                       repository=check_repository(repository), staging_tag=f"staging-{row.id}-{target}",
-                       public_tags=(*tags, dated_tag(tags[0], day)))
+    return PublishPlan(
+        row=row.id,
+        target=target,
+        local_image=local_image or f"{repo}:{tags[0]}",
+        repository=check_repository(repository),
+        staging_tag=f"staging-{row.id}-{target}",
+        public_tags=(*tags, dated_tag(tags[0], day)),
+    )

@@ -34,7 +34,9 @@ class Staged:
     @classmethod
     def from_plan(cls, plan: PublishPlan, digest: str) -> Staged:
         """The record of `plan` staged at `digest`."""
-        return cls(plan.repository, check_digest(digest), plan.staging_tag, plan.public_tags, plan.local_image)
+        return cls(
+            plan.repository, check_digest(digest), plan.staging_tag, plan.public_tags, plan.local_image
+        )
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
@@ -71,8 +73,14 @@ def load_staged(state: Path) -> Staged:
     doc = read_json(state / STAGED, "run `make publish-stage` (envcheck image publish stage) first")
     try:
         tags = tuple(str(t) for t in doc["public_tags"])
-        return Staged(check_repository(str(doc["repository"])), check_digest(str(doc["digest"])),
-                      str(doc["staging_tag"]), tags, str(doc.get("local_image", "")))
+        return Staged(
+            check_repository(str(doc["repository"])),
+            check_digest(str(doc["digest"])),
+            str(doc["staging_tag"]),
+            tags,
+            str(doc.get("local_image", "")),
+        )
     except (KeyError, TypeError):
-        raise UsageError(f"{state / STAGED} lacks repository, digest, staging_tag or public_tags; "
-                         "stage again") from None
+        raise UsageError(
+            f"{state / STAGED} lacks repository, digest, staging_tag or public_tags; stage again"
+        ) from None

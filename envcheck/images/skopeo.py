@@ -22,7 +22,10 @@ def skopeo_binary() -> str:
     """skopeo on PATH, or a one-line error naming the package."""
     found = shutil.which("skopeo")
     if not found:
-        raise FatalError("skopeo is not installed; `apt-get install skopeo` (it copies manifests registry-side)", ExitCode.USAGE)
+        raise FatalError(
+            "skopeo is not installed; `apt-get install skopeo` (it copies manifests registry-side)",
+            ExitCode.USAGE,
+        )
     return found
 
 
@@ -37,8 +40,9 @@ def run_skopeo(args: Sequence[str], *, timeout_s: float = 600.0, what: str) -> s
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
-        raise FatalError(f"{what}: skopeo gave no answer in {timeout_s:g}s; is the registry up?",
-                         REGISTRY_FAILED) from None
+        raise FatalError(
+            f"{what}: skopeo gave no answer in {timeout_s:g}s; is the registry up?", REGISTRY_FAILED
+        ) from None
     if done.returncode != 0:
         raise FatalError(f"{what}: {last_line(done.stderr)}", REGISTRY_FAILED)
     return done.stdout
@@ -63,8 +67,9 @@ def raw_manifest(ref: str) -> bytes | None:
     try:
         done = subprocess.run(cmd, capture_output=True, timeout=120, check=False)
     except subprocess.TimeoutExpired:
-        raise FatalError(f"reading {ref}: skopeo gave no answer in 120s; is the registry up?",
-                         REGISTRY_FAILED) from None
+        raise FatalError(
+            f"reading {ref}: skopeo gave no answer in 120s; is the registry up?", REGISTRY_FAILED
+        ) from None
     if done.returncode != 0:
         err = done.stderr.decode("utf-8", errors="replace")
         if any(marker in err.lower() for marker in _MISSING):
@@ -79,11 +84,18 @@ def digest_of(ref: str) -> str | None:
     return None if raw is None else "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-def copy_manifest(source: str, dest: str, *, sign_by: str | None = None, registries_d: Path | None = None) -> None:
+def copy_manifest(
+    source: str, dest: str, *, sign_by: str | None = None, registries_d: Path | None = None
+) -> None:
     """Copy `source` to `dest` without changing a byte of the manifest (skopeo --preserve-digests), optionally
     GPG-signing it (simple signing; the signature goes where `registries_d` says)."""
-    args = ["copy", "--preserve-digests", "--all", *tls_flags(source, "src-tls-verify"),
-            *tls_flags(dest, "dest-tls-verify")]
+    args = [
+        "copy",
+        "--preserve-digests",
+        "--all",
+        *tls_flags(source, "src-tls-verify"),
+        *tls_flags(dest, "dest-tls-verify"),
+    ]
     if sign_by:
         args += ["--sign-by", sign_by]
     if registries_d:
@@ -93,8 +105,16 @@ def copy_manifest(source: str, dest: str, *, sign_by: str | None = None, registr
 
 def push_layout(layout: Path, dest: str) -> None:
     """Push an OCI image layout (one manifest) to `dest` unchanged."""
-    run_skopeo(["copy", "--preserve-digests", *tls_flags(dest, "dest-tls-verify"), f"oci:{layout}",
-                f"docker://{dest}"], what=f"pushing {layout} to {dest}")
+    run_skopeo(
+        [
+            "copy",
+            "--preserve-digests",
+            *tls_flags(dest, "dest-tls-verify"),
+            f"oci:{layout}",
+            f"docker://{dest}",
+        ],
+        what=f"pushing {layout} to {dest}",
+    )
 
 
 def check_policy(ref: str, policy: Path, registries_d: Path | None = None) -> None:
@@ -103,7 +123,9 @@ def check_policy(ref: str, policy: Path, registries_d: Path | None = None) -> No
     args = ["--policy", str(policy), *(["--registries.d", str(registries_d)] if registries_d else [])]
     with tempfile.TemporaryDirectory(prefix="envcheck-policy-") as tmp:
         try:
-            run_skopeo([*args, "copy", *tls_flags(ref, "src-tls-verify"), f"docker://{ref}", f"dir:{tmp}/image"],
-                       what=f"{ref} is refused by {policy}")
+            run_skopeo(
+                [*args, "copy", *tls_flags(ref, "src-tls-verify"), f"docker://{ref}", f"dir:{tmp}/image"],
+                what=f"{ref} is refused by {policy}",
+            )
         except FatalError as exc:
             raise FatalError(exc.message, ExitCode.FAILED) from None

@@ -51,9 +51,15 @@ def matrix_table(runs: Sequence[ImageRun]) -> Table:
             found = next((r for r in run.report.results if r.name == name), None) if run.report else None
             cells.append(Text(found.status.value, style=STATUS_STYLES[found.status]) if found else Text("-"))
         table.add_row(Text(visible(name)), *cells)
-    table.add_row(Text("container", style="bold"), *[Text(visible(f"error: {r.error}"), style="bold red") if r.error
-                                                     else Text(f"exit {r.exit_code}, {r.duration_s:.0f}s")
-                                                     for r in runs])
+    table.add_row(
+        Text("container", style="bold"),
+        *[
+            Text(visible(f"error: {r.error}"), style="bold red")
+            if r.error
+            else Text(f"exit {r.exit_code}, {r.duration_s:.0f}s")
+            for r in runs
+        ],
+    )
     return table
 
 
@@ -65,20 +71,30 @@ def print_matrix(runs: Sequence[ImageRun], console: Console) -> None:
             if r.status.is_bad or r.status is Status.WARN:
                 fix = f" -> {r.remediation}" if r.remediation else ""
                 colour = "red" if r.status.is_bad else "yellow"
-                console.print(Text.assemble((visible(run.image), colour),
-                                            visible(f" {r.name} ({r.status.value}): {r.summary}{fix}")),
-                              highlight=False)
+                console.print(
+                    Text.assemble(
+                        (visible(run.image), colour),
+                        visible(f" {r.name} ({r.status.value}): {r.summary}{fix}"),
+                    ),
+                    highlight=False,
+                )
 
 
 def aggregate_json(runs: Sequence[ImageRun]) -> str:
     """One document for every image: its container outcome and the report parsed from it."""
     images: list[dict[str, Any]] = []
     for run in runs:
-        images.append({
-            "image": run.image, "error": run.error, "container_exit_code": run.exit_code,
-            "duration_s": round(run.duration_s, 3), "exit_code": image_exit_code(run),
-            "notes": run.notes, "report": to_json_dict(run.report) if run.report else None,
-        })
+        images.append(
+            {
+                "image": run.image,
+                "error": run.error,
+                "container_exit_code": run.exit_code,
+                "duration_s": round(run.duration_s, 3),
+                "exit_code": image_exit_code(run),
+                "notes": run.notes,
+                "report": to_json_dict(run.report) if run.report else None,
+            }
+        )
     doc = {"schema_version": SCHEMA_VERSION, "images": images, "exit_code": overall_exit_code(runs)}
     return json.dumps(doc, indent=2, default=str) + "\n"
 
@@ -90,11 +106,21 @@ def aggregate_junit(runs: Sequence[ImageRun]) -> str:
         if run.report is not None:
             suites.append(junit_suite(run.report, suite_name=run.image))
             continue
-        suite = ET.SubElement(suites, "testsuite", {"name": run.image, "tests": "1", "failures": "0",
-                                                    "errors": "1", "skipped": "0",
-                                                    "time": f"{run.duration_s:.3f}"})
-        case = ET.SubElement(suite, "testcase", {"classname": run.image, "name": "container",
-                                                 "time": f"{run.duration_s:.3f}"})
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            {
+                "name": run.image,
+                "tests": "1",
+                "failures": "0",
+                "errors": "1",
+                "skipped": "0",
+                "time": f"{run.duration_s:.3f}",
+            },
+        )
+        case = ET.SubElement(
+            suite, "testcase", {"classname": run.image, "name": "container", "time": f"{run.duration_s:.3f}"}
+        )
         ET.SubElement(case, "error", {"message": run.error or "no report", "type": "error"}).text = run.stderr
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

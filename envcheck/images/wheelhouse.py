@@ -33,20 +33,31 @@ def pack(row: Row, dest: Path) -> str:
     """Pack the wheels in `dest` into envcheck-wheelhouse:<row> (the build mounts it for OFFLINE builds)."""
     env = {**os.environ, "DOCKER_BUILDKIT": "1"}
     try:
-        done = subprocess.run(builder.wheelhouse_image_command(row, dest), input=builder.WHEELHOUSE_DOCKERFILE,
-                              text=True, env=env, timeout=DOWNLOAD_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            builder.wheelhouse_image_command(row, dest),
+            input=builder.WHEELHOUSE_DOCKERFILE,
+            text=True,
+            env=env,
+            timeout=DOWNLOAD_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise FatalError("building the wheelhouse image took over an hour and was stopped", ExitCode.FAILED) from None
+        raise FatalError(
+            "building the wheelhouse image took over an hour and was stopped", ExitCode.FAILED
+        ) from None
     if done.returncode != 0:
-        raise FatalError(f"building {builder.wheelhouse_image(row)} failed (exit {done.returncode})", ExitCode.FAILED)
+        raise FatalError(
+            f"building {builder.wheelhouse_image(row)} failed (exit {done.returncode})", ExitCode.FAILED
+        )
     return builder.wheelhouse_image(row)
 
 
 def for_build(row: Row, offline: bool) -> str | None:
     """The row's wheelhouse image when it exists (always used if present; required with --offline)."""
     ref = builder.wheelhouse_image(row)
-    done = subprocess.run([docker_binary(), "image", "inspect", ref], capture_output=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [docker_binary(), "image", "inspect", ref], capture_output=True, timeout=60, check=False
+    )
     if done.returncode == 0:
         return ref
     if offline:
@@ -60,7 +71,9 @@ def _pip(cmd: list[str]) -> None:
     except subprocess.TimeoutExpired:
         raise FatalError("pip download took over an hour and was stopped", ExitCode.FAILED) from None
     if done.returncode != 0:
-        raise FatalError(f"pip download failed (exit {done.returncode}); see the output above", ExitCode.FAILED)
+        raise FatalError(
+            f"pip download failed (exit {done.returncode}); see the output above", ExitCode.FAILED
+        )
 
 
 def torch_requires(dest: Path, row: Row) -> list[str]:

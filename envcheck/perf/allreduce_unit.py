@@ -30,8 +30,14 @@ def all_reduce_figures(backend: str, ctx: Context) -> list[dict[str, Any]]:
         world = ctx.options.dist.cpu_ranks
     rows = all_reduce_sweep(backend, world, sweep_sizes(backend, not ctx.full), timeout_s=120.0)
     return [
-        figure(f"all_reduce.{backend}.{row['bytes']}", float(row["busbw_gbps"]), "GB/s",
-               label=f"{backend} all-reduce busbw {row['bytes']} B", series=f"{backend} busbw x{world}",
-               x=float(row["bytes"]), note=f"algbw {row.get('algbw_gbps')} GB/s")
+        figure(
+            f"all_reduce.{backend}.{row['bytes']}",
+            float(row["busbw_gbps"]),
+            "GB/s",
+            label=f"{backend} all-reduce busbw {row['bytes']} B",
+            series=f"{backend} busbw x{world}",
+            x=float(row["bytes"]),
+            note=f"algbw {row.get('algbw_gbps')} GB/s",
+        )
         for row in rows
     ]

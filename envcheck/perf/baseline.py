@@ -14,15 +14,27 @@ def load_baseline(path: str) -> dict[str, Any]:
     try:
         doc = json.loads(Path(path).read_text())
     except OSError as exc:
-        raise UsageError(f"--baseline {path}: cannot read it ({exc.strerror}); pass a file from `envcheck bench --json`") from exc
+        raise UsageError(
+            f"--baseline {path}: cannot read it ({exc.strerror}); pass a file from `envcheck bench --json`"
+        ) from exc
     except json.JSONDecodeError as exc:
-        raise UsageError(f"--baseline {path}: not JSON ({exc.msg} at line {exc.lineno}); pass a bench --json file") from exc
-    if not isinstance(doc, dict) or doc.get("kind") != "envcheck-bench" or not isinstance(doc.get("figures"), list):
-        raise UsageError(f"--baseline {path}: not an envcheck bench report; create one with `envcheck bench --json FILE`")
+        raise UsageError(
+            f"--baseline {path}: not JSON ({exc.msg} at line {exc.lineno}); pass a bench --json file"
+        ) from exc
+    if (
+        not isinstance(doc, dict)
+        or doc.get("kind") != "envcheck-bench"
+        or not isinstance(doc.get("figures"), list)
+    ):
+        raise UsageError(
+            f"--baseline {path}: not an envcheck bench report; create one with `envcheck bench --json FILE`"
+        )
     return doc
 
 
-def regressions(current: list[dict[str, Any]], baseline: list[dict[str, Any]], threshold_pct: float) -> list[dict[str, Any]]:
+def regressions(
+    current: list[dict[str, Any]], baseline: list[dict[str, Any]], threshold_pct: float
+) -> list[dict[str, Any]]:
     """Figures present in both whose value moved in the worse direction by more than `threshold_pct`."""
     before = {f["key"]: f for f in baseline}
     found = []
@@ -33,6 +45,14 @@ def regressions(current: list[dict[str, Any]], baseline: list[dict[str, Any]], t
         change = 100.0 * (fig["value"] - old["value"]) / abs(old["value"])
         worse = -change if fig["better"] == "higher" else change
         if worse > threshold_pct:
-            found.append({"key": fig["key"], "unit": fig["unit"], "value": fig["value"], "baseline": old["value"],
-                          "change_pct": round(change, 2), "threshold_pct": threshold_pct})
+            found.append(
+                {
+                    "key": fig["key"],
+                    "unit": fig["unit"],
+                    "value": fig["value"],
+                    "baseline": old["value"],
+                    "change_pct": round(change, 2),
+                    "threshold_pct": threshold_pct,
+                }
+            )
     return found

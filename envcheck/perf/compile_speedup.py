@@ -23,14 +23,34 @@ def compile_figures(device: str, quick: bool) -> list[dict[str, Any]]:
     if cuda:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    times = interleaved({"eager": eager_step, "compiled": compiled_step}, cuda=cuda,
-                        rounds=3 if quick else 5, budget_s=0.3 if quick else 1.0, min_reps=3, warmup=1)
+    times = interleaved(
+        {"eager": eager_step, "compiled": compiled_step},
+        cuda=cuda,
+        rounds=3 if quick else 5,
+        budget_s=0.3 if quick else 1.0,
+        min_reps=3,
+        warmup=1,
+    )
     speedup = times["eager"].median_s / times["compiled"].median_s
     return [
-        figure("compile.eager.step_ms", times["eager"].median_s * 1e3, "ms", better="lower",
-               timing=times["eager"], label="train step eager"),
-        figure("compile.compiled.step_ms", times["compiled"].median_s * 1e3, "ms", better="lower",
-               timing=times["compiled"], label="train step torch.compile"),
+        figure(
+            "compile.eager.step_ms",
+            times["eager"].median_s * 1e3,
+            "ms",
+            better="lower",
+            timing=times["eager"],
+            label="train step eager",
+        ),
+        figure(
+            "compile.compiled.step_ms",
+            times["compiled"].median_s * 1e3,
+            "ms",
+            better="lower",
+            timing=times["compiled"],
+            label="train step torch.compile",
+        ),
         figure("compile.speedup", speedup, "x", label="torch.compile speed-up vs eager"),
-        figure("compile.compile_s", compile_s, "s", better="lower", label="first compiled step (compile time)"),
+        figure(
+            "compile.compile_s", compile_s, "s", better="lower", label="first compiled step (compile time)"
+        ),
     ]

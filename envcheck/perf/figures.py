@@ -49,8 +49,16 @@ def figure(
 VERDICTS = ("holds", "exceeds", "fails", "not comparable")
 
 
-def claim(source: str, text: str, low: float | None, high: float | None, value: float, *,
-          better: str = "higher", not_comparable: str | None = None) -> dict[str, Any]:
+def claim(
+    source: str,
+    text: str,
+    low: float | None,
+    high: float | None,
+    value: float,
+    *,
+    better: str = "higher",
+    not_comparable: str | None = None,
+) -> dict[str, Any]:
     """A seed's claim (`low` <= value <= `high`, either bound optional) and what this measurement says of it.
 
     `verdict` is one of VERDICTS: `holds` (inside the range); `exceeds` (outside it on the good side,
@@ -67,16 +75,31 @@ def claim(source: str, text: str, low: float | None, high: float | None, value: 
     elif (low is None or value >= low) and (high is None or value <= high):
         verdict = "holds"
     elif (better == "higher" and high is not None and value > high) or (
-            better == "lower" and low is not None and value < low):
+        better == "lower" and low is not None and value < low
+    ):
         verdict = "exceeds"
     else:
         verdict = "fails"
     holds = None if verdict == "not comparable" else verdict in ("holds", "exceeds")
-    return {"source": source, "text": text, "low": low, "high": high, "holds": holds, "verdict": verdict,
-            "why": why}
+    return {
+        "source": source,
+        "text": text,
+        "low": low,
+        "high": high,
+        "holds": holds,
+        "verdict": verdict,
+        "why": why,
+    }
 
 
 def direction_claim(source: str, text: str, holds: bool) -> dict[str, Any]:
     """A claim about a direction only (no bounds), e.g. "cuts memory at a time cost"."""
-    return {"source": source, "text": text, "low": None, "high": None, "holds": holds,
-            "verdict": "holds" if holds else "fails", "why": None}
+    return {
+        "source": source,
+        "text": text,
+        "low": None,
+        "high": None,
+        "holds": holds,
+        "verdict": "holds" if holds else "fails",
+        "why": None,
+    }

@@ -99,16 +99,24 @@ def descends_from(pid: int, root: int, parent: Callable[[int], int | None] = pro
     return False
 
 
-def envcheck_tree(root: int, children: Callable[[], list[int]] | None = None,
-                  parent: Callable[[int], int | None] = proc_parent) -> list[int]:
+def envcheck_tree(
+    root: int,
+    children: Callable[[], list[int]] | None = None,
+    parent: Callable[[int], int | None] = proc_parent,
+) -> list[int]:
     """Visible PIDs of the envcheck run: `root` (the process that started the workers) and its descendants."""
     pids = children() if children is not None else [int(d) for d in os.listdir("/proc") if d.isdigit()]
     return sorted(p for p in pids if descends_from(p, root, parent))
 
 
-def classify_processes(procs: list[dict[str, Any]], *, me: int, root: int,
-                       parent: Callable[[int], int | None] = proc_parent,
-                       tree: Callable[[], list[int]] | None = None) -> dict[str, Any]:
+def classify_processes(
+    procs: list[dict[str, Any]],
+    *,
+    me: int,
+    root: int,
+    parent: Callable[[int], int | None] = proc_parent,
+    tree: Callable[[], list[int]] | None = None,
+) -> dict[str, Any]:
     """Sort NVML's processes into envcheck's own, others, and PIDs from another PID namespace.
 
     This process holds a context when called, so NVML lists it; when its PID is not in the list,
@@ -116,13 +124,19 @@ def classify_processes(procs: list[dict[str, Any]], *, me: int, root: int,
     only a count beyond the run's own processes is certain.
     """
     pids = [p["pid"] for p in procs]
-    out: dict[str, Any] = {"envcheck_processes": [], "other_processes": [], "foreign_namespace_processes": [],
-                           "pid_namespace": "same"}
+    out: dict[str, Any] = {
+        "envcheck_processes": [],
+        "other_processes": [],
+        "foreign_namespace_processes": [],
+        "pid_namespace": "same",
+    }
     if not procs:
         out["pid_namespace"] = "unknown (NVML lists no process, not even this one)"
         return out
     if me not in pids:
-        out["pid_namespace"] = "other (NVML reports PIDs from another PID namespace, e.g. host PIDs in a container)"
+        out["pid_namespace"] = (
+            "other (NVML reports PIDs from another PID namespace, e.g. host PIDs in a container)"
+        )
         ours = envcheck_tree(root, tree, parent)
         out["foreign_namespace_processes"] = procs
         out["envcheck_process_count"] = len(ours)
@@ -132,15 +146,24 @@ def classify_processes(procs: list[dict[str, Any]], *, me: int, root: int,
         if proc["pid"] == me:
             continue
         mine = descends_from(proc["pid"], root, parent)
-        key = {True: "envcheck_processes", False: "other_processes", None: "foreign_namespace_processes"}[mine]
+        key = {True: "envcheck_processes", False: "other_processes", None: "foreign_namespace_processes"}[
+            mine
+        ]
         out[key].append(proc)
     out["certain_others"] = len(out["other_processes"])
     return out
 
 
-def idle_state(handle: Any, *, root: int | None = None, me: int | None = None,
-               parent: Callable[[int], int | None] = proc_parent, tree: Callable[[], list[int]] | None = None,
-               sleep: Callable[[float], None] = time.sleep, settle_s: float = SETTLE_S) -> dict[str, Any]:
+def idle_state(
+    handle: Any,
+    *,
+    root: int | None = None,
+    me: int | None = None,
+    parent: Callable[[int], int | None] = proc_parent,
+    tree: Callable[[], list[int]] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    settle_s: float = SETTLE_S,
+) -> dict[str, Any]:
     """Whether the GPU looked idle before we started, not counting envcheck's own processes.
 
     `root` is the envcheck process that started the bench workers (default: our parent); any
@@ -162,29 +185,44 @@ def idle_state(handle: Any, *, root: int | None = None, me: int | None = None,
         util["settle_s"] = settle_s
     why: list[str] = []
     if procs["other_processes"]:
-        why.append(f"{len(procs['other_processes'])} other process(es) on the GPU (PIDs "
-                   + ", ".join(str(p["pid"]) for p in procs["other_processes"]) + ")")
+        why.append(
+            f"{len(procs['other_processes'])} other process(es) on the GPU (PIDs "
+            + ", ".join(str(p["pid"]) for p in procs["other_processes"])
+            + ")"
+        )
     elif procs["foreign_namespace_processes"] and procs.get("certain_others", 0) > 0:
-        why.append(f"at least {procs['certain_others']} other process(es) on the GPU: "
-                   f"{len(procs['foreign_namespace_processes'])} with PIDs from another namespace, "
-                   f"envcheck has {procs.get('envcheck_process_count', 0)}")
+        why.append(
+            f"at least {procs['certain_others']} other process(es) on the GPU: "
+            f"{len(procs['foreign_namespace_processes'])} with PIDs from another namespace, "
+            f"envcheck has {procs.get('envcheck_process_count', 0)}"
+        )
     if busy >= BUSY_PCT:
         after = f", still {busy:.0f}% after {settle_s:g}s" if "settled_pct" in util else ""
         why.append(f"utilisation {first:.0f}% before the run{after}")
     unknown = None
     if not why and procs["foreign_namespace_processes"]:
-        unknown = (f"{len(procs['foreign_namespace_processes'])} other process(es) (PIDs from another namespace: "
-                   "cannot tell envcheck's own workers from others)")
+        unknown = (
+            f"{len(procs['foreign_namespace_processes'])} other process(es) (PIDs from another namespace: "
+            "cannot tell envcheck's own workers from others)"
+        )
     elif not why and measured is None:
         unknown = "NVML gives no utilisation for this GPU (not supported): no other process, load unknown"
     seen = []
     if procs["envcheck_processes"]:
         seen.append("envcheck's own: PIDs " + ", ".join(str(p["pid"]) for p in procs["envcheck_processes"]))
     if "settled_pct" in util and busy < BUSY_PCT:
-        seen.append(f"utilisation {first:.0f}% at the start (NVML's average still held envcheck's previous work), "
-                    f"{busy:.0f}% after {settle_s:g}s")
-    return {"idle": False if why else (None if unknown else True), **procs, "utilisation": util,
-            "why_not_idle": "; ".join(why) or None, "idle_unknown": unknown, "seen": "; ".join(seen) or None}
+        seen.append(
+            f"utilisation {first:.0f}% at the start (NVML's average still held envcheck's previous work), "
+            f"{busy:.0f}% after {settle_s:g}s"
+        )
+    return {
+        "idle": False if why else (None if unknown else True),
+        **procs,
+        "utilisation": util,
+        "why_not_idle": "; ".join(why) or None,
+        "idle_unknown": unknown,
+        "seen": "; ".join(seen) or None,
+    }
 
 
 def _hold_context(index: int) -> None:

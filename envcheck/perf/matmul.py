@@ -11,8 +11,9 @@ from envcheck.perf.unit_timing import Timing, measure
 GPU_DTYPES = ("float32", "tf32", "bfloat16", "float16")
 
 
-def tf32_override(device: str = "cuda", env: Mapping[str, str] | None = None,
-                  mode: Callable[[str, bool], str] | None = None) -> tuple[str | None, str]:
+def tf32_override(
+    device: str = "cuda", env: Mapping[str, str] | None = None, mode: Callable[[str, bool], str] | None = None
+) -> tuple[str | None, str]:
     """(swap, cause): whether float32 and TF32 matmuls on `device` really compute what their names say.
 
     Measured, not read from the variables (`matmul_precision`): swap is "float32_is_tf32" when a float32
@@ -31,8 +32,9 @@ def tf32_override(device: str = "cuda", env: Mapping[str, str] | None = None,
     return None, cause
 
 
-def matmul_names(dtype_name: str, n: int, peaks: dict[str, float] | None,
-                 override: str | None, cause: str = "measured") -> tuple[str, str, float | None]:
+def matmul_names(
+    dtype_name: str, n: int, peaks: dict[str, float] | None, override: str | None, cause: str = "measured"
+) -> tuple[str, str, float | None]:
     """(key, label, peak) of one matmul figure; a float32 run as TF32 (or the reverse) is never shown
     under the other's name nor against the other's peak."""
     peaks = peaks or {}
@@ -65,8 +67,14 @@ def l2_flusher(device: str) -> Callable[[], object] | None:
 
 
 def matmul_rate(
-    n: int, dtype_name: str, device: str, *, budget_s: float = 0.5, min_reps: int = 5,
-    max_reps: int = 50, before: Callable[[], object] | None = None,
+    n: int,
+    dtype_name: str,
+    device: str,
+    *,
+    budget_s: float = 0.5,
+    min_reps: int = 5,
+    max_reps: int = 50,
+    before: Callable[[], object] | None = None,
 ) -> tuple[float, Timing]:
     """FLOP/s of an n×n @ n×n matmul (2n³ flops) in `dtype_name`, and its timing."""
     import torch
@@ -79,8 +87,14 @@ def matmul_rate(
     old = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
     try:
-        timing = measure(lambda: torch.matmul(a, b, out=out), cuda=cuda, budget_s=budget_s,
-                         min_reps=min_reps, max_reps=max_reps, before=before)
+        timing = measure(
+            lambda: torch.matmul(a, b, out=out),
+            cuda=cuda,
+            budget_s=budget_s,
+            min_reps=min_reps,
+            max_reps=max_reps,
+            before=before,
+        )
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     return 2.0 * n**3 / timing.median_s, timing
@@ -95,8 +109,9 @@ def matmul_bytes(n: int, dtype_name: str, l2: int) -> int:
     return 3 * n * n * ITEMSIZE[dtype_name] + 4 * n * n + 2 * l2
 
 
-def gpu_matmul_figures(quick: bool, peaks: dict[str, float] | None,
-                       free_bytes: int | None = None) -> list[dict[str, Any]]:
+def gpu_matmul_figures(
+    quick: bool, peaks: dict[str, float] | None, free_bytes: int | None = None
+) -> list[dict[str, Any]]:
     """TFLOP/s for every GPU dtype and size that fits in free memory, with % of the datasheet peak."""
     import torch
 
@@ -110,23 +125,35 @@ def gpu_matmul_figures(quick: bool, peaks: dict[str, float] | None,
         for n in sizes:
             rate, timing = matmul_rate(n, dtype_name, "cuda", budget_s=0.3 if quick else 1.0, before=flush)
             key, name, peak = matmul_names(dtype_name, n, peaks, override, cause)
-            figures.append(figure(
-                key, rate / 1e12, "TFLOP/s", peak=peak, timing=timing,
-                label=f"{name} {n}x{n}", series=name, x=n,
-                note=left_out if n == sizes[-1] else None,
-            ))
+            figures.append(
+                figure(
+                    key,
+                    rate / 1e12,
+                    "TFLOP/s",
+                    peak=peak,
+                    timing=timing,
+                    label=f"{name} {n}x{n}",
+                    series=name,
+                    x=n,
+                    note=left_out if n == sizes[-1] else None,
+                )
+            )
     return figures
 
 
-def fitting_sizes(sizes: tuple[int, ...], dtype_name: str, l2: int, free: int) -> tuple[list[int], str | None]:
+def fitting_sizes(
+    sizes: tuple[int, ...], dtype_name: str, l2: int, free: int
+) -> tuple[list[int], str | None]:
     """The sizes whose matmul fits in 80% of `free` bytes, and a note naming those left out."""
     kept = [n for n in sizes if matmul_bytes(n, dtype_name, l2) <= 0.8 * free]
     out = [n for n in sizes if n not in kept]
     if not out:
         return kept, None
     need = matmul_bytes(out[0], dtype_name, l2)
-    return kept, (f"left out n={', '.join(map(str, out))}: n={out[0]} needs {need / 2**30:.2f} GiB, "
-                  f"{free / 2**30:.2f} GiB free")
+    return kept, (
+        f"left out n={', '.join(map(str, out))}: n={out[0]} needs {need / 2**30:.2f} GiB, "
+        f"{free / 2**30:.2f} GiB free"
+    )
 
 
 def cpu_matmul_figures(quick: bool) -> list[dict[str, Any]]:
@@ -136,9 +163,16 @@ def cpu_matmul_figures(quick: bool) -> list[dict[str, Any]]:
     figures = []
     for n in CPU_SIZES["quick" if quick else "full"]:
         rate, timing = matmul_rate(n, "float32", "cpu", budget_s=0.6 if quick else 2.0, min_reps=5)
-        figures.append(figure(
-            f"cpu_matmul.float32.n{n}", rate / 1e9, "GFLOP/s", timing=timing,
-            label=f"cpu matmul float32 {n}x{n}", series="cpu matmul float32", x=n,
-            note=f"{torch.get_num_threads()} threads",
-        ))
+        figures.append(
+            figure(
+                f"cpu_matmul.float32.n{n}",
+                rate / 1e9,
+                "GFLOP/s",
+                timing=timing,
+                label=f"cpu matmul float32 {n}x{n}",
+                series="cpu matmul float32",
+                x=n,
+                note=f"{torch.get_num_threads()} threads",
+            )
+        )
     return figures

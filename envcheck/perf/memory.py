@@ -37,8 +37,10 @@ def device_copy_sizes(quick: bool, l2_bytes: int, free_bytes: int | None) -> tup
     for n in sizes:
         need = device_copy_bytes(n, l2_bytes)
         if free_bytes is not None and need > FREE_SHARE * free_bytes:
-            notes.append(f"{n // MIB} MiB copy left out: needs {need / 2**30:.2f} GiB, "
-                         f"{free_bytes / 2**30:.2f} GiB free")
+            notes.append(
+                f"{n // MIB} MiB copy left out: needs {need / 2**30:.2f} GiB, "
+                f"{free_bytes / 2**30:.2f} GiB free"
+            )
         else:
             kept.append(n)
     return kept, notes
@@ -49,22 +51,36 @@ def device_copy_bytes(nbytes: int, l2_bytes: int) -> int:
     return 2 * nbytes + 2 * l2_bytes
 
 
-def copy_rate(nbytes: int, src_device: str, dst_device: str, *, pinned: bool = False,
-              budget_s: float = 0.3, before: Callable[[], object] | None = None) -> tuple[float, Timing]:
+def copy_rate(
+    nbytes: int,
+    src_device: str,
+    dst_device: str,
+    *,
+    pinned: bool = False,
+    budget_s: float = 0.3,
+    before: Callable[[], object] | None = None,
+) -> tuple[float, Timing]:
     """Bytes/s of `dst.copy_(src)` for an `nbytes` buffer, and its timing."""
     import torch
 
     src = torch.ones(nbytes, dtype=torch.uint8, device=src_device, pin_memory=pinned and src_device == "cpu")
     dst = torch.empty(nbytes, dtype=torch.uint8, device=dst_device, pin_memory=pinned and dst_device == "cpu")
     cuda = "cuda" in (src_device + dst_device)
-    timing = measure(lambda: dst.copy_(src, non_blocking=pinned), cuda=cuda, budget_s=budget_s, min_reps=5,
-                     before=before)
+    timing = measure(
+        lambda: dst.copy_(src, non_blocking=pinned), cuda=cuda, budget_s=budget_s, min_reps=5, before=before
+    )
     return nbytes / timing.median_s, timing
 
 
-def device_copy_figures(quick: bool, peak_gbps: float | None, *, l2_bytes: int | None = None,
-                        free_bytes: int | None = None, rate: Callable[..., tuple[float, Timing]] = copy_rate,
-                        flusher: Callable[[], Callable[[], object] | None] | None = None) -> list[dict[str, Any]]:
+def device_copy_figures(
+    quick: bool,
+    peak_gbps: float | None,
+    *,
+    l2_bytes: int | None = None,
+    free_bytes: int | None = None,
+    rate: Callable[..., tuple[float, Timing]] = copy_rate,
+    flusher: Callable[[], Callable[[], object] | None] | None = None,
+) -> list[dict[str, Any]]:
     """Device-to-device copy bandwidth (read + write) per size above L2, L2 flushed before every
     repetition, and their median (the unit's figure) against the memory peak.
 
@@ -84,15 +100,34 @@ def device_copy_figures(quick: bool, peak_gbps: float | None, *, l2_bytes: int |
     figures = []
     for nbytes in sizes:
         measured, timing = rate(nbytes, "cuda", "cuda", before=flush)
-        figures.append(figure(
-            f"memory.d2d.{nbytes}", 2 * measured / 1e9, "GB/s", peak=peak_gbps, timing=timing,
-            label=f"device copy {nbytes // MIB} MiB", series="device-to-device", x=nbytes,
-        ))
+        figures.append(
+            figure(
+                f"memory.d2d.{nbytes}",
+                2 * measured / 1e9,
+                "GB/s",
+                peak=peak_gbps,
+                timing=timing,
+                label=f"device copy {nbytes // MIB} MiB",
+                series="device-to-device",
+                x=nbytes,
+            )
+        )
     if figures:
         median = statistics.median(f["value"] for f in figures)
-        note = f"median over {len(figures)} copy sizes >= 4x L2 ({l2_bytes // MIB} MiB), L2 flushed before each"
-        figures.insert(0, figure("memory.d2d.median", median, "GB/s", peak=peak_gbps,
-                                 label="device memory bandwidth", note="; ".join([note, *notes])))
+        note = (
+            f"median over {len(figures)} copy sizes >= 4x L2 ({l2_bytes // MIB} MiB), L2 flushed before each"
+        )
+        figures.insert(
+            0,
+            figure(
+                "memory.d2d.median",
+                median,
+                "GB/s",
+                peak=peak_gbps,
+                label="device memory bandwidth",
+                note="; ".join([note, *notes]),
+            ),
+        )
     return figures
 
 
@@ -104,10 +139,18 @@ def host_copy_figures(quick: bool, pcie_gbps: float | None) -> list[dict[str, An
             kind = "pinned" if pinned else "pageable"
             for nbytes in HOST_SIZES["quick" if quick else "full"]:
                 rate, timing = copy_rate(nbytes, src, dst, pinned=pinned)
-                figures.append(figure(
-                    f"memory.{name}.{kind}.{nbytes}", rate / 1e9, "GB/s", peak=pcie_gbps, timing=timing,
-                    label=f"{name.upper()} {kind} {nbytes / MIB:g} MiB", series=f"{name.upper()} {kind}", x=nbytes,
-                ))
+                figures.append(
+                    figure(
+                        f"memory.{name}.{kind}.{nbytes}",
+                        rate / 1e9,
+                        "GB/s",
+                        peak=pcie_gbps,
+                        timing=timing,
+                        label=f"{name.upper()} {kind} {nbytes / MIB:g} MiB",
+                        series=f"{name.upper()} {kind}",
+                        x=nbytes,
+                    )
+                )
     return figures
 
 
@@ -116,17 +159,26 @@ def cpu_copy_figures(quick: bool) -> list[dict[str, Any]]:
     figures = []
     for nbytes in CPU_SIZES["quick" if quick else "full"]:
         rate, timing = copy_rate(nbytes, "cpu", "cpu", budget_s=0.3)
-        figures.append(figure(
-            f"cpu_memory.copy.{nbytes}", 2 * rate / 1e9, "GB/s", timing=timing,
-            label=f"host RAM copy {nbytes // MIB} MiB", series="host RAM copy", x=nbytes,
-        ))
+        figures.append(
+            figure(
+                f"cpu_memory.copy.{nbytes}",
+                2 * rate / 1e9,
+                "GB/s",
+                timing=timing,
+                label=f"host RAM copy {nbytes // MIB} MiB",
+                series="host RAM copy",
+                x=nbytes,
+            )
+        )
     return figures
 
 
 def pcie_link(fields: Fields, handle: Any) -> dict[str, int | None]:
     """The PCIe link NVML reports (max generation and width, and the current ones), through the one typed NVML
     reader (inside read_nvml's budget); a field NVML does not give is None."""
-    return {"max_gen": value(fields.pcie(handle, current=False, width=False)),
-            "max_width": value(fields.pcie(handle, current=False, width=True)),
-            "curr_gen": value(fields.pcie(handle, current=True, width=False)),
-            "curr_width": value(fields.pcie(handle, current=True, width=True))}
+    return {
+        "max_gen": value(fields.pcie(handle, current=False, width=False)),
+        "max_width": value(fields.pcie(handle, current=False, width=True)),
+        "curr_gen": value(fields.pcie(handle, current=True, width=False)),
+        "curr_width": value(fields.pcie(handle, current=True, width=True)),
+    }

@@ -44,10 +44,19 @@ class GpuPeak:
     mem_gb: float | None = None  # memory of the full GPU, GB as MIG profile names count it
 
 
-def _peak(model: str, fp32: float, tf32: float, half: float, mem: float, source: str,
-          sms: int | None = None, mem_gb: float | None = None) -> GpuPeak:
-    return GpuPeak(model, {"float32": fp32, "tf32": tf32, "bfloat16": half, "float16": half}, mem, source,
-                   sms, mem_gb)
+def _peak(
+    model: str,
+    fp32: float,
+    tf32: float,
+    half: float,
+    mem: float,
+    source: str,
+    sms: int | None = None,
+    mem_gb: float | None = None,
+) -> GpuPeak:
+    return GpuPeak(
+        model, {"float32": fp32, "tf32": tf32, "bfloat16": half, "float16": half}, mem, source, sms, mem_gb
+    )
 
 
 _H100 = "NVIDIA H100 datasheet"
@@ -62,7 +71,10 @@ PEAKS: tuple[tuple[str, GpuPeak], ...] = (
     (r"\bh200\b.*nvl", _peak("H200 NVL", 60.0, 417.5, 835.5, 4800.0, "NVIDIA H200 datasheet", 132, 141)),
     (r"\bh200\b", _peak("H200 SXM", 67.0, 494.5, 989.5, 4800.0, "NVIDIA H200 datasheet", 132, 141)),
     (r"a100.*40\s*gb", _peak("A100 40GB", 19.5, 156.0, 312.0, 1555.0, _A100, 108, 40)),
-    (r"a100.*pcie.*80\s*gb|a100.*80\s*gb.*pcie", _peak("A100 80GB PCIe", 19.5, 156.0, 312.0, 1935.0, _A100, 108, 80)),
+    (
+        r"a100.*pcie.*80\s*gb|a100.*80\s*gb.*pcie",
+        _peak("A100 80GB PCIe", 19.5, 156.0, 312.0, 1935.0, _A100, 108, 80),
+    ),
     (r"a100", _peak("A100 80GB SXM", 19.5, 156.0, 312.0, 2039.0, _A100, 108, 80)),
     (r"\bl40s\b", _peak("L40S", 91.6, 183.0, 366.5, 864.0, "NVIDIA L40S datasheet")),
     (r"rtx 4090\s*$", _peak("RTX 4090", 82.6, 82.6, 165.2, 1008.0, "NVIDIA Ada architecture whitepaper")),
@@ -114,7 +126,8 @@ def mig_slice(full: GpuPeak, gpcs: int, slice_gb: int, sm_count: int) -> GpuPeak
         tflops={dtype: round(value * compute, 1) for dtype, value in full.tflops.items()},
         mem_gbps=round(full.mem_gbps * slices / MEMORY_SLICES, 1),
         source=f"{full.source}, scaled to the MIG slice's SMs and memory slices",
-        sms=sm_count, mem_gb=float(slice_gb),
+        sms=sm_count,
+        mem_gb=float(slice_gb),
     )
 
 

@@ -99,7 +99,9 @@ def setup(device: Device, kinds: Sequence[str]) -> Setup:
                 sizes[dtype] = max(kept)
             notes += [note] if note else []
     copies, copy_notes = memory.device_copy_sizes(True, l2, free)
-    return Setup(sizes, max(copies) if copies else None, matmul.l2_flusher(device.torch_device), notes + copy_notes)
+    return Setup(
+        sizes, max(copies) if copies else None, matmul.l2_flusher(device.torch_device), notes + copy_notes
+    )
 
 
 def measure_one(kind: str, device: Device, plan: Setup) -> tuple[float, Timing, str] | None:
@@ -109,8 +111,14 @@ def measure_one(kind: str, device: Device, plan: Setup) -> tuple[float, Timing, 
         dtype = kind.split(".", 1)[1]
         if dtype not in plan.matmul_n:
             return None
-        rate, timing = matmul.matmul_rate(plan.matmul_n[dtype], dtype, target, budget_s=BUDGET_S, before=plan.flush)
-        return (rate / 1e12, timing, "TFLOP/s") if device.cuda_index is not None else (rate / 1e9, timing, "GFLOP/s")
+        rate, timing = matmul.matmul_rate(
+            plan.matmul_n[dtype], dtype, target, budget_s=BUDGET_S, before=plan.flush
+        )
+        return (
+            (rate / 1e12, timing, "TFLOP/s")
+            if device.cuda_index is not None
+            else (rate / 1e9, timing, "GFLOP/s")
+        )
     if kind == "hbm":
         if plan.hbm_bytes is None:
             return None
@@ -121,20 +129,41 @@ def measure_one(kind: str, device: Device, plan: Setup) -> tuple[float, Timing, 
     return rate / 1e9, timing, "GB/s"
 
 
-def _figure(kind: str, scope: str, subject: str, label: str, samples: list[tuple[float, Timing, str]],
-            peak: float | None, note: str | None) -> dict[str, Any]:
+def _figure(
+    kind: str,
+    scope: str,
+    subject: str,
+    label: str,
+    samples: list[tuple[float, Timing, str]],
+    peak: float | None,
+    note: str | None,
+) -> dict[str, Any]:
     values = [s[0] for s in samples]
     median = statistics.median(values)
     timing = min(samples, key=lambda s: abs(s[0] - median))[1]
     key = f"{kind}.gpu{subject}" if scope != "device" else f"{kind}.{subject}"
-    fig = figure(key, median, samples[0][2], peak=peak, timing=timing, label=f"{label} {describe(kind)}",
-                 series=describe(kind), note=note)
-    fig.update(kind=kind, scope=scope, subject=subject, device_label=label, rounds=[round(v, 4) for v in values])
+    fig = figure(
+        key,
+        median,
+        samples[0][2],
+        peak=peak,
+        timing=timing,
+        label=f"{label} {describe(kind)}",
+        series=describe(kind),
+        note=note,
+    )
+    fig.update(
+        kind=kind, scope=scope, subject=subject, device_label=label, rounds=[round(v, 4) for v in values]
+    )
     return fig
 
 
-def device_figures(devices: Sequence[Device], kinds: Sequence[str], rounds: int,
-                   peaks: dict[str, dict[str, float]] | None = None) -> list[dict[str, Any]]:
+def device_figures(
+    devices: Sequence[Device],
+    kinds: Sequence[str],
+    rounds: int,
+    peaks: dict[str, dict[str, float]] | None = None,
+) -> list[dict[str, Any]]:
     """One figure per (kind, device), the median over `rounds` interleaved rounds (`peaks`: per subject, per kind)."""
     plans = {}
     for device in devices:
@@ -150,8 +179,18 @@ def device_figures(devices: Sequence[Device], kinds: Sequence[str], rounds: int,
                         samples.setdefault((kind, device.subject), []).append(got)
     labels = {d.subject: d.label for d in devices}
     scope = "gpu" if devices and devices[0].cuda_index is not None else "device"
-    return [_figure(kind, scope, subject, labels[subject], got, (peaks or {}).get(subject, {}).get(kind),
-                    "; ".join(plans[subject].notes) or None) for (kind, subject), got in samples.items()]
+    return [
+        _figure(
+            kind,
+            scope,
+            subject,
+            labels[subject],
+            got,
+            (peaks or {}).get(subject, {}).get(kind),
+            "; ".join(plans[subject].notes) or None,
+        )
+        for (kind, subject), got in samples.items()
+    ]
 
 
 def peer_figures(devices: Sequence[Device], rounds: int) -> list[dict[str, Any]]:
@@ -159,18 +198,29 @@ def peer_figures(devices: Sequence[Device], rounds: int) -> list[dict[str, Any]]
     on the source's stream), the median over rounds; a pair without P2P access says so (the copy goes via the host)."""
     import torch
 
-    pairs = [(a, b) for n, a in enumerate(devices) for b in devices[n + 1:]]
+    pairs = [(a, b) for n, a in enumerate(devices) for b in devices[n + 1 :]]
     samples: dict[tuple[str, str], list[tuple[float, Timing, str]]] = {}
     for _ in range(rounds):
         for a, b in pairs:
             with on(a):
-                rate, timing = memory.copy_rate(PEER_COPY_BYTES, a.torch_device, b.torch_device, budget_s=BUDGET_S)
+                rate, timing = memory.copy_rate(
+                    PEER_COPY_BYTES, a.torch_device, b.torch_device, budget_s=BUDGET_S
+                )
             samples.setdefault((a.subject, b.subject), []).append((rate / 1e9, timing, "GB/s"))
     out = []
     for (i, j), got in samples.items():
         p2p = torch.cuda.can_device_access_peer(int(i), int(j))
-        out.append(_figure("peer", "pair", f"{i}-{j}", f"GPU {i} -> GPU {j}", got, None,
-                           None if p2p else "no P2P access between these GPUs: the copy goes through host memory"))
+        out.append(
+            _figure(
+                "peer",
+                "pair",
+                f"{i}-{j}",
+                f"GPU {i} -> GPU {j}",
+                got,
+                None,
+                None if p2p else "no P2P access between these GPUs: the copy goes through host memory",
+            )
+        )
     return out
 
 
@@ -191,8 +241,12 @@ def gpu_peaks(count: int) -> dict[str, dict[str, float]]:
 
 def _state(summary: dict[str, Any]) -> dict[str, Any]:
     medians = {k: v.get("median") for k, v in (summary.get("metrics") or {}).items() if isinstance(v, dict)}
-    return {"idle": summary.get("idle"), "why_not_idle": summary.get("why_not_idle"),
-            "absent": summary.get("absent"), **{k: medians.get(k) for k in ("sm_clock_mhz", "temperature_c", "power_w")}}
+    return {
+        "idle": summary.get("idle"),
+        "why_not_idle": summary.get("why_not_idle"),
+        "absent": summary.get("absent"),
+        **{k: medians.get(k) for k in ("sm_clock_mhz", "temperature_c", "power_w")},
+    }
 
 
 def relative_check(ctx: Context) -> Result:
@@ -205,13 +259,26 @@ def relative_check(ctx: Context) -> Result:
     devices = gpu_devices(torch.cuda.device_count())
     rounds = ROUNDS["full" if ctx.full else "quick"]
     with contextlib.ExitStack() as stack:
-        samplers = {d.subject: stack.enter_context(NvmlSampler(int(d.subject), root_pid=ctx.options.bench.envcheck_pid))
-                    for d in devices}
+        samplers = {
+            d.subject: stack.enter_context(
+                NvmlSampler(int(d.subject), root_pid=ctx.options.bench.envcheck_pid)
+            )
+            for d in devices
+        }
         figures = device_figures(devices, GPU_KINDS, rounds, gpu_peaks(len(devices)))
         figures += peer_figures(devices, rounds) if len(devices) > 1 else []
     states = {s: _state(sampler.summary()) for s, sampler in samplers.items()}
     excluded = {s: str(st["why_not_idle"]) for s, st in states.items() if st["idle"] is False}
-    extra = {"host": socket.gethostname(), "gpu_names": [str(torch.cuda.get_device_name(int(d.subject))) for d in devices],
-             "gpu_state": states, "rounds": rounds}
-    return judge(figures, margin_pct=ctx.options.perf.margin_pct, strict=ctx.options.dist.strict_perf,
-                 excluded=excluded, extra=extra)
+    extra = {
+        "host": socket.gethostname(),
+        "gpu_names": [str(torch.cuda.get_device_name(int(d.subject))) for d in devices],
+        "gpu_state": states,
+        "rounds": rounds,
+    }
+    return judge(
+        figures,
+        margin_pct=ctx.options.perf.margin_pct,
+        strict=ctx.options.dist.strict_perf,
+        excluded=excluded,
+        extra=extra,
+    )

@@ -26,8 +26,11 @@ def build_document(device: dict[str, Any], results: list[Result], quick: bool) -
         "device": device,
         "units": [r.to_dict() for r in results],
         "figures": figures,
-        "skipped": [{"name": r.name, "reason": r.reason or r.summary}
-                    for r in results if r.status in (Status.SKIP, Status.ERROR)],
+        "skipped": [
+            {"name": r.name, "reason": r.reason or r.summary}
+            for r in results
+            if r.status in (Status.SKIP, Status.ERROR)
+        ],
         "regressions": [],
         "exit_code": 0,
     }
@@ -69,8 +72,12 @@ def claim_line(fig: dict[str, Any]) -> str:
     """One note line per claim, saying what was measured and what that means for the claim."""
     claim = fig["claim"]
     verdict = claim.get("verdict") or ("holds" if claim.get("holds") else "fails")
-    head = {"holds": "claim holds", "fails": "claim FAILS", "not comparable": "claim not comparable",
-            "exceeds": "claim exceeded (better than claimed; not a fault)"}[verdict]
+    head = {
+        "holds": "claim holds",
+        "fails": "claim FAILS",
+        "not comparable": "claim not comparable",
+        "exceeds": "claim exceeded (better than claimed; not a fault)",
+    }[verdict]
     line = f"{head}: {claim['text']} [{claim['source']}] -> measured {fig['value']:g} {fig['unit']}"
     return line + (f"; {claim['why']}" if claim.get("why") else "")
 
@@ -88,8 +95,15 @@ def render_table(doc: dict[str, Any]) -> Any:
         claim = fig.get("claim")
         verdict = verdict_text(claim) if claim else ""
         spread = fig.get("timing") or {}
-        table.add_row(fig["label"], _fmt(fig["value"]), fig["unit"], _fmt(fig.get("peak")),
-                      _fmt(fig.get("pct_of_peak")), f"±{spread['spread_pct']:.0f}%" if spread else "", verdict)
+        table.add_row(
+            fig["label"],
+            _fmt(fig["value"]),
+            fig["unit"],
+            _fmt(fig.get("peak")),
+            _fmt(fig.get("pct_of_peak")),
+            f"±{spread['spread_pct']:.0f}%" if spread else "",
+            verdict,
+        )
     return table
 
 
@@ -102,9 +116,12 @@ def render_notes(doc: dict[str, Any]) -> list[str]:
     claims = [f for f in doc["figures"] if f.get("claim")]
     lines = [claim_line(f) for f in claims]
     lines += [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
-    lines += [f"{u['status'].upper()} {u['name']}: {u['summary']}" for u in doc.get("units", [])
-              if u.get("status") in (Status.WARN, Status.FAIL) and u.get("code") in PERF_CODES]
-    state = (doc["device"].get("gpu_state") or {})
+    lines += [
+        f"{u['status'].upper()} {u['name']}: {u['summary']}"
+        for u in doc.get("units", [])
+        if u.get("status") in (Status.WARN, Status.FAIL) and u.get("code") in PERF_CODES
+    ]
+    state = doc["device"].get("gpu_state") or {}
     if state.get("idle") is False:
         lines.append(f"GPU was not idle: {state.get('why_not_idle')}")
     elif state.get("idle_unknown"):
@@ -112,6 +129,8 @@ def render_notes(doc: dict[str, Any]) -> list[str]:
     if state.get("seen"):
         lines.append(f"GPU state seen (not counted against idle): {state['seen']}")
     for reg in doc["regressions"]:
-        lines.append(f"REGRESSION {reg['key']}: {reg['baseline']:g} -> {reg['value']:g} {reg['unit']} "
-                     f"({reg['change_pct']:+.1f}%, threshold {reg['threshold_pct']:g}%)")
+        lines.append(
+            f"REGRESSION {reg['key']}: {reg['baseline']:g} -> {reg['value']:g} {reg['unit']} "
+            f"({reg['change_pct']:+.1f}%, threshold {reg['threshold_pct']:g}%)"
+        )
     return lines

@@ -20,12 +20,18 @@ CKPT_CLAIM = ("seeds/002 section 3.1", "gradient checkpointing cuts activation m
 
 
 def _timing_kw(quick: bool) -> dict[str, Any]:
-    return {"rounds": 3 if quick else 5, "budget_s": 0.3 if quick else 1.0, "min_reps": 3, "max_reps": 20,
-            "warmup": 1}
+    return {
+        "rounds": 3 if quick else 5,
+        "budget_s": 0.3 if quick else 1.0,
+        "min_reps": 3,
+        "max_reps": 20,
+        "warmup": 1,
+    }
 
 
-def amp_baseline_tf32_cause(device: str, env: Mapping[str, str] | None = None,
-                            mode: Callable[[str, bool], str] | None = None) -> str | None:
+def amp_baseline_tf32_cause(
+    device: str, env: Mapping[str, str] | None = None, mode: Callable[[str, bool], str] | None = None
+) -> str | None:
     """Why the float32 baseline of the AMP step really ran its matmuls as TF32 (measured; CUDA only), or None."""
     if not device.startswith("cuda"):
         return None
@@ -50,22 +56,51 @@ def amp_figures(device: str, quick: bool) -> list[dict[str, Any]]:
     shape = f"shape {describe(work)}"
     tf32_cause = amp_baseline_tf32_cause(device)
     as_tf32 = tf32_cause is not None
-    figures = [figure("amp.float32_as_tf32.step_ms" if as_tf32 else "amp.float32.step_ms", base * 1e3, "ms",
-                      better="lower", timing=times["float32"], note=shape,
-                      label=f"train step float32 (ran as TF32: {tf32_cause})" if as_tf32
-                      else "train step float32")]
+    figures = [
+        figure(
+            "amp.float32_as_tf32.step_ms" if as_tf32 else "amp.float32.step_ms",
+            base * 1e3,
+            "ms",
+            better="lower",
+            timing=times["float32"],
+            note=shape,
+            label=f"train step float32 (ran as TF32: {tf32_cause})" if as_tf32 else "train step float32",
+        )
+    ]
     for name in variants:
         if name == "float32":
             continue
         speedup = base / times[name].median_s
-        figures.append(figure(f"amp.{name}.step_ms", times[name].median_s * 1e3, "ms", better="lower",
-                              timing=times[name], label=f"train step autocast {name}"))
-        figures.append(figure(
-            f"amp.{name}.speedup_vs_tf32" if as_tf32 else f"amp.{name}.speedup", speedup, "x",
-            label=f"AMP {name} speed-up vs " + ("TF32 (float32 overridden)" if as_tf32 else "float32"),
-            claim=claim(*AMP_CLAIM, 1.5, 3.0, speedup, better="higher", not_comparable=(
-                f"not comparable: the float32 baseline ran as TF32 ({tf32_cause})"
-                if as_tf32 else None))))
+        figures.append(
+            figure(
+                f"amp.{name}.step_ms",
+                times[name].median_s * 1e3,
+                "ms",
+                better="lower",
+                timing=times[name],
+                label=f"train step autocast {name}",
+            )
+        )
+        figures.append(
+            figure(
+                f"amp.{name}.speedup_vs_tf32" if as_tf32 else f"amp.{name}.speedup",
+                speedup,
+                "x",
+                label=f"AMP {name} speed-up vs " + ("TF32 (float32 overridden)" if as_tf32 else "float32"),
+                claim=claim(
+                    *AMP_CLAIM,
+                    1.5,
+                    3.0,
+                    speedup,
+                    better="higher",
+                    not_comparable=(
+                        f"not comparable: the float32 baseline ran as TF32 ({tf32_cause})"
+                        if as_tf32
+                        else None
+                    ),
+                ),
+            )
+        )
     return figures
 
 
@@ -86,9 +121,11 @@ def clip_not_comparable(work: Workload, step_s: float) -> str:
     The share measured here is reported, but it is not a verdict on the claim.
     """
     info = describe(work)
-    return (f"not comparable: the claim is for a ResNet-50 step on an A100; this step is a "
-            f"{info['layers']}-layer transformer ({info['parameters'] / 1e6:.1f}M parameters, batch "
-            f"{info['batch']}x{info['seq']} tokens) taking {step_s * 1e3:.3g} ms on {_device_name(work.device)}")
+    return (
+        f"not comparable: the claim is for a ResNet-50 step on an A100; this step is a "
+        f"{info['layers']}-layer transformer ({info['parameters'] / 1e6:.1f}M parameters, batch "
+        f"{info['batch']}x{info['seq']} tokens) taking {step_s * 1e3:.3g} ms on {_device_name(work.device)}"
+    )
 
 
 def clip_figures(device: str, quick: bool, clip_fn: Any = None) -> list[dict[str, Any]]:
@@ -101,8 +138,11 @@ def clip_figures(device: str, quick: bool, clip_fn: Any = None) -> list[dict[str
     clip_fn = clip_fn or torch.nn.utils.clip_grad_norm_
     cuda = device.startswith("cuda")
     work = build(device, quick)
-    times = interleaved({"plain": make_step(work), "clipped": make_step(work, clip=1.0, clip_fn=clip_fn)},
-                        cuda=cuda, **_timing_kw(quick))
+    times = interleaved(
+        {"plain": make_step(work), "clipped": make_step(work, clip=1.0, clip_fn=clip_fn)},
+        cuda=cuda,
+        **_timing_kw(quick),
+    )
     base = times["plain"].median_s
     diff_pct = 100.0 * (times["clipped"].median_s - base) / base
     params = list(work.model.parameters())
@@ -110,14 +150,45 @@ def clip_figures(device: str, quick: bool, clip_fn: Any = None) -> list[dict[str
     alone = measure(lambda: clip_fn(params, 1.0), cuda=cuda, budget_s=0.3, max_reps=200)
     alone_pct = 100.0 * alone.median_s / base
     return [
-        figure("clip.step_ms", base * 1e3, "ms", better="lower", timing=times["plain"], label="train step, no clip"),
-        figure("clip.alone_ms", alone.median_s * 1e3, "ms", better="lower", timing=alone,
-               label="clip_grad_norm_ alone"),
-        figure("clip.overhead_pct", alone_pct, "%", better="lower", label="clip cost, % of step (timed alone)",
-               claim=claim(*CLIP_CLAIM, None, 0.3, alone_pct, better="lower",
-                           not_comparable=clip_not_comparable(work, base))),
-        figure("clip.step_diff_pct", diff_pct, "%", better="none", label="clipped vs plain step, % (noisy)",
-               note="difference of two step medians; within the timing spread on a busy host"),
+        figure(
+            "clip.step_ms",
+            base * 1e3,
+            "ms",
+            better="lower",
+            timing=times["plain"],
+            label="train step, no clip",
+        ),
+        figure(
+            "clip.alone_ms",
+            alone.median_s * 1e3,
+            "ms",
+            better="lower",
+            timing=alone,
+            label="clip_grad_norm_ alone",
+        ),
+        figure(
+            "clip.overhead_pct",
+            alone_pct,
+            "%",
+            better="lower",
+            label="clip cost, % of step (timed alone)",
+            claim=claim(
+                *CLIP_CLAIM,
+                None,
+                0.3,
+                alone_pct,
+                better="lower",
+                not_comparable=clip_not_comparable(work, base),
+            ),
+        ),
+        figure(
+            "clip.step_diff_pct",
+            diff_pct,
+            "%",
+            better="none",
+            label="clipped vs plain step, % (noisy)",
+            note="difference of two step medians; within the timing spread on a busy host",
+        ),
     ]
 
 
@@ -135,11 +206,29 @@ def checkpoint_figures(device: str, quick: bool) -> list[dict[str, Any]]:
     trade = direction_claim(*CKPT_CLAIM, saving > 0 and time_cost > 0)
     how = "torch.cuda.max_memory_allocated" if cuda else "peak RSS growth (VmHWM, mmap-only malloc)"
     return [
-        figure("checkpoint.plain.peak_mib", mem["plain"] / 2**20, "MiB", better="lower", label="step peak memory",
-               note=how),
-        figure("checkpoint.ckpt.peak_mib", mem["checkpointed"] / 2**20, "MiB", better="lower",
-               label="step peak memory, checkpointed", note=how),
+        figure(
+            "checkpoint.plain.peak_mib",
+            mem["plain"] / 2**20,
+            "MiB",
+            better="lower",
+            label="step peak memory",
+            note=how,
+        ),
+        figure(
+            "checkpoint.ckpt.peak_mib",
+            mem["checkpointed"] / 2**20,
+            "MiB",
+            better="lower",
+            label="step peak memory, checkpointed",
+            note=how,
+        ),
         figure("checkpoint.memory_saving_pct", saving, "%", label="checkpointing memory saving", claim=trade),
-        figure("checkpoint.time_cost_pct", time_cost, "%", better="lower", label="checkpointing time cost",
-               timing=times["checkpointed"]),
+        figure(
+            "checkpoint.time_cost_pct",
+            time_cost,
+            "%",
+            better="lower",
+            label="checkpointing time cost",
+            timing=times["checkpointed"],
+        ),
     ]

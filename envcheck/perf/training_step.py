@@ -54,8 +54,14 @@ def transformer_stack(d: int, heads: int, ff: int, layers: int, checkpoint: bool
     return _Stack()
 
 
-def build(device: str, quick: bool, *, checkpoint: bool = False, seed: int = 0,
-          shape: tuple[int, int, int, int, int, int] | None = None) -> Workload:
+def build(
+    device: str,
+    quick: bool,
+    *,
+    checkpoint: bool = False,
+    seed: int = 0,
+    shape: tuple[int, int, int, int, int, int] | None = None,
+) -> Workload:
     """The model and batch for `device` (`cuda` or `cpu`) at the quick or full size (or `shape`)."""
     import torch
 
@@ -69,8 +75,13 @@ def build(device: str, quick: bool, *, checkpoint: bool = False, seed: int = 0,
 
 
 def make_step(
-    work: Workload, *, autocast_dtype: Any = None, scaler: Any = None, clip: float | None = None,
-    model: Any = None, clip_fn: Any = None,
+    work: Workload,
+    *,
+    autocast_dtype: Any = None,
+    scaler: Any = None,
+    clip: float | None = None,
+    model: Any = None,
+    clip_fn: Any = None,
 ) -> Callable[[], None]:
     """One training step on `work` (or on `model`, e.g. a compiled one, with the same parameters)."""
     import torch
@@ -83,7 +94,9 @@ def make_step(
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+        with torch.autocast(
+            device_type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None
+        ):
             loss = net(work.x).float().pow(2).mean()
         if scaler is not None:
             scaler.scale(loss).backward()
@@ -105,5 +118,13 @@ def describe(work: Workload) -> dict[str, Any]:
     """The workload's shape as JSON."""
     d, heads, ff, layers, batch, seq = work.shape
     params = sum(p.numel() for p in work.model.parameters())
-    return {"d_model": d, "heads": heads, "ff": ff, "layers": layers, "batch": batch, "seq": seq,
-            "parameters": int(params), "device": work.device}
+    return {
+        "d_model": d,
+        "heads": heads,
+        "ff": ff,
+        "layers": layers,
+        "batch": batch,
+        "seq": seq,
+        "parameters": int(params),
+        "device": work.device,
+    }

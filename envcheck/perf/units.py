@@ -52,21 +52,35 @@ def device_probe(ctx: Context) -> Result:
     import torch
 
     _threads(ctx)
-    info: dict[str, Any] = {"host": socket.gethostname(), "torch": torch.__version__, "cuda": torch.cuda.is_available(),
-                            "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-                            "loadavg": list(os.getloadavg())}
+    info: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "torch": torch.__version__,
+        "cuda": torch.cuda.is_available(),
+        "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "loadavg": list(os.getloadavg()),
+    }
     if not info["cuda"]:
         return passed(f"CPU only ({info['threads']} threads, load {info['loadavg'][0]:.1f})", measured=info)
     name = torch.cuda.get_device_name(0)
     peak = _gpu_peaks()
-    info.update(name=name, cuda_version=torch.version.cuda, gpus=torch.cuda.device_count(),
-                peak=None if peak is None else {"model": peak.model, "tflops": peak.tflops,
-                                                 "mem_gbps": peak.mem_gbps, "source": peak.source})
+    info.update(
+        name=name,
+        cuda_version=torch.version.cuda,
+        gpus=torch.cuda.device_count(),
+        peak=None
+        if peak is None
+        else {"model": peak.model, "tflops": peak.tflops, "mem_gbps": peak.mem_gbps, "source": peak.source},
+    )
     sampler = NvmlSampler(root_pid=_root_pid(ctx))
     with sampler:
         pass
     info["gpu_state"] = sampler.summary()
-    unknown = "peak unknown (a MIG slice we cannot scale)" if " mig" in name.lower() else "peak unknown (not in the table)"
+    unknown = (
+        "peak unknown (a MIG slice we cannot scale)"
+        if " mig" in name.lower()
+        else "peak unknown (not in the table)"
+    )
     summary = f"{name}: " + (f"peak table entry {peak.model}" if peak else unknown)
     return passed(summary, measured=info)
 
@@ -92,8 +106,12 @@ def _run(ctx: Context, figures: Figures, gpu: bool) -> Result:
 def judged(summary: str, measured: dict[str, Any], state: dict[str, Any]) -> Result:
     """WARN when the GPU was certainly busy with other work; say so when that could not be told."""
     if state.get("idle") is False:
-        return warned(summary + f"; GPU not idle: {state.get('why_not_idle')}", fault_class=FaultClass.NODE,
-                      remediation="stop other GPU processes and re-run envcheck bench", measured=measured)
+        return warned(
+            summary + f"; GPU not idle: {state.get('why_not_idle')}",
+            fault_class=FaultClass.NODE,
+            remediation="stop other GPU processes and re-run envcheck bench",
+            measured=measured,
+        )
     if state.get("idle") is None and state.get("idle_unknown"):
         return passed(summary + f"; GPU idle unknown: {state['idle_unknown']}", measured=measured)
     return passed(summary, measured=measured)
@@ -121,15 +139,33 @@ def _pcie_gbps() -> float | None:
     from envcheck.probe.nvml import read_nvml
     from envcheck.probe.nvml_fields import Fields
 
-    got = read_nvml(lambda pynvml, progress: memory.pcie_link(Fields(pynvml), nvml_handle(0)), lambda exc: None)
-    link = got.value  # None: NVML is absent, failed or hung (then the evidence is in got.hang; no peak is claimed)
+    got = read_nvml(
+        lambda pynvml, progress: memory.pcie_link(Fields(pynvml), nvml_handle(0)), lambda exc: None
+    )
+    link = (
+        got.value
+    )  # None: NVML is absent, failed or hung (then the evidence is in got.hang; no peak is claimed)
     return pcie_peak_gbps(link["max_gen"], link["max_width"]) if link is not None else None
 
 
-def _unit(name: str, desc: str, func: Callable[[Context], Result], *, gpu: bool, timeout_s: float = 300.0,
-          group: str = "bench", min_gpus: int = 0) -> CheckSpec:
-    return CheckSpec(name=f"bench.{name}", func=func, description=desc,
-                     needs=Needs(torch=True, cuda=gpu, min_gpus=min_gpus), timeout_s=timeout_s, group=group)
+def _unit(
+    name: str,
+    desc: str,
+    func: Callable[[Context], Result],
+    *,
+    gpu: bool,
+    timeout_s: float = 300.0,
+    group: str = "bench",
+    min_gpus: int = 0,
+) -> CheckSpec:
+    return CheckSpec(
+        name=f"bench.{name}",
+        func=func,
+        description=desc,
+        needs=Needs(torch=True, cuda=gpu, min_gpus=min_gpus),
+        timeout_s=timeout_s,
+        group=group,
+    )
 
 
 def _peak_of(dtype_or_mem: str) -> float | None:
@@ -223,8 +259,14 @@ def cpu_compile(ctx: Context) -> Result:
     return _run(ctx, lambda c: compile_speedup.compile_figures("cpu", False), gpu=False)
 
 
-PROBE = CheckSpec(name="bench.device", func=device_probe, description="what the bench runs on",
-                  needs=Needs(torch=True), timeout_s=60.0, group="bench")
+PROBE = CheckSpec(
+    name="bench.device",
+    func=device_probe,
+    description="what the bench runs on",
+    needs=Needs(torch=True),
+    timeout_s=60.0,
+    group="bench",
+)
 
 GPU_UNITS: tuple[CheckSpec, ...] = (
     _unit("matmul", "matmul TFLOP/s by dtype and size vs peak", gpu_matmul, gpu=True),
@@ -233,10 +275,21 @@ GPU_UNITS: tuple[CheckSpec, ...] = (
     _unit("all_reduce", "NCCL all-reduce busbw sweep", gpu_all_reduce, gpu=True, min_gpus=2),
     _unit("amp", "AMP speed-up vs float32 (training step)", gpu_amp, gpu=True),
     _unit("clip", "clip_grad_norm_ overhead", gpu_clip, gpu=True),
-    _unit("checkpoint", "gradient checkpointing memory/time trade", gpu_checkpoint, gpu=True, group="bench-memory"),
+    _unit(
+        "checkpoint",
+        "gradient checkpointing memory/time trade",
+        gpu_checkpoint,
+        gpu=True,
+        group="bench-memory",
+    ),
     _unit("compile", "torch.compile speed-up", gpu_compile, gpu=True, timeout_s=600.0),
-    _unit("relative", "each GPU and GPU pair against the node's best (matmul, HBM, H2D, D2H, peer)", relative_check,
-          gpu=True, timeout_s=300.0),
+    _unit(
+        "relative",
+        "each GPU and GPU pair against the node's best (matmul, HBM, H2D, D2H, peer)",
+        relative_check,
+        gpu=True,
+        timeout_s=300.0,
+    ),
 )
 
 CPU_UNITS: tuple[CheckSpec, ...] = (
@@ -245,8 +298,13 @@ CPU_UNITS: tuple[CheckSpec, ...] = (
     _unit("cpu_all_reduce", "gloo all-reduce busbw sweep", cpu_all_reduce, gpu=False),
     _unit("cpu_amp", "CPU AMP bfloat16 vs float32 step", cpu_amp, gpu=False),
     _unit("cpu_clip", "clip_grad_norm_ overhead on CPU", cpu_clip, gpu=False),
-    _unit("cpu_checkpoint", "gradient checkpointing on CPU (peak RSS, time)", cpu_checkpoint, gpu=False,
-          group="bench-memory"),
+    _unit(
+        "cpu_checkpoint",
+        "gradient checkpointing on CPU (peak RSS, time)",
+        cpu_checkpoint,
+        gpu=False,
+        group="bench-memory",
+    ),
     _unit("cpu_compile", "torch.compile speed-up on CPU", cpu_compile, gpu=False, timeout_s=600.0),
 )
 

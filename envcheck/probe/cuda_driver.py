@@ -18,13 +18,17 @@ CHILD = Path(__file__).with_name("cuda_driver_child.py")
 # Inside the prolog's and npd's own limits (slurmd kills a HealthCheckProgram after 60 s), well above a healthy
 # cuInit on an 8-GPU node (about 1-3 s with persistence mode on).
 CUDA_BUDGET_S = 20.0
-SKIP_VAR = "ENVCHECK_SKIP_PCI"  # the child's input: GPUs (PCI keys, comma-separated) to list without a context
+SKIP_VAR = (
+    "ENVCHECK_SKIP_PCI"  # the child's input: GPUs (PCI keys, comma-separated) to list without a context
+)
 
 
 def device_nodes(dev: str = "/dev") -> list[str]:
     """The NVIDIA device nodes present: nvidiactl, nvidia-uvm, nvidia0...; [] when none (or /dev unreadable)."""
     try:
-        return sorted(n for n in os.listdir(dev) if re.fullmatch(r"nvidia(\d+|ctl|-uvm|-uvm-tools|-modeset)", n))
+        return sorted(
+            n for n in os.listdir(dev) if re.fullmatch(r"nvidia(\d+|ctl|-uvm|-uvm-tools|-modeset)", n)
+        )
     except OSError:
         return []
 
@@ -41,8 +45,9 @@ def _lines(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def probe(budget_s: float = CUDA_BUDGET_S, env: dict[str, str] | None = None, skip: Sequence[str] = ()
-          ) -> dict[str, Any]:
+def probe(
+    budget_s: float = CUDA_BUDGET_S, env: dict[str, str] | None = None, skip: Sequence[str] = ()
+) -> dict[str, Any]:
     """{'done': the child's result} or {'hang': evidence (call, budget, state, wchan, gpu)} or {'error': text};
     always 'dev': the NVIDIA device nodes. `skip`: PCI keys ('0000:18:00') of GPUs to leave without a context
     (another process holds them); the child still lists them, marked 'skipped'."""

@@ -72,8 +72,9 @@ def pci_key(bus_id: str) -> str:
         return bus_id
 
 
-def probe_gpu(cuda: Any, i: int, call: Any, error_name: Any, skip: set[str] | frozenset[str] = frozenset()
-              ) -> dict[str, Any]:
+def probe_gpu(
+    cuda: Any, i: int, call: Any, error_name: Any, skip: set[str] | frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """One GPU: its name and PCI address, a context, a 1 MiB copy there and back, compared; no context on a GPU
     whose PCI key is in `skip` (another process holds it)."""
     gpu: dict[str, Any] = {"index": i}

@@ -31,10 +31,18 @@ def redact_env(environ: dict[str, str]) -> dict[str, str]:
 def os_facts() -> dict[str, Any]:
     """OS, distribution, Python, CPUs, memory and whether we are in a container."""
     release = read_text("/etc/os-release") or ""
-    pretty = next((line.split("=", 1)[1].strip('"') for line in release.splitlines()
-                   if line.startswith("PRETTY_NAME=")), None)
+    pretty = next(
+        (
+            line.split("=", 1)[1].strip('"')
+            for line in release.splitlines()
+            if line.startswith("PRETTY_NAME=")
+        ),
+        None,
+    )
     meminfo = read_text("/proc/meminfo") or ""
-    mem_kb = next((int(line.split()[1]) for line in meminfo.splitlines() if line.startswith("MemTotal:")), None)
+    mem_kb = next(
+        (int(line.split()[1]) for line in meminfo.splitlines() if line.startswith("MemTotal:")), None
+    )
     return {
         "system": f"{platform.system()} {platform.release()}",
         "distribution": pretty or absent("/etc/os-release has no PRETTY_NAME"),
@@ -63,19 +71,25 @@ def _dotted(version: Any) -> str:
 
 def torch_facts() -> dict[str, Any]:
     """torch and its CUDA, cuDNN and NCCL versions (compiled and loaded), arch list, companions."""
-    facts: dict[str, Any] = {"torchvision": _package_version("torchvision"),
-                             "torchaudio": _package_version("torchaudio")}
+    facts: dict[str, Any] = {
+        "torchvision": _package_version("torchvision"),
+        "torchaudio": _package_version("torchaudio"),
+    }
     if importlib.util.find_spec("torch") is None:
         return {"version": absent("torch is not installed"), **facts}
     import torch
 
     facts["version"] = torch.__version__
     facts["cuda_compiled"] = torch.version.cuda or absent("CPU-only torch build (torch.version.cuda is None)")
-    facts["arch_list"] = field(torch.cuda.get_arch_list, "torch.cuda.get_arch_list") if torch.version.cuda \
+    facts["arch_list"] = (
+        field(torch.cuda.get_arch_list, "torch.cuda.get_arch_list")
+        if torch.version.cuda
         else absent("CPU-only build")
+    )
     compiled = getattr(getattr(torch._C, "_cudnn", None), "getCompileVersion", None)
-    facts["cudnn_compiled"] = _dotted(compiled()) if callable(compiled) else absent(
-        "this torch build has no cuDNN")
+    facts["cudnn_compiled"] = (
+        _dotted(compiled()) if callable(compiled) else absent("this torch build has no cuDNN")
+    )
     try:
         loaded = torch.backends.cudnn.version()
         facts["cudnn_loaded"] = _dotted(loaded) if loaded else absent("libcudnn could not be loaded")
@@ -83,8 +97,9 @@ def torch_facts() -> dict[str, Any]:
         facts["cudnn_loaded"] = absent(f"libcudnn could not be loaded: {exc}")
     facts["nccl_compiled"] = nccl_pinned_by_torch()
     try:
-        facts["nccl_loaded"] = _dotted(torch.cuda.nccl.version()) if torch.version.cuda else absent(
-            "CPU-only build")
+        facts["nccl_loaded"] = (
+            _dotted(torch.cuda.nccl.version()) if torch.version.cuda else absent("CPU-only build")
+        )
     except Exception as exc:
         facts["nccl_loaded"] = absent(f"libnccl could not be loaded: {exc}")
     return facts
@@ -114,8 +129,11 @@ def shm_bytes() -> int | dict[str, str]:
 def ulimits() -> dict[str, Any]:
     """Soft memlock, stack and nofile limits ('unlimited' or a number of bytes/files)."""
     out: dict[str, Any] = {}
-    for name, res in (("memlock_bytes", resource.RLIMIT_MEMLOCK), ("stack_bytes", resource.RLIMIT_STACK),
-                      ("nofile", resource.RLIMIT_NOFILE)):
+    for name, res in (
+        ("memlock_bytes", resource.RLIMIT_MEMLOCK),
+        ("stack_bytes", resource.RLIMIT_STACK),
+        ("nofile", resource.RLIMIT_NOFILE),
+    ):
         soft, _hard = resource.getrlimit(res)
         out[name] = "unlimited" if soft == resource.RLIM_INFINITY else soft
     return out
@@ -129,8 +147,9 @@ def collect_facts(run: CommandRunner = run_command) -> dict[str, Any]:
         "torch": field(torch_facts, "torch facts"),
         "gpu": field(lambda: gpu_inventory(run), "GPU inventory"),
         "env": redact_env(env),
-        "cuda_visible_devices": env["CUDA_VISIBLE_DEVICES"] if "CUDA_VISIBLE_DEVICES" in env else absent(
-            "not set (all GPUs visible)"),
+        "cuda_visible_devices": env["CUDA_VISIBLE_DEVICES"]
+        if "CUDA_VISIBLE_DEVICES" in env
+        else absent("not set (all GPUs visible)"),
         "shm_bytes": field(shm_bytes, "statvfs(/dev/shm)"),
         "ulimits": field(ulimits, "getrlimit"),
         "distributed": field(lambda: distributed_facts(run), "distributed facts"),
@@ -154,7 +173,10 @@ def toolchain_facts(run: CommandRunner = run_command) -> dict[str, Any]:
     import shutil
 
     out: dict[str, Any] = {}
-    for key, env_name, names in (("cc", "CC", ("cc", "gcc", "clang")), ("cxx", "CXX", ("c++", "g++", "clang++"))):
+    for key, env_name, names in (
+        ("cc", "CC", ("cc", "gcc", "clang")),
+        ("cxx", "CXX", ("c++", "g++", "clang++")),
+    ):
         chosen = os.environ.get(env_name) or next((n for n in names if shutil.which(n)), None)
         if chosen is None:
             out[key] = absent(f"no {' / '.join(names)} on PATH and {env_name} is not set")
@@ -168,7 +190,9 @@ def toolchain_facts(run: CommandRunner = run_command) -> dict[str, Any]:
             out[key] = f"{chosen}: {(done.stdout.strip().splitlines() or ['?'])[0]}"
     name, version = platform.libc_ver()
     gnu = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else None
-    out["libc"] = gnu or (f"{name} {version}" if name else absent("platform.libc_ver() found no libc (musl?)"))
+    out["libc"] = gnu or (
+        f"{name} {version}" if name else absent("platform.libc_ver() found no libc (musl?)")
+    )
     return out
 
 
@@ -198,7 +222,9 @@ def _levels(mount: Path, rel: str) -> list[Path]:
     not mounted (v1 in many containers) only the mount root exists, which then is our cgroup.
     """
     parts = [p for p in rel.strip("/").split("/") if p]
-    return [mount.joinpath(*parts[:i]) for i in range(len(parts), -1, -1) if mount.joinpath(*parts[:i]).is_dir()]
+    return [
+        mount.joinpath(*parts[:i]) for i in range(len(parts), -1, -1) if mount.joinpath(*parts[:i]).is_dir()
+    ]
 
 
 def cgroup_limits(root: str = "/sys/fs/cgroup", proc_cgroup: str = "/proc/self/cgroup") -> dict[str, Any]:
@@ -228,9 +254,14 @@ def cgroup_limits(root: str = "/sys/fs/cgroup", proc_cgroup: str = "/proc/self/c
             if mem and mem != "max":
                 memory.append(int(mem))
     else:
-        cpu_mount = next((base / d for d in ("cpu,cpuacct", "cpu", "cpuacct,cpu") if (base / d).is_dir()), None)
+        cpu_mount = next(
+            (base / d for d in ("cpu,cpuacct", "cpu", "cpuacct,cpu") if (base / d).is_dir()), None
+        )
         for level in _levels(cpu_mount, paths.get("cpu", "/")) if cpu_mount else []:
-            quota, period = _read_number(level / "cpu.cfs_quota_us"), _read_number(level / "cpu.cfs_period_us")
+            quota, period = (
+                _read_number(level / "cpu.cfs_quota_us"),
+                _read_number(level / "cpu.cfs_period_us"),
+            )
             if quota and period and int(quota) > 0:
                 quotas.append(int(quota) / int(period))
         for level in _levels(base / "memory", paths.get("memory", "/")):

@@ -83,8 +83,11 @@ def driver_gpus(proc: str = PROC_NVIDIA) -> dict[str, dict[str, Any]] | str:
         except OSError:
             text = ""
         minor, uuid, model = _MINOR.search(text), _UUID.search(text), _MODEL.search(text)
-        out[bus_key(name)] = {"minor": int(minor.group(1)) if minor else None,
-                              "uuid": uuid.group(1) if uuid else None, "model": model.group(1) if model else None}
+        out[bus_key(name)] = {
+            "minor": int(minor.group(1)) if minor else None,
+            "uuid": uuid.group(1) if uuid else None,
+            "model": model.group(1) if model else None,
+        }
     return out
 
 
@@ -119,12 +122,17 @@ def host_pid_namespace() -> bool:
 def read_access(dev: str = DEV, proc: str = PROC_NVIDIA, mountinfo: str = MOUNTINFO) -> dict[str, Any]:
     """Every fact `allocation()` reads, as JSON-able data (a bundle section can replay it)."""
     contained = in_container()
-    return {"device_nodes": device_access(dev), "driver_gpus": driver_gpus(proc), "proc_view": proc_view(proc, mountinfo),
-            "nvidia_visible_devices": os.environ.get("NVIDIA_VISIBLE_DEVICES"),
-            "visible_list": visible_list(os.environ.get("NVIDIA_VISIBLE_DEVICES")),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "in_container": contained is True, "host_pid_namespace": host_pid_namespace(),
-            "persistenced": any(os.path.exists(p) for p in PERSISTENCED)}
+    return {
+        "device_nodes": device_access(dev),
+        "driver_gpus": driver_gpus(proc),
+        "proc_view": proc_view(proc, mountinfo),
+        "nvidia_visible_devices": os.environ.get("NVIDIA_VISIBLE_DEVICES"),
+        "visible_list": visible_list(os.environ.get("NVIDIA_VISIBLE_DEVICES")),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "in_container": contained is True,
+        "host_pid_namespace": host_pid_namespace(),
+        "persistenced": any(os.path.exists(p) for p in PERSISTENCED),
+    }
 
 
 @dataclass(frozen=True)
@@ -183,21 +191,36 @@ def allocation(access: Mapping[str, Any], pci_gpus: Sequence[str] | str) -> Allo
 
     if denied:
         names = ", ".join(f"/dev/nvidia{m}" for m in denied)
-        return Allocation(False, f"the device cgroup ({names} refused: EPERM; e.g. Slurm ConstrainDevices)",
-                          buses(usable), len(usable))
+        return Allocation(
+            False,
+            f"the device cgroup ({names} refused: EPERM; e.g. Slurm ConstrainDevices)",
+            buses(usable),
+            len(usable),
+        )
     if access.get("proc_view") == "toolkit" and isinstance(known, dict) and isinstance(listed, list):
-        return Allocation(False, f"the container toolkit (NVIDIA_VISIBLE_DEVICES="
-                          f"{access.get('nvidia_visible_devices')}; /proc/driver/nvidia lists {len(known)} GPU(s))",
-                          frozenset(known), len(known))
+        return Allocation(
+            False,
+            f"the container toolkit (NVIDIA_VISIBLE_DEVICES="
+            f"{access.get('nvidia_visible_devices')}; /proc/driver/nvidia lists {len(known)} GPU(s))",
+            frozenset(known),
+            len(known),
+        )
     if access.get("in_container"):
         driver_minors = {m for m in by_minor if isinstance(m, int)}
         pci_count = 0 if isinstance(pci_gpus, str) else len(pci_gpus)
-        if (driver_minors and set(usable) < driver_minors) or (not driver_minors and usable and len(usable) < pci_count):
-            return Allocation(False, f"this container's device nodes ({', '.join(f'/dev/nvidia{m}' for m in usable)})",
-                              buses(usable) if driver_minors else None, len(usable))
+        if (driver_minors and set(usable) < driver_minors) or (
+            not driver_minors and usable and len(usable) < pci_count
+        ):
+            return Allocation(
+                False,
+                f"this container's device nodes ({', '.join(f'/dev/nvidia{m}' for m in usable)})",
+                buses(usable) if driver_minors else None,
+                len(usable),
+            )
         if isinstance(listed, list) and len(listed) < pci_count:
-            return Allocation(False, f"NVIDIA_VISIBLE_DEVICES={access.get('nvidia_visible_devices')}", None,
-                              len(listed))
+            return Allocation(
+                False, f"NVIDIA_VISIBLE_DEVICES={access.get('nvidia_visible_devices')}", None, len(listed)
+            )
     return WHOLE_NODE
 
 

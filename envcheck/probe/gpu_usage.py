@@ -24,8 +24,12 @@ IN_USE_MIB = 256
 def usage(fields: Fields, handle: Any) -> dict[str, Any]:
     """Who uses one GPU: its compute processes (pid, MiB, name), memory total/used (MiB), compute mode and MIG
     mode; a field NVML cannot give is left out."""
-    read = {"processes": fields.processes(handle), "memory": fields.memory(handle),
-            "compute_mode": fields.compute_mode(handle), "mig": fields.mig(handle)}
+    read = {
+        "processes": fields.processes(handle),
+        "memory": fields.memory(handle),
+        "compute_mode": fields.compute_mode(handle),
+        "mig": fields.mig(handle),
+    }
     return {k: v for k, v in read.items() if not isinstance(v, Missing)}
 
 
@@ -39,7 +43,9 @@ def holder(usage: Mapping[str, Any]) -> str | None:
     """Who holds a GPU, by NVML's evidence ('pid 4242 (python), 76.0 of 79.6 GiB in use'), or None when nothing
     shows that another process has it."""
     others = foreign(usage.get("processes"))
-    parts = [", ".join(f"pid {p.get('pid')}" + (f" ({p['name']})" if p.get("name") else "") for p in others[:3])]
+    parts = [
+        ", ".join(f"pid {p.get('pid')}" + (f" ({p['name']})" if p.get("name") else "") for p in others[:3])
+    ]
     mem = usage.get("memory")
     used, total = (mem.get("used_mib"), mem.get("total_mib")) if isinstance(mem, dict) else (None, None)
     full = False
@@ -61,15 +67,20 @@ def others_use(usage: Mapping[str, Any], own: frozenset[int] = frozenset()) -> t
     one model, never with zero. The compute mode says nothing here: an EXCLUSIVE_PROCESS GPU nobody uses is free."""
     procs = [p for p in usage.get("processes") or [] if isinstance(p, dict)]
     others = foreign(procs, own)
-    own_mib = sum(int(p.get("used_mib") or 0) for p in procs if p not in others)  # this process's (and `own`'s)
+    own_mib = sum(
+        int(p.get("used_mib") or 0) for p in procs if p not in others
+    )  # this process's (and `own`'s)
     mem = usage.get("memory")
     used = mem.get("used_mib") if isinstance(mem, dict) else None
-    other_mib = max(0, used - own_mib) if isinstance(used, int) else sum(int(p.get("used_mib") or 0) for p in others)
+    other_mib = (
+        max(0, used - own_mib) if isinstance(used, int) else sum(int(p.get("used_mib") or 0) for p in others)
+    )
     return bool(others), other_mib
 
 
 def read_usage(budget_s: float = NVML_BUDGET_S) -> dict[str, dict[str, Any]] | str:
     """Every GPU's usage by PCI key ('0000:18:00'), or why NVML cannot tell (not installed, no driver, a hang)."""
+
     def body(pynvml: Any, progress: dict[str, Any]) -> dict[str, dict[str, Any]] | str:
         fields = Fields(pynvml)
         progress["call"] = "nvmlDeviceGetCount"
@@ -95,6 +106,7 @@ def read_usage(budget_s: float = NVML_BUDGET_S) -> dict[str, dict[str, Any]] | s
 def nvml_gpus(budget_s: float = NVML_BUDGET_S) -> list[dict[str, Any]] | str:
     """Each GPU's UUID, MIG mode and MIG device UUIDs from NVML (an entry's `error` when NVML fails on that GPU,
     e.g. 'GPU is lost'); why NVML cannot tell, as text (a hang: 'NVML did not answer within 15 s ...')."""
+
     def gpus(pynvml: Any, progress: dict[str, Any]) -> list[dict[str, Any]] | str:
         fields = Fields(pynvml)
         progress["call"] = "nvmlDeviceGetCount"
@@ -103,8 +115,15 @@ def nvml_gpus(budget_s: float = NVML_BUDGET_S) -> list[dict[str, Any]] | str:
             return f"NVML: {count.error}"
         return [_identity(fields, i) for i in range(count)]
 
-    got = read_nvml(gpus, lambda exc: "NVML bindings not installed (pip install nvidia-ml-py)"
-                    if isinstance(exc, ImportError) else f"NVML init: {exc}", budget_s)
+    got = read_nvml(
+        gpus,
+        lambda exc: (
+            "NVML bindings not installed (pip install nvidia-ml-py)"
+            if isinstance(exc, ImportError)
+            else f"NVML init: {exc}"
+        ),
+        budget_s,
+    )
     if got.hang is not None or got.value is None:
         return hang_text(got.hang or {"budget_s": budget_s})
     return got.value
@@ -122,6 +141,7 @@ def _identity(fields: Fields, i: int) -> dict[str, Any]:
 
 def compute_modes() -> dict[int, str] | str:
     """Each physical GPU's compute mode by NVML index, or why NVML cannot tell."""
+
     def modes(pynvml: Any, progress: dict[str, Any]) -> dict[int, str] | str:
         fields = Fields(pynvml)
         count = fields.count()

@@ -19,8 +19,16 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 KILL_GRACE_S = 0.5  # after SIGKILL: a killable child is gone within milliseconds
-STATES = {"R": "running", "S": "sleeping", "D": "uninterruptible sleep (D)", "T": "stopped", "t": "traced",
-          "Z": "zombie", "X": "dead", "I": "idle"}
+STATES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "uninterruptible sleep (D)",
+    "T": "stopped",
+    "t": "traced",
+    "Z": "zombie",
+    "X": "dead",
+    "I": "idle",
+}
 
 
 def task_state(task_dir: str) -> dict[str, str]:
@@ -98,13 +106,26 @@ def call_in_thread(body: Callable[[dict[str, Any]], T], budget_s: float, call: s
     return out
 
 
-def run_in_child(argv: list[str], budget_s: float, call: str, env: dict[str, str] | None = None,
-                 kill: Callable[[int], None] = lambda pid: os.killpg(pid, signal.SIGKILL)) -> Budgeted[str]:
+def run_in_child(
+    argv: list[str],
+    budget_s: float,
+    call: str,
+    env: dict[str, str] | None = None,
+    kill: Callable[[int], None] = lambda pid: os.killpg(pid, signal.SIGKILL),
+) -> Budgeted[str]:
     """argv's stdout within the budget, or the evidence of its hang. At the budget the child's state is read,
     then it is killed; if it is still there after KILL_GRACE_S (D state: the kernel holds it), it is left."""
     out: Budgeted[str] = Budgeted()
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             env=env, text=True, errors="replace", start_new_session=True)
+    child = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     try:
         text, _ = child.communicate(timeout=budget_s)
         out.value = text
@@ -112,7 +133,9 @@ def run_in_child(argv: list[str], budget_s: float, call: str, env: dict[str, str
         return out
     except subprocess.TimeoutExpired as exc:  # what it printed before it hung (e.g. the call it was making)
         partial = exc.output or b""
-        out.progress["output"] = partial.decode(errors="replace") if isinstance(partial, bytes) else str(partial)
+        out.progress["output"] = (
+            partial.decode(errors="replace") if isinstance(partial, bytes) else str(partial)
+        )
         out.hang = hang_evidence(call, budget_s, f"/proc/{child.pid}")
         out.hang.update(where="child", pid=child.pid)
     try:

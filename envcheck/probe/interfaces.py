@@ -16,11 +16,18 @@ class _Ifaddrs(ctypes.Structure):
     pass
 
 
-_Ifaddrs._fields_ = [("next", ctypes.POINTER(_Ifaddrs)), ("name", ctypes.c_char_p), ("flags", ctypes.c_uint),
-                     ("addr", ctypes.c_void_p), ("netmask", ctypes.c_void_p), ("ifu", ctypes.c_void_p),
-                     ("data", ctypes.c_void_p)]
+_Ifaddrs._fields_ = [
+    ("next", ctypes.POINTER(_Ifaddrs)),
+    ("name", ctypes.c_char_p),
+    ("flags", ctypes.c_uint),
+    ("addr", ctypes.c_void_p),
+    ("netmask", ctypes.c_void_p),
+    ("ifu", ctypes.c_void_p),
+    ("data", ctypes.c_void_p),
+]
 
 IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x1, 0x8, 0x40
+
 
 def interfaces() -> list[dict[str, Any]]:
     """Every interface getifaddrs(3) reports (alias labels such as eth0:1 included): name, flags, addresses."""
@@ -28,8 +35,9 @@ def interfaces() -> list[dict[str, Any]]:
     head = ctypes.POINTER(_Ifaddrs)()
     if libc.getifaddrs(ctypes.byref(head)) != 0:
         raise OSError(ctypes.get_errno(), f"getifaddrs: {os.strerror(ctypes.get_errno())}")
-    found: dict[str, dict[str, Any]] = {name: {"name": name, "flags": 0, "ipv4": [], "ipv6": []}
-                                        for _, name in socket.if_nameindex()}
+    found: dict[str, dict[str, Any]] = {
+        name: {"name": name, "flags": 0, "ipv4": [], "ipv6": []} for _, name in socket.if_nameindex()
+    }
     try:
         node = head
         while node:
@@ -56,9 +64,12 @@ def infiniband(root: str = "/sys/class/infiniband") -> list[dict[str, Any]] | No
     hcas = []
     for name in sorted(os.listdir(root)):
         ports_dir = os.path.join(root, name, "ports")
-        numbers = sorted(int(p) for p in os.listdir(ports_dir) if p.isdigit()) if os.path.isdir(ports_dir) else []
-        ports = [{"port": n, "state": (read_text(f"{ports_dir}/{n}/state") or "").rpartition(":")[2].strip()}
-                 for n in numbers]
+        numbers = (
+            sorted(int(p) for p in os.listdir(ports_dir) if p.isdigit()) if os.path.isdir(ports_dir) else []
+        )
+        ports = [
+            {"port": n, "state": (read_text(f"{ports_dir}/{n}/state") or "").rpartition(":")[2].strip()}
+            for n in numbers
+        ]
         hcas.append({"name": name, "ports": ports})
     return hcas
-

@@ -43,7 +43,7 @@ def normal_uuid(uuid: Any) -> str:
     text = _text(uuid).strip().lower()
     for prefix in ("gpu-", "mig-"):
         if text.startswith(prefix):
-            return text[len(prefix):]
+            return text[len(prefix) :]
     return text
 
 
@@ -65,18 +65,27 @@ def _uuid(fields: Fields, h: Any) -> str | Missing:
 
 
 def _mig_slices(fields: Fields, h: Any) -> list[dict[str, Any]]:
-    return [{"slot": k, "_uuid": nvml_field(_uuid(fields, mh)), "memory_mib": nvml_field(_total_mib(fields, mh))}
-            for k, mh in fields.mig_handles(h)]
+    return [
+        {"slot": k, "_uuid": nvml_field(_uuid(fields, mh)), "memory_mib": nvml_field(_total_mib(fields, mh))}
+        for k, mh in fields.mig_handles(h)
+    ]
 
 
 def _gpu(fields: Fields, i: int) -> dict[str, Any]:
     h = fields.handle(i)
     if isinstance(h, Missing):
         return {"index": i, "absent": f"nvmlDeviceGetHandleByIndex({i}) failed: {h.error}"}
-    gpu: dict[str, Any] = {"index": i, "name": nvml_field(fields.name(h)), "memory_mib": nvml_field(_total_mib(fields, h)),
-                           "compute_capability": nvml_field(fields.compute_capability(h)), "_uuid": nvml_field(_uuid(fields, h))}
+    gpu: dict[str, Any] = {
+        "index": i,
+        "name": nvml_field(fields.name(h)),
+        "memory_mib": nvml_field(_total_mib(fields, h)),
+        "compute_capability": nvml_field(fields.compute_capability(h)),
+        "_uuid": nvml_field(_uuid(fields, h)),
+    }
     mig = fields.mig(h)
-    gpu["mig"] = False if isinstance(mig, Missing) and mig.not_supported else nvml_field(mig)  # False: a GPU without MIG
+    gpu["mig"] = (
+        False if isinstance(mig, Missing) and mig.not_supported else nvml_field(mig)
+    )  # False: a GPU without MIG
     if gpu["mig"] is True:
         gpu["mig_slices"] = _mig_slices(fields, h)
     return gpu
@@ -129,20 +138,30 @@ def _strip_uuids(value: Any) -> Any:
 
 def nvml_inventory(torch_uuids: Callable[[], list[str | None] | None] = _torch_uuids) -> dict[str, Any] | str:
     """Inventory through NVML; the reason as a string when NVML cannot be used at all."""
+
     def inventory(pynvml: Any) -> dict[str, Any] | str:
         fields = Fields(pynvml)
         count = nvml_field(fields.count())
         gpus = [_gpu(fields, i) for i in range(count)] if isinstance(count, int) else count
-        facts: dict[str, Any] = {"source": "nvml", "driver_version": nvml_field(fields.driver_version()),
-                                 "driver_cuda": nvml_field(fields.driver_cuda()), "gpus": gpus}
+        facts: dict[str, Any] = {
+            "source": "nvml",
+            "driver_version": nvml_field(fields.driver_version()),
+            "driver_cuda": nvml_field(fields.driver_cuda()),
+            "gpus": gpus,
+        }
         uuids = torch_uuids()
         if uuids is not None and isinstance(gpus, list):
             facts["torch_devices"] = torch_device_map(uuids, gpus)
         return dict(_strip_uuids(facts))
 
-    got = read_nvml(lambda pynvml, progress: inventory(pynvml), lambda exc: "NVML not installed (pip install "
-                    "nvidia-ml-py)" if isinstance(exc, ImportError) else f"NVML could not start ({exc}): no NVIDIA "
-                    "driver loaded")
+    got = read_nvml(
+        lambda pynvml, progress: inventory(pynvml),
+        lambda exc: (
+            "NVML not installed (pip install nvidia-ml-py)"
+            if isinstance(exc, ImportError)
+            else f"NVML could not start ({exc}): no NVIDIA driver loaded"
+        ),
+    )
     return got.value if got.value is not None else hang_text(got.hang or {"budget_s": NVML_BUDGET_S})
 
 
@@ -161,11 +180,13 @@ def smi_inventory(run: CommandRunner = run_command) -> dict[str, Any] | str:
             gpus.append({"index": i, "absent": f"unparsable nvidia-smi line: {line.strip()!r}"})
             continue
         name, mem, cap, driver = parts
-        gpus.append({"index": i, "name": name,
-                     "memory_mib": _smi_mib(mem),
-                     "compute_capability": cap})
-    return {"source": "nvidia-smi", "driver_version": driver or absent("nvidia-smi listed no GPU"),
-            "driver_cuda": absent("nvidia-smi query does not report it"), "gpus": gpus}
+        gpus.append({"index": i, "name": name, "memory_mib": _smi_mib(mem), "compute_capability": cap})
+    return {
+        "source": "nvidia-smi",
+        "driver_version": driver or absent("nvidia-smi listed no GPU"),
+        "driver_cuda": absent("nvidia-smi query does not report it"),
+        "gpus": gpus,
+    }
 
 
 def gpu_inventory(run: CommandRunner = run_command) -> dict[str, Any]:

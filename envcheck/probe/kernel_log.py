@@ -33,7 +33,11 @@ def read_kernel_log(path: str = KMSG) -> tuple[list[str], str | None]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        hint = " (needs root or sysctl kernel.dmesg_restrict=0)" if exc.errno in (errno.EACCES, errno.EPERM) else ""
+        hint = (
+            " (needs root or sysctl kernel.dmesg_restrict=0)"
+            if exc.errno in (errno.EACCES, errno.EPERM)
+            else ""
+        )
         return [], f"{path}: {exc.strerror}{hint}"
     chunks: list[bytes] = []
     total, stop, why = 0, time.monotonic() + MAX_LOG_SECONDS, None

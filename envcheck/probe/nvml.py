@@ -26,7 +26,9 @@ NVML_BUDGET_S = 15.0
 # initialisation again (NVIDIA's Driver Persistence doc: "long load times ... on the order of seconds"; nvtrust#113
 # measured cuInit at 6.5 s on one GPU): a cold budget grows with the GPUs to initialise.
 COLD_S_PER_GPU = 6.0
-_HUNG: dict[int, dict[str, Any]] = {}  # id(pynvml module) -> the evidence of a reader of it that did not return
+_HUNG: dict[
+    int, dict[str, Any]
+] = {}  # id(pynvml module) -> the evidence of a reader of it that did not return
 
 
 def with_nvml(body: Callable[[Any], T], unavailable: Callable[[BaseException], T]) -> T:
@@ -47,17 +49,23 @@ def with_nvml(body: Callable[[Any], T], unavailable: Callable[[BaseException], T
             pass
 
 
-def read_nvml(body: Callable[[Any, dict[str, Any]], T], unavailable: Callable[[BaseException], T],
-              budget_s: float = NVML_BUDGET_S) -> Budgeted[T]:
+def read_nvml(
+    body: Callable[[Any, dict[str, Any]], T],
+    unavailable: Callable[[BaseException], T],
+    budget_s: float = NVML_BUDGET_S,
+) -> Budgeted[T]:
     """`body(pynvml, progress)` inside an NVML session, in a thread within `budget_s`. The body records what it
     is doing in `progress` ('call', 'gpu'); on overrun `.hang` is the evidence (call, budget, thread state and
     wchan) and `.progress` holds what was read before."""
+
     def run(progress: dict[str, Any]) -> T:
         progress["call"] = "nvmlInit"
         return with_nvml(lambda pynvml: body(pynvml, progress), unavailable)
 
     bindings = id(sys.modules.get("pynvml"))
-    if bindings in _HUNG and any(t.name == "envcheck-nvmlInit" and t.is_alive() for t in threading.enumerate()):
+    if bindings in _HUNG and any(
+        t.name == "envcheck-nvmlInit" and t.is_alive() for t in threading.enumerate()
+    ):
         # An earlier reader in this process is still stuck in the driver (through these same bindings): a second
         # one would wait the whole budget again behind the same lock, so the earlier evidence is the answer.
         return Budgeted(hang={**_HUNG[bindings], "earlier": True})
@@ -69,9 +77,15 @@ def read_nvml(body: Callable[[Any, dict[str, Any]], T], unavailable: Callable[[B
 
 def unavailable(budget_s: float = NVML_BUDGET_S) -> str | None:
     """Why NVML cannot be used here (not installed, no driver, a hang), or None when it starts."""
-    got = read_nvml(lambda pynvml, progress: None, lambda exc: "NVML bindings not installed (pip install nvidia-ml-py)"
-                    if isinstance(exc, ImportError) else f"NVML could not start: {exc} (no NVIDIA driver loaded?)",
-                    budget_s)
+    got = read_nvml(
+        lambda pynvml, progress: None,
+        lambda exc: (
+            "NVML bindings not installed (pip install nvidia-ml-py)"
+            if isinstance(exc, ImportError)
+            else f"NVML could not start: {exc} (no NVIDIA driver loaded?)"
+        ),
+        budget_s,
+    )
     return hang_text(got.hang) if got.hang is not None else got.value
 
 
@@ -80,8 +94,9 @@ def hang_text(hang: dict[str, Any]) -> str:
     reader is stuck in the kernel (D state)."""
     text = f"NVML did not answer within {hang['budget_s']:g} s (a GPU or the driver is hung)"
     if hang.get("state") == "D":
-        text += f": {hang['call']} in uninterruptible sleep (D)" + (f", wchan {hang['wchan']}" if hang.get("wchan")
-                                                                   else "")
+        text += f": {hang['call']} in uninterruptible sleep (D)" + (
+            f", wchan {hang['wchan']}" if hang.get("wchan") else ""
+        )
     return text
 
 

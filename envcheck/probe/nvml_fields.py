@@ -78,7 +78,9 @@ class Fields:
         try:
             return convert(fn(*args))
         except Exception as exc:  # pynvml.NVMLError and its subclasses; odd values from old bindings
-            return Missing(call, str(exc) or type(exc).__name__, getattr(exc, "value", None) == self._not_supported)
+            return Missing(
+                call, str(exc) or type(exc).__name__, getattr(exc, "value", None) == self._not_supported
+            )
 
     # --- the system ---
     def count(self) -> int | Missing:
@@ -116,8 +118,11 @@ class Fields:
 
     def ecc(self, h: Any, aggregate: bool, uncorrected: bool) -> int | Missing:
         """ECC error count: volatile (since the last driver load) or aggregate (lifetime), corrected or not."""
-        kind = self.const("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1) if uncorrected else \
-            self.const("NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+        kind = (
+            self.const("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
+            if uncorrected
+            else self.const("NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+        )
         counter = self.const("NVML_AGGREGATE_ECC", 1) if aggregate else self.const("NVML_VOLATILE_ECC", 0)
         return self.read("nvmlDeviceGetTotalEccErrors", h, kind, counter, convert=int)
 
@@ -131,13 +136,24 @@ class Fields:
 
     def remapped_rows(self, h: Any) -> dict[str, Any] | Missing:
         """Row remapping: corrected and uncorrected counts, pending, failure."""
-        return self.read("nvmlDeviceGetRemappedRows", h, convert=lambda t: {
-            "corrected": int(t[0]), "uncorrected": int(t[1]), "pending": bool(t[2]), "failure": bool(t[3])})
+        return self.read(
+            "nvmlDeviceGetRemappedRows",
+            h,
+            convert=lambda t: {
+                "corrected": int(t[0]),
+                "uncorrected": int(t[1]),
+                "pending": bool(t[2]),
+                "failure": bool(t[3]),
+            },
+        )
 
     def pcie(self, h: Any, current: bool, width: bool) -> int | Missing:
         """The PCIe link's generation or width, current or maximum."""
-        return self.read(f"nvmlDeviceGet{'Curr' if current else 'Max'}PcieLink{'Width' if width else 'Generation'}",
-                         h, convert=int)
+        return self.read(
+            f"nvmlDeviceGet{'Curr' if current else 'Max'}PcieLink{'Width' if width else 'Generation'}",
+            h,
+            convert=int,
+        )
 
     def clock_events(self, h: Any) -> int | Missing:
         """nvmlClocksEventReason* bits; bindings or drivers older than the rename answer the throttle-reasons call."""
@@ -162,8 +178,11 @@ class Fields:
 
     def utilization(self, h: Any) -> dict[str, float] | Missing:
         """The share of NVML's last sample window in which a kernel ran (`gpu_pct`) or memory was read or written."""
-        return self.read("nvmlDeviceGetUtilizationRates", h,
-                         convert=lambda u: {"gpu_pct": float(u.gpu), "memory_pct": float(u.memory)})
+        return self.read(
+            "nvmlDeviceGetUtilizationRates",
+            h,
+            convert=lambda u: {"gpu_pct": float(u.gpu), "memory_pct": float(u.memory)},
+        )
 
     def context_holders(self, h: Any) -> dict[int, int | None]:
         """PID -> bytes of GPU memory (None: not reported) of every compute or graphics context on the GPU; a
@@ -181,14 +200,21 @@ class Fields:
 
     def memory(self, h: Any) -> dict[str, int] | Missing:
         """Memory total and used, in MiB (used left out where the bindings give only the total)."""
+
         def mib(m: Any) -> dict[str, int]:
             used = getattr(m, "used", None)
-            return {"total_mib": int(m.total // 2**20), **({} if used is None else {"used_mib": int(used // 2**20)})}
+            return {
+                "total_mib": int(m.total // 2**20),
+                **({} if used is None else {"used_mib": int(used // 2**20)}),
+            }
+
         return self.read("nvmlDeviceGetMemoryInfo", h, convert=mib)
 
     def compute_mode(self, h: Any) -> str | Missing:
         """DEFAULT, EXCLUSIVE_PROCESS, EXCLUSIVE_THREAD or PROHIBITED."""
-        return self.read("nvmlDeviceGetComputeMode", h, convert=lambda v: COMPUTE_MODES.get(int(v), str(int(v))))
+        return self.read(
+            "nvmlDeviceGetComputeMode", h, convert=lambda v: COMPUTE_MODES.get(int(v), str(int(v)))
+        )
 
     def mig(self, h: Any) -> bool | Missing:
         """Whether MIG mode is on (not_supported: a GPU without MIG)."""
@@ -206,9 +232,18 @@ class Fields:
 
     def processes(self, h: Any) -> list[dict[str, Any]] | Missing:
         """The compute processes on a GPU: pid, MiB used, name (from /proc, when in this PID namespace)."""
-        return self.read("nvmlDeviceGetComputeRunningProcesses", h, convert=lambda procs: [
-            {"pid": int(p.pid), "used_mib": int((getattr(p, "usedGpuMemory", 0) or 0) // 2**20),
-             "name": _process_name(int(p.pid))} for p in procs])
+        return self.read(
+            "nvmlDeviceGetComputeRunningProcesses",
+            h,
+            convert=lambda procs: [
+                {
+                    "pid": int(p.pid),
+                    "used_mib": int((getattr(p, "usedGpuMemory", 0) or 0) // 2**20),
+                    "name": _process_name(int(p.pid)),
+                }
+                for p in procs
+            ],
+        )
 
     def nvlinks(self, h: Any) -> list[int]:
         """Each NVLink's state (1 up), up to the GPU's last link (none: no NVLink)."""

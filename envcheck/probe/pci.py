@@ -29,8 +29,12 @@ def pci_gpus(root: str = SYSFS_PCI) -> list[str] | str:
         names = sorted(os.listdir(root))
     except OSError as exc:
         return f"{root}: {exc.strerror}"
-    return [name for name in names if _read(os.path.join(root, name, "vendor")) == NVIDIA
-            and _read(os.path.join(root, name, "class"))[:6] in GPU_CLASSES]
+    return [
+        name
+        for name in names
+        if _read(os.path.join(root, name, "vendor")) == NVIDIA
+        and _read(os.path.join(root, name, "class"))[:6] in GPU_CLASSES
+    ]
 
 
 def bus_key(address: str) -> str:

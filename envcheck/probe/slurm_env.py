@@ -39,7 +39,7 @@ def expand_nodelist(text: str) -> list[str]:
         if match is None:
             hosts.append(part)
             continue
-        head, tail = part[: match.start()], part[match.end():]
+        head, tail = part[: match.start()], part[match.end() :]
         for item in match.group(1).split(","):
             lo, _, hi = item.partition("-")
             if not lo.isdigit() or (hi and not hi.isdigit()):
@@ -54,8 +54,13 @@ def first_node(nodelist: str) -> str:
     scontrol = shutil.which("scontrol")
     if scontrol:
         try:
-            out = subprocess.run([scontrol, "show", "hostnames", nodelist], capture_output=True, text=True,
-                                 timeout=10, check=True).stdout.split()
+            out = subprocess.run(
+                [scontrol, "show", "hostnames", nodelist],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout.split()
             if out:
                 return out[0]
         except (OSError, subprocess.SubprocessError):

@@ -28,8 +28,11 @@ def rank_nodes(env: Mapping[str, str]) -> list[str] | None:
     """Node of every rank of this srun step, or None outside a step (or with a layout we cannot tell)."""
     nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST")
     counts_text = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE")
-    if not nodelist or not counts_text or env.get("SLURM_DISTRIBUTION", "block").split(":")[0] not in (
-            "block", "cyclic"):
+    if (
+        not nodelist
+        or not counts_text
+        or env.get("SLURM_DISTRIBUTION", "block").split(":")[0] not in ("block", "cyclic")
+    ):
         return None
     try:
         nodes, counts = expand_nodelist(nodelist), tasks_per_node(counts_text)

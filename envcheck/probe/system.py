@@ -106,4 +106,3 @@ def in_container() -> bool | dict[str, str]:
         return absent("/proc/1/cgroup not readable")
     markers = ("docker", "kubepods", "containerd", "libpod", "lxc")
     return any(m in cgroup for m in markers) or os.environ.get("container") is not None
-

@@ -32,12 +32,18 @@ def distributed_facts(run: CommandRunner = run_command) -> dict[str, Any]:
     except ImportError:
         why = absent("torch is not installed")
         return {**facts, "p2p_matrix": why, "backends": why}
-    facts["backends"] = {"available": dist.is_available(), "nccl": dist.is_available() and dist.is_nccl_available(),
-                         "gloo": dist.is_available() and dist.is_gloo_available()}
+    facts["backends"] = {
+        "available": dist.is_available(),
+        "nccl": dist.is_available() and dist.is_nccl_available(),
+        "gloo": dist.is_available() and dist.is_gloo_available(),
+    }
     if not torch.cuda.is_available():
-        facts["p2p_matrix"] = absent("no CUDA device visible" if torch.version.cuda else "CPU-only torch build")
+        facts["p2p_matrix"] = absent(
+            "no CUDA device visible" if torch.version.cuda else "CPU-only torch build"
+        )
         return facts
     count = torch.cuda.device_count()
-    facts["p2p_matrix"] = [[i == j or bool(torch.cuda.can_device_access_peer(i, j)) for j in range(count)]
-                           for i in range(count)]
+    facts["p2p_matrix"] = [
+        [i == j or bool(torch.cuda.can_device_access_peer(i, j)) for j in range(count)] for i in range(count)
+    ]
     return facts

@@ -36,7 +36,9 @@ def attention_bias(mask: Tensor | None, is_causal: bool, length: int, keys: int,
         bias = bias.masked_fill(~torch.ones(length, keys, dtype=torch.bool).tril(), float("-inf"))
     if mask is not None:
         mask = mask.cpu()
-        bias = bias.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else bias + mask.to(like.dtype)
+        bias = (
+            bias.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else bias + mask.to(like.dtype)
+        )
     return bias
 
 
@@ -52,8 +54,14 @@ def safe_softmax(s: Tensor) -> Tensor:
     return e / torch.where(denom > 0, denom, torch.ones_like(denom))
 
 
-def sdpa_reference(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False,
-                   scale: float | None = None) -> tuple[Tensor, Tensor]:
+def sdpa_reference(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
     """(output, probabilities) of scaled dot-product attention in float64 (q, k, v may need grad)."""
     heads, length, keys = q.shape[-3], q.shape[-2], k.shape[-2]
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -63,8 +71,18 @@ def sdpa_reference(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = N
     return p @ vv, p
 
 
-def sdpa_bounds(q: Tensor, k: Tensor, v: Tensor, probs: Tensor, out: Tensor, dout: Tensor, grads: dict[str, Tensor],
-                attn_mask: Tensor | None, scale: float | None, u: float) -> dict[str, float]:
+def sdpa_bounds(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    probs: Tensor,
+    out: Tensor,
+    dout: Tensor,
+    grads: dict[str, Tensor],
+    attn_mask: Tensor | None,
+    scale: float | None,
+    u: float,
+) -> dict[str, float]:
     """Absolute tolerances for out, dq, dk, dv of a kernel computing in unit roundoff u (see the module doc)."""
     import torch
 
@@ -82,12 +100,19 @@ def sdpa_bounds(q: Tensor, k: Tensor, v: Tensor, probs: Tensor, out: Tensor, dou
         mag["dv"] = float((probs.transpose(-2, -1) @ ado).max())
         mag["dq"] = scale * float((m_ds @ ak).max())
         mag["dk"] = scale * float((m_ds.transpose(-2, -1) @ aq).max())
-        depth = {"out": keys + 6, "dq": dim + keys + length + 16, "dk": dim + keys + length + 16,
-                 "dv": dim + keys + length + 16}
+        depth = {
+            "out": keys + 6,
+            "dq": dim + keys + length + 16,
+            "dk": dim + keys + length + 16,
+            "dv": dim + keys + length + 16,
+        }
         kv_groups = heads // k.shape[-3]  # GQA: a key/value gradient sums its group's heads
         refs = {"out": out, **grads}
-        return {n: (2 * ds + depth[n] * u) * mag[n] * (kv_groups if n in ("dk", "dv") else 1)
-                + u * float(refs[n].abs().max()) for n in mag}
+        return {
+            n: (2 * ds + depth[n] * u) * mag[n] * (kv_groups if n in ("dk", "dv") else 1)
+            + u * float(refs[n].abs().max())
+            for n in mag
+        }
 
 
 def additive(mask: Tensor) -> Tensor:
@@ -99,8 +124,15 @@ def additive(mask: Tensor) -> Tensor:
     return mask.to(torch.float64)
 
 
-def mha_reference(m: Any, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None,
-                  attn_mask: Tensor | None, average: bool) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+def mha_reference(
+    m: Any,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    key_padding_mask: Tensor | None,
+    attn_mask: Tensor | None,
+    average: bool,
+) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
     """(output, attention weights, magnitudes for the bounds) of nn.MultiheadAttention `m` in float64 on CPU,
     from its parameters; inputs batch-first (batch, length, embed)."""
     import torch
@@ -129,8 +161,14 @@ def mha_reference(m: Any, query: Tensor, key: Tensor, value: Tensor, key_padding
     am = None if attn_mask is None else attn_mask.cpu()
     if m.bias_k is not None:
         bk_, bv_ = p64("bias_k"), p64("bias_v")
-        kp, mk = torch.cat([kp, bk_.expand(batch, 1, e)], 1), torch.cat([mk, bk_.abs().expand(batch, 1, e)], 1)
-        vp, mv = torch.cat([vp, bv_.expand(batch, 1, e)], 1), torch.cat([mv, bv_.abs().expand(batch, 1, e)], 1)
+        kp, mk = (
+            torch.cat([kp, bk_.expand(batch, 1, e)], 1),
+            torch.cat([mk, bk_.abs().expand(batch, 1, e)], 1),
+        )
+        vp, mv = (
+            torch.cat([vp, bv_.expand(batch, 1, e)], 1),
+            torch.cat([mv, bv_.abs().expand(batch, 1, e)], 1),
+        )
         kpm = None if kpm is None else torch.nn.functional.pad(kpm, (0, 1))
         am = None if am is None else torch.nn.functional.pad(am, (0, 1))
     if m.add_zero_attn:
@@ -156,7 +194,11 @@ def mha_reference(m: Any, query: Tensor, key: Tensor, value: Tensor, key_padding
     out = o @ wo.T + (bo if bo is not None else 0.0)
     weights = p.mean(dim=1) if average else p
     mag_o = (p @ heads(mv)).transpose(1, 2).reshape(batch, length, e)
-    mags = {"logits": (heads(mq) @ heads(mk).transpose(-2, -1) * scale).max(),
-            "out": (mag_o @ wo.abs().T + (bo.abs() if bo is not None else 0.0)).max(),
-            "mask": bias_t[torch.isfinite(bias_t)].abs().max() if torch.isfinite(bias_t).any() else bias_t.new_zeros(())}
+    mags = {
+        "logits": (heads(mq) @ heads(mk).transpose(-2, -1) * scale).max(),
+        "out": (mag_o @ wo.abs().T + (bo.abs() if bo is not None else 0.0)).max(),
+        "mask": bias_t[torch.isfinite(bias_t)].abs().max()
+        if torch.isfinite(bias_t).any()
+        else bias_t.new_zeros(()),
+    }
     return out, weights, mags

@@ -64,7 +64,12 @@ def _index_gather(x: Tensor) -> Tensor:
     import torch
 
     rows = torch.tensor([0, 2, 2, 4], device=x.device)  # a repeated row must accumulate in backward
-    return torch.cat([x[rows].reshape(-1), x.gather(1, torch.tensor([[1], [0], [2], [2], [1]], device=x.device)).reshape(-1)])
+    return torch.cat(
+        [
+            x[rows].reshape(-1),
+            x.gather(1, torch.tensor([[1], [0], [2], [2], [1]], device=x.device)).reshape(-1),
+        ]
+    )
 
 
 def _scatter_add(base: Tensor, src: Tensor) -> Tensor:
@@ -123,18 +128,32 @@ def analytical_jacobian(fn: Callable[..., Tensor], inputs: tuple[Tensor, ...]) -
     cols = []
     for j in range(out.numel()):
         grads = torch.autograd.grad(out[j], inputs, retain_graph=True, allow_unused=True)
-        cols.append(torch.cat([
-            (g if g is not None else torch.zeros_like(x)).reshape(-1) for g, x in zip(grads, inputs, strict=True)
-        ]))
+        cols.append(
+            torch.cat(
+                [
+                    (g if g is not None else torch.zeros_like(x)).reshape(-1)
+                    for g, x in zip(grads, inputs, strict=True)
+                ]
+            )
+        )
     return torch.stack(cols, dim=1)
 
 
-def jacobian_comparison(case: OpCase, device: str, *, atol: float, rtol: float, eps: float = 1e-6) -> Comparison:
+def jacobian_comparison(
+    case: OpCase, device: str, *, atol: float, rtol: float, eps: float = 1e-6
+) -> Comparison:
     """gradcheck's comparison done explicitly (float64), keeping the worst Jacobian element."""
     import torch
 
     inputs = case.inputs(device, torch.float64)
     analytical = analytical_jacobian(case.fn, inputs)
     numerical = numerical_jacobian(case.fn, inputs, eps)
-    return compare(analytical, numerical, op=f"{case.name} jacobian", device=device, dtype="float64",
-                   atol=atol, rtol=rtol)
+    return compare(
+        analytical,
+        numerical,
+        op=f"{case.name} jacobian",
+        device=device,
+        dtype="float64",
+        atol=atol,
+        rtol=rtol,
+    )

@@ -23,4 +23,6 @@ def total_norm(gs: list[Tensor], p: float) -> float:
     individual gradients were concatenated into a single vector"; for p = 0 that counts non-zero gradients)."""
     import torch
 
-    return _p_norm(torch.tensor([_p_norm(g.double().cpu().reshape(-1), p) for g in gs], dtype=torch.float64), p)
+    return _p_norm(
+        torch.tensor([_p_norm(g.double().cpu().reshape(-1), p) for g in gs], dtype=torch.float64), p
+    )

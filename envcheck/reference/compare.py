@@ -26,7 +26,9 @@ class Comparison:
     atol: float
     rtol: float
     ok: bool
-    margin: float = 0.0  # the worst element's error over its tolerance (atol + rtol·|expected|): above 1 fails
+    margin: float = (
+        0.0  # the worst element's error over its tolerance (atol + rtol·|expected|): above 1 fails
+    )
 
     @property
     def label(self) -> str:
@@ -43,8 +45,12 @@ class Comparison:
 
     def measured(self) -> dict[str, Any]:
         """The errors and the margin (error over tolerance, the one key every numerics comparison records), JSON-ready."""
-        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "worst_index": list(self.worst_index),
-                "margin": round(self.margin, 6)}
+        return {
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "worst_index": list(self.worst_index),
+            "margin": round(self.margin, 6),
+        }
 
 
 def margin(error: float, tolerance: float) -> float:
@@ -71,41 +77,68 @@ def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(index))
 
 
-def compare(actual: Tensor, expected: Tensor, *, op: str, device: str, dtype: str,
-            atol: float, rtol: float) -> Comparison:
+def compare(
+    actual: Tensor, expected: Tensor, *, op: str, device: str, dtype: str, atol: float, rtol: float
+) -> Comparison:
     """Compare every element (in float64 on CPU); the worst is the one furthest beyond tolerance."""
     import torch
 
     a = actual.detach().to("cpu", torch.float64)
     e = expected.detach().to("cpu", torch.float64)
     if a.shape != e.shape:
-        return Comparison(op, device, dtype, float("inf"), float("inf"), (), float("nan"), float("nan"),
-                          atol, rtol, False, float("inf"))
+        return Comparison(
+            op,
+            device,
+            dtype,
+            float("inf"),
+            float("inf"),
+            (),
+            float("nan"),
+            float("nan"),
+            atol,
+            rtol,
+            False,
+            float("inf"),
+        )
     diff = (a - e).abs()
     diff = torch.where(torch.isfinite(a) == torch.isfinite(e), diff, torch.full_like(diff, float("inf")))
     diff = torch.nan_to_num(diff, nan=float("inf"))
     rel = diff / e.abs().clamp_min(1e-300)
     allowed = atol + rtol * e.abs()
     excess = diff - allowed
-    ratio = torch.where(allowed > 0, diff / allowed.clamp_min(1e-300),
-                        torch.where(diff > 0, torch.full_like(diff, float("inf")), torch.zeros_like(diff)))
+    ratio = torch.where(
+        allowed > 0,
+        diff / allowed.clamp_min(1e-300),
+        torch.where(diff > 0, torch.full_like(diff, float("inf")), torch.zeros_like(diff)),
+    )
     flat = int(torch.argmax(excess).item()) if excess.numel() else 0
     index = unravel(flat, tuple(e.shape))
     ok = bool((excess <= 0).all().item())
     return Comparison(
-        op=op, device=device, dtype=dtype,
+        op=op,
+        device=device,
+        dtype=dtype,
         max_abs=float(diff.max().item()) if diff.numel() else 0.0,
         max_rel=float(rel.max().item()) if rel.numel() else 0.0,
         worst_index=index,
         actual=float(a.reshape(-1)[flat].item()) if a.numel() else 0.0,
         expected=float(e.reshape(-1)[flat].item()) if e.numel() else 0.0,
-        atol=atol, rtol=rtol, ok=ok, margin=float(ratio.max().item()) if ratio.numel() else 0.0,
+        atol=atol,
+        rtol=rtol,
+        ok=ok,
+        margin=float(ratio.max().item()) if ratio.numel() else 0.0,
     )
 
 
-def comparisons_result(what: str, comparisons: Sequence[Comparison], *, tolerances: dict[str, Any],
-                       remediation: str, extra: dict[str, Any] | None = None,
-                       problems: Iterable[str] = ()) -> Result:
+def comparisons_result(
+    what: str,
+    comparisons: Sequence[Comparison],
+    *,
+    tolerances: dict[str, Any],
+    remediation: str,
+    extra: dict[str, Any] | None = None,
+    problems: Iterable[str] = (),
+) -> Result:
     """PASS when every comparison is within tolerance and there are no other problems; else FAIL naming the worst."""
     measured: dict[str, Any] = {c.label: c.measured() for c in comparisons}
     measured.update(extra or {})
@@ -116,9 +149,18 @@ def comparisons_result(what: str, comparisons: Sequence[Comparison], *, toleranc
         fix, fault, causes = wrong_math_fix(remediation)
         if causes:
             measured["suspects"] = causes
-        return failed(f"{what}: {first_of(bad)}", fix, measured=measured, expected=tolerances,
-                      details="\n".join(bad), fault_class=fault)
+        return failed(
+            f"{what}: {first_of(bad)}",
+            fix,
+            measured=measured,
+            expected=tolerances,
+            details="\n".join(bad),
+            fault_class=fault,
+        )
     worst = max(comparisons, key=lambda c: c.max_abs, default=None)
     tail = f"; largest abs err {worst.max_abs:.3g} ({worst.label})" if worst else ""
-    return passed(f"{what}: {len(comparisons)} comparisons within tolerance{tail}",
-                  measured=measured, expected=tolerances)
+    return passed(
+        f"{what}: {len(comparisons)} comparisons within tolerance{tail}",
+        measured=measured,
+        expected=tolerances,
+    )

@@ -28,7 +28,12 @@ def gpu_model(index: int) -> tuple[str, int, int, int]:
     import torch
 
     props = torch.cuda.get_device_properties(index)
-    return (str(props.name), int(props.major), int(props.minor), int(getattr(props, "multi_processor_count", 0)))
+    return (
+        str(props.name),
+        int(props.major),
+        int(props.minor),
+        int(getattr(props, "multi_processor_count", 0)),
+    )
 
 
 def pci_key(index: int) -> str | None:
@@ -43,7 +48,9 @@ def pci_key(index: int) -> str | None:
     return f"{int(getattr(props, 'pci_domain_id', 0)):04x}:{int(bus):02x}:{int(getattr(props, 'pci_device_id', 0)):02x}"
 
 
-Use = tuple[bool, int | None]  # (another process uses it, MiB in use beyond the model's least used GPU; None: unknown)
+Use = tuple[
+    bool, int | None
+]  # (another process uses it, MiB in use beyond the model's least used GPU; None: unknown)
 
 
 @functools.cache
@@ -81,8 +88,14 @@ def _models() -> dict[tuple[str, int, int, int], list[tuple[int, Use]]]:
     for model, ids in models.items():
         base = min((use[i][1] for i in ids if i in use), default=0)
         judged: list[tuple[int, Use]] = [
-            (i, (use[i][0] or use[i][1] - base >= IN_USE_MIB, use[i][1] - base) if i in use else (False, None))
-            for i in ids]
+            (
+                i,
+                (use[i][0] or use[i][1] - base >= IN_USE_MIB, use[i][1] - base)
+                if i in use
+                else (False, None),
+            )
+            for i in ids
+        ]
         out[model] = sorted(judged, key=lambda gpu: _rank(gpu, bool(use)))
     return out
 

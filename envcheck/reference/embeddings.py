@@ -16,8 +16,11 @@ def renorm(w: Tensor, idx: list[int], max_norm: float | None, norm_type: float) 
     w = w.clone()
     if max_norm is not None:
         for r in sorted(set(idx)):
-            n = float(w[r].abs().max()) if math.isinf(norm_type) else float((w[r].abs() ** norm_type).sum()) ** (
-                1 / norm_type)
+            n = (
+                float(w[r].abs().max())
+                if math.isinf(norm_type)
+                else float((w[r].abs() ** norm_type).sum()) ** (1 / norm_type)
+            )
             if n > max_norm:
                 w[r] = w[r] * (max_norm / (n + 1e-7))
     return w
@@ -27,8 +30,15 @@ def counts(idx: list[int]) -> dict[int, int]:
     return {r: idx.count(r) for r in set(idx)}
 
 
-def lookup_reference(w: Tensor, indices: list[list[int]], pad: int | None, max_norm: float | None, norm_type: float,
-                     freq: bool, g: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def lookup_reference(
+    w: Tensor,
+    indices: list[list[int]],
+    pad: int | None,
+    max_norm: float | None,
+    norm_type: float,
+    freq: bool,
+    g: Tensor,
+) -> tuple[Tensor, Tensor, Tensor]:
     """(weight after renorm, output, weight gradient for output gradient g) of F.embedding."""
     import torch
 
@@ -42,8 +52,16 @@ def lookup_reference(w: Tensor, indices: list[list[int]], pad: int | None, max_n
     return ref_w, ref_w[torch.tensor(indices)], ref_g
 
 
-def bag_reference(w: Tensor, bags: list[list[int]], mode: str, psw: list[float] | None, pad: int | None,
-                  g: Tensor, freq: bool, flat: list[int]) -> tuple[Tensor, Tensor, Tensor | None]:
+def bag_reference(
+    w: Tensor,
+    bags: list[list[int]],
+    mode: str,
+    psw: list[float] | None,
+    pad: int | None,
+    g: Tensor,
+    freq: bool,
+    flat: list[int],
+) -> tuple[Tensor, Tensor, Tensor | None]:
     """(output, weight gradient, per-sample-weight gradient) of embedding_bag in float64."""
     import torch
 

@@ -19,8 +19,14 @@ def reduce_loss(per: Tensor, reduction: str, denom: Tensor | float) -> Tensor:
     return per if reduction == "none" else per.sum() if reduction == "sum" else per.sum() / denom
 
 
-def ref_cross_entropy(x: Tensor, y: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-                      reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+def ref_cross_entropy(
+    x: Tensor,
+    y: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """CrossEntropyLoss as documented, for class-index or class-probability targets."""
     import torch
 
@@ -37,8 +43,9 @@ def ref_cross_entropy(x: Tensor, y: Tensor, weight: Tensor | None = None, ignore
     return reduce_loss(per, reduction, (w[safe] * keep).sum())
 
 
-def ref_nll(logp: Tensor, y: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-            reduction: str = "mean") -> Tensor:
+def ref_nll(
+    logp: Tensor, y: Tensor, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean"
+) -> Tensor:
     """NLLLoss: -w[y]·logp[y], mean divided by the sum of the kept weights."""
     import torch
 
@@ -49,8 +56,13 @@ def ref_nll(logp: Tensor, y: Tensor, weight: Tensor | None = None, ignore_index:
     return reduce_loss(per, reduction, (w[safe] * keep).sum())
 
 
-def ref_bce_logits(x: Tensor, t: Tensor, weight: Tensor | None = None, pos_weight: Tensor | None = None,
-                   reduction: str = "mean") -> Tensor:
+def ref_bce_logits(
+    x: Tensor,
+    t: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """BCEWithLogitsLoss: -w·[pw·t·log σ(x) + (1-t)·log(1-σ(x))]."""
     log_sig = -(1 + (-x).exp()).log()
     log_one_minus = -(1 + x.exp()).log()

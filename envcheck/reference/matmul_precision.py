@@ -17,13 +17,15 @@ from typing import Any
 K = 256
 PROBE_VALUE = 1 + 2.0**-12
 FLOAT32_RESULT = K * PROBE_VALUE  # 256.0625, exact in float32
-TF32_RESULT = float(K)            # the inputs rounded to TF32's 10-bit mantissa
+TF32_RESULT = float(K)  # the inputs rounded to TF32's 10-bit mantissa
 TORCH_OVERRIDE = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"
 NVIDIA_OVERRIDE = "NVIDIA_TF32_OVERRIDE"
 _TRUE = ("1", "true", "yes", "on", "y")
 
 
-def matmul_mode(device: str, allow_tf32: bool = False, matmul: Callable[[Any, Any], Any] | None = None) -> str:
+def matmul_mode(
+    device: str, allow_tf32: bool = False, matmul: Callable[[Any, Any], Any] | None = None
+) -> str:
     """'float32', 'tf32' or 'other': what a float32 matmul on `device` computes with this allow_tf32."""
     import torch
 

@@ -27,7 +27,11 @@ def cast(value: Any, dtype: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.detach().to(dtype).requires_grad_(value.requires_grad) if value.is_floating_point() else value
+        return (
+            value.detach().to(dtype).requires_grad_(value.requires_grad)
+            if value.is_floating_point()
+            else value
+        )
     if isinstance(value, (tuple, list)):
         return type(value)(cast(v, dtype) for v in value)
     if isinstance(value, dict):

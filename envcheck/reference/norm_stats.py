@@ -11,8 +11,9 @@ Tensor = Any
 ALPHA, LAMBDA = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
-def norm_reference(instance: bool, batches: list[Tensor], momentum: float | None, affine: Tensor | None, eps: float
-                   ) -> tuple[list[Tensor], Tensor, Tensor, Tensor]:
+def norm_reference(
+    instance: bool, batches: list[Tensor], momentum: float | None, affine: Tensor | None, eps: float
+) -> tuple[list[Tensor], Tensor, Tensor, Tensor]:
     """Train-mode outputs of every batch (BatchNorm, or InstanceNorm with track_running_stats), then running mean,
     running var, and the eval output of the last batch (from the running statistics)."""
     import torch
@@ -26,11 +27,16 @@ def norm_reference(instance: bool, batches: list[Tensor], momentum: float | None
         var = ((x - mean) ** 2).mean(dim=dims, keepdim=True)
         n = x.numel() // (x.shape[1] * (x.shape[0] if instance else 1))
         y = (x - mean) / (var + eps).sqrt()
-        outs.append(y if affine is None else y * affine[0].view(1, -1, *[1] * (x.dim() - 2))
-                    + affine[1].view(1, -1, *[1] * (x.dim() - 2)))
+        outs.append(
+            y
+            if affine is None
+            else y * affine[0].view(1, -1, *[1] * (x.dim() - 2)) + affine[1].view(1, -1, *[1] * (x.dim() - 2))
+        )
         m = 1.0 / t if momentum is None else momentum
         batch_mean = mean.reshape(-1, channels).mean(0) if instance else mean.reshape(-1)
-        batch_var = (var * n / (n - 1)).reshape(-1, channels).mean(0) if instance else (var * n / (n - 1)).reshape(-1)
+        batch_var = (
+            (var * n / (n - 1)).reshape(-1, channels).mean(0) if instance else (var * n / (n - 1)).reshape(-1)
+        )
         rm, rv = (1 - m) * rm + m * batch_mean, (1 - m) * rv + m * batch_var
     shape = (1, -1, *[1] * (batches[-1].dim() - 2))
     y = (batches[-1] - rm.view(shape)) / (rv.view(shape) + eps).sqrt()

@@ -36,6 +36,7 @@ def sgd(o: dict[str, Any]) -> Step:
                 bufs[i] = g.clone() if i not in bufs else mom * bufs[i] + (1 - damp) * g
                 g = g + mom * bufs[i] if o.get("nesterov") else bufs[i]
             p.sub_(o["lr"] * g)
+
     return step
 
 
@@ -56,6 +57,7 @@ def adam(o: dict[str, Any]) -> Step:
                 v = st["vmax"][i] = st["vmax"].get(i, 0 * p).maximum(v)
             denom = v.sqrt() / math.sqrt(1 - b2**t) + eps
             p.sub_(o["lr"] / (1 - b1**t) * m / denom)
+
     return step
 
 
@@ -76,6 +78,7 @@ def adagrad(o: dict[str, Any]) -> Step:
             g = _grad(g, p, o)
             s = st["sum"][i] = st["sum"].get(i, 0 * p + o.get("initial_accumulator_value", 0.0)) + g * g
             p.sub_(clr * g / (s.sqrt() + eps))
+
     return step
 
 
@@ -97,6 +100,7 @@ def rmsprop(o: dict[str, Any]) -> Step:
                 p.sub_(o["lr"] * buf)
             else:
                 p.sub_(o["lr"] * g / avg)
+
     return step
 
 
@@ -113,6 +117,7 @@ def adamax(o: dict[str, Any]) -> Step:
             m = st["m"][i] = b1 * st["m"].get(i, 0 * p) + (1 - b1) * g
             u = st["u"][i] = (b2 * st["u"].get(i, 0 * p)).maximum(g.abs() + eps)
             p.sub_(o["lr"] / (1 - b1 ** st["t"]) * m / u)
+
     return step
 
 
@@ -135,6 +140,7 @@ def nadam(o: dict[str, Any]) -> Step:
             denom = (v / (1 - b2**t)).sqrt() + eps
             p.sub_(o["lr"] * (1 - mu) / (1 - prod) * g / denom)
             p.sub_(o["lr"] * mu_next / (1 - prod * mu_next) * m / denom)
+
     return step
 
 
@@ -160,6 +166,7 @@ def radam(o: dict[str, Any]) -> Step:
                 p.sub_(o["lr"] * m_hat * rect * math.sqrt(bc2) / (v.sqrt() + eps))
             else:
                 p.sub_(o["lr"] * m_hat)
+
     return step
 
 
@@ -175,6 +182,7 @@ def adadelta(o: dict[str, Any]) -> Step:
             delta = (st["d"].get(i, 0 * p) + eps).sqrt() / (v + eps).sqrt() * g
             st["d"][i] = rho * st["d"].get(i, 0 * p) + (1 - rho) * delta * delta
             p.sub_(o["lr"] * delta)
+
     return step
 
 
@@ -193,6 +201,7 @@ def rprop(o: dict[str, Any]) -> Step:
             g = g * (sign >= 0)
             p.sub_(g.sign() * size)
             st["prev"][i] = g
+
     return step
 
 
@@ -207,10 +216,20 @@ def asgd(o: dict[str, Any]) -> Step:
             g = _grad(g, p, o)
             p.mul_(1 - lam * st["eta"]).sub_(st["eta"] * g)
         st["eta"] = o["lr"] / (1 + lam * o["lr"] * st["t"]) ** alpha
+
     return step
 
 
 REFERENCES: dict[str, Callable[[dict[str, Any]], Step]] = {
-    "SGD": sgd, "Adam": adam, "AdamW": adamw, "Adagrad": adagrad, "RMSprop": rmsprop, "Adamax": adamax,
-    "NAdam": nadam, "RAdam": radam, "Adadelta": adadelta, "Rprop": rprop, "ASGD": asgd,
+    "SGD": sgd,
+    "Adam": adam,
+    "AdamW": adamw,
+    "Adagrad": adagrad,
+    "RMSprop": rmsprop,
+    "Adamax": adamax,
+    "NAdam": nadam,
+    "RAdam": radam,
+    "Adadelta": adadelta,
+    "Rprop": rprop,
+    "ASGD": asgd,
 }

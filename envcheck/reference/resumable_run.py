@@ -15,8 +15,9 @@ def _model(device: str, dtype: Any, seed: int) -> Any:
     import torch
 
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3),
-                               torch.nn.Linear(3, 2)).to(device, dtype)
+    return torch.nn.Sequential(
+        torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3), torch.nn.Linear(3, 2)
+    ).to(device, dtype)
 
 
 def _optimizer(name: str, kw: dict[str, Any], model: Any) -> Any:
@@ -34,7 +35,10 @@ def _step(model: Any, opt: Any, sched: Any, i: int, device: str, dtype: Any) -> 
     if i == 1 and len(opt.param_groups) == 2:
         opt.add_param_group({"params": list(model[3].parameters())})
     gen = torch.Generator().manual_seed(100 + i)
-    x, y = torch.randn(8, 4, generator=gen).to(device, dtype), torch.randn(8, 2, generator=gen).to(device, dtype)
+    x, y = (
+        torch.randn(8, 4, generator=gen).to(device, dtype),
+        torch.randn(8, 2, generator=gen).to(device, dtype),
+    )
     opt.zero_grad(set_to_none=True)
     torch.nn.functional.mse_loss(model(x).float(), y.float()).backward()
     opt.step()
@@ -51,15 +55,23 @@ def _fresh(name: str, kw: dict[str, Any], device: str, dtype: Any, seed: int) ->
     return model, opt, torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
 
 
-def run(name: str, kw: dict[str, Any], dtype: Any, source: str, target: str,
-        transfer: Callable[[dict[str, Any], str], dict[str, Any]] | None) -> tuple[Any, Any, Any]:
+def run(
+    name: str,
+    kw: dict[str, Any],
+    dtype: Any,
+    source: str,
+    target: str,
+    transfer: Callable[[dict[str, Any], str], dict[str, Any]] | None,
+) -> tuple[Any, Any, Any]:
     """(model, optimizer, scheduler) after STEPS steps; with `transfer`, the state after SAVE_AT steps on `source`
     goes through it to fresh objects on `target`."""
     model, opt, sched = _fresh(name, kw, source, dtype, seed=0)
     for i in range(STEPS):
         if i == SAVE_AT and transfer is not None:
-            state = transfer({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                              "scheduler": sched.state_dict()}, target)
+            state = transfer(
+                {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict()},
+                target,
+            )
             model, opt, sched = _fresh(name, kw, target, dtype, seed=1)
             opt.add_param_group({"params": list(model[3].parameters())})
             model.load_state_dict(state["model"])

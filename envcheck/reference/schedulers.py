@@ -71,10 +71,14 @@ def cyclic(kw: dict[str, Any], t: int) -> tuple[float, float]:
     x = 1.0 + t / total - cycle
     scale = x / ratio if x <= ratio else (x - 1) / (ratio - 1)
     mode = kw.get("mode", "triangular")
-    amp = {"triangular": 1.0, "triangular2": 1 / 2.0 ** (cycle - 1),
-           "exp_range": kw.get("gamma", 1.0) ** t}[mode]
+    amp = {"triangular": 1.0, "triangular2": 1 / 2.0 ** (cycle - 1), "exp_range": kw.get("gamma", 1.0) ** t}[
+        mode
+    ]
     lr = kw["base_lr"] + (kw["max_lr"] - kw["base_lr"]) * scale * amp
-    mom = kw.get("max_momentum", 0.9) - (kw.get("max_momentum", 0.9) - kw.get("base_momentum", 0.8)) * scale * amp
+    mom = (
+        kw.get("max_momentum", 0.9)
+        - (kw.get("max_momentum", 0.9) - kw.get("base_momentum", 0.8)) * scale * amp
+    )
     return lr, mom
 
 
@@ -85,12 +89,16 @@ def one_cycle(kw: dict[str, Any], t: int) -> tuple[float, float]:
     final = initial / kw.get("final_div_factor", 1e4)
     mx_m, base_m = kw.get("max_momentum", 0.95), kw.get("base_momentum", 0.85)
     if kw.get("three_phase", False):
-        phases = [(float(pct * total) - 1, initial, kw["max_lr"], mx_m, base_m),
-                  (float(2 * pct * total) - 2, kw["max_lr"], initial, base_m, mx_m),
-                  (total - 1, initial, final, mx_m, mx_m)]
+        phases = [
+            (float(pct * total) - 1, initial, kw["max_lr"], mx_m, base_m),
+            (float(2 * pct * total) - 2, kw["max_lr"], initial, base_m, mx_m),
+            (total - 1, initial, final, mx_m, mx_m),
+        ]
     else:
-        phases = [(float(pct * total) - 1, initial, kw["max_lr"], mx_m, base_m),
-                  (total - 1, kw["max_lr"], final, base_m, mx_m)]
+        phases = [
+            (float(pct * total) - 1, initial, kw["max_lr"], mx_m, base_m),
+            (total - 1, kw["max_lr"], final, base_m, mx_m),
+        ]
     start = 0.0
     anneal = _cos if kw.get("anneal_strategy", "cos") == "cos" else (lambda a, b, p: (b - a) * p + a)
     for i, (end, lr_a, lr_b, m_a, m_b) in enumerate(phases):
@@ -103,9 +111,11 @@ def one_cycle(kw: dict[str, Any], t: int) -> tuple[float, float]:
 
 def sequential(forms: Sequence[Form], milestones: Sequence[int]) -> Form:
     """SequentialLR: scheduler i runs from milestone i-1 with its own epoch count starting at 0."""
+
     def lr(base: float, t: int) -> float:
         i = bisect_right(list(milestones), t)
         return forms[i](base, t - (milestones[i - 1] if i else 0))
+
     return lr
 
 
@@ -142,8 +152,32 @@ def plateau(kw: dict[str, Any], base: float, metrics: Sequence[float]) -> list[f
 # The option space sched.closed_form evaluates: every scheduler's option product, and compositions, on two parameter
 # groups (base lr 0.1 and 0.02) with SGD momentum 0.9, for EPOCHS epochs; ReduceLROnPlateau reads METRIC.
 EPOCHS, BASES = 24, (0.1, 0.02)
-METRIC = (1.0, 0.9, 0.95, 0.95, 0.96, 0.8, 0.8, 0.81, 0.82, 0.83, 0.7, 0.7, 0.7, 0.7, 0.7, 0.69, 0.6, 0.6,
-          0.61, 0.62, 0.63, 0.64, 0.5, 0.5)
+METRIC = (
+    1.0,
+    0.9,
+    0.95,
+    0.95,
+    0.96,
+    0.8,
+    0.8,
+    0.81,
+    0.82,
+    0.83,
+    0.7,
+    0.7,
+    0.7,
+    0.7,
+    0.7,
+    0.69,
+    0.6,
+    0.6,
+    0.61,
+    0.62,
+    0.63,
+    0.64,
+    0.5,
+    0.5,
+)
 MOMENTUM = 0.9
 
 
@@ -172,37 +206,68 @@ OPTIONS: dict[str, list[dict[str, Any]]] = {
     "CosineAnnealingWarmRestarts": _product(T_0=(3, 5), T_mult=(1, 2), eta_min=(0.0, 0.001)),
     "LambdaLR": [{"lr_lambda": _warmup}],
     "MultiplicativeLR": [{"lr_lambda": _decay}],
-    "CyclicLR": [{"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 3, **o} for o in
-                 _product(mode=("triangular", "triangular2", "exp_range"), step_size_down=(None, 5),
-                          cycle_momentum=(True, False))],
-    "OneCycleLR": [{"max_lr": 0.1, "total_steps": EPOCHS + 1, **o} for o in
-                   _product(anneal_strategy=("cos", "linear"), three_phase=(False, True), pct_start=(0.3, 0.25))],
-    "ReduceLROnPlateau": _product(mode=("min", "max"), threshold_mode=("rel", "abs"), cooldown=(0, 2),
-                                  patience=(1, 3), factor=(0.5,)),
+    "CyclicLR": [
+        {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 3, **o}
+        for o in _product(
+            mode=("triangular", "triangular2", "exp_range"),
+            step_size_down=(None, 5),
+            cycle_momentum=(True, False),
+        )
+    ],
+    "OneCycleLR": [
+        {"max_lr": 0.1, "total_steps": EPOCHS + 1, **o}
+        for o in _product(anneal_strategy=("cos", "linear"), three_phase=(False, True), pct_start=(0.3, 0.25))
+    ],
+    "ReduceLROnPlateau": _product(
+        mode=("min", "max"), threshold_mode=("rel", "abs"), cooldown=(0, 2), patience=(1, 3), factor=(0.5,)
+    ),
 }
 for _o in OPTIONS["CyclicLR"]:
     if _o["mode"] == "exp_range":
         _o["gamma"] = 0.9
 COMPOSED: dict[str, tuple[str, list[tuple[str, dict[str, Any]]], list[int]]] = {
-    "warmup then cosine": ("SequentialLR", [("LinearLR", {"start_factor": 0.1, "total_iters": 4}),
-                                            ("CosineAnnealingLR", {"T_max": 12})], [4]),
-    "constant, exponential, step": ("SequentialLR", [("ConstantLR", {"factor": 0.5, "total_iters": 10}),
-                                                     ("ExponentialLR", {"gamma": 0.9}),
-                                                     ("StepLR", {"step_size": 2, "gamma": 0.5})], [3, 7]),
-    "two constants": ("SequentialLR", [("ConstantLR", {"factor": 0.5, "total_iters": 3}),
-                                       ("ConstantLR", {"factor": 0.3, "total_iters": 4})], [3]),
-    "constant x exponential": ("ChainedScheduler", [("ConstantLR", {"factor": 0.5, "total_iters": 4}),
-                                                    ("ExponentialLR", {"gamma": 0.9})], []),
-    "linear x step": ("ChainedScheduler", [("LinearLR", {"start_factor": 0.2, "total_iters": 5}),
-                                           ("StepLR", {"step_size": 3, "gamma": 0.5})], []),
+    "warmup then cosine": (
+        "SequentialLR",
+        [("LinearLR", {"start_factor": 0.1, "total_iters": 4}), ("CosineAnnealingLR", {"T_max": 12})],
+        [4],
+    ),
+    "constant, exponential, step": (
+        "SequentialLR",
+        [
+            ("ConstantLR", {"factor": 0.5, "total_iters": 10}),
+            ("ExponentialLR", {"gamma": 0.9}),
+            ("StepLR", {"step_size": 2, "gamma": 0.5}),
+        ],
+        [3, 7],
+    ),
+    "two constants": (
+        "SequentialLR",
+        [
+            ("ConstantLR", {"factor": 0.5, "total_iters": 3}),
+            ("ConstantLR", {"factor": 0.3, "total_iters": 4}),
+        ],
+        [3],
+    ),
+    "constant x exponential": (
+        "ChainedScheduler",
+        [("ConstantLR", {"factor": 0.5, "total_iters": 4}), ("ExponentialLR", {"gamma": 0.9})],
+        [],
+    ),
+    "linear x step": (
+        "ChainedScheduler",
+        [("LinearLR", {"start_factor": 0.2, "total_iters": 5}), ("StepLR", {"step_size": 3, "gamma": 0.5})],
+        [],
+    ),
 }
 
 
 def expected(name: str, kw: dict[str, Any]) -> list[list[float]]:
     """The documented schedule for both groups (and momentum) over EPOCHS."""
     if name == "ReduceLROnPlateau":
-        lrs = [plateau(kw, b, METRIC[:EPOCHS - 1]) for b in BASES]
-        return [[b for b in BASES] + [MOMENTUM]] + [[lrs[0][t], lrs[1][t], MOMENTUM] for t in range(EPOCHS - 1)]
+        lrs = [plateau(kw, b, METRIC[: EPOCHS - 1]) for b in BASES]
+        return [[b for b in BASES] + [MOMENTUM]] + [
+            [lrs[0][t], lrs[1][t], MOMENTUM] for t in range(EPOCHS - 1)
+        ]
     if name in COMPOSED:
         kind, parts, milestones = COMPOSED[name]
         forms = [closed_form(n, k) for n, k in parts]

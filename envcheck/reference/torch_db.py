@@ -17,8 +17,10 @@ def load_internal(module: str, attribute: str, pinned: Sequence[str]) -> tuple[A
 
     version = ".".join(torch.__version__.split(".")[:2])
     if version not in pinned:
-        return None, (f"{module}.{attribute} is internal API, pinned to torch {', '.join(pinned)}; "
-                      f"this is torch {torch.__version__}")
+        return None, (
+            f"{module}.{attribute} is internal API, pinned to torch {', '.join(pinned)}; "
+            f"this is torch {torch.__version__}"
+        )
     if "expecttest" not in sys.modules:
         try:
             import expecttest  # type: ignore[import-not-found]  # noqa: F401

@@ -15,8 +15,10 @@ def running_average(snapshots: list[list[Tensor]], decay: float | None) -> list[
     """SWA (decay None) or EMA of successive weight lists."""
     avg = [s.clone() for s in snapshots[0]]
     for k, snap in enumerate(snapshots[1:], start=1):
-        avg = [decay * a + (1 - decay) * s if decay is not None else a + (s - a) / (k + 1)
-               for a, s in zip(avg, snap, strict=True)]
+        avg = [
+            decay * a + (1 - decay) * s if decay is not None else a + (s - a) / (k + 1)
+            for a, s in zip(avg, snap, strict=True)
+        ]
     return avg
 
 
@@ -24,8 +26,10 @@ def batch_average_statistics(activations: list[Tensor]) -> tuple[Tensor, Tensor]
     """(mean, unbiased variance) per feature, each averaged with equal weight over the batches."""
     import torch
 
-    return (torch.stack([a.mean(0) for a in activations]).mean(0),
-            torch.stack([a.var(0, unbiased=True) for a in activations]).mean(0))
+    return (
+        torch.stack([a.mean(0) for a in activations]).mean(0),
+        torch.stack([a.var(0, unbiased=True) for a in activations]).mean(0),
+    )
 
 
 def swalr(t: int, lr0: float, swa_lr: float, anneal_epochs: int, strategy: str) -> float:

@@ -16,9 +16,21 @@ from envcheck.core.result import SCHEMA_MINOR, SCHEMA_VERSION, Result
 from envcheck.core.run_report import RunReport
 from envcheck.report.summary import counts, exit_code, verdict
 
-RESULT_KEYS = ("name", "status", "summary", "measured", "expected", "remediation", "reason", "details",
-               "duration_s", "fault_class", "code", "restart_worker",
-               "crashed")
+RESULT_KEYS = (
+    "name",
+    "status",
+    "summary",
+    "measured",
+    "expected",
+    "remediation",
+    "reason",
+    "details",
+    "duration_s",
+    "fault_class",
+    "code",
+    "restart_worker",
+    "crashed",
+)
 READABLE_VERSIONS = (1, SCHEMA_VERSION)  # 1 lacks verdict/counts, which parsing does not need
 VALIDATE_ENV = "ENVCHECK_VALIDATE_REPORTS"  # "1": validate every rendered report against the schema (tests)
 
@@ -50,7 +62,8 @@ def to_json_dict(report: RunReport) -> dict[str, Any]:
 def schema() -> dict[str, Any]:
     """The JSON Schema of the run report (shipped in the package as report_schema.json)."""
     loaded: dict[str, Any] = json.loads(
-        resources.files("envcheck.report").joinpath("report_schema.json").read_text())
+        resources.files("envcheck.report").joinpath("report_schema.json").read_text()
+    )
     return loaded
 
 
@@ -71,16 +84,23 @@ def parse_report(text: str) -> RunReport:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FatalError(f"report is not valid JSON ({exc.msg} at line {exc.lineno})", ExitCode.FAILED) from None
+        raise FatalError(
+            f"report is not valid JSON ({exc.msg} at line {exc.lineno})", ExitCode.FAILED
+        ) from None
     if not isinstance(data, dict) or "results" not in data:
         raise FatalError("report JSON has no 'results' list", ExitCode.FAILED)
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS:
-        raise FatalError(f"report schema_version {version!r} is not one of {READABLE_VERSIONS}; upgrade envcheck",
-                         ExitCode.FAILED)
+        raise FatalError(
+            f"report schema_version {version!r} is not one of {READABLE_VERSIONS}; upgrade envcheck",
+            ExitCode.FAILED,
+        )
     try:
         results = [Result.from_dict(r) for r in data["results"]]
     except (KeyError, ValueError, TypeError) as exc:
         raise FatalError(f"report has a malformed result: {exc}", ExitCode.FAILED) from None
-    return RunReport(results=results, facts=dict(data.get("facts") or {}),
-                     context=Context.from_dict(data.get("context") or {}))
+    return RunReport(
+        results=results,
+        facts=dict(data.get("facts") or {}),
+        context=Context.from_dict(data.get("context") or {}),
+    )

@@ -39,8 +39,11 @@ def suite_properties(report: RunReport) -> dict[str, str]:
     """The key facts a CI reader wants on the suite: versions, GPUs, the verdict and the warning count."""
     facts = report.facts
     gpus = facts.get("gpu", {}).get("gpus") if isinstance(facts.get("gpu"), dict) else None
-    names = [str(g.get("name")) for g in gpus if isinstance(g, dict) and g.get("name")] \
-        if isinstance(gpus, list) else []
+    names = (
+        [str(g.get("name")) for g in gpus if isinstance(g, dict) and g.get("name")]
+        if isinstance(gpus, list)
+        else []
+    )
     props = {
         "envcheck.version": __version__,
         "envcheck.verdict": verdict(report.results),
@@ -60,8 +63,9 @@ def suite_properties(report: RunReport) -> dict[str, str]:
     return {k: v for k, v in props.items() if v is not None}
 
 
-def render_junit(report: RunReport, suite_name: str = "envcheck", now: datetime | None = None,
-                 hostname: str | None = None) -> str:
+def render_junit(
+    report: RunReport, suite_name: str = "envcheck", now: datetime | None = None, hostname: str | None = None
+) -> str:
     """Serialise a report as a JUnit XML document (`now` and `hostname` default to this moment and host)."""
     suites = ET.Element("testsuites")
     suites.append(junit_suite(report, suite_name, now, hostname))
@@ -70,38 +74,50 @@ def render_junit(report: RunReport, suite_name: str = "envcheck", now: datetime 
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def junit_suite(report: RunReport, suite_name: str = "envcheck", now: datetime | None = None,
-                hostname: str | None = None) -> ET.Element:
+def junit_suite(
+    report: RunReport, suite_name: str = "envcheck", now: datetime | None = None, hostname: str | None = None
+) -> ET.Element:
     """The report's <testsuite> element (`render_junit` wraps it; `image verify` gathers one per image)."""
     tally = counts(report.results)
     total_time = sum(r.duration_s for r in report.results)
     stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)
-    suite = ET.Element("testsuite", {
-        "name": suite_name,
-        "tests": str(len(report.results)),
-        "failures": str(tally["fail"]),
-        "errors": str(tally["error"]),
-        "skipped": str(tally["skip"]),
-        "time": f"{total_time:.3f}",
-        "timestamp": stamp.isoformat(),  # JUnit's XSD: ISO 8601 without a zone; ours is UTC
-        "hostname": hostname or socket.gethostname() or "localhost",
-    })
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": suite_name,
+            "tests": str(len(report.results)),
+            "failures": str(tally["fail"]),
+            "errors": str(tally["error"]),
+            "skipped": str(tally["skip"]),
+            "time": f"{total_time:.3f}",
+            "timestamp": stamp.isoformat(),  # JUnit's XSD: ISO 8601 without a zone; ours is UTC
+            "hostname": hostname or socket.gethostname() or "localhost",
+        },
+    )
     suite_props = ET.SubElement(suite, "properties")
     for name, value in suite_properties(report).items():
         ET.SubElement(suite_props, "property", {"name": name, "value": value})
     for r in report.results:
         domain = r.name.partition(".")[0]
-        case = ET.SubElement(suite, "testcase", {
-            "classname": f"{suite_name}.{domain}", "name": r.name, "time": f"{r.duration_s:.3f}"})
-        body = "\n".join(filter(None, [
-            r.summary,
-            f"fault class: {r.fault_class}" if r.fault_class else "",
-            f"code: {r.code}" if r.code else "",
-            f"remediation: {r.remediation}" if r.remediation else "",
-            f"measured: {json.dumps(r.measured, default=str)}" if r.measured else "",
-            f"expected: {json.dumps(r.expected, default=str)}" if r.expected else "",
-            r.details,
-        ]))
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {"classname": f"{suite_name}.{domain}", "name": r.name, "time": f"{r.duration_s:.3f}"},
+        )
+        body = "\n".join(
+            filter(
+                None,
+                [
+                    r.summary,
+                    f"fault class: {r.fault_class}" if r.fault_class else "",
+                    f"code: {r.code}" if r.code else "",
+                    f"remediation: {r.remediation}" if r.remediation else "",
+                    f"measured: {json.dumps(r.measured, default=str)}" if r.measured else "",
+                    f"expected: {json.dumps(r.expected, default=str)}" if r.expected else "",
+                    r.details,
+                ],
+            )
+        )
         props = ET.SubElement(case, "properties")
         ET.SubElement(props, "property", {"name": "status", "value": r.status.value})
         if r.fault_class:  # who must act: node, image or config (the cluster exit policy reads it)

@@ -15,8 +15,13 @@ from envcheck.core.text import visible
 from envcheck.report.summary import counts, exit_code
 
 # The one palette for a status wherever envcheck prints one (the run table, `envcheck image verify`'s matrix).
-STATUS_STYLES = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red",
-                 Status.SKIP: "dim", Status.ERROR: "bold magenta"}
+STATUS_STYLES = {
+    Status.PASS: "green",
+    Status.WARN: "yellow",
+    Status.FAIL: "bold red",
+    Status.SKIP: "dim",
+    Status.ERROR: "bold magenta",
+}
 
 
 def result_table(results: list[Result], title: str = "envcheck") -> Table:
@@ -29,8 +34,12 @@ def result_table(results: list[Result], title: str = "envcheck") -> Table:
     for r in results:
         # Text(): summaries quote real error text (gloo's '[/path/pair.cc:553]'), never rich markup
         status = r.status.value.upper() + (f" ({r.fault_class})" if r.fault_class else "")
-        table.add_row(Text(visible(r.name)), Text(status, style=STATUS_STYLES[r.status]), Text(visible(r.summary)),
-                      f"{r.duration_s:.2f}s")
+        table.add_row(
+            Text(visible(r.name)),
+            Text(status, style=STATUS_STYLES[r.status]),
+            Text(visible(r.summary)),
+            f"{r.duration_s:.2f}s",
+        )
         if r.remediation and r.status in (Status.FAIL, Status.ERROR, Status.WARN):
             table.add_row("", "", Text(visible(f"fix: {r.remediation}"), style="cyan"), "")
     return table

@@ -25,11 +25,19 @@ def _run_in_tiny_shm(size: str) -> subprocess.CompletedProcess[str]:
     probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True, timeout=10)
     if probe.returncode != 0:
         pytest.skip(f"mount namespaces unavailable here: {probe.stderr.decode().strip()}")
-    inner = (f"mount -t tmpfs -o size={size} tmpfs /dev/shm && exec {sys.executable} -m envcheck run "
-             "--only container.shm,container.limits --allow-cpu --json -")
+    inner = (
+        f"mount -t tmpfs -o size={size} tmpfs /dev/shm && exec {sys.executable} -m envcheck run "
+        "--only container.shm,container.limits --allow-cpu --json -"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
-                          capture_output=True, text=True, timeout=180, env=env, cwd=ROOT)
+    return subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_tiny_shm_warns_and_the_dataloader_failure_is_reported() -> None:
@@ -96,8 +104,13 @@ def test_dataloader_startup_has_its_own_bound_and_both_phases_are_reported() -> 
     from envcheck.checks.container import dataloader_runs
     from tests.helpers import make_context
 
-    ok, problem, measured = dataloader_runs(make_context(), dataset=_SlowItem(), startup_timeout_s=30,
-                                            batch_timeout_s=1, worker_init_fn=_slow_start)
+    ok, problem, measured = dataloader_runs(
+        make_context(),
+        dataset=_SlowItem(),
+        startup_timeout_s=30,
+        batch_timeout_s=1,
+        worker_init_fn=_slow_start,
+    )
     assert ok, problem
     assert measured["startup_s"] >= 2.0 and "delivery_s" in measured and measured["batches"] == 8
 
@@ -106,14 +119,16 @@ def test_a_stalled_delivery_is_told_apart_from_start_up() -> None:
     from envcheck.checks.container import dataloader_runs
     from tests.helpers import make_context
 
-    ok, problem, measured = dataloader_runs(make_context(), dataset=_SlowItem(slow=6, delay=5), startup_timeout_s=30,
-                                            batch_timeout_s=1)
+    ok, problem, measured = dataloader_runs(
+        make_context(), dataset=_SlowItem(slow=6, delay=5), startup_timeout_s=30, batch_timeout_s=1
+    )
     assert not ok and measured["failed_in"] == "delivery"
     assert "delivery stalled after" in problem and "bound 1s per batch" in problem
 
 
 def test_dataloader_uses_the_start_method_a_users_job_gets_even_after_cuda_init(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """In the check's worker CUDA is already up (cuda.* ran first). A user's job in that state still forks its
     DataLoader workers (the platform default), so the check must too; spawning tested another path and cost
     a torch import per worker (6 s on the H100 proof host). CUDA init is simulated: no GPU here."""

@@ -9,15 +9,31 @@ from envcheck.checks.image import compare_versions, read_declared
 from envcheck.core.result import Status
 from tests.helpers import run_check
 
-DECLARED = {"torch": "2.11.0", "torchvision": "0.26.0", "torchaudio": "2.11.0", "cuda": "13.0",
-            "python": "3.11", "index_url": "https://pypi.org/simple", "base_image": "debian:bookworm-slim"}
-ENV = {"ENVCHECK_IMAGE": "1", "ENVCHECK_TORCH_VERSION": "2.11.0", "ENVCHECK_TORCHVISION_VERSION": "0.26.0",
-       "ENVCHECK_TORCHAUDIO_VERSION": "2.11.0", "ENVCHECK_CUDA_VERSION": "13.0"}
+DECLARED = {
+    "torch": "2.11.0",
+    "torchvision": "0.26.0",
+    "torchaudio": "2.11.0",
+    "cuda": "13.0",
+    "python": "3.11",
+    "index_url": "https://pypi.org/simple",
+    "base_image": "debian:bookworm-slim",
+}
+ENV = {
+    "ENVCHECK_IMAGE": "1",
+    "ENVCHECK_TORCH_VERSION": "2.11.0",
+    "ENVCHECK_TORCHVISION_VERSION": "0.26.0",
+    "ENVCHECK_TORCHAUDIO_VERSION": "2.11.0",
+    "ENVCHECK_CUDA_VERSION": "13.0",
+}
 
 
 def installed(**changes: str | None) -> dict[str, str | None]:
-    base: dict[str, str | None] = {"torch": "2.11.0", "torchvision": "0.26.0", "torchaudio": "2.11.0",
-                                   "cuda": "13.0"}
+    base: dict[str, str | None] = {
+        "torch": "2.11.0",
+        "torchvision": "0.26.0",
+        "torchaudio": "2.11.0",
+        "cuda": "13.0",
+    }
     return {**base, **changes}
 
 

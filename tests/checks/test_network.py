@@ -38,8 +38,11 @@ HOST: list[dict[str, Any]] = [
 CTX = Context()
 
 
-def _judge(env: dict[str, str], interfaces: list[dict[str, Any]] | None = None,
-           infiniband: list[dict[str, Any]] | None = None) -> Any:
+def _judge(
+    env: dict[str, str],
+    interfaces: list[dict[str, Any]] | None = None,
+    infiniband: list[dict[str, Any]] | None = None,
+) -> Any:
     data = {"interfaces": HOST if interfaces is None else interfaces, "infiniband": infiniband, "env": env}
     network.validate(data, "network")
     return verdict(data, CTX)
@@ -47,15 +50,28 @@ def _judge(env: dict[str, str], interfaces: list[dict[str, Any]] | None = None,
 
 # --- NCCL's reading, case by case from its docs' examples ---------------------------------------------------------
 
-@pytest.mark.parametrize(("value", "name", "expected"), [
-    ("eth", "eth0", True), ("eth", "eth1", True), ("eth", "ens1f0", False),  # "eth: use all interfaces starting with eth"
-    ("=eth0", "eth0", True), ("=eth0", "eth01", False), ("=eth0", "eth0.100", False),  # "=eth0: use only eth0"
-    ("=eth0,eth1", "eth1", True), ("=eth0,eth1", "eth2", False),  # "=eth0,eth1: use only eth0 and eth1"
-    ("^docker", "docker0", False), ("^docker", "eth0", True),  # "^docker: do not use any starting with docker"
-    ("^=docker0", "docker0", False), ("^=docker0", "docker1", True),  # "^=docker0: do not use interface docker0"
-    ("eth,ib", "ib0", True), (",,eth,,", "eth0", True), (",,eth,,", "ens1f0", False),  # strtok skips empty entries
-    ("=^eth0", "eth0", False),  # '^' only counts first: this is the exact name '^eth0'
-])
+
+@pytest.mark.parametrize(
+    ("value", "name", "expected"),
+    [
+        ("eth", "eth0", True),
+        ("eth", "eth1", True),
+        ("eth", "ens1f0", False),  # "eth: use all interfaces starting with eth"
+        ("=eth0", "eth0", True),
+        ("=eth0", "eth01", False),
+        ("=eth0", "eth0.100", False),  # "=eth0: use only eth0"
+        ("=eth0,eth1", "eth1", True),
+        ("=eth0,eth1", "eth2", False),  # "=eth0,eth1: use only eth0 and eth1"
+        ("^docker", "docker0", False),
+        ("^docker", "eth0", True),  # "^docker: do not use any starting with docker"
+        ("^=docker0", "docker0", False),
+        ("^=docker0", "docker1", True),  # "^=docker0: do not use interface docker0"
+        ("eth,ib", "ib0", True),
+        (",,eth,,", "eth0", True),
+        (",,eth,,", "ens1f0", False),  # strtok skips empty entries
+        ("=^eth0", "eth0", False),  # '^' only counts first: this is the exact name '^eth0'
+    ],
+)
 def test_nccl_reads_prefixes_exclusions_and_exact_names(value: str, name: str, expected: bool) -> None:
     assert nccl_matches(value, name) is expected
 
@@ -70,10 +86,13 @@ def test_nccl_list_cuts_ports_and_an_empty_list_passes_everything() -> None:
 def test_gloo_reads_exact_names_split_like_getline() -> None:
     assert gloo_pieces("lo,") == ["lo"] and gloo_pieces("lo,,lo") == ["lo", "", "lo"]
     assert gloo_pieces("eth0,ens1f0") == ["eth0", "ens1f0"] and gloo_pieces(",lo") == ["", "lo"]
-    assert gloo_pieces("l") is None and gloo_pieces("") is None  # PyTorch reads it only when longer than 1 char
+    assert (
+        gloo_pieces("l") is None and gloo_pieces("") is None
+    )  # PyTorch reads it only when longer than 1 char
 
 
 # --- the verdict from captured dicts ------------------------------------------------------------------------------
+
 
 def test_nothing_set_passes_and_lists_the_interfaces() -> None:
     result = _judge({})
@@ -85,18 +104,30 @@ def test_gloo_naming_a_missing_interface_fails_with_those_that_exist() -> None:
     result = _judge({"GLOO_SOCKET_IFNAME": "eth0"})
     assert result.status is Status.FAIL and result.fault_class == "config"
     assert result.summary.startswith("GLOO_SOCKET_IFNAME=eth0: 'eth0' does not exist")
-    for shown in ("lo (loopback, 127.0.0.1)", "ens1f0 (10.0.0.5)", "docker0 (172.17.0.1, not running)",
-                  "ifb0 (down, no address)"):
+    for shown in (
+        "lo (loopback, 127.0.0.1)",
+        "ens1f0 (10.0.0.5)",
+        "docker0 (172.17.0.1, not running)",
+        "ifb0 (down, no address)",
+    ):
         assert shown in result.summary
-    assert result.remediation == "export GLOO_SOCKET_IFNAME=ens1f0 (an interface that exists here), or unset " \
-                                 "GLOO_SOCKET_IFNAME"
+    assert (
+        result.remediation == "export GLOO_SOCKET_IFNAME=ens1f0 (an interface that exists here), or unset "
+        "GLOO_SOCKET_IFNAME"
+    )
 
 
-@pytest.mark.parametrize(("value", "problem"), [
-    ("ifb0", "'ifb0' has no IP address"),  # exists, but gloo needs an address: 'Unable to find address for: ifb0'
-    ("lo,,lo", "an empty name between commas"),  # 'interface or hostname can't be empty'
-    ("ens", "'ens' does not exist"),  # gloo has no prefixes
-])
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (
+            "ifb0",
+            "'ifb0' has no IP address",
+        ),  # exists, but gloo needs an address: 'Unable to find address for: ifb0'
+        ("lo,,lo", "an empty name between commas"),  # 'interface or hostname can't be empty'
+        ("ens", "'ens' does not exist"),  # gloo has no prefixes
+    ],
+)
 def test_gloo_fails_what_gloo_rejects(value: str, problem: str) -> None:
     result = _judge({"GLOO_SOCKET_IFNAME": value})
     assert result.status is Status.FAIL and problem in result.summary
@@ -104,9 +135,12 @@ def test_gloo_fails_what_gloo_rejects(value: str, problem: str) -> None:
 
 def test_gloo_accepts_exact_names_with_an_address_even_when_not_running() -> None:
     result = _judge({"GLOO_SOCKET_IFNAME": "docker0,lo,"})  # gloo does not check IFF_UP/IFF_RUNNING
-    assert result.status is Status.PASS and result.summary == "GLOO_SOCKET_IFNAME=docker0,lo, names docker0, lo"
-    assert _judge({"GLOO_SOCKET_IFNAME": "x"}).summary.endswith("is ignored (PyTorch reads it when longer than one "
-                                                               "character)")
+    assert (
+        result.status is Status.PASS and result.summary == "GLOO_SOCKET_IFNAME=docker0,lo, names docker0, lo"
+    )
+    assert _judge({"GLOO_SOCKET_IFNAME": "x"}).summary.endswith(
+        "is ignored (PyTorch reads it when longer than one character)"
+    )
 
 
 def test_only_loopback_host_says_unset() -> None:
@@ -121,12 +155,16 @@ def test_nccl_prefix_matching_only_running_addressed_interfaces() -> None:
     result = _judge({"NCCL_SOCKET_IFNAME": "docker"})
     assert result.status is Status.FAIL and result.fault_class == "config"
     assert "docker0 (172.17.0.1, not running): not running with an IP address" in result.summary
-    assert result.remediation is not None and result.remediation.startswith("export NCCL_SOCKET_IFNAME=ens1f0")
+    assert result.remediation is not None and result.remediation.startswith(
+        "export NCCL_SOCKET_IFNAME=ens1f0"
+    )
 
 
 def test_nccl_socket_family_and_ignored_one_character_values() -> None:
     # NCCL_SOCKET_FAMILY=AF_INET drops ens1f1 (IPv6 only); AF_INET6 drops lo (only ::1, which NCCL skips)
-    assert _judge({"NCCL_SOCKET_IFNAME": "ens", "NCCL_SOCKET_FAMILY": "AF_INET"}).summary.endswith("matches ens1f0")
+    assert _judge({"NCCL_SOCKET_IFNAME": "ens", "NCCL_SOCKET_FAMILY": "AF_INET"}).summary.endswith(
+        "matches ens1f0"
+    )
     assert _judge({"NCCL_SOCKET_IFNAME": "=lo", "NCCL_SOCKET_FAMILY": "AF_INET6"}).status is Status.FAIL
     assert _judge({"NCCL_SOCKET_IFNAME": "x"}).status is Status.PASS  # strlen(env) > 1 in ncclFindInterfaces
 
@@ -134,44 +172,56 @@ def test_nccl_socket_family_and_ignored_one_character_values() -> None:
 def test_tensorpipe_takes_one_exact_running_name() -> None:
     result = _judge({"TP_SOCKET_IFNAME": "ens1f0,ens1f1"})  # not a list: that whole string is the name
     assert result.status is Status.FAIL and "listens on 127.0.0.1" in result.summary
-    assert _judge({"TP_SOCKET_IFNAME": "docker0"}).status is Status.FAIL  # libuv lists up and running ones only
+    assert (
+        _judge({"TP_SOCKET_IFNAME": "docker0"}).status is Status.FAIL
+    )  # libuv lists up and running ones only
     assert _judge({"TP_SOCKET_IFNAME": "ens1f1"}).status is Status.PASS
 
 
-HCAS = [{"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE"}]},
-        {"name": "mlx5_1", "ports": [{"port": 1, "state": "DOWN"}]}]
+HCAS = [
+    {"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE"}]},
+    {"name": "mlx5_1", "ports": [{"port": 1, "state": "DOWN"}]},
+]
 
 
 def test_ib_hca_matching_active_ports_and_fallback_warnings() -> None:
     assert _judge({"NCCL_IB_HCA": "=mlx5_0:1"}, infiniband=HCAS).status is Status.PASS
     down = _judge({"NCCL_IB_HCA": "mlx5_1"}, infiniband=HCAS)
     assert down.status is Status.WARN and down.fault_class == "config"
-    assert "mlx5_0:1 ACTIVE, mlx5_1:1 DOWN" in down.summary and down.remediation == \
-        "export NCCL_IB_HCA=mlx5_0, or unset NCCL_IB_HCA"
+    assert (
+        "mlx5_0:1 ACTIVE, mlx5_1:1 DOWN" in down.summary
+        and down.remediation == "export NCCL_IB_HCA=mlx5_0, or unset NCCL_IB_HCA"
+    )
     none = _judge({"NCCL_IB_HCA": "mlx5_0"})
     assert none.status is Status.WARN and "no /sys/class/infiniband" in none.summary
 
 
 def test_a_failing_and_a_passing_variable_report_the_failure_only() -> None:
     result = _judge({"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "=eth0", "NCCL_IB_HCA": "mlx5_0"})
-    assert result.status is Status.FAIL and result.summary.startswith("NCCL_SOCKET_IFNAME==eth0 matches no usable")
+    assert result.status is Status.FAIL and result.summary.startswith(
+        "NCCL_SOCKET_IFNAME==eth0 matches no usable"
+    )
     assert "GLOO_SOCKET_IFNAME" not in result.summary and "NCCL_IB_HCA=mlx5_0" in result.summary
     assert result.measured["matches"]["GLOO_SOCKET_IFNAME"] == ["lo"]
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ([], "network must be an object"),
-    ({"interfaces": [{"name": 3}], "env": {}}, "network.interfaces[0].name must be str"),
-    ({"interfaces": [{"flags": 1}], "env": {}}, "network.interfaces[0] lacks 'name'"),
-    ({"interfaces": [], "env": {"GLOO_SOCKET_IFNAME": 1}}, "network.env.GLOO_SOCKET_IFNAME must be str"),
-    ({"env": {}}, "network lacks 'interfaces'"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "network must be an object"),
+        ({"interfaces": [{"name": 3}], "env": {}}, "network.interfaces[0].name must be str"),
+        ({"interfaces": [{"flags": 1}], "env": {}}, "network.interfaces[0] lacks 'name'"),
+        ({"interfaces": [], "env": {"GLOO_SOCKET_IFNAME": 1}}, "network.env.GLOO_SOCKET_IFNAME must be str"),
+        ({"env": {}}, "network lacks 'interfaces'"),
+    ],
+)
 def test_malformed_section_is_one_line(data: Any, message: str) -> None:
     with pytest.raises(UsageError, match=message.replace(".", r"\.").replace("[", r"\[")):
         network.validate(data, "network")
 
 
 # --- live, on this host -------------------------------------------------------------------------------------------
+
 
 def test_capture_sees_this_hosts_interfaces() -> None:
     captured = network.capture()
@@ -215,14 +265,19 @@ def test_bundle_replays_the_verdict_elsewhere(tmp_path: Path, capsys: pytest.Cap
     assert run_cli("facts", "--bundle", str(bundle), env=env, timeout=120).returncode == 0
     section = json.loads(bundle.read_text())["network"]
     assert section["env"] == {"GLOO_SOCKET_IFNAME": "nosuch0"} and section["interfaces"]
-    rc, report = main(["explain", str(bundle), "--json", "-", "--allow-cpu"]), json.loads(capsys.readouterr().out)
+    rc, report = (
+        main(["explain", str(bundle), "--json", "-", "--allow-cpu"]),
+        json.loads(capsys.readouterr().out),
+    )
     replayed = {r["name"]: r for r in report["results"]}["net.ifname"]
     _, ran = _run(env)
     assert rc == 1 and (replayed["status"], replayed["fault_class"]) == ("fail", "config")
     assert replayed["summary"] == ran["summary"] and replayed["remediation"] == ran["remediation"]
 
 
-def test_malformed_network_section_in_a_bundle_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_network_section_in_a_bundle_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fixture = HEALTHY_H100
     bundle = json.loads(fixture.read_text())
     bundle["network"] = {"interfaces": "eth0", "env": {}}

@@ -26,7 +26,9 @@ from tests.helpers import no_gpu_env, run_check
 # torch's own messages for these faults (cited in the checks): pytorch/pytorch#132179
 NUMPY_GONE = "RuntimeError: Numpy is not available"
 # cuSOLVER's failure as torch raises it (torch/csrc/.../CUDASolver: "cusolver error: ..."), e.g. pytorch/pytorch#31930
-CUSOLVER = "RuntimeError: cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling `cusolverDnSgesvdj( handle)`"
+CUSOLVER = (
+    "RuntimeError: cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling `cusolverDnSgesvdj( handle)`"
+)
 
 
 def test_openmp_healthy_and_missing() -> None:
@@ -34,18 +36,27 @@ def test_openmp_healthy_and_missing() -> None:
     assert real.status is Status.PASS and real.measured["openmp"] is True, real.summary
     staged = openmp_verdict(False, 1, "2.11.0+git1234", "13.0")  # a source build without OpenMP
     assert staged.status is Status.FAIL and staged.fault_class == "image" and staged.code == "build.no_openmp"
-    assert "pip install --force-reinstall torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130" in \
-        (staged.remediation or "")
+    assert (
+        "pip install --force-reinstall torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130"
+        in (staged.remediation or "")
+    )
 
 
 def test_nvshmem_healthy_twin_and_the_build_without_it() -> None:
     real = run_check("build.nvshmem", env=no_gpu_env())  # this CPU torch: not a CUDA feature
     assert real.status is Status.SKIP and "CPU build" in real.summary
     missing = nvshmem_verdict("2.11.0", "13.0", None, "cannot import name '_is_nvshmem_available'")
-    assert missing.status is Status.FAIL and missing.fault_class == "image" and missing.code == "build.no_nvshmem"
+    assert (
+        missing.status is Status.FAIL
+        and missing.fault_class == "image"
+        and missing.code == "build.no_nvshmem"
+    )
     assert nvshmem_verdict("2.8.0", "12.8", None, "cannot import name").status is Status.SKIP  # before 2.9
     present = nvshmem_verdict("2.11.0", "13.0", False, None)  # compiled in, no GPU to load it on
-    assert present.status is Status.PASS and present.measured == {"nvshmem_compiled": True, "nvshmem_available": False}
+    assert present.status is Status.PASS and present.measured == {
+        "nvshmem_compiled": True,
+        "nvshmem_available": False,
+    }
 
 
 def test_svd_healthy_and_its_faults() -> None:
@@ -54,9 +65,16 @@ def test_svd_healthy_and_its_faults() -> None:
     assert max(real.measured["devices"]["cpu"].values()) < 1e-5
     good = {"5x3 reduced float32": 1e-7}
     cpu_wrong = svd_verdict({"cpu": {"5x3 reduced float32": 0.3}}, "2.11.0", "13.0")
-    assert (cpu_wrong.status, cpu_wrong.fault_class, cpu_wrong.code) == (Status.FAIL, "image", "linalg.svd_wrong")
+    assert (cpu_wrong.status, cpu_wrong.fault_class, cpu_wrong.code) == (
+        Status.FAIL,
+        "image",
+        "linalg.svd_wrong",
+    )
     gpu_wrong = svd_verdict({"cpu": good, "cuda:3": {"20x16x50x100 batch float64": 1e-3}}, "2.11.0", "13.0")
-    assert (gpu_wrong.status, gpu_wrong.fault_class) == (Status.FAIL, "node") and "cuda:3" in gpu_wrong.summary
+    assert (gpu_wrong.status, gpu_wrong.fault_class) == (
+        Status.FAIL,
+        "node",
+    ) and "cuda:3" in gpu_wrong.summary
     raised = svd_verdict({"cpu": good, "cuda:0": CUSOLVER}, "2.11.0", "13.0")
     assert (raised.status, raised.fault_class, raised.code) == (Status.FAIL, "image", "linalg.svd_error")
     assert "CUSOLVER_STATUS_INTERNAL_ERROR" in raised.summary and "libcusolver" in (raised.remediation or "")
@@ -72,7 +90,8 @@ def broken_numpy(tmp_path: Path) -> Path:
     (pkg / "__init__.py").write_text(
         "__version__ = '2.0.0'\nclass ndarray: pass\nclass generic: pass\nclass memmap(ndarray): pass\n"
         "class bool_(generic): pass\nclass number(generic): pass\nclass object_(generic): pass\n"
-        "def arange(*a, **k):\n    raise AssertionError('torch refuses first')\n")
+        "def arange(*a, **k):\n    raise AssertionError('torch refuses first')\n"
+    )
     return tmp_path
 
 
@@ -81,7 +100,9 @@ def test_numpy_interop_healthy_and_a_numpy_torch_cannot_use(broken_numpy: Path) 
     assert real.status is Status.PASS and real.measured["values_ok"] is True, real.summary
     env = {**no_gpu_env(), "PYTHONPATH": str(broken_numpy)}
     broken = run_check("numpy.interop", env=env)
-    assert broken.status is Status.FAIL and broken.fault_class == "image" and broken.code == "numpy.abi_mismatch"
+    assert (
+        broken.status is Status.FAIL and broken.fault_class == "image" and broken.code == "numpy.abi_mismatch"
+    )
     assert NUMPY_GONE in broken.summary, broken.summary
     old = interop_verdict("2.2.2+cpu", "2.0.0", NUMPY_GONE)  # securefederatedai/openfederatedlearning#999
     assert "pip install 'numpy<2'" in (old.remediation or "")
@@ -91,8 +112,11 @@ def test_numpy_interop_healthy_and_a_numpy_torch_cannot_use(broken_numpy: Path) 
 
 def test_device_assert_and_gds_verdicts() -> None:
     """Staged outcomes (no GPU here); the real ones are the `gpu` tests below."""
-    caught = assert_verdict("CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "
-                            "reported", "2.11.0", "13.0")
+    caught = assert_verdict(
+        "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported",
+        "2.11.0",
+        "13.0",
+    )
     assert caught.status is Status.PASS and caught.restart_worker
     lost = assert_verdict(None, "2.11.0", "13.0")
     assert (lost.status, lost.fault_class, lost.code) == (Status.FAIL, "image", "cuda.assert_lost")
@@ -108,7 +132,13 @@ def test_device_assert_and_gds_verdicts() -> None:
 
 def test_decoders_verdicts() -> None:
     """Staged (torchvision is not in the test venv; the real decoders: tests/images/test_smoke_parity_image.py)."""
-    good = {"turbo": True, "png_exact": True, "jpeg_mean_error": 0.5, "webp_exact": True, "nvjpeg_mean_error": {}}
+    good = {
+        "turbo": True,
+        "png_exact": True,
+        "jpeg_mean_error": 0.5,
+        "webp_exact": True,
+        "nvjpeg_mean_error": {},
+    }
     assert decoders_verdict("0.26.0", "2.11.0", good).status is Status.PASS
     slow = decoders_verdict("0.26.0", "2.11.0", {**good, "turbo": False})
     assert (slow.status, slow.code) == (Status.WARN, "vision.no_turbo")
@@ -119,8 +149,15 @@ def test_decoders_verdicts() -> None:
     assert run_check("vision.decoders", env=no_gpu_env()).status is Status.SKIP  # no torchvision here
 
 
-GPU_CHECKS = ["cuda.device_assert", "cuda.gds", "linalg.svd", "build.nvshmem", "vision.decoders",
-              "compile.toolchain", "compile.max_autotune"]
+GPU_CHECKS = [
+    "cuda.device_assert",
+    "cuda.gds",
+    "linalg.svd",
+    "build.nvshmem",
+    "vision.decoders",
+    "compile.toolchain",
+    "compile.max_autotune",
+]
 
 
 @pytest.mark.gpu

@@ -28,39 +28,52 @@ def test_matching_pairs() -> None:
     assert "torch==2.9.1 torchvision==0.24.*" in fix_command("2.9.1+cu128")
 
 
-@pytest.mark.parametrize("torch_v, tv_v, pin, problem", [
-    ("2.14.1+cu130", "0.29.2", None, None),
-    ("2.9.1", "0.24.1", "2.9.1", None),
-    # torchvision 0.29.2 declares only torch>=2.14.0, so unpinned pip pairs it with torch 2.15.0
-    ("2.15.0+cu132", "0.29.2", None, "torch 2.15.0+cu132 pairs with torchvision 0.30.x"),
-    ("2.13.0+cpu", "0.26.0", "2.11.0", "was built for torch 2.11.0"),
-])
+@pytest.mark.parametrize(
+    "torch_v, tv_v, pin, problem",
+    [
+        ("2.14.1+cu130", "0.29.2", None, None),
+        ("2.9.1", "0.24.1", "2.9.1", None),
+        # torchvision 0.29.2 declares only torch>=2.14.0, so unpinned pip pairs it with torch 2.15.0
+        ("2.15.0+cu132", "0.29.2", None, "torch 2.15.0+cu132 pairs with torchvision 0.30.x"),
+        ("2.13.0+cpu", "0.26.0", "2.11.0", "was built for torch 2.11.0"),
+    ],
+)
 def test_pairing_rule(torch_v: str, tv_v: str, pin: str | None, problem: str | None) -> None:
     found = pairing_problem(torch_v, tv_v, pin)
     assert (found is None) if problem is None else (found is not None and problem in found)
 
 
-@pytest.mark.parametrize("torch_cuda, tv_cuda, problem", [
-    ("13.0", "13.2", None),  # PyPI's real pair: torch 2.14.1 (13.0) with torchvision 0.29.2 (13.2)
-    ("13.0", "13.0", None),
-    (None, None, None),
-    ("12.8", "13.0", "different major versions"),
-    (None, "12.8", "torch for CUDA none (CPU)"),
-    ("12.8", None, "torchvision is built for CUDA none (CPU)"),
-])
-def test_cuda_mismatch_is_about_the_major_version(torch_cuda: str | None, tv_cuda: str | None,
-                                                  problem: str | None) -> None:
+@pytest.mark.parametrize(
+    "torch_cuda, tv_cuda, problem",
+    [
+        ("13.0", "13.2", None),  # PyPI's real pair: torch 2.14.1 (13.0) with torchvision 0.29.2 (13.2)
+        ("13.0", "13.0", None),
+        (None, None, None),
+        ("12.8", "13.0", "different major versions"),
+        (None, "12.8", "torch for CUDA none (CPU)"),
+        ("12.8", None, "torchvision is built for CUDA none (CPU)"),
+    ],
+)
+def test_cuda_mismatch_is_about_the_major_version(
+    torch_cuda: str | None, tv_cuda: str | None, problem: str | None
+) -> None:
     found = cuda_mismatch(torch_cuda, tv_cuda)
     assert (found is None) if problem is None else (found is not None and problem in found)
 
 
-@pytest.mark.parametrize("requires, pin", [
-    (["torch (==2.11.0)", "numpy", "pillow (!=8.3.*,>=5.3.0)"], "2.11.0"),  # torchvision 0.26's METADATA form
-    (["numpy", "torch==2.9.1"], "2.9.1"),
-    (["torch (==2.8.0+cu128) ; platform_system == 'Linux'"], "2.8.0+cu128"),
-    (["torch>=2.14.0"], None),  # only a bound: the release rule decides
-    (["torchaudio==2.9.1", "not a requirement ((("], None),
-])
+@pytest.mark.parametrize(
+    "requires, pin",
+    [
+        (
+            ["torch (==2.11.0)", "numpy", "pillow (!=8.3.*,>=5.3.0)"],
+            "2.11.0",
+        ),  # torchvision 0.26's METADATA form
+        (["numpy", "torch==2.9.1"], "2.9.1"),
+        (["torch (==2.8.0+cu128) ; platform_system == 'Linux'"], "2.8.0+cu128"),
+        (["torch>=2.14.0"], None),  # only a bound: the release rule decides
+        (["torchaudio==2.9.1", "not a requirement ((("], None),
+    ],
+)
 def test_torchvision_pin_reads_every_metadata_form(requires: list[str], pin: str | None) -> None:
     assert torch_pin(requires) == pin
 
@@ -85,8 +98,21 @@ def cuda_torchvision(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("this venv's torch is a CUDA build; the mismatch needs a CPU-only torch")
     target = tmp_path_factory.mktemp("tv")
     tv = matching_torchvision(torch.__version__)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
-                    f"torchvision=={tv}.*"], check=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            f"torchvision=={tv}.*",
+        ],
+        check=True,
+        timeout=600,
+    )
     return target
 
 
@@ -95,8 +121,9 @@ def test_cuda_torchvision_on_cpu_torch_fails_with_the_fix(cuda_torchvision: Path
     must name the loader's reason (torch's libc10_cuda is missing), not 'reinstalling will not help';
     vision.import sees torchvision's own 'operator torchvision::nms does not exist'. Both give the pair fix."""
     env = {**os.environ, "PYTHONPATH": f"{cuda_torchvision}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = run_cli("run", "--level", "full", "--only", "vision.ops,vision.import", "--allow-cpu", "--json", "-",
-                   env=env)
+    done = run_cli(
+        "run", "--level", "full", "--only", "vision.ops,vision.import", "--allow-cpu", "--json", "-", env=env
+    )
     assert done.returncode == 1, done.stderr
     results = {r["name"]: r for r in json.loads(done.stdout)["results"]}
     for result in results.values():
@@ -109,18 +136,30 @@ def test_cuda_torchvision_on_cpu_torch_fails_with_the_fix(cuda_torchvision: Path
     assert "a CUDA torchvision with a CPU-only torch" in results["vision.ops"]["summary"]
 
 
-@pytest.mark.parametrize("error, cause", [
-    # torch.ops.load_library's wrapper and the loader's reason, as vision.ops sees them for a CUDA torchvision on
-    # a CPU torch (seen for real in the test above).
-    ("Could not load this library: /x/torchvision/_C.so; libc10_cuda.so: cannot open shared object file: No such "
-     "file or directory", "need libc10_cuda.so"),
-    # A cu12 torchvision beside a cu13 torch (the CUDA runtime of the other major is not installed).
-    ("libcudart.so.12: cannot open shared object file: No such file or directory", "need libcudart.so.12"),
-    # torchvision's own words after its import swallowed the loader's reason (pytorch/vision#8181 and many others).
-    ("operator torchvision::nms does not exist", "built for another torch or CUDA"),
-    ("/x/torchvision/_C.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev", "built for another torch or CUDA"),
-    ("No module named 'PIL'", None),
-])
+@pytest.mark.parametrize(
+    "error, cause",
+    [
+        # torch.ops.load_library's wrapper and the loader's reason, as vision.ops sees them for a CUDA torchvision on
+        # a CPU torch (seen for real in the test above).
+        (
+            "Could not load this library: /x/torchvision/_C.so; libc10_cuda.so: cannot open shared object file: No such "
+            "file or directory",
+            "need libc10_cuda.so",
+        ),
+        # A cu12 torchvision beside a cu13 torch (the CUDA runtime of the other major is not installed).
+        (
+            "libcudart.so.12: cannot open shared object file: No such file or directory",
+            "need libcudart.so.12",
+        ),
+        # torchvision's own words after its import swallowed the loader's reason (pytorch/vision#8181 and many others).
+        ("operator torchvision::nms does not exist", "built for another torch or CUDA"),
+        (
+            "/x/torchvision/_C.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev",
+            "built for another torch or CUDA",
+        ),
+        ("No module named 'PIL'", None),
+    ],
+)
 def test_build_mismatch_reads_the_loaders_reason(error: str, cause: str | None) -> None:
     from envcheck.checks.vision_pairing import build_mismatch
 
@@ -143,7 +182,8 @@ def test_missing_torchvision_skips_with_the_reason() -> None:
 
 
 def test_missing_torchvision_fails_when_the_image_declares_it_with_the_images_own_fix(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The image declaration is injected (read_declared patched); torchvision is really absent here. vision.ops
     and image.versions must offer the same fix, never opposite ones."""
     import importlib.util
@@ -155,15 +195,27 @@ def test_missing_torchvision_fails_when_the_image_declares_it_with_the_images_ow
     import torch
 
     base = torch.__version__.split("+")[0]
-    declared = {"torch": base, "torchvision": "0.28.0", "torchaudio": None, "cuda": "cpu",
-                "index_url": "https://download.pytorch.org/whl/cpu"}
+    declared = {
+        "torch": base,
+        "torchvision": "0.28.0",
+        "torchaudio": None,
+        "cuda": "cpu",
+        "index_url": "https://download.pytorch.org/whl/cpu",
+    }
     monkeypatch.setattr(vision, "read_declared", lambda: declared)
     result = run_check("vision.ops", isolated=False)
     assert result.status is Status.FAIL and result.fault_class == "image"
     assert "this image declares torchvision 0.28.0" in result.summary
-    drift = image.compare_versions(declared, {}, installed=lambda: {"torch": torch.__version__,
-                                                                    "torchvision": None, "torchaudio": None,
-                                                                    "cuda": "cpu"})
+    drift = image.compare_versions(
+        declared,
+        {},
+        installed=lambda: {
+            "torch": torch.__version__,
+            "torchvision": None,
+            "torchaudio": None,
+            "cuda": "cpu",
+        },
+    )
     assert drift.status is Status.FAIL and drift.remediation == result.remediation
 
 
@@ -178,14 +230,21 @@ def test_a_failing_gpu_is_named_in_vision_ops(monkeypatch: pytest.MonkeyPatch, c
 
     from envcheck.checks import vision
 
-    props = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", uuid="6f1c2d3e-aaaa", pci_bus_id=0x19,
-                                  pci_domain_id=0, pci_device_id=0)
+    props = types.SimpleNamespace(
+        name="NVIDIA H100 80GB HBM3", uuid="6f1c2d3e-aaaa", pci_bus_id=0x19, pci_domain_id=0, pci_device_id=0
+    )
     real_version, real_requires = importlib.metadata.version, importlib.metadata.requires
     base = torch.__version__.split("+")[0]
-    monkeypatch.setattr(importlib.metadata, "version",
-                        lambda n: f"{matching_torchvision(base)}.0" if n == "torchvision" else real_version(n))
-    monkeypatch.setattr(importlib.metadata, "requires",
-                        lambda n: [f"torch=={base}"] if n == "torchvision" else real_requires(n))
+    monkeypatch.setattr(
+        importlib.metadata,
+        "version",
+        lambda n: f"{matching_torchvision(base)}.0" if n == "torchvision" else real_version(n),
+    )
+    monkeypatch.setattr(
+        importlib.metadata,
+        "requires",
+        lambda n: [f"torch=={base}"] if n == "torchvision" else real_requires(n),
+    )
     fake_tv = types.ModuleType("torchvision")
     fake_tv.version = types.SimpleNamespace(cuda=torch.version.cuda)  # type: ignore[attr-defined]
     fake_tv.ops = types.ModuleType("torchvision.ops")  # type: ignore[attr-defined]
@@ -194,26 +253,46 @@ def test_a_failing_gpu_is_named_in_vision_ops(monkeypatch: pytest.MonkeyPatch, c
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
-    monkeypatch.setattr(vision, "_ops_problem", lambda ops, device: None if device == "cpu" else
-                        f"torchvision ops fail on {device}: CUDA error: an illegal memory access was encountered")
+    monkeypatch.setattr(
+        vision,
+        "_ops_problem",
+        lambda ops, device: (
+            None
+            if device == "cpu"
+            else f"torchvision ops fail on {device}: CUDA error: an illegal memory access was encountered"
+        ),
+    )
     monkeypatch.setattr(vision, "ops_library", lambda: "/fake/torchvision/_C.so")
     monkeypatch.setattr(torch.ops, "load_library", lambda path: None)
-    monkeypatch.setattr(torch.ops.torchvision, "_cuda_version",
-                        lambda: int(str(torch.version.cuda).replace(".", "0")) * 10 if torch.version.cuda else -1,
-                        raising=False)
+    monkeypatch.setattr(
+        torch.ops.torchvision,
+        "_cuda_version",
+        lambda: int(str(torch.version.cuda).replace(".", "0")) * 10 if torch.version.cuda else -1,
+        raising=False,
+    )
     result = run_check(check, isolated=False)
     assert result.status is Status.FAIL
-    assert "on cuda:0 = GPU 0 (NVIDIA H100 80GB HBM3, UUID 6f1c2d3e-aaaa, PCI 00000000:19:00.0)" in result.summary
+    assert (
+        "on cuda:0 = GPU 0 (NVIDIA H100 80GB HBM3, UUID 6f1c2d3e-aaaa, PCI 00000000:19:00.0)"
+        in result.summary
+    )
     assert "restarts the worker" in result.summary
 
 
-@pytest.mark.parametrize("files, found", [
-    (["_C.so"], "_C.so"),  # torchvision <= 0.28
-    (["_C_stable.so", "image_stable.so"], "_C_stable.so"),  # 0.29+: torch's stable ABI (seen in make verify's venv)
-    (["image.so"], None),  # a layout this envcheck does not know: vision.ops imports the package instead
-])
-def test_ops_library_is_found_under_each_torchvision_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            files: list[str], found: str | None) -> None:
+@pytest.mark.parametrize(
+    "files, found",
+    [
+        (["_C.so"], "_C.so"),  # torchvision <= 0.28
+        (
+            ["_C_stable.so", "image_stable.so"],
+            "_C_stable.so",
+        ),  # 0.29+: torch's stable ABI (seen in make verify's venv)
+        (["image.so"], None),  # a layout this envcheck does not know: vision.ops imports the package instead
+    ],
+)
+def test_ops_library_is_found_under_each_torchvision_layout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: list[str], found: str | None
+) -> None:
     """Real file lookup (importlib's FileFinder, as torchvision.extension does it) in a torchvision folder laid
     out as each release ships it; the library files are empty stand-ins (only their names are read)."""
     import importlib

@@ -37,8 +37,17 @@ def test_exit_1_without_gpu_when_strict_and_json_on_stdout_alone() -> None:
 
 
 def test_json_and_junit_contain_every_check(tmp_path: Path) -> None:
-    done = run_cli("run", "--level", "full", "--allow-cpu", "--json", str(tmp_path / "r.json"),
-                   "--junit", str(tmp_path / "r.xml"), timeout=600)
+    done = run_cli(
+        "run",
+        "--level",
+        "full",
+        "--allow-cpu",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--junit",
+        str(tmp_path / "r.xml"),
+        timeout=600,
+    )
     names = set(registry())
     data = load_report((tmp_path / "r.json").read_text())
     assert {r["name"] for r in data["results"]} == names
@@ -55,22 +64,30 @@ def test_json_and_junit_contain_every_check(tmp_path: Path) -> None:
         assert status is not None and status.get("value") == r["status"]
     assert suite.get("timestamp") and suite.get("hostname")
     props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
-    assert props["envcheck.verdict"] == data["verdict"] and props["torch"] == data["facts"]["torch"]["version"]
+    assert (
+        props["envcheck.verdict"] == data["verdict"] and props["torch"] == data["facts"]["torch"]["version"]
+    )
     assert props["envcheck.warn"] == str(data["counts"]["warn"])
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["run", "--only", "nope.nothing"], "unknown check name(s): nope.nothing; valid names: cuda.available"),
-    (["run", "--skip", "cuda.availabl"], "unknown check name(s): cuda.availabl"),
-    (["run", "--timeout", "0"], "must be positive"),
-    (["run", "--timeout", "-3"], "must be positive"),
-    (["run", "--level", "deep"], "invalid choice: 'deep'"),
-    (["run", "--json", "/nonexistent-dir/r.json"], "folder /nonexistent-dir does not exist"),
-    (["run", "--junit", "/proc/version"], "cannot write /proc/version"),
-    (["run", "--expect-gpus", "two"], "is not a whole number"),
-    (["frobnicate"], "invalid choice: 'frobnicate'"),
-    (["facts", "--json", "/"], "is a directory"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (
+            ["run", "--only", "nope.nothing"],
+            "unknown check name(s): nope.nothing; valid names: cuda.available",
+        ),
+        (["run", "--skip", "cuda.availabl"], "unknown check name(s): cuda.availabl"),
+        (["run", "--timeout", "0"], "must be positive"),
+        (["run", "--timeout", "-3"], "must be positive"),
+        (["run", "--level", "deep"], "invalid choice: 'deep'"),
+        (["run", "--json", "/nonexistent-dir/r.json"], "folder /nonexistent-dir does not exist"),
+        (["run", "--junit", "/proc/version"], "cannot write /proc/version"),
+        (["run", "--expect-gpus", "two"], "is not a whole number"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["facts", "--json", "/"], "is a directory"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
     done = run_cli(*args)
     assert done.returncode == 2, done.stderr
@@ -88,8 +105,12 @@ def test_list_names_every_check() -> None:
 
 
 def test_facts_json_is_structured_and_says_why_values_are_absent() -> None:
-    done = run_cli("facts", "--json", "-", env={"PATH": "/usr/bin:/bin", "NVIDIA_API_TOKEN": "hunter2",
-                                              "NVIDIA_VISIBLE_DEVICES": "all"})
+    done = run_cli(
+        "facts",
+        "--json",
+        "-",
+        env={"PATH": "/usr/bin:/bin", "NVIDIA_API_TOKEN": "hunter2", "NVIDIA_VISIBLE_DEVICES": "all"},
+    )
     assert done.returncode == 0, done.stderr
     facts = json.loads(done.stdout)
     assert facts["env"]["NVIDIA_API_TOKEN"] == "<redacted>" and "hunter2" not in done.stdout
@@ -116,9 +137,15 @@ def test_ctrl_c_exits_130_without_traceback_and_leaves_nothing() -> None:
     from tests.helpers import ROOT, descendants, processes_with_marker, sigint_default
 
     marker = f"envcheck-ctrl-c-{uuid.uuid4().hex}"
-    proc = subprocess.Popen([sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--level", "full"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "ENVCHECK_TEST_MARKER": marker}, preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--level", "full"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env={**os.environ, "ENVCHECK_TEST_MARKER": marker},
+        preexec_fn=sigint_default,
+    )
     try:
         deadline = time.monotonic() + 60
         seen: set[int] = set()

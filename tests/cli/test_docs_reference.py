@@ -26,7 +26,9 @@ REFERENCE = ROOT / "docs" / "reference"
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_the_committed_page_is_what_the_code_generates(name: str) -> None:
     committed = (REFERENCE / name).read_text()
-    assert committed == PAGES[name](), f"docs/reference/{name} is stale: run `make docs-reference` and commit it"
+    assert committed == PAGES[name](), (
+        f"docs/reference/{name} is stale: run `make docs-reference` and commit it"
+    )
 
 
 def test_the_checks_page_names_every_check_with_its_level_needs_timeout_and_module() -> None:

@@ -29,15 +29,30 @@ def hostile_env() -> dict[str, str]:
 def test_broken_pipe_writes_every_report_then_exit_3(tmp_path: Path) -> None:
     env = {k.encode(): v.encode() for k, v in hostile_env().items()}
     env[b"NCCL_SOCKET_IFNAME"] = HOSTILE_IFNAME
-    cmd = [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--only", "net.ifname,cuda.available",
-           "--json", "r.json", "--junit", "r.xml", "--prometheus", "r.prom"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "envcheck",
+        "run",
+        "--allow-cpu",
+        "--only",
+        "net.ifname,cuda.available",
+        "--json",
+        "r.json",
+        "--junit",
+        "r.xml",
+        "--prometheus",
+        "r.prom",
+    ]
     # `envcheck ... | true`: the reader is gone before the first line is written, so the first write of the table
     # meets EPIPE every time. (A reader that takes one line and then closes, `| head -1`, raced the writer: the
     # whole table fits in the pipe buffer, and CI once saw it written before the reader closed, exit 1.)
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        done = subprocess.run(cmd, stdout=write_end, stderr=subprocess.PIPE, env=env, cwd=tmp_path, timeout=120)
+        done = subprocess.run(
+            cmd, stdout=write_end, stderr=subprocess.PIPE, env=env, cwd=tmp_path, timeout=120
+        )
     finally:
         os.close(write_end)
     err = done.stderr.decode()
@@ -56,8 +71,13 @@ def test_broken_pipe_writes_every_report_then_exit_3(tmp_path: Path) -> None:
 def test_the_terminal_table_shows_hostile_text_escaped(tmp_path: Path) -> None:
     env = {k.encode(): v.encode() for k, v in hostile_env().items()}
     env[b"NCCL_SOCKET_IFNAME"] = HOSTILE_IFNAME
-    done = subprocess.run([sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--only", "net.ifname"],
-                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--only", "net.ifname"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stderr  # the premise: the hostile value was read and judged
     text = done.stdout.decode()  # C0 and C1 controls, as characters (0x9b is also a UTF-8 continuation byte)
     assert not [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) < 0xA0]
@@ -68,9 +88,25 @@ def test_full_stdout_still_writes_the_report(tmp_path: Path) -> None:
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
     with open("/dev/full", "w") as full:
-        done = subprocess.run([sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--only", "net.ifname",
-                               "--json", str(tmp_path / "r.json")], stdout=full, stderr=subprocess.PIPE, text=True,
-                              env=hostile_env(), timeout=120, cwd=tmp_path)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "envcheck",
+                "run",
+                "--allow-cpu",
+                "--only",
+                "net.ifname",
+                "--json",
+                str(tmp_path / "r.json"),
+            ],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=hostile_env(),
+            timeout=120,
+            cwd=tmp_path,
+        )
     assert done.returncode == 3 and len(done.stderr.splitlines()) == 1 and "No space left" in done.stderr
     assert json.loads((tmp_path / "r.json").read_text())["results"][0]["name"] == "net.ifname"
 
@@ -87,14 +123,19 @@ def test_ascii_terminal_lists_checks_without_a_traceback() -> None:
     assert done.returncode == 0 and "Traceback" not in done.stderr and "cuda.available" in done.stdout
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (("--cpu-threads", "99999999999999999999"), "--cpu-threads"),
-    (("--only", ""), "--only"),
-    (("--baseline", "FIFO"), "not a regular file"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--cpu-threads", "99999999999999999999"), "--cpu-threads"),
+        (("--only", ""), "--only"),
+        (("--baseline", "FIFO"), "not a regular file"),
+    ],
+)
 def test_bench_inputs_follow_runs_rules(tmp_path: Path, args: tuple[str, ...], says: str) -> None:
     fifo = tmp_path / "FIFO"
     os.mkfifo(fifo)
     args = tuple(str(fifo) if a == "FIFO" else a for a in args)
-    done = run_cli("bench", "--allow-cpu", *args, timeout=30)  # a FIFO would block: the timeout proves it did not
+    done = run_cli(
+        "bench", "--allow-cpu", *args, timeout=30
+    )  # a FIFO would block: the timeout proves it did not
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and says in done.stderr, done.stderr

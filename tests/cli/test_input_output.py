@@ -25,34 +25,40 @@ def _one_line(done: subprocess.CompletedProcess[str], code: int = 2) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["run", "--timeout", "nan"], "not a finite number"),
-    (["run", "--timeout", "inf"], "not a finite number"),
-    (["run", "--min-busbw", "nan"], "not a finite number"),
-    (["run", "--min-busbw=-inf"], "not a finite number"),
-    (["run", "--memory-fraction", "nan"], "not a finite number"),
-    (["run", "--memory-fraction", "1.5"], "at most 1"),
-    (["run", "--memory-fraction", "0"], "above 0"),
-    (["run", "--cpu-ranks", "0"], "at least 2 ranks"),
-    (["run", "--cpu-ranks", "1000"], "at most 64; each rank is a process"),
-    (["run", "--expect-gpus", "\u0661"], "not a whole number"),
-    (["run", "--only", ""], "names no check"),
-    (["run", "--only", ","], "names no check"),
-    (["run", "--skip", " , "], "names no check"),
-    (["run", "--json", "-", "--junit", "-"], "--json and --junit both write to stdout"),
-    (["facts", "--timeout", "nan"], "not a finite number"),
-    (["bench", "--threshold", "nan"], "not a finite number"),
-    (["bench", "--timeout", "inf"], "not a finite number"),
-    (["bench", "--cpu-ranks", "1000"], "at most 64"),
-    (["bench", "--json", "/nonexistent-dir/b.json"], "folder /nonexistent-dir does not exist"),
-    (["bench", "--plots", "/etc/hostname/plots"], "/etc/hostname is not a folder"),
-    (["run", "--json", "/dev/null/x.json"], "Not a directory"),
-    (["image", "verify", "img:tag", "--timeout", "nan"], "not a finite number"),
-    (["matrix", "verify", "--timeout", "inf"], "not a finite number"),
-    (["image", "verify", "img:tag", "--json", "/nonexistent-dir/r.json"], "folder /nonexistent-dir does not exist"),
-    (["image", "verify", "img:tag", "--only", ""], "names no check"),
-    (["host", "--json", "/nonexistent-dir/h.json"], "folder /nonexistent-dir does not exist"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["run", "--timeout", "nan"], "not a finite number"),
+        (["run", "--timeout", "inf"], "not a finite number"),
+        (["run", "--min-busbw", "nan"], "not a finite number"),
+        (["run", "--min-busbw=-inf"], "not a finite number"),
+        (["run", "--memory-fraction", "nan"], "not a finite number"),
+        (["run", "--memory-fraction", "1.5"], "at most 1"),
+        (["run", "--memory-fraction", "0"], "above 0"),
+        (["run", "--cpu-ranks", "0"], "at least 2 ranks"),
+        (["run", "--cpu-ranks", "1000"], "at most 64; each rank is a process"),
+        (["run", "--expect-gpus", "\u0661"], "not a whole number"),
+        (["run", "--only", ""], "names no check"),
+        (["run", "--only", ","], "names no check"),
+        (["run", "--skip", " , "], "names no check"),
+        (["run", "--json", "-", "--junit", "-"], "--json and --junit both write to stdout"),
+        (["facts", "--timeout", "nan"], "not a finite number"),
+        (["bench", "--threshold", "nan"], "not a finite number"),
+        (["bench", "--timeout", "inf"], "not a finite number"),
+        (["bench", "--cpu-ranks", "1000"], "at most 64"),
+        (["bench", "--json", "/nonexistent-dir/b.json"], "folder /nonexistent-dir does not exist"),
+        (["bench", "--plots", "/etc/hostname/plots"], "/etc/hostname is not a folder"),
+        (["run", "--json", "/dev/null/x.json"], "Not a directory"),
+        (["image", "verify", "img:tag", "--timeout", "nan"], "not a finite number"),
+        (["matrix", "verify", "--timeout", "inf"], "not a finite number"),
+        (
+            ["image", "verify", "img:tag", "--json", "/nonexistent-dir/r.json"],
+            "folder /nonexistent-dir does not exist",
+        ),
+        (["image", "verify", "img:tag", "--only", ""], "names no check"),
+        (["host", "--json", "/nonexistent-dir/h.json"], "folder /nonexistent-dir does not exist"),
+    ],
+)
 def test_bad_numbers_names_and_consumers_are_one_line_exit_2(args: list[str], needle: str) -> None:
     done = run_cli(*args)
     assert needle in _one_line(done), done.stderr
@@ -60,8 +66,13 @@ def test_bad_numbers_names_and_consumers_are_one_line_exit_2(args: list[str], ne
 
 
 def test_torchrun_entry_refuses_non_finite_numbers() -> None:
-    done = subprocess.run([sys.executable, "-m", "envcheck.distributed", "--min-busbw", "nan"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck.distributed", "--min-busbw", "nan"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "not a finite number" in _one_line(done)
 
 
@@ -100,7 +111,9 @@ def test_junit_on_stdout_keeps_stdout_pure() -> None:
     assert "container.shm" in done.stderr
 
 
-def test_write_is_atomic_and_a_failure_leaves_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_is_atomic_and_a_failure_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "r.json"
     target.write_text("old report")
     real_fdopen = os.fdopen
@@ -139,15 +152,18 @@ def call():
     return 0
 sys.exit(guard(call))
 """
-    done = subprocess.run([sys.executable, "-c", code, str(target)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(target)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert f"cannot write {target}" in _one_line(done, 3)
     assert done.stdout == "TABLE\n"
 
 
 def _shell(command: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def test_json_to_a_full_stdout_is_one_line() -> None:
@@ -164,8 +180,10 @@ def test_json_to_a_closed_stdout_is_one_line() -> None:
 
 def test_json_to_a_reader_that_exits_is_one_line() -> None:
     # `true` exits at once, long before the checks finish: the report meets a pipe without a reader (EPIPE).
-    done = _shell(f"{sys.executable} -m envcheck run --only {CPU_SAFE} --allow-cpu --json - 2>err | true; "
-                  "echo ${PIPESTATUS[0]}; cat err; rm -f err")
+    done = _shell(
+        f"{sys.executable} -m envcheck run --only {CPU_SAFE} --allow-cpu --json - 2>err | true; "
+        "echo ${PIPESTATUS[0]}; cat err; rm -f err"
+    )
     assert "Traceback" not in done.stdout and "Exception ignored" not in done.stdout, done.stdout
     first, *rest = done.stdout.splitlines()
     assert first == "3", done.stdout
@@ -186,8 +204,9 @@ def test_write_output_broken_pipe_is_a_write_error(monkeypatch: pytest.MonkeyPat
         output.write_output("-", "{}")
 
 
-def test_facts_that_collected_nothing_exit_non_zero(monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_facts_that_collected_nothing_exit_non_zero(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from envcheck.app import commands
     from envcheck.core.errors import FatalError
 
@@ -212,15 +231,31 @@ def test_facts_that_collected_nothing_exit_non_zero(monkeypatch: pytest.MonkeyPa
     assert json.loads(capsys.readouterr().out)["error"]  # the record is still written
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--json", "/nonexistent-dir/x.json"], "folder /nonexistent-dir does not exist"),
-    (["--json", "-", "--junit", "-"], "--json and --junit both write to stdout"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--json", "/nonexistent-dir/x.json"], "folder /nonexistent-dir does not exist"),
+        (["--json", "-", "--junit", "-"], "--json and --junit both write to stdout"),
+    ],
+)
 def test_torchrun_entry_rank_0_judges_its_report_paths_before_any_work(args: list[str], needle: str) -> None:
     """Rank 0 (the writer) refuses a report path it could not write before any collective starts; the other
     ranks never judge them (another node need not have the folder)."""
-    env = {**os.environ, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": "29599", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "envcheck.distributed", "--allow-cpu", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, env=env)
+    env = {
+        **os.environ,
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29599",
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck.distributed", "--allow-cpu", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert done.returncode == 2 and needle in _one_line(done), done.stderr

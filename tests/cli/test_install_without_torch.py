@@ -11,19 +11,27 @@ import pytest
 from tests.helpers import ROOT, load_report
 
 # What pip says when it cannot reach an index (offline GPU machines); anything else is a real failure.
-NO_INDEX = ("Could not find a version that satisfies the requirement", "No matching distribution found",
-            "Failed to establish a new connection", "Temporary failure in name resolution", "Network is unreachable")
+NO_INDEX = (
+    "Could not find a version that satisfies the requirement",
+    "No matching distribution found",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+)
 
 
 @pytest.fixture(scope="module")
 def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("bare") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    done = subprocess.run([str(venv / "bin/pip"), "install", "-q", str(ROOT)], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [str(venv / "bin/pip"), "install", "-q", str(ROOT)], capture_output=True, text=True, timeout=600
+    )
     if done.returncode != 0 and any(m in done.stderr for m in NO_INDEX):
         said = next(line.strip() for line in done.stderr.splitlines() if any(m in line for m in NO_INDEX))
-        pytest.skip(f"no package index reachable: pip cannot fetch the build backend into the isolated build: {said}")
+        pytest.skip(
+            f"no package index reachable: pip cannot fetch the build backend into the isolated build: {said}"
+        )
     assert done.returncode == 0, done.stderr
     return venv
 
@@ -31,15 +39,27 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_installs_and_runs_without_torch(bare_venv: Path, tmp_path: Path) -> None:
     python = str(bare_venv / "bin/python")
-    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('torch'))"],
-                           capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [python, "-c", "import importlib.util as u; print(u.find_spec('torch'))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert probe.stdout.strip() == "None"
-    listing = subprocess.run([str(bare_venv / "bin/envcheck"), "list"], capture_output=True, text=True,
-                             timeout=60, cwd=tmp_path)
+    listing = subprocess.run(
+        [str(bare_venv / "bin/envcheck"), "list"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert listing.returncode == 0 and "cuda.available" in listing.stdout
-    done = subprocess.run([python, "-m", "envcheck", "run", "--allow-cpu", "--json", "-"], capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
-    results = {r["name"]: r for r in load_report(done.stdout)["results"]}  # validated here: no jsonschema there
+    done = subprocess.run(
+        [python, "-m", "envcheck", "run", "--allow-cpu", "--json", "-"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    results = {
+        r["name"]: r for r in load_report(done.stdout)["results"]
+    }  # validated here: no jsonschema there
     assert "torch is not installed" in results["cuda.available"]["summary"]
     assert results["container.shm"]["status"] == "pass"
     # gpu.health needs no torch, only NVML's bindings, which a bare venv lacks too: it says that instead.

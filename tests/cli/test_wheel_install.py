@@ -30,29 +30,66 @@ def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVCHECK_MATRIX")}
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"),
-                            str(src)], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
     if built.returncode != 0 and any(m in built.stderr for m in NO_INDEX):
         pytest.skip("no package index reachable for the isolated build backend")
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("torch_envcheck-*.whl")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    done = subprocess.run([str(venv / "bin/pip"), "install", "-q", str(wheel)], capture_output=True, text=True,
-                          timeout=600, env=env)
+    done = subprocess.run(
+        [str(venv / "bin/pip"), "install", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     if done.returncode != 0 and any(m in done.stderr for m in NO_INDEX):
         pytest.skip("no package index reachable for rich/packaging")
     assert done.returncode == 0, done.stderr
-    where = subprocess.run([str(venv / "bin/python"), "-c", "import envcheck, sys; print(envcheck.__file__)"],
-                           capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
-    assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # the wheel's copy, not the checkout
-    version = subprocess.run([str(venv / "bin/envcheck"), "--version"], capture_output=True, text=True,
-                             timeout=60, env=env, cwd=tmp_path)
+    where = subprocess.run(
+        [str(venv / "bin/python"), "-c", "import envcheck, sys; print(envcheck.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert where.stdout.startswith(str(venv)), (
+        where.stdout + where.stderr
+    )  # the wheel's copy, not the checkout
+    version = subprocess.run(
+        [str(venv / "bin/envcheck"), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
     assert version.returncode == 0 and version.stdout.startswith("envcheck "), version.stderr
-    host = subprocess.run([str(venv / "bin/envcheck"), "host"], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=tmp_path)
+    host = subprocess.run(
+        [str(venv / "bin/envcheck"), "host"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert host.returncode == 0, host.stderr
     assert "Docker GPU setup:" in host.stdout and "no matrix at" in host.stdout  # no clone here: says so
-    rows = subprocess.run([str(venv / "bin/envcheck"), "host", "--matrix", str(ROOT / "docker/matrix.toml")],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    rows = subprocess.run(
+        [str(venv / "bin/envcheck"), "host", "--matrix", str(ROOT / "docker/matrix.toml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert rows.returncode == 0 and "2.14-cu130" in rows.stdout, rows.stderr

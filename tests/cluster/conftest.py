@@ -59,13 +59,29 @@ def slurm_cluster() -> Iterator[Cluster]:
         cluster.set_prolog("exit 0", kind="epilog")
         log = (d / "log" / "daemons.out").open("ab")
         m = d / "munge"
-        cluster.procs.append(subprocess.Popen(
-            ["munged", "-F", "--force", f"--key-file={key}", f"--socket={m}/socket", f"--pid-file={m}/pid",
-             f"--log-file={m}/log", f"--seed-file={m}/seed"], stdout=log, stderr=log, env=env))
+        cluster.procs.append(
+            subprocess.Popen(
+                [
+                    "munged",
+                    "-F",
+                    "--force",
+                    f"--key-file={key}",
+                    f"--socket={m}/socket",
+                    f"--pid-file={m}/pid",
+                    f"--log-file={m}/log",
+                    f"--seed-file={m}/seed",
+                ],
+                stdout=log,
+                stderr=log,
+                env=env,
+            )
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         while not (m / "socket").exists():
             if cluster.procs[0].poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"munged did not start: {(m / 'log').read_text() if (m / 'log').exists() else ''}")
+                pytest.fail(
+                    f"munged did not start: {(m / 'log').read_text() if (m / 'log').exists() else ''}"
+                )
             time.sleep(0.05)
         for cmd in (["slurmctld", "-D", "-i"], ["slurmd", "-D"]):
             cluster.procs.append(subprocess.Popen(cmd, stdout=log, stderr=log, env=env))

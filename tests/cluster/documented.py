@@ -24,7 +24,9 @@ IMAGE_RE = re.compile(r"ghcr\.io/OWNER/envcheck-pytorch:[\w.-]+")
 def fill(text: str, placeholders: dict[str, str]) -> str:
     """`text` with each placeholder replaced; a placeholder that is not there is a doc change the test must see."""
     for old, new in placeholders.items():
-        assert old in text, f"placeholder {old!r} is gone from the documented command; update the test with the doc"
+        assert old in text, (
+            f"placeholder {old!r} is gone from the documented command; update the test with the doc"
+        )
         text = text.replace(old, new)
     return text
 
@@ -32,8 +34,10 @@ def fill(text: str, placeholders: dict[str, str]) -> str:
 def launcher(folder: Path) -> Path:
     """What an admin installs at /opt/envcheck/bin/envcheck: this checkout's envcheck, run by the test's Python."""
     path = folder / "envcheck"
-    path.write_text(f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(ROOT))} exec {shlex.quote(sys.executable)} "
-                    '-m envcheck "$@"\n')
+    path.write_text(
+        f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(ROOT))} exec {shlex.quote(sys.executable)} "
+        '-m envcheck "$@"\n'
+    )
     path.chmod(0o755)
     return path
 
@@ -41,7 +45,9 @@ def launcher(folder: Path) -> Path:
 def node_script(name: str, folder: Path, textfile_dir: Path, typo: tuple[str, str] | None = None) -> Path:
     """docs/cluster/<name> with envcheck's path and the textfile folder filled in (and, for a usage-error case,
     one flag mistyped), written executable into `folder`."""
-    text = fill((CLUSTER / name).read_text(), {INSTALL: str(launcher(folder)), TEXTFILE_DIR: str(textfile_dir)})
+    text = fill(
+        (CLUSTER / name).read_text(), {INSTALL: str(launcher(folder)), TEXTFILE_DIR: str(textfile_dir)}
+    )
     if typo is not None:
         text = fill(text, {typo[0]: typo[1]})
     path = folder / name
@@ -95,20 +101,34 @@ for bus in {buses}; do
 done
 exec "$@"
 """
-BUSES = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0", "0000:ab:00.0",
-         "0000:b3:00.0", "0000:db:00.0"]  # the stand-in libcuda's cuDeviceGetPCIBusId answers
+BUSES = [
+    "0000:18:00.0",
+    "0000:2a:00.0",
+    "0000:3a:00.0",
+    "0000:5d:00.0",
+    "0000:9a:00.0",
+    "0000:ab:00.0",
+    "0000:b3:00.0",
+    "0000:db:00.0",
+]  # the stand-in libcuda's cuDeviceGetPCIBusId answers
 
 
 def staged_node(folder: Path, libdir: Path, gpus: int = 8, **stub: str) -> str:
     """Shell words that run a command on the staged node: `<these> /path/to/script`."""
     import shutil
 
-    tools = {name: shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin") for name in ("mount", "mknod", "ln",
-                                                                                         "mkdir", "unshare", "env")}
+    tools = {
+        name: shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
+        for name in ("mount", "mknod", "ln", "mkdir", "unshare", "env")
+    }
     missing = [n for n, p in tools.items() if p is None]
     assert not missing, f"util-linux/coreutils missing: {missing}"
     script = folder / "stage-node.sh"
     script.write_text(STAGE.format(buses=" ".join(BUSES[:gpus]), **tools))
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in {"LD_LIBRARY_PATH": str(libdir), "STUB_COUNT": str(gpus),
-                                                        **stub}.items())
-    return f"{tools['env']} {env} {tools['unshare']} -m --propagation private /bin/sh {shlex.quote(str(script))}"
+    env = " ".join(
+        f"{k}={shlex.quote(v)}"
+        for k, v in {"LD_LIBRARY_PATH": str(libdir), "STUB_COUNT": str(gpus), **stub}.items()
+    )
+    return (
+        f"{tools['env']} {env} {tools['unshare']} -m --propagation private /bin/sh {shlex.quote(str(script))}"
+    )

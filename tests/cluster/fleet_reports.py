@@ -21,8 +21,13 @@ from envcheck.perf.relative import judge
 from envcheck.report.json_report import to_json_dict
 
 GPU_NAME = "NVIDIA H100 80GB HBM3"
-NORMAL = {"matmul.bfloat16": (790.0, "TFLOP/s"), "matmul.tf32": (400.0, "TFLOP/s"), "hbm": (3000.0, "GB/s"),
-          "h2d": (53.0, "GB/s"), "d2h": (55.0, "GB/s")}
+NORMAL = {
+    "matmul.bfloat16": (790.0, "TFLOP/s"),
+    "matmul.tf32": (400.0, "TFLOP/s"),
+    "hbm": (3000.0, "GB/s"),
+    "h2d": (53.0, "GB/s"),
+    "d2h": (55.0, "GB/s"),
+}
 PEER_GBPS = 380.0
 BUSBW_GBPS = 480.0
 
@@ -53,21 +58,39 @@ def node_figures(name: str, rng: random.Random, faults: Faults, gpus: int = 8) -
     for i in range(gpus):
         for j in range(i + 1, gpus):
             f = faults.gpu.get((name, str(i), "peer"), 1.0) * faults.gpu.get((name, str(j), "peer"), 1.0)
-            out.append(_fig("peer", "pair", f"{i}-{j}", f"GPU {i} -> GPU {j}",
-                            PEER_GBPS * node_factor * rng.gauss(1.0, 0.008) * f, "GB/s"))
+            out.append(
+                _fig(
+                    "peer",
+                    "pair",
+                    f"{i}-{j}",
+                    f"GPU {i} -> GPU {j}",
+                    PEER_GBPS * node_factor * rng.gauss(1.0, 0.008) * f,
+                    "GB/s",
+                )
+            )
     return out
 
 
 def node_report(name: str, rng: random.Random, faults: Faults, gpus: int = 8) -> dict[str, Any]:
     """One node's run report (perf.relative and dist.busbw), as `envcheck run --level full --json` writes it."""
-    relative = judge(node_figures(name, rng, faults, gpus),
-                     extra={"host": name, "gpu_names": [GPU_NAME] * gpus}).named("perf.relative", 31.2)
+    relative = judge(
+        node_figures(name, rng, faults, gpus), extra={"host": name, "gpu_names": [GPU_NAME] * gpus}
+    ).named("perf.relative", 31.2)
     peak = round(BUSBW_GBPS * rng.gauss(1.0, 0.01) * faults.busbw.get(name, 1.0), 3)
-    busbw = passed(f"all_reduce busbw peak {peak} GB/s", measured={
-        "backend": "nccl", "world_size": gpus, "peak_busbw_gbps": peak, "peak_at_bytes": 1 << 30, "rows": []},
-        ).named("dist.busbw", 9.8)
-    facts = {"gpu": {"source": "nvml", "gpus": [{"index": i, "name": GPU_NAME} for i in range(gpus)]},
-             "platform": {"cpu_count": 192}}
+    busbw = passed(
+        f"all_reduce busbw peak {peak} GB/s",
+        measured={
+            "backend": "nccl",
+            "world_size": gpus,
+            "peak_busbw_gbps": peak,
+            "peak_at_bytes": 1 << 30,
+            "rows": [],
+        },
+    ).named("dist.busbw", 9.8)
+    facts = {
+        "gpu": {"source": "nvml", "gpus": [{"index": i, "name": GPU_NAME} for i in range(gpus)]},
+        "platform": {"cpu_count": 192},
+    }
     return to_json_dict(RunReport([relative, busbw], facts, Context(level=Level.FULL)))
 
 

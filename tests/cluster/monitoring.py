@@ -55,10 +55,18 @@ def written_metric_names() -> set[str]:
     from envcheck.cluster.prometheus import render, render_usage_error
     from envcheck.core.result import FaultClass, Result, Status
 
-    results = [Result(Status.FAIL, "x", name="dist.busbw", fault_class=FaultClass.NODE, code="dist.slow",
-                      measured={"peak_busbw_gbps": 1.0, "matmul_tflops": 2.0}),
-               Result(Status.PASS, "x", name="cuda.devices", measured={"gpus": 8}),
-               Result(Status.ERROR, "x", name="gpu.health", reason="timed out")]
+    results = [
+        Result(
+            Status.FAIL,
+            "x",
+            name="dist.busbw",
+            fault_class=FaultClass.NODE,
+            code="dist.slow",
+            measured={"peak_busbw_gbps": 1.0, "matmul_tflops": 2.0},
+        ),
+        Result(Status.PASS, "x", name="cuda.devices", measured={"gpus": 8}),
+        Result(Status.ERROR, "x", name="gpu.health", reason="timed out"),
+    ]
     texts = [render(results, {}, mode="npd", exit_code=1).decode(), render_usage_error("npd", 2).decode()]
     return {fam.name for text in texts for fam in text_string_to_metric_families(text)}
 
@@ -103,7 +111,9 @@ class Stack:
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         """An instant query's result vector (raises on a PromQL error: the API says status error)."""
-        url = f"http://127.0.0.1:{self.prometheus_port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        url = f"http://127.0.0.1:{self.prometheus_port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": promql}
+        )
         answer = http_json(url)
         assert answer["status"] == "success", answer
         return list(answer["data"]["result"])
@@ -147,8 +157,9 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 @contextlib.contextmanager
-def stack(folder: Path, textfile_dirs: dict[str, Path], rules: Path = MONITORING / "envcheck-alerts.yaml"
-          ) -> Iterator[Stack]:
+def stack(
+    folder: Path, textfile_dirs: dict[str, Path], rules: Path = MONITORING / "envcheck-alerts.yaml"
+) -> Iterator[Stack]:
     """Start one node_exporter per textfile folder (a node each) and a Prometheus scraping them every second and
     evaluating `rules` every second; everything is stopped and nothing of it stays running when the block ends."""
     exporter, prometheus = require(*NODE_EXPORTER), require("prometheus")
@@ -157,24 +168,52 @@ def stack(folder: Path, textfile_dirs: dict[str, Path], rules: Path = MONITORING
         for name, textfile in textfile_dirs.items():
             port = free_port()
             s.exporters[name] = port
-            s.procs.append(_start([exporter, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
-                                   "--collector.textfile", f"--collector.textfile.directory={textfile}"],
-                                  folder / f"node_exporter-{name}.log"))
+            s.procs.append(
+                _start(
+                    [
+                        exporter,
+                        f"--web.listen-address=127.0.0.1:{port}",
+                        "--collector.disable-defaults",
+                        "--collector.textfile",
+                        f"--collector.textfile.directory={textfile}",
+                    ],
+                    folder / f"node_exporter-{name}.log",
+                )
+            )
         for name, port in s.exporters.items():
-            wait_for(lambda p=port: b"node_textfile_scrape_error" in urllib.request.urlopen(
-                f"http://127.0.0.1:{p}/metrics", timeout=2).read(), 30, f"node_exporter {name}",
-                folder / f"node_exporter-{name}.log")
+            wait_for(
+                lambda p=port: (
+                    b"node_textfile_scrape_error"
+                    in urllib.request.urlopen(f"http://127.0.0.1:{p}/metrics", timeout=2).read()
+                ),
+                30,
+                f"node_exporter {name}",
+                folder / f"node_exporter-{name}.log",
+            )
         s.prometheus_port = free_port()
         targets = json.dumps([f"127.0.0.1:{p}" for p in s.exporters.values()])
         (folder / "prometheus.yml").write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
             f"rule_files:\n  - {rules}\n"
-            f"scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: {targets}\n")
-        s.procs.append(_start([prometheus, f"--config.file={folder / 'prometheus.yml'}",
-                               f"--storage.tsdb.path={folder / 'tsdb'}",
-                               f"--web.listen-address=127.0.0.1:{s.prometheus_port}"], folder / "prometheus.log"))
-        wait_for(lambda: http_json(f"http://127.0.0.1:{s.prometheus_port}/api/v1/status/config"),
-                 60, "prometheus", folder / "prometheus.log")
+            f"scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: {targets}\n"
+        )
+        s.procs.append(
+            _start(
+                [
+                    prometheus,
+                    f"--config.file={folder / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={folder / 'tsdb'}",
+                    f"--web.listen-address=127.0.0.1:{s.prometheus_port}",
+                ],
+                folder / "prometheus.log",
+            )
+        )
+        wait_for(
+            lambda: http_json(f"http://127.0.0.1:{s.prometheus_port}/api/v1/status/config"),
+            60,
+            "prometheus",
+            folder / "prometheus.log",
+        )
         yield s
     finally:
         stop(s.procs)

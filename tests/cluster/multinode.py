@@ -100,8 +100,10 @@ class MultiCluster:
     def set_prolog(self, body: str) -> None:
         """Replace the Prolog script every node runs (atomically: a slurmd may be reading it)."""
         tmp = self.dir / "prolog.sh.tmp"
-        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/prolog-$SLURMD_NODENAME.log 2>&1\n"
-                       f"export ENVCHECK_TEST_DIR={self.dir}\n{body}\n")  # the prologs' state files stay here
+        tmp.write_text(
+            f"#!/bin/sh\nexec >>{self.dir}/prolog-$SLURMD_NODENAME.log 2>&1\n"
+            f"export ENVCHECK_TEST_DIR={self.dir}\n{body}\n"
+        )  # the prologs' state files stay here
         tmp.chmod(0o755)
         tmp.replace(self.dir / "prolog.sh")
 
@@ -109,14 +111,27 @@ class MultiCluster:
         """`cmd` as a Slurm client inside the controller's network namespace."""
         return ["nsenter", f"--net=/run/netns/{self.ctl_ns}", *cmd]
 
-    def run(self, *cmd: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.client(*cmd), env={**self.env, **(env or {})}, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+    def run(
+        self, *cmd: str, timeout: float = 60, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.client(*cmd),
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def in_node(self, node: str, *cmd: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
         """Run `cmd` in node's network namespace (tc, ip link...), failing loudly."""
-        return subprocess.run(["nsenter", f"--net=/run/netns/{self.node_ns(node)}", *cmd], capture_output=True,
-                              text=True, timeout=timeout, check=True)
+        return subprocess.run(
+            ["nsenter", f"--net=/run/netns/{self.node_ns(node)}", *cmd],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
 
     def states(self) -> dict[str, str]:
         out = self.run("sinfo", "-h", "-N", "-o", "%N %T").stdout.split("\n")
@@ -130,7 +145,9 @@ class MultiCluster:
         deadline = time.monotonic() + timeout
         while {n: (got := self.states()).get(n) for n in want} != want:
             if time.monotonic() > deadline:
-                raise AssertionError(f"nodes are {got}, not {want}, after {timeout:g}s; logs in {self.dir}/log")
+                raise AssertionError(
+                    f"nodes are {got}, not {want}, after {timeout:g}s; logs in {self.dir}/log"
+                )
             time.sleep(0.2)
 
     def resume_all(self) -> None:
@@ -144,8 +161,10 @@ class MultiCluster:
 def config(c: MultiCluster) -> str:
     """slurm.conf: the single-node settings, a controller at 10.77.0.1, and one NodeName per namespace."""
     d = c.dir
-    nodes = "\n".join(f"NodeName={n} NodeAddr={node_addr(i)} CPUs=2 RealMemory=1000 State=UNKNOWN"
-                      for i, n in enumerate(c.nodes, 1))
+    nodes = "\n".join(
+        f"NodeName={n} NodeAddr={node_addr(i)} CPUs=2 RealMemory=1000 State=UNKNOWN"
+        for i, n in enumerate(c.nodes, 1)
+    )
     return f"""ClusterName=envcheck
 SlurmctldHost=ctl({CTL_ADDR})
 {common_lines(d, "%n")}{nodes}
@@ -155,12 +174,33 @@ PartitionName=debug Nodes={",".join(c.nodes)} Default=YES MaxTime=INFINITE State
 
 def _daemon(c: MultiCluster, ns: str, hostname: str, hosts: Path, cmd: list[str], log: int) -> None:
     """Start `cmd` in namespace `ns` with its own hostname, /etc/hosts and resolv.conf, in its own session."""
-    wrap = ("hostname \"$H\" && mount --bind \"$HOSTS\" /etc/hosts && mount --bind \"$RESOLV\" /etc/resolv.conf "
-            "&& exec \"$@\"")
+    wrap = (
+        'hostname "$H" && mount --bind "$HOSTS" /etc/hosts && mount --bind "$RESOLV" /etc/resolv.conf '
+        '&& exec "$@"'
+    )
     env = {**c.env, "H": hostname, "HOSTS": str(hosts), "RESOLV": str(c.dir / "etc" / "resolv.conf")}
-    c.procs.append(subprocess.Popen(
-        ["nsenter", f"--net=/run/netns/{ns}", "unshare", "--uts", "--mount", "--propagation", "private",
-         "sh", "-c", wrap, "sh", *cmd], env=env, stdout=log, stderr=log, start_new_session=True))
+    c.procs.append(
+        subprocess.Popen(
+            [
+                "nsenter",
+                f"--net=/run/netns/{ns}",
+                "unshare",
+                "--uts",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                wrap,
+                "sh",
+                *cmd,
+            ],
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    )
 
 
 def _network(c: MultiCluster) -> None:
@@ -185,8 +225,12 @@ def _network(c: MultiCluster) -> None:
 def start(d: Path, size: int, env: dict[str, str]) -> MultiCluster:
     """Bring up `size` nodes in folder `d`; the caller must call `stop` (also when this raises)."""
     began = time.monotonic()
-    c = MultiCluster(d, tag=f"ec{os.getpid() % 100000}{secrets.token_hex(2)}", size=size,
-                     env={**env, "SLURM_CONF": str(d / "slurm.conf")})
+    c = MultiCluster(
+        d,
+        tag=f"ec{os.getpid() % 100000}{secrets.token_hex(2)}",
+        size=size,
+        env={**env, "SLURM_CONF": str(d / "slurm.conf")},
+    )
     for sub in ("state", "spool", "log", "munge", "etc"):
         (d / sub).mkdir(mode=0o700)
     (d / "etc" / "resolv.conf").write_text("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
@@ -201,9 +245,23 @@ def start(d: Path, size: int, env: dict[str, str]) -> MultiCluster:
     log = os.open(d / "log" / "daemons.out", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         m = d / "munge"
-        c.procs.append(subprocess.Popen(
-            ["munged", "-F", "--force", f"--key-file={key}", f"--socket={m}/socket", f"--pid-file={m}/pid",
-             f"--log-file={m}/log", f"--seed-file={m}/seed"], stdout=log, stderr=log, start_new_session=True))
+        c.procs.append(
+            subprocess.Popen(
+                [
+                    "munged",
+                    "-F",
+                    "--force",
+                    f"--key-file={key}",
+                    f"--socket={m}/socket",
+                    f"--pid-file={m}/pid",
+                    f"--log-file={m}/log",
+                    f"--seed-file={m}/seed",
+                ],
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         while not (m / "socket").exists():
             if c.procs[0].poll() is not None or time.monotonic() > deadline:
@@ -231,7 +289,9 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
 
 def leftovers(c: MultiCluster) -> list[str]:
     """What of this cluster still exists: namespaces, processes in them, daemons, the folder."""
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10, check=True).stdout
+    out = subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True, timeout=10, check=True
+    ).stdout
     left = [f"netns {line.split()[0]}" for line in out.splitlines() if line.split()[0] in c.namespaces()]
     left += [f"pid {pid} in our namespaces" for pid in pids_in_netns(c.inodes)]
     left += [f"daemon pid {p.pid}" for p in c.procs if p.poll() is None]

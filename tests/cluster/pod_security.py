@@ -12,15 +12,44 @@ from typing import Any
 
 Spec = dict[str, Any]
 # Baseline "Capabilities": adding any other is forbidden; Restricted narrows it to NET_BIND_SERVICE.
-BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
-                 "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
-SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
-                "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-                "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
-                "net.ipv4.tcp_keepalive_probes"}
+BASELINE_CAPS = {
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+}
+SAFE_SYSCTLS = {
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+}
 SELINUX_TYPES = {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
-RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
-                      "projected", "secret"}
+RESTRICTED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
 VOLUME_META = {"name"}
 
 
@@ -47,7 +76,9 @@ def _ctx(c: dict[str, Any]) -> dict[str, Any]:
 def host_process(spec: Spec) -> list[str]:
     pod = (spec.get("securityContext") or {}).get("windowsOptions") or {}
     found = ["pod"] if pod.get("hostProcess") else []
-    return found + [p for p, c in containers(spec) if (_ctx(c).get("windowsOptions") or {}).get("hostProcess")]
+    return found + [
+        p for p, c in containers(spec) if (_ctx(c).get("windowsOptions") or {}).get("hostProcess")
+    ]
 
 
 def host_namespaces(spec: Spec) -> list[str]:
@@ -59,8 +90,12 @@ def privileged(spec: Spec) -> list[str]:
 
 
 def baseline_capabilities(spec: Spec) -> list[str]:
-    return [f"{p} adds {cap}" for p, c in containers(spec)
-            for cap in (_ctx(c).get("capabilities") or {}).get("add") or [] if cap not in BASELINE_CAPS]
+    return [
+        f"{p} adds {cap}"
+        for p, c in containers(spec)
+        for cap in (_ctx(c).get("capabilities") or {}).get("add") or []
+        if cap not in BASELINE_CAPS
+    ]
 
 
 def host_path_volumes(spec: Spec) -> list[str]:
@@ -68,8 +103,12 @@ def host_path_volumes(spec: Spec) -> list[str]:
 
 
 def host_ports(spec: Spec) -> list[str]:
-    return [f"{p} hostPort {port['hostPort']}" for p, c in containers(spec) for port in c.get("ports") or []
-            if port.get("hostPort")]
+    return [
+        f"{p} hostPort {port['hostPort']}"
+        for p, c in containers(spec)
+        for port in c.get("ports") or []
+        if port.get("hostPort")
+    ]
 
 
 def _profiles(spec: Spec, key: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -82,16 +121,27 @@ def _profiles(spec: Spec, key: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def apparmor(spec: Spec) -> list[str]:
-    bad = [f"{p} {prof.get('type')}" for p, prof in _profiles(spec, "appArmorProfile")
-           if prof.get("type") not in ("RuntimeDefault", "Localhost")]
-    notes = ((spec.get("metadata") or {}).get("annotations") or {})
-    return bad + [k for k, v in notes.items() if k.startswith("container.apparmor.security.beta.kubernetes.io/")
-                  and v != "runtime/default" and not v.startswith("localhost/")]
+    bad = [
+        f"{p} {prof.get('type')}"
+        for p, prof in _profiles(spec, "appArmorProfile")
+        if prof.get("type") not in ("RuntimeDefault", "Localhost")
+    ]
+    notes = (spec.get("metadata") or {}).get("annotations") or {}
+    return bad + [
+        k
+        for k, v in notes.items()
+        if k.startswith("container.apparmor.security.beta.kubernetes.io/")
+        and v != "runtime/default"
+        and not v.startswith("localhost/")
+    ]
 
 
 def selinux(spec: Spec) -> list[str]:
-    return [f"{p} {opts}" for p, opts in _profiles(spec, "seLinuxOptions")
-            if (opts.get("type") or "") not in SELINUX_TYPES or opts.get("user") or opts.get("role")]
+    return [
+        f"{p} {opts}"
+        for p, opts in _profiles(spec, "seLinuxOptions")
+        if (opts.get("type") or "") not in SELINUX_TYPES or opts.get("user") or opts.get("role")
+    ]
 
 
 def proc_mount(spec: Spec) -> list[str]:
@@ -103,13 +153,20 @@ def baseline_seccomp(spec: Spec) -> list[str]:
 
 
 def sysctls(spec: Spec) -> list[str]:
-    return [s["name"] for s in (spec.get("securityContext") or {}).get("sysctls") or []
-            if s["name"] not in SAFE_SYSCTLS]
+    return [
+        s["name"]
+        for s in (spec.get("securityContext") or {}).get("sysctls") or []
+        if s["name"] not in SAFE_SYSCTLS
+    ]
 
 
 def volume_types(spec: Spec) -> list[str]:
-    return [f"{v['name']}: {kind}" for v in spec.get("volumes") or [] for kind in set(v) - VOLUME_META
-            if kind not in RESTRICTED_VOLUMES]
+    return [
+        f"{v['name']}: {kind}"
+        for v in spec.get("volumes") or []
+        for kind in set(v) - VOLUME_META
+        if kind not in RESTRICTED_VOLUMES
+    ]
 
 
 def privilege_escalation(spec: Spec) -> list[str]:
@@ -130,8 +187,11 @@ def non_root_user(spec: Spec) -> list[str]:
 def restricted_seccomp(spec: Spec) -> list[str]:
     """RuntimeDefault or Localhost on the pod, or on every container (a container's own one wins)."""
     pod = ((spec.get("securityContext") or {}).get("seccompProfile") or {}).get("type")
-    return [p for p, c in containers(spec)
-            if ((_ctx(c).get("seccompProfile") or {}).get("type") or pod) not in ("RuntimeDefault", "Localhost")]
+    return [
+        p
+        for p, c in containers(spec)
+        if ((_ctx(c).get("seccompProfile") or {}).get("type") or pod) not in ("RuntimeDefault", "Localhost")
+    ]
 
 
 def restricted_capabilities(spec: Spec) -> list[str]:
@@ -145,15 +205,25 @@ def restricted_capabilities(spec: Spec) -> list[str]:
 
 
 BASELINE: dict[str, Callable[[Spec], list[str]]] = {
-    "HostProcess": host_process, "Host Namespaces": host_namespaces, "Privileged Containers": privileged,
-    "Capabilities": baseline_capabilities, "HostPath Volumes": host_path_volumes, "Host Ports": host_ports,
-    "AppArmor": apparmor, "SELinux": selinux, "/proc Mount Type": proc_mount, "Seccomp": baseline_seccomp,
+    "HostProcess": host_process,
+    "Host Namespaces": host_namespaces,
+    "Privileged Containers": privileged,
+    "Capabilities": baseline_capabilities,
+    "HostPath Volumes": host_path_volumes,
+    "Host Ports": host_ports,
+    "AppArmor": apparmor,
+    "SELinux": selinux,
+    "/proc Mount Type": proc_mount,
+    "Seccomp": baseline_seccomp,
     "Sysctls": sysctls,
 }
 RESTRICTED: dict[str, Callable[[Spec], list[str]]] = {
-    "Volume Types": volume_types, "Privilege Escalation": privilege_escalation,
-    "Running as Non-root": non_root, "Running as Non-root user": non_root_user,
-    "Seccomp (restricted)": restricted_seccomp, "Capabilities (restricted)": restricted_capabilities,
+    "Volume Types": volume_types,
+    "Privilege Escalation": privilege_escalation,
+    "Running as Non-root": non_root,
+    "Running as Non-root user": non_root_user,
+    "Seccomp (restricted)": restricted_seccomp,
+    "Capabilities (restricted)": restricted_capabilities,
 }
 
 

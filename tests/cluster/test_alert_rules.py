@@ -18,8 +18,13 @@ from tests.cluster.monitoring import MONITORING, referenced_metrics, require, wr
 
 RULES = MONITORING / "envcheck-alerts.yaml"
 DASHBOARD = MONITORING / "envcheck-dashboard.json"
-ASKED = {"EnvcheckNodeFault", "EnvcheckImageFault", "EnvcheckMetricsStale", "EnvcheckOwnFailure",
-         "EnvcheckUsageError"}
+ASKED = {
+    "EnvcheckNodeFault",
+    "EnvcheckImageFault",
+    "EnvcheckMetricsStale",
+    "EnvcheckOwnFailure",
+    "EnvcheckUsageError",
+}
 
 
 def promtool(*args: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess[str]:
@@ -32,7 +37,9 @@ def rules() -> list[dict[str, Any]]:
 
 def test_the_rules_are_valid_and_pass_their_unit_tests() -> None:
     checked = promtool("check", "rules", RULES.name)
-    assert checked.returncode == 0 and f"SUCCESS: {len(rules())} rules found" in checked.stdout, checked.stdout
+    assert checked.returncode == 0 and f"SUCCESS: {len(rules())} rules found" in checked.stdout, (
+        checked.stdout
+    )
     tested = promtool("test", "rules", "envcheck-alerts-test.yaml")
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
@@ -43,17 +50,38 @@ def test_every_alert_the_issue_asks_for_is_there_and_unit_tested() -> None:
     fired = {a["alertname"] for t in tests for a in t["alert_rule_test"] if a["exp_alerts"]}
     silent = {a["alertname"] for t in tests for a in t["alert_rule_test"] if not a["exp_alerts"]}
     assert fired == ASKED
-    assert {"EnvcheckImageFault", "EnvcheckMetricsStale", "EnvcheckOwnFailure"} <= silent  # their `for`/threshold
+    assert {
+        "EnvcheckImageFault",
+        "EnvcheckMetricsStale",
+        "EnvcheckOwnFailure",
+    } <= silent  # their `for`/threshold
 
 
-@pytest.mark.parametrize("break_it, alert", [
-    # without the status join a node-class *warning* (gpu08) would page as a node fault
-    (("\n            and on (instance, check) (envcheck_check_status{status=\"fail\"} == 1)\n        labels:\n"
-      "          severity: critical", "\n        labels:\n          severity: critical"), "EnvcheckNodeFault"),
-    (("> 4200", "> 420"), "EnvcheckMetricsStale"),  # stale after 7 minutes: a healthy 30-minute node alerts
-    (("\n            unless on (instance, job) (max by (instance, job) (envcheck_usage_error) == 1)", ""),
-     "EnvcheckOwnFailure"),  # a usage error would page twice
-])
+@pytest.mark.parametrize(
+    "break_it, alert",
+    [
+        # without the status join a node-class *warning* (gpu08) would page as a node fault
+        (
+            (
+                '\n            and on (instance, check) (envcheck_check_status{status="fail"} == 1)\n        labels:\n'
+                "          severity: critical",
+                "\n        labels:\n          severity: critical",
+            ),
+            "EnvcheckNodeFault",
+        ),
+        (
+            ("> 4200", "> 420"),
+            "EnvcheckMetricsStale",
+        ),  # stale after 7 minutes: a healthy 30-minute node alerts
+        (
+            (
+                "\n            unless on (instance, job) (max by (instance, job) (envcheck_usage_error) == 1)",
+                "",
+            ),
+            "EnvcheckOwnFailure",
+        ),  # a usage error would page twice
+    ],
+)
 def test_a_broken_rule_fails_its_unit_test(tmp_path: Path, break_it: tuple[str, str], alert: str) -> None:
     text = RULES.read_text()
     assert break_it[0] in text, "the rule this test breaks has changed: update the test"

@@ -30,11 +30,20 @@ def test_the_sbatch_example_runs_torchrun_across_both_nodes(two_nodes: MultiClus
     script = tmp_path / "envcheck-dist.sbatch"
     script.write_text(text.replace(GPU_LINE, ""))
     tmp_path.chmod(0o755)
-    venv_bin = str(Path(sys.executable).parent)  # "bare metal or a venv with envcheck installed": torchrun on PATH
+    venv_bin = str(
+        Path(sys.executable).parent
+    )  # "bare metal or a venv with envcheck installed": torchrun on PATH
     began = time.monotonic()
-    done = two_nodes.run("sbatch", "--wait", f"--chdir={tmp_path}", f"--output={tmp_path}/slurm-%j.out",
-                         "--export=ALL,SLURM_GPUS_ON_NODE=2", str(script), timeout=400,
-                         env={"PATH": f"{venv_bin}:{two_nodes.env['PATH']}"})
+    done = two_nodes.run(
+        "sbatch",
+        "--wait",
+        f"--chdir={tmp_path}",
+        f"--output={tmp_path}/slurm-%j.out",
+        "--export=ALL,SLURM_GPUS_ON_NODE=2",
+        str(script),
+        timeout=400,
+        env={"PATH": f"{venv_bin}:{two_nodes.env['PATH']}"},
+    )
     job_id = done.stdout.split()[-1] if done.stdout.split() else "?"
     out = next(iter(tmp_path.glob("slurm-*.out")), None)
     log = out.read_text()[-4000:] if out else ""

@@ -29,7 +29,9 @@ from tests.helpers.slurm import Cluster
 from tests.staging.libcuda import build
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-FABRIC_DOWN = {"STUB_INIT": "802"}  # cuInit's CUDA_ERROR_SYSTEM_NOT_READY (tests/checks/node/test_node_path.py cites it)
+FABRIC_DOWN = {
+    "STUB_INIT": "802"
+}  # cuInit's CUDA_ERROR_SYSTEM_NOT_READY (tests/checks/node/test_node_path.py cites it)
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +47,11 @@ def textfile(tmp_path: Path) -> Path:
 
 
 def samples(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(path.read_text()) for s in fam.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(path.read_text())
+        for s in fam.samples
+    }
 
 
 def job(cluster: Cluster) -> tuple[bool, str]:
@@ -71,7 +76,9 @@ def health(cluster: Cluster, script: Path, stage: str) -> tuple[int, str]:
     """The HealthCheckProgram as slurmd starts it: root, on the node, SLURMD_NODENAME unset so the script's own
     fallback (hostname -s) names the node; the same staged node as the prolog's."""
     state = cluster.dir / "slurm-prolog.json"
-    done = cluster.run("/bin/sh", "-c", f"{stage} {script}", env={"ENVCHECK_SLURM_STATE": str(state)}, timeout=90)
+    done = cluster.run(
+        "/bin/sh", "-c", f"{stage} {script}", env={"ENVCHECK_SLURM_STATE": str(state)}, timeout=90
+    )
     return done.returncode, done.stdout + done.stderr
 
 
@@ -82,9 +89,12 @@ def test_the_docs_show_the_scripts_as_they_are() -> None:
         assert documented_command(name) in text, name
 
 
-def test_documented_prolog_lets_a_healthy_node_run_the_job(cluster: Cluster, libdir: Path, textfile: Path,
-                                                           tmp_path: Path) -> None:
-    cluster.set_prolog(f"exec {staged_node(tmp_path, libdir)} {node_script('slurm-prolog.sh', tmp_path, textfile)}")
+def test_documented_prolog_lets_a_healthy_node_run_the_job(
+    cluster: Cluster, libdir: Path, textfile: Path, tmp_path: Path
+) -> None:
+    cluster.set_prolog(
+        f"exec {staged_node(tmp_path, libdir)} {node_script('slurm-prolog.sh', tmp_path, textfile)}"
+    )
     ran, err = job(cluster)
     assert ran, err + log(cluster)
     cluster.wait_state("idle", timeout=15)
@@ -96,8 +106,9 @@ def test_documented_prolog_lets_a_healthy_node_run_the_job(cluster: Cluster, lib
     assert not (cluster.dir / "slurm-prolog.json").exists()
 
 
-def test_documented_prolog_drains_a_node_fault_health_names_it_and_resumes_it(cluster: Cluster, libdir: Path,
-                                                                              textfile: Path, tmp_path: Path) -> None:
+def test_documented_prolog_drains_a_node_fault_health_names_it_and_resumes_it(
+    cluster: Cluster, libdir: Path, textfile: Path, tmp_path: Path
+) -> None:
     prolog = node_script("slurm-prolog.sh", tmp_path, textfile)
     cluster.set_prolog(f"exec {staged_node(tmp_path, libdir, **FABRIC_DOWN)} {prolog}")
     ran, err = job(cluster)
@@ -114,7 +125,9 @@ def test_documented_prolog_drains_a_node_fault_health_names_it_and_resumes_it(cl
     assert cluster.reason().startswith("envcheck: [node] "), cluster.reason()  # envcheck's reason in sinfo -R
     assert samples(textfile / "envcheck.prom")[("envcheck_exit_code", (("mode", "health"),))] == 1
     code, out = health(cluster, script, staged_node(tmp_path, libdir))  # the fabric manager is back
-    assert code == 0 and "clean run 1 of 2 before a resume" in out, out  # no flapping: one clean run is not enough
+    assert code == 0 and "clean run 1 of 2 before a resume" in out, (
+        out
+    )  # no flapping: one clean run is not enough
     code, out = health(cluster, script, staged_node(tmp_path, libdir))
     assert code == 0, out
     assert re.search(rf"envcheck: node {cluster.node} resumed: \S+ passes again", out), out
@@ -129,7 +142,9 @@ def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_pat
     text = (CLUSTER.parent / "cluster.md").read_text()
     (command,) = re.findall(r"^Epilog=.*\n```\n\n```sh\n(.+)\n```", text, flags=re.M)
     script = tmp_path / "epilog.sh"
-    script.write_text("#!/bin/sh\n" + fill(command, {"/opt/envcheck/bin/envcheck": str(launcher(tmp_path))}) + "\n")
+    script.write_text(
+        "#!/bin/sh\n" + fill(command, {"/opt/envcheck/bin/envcheck": str(launcher(tmp_path))}) + "\n"
+    )
     script.chmod(0o755)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -144,32 +159,49 @@ def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_pat
             cluster.wait_state("idle", timeout=30)
             assert cluster.reason() == "", log(cluster, "epilog")
         else:
-            assert wait_drained(cluster, timeout=30) in ("drained", "draining", "drain"), log(cluster, "epilog")
+            assert wait_drained(cluster, timeout=30) in ("drained", "draining", "drain"), log(
+                cluster, "epilog"
+            )
             assert cluster.reason() == "Epilog error"
-            assert "[node] dcgm.diag: DCGM test 'GPU Memory' (Hardware) failed on GPU 0" in log(cluster, "epilog")
+            assert "[node] dcgm.diag: DCGM test 'GPU Memory' (Hardware) failed on GPU 0" in log(
+                cluster, "epilog"
+            )
 
 
-@pytest.mark.parametrize("typo", [("--timeout 120", "--timout 120"),  # an unknown flag
-                                  ("--timeout 120", "--timeout sixty")])  # a bad value
+@pytest.mark.parametrize(
+    "typo",
+    [
+        ("--timeout 120", "--timout 120"),  # an unknown flag
+        ("--timeout 120", "--timeout sixty"),
+    ],
+)  # a bad value
 def test_a_mistyped_flag_in_the_documented_prolog_neither_drains_nor_goes_unnoticed(
-        cluster: Cluster, libdir: Path, textfile: Path, tmp_path: Path, typo: tuple[str, str]) -> None:
+    cluster: Cluster, libdir: Path, textfile: Path, tmp_path: Path, typo: tuple[str, str]
+) -> None:
     """docs/cluster.md, "Usage errors in node modes": under slurmd the prolog exits 0 (the same typo is in every
     node's prolog: 2 would drain each node that gets a job), says so in the prolog's log and the metrics file, and
     the health check repeats it on every run until the prolog is fixed."""
-    stage = staged_node(tmp_path, libdir, **FABRIC_DOWN)  # even a faulty node: it was not judged, so not drained
+    stage = staged_node(
+        tmp_path, libdir, **FABRIC_DOWN
+    )  # even a faulty node: it was not judged, so not drained
     cluster.set_prolog(f"exec {stage} {node_script('slurm-prolog.sh', tmp_path, textfile, typo=typo)}")
     ran, err = job(cluster)
     assert ran, err + log(cluster)
     cluster.wait_state("idle", timeout=15)
     assert cluster.reason() == ""
     said = log(cluster)
-    assert "envcheck: error: " in said and "a usage error in the prolog command: this node was not checked" in said
+    assert (
+        "envcheck: error: " in said
+        and "a usage error in the prolog command: this node was not checked" in said
+    )
     assert "exit 0 so that slurmd does not drain this node for it" in said and "Traceback" not in said
     got = samples(textfile / "envcheck.prom")
     assert got[("envcheck_usage_error", (("mode", "prolog"),))] == 1
     assert ("envcheck_node_fault", ()) not in got  # nothing was judged: no verdict in the file
     # the health check (correct, on a healthy node) keeps saying it, in its output and its metrics
-    code, out = health(cluster, node_script("slurm-health.sh", tmp_path, textfile), staged_node(tmp_path, libdir))
+    code, out = health(
+        cluster, node_script("slurm-health.sh", tmp_path, textfile), staged_node(tmp_path, libdir)
+    )
     assert code == 0, out
     assert "this node's prolog runs envcheck with a usage error" in out, out
     got = samples(textfile / "envcheck.prom")
@@ -177,20 +209,27 @@ def test_a_mistyped_flag_in_the_documented_prolog_neither_drains_nor_goes_unnoti
     assert got[("envcheck_usage_error", (("mode", "health"),))] == 0
     assert cluster.state() == "idle"
     # fixed: the next job's prolog parses, and the health check stops repeating it
-    cluster.set_prolog(f"exec {staged_node(tmp_path, libdir)} {node_script('slurm-prolog.sh', tmp_path, textfile)}")
+    cluster.set_prolog(
+        f"exec {staged_node(tmp_path, libdir)} {node_script('slurm-prolog.sh', tmp_path, textfile)}"
+    )
     ran, err = job(cluster)
     assert ran, err
-    code, out = health(cluster, node_script("slurm-health.sh", tmp_path, textfile), staged_node(tmp_path, libdir))
+    code, out = health(
+        cluster, node_script("slurm-health.sh", tmp_path, textfile), staged_node(tmp_path, libdir)
+    )
     assert "usage error" not in out, out
     assert samples(textfile / "envcheck.prom").get(("envcheck_usage_error", (("mode", "prolog"),)), 0) == 0
 
 
-def test_a_prolog_whose_textfile_folder_is_missing_runs_the_job_and_says_why(cluster: Cluster, libdir: Path,
-                                                                            tmp_path: Path) -> None:
+def test_a_prolog_whose_textfile_folder_is_missing_runs_the_job_and_says_why(
+    cluster: Cluster, libdir: Path, tmp_path: Path
+) -> None:
     """The docs' default folder on a node without node_exporter: the --prometheus path is itself the usage error,
     so no metrics file can carry it; the prolog's log and the health check do."""
     missing = tmp_path / "no-node-exporter" / "textfile"
-    cluster.set_prolog(f"exec {staged_node(tmp_path, libdir)} {node_script('slurm-prolog.sh', tmp_path, missing)}")
+    cluster.set_prolog(
+        f"exec {staged_node(tmp_path, libdir)} {node_script('slurm-prolog.sh', tmp_path, missing)}"
+    )
     ran, err = job(cluster)
     assert ran, err + log(cluster)
     assert f"folder {missing} does not exist" in log(cluster)
@@ -204,17 +243,27 @@ def test_the_same_typo_run_by_hand_exits_2(libdir: Path, textfile: Path, tmp_pat
     import subprocess
 
     script = node_script("slurm-prolog.sh", tmp_path, textfile, typo=("--timeout 120", "--timout 120"))
-    done = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "ENVCHECK_SLURM_STATE": str(tmp_path / "state.json")})
+    done = subprocess.run(
+        ["/bin/sh", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "ENVCHECK_SLURM_STATE": str(tmp_path / "state.json")},
+    )
     assert done.returncode == 2, done.stderr
-    assert "unrecognized arguments: --timout 120" in done.stderr and "exit 2, the node not judged" in done.stderr
+    assert (
+        "unrecognized arguments: --timout 120" in done.stderr and "exit 2, the node not judged" in done.stderr
+    )
     assert samples(textfile / "envcheck.prom")[("envcheck_usage_error", (("mode", "prolog"),))] == 1
     assert not (tmp_path / "state.json").exists()  # not a slurmd prolog: nothing for a health check to repeat
 
 
-def test_a_mistyped_health_check_neither_drains_nor_resumes(cluster: Cluster, libdir: Path, textfile: Path,
-                                                           tmp_path: Path) -> None:
-    script = node_script("slurm-health.sh", tmp_path, textfile, typo=("--for health", "--for health --verbose"))
+def test_a_mistyped_health_check_neither_drains_nor_resumes(
+    cluster: Cluster, libdir: Path, textfile: Path, tmp_path: Path
+) -> None:
+    script = node_script(
+        "slurm-health.sh", tmp_path, textfile, typo=("--for health", "--for health --verbose")
+    )
     code, out = health(cluster, script, staged_node(tmp_path, libdir, **FABRIC_DOWN))
     assert code == 2 and "a usage error in the health command" in out, out
     assert cluster.state() == "idle" and cluster.reason() == ""

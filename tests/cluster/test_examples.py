@@ -18,8 +18,11 @@ import yaml
 from envcheck.cluster import policy
 
 # In the [test] extra, so CI always has it; a host running only the GPU proof may not (skip there, never in CI).
-kubernetes_validate = pytest.importorskip("kubernetes_validate") if not os.environ.get("CI") else \
-    __import__("kubernetes_validate")
+kubernetes_validate = (
+    pytest.importorskip("kubernetes_validate")
+    if not os.environ.get("CI")
+    else __import__("kubernetes_validate")
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "cluster"
@@ -51,7 +54,9 @@ def test_a_broken_manifest_is_caught() -> None:
 
 def test_pod_failure_policy_keys_on_the_preflight_codes() -> None:
     job = docs(EXAMPLES / "job-pod-failure-policy.yaml")[0]
-    by_action = {r["action"]: set(r["onExitCodes"]["values"]) for r in job["spec"]["podFailurePolicy"]["rules"]}
+    by_action = {
+        r["action"]: set(r["onExitCodes"]["values"]) for r in job["spec"]["podFailurePolicy"]["rules"]
+    }
     assert by_action["Ignore"] == {policy.PREFLIGHT_NODE}
     assert by_action["FailJob"] == {policy.USAGE}
     command = " ".join(job["spec"]["template"]["spec"]["containers"][0]["command"])
@@ -107,7 +112,9 @@ HIDING = re.compile(r"\|\|\s*(true\b|:(?=\s|$))|;\s*true\s*$|\bset \+e\b", flags
 def test_no_documented_command_hides_a_failure() -> None:
     """A documented command that swallows envcheck's exit code (`|| true`) hides every failure from the cluster."""
     sources = sorted(EXAMPLES.iterdir()) + sorted((ROOT / "docs" / "examples").iterdir())
-    found = [f"{p.name}: {m.group(0)}" for p in sources if p.is_file() for m in HIDING.finditer(p.read_text())]
+    found = [
+        f"{p.name}: {m.group(0)}" for p in sources if p.is_file() for m in HIDING.finditer(p.read_text())
+    ]
     blocks = re.findall(r"```(?:sh|bash|)\n(.*?)```", (ROOT / "docs" / "cluster.md").read_text(), flags=re.S)
     found += [f"cluster.md: {m.group(0)}" for b in blocks for m in HIDING.finditer(b)]
     assert not found, found

@@ -19,7 +19,11 @@ from envcheck.perf import relative
 from tests.helpers import ROOT
 
 CODE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
-NOT_FINDINGS = {"app", "host", "images"}  # rooms whose dotted constants are labels and file names, not findings
+NOT_FINDINGS = {
+    "app",
+    "host",
+    "images",
+}  # rooms whose dotted constants are labels and file names, not findings
 
 
 def _module(path: Path, root: Path) -> str:
@@ -30,17 +34,29 @@ class _Source:
     """Module-level string constants and `from x import y` names of a package, to resolve a code's name."""
 
     def __init__(self, root: Path) -> None:
-        self.trees = {_module(p, root): ast.parse(p.read_text()) for p in sorted(root.rglob("*.py"))
-                      if "__pycache__" not in p.parts}
+        self.trees = {
+            _module(p, root): ast.parse(p.read_text())
+            for p in sorted(root.rglob("*.py"))
+            if "__pycache__" not in p.parts
+        }
         self.consts: dict[str, dict[str, str]] = {}
         self.imports: dict[str, dict[str, tuple[str, str]]] = {}
         for mod, tree in self.trees.items():
-            self.consts[mod] = {n.targets[0].id: n.value.value for n in tree.body
-                                if isinstance(n, ast.Assign) and len(n.targets) == 1
-                                and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
-                                and isinstance(n.value.value, str)}
-            self.imports[mod] = {a.asname or a.name: (n.module, a.name) for n in ast.walk(tree)
-                                 if isinstance(n, ast.ImportFrom) and n.module for a in n.names}
+            self.consts[mod] = {
+                n.targets[0].id: n.value.value
+                for n in tree.body
+                if isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name)
+                and isinstance(n.value, ast.Constant)
+                and isinstance(n.value.value, str)
+            }
+            self.imports[mod] = {
+                a.asname or a.name: (n.module, a.name)
+                for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module
+                for a in n.names
+            }
 
     def resolve(self, mod: str, name: str, depth: int = 0) -> str | None:
         if name in self.consts.get(mod, {}):
@@ -52,14 +68,24 @@ class _Source:
     def codes_in(self, mod: str, node: ast.AST) -> list[str]:
         """The codes an expression can give: literals and resolved names, an f-string with `<n>` where it varies."""
         if isinstance(node, ast.JoinedStr):
-            parts = [str(v.value) if isinstance(v, ast.Constant) else
-                     (self.resolve(mod, v.value.id) or "<n>") if isinstance(v, ast.FormattedValue)
-                     and isinstance(v.value, ast.Name) else "<n>" for v in node.values]
+            parts = [
+                str(v.value)
+                if isinstance(v, ast.Constant)
+                else (self.resolve(mod, v.value.id) or "<n>")
+                if isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name)
+                else "<n>"
+                for v in node.values
+            ]
             return ["".join(parts)]
         found = []
         for sub in ast.walk(node):
-            value = sub.value if isinstance(sub, ast.Constant) else self.resolve(mod, sub.id) \
-                if isinstance(sub, ast.Name) else None
+            value = (
+                sub.value
+                if isinstance(sub, ast.Constant)
+                else self.resolve(mod, sub.id)
+                if isinstance(sub, ast.Name)
+                else None
+            )
             if isinstance(value, str) and CODE.match(value):
                 found.append(value)
         return found
@@ -78,11 +104,20 @@ def emitted(root: Path, check_names: set[str]) -> dict[str, list[str]]:
             elif isinstance(node, ast.Assign):
                 for target in node.targets:
                     names = target.elts if isinstance(target, ast.Tuple) else [target]
-                    values = node.value.elts if isinstance(node.value, ast.Tuple) and isinstance(target, ast.Tuple) \
+                    values = (
+                        node.value.elts
+                        if isinstance(node.value, ast.Tuple) and isinstance(target, ast.Tuple)
                         else [node.value]
-                    sites += [v for t, v in zip(names, values, strict=False) if isinstance(t, ast.Name) and t.id == "code"]
+                    )
+                    sites += [
+                        v
+                        for t, v in zip(names, values, strict=False)
+                        if isinstance(t, ast.Name) and t.id == "code"
+                    ]
             elif isinstance(node, ast.FunctionDef) and node.name == "code":
-                sites += [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
+                sites += [
+                    r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None
+                ]
         for site in sites:
             for code in src.codes_in(mod, site):
                 out.setdefault(code, []).append(f"{mod}:{getattr(site, 'lineno', 0)}")
@@ -105,7 +140,9 @@ def _missing(codes: dict[str, list[str]]) -> dict[str, list[str]]:
         found = lookup(code.replace("<n>", "x"))
         return found.code if found is not None else None
 
-    return {c: where for c, where in codes.items() if row(c) is None or (row(c) == DEFAULT and c != "<n>.<n>")}
+    return {
+        c: where for c, where in codes.items() if row(c) is None or (row(c) == DEFAULT and c != "<n>.<n>")
+    }
 
 
 def test_every_code_any_module_emits_is_in_the_table() -> None:
@@ -120,7 +157,8 @@ def test_a_code_missing_from_the_table_is_found(tmp_path: Path) -> None:
     (pkg / "checks" / "made.py").write_text(
         'from envcheck.core.result import FaultClass, failed\nMADE_UP = "made.up_code"\n\n\n'
         'def check(ctx):\n    return failed("x", "y", fault_class=FaultClass.NODE, code=MADE_UP)\n\n\n'
-        'def other(ctx, n):\n    return failed("x", "y", code=f"made.family.{n}")\n')
+        'def other(ctx, n):\n    return failed("x", "y", code=f"made.family.{n}")\n'
+    )
     assert set(_missing(emitted(pkg, set()))) == {"made.up_code", "made.family.<n>"}
 
 
@@ -136,8 +174,11 @@ def test_an_emitting_site_gives_the_class_its_row_names() -> None:
         for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
             kw = {k.arg: k.value for k in call.keywords}
             given = kw.get("fault_class")
-            if "code" not in kw or not (isinstance(given, ast.Attribute) and isinstance(given.value, ast.Name)
-                                        and given.value.id == "FaultClass"):
+            if "code" not in kw or not (
+                isinstance(given, ast.Attribute)
+                and isinstance(given.value, ast.Name)
+                and given.value.id == "FaultClass"
+            ):
                 continue
             for code in src.codes_in(mod, kw["code"]):
                 row = lookup(code)
@@ -156,7 +197,9 @@ def test_policy_and_severity_read_codes_the_table_has() -> None:
     exact = {row.code for row in TABLE if "<" not in row.code}
     # no code written as a literal there: they name the emitting modules' constants (families stay prefixes)
     assert [c for c in exact if f'"{c}"' in policy_source] == []
-    assert [c for c in exact if f'"{c}"' in severity_source] == ["dist.busbw.fail"]  # a default <check>.fail code
+    assert [c for c in exact if f'"{c}"' in severity_source] == [
+        "dist.busbw.fail"
+    ]  # a default <check>.fail code
 
 
 def test_the_reference_page_has_one_row_per_code() -> None:

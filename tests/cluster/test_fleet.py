@@ -22,8 +22,11 @@ from envcheck.cluster.node_profiles import parse as parse_profile
 from tests.cluster.fleet_reports import Faults, node_report, write_fleet
 from tests.helpers import run_cli
 
-FAULTS = Faults(gpu={("node0007", "3", "matmul.bfloat16"): 0.8, ("node0031", "5", "peer"): 0.5},
-                node={"node0012": 0.85}, busbw={"node0020": 0.7})
+FAULTS = Faults(
+    gpu={("node0007", "3", "matmul.bfloat16"): 0.8, ("node0031", "5", "peer"): 0.5},
+    node={"node0012": 0.85},
+    busbw={"node0020": 0.7},
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,20 +47,27 @@ def violations(doc: dict[str, Any], node: str) -> list[dict[str, Any]]:
 
 
 def test_the_fleet_names_exactly_the_faulty_nodes_and_gpus(fleet: Path, tmp_path: Path) -> None:
-    doc, done = fleet_json(str(fleet), "--html", str(tmp_path / "f.html"), "--write-baseline", str(tmp_path / "b.toml"))
+    doc, done = fleet_json(
+        str(fleet), "--html", str(tmp_path / "f.html"), "--write-baseline", str(tmp_path / "b.toml")
+    )
     assert done.returncode == 1, done.stderr
     assert {o["node"] for o in doc["outlier_nodes"]} == {"node0007", "node0012", "node0020", "node0031"}
     (group,) = doc["groups"]
     assert group["group"] == "8x NVIDIA H100 80GB HBM3" and group["nodes"] == 40
     # one GPU slow: that GPU, that metric, nothing else on that node
-    assert {(v["metric"], v["subject"], v["code"]) for v in violations(doc, "node0007")} == \
-        {("matmul.bfloat16", "3", "fleet.matmul_slow")}
+    assert {(v["metric"], v["subject"], v["code"]) for v in violations(doc, "node0007")} == {
+        ("matmul.bfloat16", "3", "fleet.matmul_slow")
+    }
     # a whole node 15% slow (perf.relative passes it: all its GPUs are equally slow): every GPU on every kind
     slow_node = violations(doc, "node0012")
     assert {v["subject"] for v in slow_node if v["scope"] == "gpu"} == {str(i) for i in range(8)}
     assert {v["metric"] for v in slow_node} == {"matmul.bfloat16", "matmul.tf32", "hbm", "h2d", "d2h", "peer"}
-    assert {(v["metric"], v["code"]) for v in violations(doc, "node0020")} == {("dist.busbw.peak", "fleet.busbw_slow")}
-    assert {v["subject"] for v in violations(doc, "node0031")} == {f"{min(i, 5)}-{max(i, 5)}" for i in range(8) if i != 5}
+    assert {(v["metric"], v["code"]) for v in violations(doc, "node0020")} == {
+        ("dist.busbw.peak", "fleet.busbw_slow")
+    }
+    assert {v["subject"] for v in violations(doc, "node0031")} == {
+        f"{min(i, 5)}-{max(i, 5)}" for i in range(8) if i != 5
+    }
     # per finding code, how many nodes have it: the nodes' own (perf.relative) and the fleet's
     assert doc["codes"]["perf.matmul_slow"] == 1 and doc["codes"]["perf.peer_slow"] == 1
     assert "perf.hbm_slow" not in doc["codes"]  # node0012's GPUs are equally slow: not a relative finding
@@ -65,8 +75,11 @@ def test_the_fleet_names_exactly_the_faulty_nodes_and_gpus(fleet: Path, tmp_path
     assert doc["codes"]["fleet.peer_slow"] == 2
     text = done.stderr  # with --json - the text goes to stderr
     assert "read 40 report(s) from 40 source(s), 0 skipped" in text and "outlier nodes: 4 of 40" in text
-    assert re.search(r"node0007 \(8x NVIDIA H100 80GB HBM3\): GPU 3 matmul.bfloat16 [\d.,]+ TFLOP/s: [12]\d(\.\d+)?% "
-                     r"worse, below the median", text), text
+    assert re.search(
+        r"node0007 \(8x NVIDIA H100 80GB HBM3\): GPU 3 matmul.bfloat16 [\d.,]+ TFLOP/s: [12]\d(\.\d+)?% "
+        r"worse, below the median",
+        text,
+    ), text
 
 
 def test_a_healthy_fleet_has_no_outlier_and_exits_0(tmp_path: Path) -> None:
@@ -114,26 +127,38 @@ def test_malformed_reports_among_many_are_named_and_skipped(fleet: Path, tmp_pat
     assert "read 10 report(s) from 15 source(s), 5 skipped" in done.stderr
 
 
-@pytest.mark.parametrize("args, stdin, needle", [
-    (["/nonexistent/reports"], None, "/nonexistent/reports: No such file or directory"),
-    ([], None, "no reports given"),
-    (["-"], "", "stdin is empty"),
-    (["-"], "not json at all", "no envcheck report among 1 source(s); first: stdin #1: not JSON"),
-    (["-", "-"], "{}", "stdin (-) given more than once"),
-    (["-", "--margin", "150"], "{}", "must be a percentage from 0 to below 100"),
-    (["-", "--min-nodes", "1"], "{}", "give a whole number of nodes from 2 up"),
-    (["-", "--baseline", "/nonexistent.toml"], "{}", "--baseline /nonexistent.toml: cannot read it"),
-    (["-", "--baseline", "h100-sxm-8"], "{}", "no [baseline.groups] table"),
-    (["-", "--json", "/nonexistent-dir/f.json"], "{}", "folder /nonexistent-dir does not exist"),
-])
-def test_bad_input_is_one_line_and_exit_2(args: list[str], stdin: str | None, needle: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "args, stdin, needle",
+    [
+        (["/nonexistent/reports"], None, "/nonexistent/reports: No such file or directory"),
+        ([], None, "no reports given"),
+        (["-"], "", "stdin is empty"),
+        (["-"], "not json at all", "no envcheck report among 1 source(s); first: stdin #1: not JSON"),
+        (["-", "-"], "{}", "stdin (-) given more than once"),
+        (["-", "--margin", "150"], "{}", "must be a percentage from 0 to below 100"),
+        (["-", "--min-nodes", "1"], "{}", "give a whole number of nodes from 2 up"),
+        (["-", "--baseline", "/nonexistent.toml"], "{}", "--baseline /nonexistent.toml: cannot read it"),
+        (["-", "--baseline", "h100-sxm-8"], "{}", "no [baseline.groups] table"),
+        (["-", "--json", "/nonexistent-dir/f.json"], "{}", "folder /nonexistent-dir does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    args: list[str], stdin: str | None, needle: str, tmp_path: Path
+) -> None:
     import subprocess
     import sys
 
     from tests.helpers import ROOT
 
-    done = subprocess.run([sys.executable, "-m", "envcheck", "fleet", *args], input=stdin or "", capture_output=True,
-                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck", "fleet", *args],
+        input=stdin or "",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert needle in lines[0], lines[0]
@@ -141,8 +166,10 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], stdin: str | None, ne
 
 def test_an_empty_folder_is_bad_input(tmp_path: Path) -> None:
     done = run_cli("fleet", str(tmp_path))
-    assert done.returncode == 2 and done.stderr.strip() == f"envcheck: error: {tmp_path}: no *.json report in this folder", \
-        done.stderr
+    assert (
+        done.returncode == 2
+        and done.stderr.strip() == f"envcheck: error: {tmp_path}: no *.json report in this folder"
+    ), done.stderr
 
 
 def test_stdin_takes_an_array_json_lines_or_documents_back_to_back_and_resumes_after_a_broken_one() -> None:
@@ -161,8 +188,15 @@ def test_stdin_of_many_reports(fleet: Path) -> None:
     from tests.helpers import ROOT
 
     text = "\n".join(p.read_text() for p in sorted(fleet.glob("*.json")))
-    done = subprocess.run([sys.executable, "-m", "envcheck", "fleet", "-"], input=text, capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck", "fleet", "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 1 and "read 40 report(s) from 40 source(s)" in done.stdout, done.stderr
 
 
@@ -203,9 +237,14 @@ def test_nodes_are_grouped_by_gpu_model_and_count_and_a_small_group_is_not_judge
 
 
 def test_a_bench_document_is_a_node_too() -> None:
-    doc = {"kind": "envcheck-bench", "device": {"cuda": False, "cpu_count": 2, "host": "cpu7"}, "units": [
-        {"name": "bench.cpu_matmul", "status": "pass"}], "figures": [
-        {"key": "cpu_matmul.float32.n1024", "value": 55.0, "unit": "GFLOP/s", "better": "higher"}]}
+    doc = {
+        "kind": "envcheck-bench",
+        "device": {"cuda": False, "cpu_count": 2, "host": "cpu7"},
+        "units": [{"name": "bench.cpu_matmul", "status": "pass"}],
+        "figures": [
+            {"key": "cpu_matmul.float32.n1024", "value": 55.0, "unit": "GFLOP/s", "better": "higher"}
+        ],
+    }
     node = to_node(doc, "x.json")
     assert (node.node, node.group) == ("cpu7", "no GPU (2 CPUs)")
     assert node.metrics == (Metric("cpu_matmul.float32.n1024", "node", "", 55.0, "GFLOP/s", "higher"),)
@@ -229,8 +268,10 @@ def test_median_and_mad_resist_the_masking_a_mean_and_sd_rule_suffers() -> None:
     import statistics
 
     assert statistics.mean(values) - 3 * statistics.stdev(values) < 50.0
-    nodes = [FleetNode(f"n{i}", "g", "", (Metric("hbm", "node", "", v, "GB/s", "higher"),), ()) for i, v in
-             enumerate(values)]
+    nodes = [
+        FleetNode(f"n{i}", "g", "", (Metric("hbm", "node", "", v, "GB/s", "higher"),), ())
+        for i, v in enumerate(values)
+    ]
     result = judge_group("g", nodes, Rule())
     assert {v.node for v in result.violations} == {"n10", "n11", "n12"}
 
@@ -239,7 +280,9 @@ def test_the_rule_needs_both_the_margin_and_the_z_score() -> None:
     base = Baseline("m", "node", "u", "higher", 100.0, 0.1, 10, 10)
     assert deviation(98.0, base)[1] > 3.5  # 2% worse is 13 sigma in a uniform fleet ...
     nodes = [FleetNode("n", "g", "", (Metric("m", "node", "", 98.0, "u", "higher"),), ())]
-    assert judge_group("g", nodes, Rule(), {("m", "node"): base}).violations == []  # ... but inside the 5% margin
+    assert (
+        judge_group("g", nodes, Rule(), {("m", "node"): base}).violations == []
+    )  # ... but inside the 5% margin
     noisy = Baseline("m", "node", "u", "higher", 100.0, 10.0, 10, 10)
     slow = [FleetNode("n", "g", "", (Metric("m", "node", "", 90.0, "u", "higher"),), ())]
     assert judge_group("g", slow, Rule(), {("m", "node"): noisy}).violations == []  # 10% worse, z 0.67
@@ -257,13 +300,23 @@ def test_a_metric_with_zero_spread_is_judged_by_the_margin_alone() -> None:
 
 
 def test_fleet_codes_are_stable() -> None:
-    assert CODES == ("fleet.matmul_slow", "fleet.hbm_slow", "fleet.memory_slow", "fleet.h2d_slow", "fleet.d2h_slow",
-                     "fleet.peer_slow", "fleet.busbw_slow", "fleet.worse_than_baseline")
+    assert CODES == (
+        "fleet.matmul_slow",
+        "fleet.hbm_slow",
+        "fleet.memory_slow",
+        "fleet.h2d_slow",
+        "fleet.d2h_slow",
+        "fleet.peer_slow",
+        "fleet.busbw_slow",
+        "fleet.worse_than_baseline",
+    )
 
 
 def test_the_json_document_says_how_it_judged() -> None:
     rng = random.Random(9)
-    loaded = Loaded(documents=[(f"{k}.json", node_report(f"n{k}", rng, Faults())) for k in range(4)], sources=4)
+    loaded = Loaded(
+        documents=[(f"{k}.json", node_report(f"n{k}", rng, Faults())) for k in range(4)], sources=4
+    )
     doc = to_dict(survey(loaded, Rule()))
     assert doc["kind"] == "envcheck-fleet" and doc["rule"]["center"] == "median"
     assert "MAD" in doc["rule"]["spread"] and doc["rule"]["baseline"] == "learned from these reports"
@@ -277,7 +330,7 @@ def test_the_documented_fleet_commands_run_as_written(tmp_path: Path) -> None:
     from tests.helpers import ROOT
 
     text = (ROOT / "docs" / "cluster.md").read_text()
-    section = text[text.index("### Fleet baselines (`envcheck fleet`)"):]
+    section = text[text.index("### Fleet baselines (`envcheck fleet`)") :]
     block = re.search(r"```sh\n(.*?)```", section, flags=re.S)
     assert block is not None
     commands = [line for line in block.group(1).splitlines() if line.strip()]
@@ -287,9 +340,14 @@ def test_the_documented_fleet_commands_run_as_written(tmp_path: Path) -> None:
     (tmp_path / "new-node.json").write_text(json.dumps(node_report("new-node", random.Random(12), Faults())))
     python = f"{sys.executable} -m envcheck"
     for command in commands:
-        done = subprocess.run(["sh", "-c", command.replace("envcheck ", f"{python} ", 1)], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            ["sh", "-c", command.replace("envcheck ", f"{python} ", 1)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (command, done.stderr)
         assert done.stdout.startswith("envcheck fleet: read "), (command, done.stdout)
     assert {p.name for p in tmp_path.iterdir()} >= {"fleet.html", "fleet.json", "h100.baseline.toml"}

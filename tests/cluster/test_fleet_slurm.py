@@ -75,27 +75,65 @@ def node_reports(cluster: MultiCluster, folder: Path) -> dict[str, dict[str, Any
     """Each node's `envcheck bench --allow-cpu --quick --cpu-threads 1 --only bench.cpu_matmul --json <hostname>.json`,
     one node after another (a single-threaded matmul timed as the median of its repetitions: the other work on this
     shared machine interrupts a repetition now and then, and the median leaves those out)."""
-    cmd = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "envcheck", "bench", "--allow-cpu", "--quick",
-                                            "--cpu-threads", "1", "--only", "bench.cpu_matmul", "--timeout", "200"))
+    cmd = " ".join(
+        shlex.quote(a)
+        for a in (
+            sys.executable,
+            "-m",
+            "envcheck",
+            "bench",
+            "--allow-cpu",
+            "--quick",
+            "--cpu-threads",
+            "1",
+            "--only",
+            "bench.cpu_matmul",
+            "--timeout",
+            "200",
+        )
+    )
     for node in cluster.nodes:
-        done = cluster.run("srun", "-w", node, "-N", "1", "-n", "1", "sh", "-c",
-                           f"cd {shlex.quote(str(ROOT))} && {cmd} --json {shlex.quote(str(folder))}/$(hostname).json",
-                           timeout=300, env={"PYTHONPATH": str(ROOT)})
+        done = cluster.run(
+            "srun",
+            "-w",
+            node,
+            "-N",
+            "1",
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            f"cd {shlex.quote(str(ROOT))} && {cmd} --json {shlex.quote(str(folder))}/$(hostname).json",
+            timeout=300,
+            env={"PYTHONPATH": str(ROOT)},
+        )
         assert done.returncode == 0, f"{node}: {done.stdout}{done.stderr}"
     return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
 
 
-def test_the_fleet_names_the_node_under_a_cpu_quota_and_no_other(five_nodes: MultiCluster, tmp_path: Path) -> None:
+def test_the_fleet_names_the_node_under_a_cpu_quota_and_no_other(
+    five_nodes: MultiCluster, tmp_path: Path
+) -> None:
     reports = tmp_path / "reports"
     reports.mkdir()
     with cpu_quota(five_nodes, SLOW):
         runs = node_reports(five_nodes, reports)
-    assert {r["device"]["host"] for r in runs.values()} == set(five_nodes.nodes)  # the bench says which node it ran on
+    assert {r["device"]["host"] for r in runs.values()} == set(
+        five_nodes.nodes
+    )  # the bench says which node it ran on
     figures = {n: {f["key"]: f["value"] for f in r["figures"]} for n, r in runs.items()}
     # --margin 50: on this shared machine another job sometimes held a healthy node's core through most of its
     # repetitions (seen: a healthy n1 at 75 GFLOP/s against 108); the quota takes 80% off, far past either
-    done = run_cli("fleet", str(reports), "--margin", "50", "--json", str(tmp_path / "fleet.json"),
-                   "--html", str(tmp_path / "f.html"))
+    done = run_cli(
+        "fleet",
+        str(reports),
+        "--margin",
+        "50",
+        "--json",
+        str(tmp_path / "fleet.json"),
+        "--html",
+        str(tmp_path / "f.html"),
+    )
     doc = json.loads((tmp_path / "fleet.json").read_text())
     print(f"\nGFLOP/s per node: {figures}\n{done.stdout}", file=sys.stderr)
     assert done.returncode == 1, done.stdout + done.stderr

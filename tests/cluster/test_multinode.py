@@ -28,10 +28,23 @@ def link_bytes(cluster: MultiCluster, node: str) -> int:
     return int(stats["rx"]["bytes"]) + int(stats["tx"]["bytes"])
 
 
-def dist_report(cluster: MultiCluster, tmp_path: Path, *srun: str, timeout: float = 120) -> dict[str, dict[str, object]]:
+def dist_report(
+    cluster: MultiCluster, tmp_path: Path, *srun: str, timeout: float = 120
+) -> dict[str, dict[str, object]]:
     report = tmp_path / "dist.json"
-    done = cluster.run("srun", *srun, sys.executable, "-m", "envcheck.distributed", "--allow-cpu", "--timeout", "60",
-                       "--json", str(report), timeout=timeout)
+    done = cluster.run(
+        "srun",
+        *srun,
+        sys.executable,
+        "-m",
+        "envcheck.distributed",
+        "--allow-cpu",
+        "--timeout",
+        "60",
+        "--json",
+        str(report),
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return {r["name"]: r for r in json.loads(report.read_text())["results"]}
 
@@ -59,10 +72,32 @@ def test_srun_three_nodes(three_nodes: MultiCluster, tmp_path: Path) -> None:
 def test_torchrun_c10d_rendezvous_across_nodes(two_nodes: MultiCluster, tmp_path: Path) -> None:
     # One torchrun agent per node (srun --ntasks-per-node 1), rendezvous at n1's c10d store: the sbatch example.
     report = tmp_path / "dist.json"
-    done = two_nodes.run("srun", "-N", "2", "--ntasks-per-node", "1", TORCHRUN, "--nnodes", "2",
-                         "--nproc-per-node", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "n1:29400",
-                         "--rdzv-id", "envcheck-test", "-m", "envcheck.distributed", "--allow-cpu", "--timeout", "60",
-                         "--json", str(report), timeout=150)
+    done = two_nodes.run(
+        "srun",
+        "-N",
+        "2",
+        "--ntasks-per-node",
+        "1",
+        TORCHRUN,
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "2",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "n1:29400",
+        "--rdzv-id",
+        "envcheck-test",
+        "-m",
+        "envcheck.distributed",
+        "--allow-cpu",
+        "--timeout",
+        "60",
+        "--json",
+        str(report),
+        timeout=150,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     results = {r["name"]: r for r in json.loads(report.read_text())["results"]}
     assert results["dist.all_reduce"]["status"] == "pass"
@@ -71,11 +106,15 @@ def test_torchrun_c10d_rendezvous_across_nodes(two_nodes: MultiCluster, tmp_path
 
 def prolog(*args: str) -> str:
     """A prolog body running `envcheck run --for prolog ARGS` from this checkout (the prolog's PATH is bare)."""
-    cmd = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "envcheck", "run", "--for", "prolog", *args))
+    cmd = " ".join(
+        shlex.quote(a) for a in (sys.executable, "-m", "envcheck", "run", "--for", "prolog", *args)
+    )
     # each node keeps its prolog verdict in its own state file under the test's folder, never in /var/lib
     state = '"$ENVCHECK_TEST_DIR/prolog-$SLURMD_NODENAME.json"'
-    return (f"echo \"prolog on $(hostname)\"\ncd {shlex.quote(str(ROOT))} && PYTHONPATH={shlex.quote(str(ROOT))} "
-            f"ENVCHECK_SLURM_STATE={state} {cmd}")
+    return (
+        f'echo "prolog on $(hostname)"\ncd {shlex.quote(str(ROOT))} && PYTHONPATH={shlex.quote(str(ROOT))} '
+        f"ENVCHECK_SLURM_STATE={state} {cmd}"
+    )
 
 
 def test_prolog_runs_on_every_node(three_nodes: MultiCluster) -> None:
@@ -89,8 +128,11 @@ def test_prolog_runs_on_every_node(three_nodes: MultiCluster) -> None:
 
 def test_node_fault_drains_only_that_node_and_the_job_runs_on_the_others(three_nodes: MultiCluster) -> None:
     # n2 must have a GPU it lacks (a node fault); n1 and n3 expect none. No GPU exists here: the fault is real.
-    three_nodes.set_prolog('if [ "$SLURMD_NODENAME" = n2 ]; then set -- --expect-gpus 1; else set -- --allow-cpu; fi\n'
-                           + prolog("--only", "cuda.available") + ' "$@"')
+    three_nodes.set_prolog(
+        'if [ "$SLURMD_NODENAME" = n2 ]; then set -- --expect-gpus 1; else set -- --allow-cpu; fi\n'
+        + prolog("--only", "cuda.available")
+        + ' "$@"'
+    )
     first = three_nodes.run("srun", "-N", "3", "hostname")
     assert first.returncode != 0 and "prolog" in first.stderr.lower(), first.stdout + first.stderr
     deadline = time.monotonic() + 15

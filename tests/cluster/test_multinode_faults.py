@@ -30,18 +30,35 @@ TIMEOUT_S = 12
 PORT = "29561"
 
 
-def run_dist(cluster: MultiCluster, tmp_path: Path, prelude: str = "", *srun: str,
-             env: dict[str, str] | None = None) -> tuple[dict[str, Any], str, float]:
+def run_dist(
+    cluster: MultiCluster, tmp_path: Path, prelude: str = "", *srun: str, env: dict[str, str] | None = None
+) -> tuple[dict[str, Any], str, float]:
     """srun -N 2 (or `srun`) of envcheck.distributed behind a node-local shell `prelude`: (the one result of
     rank 0's report, all output, seconds until the report was written)."""
     report = tmp_path / "dist.json"
-    cmd = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "envcheck.distributed", "--allow-cpu",
-                                            "--timeout", str(TIMEOUT_S), "--json", str(report)))
+    cmd = " ".join(
+        shlex.quote(a)
+        for a in (
+            sys.executable,
+            "-m",
+            "envcheck.distributed",
+            "--allow-cpu",
+            "--timeout",
+            str(TIMEOUT_S),
+            "--json",
+            str(report),
+        )
+    )
     began = time.monotonic()
-    proc = subprocess.Popen(cluster.client("srun", "-K", *(srun or ("-N", "2", "-n", "2")), "sh", "-c",
-                                           f"{prelude}\nexec ${{WRAP:-}} {cmd}"),
-                            env={**cluster.env, "MASTER_PORT": PORT, **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cluster.client(
+            "srun", "-K", *(srun or ("-N", "2", "-n", "2")), "sh", "-c", f"{prelude}\nexec ${{WRAP:-}} {cmd}"
+        ),
+        env={**cluster.env, "MASTER_PORT": PORT, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     written = None
     try:
         while proc.poll() is None and time.monotonic() - began < 4 * TIMEOUT_S:
@@ -72,21 +89,34 @@ def test_rendezvous_name_missing_on_one_node(two_nodes: MultiCluster, tmp_path: 
     assert "Slurm's NodeAddr for n1 is 10.77.0.11" in result["summary"]
 
 
-def test_rendezvous_port_filtered_names_the_rank_that_never_arrived(two_nodes: MultiCluster, tmp_path: Path) -> None:
+def test_rendezvous_port_filtered_names_the_rank_that_never_arrived(
+    two_nodes: MultiCluster, tmp_path: Path
+) -> None:
     rule = ["OUTPUT", "-p", "tcp", "-d", "10.77.0.11", "--dport", PORT, "-j", "DROP"]
     two_nodes.in_node("n2", "iptables", "-A", *rule)  # only inside n2's namespace
     try:
         result, out, _ = run_dist(two_nodes, tmp_path)
     finally:
         two_nodes.in_node("n2", "iptables", "-D", *rule)
-    assert result["summary"].startswith(f"rank 1 (on n2) never reached the rendezvous store n1:{PORT}"), result
+    assert result["summary"].startswith(f"rank 1 (on n2) never reached the rendezvous store n1:{PORT}"), (
+        result
+    )
     assert "rank 1 on n2: n1:29561 did not answer" in out and "a firewall drops it" in out, out
 
 
 def test_rendezvous_port_taken_on_the_first_node(two_nodes: MultiCluster, tmp_path: Path) -> None:
-    holder = subprocess.Popen(["nsenter", f"--net=/run/netns/{two_nodes.node_ns('n1')}", sys.executable, "-c",
-                               f"import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', {PORT})); s.listen(); "
-                               "print('ready', flush=True); time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            "nsenter",
+            f"--net=/run/netns/{two_nodes.node_ns('n1')}",
+            sys.executable,
+            "-c",
+            f"import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', {PORT})); s.listen(); "
+            "print('ready', flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         result, _, _ = run_dist(two_nodes, tmp_path)
@@ -94,11 +124,15 @@ def test_rendezvous_port_taken_on_the_first_node(two_nodes: MultiCluster, tmp_pa
         holder.kill()
         holder.wait(timeout=10)
     assert result["fault_class"] == "config"
-    assert result["summary"].startswith(f"the rendezvous port {PORT} on n1 is taken (held by users:((\"python"), result
+    assert result["summary"].startswith(
+        f'the rendezvous port {PORT} on n1 is taken (held by users:(("python'
+    ), result
 
 
 def test_interface_variable_naming_what_one_node_lacks(two_nodes: MultiCluster, tmp_path: Path) -> None:
-    result, _, _ = run_dist(two_nodes, tmp_path, 'if [ "$(hostname)" = n2 ]; then export GLOO_SOCKET_IFNAME=ib0; fi')
+    result, _, _ = run_dist(
+        two_nodes, tmp_path, 'if [ "$(hostname)" = n2 ]; then export GLOO_SOCKET_IFNAME=ib0; fi'
+    )
     assert result["fault_class"] == "config"
     assert result["summary"].startswith("GLOO_SOCKET_IFNAME=ib0 names no usable interface on n2"), result
     assert "'ib0' does not exist" in result["summary"] and "eth0" in result["summary"]
@@ -109,15 +143,21 @@ def test_envcheck_version_differs_on_one_node(two_nodes: MultiCluster, tmp_path:
     shutil.copytree(ROOT / "envcheck", other / "envcheck", ignore=shutil.ignore_patterns("__pycache__"))
     init = other / "envcheck" / "__init__.py"
     init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9.9.9-other+'))
-    result, _, _ = run_dist(two_nodes, tmp_path, f'if [ "$(hostname)" = n2 ]; then export PYTHONPATH={other}; cd {other}; fi')
+    result, _, _ = run_dist(
+        two_nodes, tmp_path, f'if [ "$(hostname)" = n2 ]; then export PYTHONPATH={other}; cd {other}; fi'
+    )
     assert result["fault_class"] == "config"
     assert result["summary"].startswith("versions differ across nodes: envcheck "), result
-    assert "on n1" in result["summary"] and "9.9.9-other+" in result["summary"] and "on n2" in result["summary"]
+    assert (
+        "on n1" in result["summary"] and "9.9.9-other+" in result["summary"] and "on n2" in result["summary"]
+    )
 
 
 def test_a_rank_that_never_starts_is_named_with_its_node(three_nodes: MultiCluster, tmp_path: Path) -> None:
     # Block layout: ranks 0-1 on n1, 2-3 on n2, 4-5 on n3; rank 3 hangs before Python (a stuck NFS, a hung prolog).
-    result, _, _ = run_dist(three_nodes, tmp_path, '[ "$SLURM_PROCID" = 3 ] && exec sleep 60', "-N", "3", "-n", "6")
+    result, _, _ = run_dist(
+        three_nodes, tmp_path, '[ "$SLURM_PROCID" = 3 ] && exec sleep 60', "-N", "3", "-n", "6"
+    )
     assert result["summary"].startswith("rank 3 (on n2) never reached the rendezvous store n1:"), result
 
 
@@ -127,7 +167,9 @@ def test_a_node_clock_skewed_past_the_rendezvous_keep_alive(two_nodes: MultiClus
     # Its monotonic clock shifts too (consistently, within that rank): Debian's libfaketime 0.9.10 with
     # FAKETIME_DONT_FAKE_MONOTONIC=1 fails every time.sleep() with EINVAL, so a rank that had to retry its first
     # connection crashed (seen when the machine was loaded).
-    result, _, _ = run_dist(two_nodes, tmp_path, 'if [ "$(hostname)" = n2 ]; then WRAP="faketime -f +40s"; fi')
+    result, _, _ = run_dist(
+        two_nodes, tmp_path, 'if [ "$(hostname)" = n2 ]; then WRAP="faketime -f +40s"; fi'
+    )
     assert result["fault_class"] == "node"
     # The skew is measured across a round trip, so it lands within a fraction of a second of the 40 s injected
     # (CI saw 39.9 s on a loaded machine): assert the node, the direction and the size, not the last digit.

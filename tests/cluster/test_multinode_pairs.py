@@ -27,19 +27,38 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 LIMIT = ("tbf", "rate", "50mbit", "burst", "32kbit", "latency", "50ms")
 
 
-def pairs_result(cluster: MultiCluster, tmp_path: Path, *extra: str, per_node: int = 1) -> tuple[dict[str, Any], float]:
+def pairs_result(
+    cluster: MultiCluster, tmp_path: Path, *extra: str, per_node: int = 1
+) -> tuple[dict[str, Any], float]:
     """srun on every node (`per_node` ranks each) of `envcheck.distributed --pairwise`: (dist.pairs, seconds)."""
     report = tmp_path / "pairs.json"
     began = time.monotonic()
-    done = cluster.run("srun", "-N", str(cluster.size), "-n", str(cluster.size * per_node), sys.executable, "-m",
-                       "envcheck.distributed", "--allow-cpu", "--pairwise", "--timeout", "30", "--json", str(report),
-                       *extra, timeout=90)
+    done = cluster.run(
+        "srun",
+        "-N",
+        str(cluster.size),
+        "-n",
+        str(cluster.size * per_node),
+        sys.executable,
+        "-m",
+        "envcheck.distributed",
+        "--allow-cpu",
+        "--pairwise",
+        "--timeout",
+        "30",
+        "--json",
+        str(report),
+        *extra,
+        timeout=90,
+    )
     took = time.monotonic() - began
     assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     results = {r["name"]: r for r in json.loads(report.read_text())["results"]}
     result = results["dist.pairs"]
     figures = ", ".join(f"{'-'.join(p['nodes'])} {p['busbw_gbps']:.4f}" for p in result["measured"]["pairs"])
-    print(f"\ndist.pairs verdict after {took:.1f}s: {result['status']}: {figures} GB/s busbw", file=sys.stderr)
+    print(
+        f"\ndist.pairs verdict after {took:.1f}s: {result['status']}: {figures} GB/s busbw", file=sys.stderr
+    )
     assert done.returncode == (1 if result["status"] == "fail" else 0), done.stdout + done.stderr
     return result, took
 
@@ -62,8 +81,16 @@ def limited_n2(three_nodes: MultiCluster) -> Iterator[MultiCluster]:
 def test_every_pair_measured_and_none_slow(three_nodes: MultiCluster, tmp_path: Path) -> None:
     result, _ = pairs_result(three_nodes, tmp_path, per_node=2)  # a pair's group: both ranks of both nodes
     assert result["status"] == "pass", result
-    assert result["measured"]["rounds"] == 3 and set(busbw(result)) == {("n1", "n2"), ("n1", "n3"), ("n2", "n3")}
-    assert {tuple(p["ranks"]) for p in result["measured"]["pairs"]} == {(0, 1, 2, 3), (0, 1, 4, 5), (2, 3, 4, 5)}
+    assert result["measured"]["rounds"] == 3 and set(busbw(result)) == {
+        ("n1", "n2"),
+        ("n1", "n3"),
+        ("n2", "n3"),
+    }
+    assert {tuple(p["ranks"]) for p in result["measured"]["pairs"]} == {
+        (0, 1, 2, 3),
+        (0, 1, 4, 5),
+        (2, 3, 4, 5),
+    }
     assert all(v > 0 for v in busbw(result).values()), result
     assert "slow_nodes" not in result["measured"], result
 
@@ -72,7 +99,9 @@ def test_a_limited_link_on_one_node_names_that_node(limited_n2: MultiCluster, tm
     result, _ = pairs_result(limited_n2, tmp_path)
     stats = limited_n2.in_node("n2", "tc", "-s", "-j", "qdisc", "show", "dev", "eth0").stdout
     assert json.loads(stats)[0]["bytes"] > 1 << 20, stats  # the premise: n2's traffic went through the limit
-    assert result["status"] == "warn" and result["fault_class"] == "node" and result["code"] == "dist.pair.slow"
+    assert (
+        result["status"] == "warn" and result["fault_class"] == "node" and result["code"] == "dist.pair.slow"
+    )
     assert result["measured"]["slow_nodes"] == ["n2"], result
     assert sorted(result["measured"]["slow_pairs"]) == [["n1", "n2"], ["n2", "n3"]], result
     assert "node n2 slow: every pair with it is below" in result["summary"], result
@@ -88,7 +117,10 @@ def test_two_nodes_against_the_floor(two_nodes: MultiCluster, tmp_path: Path) ->
     finally:
         two_nodes.in_node("n2", "tc", "qdisc", "del", "dev", "eth0", "root")
     assert result["status"] == "fail" and result["code"] == "dist.pair.slow", result
-    assert "the only pair n1–n2" in result["summary"] and "the 0.05 GB/s floor (--min-busbw)" in result["summary"]
+    assert (
+        "the only pair n1–n2" in result["summary"]
+        and "the 0.05 GB/s floor (--min-busbw)" in result["summary"]
+    )
     assert "cannot say which one is slow" in result["summary"], result
 
 
@@ -98,7 +130,9 @@ def test_the_fixture_leaves_nothing_behind_after_a_tc_change() -> None:
         if os.environ.get("ENVCHECK_REQUIRE_SLURM") == "1":
             pytest.fail(f"multi-node slurm test cannot run and ENVCHECK_REQUIRE_SLURM=1: {why}")
         pytest.skip(why)
-    host_qdiscs = subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, timeout=10, check=True)
+    host_qdiscs = subprocess.run(
+        ["tc", "qdisc", "show"], capture_output=True, text=True, timeout=10, check=True
+    )
     d = Path(tempfile.mkdtemp(prefix="envcheck-slurm2n-tc-"))
     cluster = multinode.start(d, 2, {"PATH": SEARCH_PATH, "PYTHONPATH": str(ROOT)})
     try:

@@ -48,8 +48,11 @@ def test_workloads_mount_what_a_read_only_root_leaves_them() -> None:
 
 def test_node_agent_breaks_exactly_its_named_exceptions() -> None:
     found = violations(load(AGENT))
-    assert set(found) == named_exceptions(AGENT) == {
-        "HostPath Volumes", "Volume Types", "Running as Non-root", "Running as Non-root user"}
+    assert (
+        set(found)
+        == named_exceptions(AGENT)
+        == {"HostPath Volumes", "Volume Types", "Running as Non-root", "Running as Non-root user"}
+    )
     assert found["HostPath Volumes"] == ["textfile"]  # one host folder, nothing else of the host
 
 

@@ -20,15 +20,29 @@ CONFIG = [fail("container.shm", "config")]
 ENVCHECK_CRASHED = [errored("worker died").named("autograd.gradcheck", 1.0)]
 
 
-@pytest.mark.parametrize(("results", "mode", "code"), [
-    (HEALTHY, Mode.PROLOG, 0), (NODE, Mode.PROLOG, 1), (IMAGE, Mode.PROLOG, 0), (CONFIG, Mode.PROLOG, 0),
-    (ENVCHECK_CRASHED, Mode.PROLOG, 0),
-    (HEALTHY, Mode.NPD, 0), (NODE, Mode.NPD, 1), (IMAGE, Mode.NPD, 0), (CONFIG, Mode.NPD, 0),
-    (ENVCHECK_CRASHED, Mode.NPD, 2),
-    (HEALTHY, Mode.PREFLIGHT, 0), (NODE, Mode.PREFLIGHT, 10), (IMAGE, Mode.PREFLIGHT, 0),
-    (CONFIG, Mode.PREFLIGHT, 0), (ENVCHECK_CRASHED, Mode.PREFLIGHT, 0),
-    (IMAGE + NODE, Mode.PREFLIGHT, 10), (CONFIG + IMAGE, Mode.PREFLIGHT, 0), (IMAGE + NODE, Mode.PROLOG, 1),
-])
+@pytest.mark.parametrize(
+    ("results", "mode", "code"),
+    [
+        (HEALTHY, Mode.PROLOG, 0),
+        (NODE, Mode.PROLOG, 1),
+        (IMAGE, Mode.PROLOG, 0),
+        (CONFIG, Mode.PROLOG, 0),
+        (ENVCHECK_CRASHED, Mode.PROLOG, 0),
+        (HEALTHY, Mode.NPD, 0),
+        (NODE, Mode.NPD, 1),
+        (IMAGE, Mode.NPD, 0),
+        (CONFIG, Mode.NPD, 0),
+        (ENVCHECK_CRASHED, Mode.NPD, 2),
+        (HEALTHY, Mode.PREFLIGHT, 0),
+        (NODE, Mode.PREFLIGHT, 10),
+        (IMAGE, Mode.PREFLIGHT, 0),
+        (CONFIG, Mode.PREFLIGHT, 0),
+        (ENVCHECK_CRASHED, Mode.PREFLIGHT, 0),
+        (IMAGE + NODE, Mode.PREFLIGHT, 10),
+        (CONFIG + IMAGE, Mode.PREFLIGHT, 0),
+        (IMAGE + NODE, Mode.PROLOG, 1),
+    ],
+)
 def test_exit_code_by_class(results: list[Result], mode: Mode, code: int) -> None:
     assert decide(results, mode).code == code
 
@@ -44,41 +58,72 @@ def test_node_reason_is_one_line_for_scontrol() -> None:
     assert d.reason.endswith("(+1 more node faults)")
     long = one_line(fail("cuda.devices", "node", 'two\nlines "quoted"' + "x" * 300))
     assert "\n" not in long and '"' not in long and len(long) == policy.REASON_MAX
-    two_long = decide([fail("node.cuda_driver", "node", "y" * 300), fail("node.profile", "node", "z" * 300)],
-                      Mode.NPD)  # NPD's max_output_length: the suffix too stays inside the limit
+    two_long = decide(
+        [fail("node.cuda_driver", "node", "y" * 300), fail("node.profile", "node", "z" * 300)], Mode.NPD
+    )  # NPD's max_output_length: the suffix too stays inside the limit
     assert len(two_long.reason) == policy.REASON_MAX and two_long.reason.endswith("... (+1 more node faults)")
 
 
 def test_image_and_config_faults_are_warnings_not_reasons() -> None:
     d = decide(IMAGE + CONFIG + [warned("slow", fault_class="node").named("dist.busbw", 1)], Mode.PROLOG)
     assert d.code == 0 and d.reason == ""
-    assert [w.split(":")[0] for w in d.warnings] == ["[image] vision.ops", "[config] container.shm",
-                                                     "[node] dist.busbw"]
+    assert [w.split(":")[0] for w in d.warnings] == [
+        "[image] vision.ops",
+        "[config] container.shm",
+        "[node] dist.busbw",
+    ]
 
 
-LOST_AVAILABLE = failed("CUDA is not available: no /dev/nvidia* device nodes and no /proc/driver/nvidia: the "
-                        "container was started without GPU access", "docker run --gpus all",
-                        measured={"findings": [{"layer": "container", "problem": "no /dev/nvidia* device nodes "
-                                                "and no /proc/driver/nvidia: the container was started without "
-                                                "GPU access"}]},
-                        fault_class="config", code="cuda.container").named("cuda.available", 1)
-LOST_DEVICES = failed("0 GPU(s) visible, 1 expected", "docker run --gpus all", measured={"gpus": 0},
-                      expected={"gpus": 1}, fault_class="config", code="cuda.gpu_count").named("cuda.devices", 0)
+LOST_AVAILABLE = failed(
+    "CUDA is not available: no /dev/nvidia* device nodes and no /proc/driver/nvidia: the "
+    "container was started without GPU access",
+    "docker run --gpus all",
+    measured={
+        "findings": [
+            {
+                "layer": "container",
+                "problem": "no /dev/nvidia* device nodes "
+                "and no /proc/driver/nvidia: the container was started without "
+                "GPU access",
+            }
+        ]
+    },
+    fault_class="config",
+    code="cuda.container",
+).named("cuda.available", 1)
+LOST_DEVICES = failed(
+    "0 GPU(s) visible, 1 expected",
+    "docker run --gpus all",
+    measured={"gpus": 0},
+    expected={"gpus": 1},
+    fault_class="config",
+    code="cuda.gpu_count",
+).named("cuda.devices", 0)
 
 
 @pytest.mark.parametrize("mode", [Mode.PROLOG, Mode.NPD])
 def test_a_host_short_of_expected_gpus_is_a_node_fault_in_host_modes(mode: Mode) -> None:
     out = reclassify([LOST_AVAILABLE, LOST_DEVICES], mode, expect_gpus=1)
     assert [r.fault_class for r in out] == ["node", "node"]
-    assert out[0].summary == "1 GPU(s) expected, none visible: no /dev/nvidia* device nodes and no /proc/driver/nvidia"
+    assert (
+        out[0].summary
+        == "1 GPU(s) expected, none visible: no /dev/nvidia* device nodes and no /proc/driver/nvidia"
+    )
     assert out[1].summary == "0 GPU(s) visible, 1 expected: this node lost GPUs"
     assert decide(out, mode).code == 1
 
 
 def test_in_a_pod_or_without_expect_gpus_it_stays_config() -> None:
-    assert [r.fault_class for r in reclassify([LOST_AVAILABLE, LOST_DEVICES], Mode.PREFLIGHT, 1)] == ["config"] * 2
-    assert [r.fault_class for r in reclassify([LOST_AVAILABLE, LOST_DEVICES], Mode.PROLOG, None)] == ["config"] * 2
+    assert [r.fault_class for r in reclassify([LOST_AVAILABLE, LOST_DEVICES], Mode.PREFLIGHT, 1)] == [
+        "config"
+    ] * 2
+    assert [r.fault_class for r in reclassify([LOST_AVAILABLE, LOST_DEVICES], Mode.PROLOG, None)] == [
+        "config"
+    ] * 2
     assert [r.fault_class for r in reclassify([LOST_AVAILABLE], None, 1)] == ["config"]
-    hidden = failed("CUDA_VISIBLE_DEVICES=-1 hides every GPU", measured={"findings": [{"layer": "env"}]},
-                    fault_class="config").named("cuda.available", 0)
+    hidden = failed(
+        "CUDA_VISIBLE_DEVICES=-1 hides every GPU",
+        measured={"findings": [{"layer": "env"}]},
+        fault_class="config",
+    ).named("cuda.available", 0)
     assert reclassify([hidden], Mode.PROLOG, 1)[0].fault_class == "config"

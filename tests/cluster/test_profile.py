@@ -38,20 +38,30 @@ def test_every_built_in_profile_loads_and_cites_a_source_for_each_value() -> Non
         assert set(raw["sources"]) >= {k for k in values if getattr(p, k) is not None}, name
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("gpu_count = 'eight'\n", "gpu_count = 'eight' must be a whole number from 1 to 64"),
-    ("gpu_count = 8\ngpu_modle = 'H100'\n", "unknown field 'gpu_modle'"),
-    ("gpu_count = 8\ndriver_floor = 535\n", "driver_floor = 535 must be a driver version"),
-    ("gpu_count = 8\nlevel = 'deep'\n", "level = 'deep' must be one of node, torch"),
-    ("gpu_count = [8\n", "not valid TOML"),
-    ("level = 'node'\n", "expects nothing; set at least gpu_model or gpu_count"),
-])
-def test_a_bad_profile_is_one_line_naming_the_field_and_exit_2(tmp_path: Path, text: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("gpu_count = 'eight'\n", "gpu_count = 'eight' must be a whole number from 1 to 64"),
+        ("gpu_count = 8\ngpu_modle = 'H100'\n", "unknown field 'gpu_modle'"),
+        ("gpu_count = 8\ndriver_floor = 535\n", "driver_floor = 535 must be a driver version"),
+        ("gpu_count = 8\nlevel = 'deep'\n", "level = 'deep' must be one of node, torch"),
+        ("gpu_count = [8\n", "not valid TOML"),
+        ("level = 'node'\n", "expects nothing; set at least gpu_model or gpu_count"),
+    ],
+)
+def test_a_bad_profile_is_one_line_naming_the_field_and_exit_2(
+    tmp_path: Path, text: str, needle: str
+) -> None:
     path = tmp_path / "node.toml"
     path.write_text(text)
-    done = subprocess.run([sys.executable, "-m", "envcheck", "run", "--for", "prolog", "--profile", str(path)],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck", "run", "--for", "prolog", "--profile", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and needle in done.stderr, done.stderr
 
@@ -65,15 +75,30 @@ def test_a_fifo_or_an_unknown_name_is_refused_without_blocking(tmp_path: Path) -
         load("h100")
 
 
-def nvml_node(gpus: int = 8, name: str = "NVIDIA H100 80GB HBM3", driver: str = "580.95.05",
-              width: dict[int, int] | None = None, links_down: dict[int, list[int]] | None = None,
-              skip_bus: str | None = None) -> dict[str, Any]:
+def nvml_node(
+    gpus: int = 8,
+    name: str = "NVIDIA H100 80GB HBM3",
+    driver: str = "580.95.05",
+    width: dict[int, int] | None = None,
+    links_down: dict[int, list[int]] | None = None,
+    skip_bus: str | None = None,
+) -> dict[str, Any]:
     """The one NVML fake's state of an 8-GPU HGX node (values as nvidia-smi shows them on one)."""
     buses = [b for b in BUSES if b != skip_bus][:gpus]
-    return nvml.state(*(nvml.gpu(i, bus=f"0000:{bus}:00.0", name=name, pcie_gen_max=5,
-                                 pcie_width=(width or {}).get(i, 16),
-                                 nvlinks=[0 if link in (links_down or {}).get(i, []) else 1 for link in range(18)])
-                        for i, bus in enumerate(buses)), driver=driver)
+    return nvml.state(
+        *(
+            nvml.gpu(
+                i,
+                bus=f"0000:{bus}:00.0",
+                name=name,
+                pcie_gen_max=5,
+                pcie_width=(width or {}).get(i, 16),
+                nvlinks=[0 if link in (links_down or {}).get(i, []) else 1 for link in range(18)],
+            )
+            for i, bus in enumerate(buses)
+        ),
+        driver=driver,
+    )
 
 
 def sysfs(tmp_path: Path) -> Path:
@@ -101,24 +126,43 @@ def test_a_node_that_matches_its_profile_passes(monkeypatch: pytest.MonkeyPatch,
     assert got.status is Status.PASS and got.summary == "matches profile h100-sxm-8 (8x H100 SXM): 8 GPU(s)"
 
 
-def test_a_missing_gpu_is_named_by_the_pci_address_the_bus_still_shows(monkeypatch: pytest.MonkeyPatch,
-                                                                      tmp_path: Path) -> None:
+def test_a_missing_gpu_is_named_by_the_pci_address_the_bus_still_shows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     got = judge(monkeypatch, tmp_path, gpus=7, skip_bus="b3")
     assert got.status is Status.FAIL and got.code == "profile.gpu_count" and got.fault_class.value == "node"
     assert got.summary == "8x H100 SXM expected, 7 found: 0000:b3:00.0 missing"
     assert "lspci -s 0000:b3:00.0" in (got.remediation or "")
 
 
-@pytest.mark.parametrize("node, code, summary", [
-    ({"name": "NVIDIA H100 PCIe"}, "profile.gpu_model",
-     "GPU 0 is 'NVIDIA H100 PCIe', the profile expects 'H100 80GB HBM3' (+7 more)"),
-    ({"driver": "470.82.01"}, "profile.driver_floor", "driver 470.82.01 is older than the profile's floor 525.60.13"),
-    ({"width": {5: 8}}, "profile.pcie_link",
-     "GPU 5 (00000000:AB:00.0): PCIe link gen 5 x8, the profile expects gen 5 x16"),
-    ({"links_down": {2: [4, 11]}}, "profile.nvlink_down", "GPU 2 (00000000:3A:00.0): 16 of 18 NVLinks up (down: 4, 11)"),
-])
-def test_each_mismatch_has_its_own_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, node: dict[str, Any],
-                                        code: str, summary: str) -> None:
+@pytest.mark.parametrize(
+    "node, code, summary",
+    [
+        (
+            {"name": "NVIDIA H100 PCIe"},
+            "profile.gpu_model",
+            "GPU 0 is 'NVIDIA H100 PCIe', the profile expects 'H100 80GB HBM3' (+7 more)",
+        ),
+        (
+            {"driver": "470.82.01"},
+            "profile.driver_floor",
+            "driver 470.82.01 is older than the profile's floor 525.60.13",
+        ),
+        (
+            {"width": {5: 8}},
+            "profile.pcie_link",
+            "GPU 5 (00000000:AB:00.0): PCIe link gen 5 x8, the profile expects gen 5 x16",
+        ),
+        (
+            {"links_down": {2: [4, 11]}},
+            "profile.nvlink_down",
+            "GPU 2 (00000000:3A:00.0): 16 of 18 NVLinks up (down: 4, 11)",
+        ),
+    ],
+)
+def test_each_mismatch_has_its_own_code(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, node: dict[str, Any], code: str, summary: str
+) -> None:
     got = judge(monkeypatch, tmp_path, **node)
     assert got.status is Status.FAIL and got.code == code and got.summary == summary
     assert got.measured["codes"] == [code]
@@ -128,7 +172,9 @@ def test_flags_override_the_profile(tmp_path: Path) -> None:
     from envcheck.app.commands import context_from_args
     from envcheck.app.main import build_parser
 
-    args = build_parser().parse_args(["run", "--for", "prolog", "--profile", "h100-sxm-8", "--min-busbw", "300"])
+    args = build_parser().parse_args(
+        ["run", "--for", "prolog", "--profile", "h100-sxm-8", "--min-busbw", "300"]
+    )
     ctx = context_from_args(args)
     assert ctx.expect_gpus == 8 and ctx.options.dist.min_busbw_gbps == 300.0 and ctx.options.node_path
     # The profile's absolute busbw floor is opt-in (issue 36: Azure's 431 GB/s was measured at a 16 GiB message, the
@@ -145,8 +191,10 @@ def test_a_profile_floor_is_opt_in_and_states_its_message_size(tmp_path: Path) -
     from envcheck.app.main import build_parser
 
     note = floors_note(build_parser().parse_args(["run", "--profile", "h100-sxm-8", "--profile-floors"]))
-    assert note == ("--profile-floors: profile h100-sxm-8's busbw floor 460 GB/s was measured at a 16 GiB all-reduce "
-                    "message; dist.busbw judges it only at that size")
+    assert note == (
+        "--profile-floors: profile h100-sxm-8's busbw floor 460 GB/s was measured at a 16 GiB all-reduce "
+        "message; dist.busbw judges it only at that size"
+    )
     assert floors_note(build_parser().parse_args(["run", "--profile", "h100-sxm-8"])) is None
     for name in built_in():  # every built-in floor states its size
         profile = load(name)
@@ -154,5 +202,7 @@ def test_a_profile_floor_is_opt_in_and_states_its_message_size(tmp_path: Path) -
     site = tmp_path / "site.toml"
     site.write_text("gpu_count = 8\nbusbw_floor_gbps = 400.0\n")
     unsized = floors_note(build_parser().parse_args(["run", "--profile", str(site), "--profile-floors"]))
-    assert unsized == ("--profile-floors: profile site's busbw floor 400 GB/s states no message size; dist.busbw "
-                       "compares it with its sweep's peak")
+    assert unsized == (
+        "--profile-floors: profile site's busbw floor 400 GB/s states no message size; dist.busbw "
+        "compares it with its sweep's peak"
+    )

@@ -21,24 +21,44 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def envcheck(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envcheck", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **(env or {})}, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
 
 
 def samples(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(path.read_text()) for s in fam.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(path.read_text())
+        for s in fam.samples
+    }
 
 
 def test_prolog_node_fault_exit_reason_and_textfile(tmp_path: Path) -> None:
     prom = tmp_path / "envcheck.prom"
     before = time.time()
-    done = envcheck("run", "--for", "prolog", "--expect-gpus", "1", "--only", "cuda.available,cuda.devices,container.shm",
-                    "--prometheus", str(prom))
+    done = envcheck(
+        "run",
+        "--for",
+        "prolog",
+        "--expect-gpus",
+        "1",
+        "--only",
+        "cuda.available,cuda.devices,container.shm",
+        "--prometheus",
+        str(prom),
+    )
     assert done.returncode == 1, done.stderr
     assert done.stdout.splitlines() == [
         "[node] cuda.available: 1 GPU(s) expected, none visible: no /dev/nvidia* device nodes and no "
-        "/proc/driver/nvidia (+1 more node faults)"]
+        "/proc/driver/nvidia (+1 more node faults)"
+    ]
     got = samples(prom)
     assert got[("envcheck_check_status", (("check", "cuda.available"), ("status", "fail")))] == 1
     assert got[("envcheck_check_status", (("check", "container.shm"), ("status", "pass")))] == 1
@@ -67,10 +87,13 @@ def test_an_image_fault_warns_and_exits_0_in_every_mode(tmp_path: Path) -> None:
     assert (npd.returncode, npd.stdout) == (0, "envcheck: node OK\n")
 
 
-@pytest.mark.parametrize(("path", "why"), [
-    ("/no/such/folder/x.prom", "folder /no/such/folder does not exist"),
-    (".", "is not a file path"),
-])
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("/no/such/folder/x.prom", "folder /no/such/folder does not exist"),
+        (".", "is not a file path"),
+    ],
+)
 def test_bad_prometheus_path_is_one_line_exit_2_before_any_check(path: str, why: str) -> None:
     began = time.monotonic()
     done = envcheck("run", "--prometheus", path)
@@ -85,9 +108,11 @@ def test_bad_mode_is_one_line_exit_2() -> None:
 
 
 def test_busbw_and_matmul_figures_when_measured(tmp_path: Path) -> None:
-    results = [passed("busbw", measured={"peak_busbw_gbps": 12.5}).named("dist.busbw", 3),
-               passed("mm", measured={"matmul_tflops": 600.0}).named("some.matmul", 1),
-               passed("gpus", measured={"gpus": ["H100", "H100"]}).named("cuda.available", 1)]
+    results = [
+        passed("busbw", measured={"peak_busbw_gbps": 12.5}).named("dist.busbw", 3),
+        passed("mm", measured={"matmul_tflops": 600.0}).named("some.matmul", 1),
+        passed("gpus", measured={"gpus": ["H100", "H100"]}).named("cuda.available", 1),
+    ]
     path = tmp_path / "m.prom"
     write_output(str(path), prometheus.render(results, {}, mode="npd", exit_code=0, now=1.0))
     got = samples(path)
@@ -99,13 +124,19 @@ def test_busbw_and_matmul_figures_when_measured(tmp_path: Path) -> None:
 
 def test_not_measured_figures_are_absent(tmp_path: Path) -> None:
     path = tmp_path / "m.prom"
-    write_output(str(path), prometheus.render([failed("x", fault_class="image").named("vision.ops", 1)],
-                                                         {}, mode="run", exit_code=1))
+    write_output(
+        str(path),
+        prometheus.render(
+            [failed("x", fault_class="image").named("vision.ops", 1)], {}, mode="run", exit_code=1
+        ),
+    )
     names = {name for name, _ in samples(path)}
     assert not names & {"envcheck_gpus", "envcheck_allreduce_busbw_gbps", "envcheck_matmul_tflops"}
 
 
-def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "m.prom"
     path.write_text("old\n")
 
@@ -123,8 +154,10 @@ def test_the_node_paths_gpu_count_is_written(tmp_path: Path) -> None:
     """--for prolog|health|npd run no torch check: envcheck_gpus comes from gpu.health's NVML count (the GPUs this
     process was given), else node.cuda_driver's count."""
     path = tmp_path / "m.prom"
-    node = [passed("8 GPU(s) ...", measured={"count": 8}).named("node.cuda_driver", 1),
-            passed("7 GPU(s) healthy", measured={"gpus": 7}).named("gpu.health", 1)]
+    node = [
+        passed("8 GPU(s) ...", measured={"count": 8}).named("node.cuda_driver", 1),
+        passed("7 GPU(s) healthy", measured={"gpus": 7}).named("gpu.health", 1),
+    ]
     write_output(str(path), prometheus.render(node, {}, mode="prolog", exit_code=0))
     assert dict(samples(path))[("envcheck_gpus", ())] == 7
     write_output(str(path), prometheus.render(node[:1], {}, mode="prolog", exit_code=0))

@@ -21,8 +21,11 @@ from tests.staging.gpu_node import Node, eight_gpus, staged_node
 
 
 def _verdict(done: subprocess.CompletedProcess[str], results: dict[str, Any]) -> str:
-    lines = [f"{name}: {r['status']} {r.get('code')} {r['summary'][:160]}" for name, r in results.items()
-             if name != "_report"]
+    lines = [
+        f"{name}: {r['status']} {r.get('code')} {r['summary'][:160]}"
+        for name, r in results.items()
+        if name != "_report"
+    ]
     return f"exit {done.returncode}\n" + "\n".join(lines) + f"\nstderr: {done.stderr[-1500:]}"
 
 
@@ -56,23 +59,48 @@ def _dcgmi(folder: Path, output: str) -> Path:
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "out.json").write_text(output)
     script = bin_dir / "dcgmi"
-    script.write_text(f"#!/bin/sh\necho \"$@\" >> {bin_dir}/calls\ncat {bin_dir}/out.json\n")
+    script.write_text(f'#!/bin/sh\necho "$@" >> {bin_dir}/calls\ncat {bin_dir}/out.json\n')
     script.chmod(0o755)
     return bin_dir
 
 
 def _diag(status: str, gpu: int) -> str:
-    return json.dumps({"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [
-        {"name": "memory", "results": [{"entity_id": gpu, "status": status}], "test_summary": {"status": status}}]}]}})
+    return json.dumps(
+        {
+            "DCGM Diagnostic": {
+                "test_categories": [
+                    {
+                        "category": "Hardware",
+                        "tests": [
+                            {
+                                "name": "memory",
+                                "results": [{"entity_id": gpu, "status": status}],
+                                "test_summary": {"status": status},
+                            }
+                        ],
+                    }
+                ]
+            }
+        }
+    )
 
 
-@pytest.mark.parametrize("held, status, expect_call, exit_code", [
-    (range(4), "Pass", "diag -r 1 -j -i 4,5,6,7", 0),  # DCGM runs on the GPUs nobody holds
-    (range(8), "Pass", "", 0),  # every GPU held: not run at all
-    (range(4), "Fail", "diag -r 1 -j -i 4,5,6,7", 1),  # the broken twin: a free GPU fails DCGM's memory test
-])
-def test_dcgm_runs_only_on_the_gpus_no_other_job_holds(tmp_path_factory: pytest.TempPathFactory, held: range,
-                                                         status: str, expect_call: str, exit_code: int) -> None:
+@pytest.mark.parametrize(
+    "held, status, expect_call, exit_code",
+    [
+        (range(4), "Pass", "diag -r 1 -j -i 4,5,6,7", 0),  # DCGM runs on the GPUs nobody holds
+        (range(8), "Pass", "", 0),  # every GPU held: not run at all
+        (
+            range(4),
+            "Fail",
+            "diag -r 1 -j -i 4,5,6,7",
+            1,
+        ),  # the broken twin: a free GPU fails DCGM's memory test
+    ],
+)
+def test_dcgm_runs_only_on_the_gpus_no_other_job_holds(
+    tmp_path_factory: pytest.TempPathFactory, held: range, status: str, expect_call: str, exit_code: int
+) -> None:
     """A job holds some GPUs (NVML's processes); the prolog's dcgm.diag passes `-i` with the others, or skips when
     none is free, so DCGM's 'busy or unavailable' on another job's GPU is never read as this node's fault."""
     folder = tmp_path_factory.mktemp("dcgm")
@@ -83,7 +111,10 @@ def test_dcgm_runs_only_on_the_gpus_no_other_job_holds(tmp_path_factory: pytest.
     calls = (bin_dir / "calls").read_text().strip() if (bin_dir / "calls").exists() else ""
     assert calls == expect_call and done.returncode == exit_code, _verdict(done, results)
     if not expect_call:
-        assert results["dcgm.diag"]["status"] == "skip" and "every GPU is held" in results["dcgm.diag"]["summary"]
+        assert (
+            results["dcgm.diag"]["status"] == "skip"
+            and "every GPU is held" in results["dcgm.diag"]["summary"]
+        )
 
 
 # The torch path's cuda.devices on a shared node. Staged: torch's CUDA boundary (this torch is a CPU build: device
@@ -107,14 +138,22 @@ print(json.dumps({"status": r.status.value, "code": r.code, "summary": r.summary
 """
 
 
-@pytest.mark.parametrize("gpu0, pid_namespace, status, code, said", [
-    ({"nvml": JOB}, False, "pass", None, "in use by pid 4242"),  # another job's memory: busy, not tested
-    ({"nvml": {"memory_used_mib": 79500}}, True, "pass", None, "processes outside this container's view"),
-    ({"nvml": {"memory_used_mib": 79500}}, False, "fail", "cuda.memory_leaked", "no process holds it"),
-])
+@pytest.mark.parametrize(
+    "gpu0, pid_namespace, status, code, said",
+    [
+        ({"nvml": JOB}, False, "pass", None, "in use by pid 4242"),  # another job's memory: busy, not tested
+        ({"nvml": {"memory_used_mib": 79500}}, True, "pass", None, "processes outside this container's view"),
+        ({"nvml": {"memory_used_mib": 79500}}, False, "fail", "cuda.memory_leaked", "no process holds it"),
+    ],
+)
 def test_a_full_gpu_is_busy_when_someone_holds_it_and_the_node_only_when_nobody_does(
-        tmp_path_factory: pytest.TempPathFactory, gpu0: dict[str, Any], pid_namespace: bool, status: str,
-        code: str | None, said: str) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+    gpu0: dict[str, Any],
+    pid_namespace: bool,
+    status: str,
+    code: str | None,
+    said: str,
+) -> None:
     """Issue 31: cuda.devices failed every GPU of a running PyTorch job (the caching allocator holds ~95%) as a
     node fault. Now: a visible holder or a PID namespace that hides the holders is busy; the host's full view
     with no process at all is leaked memory, the node's."""
@@ -137,6 +176,10 @@ def test_a_preflight_without_gpu_access_is_the_pods_spec(tmp_path_factory: pytes
     the pod spec's fault (config, exit 0); the node modes run on the host and call the same picture the node's."""
     node = Node(eight_gpus(), driver=False, how="cdi", given=(), kmsg=[])
     with staged_node(node, tmp_path_factory.mktemp("nogpu")) as staged:
-        done, results = staged.envcheck("--for", "preflight", "--only", "node.profile", "--profile", "h100-sxm-8")
-    assert done.returncode == 0 and results["node.profile"]["fault_class"] == "config", _verdict(done, results)
+        done, results = staged.envcheck(
+            "--for", "preflight", "--only", "node.profile", "--profile", "h100-sxm-8"
+        )
+    assert done.returncode == 0 and results["node.profile"]["fault_class"] == "config", _verdict(
+        done, results
+    )
     assert "started without GPU access" in results["node.profile"]["remediation"]

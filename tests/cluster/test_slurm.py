@@ -21,7 +21,9 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 def prolog(*args: str, env: str = "") -> str:
     """A prolog body running `envcheck run --for prolog ARGS` from this checkout (the prolog's PATH is bare)."""
-    cmd = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "envcheck", "run", "--for", "prolog", *args))
+    cmd = " ".join(
+        shlex.quote(a) for a in (sys.executable, "-m", "envcheck", "run", "--for", "prolog", *args)
+    )
     return f"cd {shlex.quote(str(ROOT))} && {env} PYTHONPATH={shlex.quote(str(ROOT))} {cmd}"
 
 
@@ -30,17 +32,24 @@ def test_healthy_prolog_lets_the_job_run(cluster: Cluster) -> None:
     done = cluster.run("srun", "-n", "1", "echo", "job-ran")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "job-ran"
-    cluster.wait_state("idle", timeout=15)  # the node passes through "completing" after the job (seen under load)
+    cluster.wait_state(
+        "idle", timeout=15
+    )  # the node passes through "completing" after the job (seen under load)
     assert cluster.reason() == ""
 
 
-def test_node_fault_in_prolog_drains_the_node_and_the_health_check_names_it(cluster: Cluster, tmp_path: Path) -> None:
+def test_node_fault_in_prolog_drains_the_node_and_the_health_check_names_it(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     # No GPU on this host: a node that must have one (--expect-gpus 1) has lost it, a node fault. The prolog calls
     # no Slurm command (Slurm's prolog guide): it exits 1, slurmd drains with its fixed reason "Prolog error"
     # and the prolog keeps its own reason in a local state file.
     state = tmp_path / "slurm-prolog.json"
-    cluster.set_prolog(prolog("--expect-gpus", "1", "--only", "cuda.available,cuda.devices",
-                              env=f"ENVCHECK_SLURM_STATE={state}"))
+    cluster.set_prolog(
+        prolog(
+            "--expect-gpus", "1", "--only", "cuda.available,cuda.devices", env=f"ENVCHECK_SLURM_STATE={state}"
+        )
+    )
     done = cluster.run("srun", "-n", "1", "echo", "job-ran")
     assert done.returncode != 0 and "job-ran" not in done.stdout
     assert "prolog failed" in done.stderr.lower()
@@ -58,17 +67,29 @@ def test_node_fault_in_prolog_drains_the_node_and_the_health_check_names_it(clus
 
 def health_check(cluster: Cluster, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
     """The HealthCheckProgram as slurmd starts it (root, on the node; the script sets SLURMD_NODENAME)."""
-    return cluster.run(sys.executable, "-m", "envcheck", "run", "--for", "health", *args,
-                       env={"SLURMD_NODENAME": cluster.node, "ENVCHECK_SLURM_STATE": str(state)})
+    return cluster.run(
+        sys.executable,
+        "-m",
+        "envcheck",
+        "run",
+        "--for",
+        "health",
+        *args,
+        env={"SLURMD_NODENAME": cluster.node, "ENVCHECK_SLURM_STATE": str(state)},
+    )
 
 
 def test_image_fault_in_prolog_does_not_drain(cluster: Cluster) -> None:
     # ENVCHECK_IMAGE=1 without /etc/envcheck/image.json: an envcheck image lost its declaration (class image).
-    cluster.set_prolog(prolog("--allow-cpu", "--only", "image.versions,container.shm", env="ENVCHECK_IMAGE=1"))
+    cluster.set_prolog(
+        prolog("--allow-cpu", "--only", "image.versions,container.shm", env="ENVCHECK_IMAGE=1")
+    )
     done = cluster.run("srun", "-n", "1", "echo", "job-ran")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "job-ran"
-    cluster.wait_state("idle", timeout=15)  # the node passes through "completing" after the job (seen under load)
+    cluster.wait_state(
+        "idle", timeout=15
+    )  # the node passes through "completing" after the job (seen under load)
     assert cluster.reason() == ""
     log = (cluster.dir / "prolog.log").read_text()
     assert "envcheck: warning: [image] image.versions:" in log
@@ -76,8 +97,20 @@ def test_image_fault_in_prolog_does_not_drain(cluster: Cluster) -> None:
 
 def test_srun_runs_the_gloo_all_reduce_without_torchrun(cluster: Cluster, tmp_path: Path) -> None:
     report = tmp_path / "dist.json"
-    done = cluster.run("srun", "-n", "2", sys.executable, "-m", "envcheck.distributed", "--allow-cpu",
-                       "--timeout", "60", "--json", str(report), timeout=120)
+    done = cluster.run(
+        "srun",
+        "-n",
+        "2",
+        sys.executable,
+        "-m",
+        "envcheck.distributed",
+        "--allow-cpu",
+        "--timeout",
+        "60",
+        "--json",
+        str(report),
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     results = {r["name"]: r for r in json.loads(report.read_text())["results"]}
     assert results["dist.all_reduce"]["status"] == "pass"
@@ -129,10 +162,31 @@ def _wait_connected(pid: int, sockets: int = 3, timeout: float = 60) -> None:
 
 def test_srun_names_a_killed_task(cluster: Cluster, tmp_path: Path) -> None:
     marker = f"ENVCHECK_TEST_MARK={os.getpid()}-{time.monotonic_ns()}"
-    env = {**cluster.env, marker.split("=")[0]: marker.split("=")[1], "ENVCHECK_TEST_FAULT": "rank=1:hang",
-           "ENVCHECK_RANK_HOOK": RANK_HOOK}
-    proc = subprocess.Popen(["srun", "-n", "2", sys.executable, "-m", "envcheck.distributed", "--allow-cpu",
-                             "--timeout", "60", "--json", str(tmp_path / "dist.json")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **cluster.env,
+        marker.split("=")[0]: marker.split("=")[1],
+        "ENVCHECK_TEST_FAULT": "rank=1:hang",
+        "ENVCHECK_RANK_HOOK": RANK_HOOK,
+    }
+    proc = subprocess.Popen(
+        [
+            "srun",
+            "-n",
+            "2",
+            sys.executable,
+            "-m",
+            "envcheck.distributed",
+            "--allow-cpu",
+            "--timeout",
+            "60",
+            "--json",
+            str(tmp_path / "dist.json"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         pid = _pid_of_task(marker, 1)
         _wait_connected(pid)
@@ -145,5 +199,7 @@ def test_srun_names_a_killed_task(cluster: Cluster, tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "task 1: Killed" in err
     result = json.loads((tmp_path / "dist.json").read_text())["results"][0]
-    assert result["name"] == "dist.all_reduce" and result["status"] == "fail" and result["fault_class"] == "node"
+    assert (
+        result["name"] == "dist.all_reduce" and result["status"] == "fail" and result["fault_class"] == "node"
+    )
     assert "rank 1 died" in result["summary"], result["summary"]

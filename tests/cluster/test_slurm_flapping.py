@@ -28,10 +28,30 @@ HARD_GONE = ("--allow-cpu", "--only", "cuda.available")
 
 def health(cluster: MultiCluster, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """n1's HealthCheckProgram as slurmd starts it there (root, n1's network, SLURMD_NODENAME=n1)."""
-    cmd = ["nsenter", f"--net=/run/netns/{cluster.node_ns(NODE)}", sys.executable, "-m", "envcheck", "run", "--for",
-           "health", *args]
-    done = subprocess.run(cmd, env={**cluster.env, "SLURMD_NODENAME": NODE, "ENVCHECK_SLURM_STATE": str(state),
-                                    "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    cmd = [
+        "nsenter",
+        f"--net=/run/netns/{cluster.node_ns(NODE)}",
+        sys.executable,
+        "-m",
+        "envcheck",
+        "run",
+        "--for",
+        "health",
+        *args,
+    ]
+    done = subprocess.run(
+        cmd,
+        env={
+            **cluster.env,
+            "SLURMD_NODENAME": NODE,
+            "ENVCHECK_SLURM_STATE": str(state),
+            "PYTHONPATH": str(ROOT),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
@@ -39,8 +59,22 @@ def health(cluster: MultiCluster, state: Path, *args: str) -> subprocess.Complet
 def set_fault(cluster: MultiCluster, on: bool) -> None:
     """The soft fault: a 1 Gbit/s token bucket on n1's loopback (or none)."""
     if on:
-        cluster.in_node(NODE, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1gbit", "burst", "256kb",
-                        "limit", "64mb")
+        cluster.in_node(
+            NODE,
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "lo",
+            "root",
+            "tbf",
+            "rate",
+            "1gbit",
+            "burst",
+            "256kb",
+            "limit",
+            "64mb",
+        )
     else:
         cluster.in_node(NODE, "tc", "qdisc", "del", "dev", "lo", "root")
 
@@ -50,7 +84,8 @@ def drained(cluster: MultiCluster) -> bool:
 
 
 def test_a_soft_fault_that_comes_and_goes_drains_only_when_it_stays_and_resumes_after_two_clean_runs(
-        two_nodes: MultiCluster, tmp_path: Path) -> None:
+    two_nodes: MultiCluster, tmp_path: Path
+) -> None:
     state = tmp_path / "slurm-prolog.json"
     fault = False
     steps = [  # (fault on?, drained after this run?, a line the run must say)
@@ -72,7 +107,9 @@ def test_a_soft_fault_that_comes_and_goes_drains_only_when_it_stays_and_resumes_
                 fault = on
             done = health(two_nodes, state, *SOFT)
             if want_drained:
-                two_nodes.wait_states({NODE: "drained"}, timeout=15)  # idle -> drained (or draining) in slurmctld
+                two_nodes.wait_states(
+                    {NODE: "drained"}, timeout=15
+                )  # idle -> drained (or draining) in slurmctld
             else:
                 two_nodes.wait_states({NODE: "idle"}, timeout=15)
             assert drained(two_nodes) == want_drained, (n, done.stderr)
@@ -80,13 +117,17 @@ def test_a_soft_fault_that_comes_and_goes_drains_only_when_it_stays_and_resumes_
             assert two_nodes.states()["n2"] == "idle"  # the other node is never touched
             if n == 6:
                 assert "(in 3 health runs in a row)" in two_nodes.reasons()[NODE]
-                assert two_nodes.reasons()[NODE].startswith("envcheck: [node] dist.busbw: all_reduce busbw peak")
+                assert two_nodes.reasons()[NODE].startswith(
+                    "envcheck: [node] dist.busbw: all_reduce busbw peak"
+                )
     finally:
         if fault:
             set_fault(two_nodes, False)
 
 
-def test_a_hard_fault_drains_at_once_and_resumes_after_two_clean_runs(two_nodes: MultiCluster, tmp_path: Path) -> None:
+def test_a_hard_fault_drains_at_once_and_resumes_after_two_clean_runs(
+    two_nodes: MultiCluster, tmp_path: Path
+) -> None:
     state = tmp_path / "slurm-prolog.json"
     first = health(two_nodes, state, *HARD)
     assert first.returncode == 1 and f"node {NODE} drained: envcheck: [node] cuda.available:" in first.stderr

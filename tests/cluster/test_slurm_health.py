@@ -18,7 +18,11 @@ from tests.cluster.test_slurm import health_check
 from tests.helpers.slurm import Cluster
 
 FAULT = ("--expect-gpus", "1", "--only", "cuda.available")  # no GPU here: a node that must have one lost it
-PASS = ("--allow-cpu", "--only", "cuda.available")  # the same check, judged without that demand: it passes (warn)
+PASS = (
+    "--allow-cpu",
+    "--only",
+    "cuda.available",
+)  # the same check, judged without that demand: it passes (warn)
 
 
 @pytest.mark.slurm
@@ -29,7 +33,9 @@ def test_an_envcheck_drain_is_resumed_when_its_check_passes_again(cluster: Clust
     assert drained.returncode == 1, drained.stderr
     assert cluster.state() in ("drained", "drain")
     assert cluster.reason().startswith("envcheck: [node] cuda.available: 1 GPU(s) expected, none visible")
-    other = health_check(cluster, "--allow-cpu", "--only", "container.shm", state=state)  # not the named check
+    other = health_check(
+        cluster, "--allow-cpu", "--only", "container.shm", state=state
+    )  # not the named check
     assert "stays drained: cuda.available did not pass in this run" in other.stderr
     assert cluster.state() in ("drained", "drain")
     resumed = health_check(cluster, *PASS, state=state)
@@ -53,9 +59,12 @@ def test_a_node_an_admin_drained_is_never_touched(cluster: Cluster, tmp_path: Pa
 
 
 @pytest.mark.parametrize("given, expected", [(None, HEALTH_CHECKS_S), (300.0, HEALTH_CHECKS_S), (20.0, 20.0)])
-def test_the_health_check_budget_fits_slurmds_60_seconds(given: float | None, expected: float,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_health_check_budget_fits_slurmds_60_seconds(
+    given: float | None, expected: float, capsys: pytest.CaptureFixture[str]
+) -> None:
     args = argparse.Namespace(for_mode="health", timeout=given)
     apply_budget(args)
     assert args.timeout == expected and HEALTH_CHECKS_S + 2 * 5 + 10 <= 60  # checks + 2 Slurm calls + start
-    assert ("capped to 40 s: slurmd kills a HealthCheckProgram after 60 s" in capsys.readouterr().err) == (given == 300)
+    assert ("capped to 40 s: slurmd kills a HealthCheckProgram after 60 s" in capsys.readouterr().err) == (
+        given == 300
+    )

@@ -21,6 +21,12 @@ def test_block_and_cyclic_layouts() -> None:
 
 def test_unknown_layouts_name_no_node() -> None:
     assert rank_nodes({}) is None
-    assert rank_nodes({"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_STEP_TASKS_PER_NODE": "2"}) is None  # counts != nodes
-    assert rank_nodes({"SLURM_STEP_NODELIST": "n1", "SLURM_STEP_TASKS_PER_NODE": "2",
-                       "SLURM_DISTRIBUTION": "arbitrary"}) is None
+    assert (
+        rank_nodes({"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_STEP_TASKS_PER_NODE": "2"}) is None
+    )  # counts != nodes
+    assert (
+        rank_nodes(
+            {"SLURM_STEP_NODELIST": "n1", "SLURM_STEP_TASKS_PER_NODE": "2", "SLURM_DISTRIBUTION": "arbitrary"}
+        )
+        is None
+    )

@@ -21,13 +21,19 @@ GOOD = {"rank": 0, "all_reduce": {}}
 def _stalled(plan: LaunchPlan, phases: list[str]) -> LaunchOutcome:
     """Every rank killed at the deadline; rank r's last phase is phases[r]."""
     order = ["started", "store", "init", "barrier", "ready", "all_reduce.float32"]
-    ranks = [RankOutcome(r, -9, True, [(p, 1.0 + i) for i, p in enumerate(order[:order.index(last) + 1])],
-                         None, "") for r, last in enumerate(phases)]
+    ranks = [
+        RankOutcome(
+            r, -9, True, [(p, 1.0 + i) for i, p in enumerate(order[: order.index(last) + 1])], None, ""
+        )
+        for r, last in enumerate(phases)
+    ]
     return LaunchOutcome(plan, ranks, plan.deadline_s, True)
 
 
 def _ok(plan: LaunchPlan) -> LaunchOutcome:
-    ranks = [RankOutcome(r, 0, False, [("done", 1.0)], dict(GOOD, rank=r), "") for r in range(plan.world_size)]
+    ranks = [
+        RankOutcome(r, 0, False, [("done", 1.0)], dict(GOOD, rank=r), "") for r in range(plan.world_size)
+    ]
     return LaunchOutcome(plan, ranks, 1.0, False)
 
 
@@ -67,7 +73,10 @@ def test_slow_start_twice_is_reported_as_a_slow_start_naming_the_phase() -> None
     assert len(plans) == 2 and all(p.env == () for p in plans) and fixed_by is None
     result = checks.launch_failure(outcome, notes)
     assert result.status is Status.FAIL
-    assert "slow start" in result.summary and "rank 1 still initialising the process group ('init')" in result.summary
+    assert (
+        "slow start" in result.summary
+        and "rank 1 still initialising the process group ('init')" in result.summary
+    )
     assert "P2P" not in result.summary + (result.remediation or "")
     assert "SHM" not in result.summary + (result.remediation or "")
 
@@ -126,7 +135,8 @@ print(json.dumps({"class": r.fault_class.value if r.fault_class else None, "code
 
 @pytest.mark.parametrize("size, fault_class, code", [("64m", "config", "shm.small"), ("2g", "node", None)])
 def test_an_nccl_shm_failure_cured_by_shm_disable_in_a_small_dev_shm_is_the_containers(
-        size: str, fault_class: str, code: str | None) -> None:
+    size: str, fault_class: str, code: str | None
+) -> None:
     """Real: a tmpfs of Docker's default 64 MiB (and a healthy 2 GiB twin) mounted on /dev/shm in a private mount
     namespace, read by the live probe. Simulated: the NCCL launch outcome (no GPU here)."""
     import json
@@ -139,9 +149,14 @@ def test_an_nccl_shm_failure_cured_by_shm_disable_in_a_small_dev_shm_is_the_cont
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a private /dev/shm")
     root = Path(__file__).resolve().parents[2]
-    script = f"mount -t tmpfs -o size={size} envcheck-shm /dev/shm && exec {sys.executable} -c \"$CASE\""
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "CASE": SHM_CASE, "PYTHONPATH": str(root)})
+    script = f'mount -t tmpfs -o size={size} envcheck-shm /dev/shm && exec {sys.executable} -c "$CASE"'
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CASE": SHM_CASE, "PYTHONPATH": str(root)},
+    )
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["class"] == fault_class and got["code"] == code, got

@@ -27,8 +27,17 @@ AZURE_H100 = DistOptions(min_busbw_gbps=460.0, min_busbw_at_bytes=16 * GIB)
 
 def findings(rows: list[tuple[int, float]], world: int = 8) -> list[dict[str, object]]:
     """Every rank's sweep findings for (bytes, busbw) rows, as `sweep.sweep` returns them (#wrong 0)."""
-    table = [{"bytes": b, "dtype": "float32", "time_us": 1.0, "algbw_gbps": bw * world / (2 * (world - 1)),
-              "busbw_gbps": bw, "wrong": 0} for b, bw in rows]
+    table = [
+        {
+            "bytes": b,
+            "dtype": "float32",
+            "time_us": 1.0,
+            "algbw_gbps": bw * world / (2 * (world - 1)),
+            "busbw_gbps": bw,
+            "wrong": 0,
+        }
+        for b, bw in rows
+    ]
     return [{"rank": r, "sweep": table} for r in range(world)]
 
 
@@ -41,7 +50,9 @@ def test_a_floor_measured_at_16_gib_is_not_judged_against_a_1_gib_sweep() -> Non
     result = sweep.judge(findings(UP_TO_1_GIB), "nccl", 8, AZURE_H100)
     assert result.status is Status.PASS, result.summary
     note = result.measured["floor_not_comparable"]
-    assert "460 GB/s floor was measured at 17179869184 B" in note and "largest message is 1073741824 B" in note
+    assert (
+        "460 GB/s floor was measured at 17179869184 B" in note and "largest message is 1073741824 B" in note
+    )
     assert "not comparable, not judged" in note and "--memory-fraction" in note
     assert note in result.summary
     assert result.expected["min_busbw_at_bytes"] == 16 * GIB
@@ -53,8 +64,12 @@ def test_at_the_floors_size_a_healthy_node_passes_and_a_slow_one_warns() -> None
     slow = sweep.judge(findings([*UP_TO_1_GIB, (16 * GIB, 402.0)]), "nccl", 8, AZURE_H100)
     assert slow.status is Status.WARN and slow.fault_class is not None and slow.fault_class.value == "node"
     assert "at the floor's 17179869184 B message: 402.000 GB/s, below the 460 GB/s floor" in slow.summary
-    strict = sweep.judge(findings([*UP_TO_1_GIB, (16 * GIB, 402.0)]), "nccl", 8,
-                         DistOptions(min_busbw_gbps=460.0, min_busbw_at_bytes=16 * GIB, strict_perf=True))
+    strict = sweep.judge(
+        findings([*UP_TO_1_GIB, (16 * GIB, 402.0)]),
+        "nccl",
+        8,
+        DistOptions(min_busbw_gbps=460.0, min_busbw_at_bytes=16 * GIB, strict_perf=True),
+    )
     assert strict.status is Status.FAIL
 
 
@@ -68,7 +83,9 @@ def test_the_floors_size_is_swept_when_the_memory_budget_allows() -> None:
     free = 79 * GIB  # an 80 GB GPU, idle
     assert sweep.gpu_sizes(free, 0.1, 16 * GIB)[-1] == GIB  # 10 % of 79 GiB: 16 GiB does not fit the budget
     sizes = sweep.gpu_sizes(free, 0.25, 16 * GIB)
-    assert sizes[-1] == 16 * GIB and sizes[-2] == GIB  # the doubling still stops at GPU_MAX_TOP, then the floor's size
+    assert (
+        sizes[-1] == 16 * GIB and sizes[-2] == GIB
+    )  # the doubling still stops at GPU_MAX_TOP, then the floor's size
     assert sweep.gpu_sizes(free, 0.25, None) == sweep.gpu_sizes(free, 0.25)
     assert sweep.gpu_sizes(20 * GIB, 1.0, 16 * GIB)[-1] == 16 * GIB
     tight = 16 * GIB + 256 * MIB  # within the budget, but not with the verification's and NCCL's own buffers
@@ -95,8 +112,10 @@ def test_the_profile_floor_carries_its_size_and_flags_override_it() -> None:
     assert (resized.min_busbw_gbps, resized.min_busbw_at_bytes) == (460.0, GIB)
 
 
-@pytest.mark.parametrize(("text", "value"), [("16G", 16 * GIB), ("16GiB", 16 * GIB), ("512M", 512 * MIB),
-                                             ("1048576", MIB), ("64k", 64 * 1024)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("16G", 16 * GIB), ("16GiB", 16 * GIB), ("512M", 512 * MIB), ("1048576", MIB), ("64k", 64 * 1024)],
+)
 def test_message_sizes_read_like_nccl_tests(text: str, value: int) -> None:
     assert message_size(text) == value
 

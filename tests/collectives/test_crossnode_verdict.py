@@ -8,7 +8,14 @@ from typing import Any
 from envcheck.collectives.crossnode import SKEW_FAIL_S, SKEW_WARN_S, judge_roll_call
 from envcheck.core.result import Status
 
-MASTER = {"name": "n1", "port": 29500, "node": "n1", "addresses": ["10.77.0.11"], "error": None, "time": 100.0}
+MASTER = {
+    "name": "n1",
+    "port": 29500,
+    "node": "n1",
+    "addresses": ["10.77.0.11"],
+    "error": None,
+    "time": 100.0,
+}
 V = {"torch": "2.13.0", "nccl": None, "envcheck": "0.1.0", "python": "3.11.2"}
 
 
@@ -25,15 +32,21 @@ def test_missing_rank_comes_first_and_names_its_node() -> None:
     arrivals = {0: arrival(0, "n1"), 1: arrival(1, "n2", versions={**V, "torch": "2.12.0"})}
     result = judge_roll_call(6, arrivals, MASTER, ["n1", "n2", "n3", "n3", "n3", "n3"], 12.0, {})
     assert result is not None and result.status is Status.FAIL and result.name == "dist.rendezvous"
-    assert result.summary.startswith("rank 2 (on n3), rank 3 (on n3), rank 4 (on n3), rank 5 (on n3) never reached "
-                                     "the rendezvous store n1:29500 within 12s")
+    assert result.summary.startswith(
+        "rank 2 (on n3), rank 3 (on n3), rank 4 (on n3), rank 5 (on n3) never reached "
+        "the rendezvous store n1:29500 within 12s"
+    )
     assert result.summary.endswith("versions differ across nodes: torch 2.13.0 on n1, 2.12.0 on n2")
 
 
 def test_clock_skew_warns_then_fails() -> None:
     arrivals = {0: arrival(0, "n1"), 1: arrival(1, "n2", t=100.0 + SKEW_WARN_S + 1)}
     warn = judge_roll_call(2, arrivals, MASTER, None, 1.0, {0: 100.0, 1: 100.0})
-    assert warn is not None and warn.status is Status.WARN and warn.summary.startswith("n2's clock is 6.0s ahead")
+    assert (
+        warn is not None
+        and warn.status is Status.WARN
+        and warn.summary.startswith("n2's clock is 6.0s ahead")
+    )
     arrivals[1]["time"] = 100.0 - SKEW_FAIL_S - 1
     fail = judge_roll_call(2, arrivals, MASTER, None, 1.0, {0: 100.0, 1: 100.0})
     assert fail is not None and fail.status is Status.FAIL and "16.0s behind n1's" in fail.summary

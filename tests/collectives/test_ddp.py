@@ -35,7 +35,9 @@ def test_healthy_ddp_equals_one_process_on_the_whole_batch(marker: str) -> None:
     bf16 = [c for c in ddp.cases() if c.hook == "bf16_compress"]  # bf16 compression needs NCCL
     asserted = 0
     if result.status is Status.WARN:
-        assert list(result.measured["known_upstream_bugs"]) == ["https://github.com/pytorch/pytorch/pull/187732"]
+        assert list(result.measured["known_upstream_bugs"]) == [
+            "https://github.com/pytorch/pytorch/pull/187732"
+        ]
         asserted = sum(1 for c in ddp.cases() if c.static and c.accumulate == 2 and c.hook != "bf16_compress")
     assert result.measured["cases"] == len(ddp.cases()) - len(bf16) - asserted
     assert list(result.measured["not_applicable"].values()) == [len(bf16)]
@@ -59,9 +61,18 @@ def test_fp16_hook_that_sums_before_dividing_overflows_only_with_large_gradients
 
 
 def _finding(digest: str, ok: bool = True) -> dict[str, object]:
-    c = compare(torch.tensor([1.0]), torch.tensor([1.0 if ok else 2.0]), op="DDP(x) param 0", device="cpu",
-                dtype="float32", atol=1e-6, rtol=0.0)
-    return {"ddp": {"comparisons": [asdict(c)], "digests": {"DDP(x)": digest}, "errors": [], "not_applicable": []}}
+    c = compare(
+        torch.tensor([1.0]),
+        torch.tensor([1.0 if ok else 2.0]),
+        op="DDP(x) param 0",
+        device="cpu",
+        dtype="float32",
+        atol=1e-6,
+        rtol=0.0,
+    )
+    return {
+        "ddp": {"comparisons": [asdict(c)], "digests": {"DDP(x)": digest}, "errors": [], "not_applicable": []}
+    }
 
 
 def test_verdict_wants_identical_replicas() -> None:

@@ -17,12 +17,15 @@ import pytest
 
 from envcheck.collectives.launch import can_fork, cuda_driver_initialised, mapped_libcuda
 
-MAPS_WITH_DRIVER = ("7f2c1a000000-7f2c1a200000 r-xp 00000000 08:01 1234 "
-                    "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n")
-MAPS_TORCH_ONLY = ("7f2c1b000000-7f2c1b400000 r-xp 00000000 08:01 99 "
-                   "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so\n"
-                   "7f2c1c000000-7f2c1c100000 r-xp 00000000 08:01 98 "
-                   "/venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13\n")
+MAPS_WITH_DRIVER = (
+    "7f2c1a000000-7f2c1a200000 r-xp 00000000 08:01 1234 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
+)
+MAPS_TORCH_ONLY = (
+    "7f2c1b000000-7f2c1b400000 r-xp 00000000 08:01 99 "
+    "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so\n"
+    "7f2c1c000000-7f2c1c100000 r-xp 00000000 08:01 98 "
+    "/venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13\n"
+)
 STUB_DRIVER = r"""
 static int initialised = 0;
 int cuInit(unsigned int flags) { (void)flags; initialised = 1; return 0; }
@@ -57,12 +60,16 @@ def test_a_mapped_driver_that_never_ran_cuinit_allows_forking_nccl_ranks(stub_dr
     NCCL ranks may be forked; after cuInit they must be spawned."""
     # Only the stand-in's lines of /proc/self/maps: on a GPU host the real libcuda is mapped too (seen on the
     # H100 proof host) and would answer for itself.
-    code = (f"import ctypes\nlib = ctypes.CDLL({str(stub_driver)!r})\n"
-            "from envcheck.collectives.launch import can_fork, mapped_libcuda\n"
-            f"maps = lambda: ''.join(l for l in open('/proc/self/maps') if {str(stub_driver)!r} in l)\n"
-            "print(mapped_libcuda(maps()) is not None, can_fork('nccl', maps()))\n"
-            "lib.cuInit(0)\nprint(can_fork('nccl', maps()), can_fork('gloo', maps()))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    code = (
+        f"import ctypes\nlib = ctypes.CDLL({str(stub_driver)!r})\n"
+        "from envcheck.collectives.launch import can_fork, mapped_libcuda\n"
+        f"maps = lambda: ''.join(l for l in open('/proc/self/maps') if {str(stub_driver)!r} in l)\n"
+        "print(mapped_libcuda(maps()) is not None, can_fork('nccl', maps()))\n"
+        "lib.cuInit(0)\nprint(can_fork('nccl', maps()), can_fork('gloo', maps()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert out.stdout.split() == ["True", "True", "False", "True"], out.stdout + out.stderr
 
 
@@ -79,9 +86,13 @@ def test_an_unreadable_driver_is_taken_as_initialised() -> None:
 def test_choosing_ranks_does_not_initialise_cuda_in_this_process() -> None:
     """The real coordinator code path, in a fresh interpreter: after choose_ranks, cuInit has not run
     (on this CPU machine trivially so; on a GPU host because device_count() asks NVML first)."""
-    code = ("from envcheck.collectives.common import choose_ranks\n"
-            "from envcheck.collectives.launch import cuda_driver_initialised, mapped_libcuda\n"
-            "from envcheck.core.check import Context\n"
-            "print(choose_ranks(Context()), mapped_libcuda(), cuda_driver_initialised())\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    code = (
+        "from envcheck.collectives.common import choose_ranks\n"
+        "from envcheck.collectives.launch import cuda_driver_initialised, mapped_libcuda\n"
+        "from envcheck.core.check import Context\n"
+        "print(choose_ranks(Context()), mapped_libcuda(), cuda_driver_initialised())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip().endswith("False"), out.stdout + out.stderr

@@ -20,7 +20,10 @@ from tests.helpers import make_context
 
 
 def _modules() -> list[types.ModuleType]:
-    return [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__)]
+    return [
+        importlib.import_module(f"{package.__name__}.{m.name}")
+        for m in pkgutil.iter_modules(package.__path__)
+    ]
 
 
 def test_no_module_holds_mutable_global_state() -> None:
@@ -28,7 +31,9 @@ def test_no_module_holds_mutable_global_state() -> None:
         for name, value in vars(module).items():
             if name.startswith("__"):
                 continue
-            assert not isinstance(value, (dict, list, set, bytearray)), f"{module.__name__}.{name} is mutable state"
+            assert not isinstance(value, (dict, list, set, bytearray)), (
+                f"{module.__name__}.{name} is mutable state"
+            )
 
 
 def test_each_correctness_check_launches_its_own_ranks() -> None:
@@ -64,7 +69,9 @@ def test_a_new_collective_is_one_module(monkeypatch: pytest.MonkeyPatch) -> None
     fake = types.ModuleType(name)
     fake.run = lambda rc: {"elements": 3, "wrong": 0, "rank": rc.rank}  # type: ignore[attr-defined]
     fake.judge = lambda findings, backend, world, options: len(findings)  # type: ignore[attr-defined]
-    monkeypatch.setattr(registry, "COLLECTIVES", MappingProxyType({**registry.COLLECTIVES, "fake_reduce_scatter": fake}))
+    monkeypatch.setattr(
+        registry, "COLLECTIVES", MappingProxyType({**registry.COLLECTIVES, "fake_reduce_scatter": fake})
+    )
     phases: list[str] = []
     found: dict[str, Any] = rank_plan.run_plan(0, 1, "cpu", ("fake_reduce_scatter",), (), phases.append)
     assert found["fake_reduce_scatter"] == {"elements": 3, "wrong": 0, "rank": 0} and phases == ["done"]

@@ -20,15 +20,24 @@ from envcheck.collectives.torchrun import local_device, local_rank_problem, loca
 from tests.helpers import ROOT
 
 
-@pytest.mark.parametrize(("local_rank", "visible", "local_world", "device"), [
-    (0, 8, 8, 0), (5, 8, 8, 5),  # torchrun: every process sees the node's 8 GPUs
-    (1, 1, 8, 0), (7, 1, 8, 0), (1, 1, None, 0),  # srun --gpus-per-task=1: each task sees its own GPU as device 0
-    (2, 2, 4, 0), (3, 2, 4, 1),  # srun --gpus-per-task=2: each task sees its own two
-    (2, 2, 2, None), (2, 2, None, None),  # more local ranks than GPUs with no binding that explains it
-    (0, 0, 1, None),  # no GPU at all
-])
-def test_the_device_comes_from_what_the_process_sees(local_rank: int, visible: int, local_world: int | None,
-                                                     device: int | None) -> None:
+@pytest.mark.parametrize(
+    ("local_rank", "visible", "local_world", "device"),
+    [
+        (0, 8, 8, 0),
+        (5, 8, 8, 5),  # torchrun: every process sees the node's 8 GPUs
+        (1, 1, 8, 0),
+        (7, 1, 8, 0),
+        (1, 1, None, 0),  # srun --gpus-per-task=1: each task sees its own GPU as device 0
+        (2, 2, 4, 0),
+        (3, 2, 4, 1),  # srun --gpus-per-task=2: each task sees its own two
+        (2, 2, 2, None),
+        (2, 2, None, None),  # more local ranks than GPUs with no binding that explains it
+        (0, 0, 1, None),  # no GPU at all
+    ],
+)
+def test_the_device_comes_from_what_the_process_sees(
+    local_rank: int, visible: int, local_world: int | None, device: int | None
+) -> None:
     assert local_device(local_rank, visible, local_world) == device
 
 
@@ -71,14 +80,31 @@ def free_port() -> int:
 def test_the_entry_gives_local_rank_1_the_one_gpu_it_sees(tmp_path: Path) -> None:
     """`srun --gpus-per-task=1`'s second task on a node: LOCAL_RANK=1, one GPU visible (CUDA_VISIBLE_DEVICES=1)."""
     (tmp_path / "sitecustomize.py").write_text(STAGED_CUDA)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "RANK": "0", "WORLD_SIZE": "1",
-           "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "CUDA_VISIBLE_DEVICES": "1",
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+        "CUDA_VISIBLE_DEVICES": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+    }
     report = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "envcheck.distributed", "--json", str(report), "--timeout", "20"],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "envcheck.distributed", "--json", str(report), "--timeout", "20"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert done.returncode in (0, 1) and "internal error" not in done.stderr, done.stderr[-3000:]  # never envcheck's own
+    assert done.returncode in (0, 1) and "internal error" not in done.stderr, done.stderr[
+        -3000:
+    ]  # never envcheck's own
     results = {r["name"]: r for r in json.loads(report.read_text())["results"]}
     summary = results["dist.all_reduce"]["summary"]
     assert "staged stop: nccl on cuda:0" in summary, summary

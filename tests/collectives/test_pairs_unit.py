@@ -36,9 +36,20 @@ def test_fewer_than_two_nodes_have_no_rounds() -> None:
 
 
 def findings(figures: dict[tuple[str, str], float], nodes: list[str], wrong: int = 0) -> list[dict[str, Any]]:
-    rows = [{"round": i, "nodes": list(pair), "ranks": [], "bytes": 2 << 20, "iters": 3, "time_us": 1.0,
-             "algbw_gbps": bw, "busbw_gbps": bw, "wrong": wrong if i == 1 else 0}
-            for i, (pair, bw) in enumerate(figures.items(), 1)]
+    rows = [
+        {
+            "round": i,
+            "nodes": list(pair),
+            "ranks": [],
+            "bytes": 2 << 20,
+            "iters": 3,
+            "time_us": 1.0,
+            "algbw_gbps": bw,
+            "busbw_gbps": bw,
+            "wrong": wrong if i == 1 else 0,
+        }
+        for i, (pair, bw) in enumerate(figures.items(), 1)
+    ]
     return [{"rank": 0, "pairs": {"nodes": nodes, "rounds": len(rows), "rows": rows}}]
 
 
@@ -59,7 +70,10 @@ def test_one_slow_node_of_three_is_named_against_the_median_of_the_nodes_best_pa
     result = judge(findings(N2_LIMITED, THREE), "gloo", 3, DistOptions())
     assert result.status is Status.WARN and result.code == SLOW_CODE and result.fault_class == "node"
     assert result.measured["slow_nodes"] == ["n2"]
-    assert "node n2 slow: every pair with it is below 0.5× the median node's best pair (0.7 GB/s)" in result.summary
+    assert (
+        "node n2 slow: every pair with it is below 0.5× the median node's best pair (0.7 GB/s)"
+        in result.summary
+    )
     strict = judge(findings(N2_LIMITED, THREE), "gloo", 3, DistOptions(strict_perf=True))
     assert strict.status is Status.FAIL and strict.code == SLOW_CODE
 
@@ -93,7 +107,9 @@ def test_wrong_elements_fail_whatever_the_speed() -> None:
 
 
 def test_one_node_skips() -> None:
-    result = judge([{"rank": 0, "pairs": {"nodes": ["vm"], "rounds": 0, "rows": []}}], "gloo", 2, DistOptions())
+    result = judge(
+        [{"rank": 0, "pairs": {"nodes": ["vm"], "rounds": 0, "rows": []}}], "gloo", 2, DistOptions()
+    )
     assert result.status is Status.SKIP and "one node (vm)" in result.summary
 
 

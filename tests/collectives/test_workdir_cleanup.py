@@ -32,10 +32,12 @@ def test_stale_workdirs_of_dead_launches_are_swept(tmp_path: Path) -> None:
     assert not dead.exists() and live.exists() and other.exists()
 
 
-@pytest.mark.parametrize("exc", [BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable"),
-                                 KeyboardInterrupt()])
-def test_an_interrupted_launch_leaves_no_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 exc: BaseException) -> None:
+@pytest.mark.parametrize(
+    "exc", [BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable"), KeyboardInterrupt()]
+)
+def test_an_interrupted_launch_leaves_no_workdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exc: BaseException
+) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
     def fail(*args: object, **kwargs: object) -> None:

@@ -49,7 +49,9 @@ def existing_dev_images(repo: str, tag: str) -> DevImages:
     images = DevImages(repo, tag)
     for target in TARGETS:
         if not _exists(images.ref(target)):
-            raise RuntimeError(f"image {images.ref(target)} not found; unset ENVCHECK_DEV_IMAGE_REPO to build it")
+            raise RuntimeError(
+                f"image {images.ref(target)} not found; unset ENVCHECK_DEV_IMAGE_REPO to build it"
+            )
     return images
 
 
@@ -57,9 +59,14 @@ def build_request(target: str) -> builder.BuildRequest:
     """What tests/images (and `make image ROW=<row> TARGET=<target>`) build on this machine."""
     row = load_matrix(default_matrix_path()).row(TEST_ROW)
     wheelhouse = builder.wheelhouse_image(row)
-    return builder.BuildRequest(row=row, target=target, repo=TEST_REPO, base_image=TEST_BASE,
-                                ca_bundle=CA_BUNDLE if CA_BUNDLE.is_file() else None,
-                                wheelhouse_image=wheelhouse if _exists(wheelhouse) else None)
+    return builder.BuildRequest(
+        row=row,
+        target=target,
+        repo=TEST_REPO,
+        base_image=TEST_BASE,
+        ca_bundle=CA_BUNDLE if CA_BUNDLE.is_file() else None,
+        wheelhouse_image=wheelhouse if _exists(wheelhouse) else None,
+    )
 
 
 def build_dev_images() -> DevImages:

@@ -28,9 +28,12 @@ def api_status(port: int, path: str = "/api/status", token: str | None = None) -
 
 def _call(port: int, token: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                     headers={"Authorization": f"token {token}",
-                                              "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=data,
+        method=method,
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=60) as response:
         raw = response.read()
     return json.loads(raw) if raw else None
@@ -48,8 +51,9 @@ def execute(port: int, token: str, code: str, timeout: float = 180) -> str:
     try:
         return _run_in_kernel(port, token, kernel["id"], code, deadline)
     except TimeoutError as exc:  # say what the server thinks of the kernel (starting, busy, dead)
-        raise TimeoutError(f"{exc}; the server says the kernel is {_kernel_state(port, token, kernel['id'])}") \
-            from None
+        raise TimeoutError(
+            f"{exc}; the server says the kernel is {_kernel_state(port, token, kernel['id'])}"
+        ) from None
     finally:
         with contextlib.suppress(OSError):  # a kernel the server already removed: nothing to delete
             _call(port, token, "DELETE", f"/api/kernels/{kernel['id']}")
@@ -65,10 +69,24 @@ def _kernel_state(port: int, token: str, kernel_id: str) -> str:
 
 def _message(msg_type: str, session: str, content: dict[str, Any]) -> tuple[str, str]:
     msg_id = uuid.uuid4().hex
-    header = {"msg_id": msg_id, "username": "test", "session": session, "msg_type": msg_type,
-              "version": "5.3", "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
-    return msg_id, json.dumps({"header": header, "parent_header": {}, "metadata": {}, "channel": "shell",
-                               "buffers": [], "content": content})
+    header = {
+        "msg_id": msg_id,
+        "username": "test",
+        "session": session,
+        "msg_type": msg_type,
+        "version": "5.3",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    }
+    return msg_id, json.dumps(
+        {
+            "header": header,
+            "parent_header": {},
+            "metadata": {},
+            "channel": "shell",
+            "buffers": [],
+            "content": content,
+        }
+    )
 
 
 def _next_message(ws: websocket.WebSocket, deadline: float) -> dict[str, Any] | None:
@@ -92,9 +110,11 @@ def _next_message(ws: websocket.WebSocket, deadline: float) -> dict[str, Any] | 
 
 
 def _run_in_kernel(port: int, token: str, kernel_id: str, code: str, deadline: float) -> str:
-    ws = websocket.create_connection(f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels",
-                                     header=[f"Authorization: token {token}"],
-                                     timeout=max(1.0, deadline - time.monotonic()))
+    ws = websocket.create_connection(
+        f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels",
+        header=[f"Authorization: token {token}"],
+        timeout=max(1.0, deadline - time.monotonic()),
+    )
     session = uuid.uuid4().hex
     out: list[str] = []
     try:
@@ -109,12 +129,25 @@ def _run_in_kernel(port: int, token: str, kernel_id: str, code: str, deadline: f
                 asked_ids.add(info_id)
                 asked = time.monotonic()
             msg = _next_message(ws, deadline)
-            ready = msg is not None and msg.get("channel") == "iopub" and msg.get("msg_type") == "status" \
-                and msg.get("parent_header", {}).get("msg_id") in asked_ids \
+            ready = (
+                msg is not None
+                and msg.get("channel") == "iopub"
+                and msg.get("msg_type") == "status"
+                and msg.get("parent_header", {}).get("msg_id") in asked_ids
                 and msg.get("content", {}).get("execution_state") == "idle"
-        msg_id, request = _message("execute_request", session, {
-            "code": code, "silent": False, "store_history": False, "user_expressions": {},
-            "allow_stdin": False, "stop_on_error": True})
+            )
+        msg_id, request = _message(
+            "execute_request",
+            session,
+            {
+                "code": code,
+                "silent": False,
+                "store_history": False,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
+        )
         ws.send(request)
         while True:
             msg = _next_message(ws, deadline)
@@ -128,6 +161,8 @@ def _run_in_kernel(port: int, token: str, kernel_id: str, code: str, deadline: f
             elif kind == "status" and content["execution_state"] == "idle":
                 return "".join(out)
     except TimeoutError:
-        raise TimeoutError(f"kernel did not finish within the deadline; output so far: {''.join(out)!r}") from None
+        raise TimeoutError(
+            f"kernel did not finish within the deadline; output so far: {''.join(out)!r}"
+        ) from None
     finally:
         ws.close(timeout=1)  # a close frame the server never answers costs one second, not three

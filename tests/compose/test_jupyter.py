@@ -23,8 +23,15 @@ HOST_ID = 4321  # the host user the tests pretend to be (HOST_UID/HOST_GID)
 
 def _up(images: DevImages, workspace: Path, *files: str, **env: str):  # type: ignore[no-untyped-def]
     os.chown(workspace, HOST_ID, HOST_ID)  # a workspace owned by the host user, as on a laptop
-    return project(*files, **images.env(), JUPYTER_PORT=str(free_port()), ENVCHECK_WORKSPACE=str(workspace),
-                   HOST_UID=str(HOST_ID), HOST_GID=str(HOST_ID), **env)
+    return project(
+        *files,
+        **images.env(),
+        JUPYTER_PORT=str(free_port()),
+        ENVCHECK_WORKSPACE=str(workspace),
+        HOST_UID=str(HOST_ID),
+        HOST_GID=str(HOST_ID),
+        **env,
+    )
 
 
 def test_token_from_env_guards_api_and_kernel_runs_torch(dev_images: DevImages, tmp_path: Path) -> None:
@@ -37,10 +44,15 @@ def test_token_from_env_guards_api_and_kernel_runs_torch(dev_images: DevImages, 
         assert jupyter_client.api_status(port, token="wrong-" + token) == 403
         assert jupyter_client.api_status(port, token=token) == 200
         try:
-            out = jupyter_client.execute(port, token, (
-                "import os, torch, pathlib\n"
-                "pathlib.Path('/workspace/from-kernel.txt').write_text('hi')\n"
-                "print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'uid', os.getuid())\n"))
+            out = jupyter_client.execute(
+                port,
+                token,
+                (
+                    "import os, torch, pathlib\n"
+                    "pathlib.Path('/workspace/from-kernel.txt').write_text('hi')\n"
+                    "print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'uid', os.getuid())\n"
+                ),
+            )
         except Exception as exc:  # whatever went wrong with the kernel, the server's log says why
             raise AssertionError(f"{exc}\n--- jupyter's log ---\n{proj.logs('jupyter')}") from None
         print(out)
@@ -69,9 +81,16 @@ def test_token_file_secret_is_the_only_token(dev_images: DevImages, tmp_path: Pa
     secret = tmp_path / "jupyter_token"
     secret.write_text(token + "\n")
     secret.chmod(0o600)  # readable by the host user only: the entrypoint reads it before dropping root
-    with _up(dev_images, tmp_path, "compose.yaml", "compose.cpu.yaml", "compose.secrets.yaml",
-             JUPYTER_TOKEN_SECRET=str(secret), SSH_AUTHORIZED_KEYS_SECRET=os.devnull,
-             JUPYTER_TOKEN="ignored-by-the-secrets-override") as proj:
+    with _up(
+        dev_images,
+        tmp_path,
+        "compose.yaml",
+        "compose.cpu.yaml",
+        "compose.secrets.yaml",
+        JUPYTER_TOKEN_SECRET=str(secret),
+        SSH_AUTHORIZED_KEYS_SECRET=os.devnull,
+        JUPYTER_TOKEN="ignored-by-the-secrets-override",
+    ) as proj:
         proj.up("jupyter")
         proj.wait_healthy("jupyter")
         port = int(proj.env["JUPYTER_PORT"])
@@ -86,12 +105,21 @@ def test_token_file_secret_is_the_only_token(dev_images: DevImages, tmp_path: Pa
 def test_empty_token_file_refuses_to_start(dev_images: DevImages, tmp_path: Path) -> None:
     secret = tmp_path / "jupyter_token"
     secret.write_text("\n")
-    with _up(dev_images, tmp_path, "compose.yaml", "compose.cpu.yaml", "compose.secrets.yaml",
-             JUPYTER_TOKEN_SECRET=str(secret), SSH_AUTHORIZED_KEYS_SECRET=os.devnull) as proj:
+    with _up(
+        dev_images,
+        tmp_path,
+        "compose.yaml",
+        "compose.cpu.yaml",
+        "compose.secrets.yaml",
+        JUPYTER_TOKEN_SECRET=str(secret),
+        SSH_AUTHORIZED_KEYS_SECRET=os.devnull,
+    ) as proj:
         proj.up("jupyter")
         assert proj.wait_exit("jupyter") == 78
         logs = proj.logs("jupyter").strip()
-        assert logs.splitlines() == [logs] and "JUPYTER_TOKEN_FILE=/run/secrets/jupyter_token is empty" in logs
+        assert (
+            logs.splitlines() == [logs] and "JUPYTER_TOKEN_FILE=/run/secrets/jupyter_token is empty" in logs
+        )
 
 
 def test_no_root_process_after_start(dev_images: DevImages, tmp_path: Path) -> None:
@@ -104,18 +132,28 @@ def test_no_root_process_after_start(dev_images: DevImages, tmp_path: Path) -> N
 
 def process_uids(container: str) -> dict[int, tuple[int, str]]:
     """pid -> (real uid, comm) of every process in the container except the probe itself."""
-    script = ("import os\nfor p in os.listdir('/proc'):\n if p.isdigit() and int(p) != os.getpid():\n"
-              "  try:\n   s = open(f'/proc/{p}/status').read().split('\\n')\n  except OSError:\n   continue\n"
-              "  d = dict(l.split(':', 1) for l in s if ':' in l)\n"
-              "  print(p, d['Uid'].split()[0], d['Name'].strip())\n")
+    script = (
+        "import os\nfor p in os.listdir('/proc'):\n if p.isdigit() and int(p) != os.getpid():\n"
+        "  try:\n   s = open(f'/proc/{p}/status').read().split('\\n')\n  except OSError:\n   continue\n"
+        "  d = dict(l.split(':', 1) for l in s if ':' in l)\n"
+        "  print(p, d['Uid'].split()[0], d['Name'].strip())\n"
+    )
     out = docker("exec", "-u", str(HOST_ID), container, "timeout", "20", "python", "-c", script).stdout
     return {int(pid): (int(uid), name) for pid, uid, name in (line.split() for line in out.splitlines())}
 
 
 def docker_torch_version(images: DevImages) -> str:
     """torch.__version__ in the image (the version the kernel must report)."""
-    done = docker("run", "--rm", "--entrypoint", "python", images.ref("runtime"), "-c",
-                  "import torch; print(torch.__version__)", timeout=120)
+    done = docker(
+        "run",
+        "--rm",
+        "--entrypoint",
+        "python",
+        images.ref("runtime"),
+        "-c",
+        "import torch; print(torch.__version__)",
+        timeout=120,
+    )
     return done.stdout.strip()
 
 
@@ -134,8 +172,13 @@ def test_kernel_sees_the_gpu_through_the_compose_reservation(dev_images: DevImag
     with _up(dev_images, tmp_path, "compose.yaml", JUPYTER_TOKEN=token) as proj:
         proj.up("jupyter")
         proj.wait_healthy("jupyter")
-        out = jupyter_client.execute(int(proj.env["JUPYTER_PORT"]), token, (
-            "import torch\nprint(torch.cuda.is_available(), torch.cuda.device_count())\n"
-            "print((torch.ones(4, device='cuda') * 2).sum().item())\n"))
+        out = jupyter_client.execute(
+            int(proj.env["JUPYTER_PORT"]),
+            token,
+            (
+                "import torch\nprint(torch.cuda.is_available(), torch.cuda.device_count())\n"
+                "print((torch.ones(4, device='cuda') * 2).sum().item())\n"
+            ),
+        )
         available, count = out.splitlines()[0].split()
         assert available == "True" and int(count) >= 1 and out.splitlines()[1] == "8.0", out

@@ -33,11 +33,18 @@ def pinging_server() -> Iterator[int]:
             request = b""
             while b"\r\n\r\n" not in request:
                 request += conn.recv(4096)
-            key = next(line.split(":", 1)[1].strip() for line in request.decode().split("\r\n")
-                       if line.lower().startswith("sec-websocket-key:"))
+            key = next(
+                line.split(":", 1)[1].strip()
+                for line in request.decode().split("\r\n")
+                if line.lower().startswith("sec-websocket-key:")
+            )
             accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
-            conn.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                          f"Sec-WebSocket-Accept: {accept}\r\n\r\n").encode())
+            conn.sendall(
+                (
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    f"Sec-WebSocket-Accept: {accept}\r\n\r\n"
+                ).encode()
+            )
             while not stop.wait(0.1):
                 try:
                     conn.sendall(b"\x89\x00")  # a ping with no payload, and never a reply

@@ -23,8 +23,15 @@ Key = tuple[paramiko.PKey, str]
 
 def _up(images: DevImages, workspace: Path, *files: str, **env: str):  # type: ignore[no-untyped-def]
     os.chown(workspace, HOST_ID, HOST_ID)
-    return project(*files, **images.env(), SSH_PORT=str(free_port()), ENVCHECK_WORKSPACE=str(workspace),
-                   HOST_UID=str(HOST_ID), HOST_GID=str(HOST_ID), **env)
+    return project(
+        *files,
+        **images.env(),
+        SSH_PORT=str(free_port()),
+        ENVCHECK_WORKSPACE=str(workspace),
+        HOST_UID=str(HOST_ID),
+        HOST_GID=str(HOST_ID),
+        **env,
+    )
 
 
 def _start(proj: Project) -> int:
@@ -33,19 +40,26 @@ def _start(proj: Project) -> int:
     return int(proj.env["SSH_PORT"])
 
 
-def test_key_login_runs_torch_and_envcheck_with_the_image_env(dev_images: DevImages, ssh_key: Key,
-                                                              tmp_path: Path) -> None:
+def test_key_login_runs_torch_and_envcheck_with_the_image_env(
+    dev_images: DevImages, ssh_key: Key, tmp_path: Path
+) -> None:
     key, public = ssh_key
     with _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as proj:
         port = _start(proj)
-        rc, out, err = ssh_client.run(port, key, 'python -c "import torch, envcheck; print(torch.__version__)" '
-                                      "&& id -u && touch /workspace/from-ssh && env")
+        rc, out, err = ssh_client.run(
+            port,
+            key,
+            'python -c "import torch, envcheck; print(torch.__version__)" '
+            "&& id -u && touch /workspace/from-ssh && env",
+        )
         assert rc == 0, err
         lines = out.splitlines()
         assert lines[1] == str(HOST_ID)
         env = dict(line.split("=", 1) for line in lines[2:] if "=" in line)
         assert env["PATH"].startswith("/opt/venv/bin:")
-        assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+        assert (
+            env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+        )
         assert env["CUDA_CACHE_PATH"] == "/home/dev/.cache/nv" and env["ENVCHECK_IMAGE"] == "1"
         assert "SSH_AUTHORIZED_KEYS" not in env and "HOST_UID" not in env
         assert (tmp_path / "from-ssh").stat().st_uid == HOST_ID
@@ -67,11 +81,14 @@ def test_password_and_root_logins_are_refused(dev_images: DevImages, ssh_key: Ke
         assert "User root from" in logs and "not allowed" in logs
 
 
-def test_host_keys_differ_per_container_and_survive_restart(dev_images: DevImages, ssh_key: Key,
-                                                            tmp_path: Path) -> None:
+def test_host_keys_differ_per_container_and_survive_restart(
+    dev_images: DevImages, ssh_key: Key, tmp_path: Path
+) -> None:
     _, public = ssh_key
-    with _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as one, \
-            _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as two:
+    with (
+        _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as one,
+        _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as two,
+    ):
         port_one, port_two = _start(one), _start(two)
         first = ssh_client.host_key_fingerprint(port_one)
         assert first != ssh_client.host_key_fingerprint(port_two)
@@ -79,17 +96,26 @@ def test_host_keys_differ_per_container_and_survive_restart(dev_images: DevImage
         one.wait_healthy("ssh")
         assert ssh_client.host_key_fingerprint(port_one) == first
         one.compose("up", "-d", "--no-build", "--pull", "never", "--force-recreate", "ssh")  # new container,
-        one.wait_healthy("ssh")                                                              # same volume
+        one.wait_healthy("ssh")  # same volume
         assert ssh_client.host_key_fingerprint(port_one) == first
         assert one.logs("ssh").count("generated host key") == 0  # the recreated one generated nothing
 
 
-def test_authorized_keys_from_a_mounted_secret_file(dev_images: DevImages, ssh_key: Key, tmp_path: Path) -> None:
+def test_authorized_keys_from_a_mounted_secret_file(
+    dev_images: DevImages, ssh_key: Key, tmp_path: Path
+) -> None:
     key, public = ssh_key
     keys_file = tmp_path / "authorized_keys"
     keys_file.write_text(f"# comment\n{public}\n")
-    with _up(dev_images, tmp_path, "compose.yaml", "compose.cpu.yaml", "compose.secrets.yaml",
-             SSH_AUTHORIZED_KEYS_SECRET=str(keys_file), JUPYTER_TOKEN_SECRET=os.devnull) as proj:
+    with _up(
+        dev_images,
+        tmp_path,
+        "compose.yaml",
+        "compose.cpu.yaml",
+        "compose.secrets.yaml",
+        SSH_AUTHORIZED_KEYS_SECRET=str(keys_file),
+        JUPYTER_TOKEN_SECRET=os.devnull,
+    ) as proj:
         port = _start(proj)
         assert ssh_client.run(port, key, "true")[0] == 0
 
@@ -99,18 +125,25 @@ def test_no_key_refuses_to_start_with_one_line(dev_images: DevImages, tmp_path: 
         proj.up("ssh")
         assert proj.wait_exit("ssh") == 78
         logs = proj.logs("ssh").strip()
-        assert logs == ("envcheck-ssh: no SSH public key configured, refusing to start: set "
-                        "SSH_AUTHORIZED_KEYS='ssh-ed25519 AAAA...' or mount your public key file at "
-                        "/run/secrets/ssh_authorized_keys (docs/dev-containers.md)")
+        assert logs == (
+            "envcheck-ssh: no SSH public key configured, refusing to start: set "
+            "SSH_AUTHORIZED_KEYS='ssh-ed25519 AAAA...' or mount your public key file at "
+            "/run/secrets/ssh_authorized_keys (docs/dev-containers.md)"
+        )
 
 
 def test_only_dev_runs_after_start(dev_images: DevImages, ssh_key: Key, tmp_path: Path) -> None:
     _, public = ssh_key
     with _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as proj:
         _start(proj)
-        out = docker("exec", proj.container("ssh"), "sh", "-c",
-                     "for s in /proc/[0-9]*/status; do awk '/^(Name|Uid):/{printf \"%s \", $2} END{print \"\"}' "
-                     "$s 2>/dev/null; done").stdout
+        out = docker(
+            "exec",
+            proj.container("ssh"),
+            "sh",
+            "-c",
+            'for s in /proc/[0-9]*/status; do awk \'/^(Name|Uid):/{printf "%s ", $2} END{print ""}\' '
+            "$s 2>/dev/null; done",
+        ).stdout
         procs = [line.split() for line in out.splitlines() if line.strip()]
         mine = [p for p in procs if p[0] not in ("sh", "awk")]  # the probe itself runs as root
         assert mine and all(uid == str(HOST_ID) for _, uid in mine), procs

@@ -42,6 +42,8 @@ def test_gpu_reservation_without_nvidia_toolkit_fails_with_the_known_message(dev
 
 def test_repository_is_mounted_read_only_for_verify(dev_images: DevImages, tmp_path: Path) -> None:
     tmp_path.chmod(0o777)  # so that only the read-only mount can stop the write
-    with project("compose.yaml", "compose.cpu.yaml", **dev_images.env(), ENVCHECK_WORKSPACE=str(tmp_path)) as proj:
+    with project(
+        "compose.yaml", "compose.cpu.yaml", **dev_images.env(), ENVCHECK_WORKSPACE=str(tmp_path)
+    ) as proj:
         done = proj.compose("run", "--rm", "verify", "touch", "/workspace/x", timeout=300, check=False)
         assert done.returncode != 0 and "Read-only file system" in done.stderr

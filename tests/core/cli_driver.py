@@ -12,8 +12,10 @@ from envcheck.app.main import main
 from envcheck.core.check import CheckSpec
 from tests.core import fault_checks
 
-SPECS = [CheckSpec("test.healthy", fault_checks.healthy, "passes", isolated=False),
-         CheckSpec("test.hangs", fault_checks.sleeps_forever, "hangs", group="hung", timeout_s=600)]
+SPECS = [
+    CheckSpec("test.healthy", fault_checks.healthy, "passes", isolated=False),
+    CheckSpec("test.hangs", fault_checks.sleeps_forever, "hangs", group="hung", timeout_s=600),
+]
 
 if __name__ == "__main__":
     envcheck.checks.registry = lambda: {s.name: s for s in SPECS}  # type: ignore[assignment]

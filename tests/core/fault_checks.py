@@ -46,9 +46,16 @@ def temp_dirs(ctx: Context) -> Result:
 
     from envcheck.core.rundir import user_temp_dir
 
-    return passed("temp dirs", measured={"TMPDIR": os.environ.get("TMPDIR"), "tempfile": tempfile.gettempdir(),
-                                         "inductor": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
-                                         "user": user_temp_dir(), "pid": os.getpid()})
+    return passed(
+        "temp dirs",
+        measured={
+            "TMPDIR": os.environ.get("TMPDIR"),
+            "tempfile": tempfile.gettempdir(),
+            "inductor": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+            "user": user_temp_dir(),
+            "pid": os.getpid(),
+        },
+    )
 
 
 def segfaults(ctx: Context) -> Result:
@@ -92,8 +99,15 @@ def gpu_user(ctx: Context) -> Result:
         fh.write(f"{os.getpid()}\n")
     start = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process on the host
     time.sleep(0.3)
-    return passed("gpu", measured={"pid": os.getpid(), "start": start, "end": time.monotonic(),
-                                   "earlier_alive": sorted(p for p in earlier if _alive(p))})
+    return passed(
+        "gpu",
+        measured={
+            "pid": os.getpid(),
+            "start": start,
+            "end": time.monotonic(),
+            "earlier_alive": sorted(p for p in earlier if _alive(p)),
+        },
+    )
 
 
 def _meet(ctx: Context, mine: str, theirs: str) -> Result:
@@ -123,9 +137,16 @@ def sticky_cuda_error(ctx: Context) -> Result:
 
 def where_am_i(ctx: Context) -> Result:
     """Which process runs it, its parent and group, and whether torch was there before the check ran."""
-    return passed("here", measured={"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0),
-                                    "torch_preloaded": "torch" in sys.modules,
-                                    "json_tool_preloaded": "json.tool" in sys.modules})
+    return passed(
+        "here",
+        measured={
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+            "pgid": os.getpgid(0),
+            "torch_preloaded": "torch" in sys.modules,
+            "json_tool_preloaded": "json.tool" in sys.modules,
+        },
+    )
 
 
 def busy_gpu(ctx: Context) -> Result:

@@ -22,8 +22,11 @@ REAL = ("container.limits", "train.resume", "compile.inductor")
 def main() -> int:
     checks = registry()
     specs = [] if "--hang-only" in sys.argv[1:] else [checks[name] for name in REAL]
-    specs.append(CheckSpec("test.holds_a_dataloader", fault_checks.holds_a_dataloader, "hangs", group="pymp",
-                           timeout_s=600))
+    specs.append(
+        CheckSpec(
+            "test.holds_a_dataloader", fault_checks.holds_a_dataloader, "hangs", group="pymp", timeout_s=600
+        )
+    )
     with Runner(Context(level=Level.FULL, allow_cpu=True), share_gpu=True, hooks=HOOKS) as runner:
         runner.run(specs)
     return 0

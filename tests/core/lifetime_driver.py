@@ -16,8 +16,10 @@ from tests.core import fault_checks
 
 def main() -> int:
     marker = sys.argv[1]
-    specs = [CheckSpec(f"test.hang_{g}", fault_checks.sleeps_forever, "hangs", group=g, timeout_s=600)
-             for g in ("a", "b")]
+    specs = [
+        CheckSpec(f"test.hang_{g}", fault_checks.sleeps_forever, "hangs", group=g, timeout_s=600)
+        for g in ("a", "b")
+    ]
     env = {**os.environ, "ENVCHECK_TEST_MARKER": marker}
     with Runner(Context(), env=env, share_gpu=True) as runner:
         runner.run(specs)

@@ -62,9 +62,12 @@ def test_a_check_knows_its_deadline_capped_by_the_whole_run() -> None:
 
 
 def test_typed_options_cross_into_the_worker_and_back_from_a_report() -> None:
-    options = CheckOptions(dist=DistOptions(cpu_ranks=3, min_busbw_gbps=5.0, strict_perf=True),
-                           devices=DeviceOptions(memory_fraction=0.25),
-                           bench=BenchOptions(cpu_threads=4, envcheck_pid=123), front_door="torchrun")
+    options = CheckOptions(
+        dist=DistOptions(cpu_ranks=3, min_busbw_gbps=5.0, strict_perf=True),
+        devices=DeviceOptions(memory_fraction=0.25),
+        bench=BenchOptions(cpu_threads=4, envcheck_pid=123),
+        front_door="torchrun",
+    )
     ctx = Context(level=Level.FULL, allow_cpu=True, expect_gpus=2, options=options)
     with Runner(ctx) as runner:
         result = runner.run_one(CheckSpec("test.echo", fault_checks.echoes_options, "x", group="a"))
@@ -80,4 +83,8 @@ def test_typed_options_cross_into_the_worker_and_back_from_a_report() -> None:
 def test_the_memory_fraction_default_is_the_cli_default() -> None:
     from envcheck.app.main import build_parser
 
-    assert build_parser().parse_args(["run"]).memory_fraction == MEMORY_FRACTION == CheckOptions().devices.memory_fraction
+    assert (
+        build_parser().parse_args(["run"]).memory_fraction
+        == MEMORY_FRACTION
+        == CheckOptions().devices.memory_fraction
+    )

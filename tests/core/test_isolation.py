@@ -46,8 +46,14 @@ def test_hung_check_becomes_error_within_timeout_and_leaves_no_orphan() -> None:
 
 def test_segfault_and_os_exit_become_error_and_later_checks_run() -> None:
     with Runner(Context()) as runner:
-        results = runner.run([spec(fault_checks.segfaults), spec(fault_checks.exits_hard),
-                              spec(fault_checks.raises), spec(fault_checks.healthy)])
+        results = runner.run(
+            [
+                spec(fault_checks.segfaults),
+                spec(fault_checks.exits_hard),
+                spec(fault_checks.raises),
+                spec(fault_checks.healthy),
+            ]
+        )
     seg, hard, raised, ok = results
     assert seg.status is Status.ERROR and "SIGSEGV" in (seg.reason or "")
     assert seg.measured["worker_failure"] == "signal" and hard.measured["worker_failure"] == "exit"
@@ -76,7 +82,9 @@ def test_checks_in_one_group_share_one_worker() -> None:
     assert first.measured["pid"] == second.measured["pid"]
 
 
-def test_gpu_groups_never_overlap_and_release_their_worker_while_cpu_groups_still_overlap(tmp_path: Path) -> None:
+def test_gpu_groups_never_overlap_and_release_their_worker_while_cpu_groups_still_overlap(
+    tmp_path: Path,
+) -> None:
     """No GPU here: `gpu_user` stands in for a check holding a CUDA context (share_gpu=False is what a GPU
     host gets). Intervals come from CLOCK_MONOTONIC in each worker; overlap with the CPU group is proven by a
     rendezvous, not by timing."""
@@ -84,10 +92,14 @@ def test_gpu_groups_never_overlap_and_release_their_worker_while_cpu_groups_stil
     def gpu(func, group: str) -> CheckSpec:  # type: ignore[no-untyped-def]
         return CheckSpec(f"test.{func.__name__}", func, "gpu", group=group, uses_gpu=True)
 
-    specs = [gpu(fault_checks.gpu_user, "gpu_a"), gpu(fault_checks.gpu_user, "gpu_b"),
-             gpu(fault_checks.gpu_user, "gpu_a"), gpu(fault_checks.gpu_user, "gpu_b"),
-             gpu(fault_checks.gpu_meets_cpu, "gpu_a"),
-             CheckSpec("test.cpu_meets_gpu", fault_checks.cpu_meets_gpu, "cpu", group="cpu", uses_gpu=False)]
+    specs = [
+        gpu(fault_checks.gpu_user, "gpu_a"),
+        gpu(fault_checks.gpu_user, "gpu_b"),
+        gpu(fault_checks.gpu_user, "gpu_a"),
+        gpu(fault_checks.gpu_user, "gpu_b"),
+        gpu(fault_checks.gpu_meets_cpu, "gpu_a"),
+        CheckSpec("test.cpu_meets_gpu", fault_checks.cpu_meets_gpu, "cpu", group="cpu", uses_gpu=False),
+    ]
     with Runner(Context(), share_gpu=False, env={**os.environ, "ENVCHECK_TEST_DIR": str(tmp_path)}) as runner:
         results = runner.run(specs)
     assert all(r.status is Status.PASS for r in results), results
@@ -114,8 +126,9 @@ def test_spec_uses_gpu_defaults_to_its_torch_or_cuda_needs() -> None:
 def test_a_sticky_cuda_error_recycles_the_worker_for_later_checks() -> None:
     """No GPU: the check raises the real text of cudaErrorLaunchFailure; the next check gets a fresh worker."""
     with Runner(Context(), hooks=HOOKS) as runner:
-        before, sticky, after = runner.run([spec(fault_checks.healthy), spec(fault_checks.sticky_cuda_error),
-                                            spec(fault_checks.healthy)])
+        before, sticky, after = runner.run(
+            [spec(fault_checks.healthy), spec(fault_checks.sticky_cuda_error), spec(fault_checks.healthy)]
+        )
     assert sticky.status is Status.ERROR and "unspecified launch failure" in (sticky.reason or "")
     assert before.measured["pid"] != after.measured["pid"]
 
@@ -133,8 +146,9 @@ def test_facts_are_collected_beside_the_gpu_lane_in_a_worker_of_their_own(tmp_pa
     process that is not a check's worker, and one that never initialised CUDA."""
     hooks = dataclasses.replace(HOOKS, facts=fault_checks.facts_meet_gpu)  # a function object (issue 34)
     gpu = CheckSpec("test.gpu_meets_facts", fault_checks.gpu_meets_facts, "gpu", group="gpu_a", uses_gpu=True)
-    with Runner(Context(), share_gpu=False, hooks=hooks,
-                env={**os.environ, "ENVCHECK_TEST_DIR": str(tmp_path)}) as runner:
+    with Runner(
+        Context(), share_gpu=False, hooks=hooks, env={**os.environ, "ENVCHECK_TEST_DIR": str(tmp_path)}
+    ) as runner:
         runner.prefetch_facts()
         (result,) = runner.run([gpu])
         facts = runner.facts()

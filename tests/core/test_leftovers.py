@@ -35,21 +35,32 @@ def _made(tmp: Path, prefix: str) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("sig", "moment"), [
-    (signal.SIGTERM, "envcheck-run-"),  # the fork server is importing torch; no worker yet
-    (signal.SIGHUP, "envcheck-resume-"),  # train.resume holds its checkpoint dir
-    (signal.SIGTERM, "pymp-"),  # a DataLoader worker holds multiprocessing's dir
-    (signal.SIGHUP, "torchinductor_"),  # Inductor fills its cache
-])
-def test_a_signal_at_any_moment_leaves_no_dir_and_no_process(tmp_path: Path, sig: signal.Signals,
-                                                               moment: str) -> None:
+@pytest.mark.parametrize(
+    ("sig", "moment"),
+    [
+        (signal.SIGTERM, "envcheck-run-"),  # the fork server is importing torch; no worker yet
+        (signal.SIGHUP, "envcheck-resume-"),  # train.resume holds its checkpoint dir
+        (signal.SIGTERM, "pymp-"),  # a DataLoader worker holds multiprocessing's dir
+        (signal.SIGHUP, "torchinductor_"),  # Inductor fills its cache
+    ],
+)
+def test_a_signal_at_any_moment_leaves_no_dir_and_no_process(
+    tmp_path: Path, sig: signal.Signals, moment: str
+) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     marker = f"envcheck-leftover-{uuid.uuid4().hex}"
     env = {**os.environ, "TMPDIR": str(tmp), "ENVCHECK_TEST_MARKER": marker, "CUDA_VISIBLE_DEVICES": ""}
     env.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    driver = subprocess.Popen([sys.executable, "-m", "tests.core.leftover_driver"], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "tests.core.leftover_driver"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert wait_for(lambda: _made(tmp, moment), 120), f"the run never made a {moment}* dir"
         where = _made(tmp, moment)

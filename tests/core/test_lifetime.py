@@ -36,17 +36,26 @@ def _grandchildren(marker: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(("how", "expected_rc"), [
-    ("SIGTERM", 128 + signal.SIGTERM),
-    ("SIGHUP", 128 + signal.SIGHUP),
-    ("SIGINT", 130),  # Ctrl-C: the terminal signals the foreground group
-    ("group SIGKILL", -signal.SIGKILL),
-])
+@pytest.mark.parametrize(
+    ("how", "expected_rc"),
+    [
+        ("SIGTERM", 128 + signal.SIGTERM),
+        ("SIGHUP", 128 + signal.SIGHUP),
+        ("SIGINT", 130),  # Ctrl-C: the terminal signals the foreground group
+        ("group SIGKILL", -signal.SIGKILL),
+    ],
+)
 def test_whatever_ends_envcheck_leaves_no_process_behind(how: str, expected_rc: int) -> None:
     marker = f"envcheck-lifetime-{uuid.uuid4().hex}"
-    driver = subprocess.Popen([sys.executable, "-m", "tests.core.lifetime_driver", marker], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                              preexec_fn=sigint_default)
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "tests.core.lifetime_driver", marker],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_default,
+    )
     try:
         assert wait_for(lambda: len(_grandchildren(marker)) >= 2, 60), "the hung checks never started"
         survivors = [p for p in processes_with_marker(marker) if p != driver.pid]
@@ -61,7 +70,8 @@ def test_whatever_ends_envcheck_leaves_no_process_behind(how: str, expected_rc: 
         assert driver.returncode == expected_rc, err
         assert "Traceback" not in err and "Exception in thread" not in err, err
         assert wait_for(lambda: processes_with_marker(marker) == [], 10), (
-            f"left behind after {how}: {processes_with_marker(marker)}")
+            f"left behind after {how}: {processes_with_marker(marker)}"
+        )
     finally:
         kill_leftovers(driver, marker)
 
@@ -70,8 +80,15 @@ def test_sigterm_reports_what_finished_and_leaves_nothing(tmp_path: Path) -> Non
     """The real `envcheck run`: SIGTERM while a check hangs prints the report of what finished, exits 143."""
     marker = f"envcheck-sigterm-{uuid.uuid4().hex}"
     env = {**os.environ, "ENVCHECK_TEST_MARKER": marker}
-    run = subprocess.Popen([sys.executable, "-m", "tests.core.cli_driver", marker], cwd=ROOT, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "tests.core.cli_driver", marker],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert wait_for(lambda: len(_grandchildren(marker)) >= 1, 60), "the hung check never started"
         run.send_signal(signal.SIGTERM)
@@ -93,14 +110,19 @@ def _site(tmp_path: Path, body: str) -> dict[str, str]:
 
 
 def test_junk_printed_at_import_leaves_the_protocol_intact(tmp_path: Path) -> None:
-    env = _site(tmp_path, """
+    env = _site(
+        tmp_path,
+        """
         import os, sys
         print('{"banner": "from sitecustomize"', flush=True)
         os.write(1, b"raw junk on fd 1\\n")
         print("junk on stderr", file=sys.stderr)
-    """)
-    specs = [CheckSpec("test.healthy", fault_checks.healthy, "x", group="a"),
-             CheckSpec("test.where", fault_checks.where_am_i, "x", group="b")]
+    """,
+    )
+    specs = [
+        CheckSpec("test.healthy", fault_checks.healthy, "x", group="a"),
+        CheckSpec("test.where", fault_checks.where_am_i, "x", group="b"),
+    ]
     with Runner(Context(), env=env) as runner:
         healthy, where = runner.run(specs)
     assert healthy.status is Status.PASS and healthy.summary == "fine", healthy
@@ -125,8 +147,10 @@ def test_the_cli_report_survives_a_banner_at_import(tmp_path: Path) -> None:
 def test_a_hung_start_up_is_bounded_named_and_leaves_nothing(tmp_path: Path) -> None:
     marker = f"envcheck-hang-{uuid.uuid4().hex}"
     env = {**_site(tmp_path, "import time\ntime.sleep(3600)\n"), "ENVCHECK_TEST_MARKER": marker}
-    specs = [CheckSpec("test.a", fault_checks.healthy, "x", group="a", timeout_s=600),
-             CheckSpec("test.b", fault_checks.healthy, "x", group="b", timeout_s=600)]
+    specs = [
+        CheckSpec("test.a", fault_checks.healthy, "x", group="a", timeout_s=600),
+        CheckSpec("test.b", fault_checks.healthy, "x", group="b", timeout_s=600),
+    ]
     start = time.monotonic()
     with Runner(Context(), env=env, start_timeout_s=2, hooks=HOOKS) as runner:
         results = runner.run(specs)
@@ -163,17 +187,22 @@ def test_the_fork_server_never_touches_cuda_beyond_reading_a_flag() -> None:
     from envcheck.core.isolation import forkserver
 
     tree = ast.parse(inspect.getsource(forkserver))
-    uses = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name) and node.value.id == "cuda"}
+    uses = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "cuda"
+    }
     assert uses == {"is_initialized"}
 
 
 def test_declared_preloads_reach_later_gpu_groups(tmp_path: Path) -> None:
     """`preload` modules are imported in the server after the first forks; a later GPU-lane group inherits
     them (here `json.tool`, which nothing else imports, stands in for torchvision)."""
+
     def gpu(group: str, preload: tuple[str, ...] = ()) -> CheckSpec:
-        return CheckSpec(f"test.where_{group}", fault_checks.where_am_i, "x", group=group, uses_gpu=True,
-                         preload=preload)
+        return CheckSpec(
+            f"test.where_{group}", fault_checks.where_am_i, "x", group=group, uses_gpu=True, preload=preload
+        )
 
     specs = [gpu("a"), gpu("b", ("json.tool",))]
     with Runner(Context(), share_gpu=False) as runner:
@@ -186,9 +215,11 @@ def test_declared_preloads_reach_later_gpu_groups(tmp_path: Path) -> None:
 def test_a_group_that_preloads_goes_after_the_others_in_the_gpu_lane() -> None:
     """Listed first, the preloading group still runs after the plain one, so the preload overlaps that group
     instead of holding up the lane, and the group that needs the module inherits it."""
+
     def gpu(group: str, preload: tuple[str, ...] = ()) -> CheckSpec:
-        return CheckSpec(f"test.where_{group}", fault_checks.where_am_i, "x", group=group, uses_gpu=True,
-                         preload=preload)
+        return CheckSpec(
+            f"test.where_{group}", fault_checks.where_am_i, "x", group=group, uses_gpu=True, preload=preload
+        )
 
     with Runner(Context(), share_gpu=False) as runner:
         needs, plain = runner.run([gpu("needs", ("json.tool",)), gpu("plain")])

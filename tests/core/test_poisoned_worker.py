@@ -27,17 +27,25 @@ def spec(func, group: str = "poison", **kw) -> CheckSpec:  # type: ignore[no-unt
 
 
 def test_premise_a_second_import_in_the_same_process_hides_the_cause() -> None:
-    code = ("import sys\nfor _ in range(2):\n    try:\n        import tests.core.half_import.no_temp_dir\n"
-            "    except BaseException as exc:\n        print(type(exc).__name__, exc)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
+    code = (
+        "import sys\nfor _ in range(2):\n    try:\n        import tests.core.half_import.no_temp_dir\n"
+        "    except BaseException as exc:\n        print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    ).stdout
     first, second = out.splitlines()
     assert first.startswith("FileNotFoundError") and "No usable temporary directory" in first
     assert second.startswith("AssertionError") and ALREADY in second
 
 
 def test_a_check_whose_import_failed_leaves_a_fresh_worker_for_the_next() -> None:
-    checks = [spec(fault_checks.reports_pid), spec(fault_checks.imports_half_way),
-              spec(fault_checks.imports_half_way), spec(fault_checks.reports_pid)]
+    checks = [
+        spec(fault_checks.reports_pid),
+        spec(fault_checks.imports_half_way),
+        spec(fault_checks.imports_half_way),
+        spec(fault_checks.reports_pid),
+    ]
     with Runner(Context(), hooks=HOOKS) as runner:
         before, first, second, after = runner.run(checks)
     for result in (first, second):  # the cause both times, never the half-imported module's second error
@@ -69,8 +77,12 @@ def test_a_preload_that_failed_part_way_is_not_inherited_by_later_workers() -> N
     fails part-way there must not reach the workers forked after it. share_gpu=False makes the lane plan of a GPU
     host: the second GPU group declares the preload and is forked after it."""
     first = spec(fault_checks.reports_pid, group="gpu_a", uses_gpu=True)
-    later = spec(fault_checks.imports_half_way, group="gpu_b", uses_gpu=True,
-                 preload=("tests.core.half_import.no_temp_dir",))
+    later = spec(
+        fault_checks.imports_half_way,
+        group="gpu_b",
+        uses_gpu=True,
+        preload=("tests.core.half_import.no_temp_dir",),
+    )
     with Runner(Context(), hooks=HOOKS, share_gpu=False) as runner:
         ok, result = runner.run([first, later])
     assert ok.status is Status.PASS

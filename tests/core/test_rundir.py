@@ -86,6 +86,9 @@ def test_a_signal_during_clean_up_waits_until_it_is_done() -> None:
             time.sleep(0.05)  # the handler would run here, cutting the clean-up short
             done.append("clean-up")
     assert done == ["clean-up"] and stopped.value.signum == signal.SIGTERM
-    with interruptible(), signals.deferred(redeliver=False):  # already stopping for a signal: not raised again
+    with (
+        interruptible(),
+        signals.deferred(redeliver=False),
+    ):  # already stopping for a signal: not raised again
         os.kill(os.getpid(), signal.SIGHUP)
         time.sleep(0.05)

@@ -18,8 +18,11 @@ ENV = {
 }
 
 
-@pytest.mark.parametrize("redact", [facts.redact_env, facts.runtime_env, bundle.redact_env],
-                         ids=["facts.env", "facts.runtime_env", "bundle.env"])
+@pytest.mark.parametrize(
+    "redact",
+    [facts.redact_env, facts.runtime_env, bundle.redact_env],
+    ids=["facts.env", "facts.runtime_env", "bundle.env"],
+)
 def test_every_reported_env_redacts_urls_and_auth_cred_names(redact: object) -> None:
     out = redact(ENV)  # type: ignore[operator]
     assert out, "nothing reported"

@@ -38,8 +38,15 @@ def _start(tmp: Path, marker: str, *module_argv: str, whole_namespace: bool = Fa
     argv = [sys.executable, "-m", *module_argv]
     if whole_namespace:
         argv = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", *argv]
-    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _age(*paths: Path) -> None:
@@ -61,7 +68,9 @@ def _fork_server_started(marker: str) -> bool:
 
 
 @pytest.mark.parametrize("kill", ["envcheck", "its process group"])
-def test_envcheck_sigkilled_while_the_fork_server_imports_torch_leaves_no_dir(tmp_path: Path, kill: str) -> None:
+def test_envcheck_sigkilled_while_the_fork_server_imports_torch_leaves_no_dir(
+    tmp_path: Path, kill: str
+) -> None:
     """The fork server (its own session: a group kill such as `timeout -s KILL` or a prolog's group spares it)
     finds envcheck gone when it says hello or ready: a broken pipe, which once skipped its removal of the dir."""
     tmp = tmp_path / "tmp"
@@ -83,8 +92,10 @@ def test_envcheck_sigkilled_while_the_fork_server_imports_torch_leaves_no_dir(tm
         kill_leftovers(proc, marker)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare(1) "
-                    "for a PID namespace to kill whole")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="needs root and unshare(1) for a PID namespace to kill whole",
+)
 def test_a_run_killed_whole_is_swept_by_the_next_run_and_a_live_runs_dir_is_not(tmp_path: Path) -> None:
     """Both runs are pid 1 of a PID namespace sharing this TMPDIR (a container with a bind-mounted /tmp), so
     their dirs are `envcheck-run-1-*` and pid 1 here is init: only the live run's lock keeps its dir."""
@@ -96,14 +107,18 @@ def test_a_run_killed_whole_is_swept_by_the_next_run_and_a_live_runs_dir_is_not(
     live = _start(tmp, live_marker, "tests.core.leftover_driver", "--hang-only", whole_namespace=True)
     dead = None
     try:
-        assert wait_for(lambda: list(tmp.glob(f"{PREFIX}*/w*/pymp-*")), 120), "the live run never held its pymp dir"
+        assert wait_for(lambda: list(tmp.glob(f"{PREFIX}*/w*/pymp-*")), 120), (
+            "the live run never held its pymp dir"
+        )
         (live_dir,) = _run_dirs(tmp)
         dead = _start(tmp, dead_marker, "envcheck", "run", "--allow-cpu", whole_namespace=True)
         assert wait_for(lambda: [d for d in _run_dirs(tmp) if d != live_dir and list(d.glob("w*"))], 120)
         (dead_dir,) = (d for d in _run_dirs(tmp) if d != live_dir)
         dead.kill()  # unshare: --kill-child SIGKILLs envcheck, pid 1 there, and the kernel every process with it
         dead.wait(timeout=10)
-        assert wait_for(lambda: processes_with_marker(dead_marker) == [], 30), processes_with_marker(dead_marker)
+        assert wait_for(lambda: processes_with_marker(dead_marker) == [], 30), processes_with_marker(
+            dead_marker
+        )
         assert dead_dir.is_dir(), "the premise: nothing of the killed run could remove its dir"
         # a process being killed loses its memory (and so its /proc environ) before its fds: wait for the lock
         assert wait_for(lambda: stale_rundirs.abandoned(str(dead_dir), PREFIX), 10)
@@ -111,8 +126,14 @@ def test_a_run_killed_whole_is_swept_by_the_next_run_and_a_live_runs_dir_is_not(
         _age(live_dir, dead_dir)
 
         env = {**os.environ, "TMPDIR": str(tmp), "CUDA_VISIBLE_DEVICES": ""}
-        after = subprocess.run([sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--only", "linalg.svd"],
-                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        after = subprocess.run(
+            [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--only", "linalg.svd"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert after.returncode == 0, after.stderr
         assert not dead_dir.exists()
         assert live_dir.is_dir() and list(live_dir.glob("w*/pymp-*")), "a live run's dir was swept"
@@ -120,7 +141,9 @@ def test_a_run_killed_whole_is_swept_by_the_next_run_and_a_live_runs_dir_is_not(
 
         live.kill()  # the live run is now killed whole too: the next sweep takes its dir
         live.wait(timeout=10)
-        assert wait_for(lambda: processes_with_marker(live_marker) == [], 30), processes_with_marker(live_marker)
+        assert wait_for(lambda: processes_with_marker(live_marker) == [], 30), processes_with_marker(
+            live_marker
+        )
         assert wait_for(lambda: stale_rundirs.abandoned(str(live_dir), PREFIX), 10)
         _age(live_dir)
         assert stale_rundirs.sweep(str(tmp), PREFIX) == [str(live_dir)]
@@ -175,7 +198,8 @@ def test_the_sweep_takes_only_dead_runs_own_dirs(tmp_path: Path) -> None:
     assert removed == [str(dead)]
     assert (precious / "keep").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["precious", f"{PREFIX}{pid}-symlink", foreign.name, young.name, locked.name, unlocked_live.name])
+        ["precious", f"{PREFIX}{pid}-symlink", foreign.name, young.name, locked.name, unlocked_live.name]
+    )
 
 
 def test_the_suite_guard_names_a_run_dir_left_behind_and_not_a_live_or_older_one(tmp_path: Path) -> None:

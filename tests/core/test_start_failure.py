@@ -23,7 +23,8 @@ EAGAIN = BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
 
 def test_the_cause_names_the_process_limit() -> None:
     assert process_start_problem(EAGAIN).startswith(
-        "cannot start a process: the user's process limit is reached (ulimit -u")
+        "cannot start a process: the user's process limit is reached (ulimit -u"
+    )
 
 
 def test_fork_server_answers_a_failed_fork_with_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,8 +47,9 @@ def test_fork_server_answers_a_failed_fork_with_the_cause(monkeypatch: pytest.Mo
         theirs.close()
 
 
-def test_a_launch_whose_rank_cannot_fork_is_an_error_result(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_launch_whose_rank_cannot_fork_is_an_error_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from envcheck.collectives import launch as launch_mod
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -59,7 +61,9 @@ def test_a_launch_whose_rank_cannot_fork_is_an_error_result(tmp_path: Path,
     # issue 22: the process limit is the container's configuration, never envcheck's crash nor the node's fault
     assert result.status is Status.FAIL and result.code == "runtime.nproc_low"
     assert result.fault_class is FaultClass.CONFIG
-    assert result.summary.startswith("rank 0 of 2: a process could not be started: the process/thread limit (nproc")
+    assert result.summary.startswith(
+        "rank 0 of 2: a process could not be started: the process/thread limit (nproc"
+    )
     assert "crashed" not in result.summary and "Traceback" not in (result.details or "")
     assert list(tmp_path.iterdir()) == []
 

@@ -25,8 +25,12 @@ def validate(data: Any, where: str) -> None:
 def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     """Warn when the load exceeds four times the CPUs (a pure function of the captured data)."""
     if data["load1"] > 4 * data["cpus"]:
-        return warned(f"load {data['load1']:.1f} on {data['cpus']} CPUs", "find what loads the host",
-                      fault_class="node", code="host.overloaded")
+        return warned(
+            f"load {data['load1']:.1f} on {data['cpus']} CPUs",
+            "find what loads the host",
+            fault_class="node",
+            code="host.overloaded",
+        )
     return passed(f"load {data['load1']:.1f} on {data['cpus']} CPUs")
 
 

@@ -48,11 +48,17 @@ def test_healthy_bundle_still_fails_a_wrong_gpu_count(capsys: pytest.CaptureFixt
     assert devices["summary"] == "1 GPU(s) visible, 2 expected"
 
 
-def test_a_broken_bundle_is_diagnosed_from_its_contents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_broken_bundle_is_diagnosed_from_its_contents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The same H100 bundle with its libcuda made unloadable: the replay names libcuda (not this host's state)."""
     bundle = json.loads(HEALTHY_H100.read_text())
-    bundle["cuda"].update(available=False, gpus=[], driver_cuda=None,
-                          libcuda_error="libcuda.so.1: cannot open shared object file: No such file or directory")
+    bundle["cuda"].update(
+        available=False,
+        gpus=[],
+        driver_cuda=None,
+        libcuda_error="libcuda.so.1: cannot open shared object file: No such file or directory",
+    )
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(bundle))
     rc, report = _explain(capsys, path)
@@ -63,14 +69,22 @@ def test_a_broken_bundle_is_diagnosed_from_its_contents(tmp_path: Path, capsys: 
 
 @pytest.mark.parametrize("flags", [(), ("--allow-cpu",), ("--allow-cpu", "--expect-gpus", "1")])
 def test_round_trip_on_this_host_matches_run(tmp_path: Path, flags: tuple[str, ...]) -> None:
-    env = {**no_gpu_env(), "NCCL_IB_AUTH_KEY": "hunter2-nccl",
-           "PIP_EXTRA_INDEX_URL": "https://alice:tok-3141@pypi.example.com/simple",
-           "TORCH_HUB_MIRROR": "https://carol:tok-2718@hub.example.com/"}  # also in facts' own env list
+    env = {
+        **no_gpu_env(),
+        "NCCL_IB_AUTH_KEY": "hunter2-nccl",
+        "PIP_EXTRA_INDEX_URL": "https://alice:tok-3141@pypi.example.com/simple",
+        "TORCH_HUB_MIRROR": "https://carol:tok-2718@hub.example.com/",
+    }  # also in facts' own env list
     bundle = tmp_path / "bundle.json"
     captured = run_cli("facts", "--bundle", str(bundle), env=env)
     assert captured.returncode == 0, captured.stderr
     text = bundle.read_text()
-    assert "hunter2-nccl" not in text and "tok-3141" not in text and "alice" not in text and "tok-2718" not in text
+    assert (
+        "hunter2-nccl" not in text
+        and "tok-3141" not in text
+        and "alice" not in text
+        and "tok-2718" not in text
+    )
     assert "https://<redacted>@hub.example.com/" in text
     explained = run_cli("explain", str(bundle), "--json", "-", *flags, env=env)
     ran = run_cli("run", "--only", CHECKS, "--json", "-", *flags, env=env)
@@ -133,16 +147,27 @@ def _case(tmp_path: Path, case: str) -> Path:
     return tmp_path / "absent.json"
 
 
-@pytest.mark.parametrize("case, words", [
-    ("not-json", "not JSON"), ("not-utf8", "not JSON"), ("array", "a JSON object is expected"),
-    ("nested", "nested too deeply"), ("wrong-schema-version", "schema_version 2 is not supported"),
-    ("other-json", "not an envcheck bundle"), ("missing-key", "lacks 'available'"),
-    ("wrong-type", "cuda.driver_cuda must be int or null"), ("no-cuda", "no 'cuda' section"),
-    ("huge", "a bundle is at most"), ("fifo", "not a regular file"), ("directory", "is a directory"),
-    ("missing", "No such file or directory"),
-])
-def test_malformed_bundle_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                  case: str, words: str) -> None:
+@pytest.mark.parametrize(
+    "case, words",
+    [
+        ("not-json", "not JSON"),
+        ("not-utf8", "not JSON"),
+        ("array", "a JSON object is expected"),
+        ("nested", "nested too deeply"),
+        ("wrong-schema-version", "schema_version 2 is not supported"),
+        ("other-json", "not an envcheck bundle"),
+        ("missing-key", "lacks 'available'"),
+        ("wrong-type", "cuda.driver_cuda must be int or null"),
+        ("no-cuda", "no 'cuda' section"),
+        ("huge", "a bundle is at most"),
+        ("fifo", "not a regular file"),
+        ("directory", "is a directory"),
+        ("missing", "No such file or directory"),
+    ],
+)
+def test_malformed_bundle_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, words: str
+) -> None:
     rc = main(["explain", str(_case(tmp_path, case))])
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
@@ -151,24 +176,42 @@ def test_malformed_bundle_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.
 
 
 def test_env_is_redacted_by_name_and_url() -> None:
-    env = redact_env({"NCCL_IB_AUTH_KEY": "k1", "TORCH_HUB_TOKEN": "t1", "NVIDIA_PASSWORD": "p1",
-                      "CUDA_CRED_FILE": "c1", "ENVCHECK_SECRET": "s1",
-                      "PIP_INDEX_URL": "https://bob:t0k@mirror.example/simple", "CUDA_VISIBLE_DEVICES": "0,1",
-                      "HOME": "/root"})
-    assert env == {"CUDA_CRED_FILE": "<redacted>", "CUDA_VISIBLE_DEVICES": "0,1", "ENVCHECK_SECRET": "<redacted>",
-                   "NCCL_IB_AUTH_KEY": "<redacted>", "NVIDIA_PASSWORD": "<redacted>",
-                   "PIP_INDEX_URL": "https://<redacted>@mirror.example/simple", "TORCH_HUB_TOKEN": "<redacted>"}
+    env = redact_env(
+        {
+            "NCCL_IB_AUTH_KEY": "k1",
+            "TORCH_HUB_TOKEN": "t1",
+            "NVIDIA_PASSWORD": "p1",
+            "CUDA_CRED_FILE": "c1",
+            "ENVCHECK_SECRET": "s1",
+            "PIP_INDEX_URL": "https://bob:t0k@mirror.example/simple",
+            "CUDA_VISIBLE_DEVICES": "0,1",
+            "HOME": "/root",
+        }
+    )
+    assert env == {
+        "CUDA_CRED_FILE": "<redacted>",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "ENVCHECK_SECRET": "<redacted>",
+        "NCCL_IB_AUTH_KEY": "<redacted>",
+        "NVIDIA_PASSWORD": "<redacted>",
+        "PIP_INDEX_URL": "https://<redacted>@mirror.example/simple",
+        "TORCH_HUB_TOKEN": "<redacted>",
+    }
 
 
 def test_loaded_libraries_are_the_cuda_stack_paths_from_maps() -> None:
-    maps = ("7f00-7f10 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
-            "7f10-7f20 r-xp 00000000 08:01 2 /venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9\n"
-            "7f20-7f30 r-xp 00000000 08:01 3 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-            "7f30-7f40 rw-p 00000000 00:00 0 \n"
-            "7f40-7f50 r-xp 00000000 08:01 4 /opt/nccl/lib/libnccl.so.2.28.9\n")
-    assert loaded_libraries(maps) == ["/opt/nccl/lib/libnccl.so.2.28.9",
-                                      "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
-                                      "/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9"]
+    maps = (
+        "7f00-7f10 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
+        "7f10-7f20 r-xp 00000000 08:01 2 /venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9\n"
+        "7f20-7f30 r-xp 00000000 08:01 3 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f30-7f40 rw-p 00000000 00:00 0 \n"
+        "7f40-7f50 r-xp 00000000 08:01 4 /opt/nccl/lib/libnccl.so.2.28.9\n"
+    )
+    assert loaded_libraries(maps) == [
+        "/opt/nccl/lib/libnccl.so.2.28.9",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
+        "/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9",
+    ]
 
 
 def test_a_hung_nvml_is_named_within_the_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

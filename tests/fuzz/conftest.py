@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("envcheck-fuzz", derandomize=True, max_examples=150, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow], database=None)
+settings.register_profile(
+    "envcheck-fuzz",
+    derandomize=True,
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+)
 settings.load_profile("envcheck-fuzz")

@@ -26,9 +26,11 @@ from tests.fuzz.strategies import HOSTILE
 from tests.helpers import run_cli
 
 BUNDLE = json.loads((Path(__file__).parent / "bundle_full.json").read_text())
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | HOSTILE,
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(HOSTILE, inner, max_size=3),
-                    max_leaves=6)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | HOSTILE,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(HOSTILE, inner, max_size=3),
+    max_leaves=6,
+)
 REMOVE = object()
 
 
@@ -83,13 +85,16 @@ def test_any_wrong_type_is_one_usage_error_or_a_verdict(path: tuple[Any, ...], v
         assert "\n" not in exc.message and exc.message.startswith("b.json")
 
 
-@pytest.mark.parametrize(("path", "value", "named"), [
-    (("libraries", "ld_preload"), {"a": "b"}, "libraries.ld_preload"),
-    (("network", "interfaces", 0, "ipv4"), [1, 2], "interfaces[0].ipv4[0]"),
-    (("cuda", "gpus"), [{"junk": 1}], "cuda.gpus"),
-    (("gpu_health", "gpus"), ["junk"], "gpu_health.gpus[0]"),
-    (("network", "infiniband", 0, "ports"), [{"port": "one"}], "infiniband[0].ports[0].port"),
-])
+@pytest.mark.parametrize(
+    ("path", "value", "named"),
+    [
+        (("libraries", "ld_preload"), {"a": "b"}, "libraries.ld_preload"),
+        (("network", "interfaces", 0, "ipv4"), [1, 2], "interfaces[0].ipv4[0]"),
+        (("cuda", "gpus"), [{"junk": 1}], "cuda.gpus"),
+        (("gpu_health", "gpus"), ["junk"], "gpu_health.gpus[0]"),
+        (("network", "infiniband", 0, "ports"), [{"port": "one"}], "infiniband[0].ports[0].port"),
+    ],
+)
 def test_the_first_wrong_field_is_named(path: tuple[Any, ...], value: Any, named: str) -> None:
     with pytest.raises(UsageError) as caught:
         explain(changed(path, value))
@@ -101,4 +106,8 @@ def test_the_cli_says_one_line_and_exits_2(tmp_path: Path) -> None:
     bundle.write_text(json.dumps(changed(("network", "interfaces", 0, "ipv4"), [1, 2])))
     done = run_cli("explain", str(bundle), timeout=60)
     assert done.returncode == 2, done.stderr
-    assert len(done.stderr.splitlines()) == 1 and "ipv4[0] must be str" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        len(done.stderr.splitlines()) == 1
+        and "ipv4[0] must be str" in done.stderr
+        and "Traceback" not in done.stderr
+    )

@@ -29,11 +29,21 @@ NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010fff
 
 
 def report_with(text: str) -> RunReport:
-    results = [failed(f"NCCL_SOCKET_IFNAME={text} matches nothing", f"unset {text}", fault_class="config",
-                      measured={"value": text}, code="net.ifname").named("net.ifname", 0.1),
-               warned(text, text).named("net.warned", 0.0), passed(text, details=text).named("cuda.available", 0.0)]
-    return RunReport(results=results, facts={"env": {"LD_LIBRARY_PATH": text}, "gpu": {"gpus": [{"name": text}]},
-                                             text: text})
+    results = [
+        failed(
+            f"NCCL_SOCKET_IFNAME={text} matches nothing",
+            f"unset {text}",
+            fault_class="config",
+            measured={"value": text},
+            code="net.ifname",
+        ).named("net.ifname", 0.1),
+        warned(text, text).named("net.warned", 0.0),
+        passed(text, details=text).named("cuda.available", 0.0),
+    ]
+    return RunReport(
+        results=results,
+        facts={"env": {"LD_LIBRARY_PATH": text}, "gpu": {"gpus": [{"name": text}]}, text: text},
+    )
 
 
 def terminal(draw: object) -> str:

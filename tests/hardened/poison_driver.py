@@ -14,8 +14,10 @@ from tests.core import fault_checks
 
 def main(names: list[str]) -> None:
     """Run the named checks in order, in one group; JSON to stdout."""
-    specs = [CheckSpec(f"test.{name}", getattr(fault_checks, name), "staged", timeout_s=60, group="staged")
-             for name in names]
+    specs = [
+        CheckSpec(f"test.{name}", getattr(fault_checks, name), "staged", timeout_s=60, group="staged")
+        for name in names
+    ]
     with Runner(Context(), hooks=HOOKS) as runner:
         results = runner.run(specs)
     print(json.dumps([r.to_dict() for r in results]))

@@ -29,7 +29,11 @@ class Hardening:
 
 def can_stage() -> bool:
     """True where this process may unshare a mount namespace and switch uid (root with util-linux)."""
-    return os.geteuid() == 0 and shutil.which("unshare") is not None and all(shutil.which(t) for t in ("setpriv", "prlimit"))
+    return (
+        os.geteuid() == 0
+        and shutil.which("unshare") is not None
+        and all(shutil.which(t) for t in ("setpriv", "prlimit"))
+    )
 
 
 def command(h: Hardening, argv: list[str]) -> list[str]:
@@ -62,10 +66,16 @@ def expose_interpreter() -> list[str]:
     for depth in range(2, len(parts)):
         closed = "/".join(parts[:depth]) or "/"
         if not os.stat(closed).st_mode & 0o001:
-            keep = "/".join(parts[:depth + 1])
+            keep = "/".join(parts[: depth + 1])
             q, k = shlex.quote(closed), shlex.quote(keep)
-            return ["mount -t tmpfs envcheck-stage /mnt", "mkdir /mnt/keep", f"mount --bind {k} /mnt/keep",
-                    f"mount -t tmpfs -o mode=0755 envcheck-stage {q}", f"mkdir -p {k}", f"mount --move /mnt/keep {k}"]
+            return [
+                "mount -t tmpfs envcheck-stage /mnt",
+                "mkdir /mnt/keep",
+                f"mount --bind {k} /mnt/keep",
+                f"mount -t tmpfs -o mode=0755 envcheck-stage {q}",
+                f"mkdir -p {k}",
+                f"mount --move /mnt/keep {k}",
+            ]
     return []
 
 
@@ -73,7 +83,9 @@ def run(h: Hardening, argv: list[str], timeout_s: float = 300) -> subprocess.Com
     """Run argv staged; the environment is the caller's plus h.env (HOME etc.)."""
     env = {**os.environ, **h.env}
     env.pop("PYTEST_CURRENT_TEST", None)
-    return subprocess.run(command(h, argv), capture_output=True, text=True, timeout=timeout_s, env=env, check=False, cwd="/")
+    return subprocess.run(
+        command(h, argv), capture_output=True, text=True, timeout=timeout_s, env=env, check=False, cwd="/"
+    )
 
 
 def python(h: Hardening, code: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:

@@ -19,25 +19,49 @@ from tests.hardened.staging import UID, Hardening, can_stage, python, run
 
 pytestmark = pytest.mark.skipif(not can_stage(), reason="needs root with util-linux unshare/setpriv/prlimit")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-READ_ONLY = Hardening(readonly=("/", "/tmp", "/var/tmp", os.path.expanduser("~"), "/work"), env={"PYTHONPATH": REPO})
+READ_ONLY = Hardening(
+    readonly=("/", "/tmp", "/var/tmp", os.path.expanduser("~"), "/work"), env={"PYTHONPATH": REPO}
+)
 NO_PASSWD = Hardening(uid=UID, env={"HOME": "/", "PYTHONPATH": REPO, "USER": "", "LOGNAME": ""})
 ALREADY = "already registered in mega-cache artifact factory"
 # Numerics checks of one isolation group that import torch._dynamo (the first meets the read-only temp dir).
-DYNAMO_CHECKS = "amp.clip_after_unscale,amp.training_convergence,train.checkpointing,train.resume,optim.differential"
+DYNAMO_CHECKS = (
+    "amp.clip_after_unscale,amp.training_convergence,train.checkpointing,train.resume,optim.differential"
+)
 
 
-def test_read_only_temp_the_checks_after_a_failed_torch_import_name_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_only_temp_the_checks_after_a_failed_torch_import_name_the_cause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A cache dir an earlier test in this process set (Inductor's first compile exports TORCHINDUCTOR_CACHE_DIR)
     # would spare the import its temp dir: the staged run gets none of them, as a fresh container has none.
     for name in ("TMPDIR", "TEMP", "TMP", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         monkeypatch.delenv(name, raising=False)
-    premise = python(READ_ONLY, "for _ in range(2):\n    try:\n        import torch._dynamo\n"
-                                "    except BaseException as exc:\n        print(type(exc).__name__, exc)\n")
+    premise = python(
+        READ_ONLY,
+        "for _ in range(2):\n    try:\n        import torch._dynamo\n"
+        "    except BaseException as exc:\n        print(type(exc).__name__, exc)\n",
+    )
     assert len(premise.stdout.splitlines()) >= 2, (premise.stdout, premise.stderr[-2000:])
     first, second = premise.stdout.splitlines()[:2]
     assert "No usable temporary directory" in first and ALREADY in second, premise.stdout
-    proc = run(READ_ONLY, [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--level", "full", "--json", "-",
-                           "--only", DYNAMO_CHECKS], timeout_s=600)
+    proc = run(
+        READ_ONLY,
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "run",
+            "--allow-cpu",
+            "--level",
+            "full",
+            "--json",
+            "-",
+            "--only",
+            DYNAMO_CHECKS,
+        ],
+        timeout_s=600,
+    )
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     results = {r["name"]: r for r in json.loads(proc.stdout)["results"]}
     assert [n for n, r in results.items() if r["status"] == "error"] == []

@@ -25,7 +25,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def envcheck(h: Hardening, *args: str) -> tuple[dict[str, Any], str]:
     """Run `envcheck run --json -` staged; the parsed report (by check name) and stderr."""
     h.env.setdefault("PYTHONPATH", REPO)
-    proc = run(h, [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--json", "-", *args], timeout_s=400)
+    proc = run(
+        h, [sys.executable, "-m", "envcheck", "run", "--allow-cpu", "--json", "-", *args], timeout_s=400
+    )
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert proc.returncode in (0, 1), (proc.returncode, proc.stderr[-2000:])
     report = json.loads(proc.stdout)
@@ -35,7 +37,9 @@ def envcheck(h: Hardening, *args: str) -> tuple[dict[str, Any], str]:
 def test_read_only_temp_and_home_name_the_cause_for_torch_compile() -> None:
     premise = python(READ_ONLY, "import torch\ntorch.compile(lambda x: x.sin())(torch.ones(2))")
     assert premise.returncode != 0 and "No usable temporary directory" in premise.stderr
-    results, _ = envcheck(READ_ONLY, "--level", "full", "--only", "compile.inductor,container.runtime,dist.all_reduce")
+    results, _ = envcheck(
+        READ_ONLY, "--level", "full", "--only", "compile.inductor,container.runtime,dist.all_reduce"
+    )
     assert results["compile.inductor"]["status"] == "fail"
     assert results["compile.inductor"]["code"] == "runtime.tmp_readonly"
     assert results["compile.inductor"]["fault_class"] == "config"
@@ -83,10 +87,15 @@ def test_docker_default_nofile_is_healthy() -> None:
 
 
 def test_low_nproc_never_blames_the_node() -> None:
-    premise = python(NPROC, "import threading, time\nts=[threading.Thread(target=time.sleep, args=(2,)) for _ in range(16)]\n"
-                            "[t.start() for t in ts]")
+    premise = python(
+        NPROC,
+        "import threading, time\nts=[threading.Thread(target=time.sleep, args=(2,)) for _ in range(16)]\n"
+        "[t.start() for t in ts]",
+    )
     assert premise.returncode != 0 and "can't start new thread" in premise.stderr
-    results, _ = envcheck(NPROC, "--for", "prolog", "--only", "container.runtime,dist.collectives,autograd.mechanics")
+    results, _ = envcheck(
+        NPROC, "--for", "prolog", "--only", "container.runtime,dist.collectives,autograd.mechanics"
+    )
     codes = results["container.runtime"]["measured"]["codes"]
     assert "runtime.nproc_low" in codes and "runtime.no_passwd_entry" in codes  # uid 4242, HOME=/, no USER
     assert all(r["fault_class"] != "node" for r in results.values())

@@ -9,12 +9,25 @@ from __future__ import annotations
 from tests.helpers.checks import make_context, no_gpu_env, run_check, run_spec
 from tests.helpers.cli import HEALTHY_H100, ROOT, load_report, run_cli
 from tests.helpers.processes import (
-           descendants,
-           kill_leftovers,
-           processes_with_marker,
-           sigint_default,
-           wait_for,
+    descendants,
+    kill_leftovers,
+    processes_with_marker,
+    sigint_default,
+    wait_for,
 )
 
-__all__ = ["HEALTHY_H100", "ROOT", "descendants", "kill_leftovers", "load_report", "make_context", "no_gpu_env",
-           "processes_with_marker", "run_check", "run_cli", "run_spec", "sigint_default", "wait_for"]
+__all__ = [
+    "HEALTHY_H100",
+    "ROOT",
+    "descendants",
+    "kill_leftovers",
+    "load_report",
+    "make_context",
+    "no_gpu_env",
+    "processes_with_marker",
+    "run_check",
+    "run_cli",
+    "run_spec",
+    "sigint_default",
+    "wait_for",
+]

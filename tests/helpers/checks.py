@@ -12,10 +12,16 @@ from envcheck.core.result import Result
 from envcheck.core.runner import Runner
 
 
-def make_context(level: str = "full", allow_cpu: bool = True, expect_gpus: int | None = None,
-                 **options: Any) -> Context:
+def make_context(
+    level: str = "full", allow_cpu: bool = True, expect_gpus: int | None = None, **options: Any
+) -> Context:
     """A run context as the CLI would build it."""
-    return Context(level=Level(level), allow_cpu=allow_cpu, expect_gpus=expect_gpus, options=CheckOptions.from_dict(options))
+    return Context(
+        level=Level(level),
+        allow_cpu=allow_cpu,
+        expect_gpus=expect_gpus,
+        options=CheckOptions.from_dict(options),
+    )
 
 
 # The worker environment of a host with no visible GPU: CUDA_VISIBLE_DEVICES="" hides every GPU from CUDA,
@@ -25,8 +31,16 @@ def no_gpu_env() -> dict[str, str]:
     return {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
 
-def run_check(name: str, *, isolated: bool = True, level: str = "full", allow_cpu: bool = True,
-              expect_gpus: int | None = None, env: dict[str, str] | None = None, **options: Any) -> Result:
+def run_check(
+    name: str,
+    *,
+    isolated: bool = True,
+    level: str = "full",
+    allow_cpu: bool = True,
+    expect_gpus: int | None = None,
+    env: dict[str, str] | None = None,
+    **options: Any,
+) -> Result:
     """Run one registered check through the real engine (a spawned worker when isolated, with `env`)."""
     spec = registry()[name]
     ctx = make_context(level, allow_cpu, expect_gpus, **options)

@@ -13,14 +13,19 @@ ROOT = Path(__file__).resolve().parents[2]
 HEALTHY_H100 = ROOT / "tests" / "checks" / "fixtures" / "bundle_h100_healthy.json"
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
-            python: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, python: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `python -m envcheck ARGS` as a user would; never hangs."""
     full_env = dict(os.environ if env is None else env)
     full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run(
         [python or sys.executable, "-m", "envcheck", *args],
-        capture_output=True, text=True, timeout=timeout, env=full_env, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=ROOT,
     )
 
 

@@ -31,8 +31,14 @@ SECRET_MARKER = "envcheck-ca-secret-marker-7f3a"
 
 def build_image(row: Row, target: str, ca: Path, docker_client: Any) -> str:
     """Build (or reuse) envcheck-test:<full tag>; a build failure fails the test with its output above."""
-    req = builder.BuildRequest(row=row, target=target, repo=TEST_REPO, base_image=TEST_BASE, ca_bundle=ca,
-                               wheelhouse_image=existing_image(docker_client, builder.wheelhouse_image(row)))
+    req = builder.BuildRequest(
+        row=row,
+        target=target,
+        repo=TEST_REPO,
+        base_image=TEST_BASE,
+        ca_bundle=ca,
+        wheelhouse_image=existing_image(docker_client, builder.wheelhouse_image(row)),
+    )
     ref = req.refs()[0]
     if os.environ.get("ENVCHECK_TEST_REBUILD") == "0" and existing_image(docker_client, ref):
         return ref
@@ -51,22 +57,32 @@ def existing_image(client: Any, ref: str) -> str | None:
     return ref
 
 
-def run_in(client: Any, image: str, command: list[str], timeout_s: float = 300, **kwargs: Any) -> tuple[int, str]:
+def run_in(
+    client: Any, image: str, command: list[str], timeout_s: float = 300, **kwargs: Any
+) -> tuple[int, str]:
     """One container helper: run detached, wait with a timeout, return (exit code, output); always removed."""
     code, logs = contained(client, image, command, timeout_s, kwargs, {"both": {}})
     return code, logs["both"]
 
 
-def run_streams(client: Any, image: str, command: list[str], timeout_s: float = 300,
-                **kwargs: Any) -> tuple[int, str, str]:
+def run_streams(
+    client: Any, image: str, command: list[str], timeout_s: float = 300, **kwargs: Any
+) -> tuple[int, str, str]:
     """The same helper with the streams apart: (exit code, stdout, stderr)."""
-    code, logs = contained(client, image, command, timeout_s, kwargs,
-                            {"stdout": {"stderr": False}, "stderr": {"stdout": False}})
+    code, logs = contained(
+        client, image, command, timeout_s, kwargs, {"stdout": {"stderr": False}, "stderr": {"stdout": False}}
+    )
     return code, logs["stdout"], logs["stderr"]
 
 
-def contained(client: Any, image: str, command: list[str], timeout_s: float, kwargs: dict[str, Any],
-               reads: dict[str, dict[str, bool]]) -> tuple[int, dict[str, str]]:
+def contained(
+    client: Any,
+    image: str,
+    command: list[str],
+    timeout_s: float,
+    kwargs: dict[str, Any],
+    reads: dict[str, dict[str, bool]],
+) -> tuple[int, dict[str, str]]:
     container = client.containers.run(image, command, detach=True, **kwargs)
     try:
         try:
@@ -75,6 +91,8 @@ def contained(client: Any, image: str, command: list[str], timeout_s: float, kwa
             container.kill()
             output = container.logs().decode(errors="replace")
             pytest.fail(f"{command} in {image} exceeded {timeout_s}s; output:\n{output}")
-        return int(status["StatusCode"]), {k: container.logs(**v).decode(errors="replace") for k, v in reads.items()}
+        return int(status["StatusCode"]), {
+            k: container.logs(**v).decode(errors="replace") for k, v in reads.items()
+        }
     finally:
         container.remove(force=True)

@@ -60,7 +60,9 @@ def corrupted_elements(count: int) -> int:
     return len(range(0, count, CORRUPT_STRIDE))
 
 
-RANK_HOOK = f"{os.path.abspath(__file__)}:at_collective"  # the value of ENVCHECK_RANK_HOOK that loads this module
+RANK_HOOK = (
+    f"{os.path.abspath(__file__)}:at_collective"  # the value of ENVCHECK_RANK_HOOK that loads this module
+)
 
 
 def at_collective(step: str, rank: int, contribution: Any) -> None:

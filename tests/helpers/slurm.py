@@ -64,14 +64,24 @@ class Cluster:
     def set_prolog(self, body: str, kind: str = "prolog") -> None:
         """Replace the Prolog (or, kind="epilog", the Epilog) script, atomically: slurmd may be reading it."""
         tmp = self.dir / f"{kind}.sh.tmp"
-        tmp.write_text(f"#!/bin/sh\nexec >>{self.dir}/{kind}.log 2>&1\n"  # verdicts stay in the test's folder
-                       f"export ENVCHECK_SLURM_STATE={self.dir}/slurm-prolog.json\n{body}\n")
+        tmp.write_text(
+            f"#!/bin/sh\nexec >>{self.dir}/{kind}.log 2>&1\n"  # verdicts stay in the test's folder
+            f"export ENVCHECK_SLURM_STATE={self.dir}/slurm-prolog.json\n{body}\n"
+        )
         tmp.chmod(0o755)
         tmp.replace(self.dir / f"{kind}.sh")
 
-    def run(self, *cmd: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(list(cmd), env={**self.env, **(env or {})}, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+    def run(
+        self, *cmd: str, timeout: float = 60, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            list(cmd),
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def state(self) -> str:
         return self.run("sinfo", "-h", "-n", self.node, "-o", "%T").stdout.strip()
@@ -83,8 +93,9 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while (got := self.state()) != want:
             if time.monotonic() > deadline:
-                raise AssertionError(f"node {self.node} is {got!r}, not {want!r}, after {timeout:g}s; "
-                                     f"logs in {self.dir}/log")
+                raise AssertionError(
+                    f"node {self.node} is {got!r}, not {want!r}, after {timeout:g}s; logs in {self.dir}/log"
+                )
             time.sleep(0.2)
 
     def resume(self) -> None:
@@ -125,6 +136,9 @@ def multinode_missing() -> str | None:
     missing = [b for b in MULTI_BINARIES if shutil.which(b, path=SEARCH_PATH) is None]
     if why is None and missing:
         why = f"{', '.join(missing)} not found: apt-get install iproute2 util-linux (or run .ci/run)"
-    if why is None and subprocess.run(["ip", "netns", "list"], capture_output=True, timeout=10).returncode != 0:
+    if (
+        why is None
+        and subprocess.run(["ip", "netns", "list"], capture_output=True, timeout=10).returncode != 0
+    ):
         why = "`ip netns` does not work here (no network namespaces: a container without CAP_SYS_ADMIN?)"
     return why

@@ -27,8 +27,11 @@ def left_behind(base: str, before: set[str], wait_s: float = 5.0) -> list[str]:
     their own (a fork server removes the dir of an envcheck just killed)."""
     deadline = time.monotonic() + wait_s
     while True:
-        found = sorted(os.path.join(base, n) for n in run_dirs(base) - before
-                       if stale_rundirs.abandoned(os.path.join(base, n), PREFIX))
+        found = sorted(
+            os.path.join(base, n)
+            for n in run_dirs(base) - before
+            if stale_rundirs.abandoned(os.path.join(base, n), PREFIX)
+        )
         if not found or time.monotonic() >= deadline:
             return found
         time.sleep(0.1)

@@ -16,18 +16,23 @@ from envcheck.images.matrix import default_matrix_path, load_matrix
 from tests.helpers import ROOT, run_cli
 
 
-@pytest.mark.parametrize("driver, driver_cuda, row_cuda, problem", [
-    ("525.60.13", "12.0", "12.8", None),  # minor-version compatibility: 12.x needs >= 525.60.13
-    ("570.26", "12.8", "12.8", None),
-    ("520.61.05", "11.8", "12.6", "CUDA 12.x needs >= 525.60.13"),
-    ("575.51.03", "12.9", "13.0", "CUDA 13.x needs >= 580"),
-    ("580.65.06", "13.0", "13.0", None),
-    ("580.65.06", "13.0", "12.6", None),  # a newer driver runs older CUDA
-    ("580.95.05", None, "13.0", None),  # nvidia-smi gave no driver CUDA: the version alone decides
-    ("560.35.03", None, "13.0", "too old for CUDA 13.0"),
-    (None, None, "13.0", None),  # no driver: unknown, not a verdict
-])
-def test_driver_problem(driver: str | None, driver_cuda: str | None, row_cuda: str, problem: str | None) -> None:
+@pytest.mark.parametrize(
+    "driver, driver_cuda, row_cuda, problem",
+    [
+        ("525.60.13", "12.0", "12.8", None),  # minor-version compatibility: 12.x needs >= 525.60.13
+        ("570.26", "12.8", "12.8", None),
+        ("520.61.05", "11.8", "12.6", "CUDA 12.x needs >= 525.60.13"),
+        ("575.51.03", "12.9", "13.0", "CUDA 13.x needs >= 580"),
+        ("580.65.06", "13.0", "13.0", None),
+        ("580.65.06", "13.0", "12.6", None),  # a newer driver runs older CUDA
+        ("580.95.05", None, "13.0", None),  # nvidia-smi gave no driver CUDA: the version alone decides
+        ("560.35.03", None, "13.0", "too old for CUDA 13.0"),
+        (None, None, "13.0", None),  # no driver: unknown, not a verdict
+    ],
+)
+def test_driver_problem(
+    driver: str | None, driver_cuda: str | None, row_cuda: str, problem: str | None
+) -> None:
     found = driver_problem(driver, driver_cuda, row_cuda)
     assert (found is None) if problem is None else (found is not None and problem in found), found
 
@@ -42,15 +47,18 @@ CU128 = matrix_rules.arch_list(matrix_rules.WHEEL_ARCH_LISTS["12.8"])
 CU130 = matrix_rules.arch_list(matrix_rules.WHEEL_ARCH_LISTS["13.0"])
 
 
-@pytest.mark.parametrize("caps, arch, missing", [
-    ([(9, 0)], CU130, None),             # H100
-    ([(6, 1)], CU130, "sm_61"),          # GTX 1080: CUDA 13 builds dropped Pascal
-    ([(6, 1)], CU126, None),             # ...which cu126 still has (sm_60 SASS runs on 6.1)
-    ([(12, 0)], CU126, "sm_120"),        # RTX 5090 needs a CUDA >= 12.8 build
-    ([(12, 0)], CU128, None),
-    ([(7, 0), (9, 0)], CU130, "sm_70"),  # V100 beside an H100: one GPU not covered is enough
-    ([(8, 9)], CU126, None),             # L4 runs sm_86 SASS
-])
+@pytest.mark.parametrize(
+    "caps, arch, missing",
+    [
+        ([(9, 0)], CU130, None),  # H100
+        ([(6, 1)], CU130, "sm_61"),  # GTX 1080: CUDA 13 builds dropped Pascal
+        ([(6, 1)], CU126, None),  # ...which cu126 still has (sm_60 SASS runs on 6.1)
+        ([(12, 0)], CU126, "sm_120"),  # RTX 5090 needs a CUDA >= 12.8 build
+        ([(12, 0)], CU128, None),
+        ([(7, 0), (9, 0)], CU130, "sm_70"),  # V100 beside an H100: one GPU not covered is enough
+        ([(8, 9)], CU126, None),  # L4 runs sm_86 SASS
+    ],
+)
 def test_arch_problem(caps: list[tuple[int, int]], arch: list[str], missing: str | None) -> None:
     found = arch_problem(caps, arch)
     assert (found is None) if missing is None else (found is not None and missing in found), found
@@ -66,7 +74,9 @@ def test_every_matrix_row_has_an_arch_list_on_record() -> None:
 
 def test_rows_on_an_h100_with_a_12_8_driver_and_on_a_pascal() -> None:
     rows = list(load_matrix(default_matrix_path()).rows)
-    h100 = {v["row"]: v for v in row_verdicts(HostGpus("nvml", "570.172.08", "12.8", [(9, 0)], ["H100"]), rows)}
+    h100 = {
+        v["row"]: v for v in row_verdicts(HostGpus("nvml", "570.172.08", "12.8", [(9, 0)], ["H100"]), rows)
+    }
     assert h100["2.8-cu128"]["runs"] is True and h100["2.8-cu129"]["runs"] is True
     assert "minor-version compatibility" in h100["2.8-cu129"]["why"]
     assert h100["2.14-cu130"]["runs"] is False and "13.x needs >= 580" in h100["2.14-cu130"]["why"]
@@ -80,13 +90,16 @@ def test_rows_on_an_h100_with_a_12_8_driver_and_on_a_pascal() -> None:
 def test_docker_gpu_setup_from_files(tmp_path: Path) -> None:
     assert docker_gpu_setup(str(tmp_path))["ready"] is False
     (tmp_path / "etc/docker").mkdir(parents=True)
-    (tmp_path / "etc/docker/daemon.json").write_text(json.dumps(
-        {"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "args": []}}}))
+    (tmp_path / "etc/docker/daemon.json").write_text(
+        json.dumps({"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "args": []}}})
+    )
     found = docker_gpu_setup(str(tmp_path))
     assert found["ready"] is True and found["daemon_json_runtimes"] == ["nvidia"]
     (tmp_path / "etc/docker/daemon.json").write_text("{not json")
     (tmp_path / "var/run/cdi").mkdir(parents=True)
-    (tmp_path / "var/run/cdi/nvidia.yaml").write_text('cdiVersion: "0.5.0"\nkind: nvidia.com/gpu\ndevices: []\n')
+    (tmp_path / "var/run/cdi/nvidia.yaml").write_text(
+        'cdiVersion: "0.5.0"\nkind: nvidia.com/gpu\ndevices: []\n'
+    )
     found = docker_gpu_setup(str(tmp_path))
     assert found["ready"] is True and "CDI specs" in found["summary"] and "daemon_json_error" in found
 
@@ -110,13 +123,20 @@ def test_host_without_a_matrix_still_reports_the_host(tmp_path: Path) -> None:
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no such file" in bad.stderr
 
 
-def test_host_with_gpus_prints_driver_gpus_and_verdicts(monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_host_with_gpus_prints_driver_gpus_and_verdicts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The NVML/nvidia-smi layer is injected (no GPU here); the rest is the real command."""
     from envcheck.host import collect as host  # where `envcheck host` looks the reader up
 
-    fake = HostGpus("nvidia-smi", "575.57.08", "12.9", [(12, 0)], ["RTX 5090"],
-                    listed=[{"name": "RTX 5090", "compute_capability": "12.0"}])
+    fake = HostGpus(
+        "nvidia-smi",
+        "575.57.08",
+        "12.9",
+        [(12, 0)],
+        ["RTX 5090"],
+        listed=[{"name": "RTX 5090", "compute_capability": "12.0"}],
+    )
     monkeypatch.setattr(host, "read_host_gpus", lambda: fake)
     from envcheck.app.main import main
 
@@ -168,10 +188,15 @@ def test_compose_gpu_problems_pure() -> None:
     compose = yaml.safe_load(COMPOSE)
     found = {p["service"]: p for p in compose_gpu_problems(compose)}
     assert set(found) == {"no-compute", "all-cap", "env-caps"}
-    assert "NVIDIA_DRIVER_CAPABILITIES=utility: without 'compute' libcuda.so.1 is not mounted" in \
-        found["no-compute"]["problem"]
+    assert (
+        "NVIDIA_DRIVER_CAPABILITIES=utility: without 'compute' libcuda.so.1 is not mounted"
+        in found["no-compute"]["problem"]
+    )
     assert found["no-compute"]["fix"].startswith("capabilities: [gpu, compute, utility]")
-    assert "could not select device driver \"nvidia\" with capabilities: [[gpu all]]" in found["all-cap"]["problem"]
+    assert (
+        'could not select device driver "nvidia" with capabilities: [[gpu all]]'
+        in found["all-cap"]["problem"]
+    )
     assert "NVIDIA_DRIVER_CAPABILITIES='utility,video' lacks 'compute'" in found["env-caps"]["problem"]
     assert all(p["fault_class"] == "config" for p in found.values())
     assert gpu_services(compose) == ["all-cap", "default-caps", "good", "no-compute"]
@@ -207,10 +232,27 @@ def test_the_lint_reads_compose_configs_own_json(tmp_path: Path) -> None:
     except RuntimeError as exc:
         pytest.skip(str(exc))
     source = tmp_path / "compose.yaml"
-    source.write_text((ROOT / "compose.yaml").read_text().replace("capabilities: [gpu]",
-                                                                  "capabilities: [gpu, utility]"))
-    config = subprocess.run([*compose, "-f", str(source), "--profile", "verify", "--profile", "ssh", "config",
-                             "--format", "json"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    source.write_text(
+        (ROOT / "compose.yaml").read_text().replace("capabilities: [gpu]", "capabilities: [gpu, utility]")
+    )
+    config = subprocess.run(
+        [
+            *compose,
+            "-f",
+            str(source),
+            "--profile",
+            "verify",
+            "--profile",
+            "ssh",
+            "config",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert config.returncode == 0, config.stderr
     (tmp_path / "config.json").write_text(config.stdout)
     done = run_cli("host", "--compose", str(tmp_path / "config.json"), "--json", "-", timeout=60)
@@ -218,12 +260,15 @@ def test_the_lint_reads_compose_configs_own_json(tmp_path: Path) -> None:
     assert [p["service"] for p in json.loads(done.stdout)["compose"]["problems"]] == ["ssh", "verify"]
 
 
-@pytest.mark.parametrize("content, words", [
-    (None, "cannot read compose file"),
-    ("services: [a, b]\n", "not a compose file"),
-    ("services: {a: [\n", "not valid YAML"),
-    ("\xff\xfe", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (None, "cannot read compose file"),
+        ("services: [a, b]\n", "not a compose file"),
+        ("services: {a: [\n", "not valid YAML"),
+        ("\xff\xfe", "not UTF-8"),
+    ],
+)
 def test_bad_compose_file_is_one_line(tmp_path: Path, content: str | None, words: str) -> None:
     path = tmp_path / "c.yaml"
     if content is not None:
@@ -277,12 +322,16 @@ def test_cdi_specs_fresh_stale_unreadable_and_missing(tmp_path: Path) -> None:
     assert fresh["problems"] == [] and fresh["specs"][0]["devices"] == ["0", "all"]
     assert cdi_report([str(run)], gpus_present=False)["problems"] == []  # no GPU: no CDI needed
     (missing,) = cdi_report([str(run)], gpus_present=True)["problems"]
-    assert "no CDI spec offers nvidia.com/gpu" in missing["problem"] and "unresolvable CDI devices" in \
-        missing["problem"] and missing["fix"].startswith("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
+    assert (
+        "no CDI spec offers nvidia.com/gpu" in missing["problem"]
+        and "unresolvable CDI devices" in missing["problem"]
+        and missing["fix"].startswith("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
+    )
     (etc / "nvidia.yaml").write_text(_spec(tmp_path / "old", "550.54.15", libs_exist=False))
     (run / "broken.json").write_text('{"cdiVersion": "0.6.0", "kind": ')
-    (run / "other.json").write_text(json.dumps({"cdiVersion": "0.6.0", "kind": "vendor.com/x",
-                                                "devices": [{"name": "a"}]}))
+    (run / "other.json").write_text(
+        json.dumps({"cdiVersion": "0.6.0", "kind": "vendor.com/x", "devices": [{"name": "a"}]})
+    )
     report = cdi_report([str(etc), str(run)], gpus_present=True, driver="570.86.15")
     stale, broken = report["problems"]
     assert "nvidia.yaml (nvidia.com/gpu) is stale: 1 host path(s)" in stale["problem"]
@@ -300,8 +349,9 @@ def test_cdi_without_an_all_device_is_named(tmp_path: Path) -> None:
     assert "offer 0 but not 'all'" in problem["problem"]
 
 
-def test_host_cli_reads_cdi_from_env_dirs_with_gpus_injected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_host_cli_reads_cdi_from_env_dirs_with_gpus_injected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The GPU layer is injected (no GPU here); the CDI files and the command are real."""
     from envcheck.app.main import main
     from envcheck.host import collect as host  # where `envcheck host` looks the reader up
@@ -309,8 +359,18 @@ def test_host_cli_reads_cdi_from_env_dirs_with_gpus_injected(tmp_path: Path, mon
     (tmp_path / "cdi").mkdir()
     (tmp_path / "cdi/nvidia.yaml").write_text(_spec(tmp_path / "old", "550.54.15", libs_exist=False))
     monkeypatch.setenv("ENVCHECK_CDI_DIRS", str(tmp_path / "cdi"))
-    monkeypatch.setattr(host, "read_host_gpus", lambda: HostGpus(
-        "nvml", "570.86.15", "12.8", [(9, 0)], ["H100"], listed=[{"name": "H100", "compute_capability": "9.0"}]))
+    monkeypatch.setattr(
+        host,
+        "read_host_gpus",
+        lambda: HostGpus(
+            "nvml",
+            "570.86.15",
+            "12.8",
+            [(9, 0)],
+            ["H100"],
+            listed=[{"name": "H100", "compute_capability": "9.0"}],
+        ),
+    )
     assert main(["host"]) == 0
     out = capsys.readouterr().out
     assert f"CDI nvidia.com/gpu: 0, all ({tmp_path}/cdi/nvidia.yaml)" in out
@@ -328,8 +388,9 @@ def test_dev_char_problem() -> None:
     assert dev_char_problem([], None) is None
 
 
-def test_yaml_without_pyyaml_is_one_line_and_json_still_reads(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_yaml_without_pyyaml_is_one_line_and_json_still_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """PyYAML is not a dependency of envcheck: its absence is staged by hiding the module."""
     import sys
 

@@ -42,7 +42,9 @@ def container(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return dict(found[0])
 
 
-def docker_kwargs(spec: dict[str, Any], c: dict[str, Any], host_paths: dict[str, Path] | None = None) -> dict[str, Any]:
+def docker_kwargs(
+    spec: dict[str, Any], c: dict[str, Any], host_paths: dict[str, Path] | None = None
+) -> dict[str, Any]:
     """The Docker SDK `containers.run` keyword arguments equivalent to the container's securityContext and mounts."""
     ctx = {**spec.get("securityContext", {}), **c.get("securityContext", {})}
     kwargs: dict[str, Any] = {}
@@ -78,7 +80,9 @@ def docker_kwargs(spec: dict[str, Any], c: dict[str, Any], host_paths: dict[str,
         elif "hostPath" in volume:
             assert host_paths and volume["hostPath"]["path"] in host_paths, f"no host folder for {volume}"
             binds[str(host_paths[volume["hostPath"]["path"]])] = {
-                "bind": path, "mode": "ro" if mount.get("readOnly") else "rw"}
+                "bind": path,
+                "mode": "ro" if mount.get("readOnly") else "rw",
+            }
         else:
             raise AssertionError(f"volume kind not translated: {volume}")
     if tmpfs:

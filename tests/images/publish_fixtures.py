@@ -32,11 +32,19 @@ def build_standin(root: Path, name: str, report: str, code: int) -> str:
     ctx.mkdir()
     (ctx / "report.json").write_text(report)
     (ctx / "envcheck").write_text(f"#!/bin/sh\ncat /report.json\nexit {code}\n")
-    (ctx / "Dockerfile").write_text("FROM local/debian:bookworm\nCOPY --chmod=755 envcheck /usr/local/bin/envcheck\n"
-                                    f"COPY report.json /report.json\nLABEL io.envcheck.test.variant={name}\n")
+    (ctx / "Dockerfile").write_text(
+        "FROM local/debian:bookworm\nCOPY --chmod=755 envcheck /usr/local/bin/envcheck\n"
+        f"COPY report.json /report.json\nLABEL io.envcheck.test.variant={name}\n"
+    )
     ref = f"{STANDIN}:{name}"
-    done = subprocess.run([find_docker() or "docker", "build", "-q", "-t", ref, str(ctx)], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "DOCKER_BUILDKIT": "1"}, check=False)
+    done = subprocess.run(
+        [find_docker() or "docker", "build", "-q", "-t", ref, str(ctx)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DOCKER_BUILDKIT": "1"},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return ref
 
@@ -49,5 +57,9 @@ def standins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str
     images = {name: build_standin(root, name, *passing) for name in ("pass-a", "pass-b", "pass-c")}
     images["fail"] = build_standin(root, "fail", *failing)
     yield images
-    subprocess.run([find_docker() or "docker", "image", "rm", "-f", *images.values()], capture_output=True,
-                   timeout=120, check=False)
+    subprocess.run(
+        [find_docker() or "docker", "image", "rm", "-f", *images.values()],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )

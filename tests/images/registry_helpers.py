@@ -18,17 +18,23 @@ from pathlib import Path
 
 import pytest
 
-MANIFEST_TYPES = ", ".join([
-    "application/vnd.oci.image.manifest.v1+json", "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json"])
+MANIFEST_TYPES = ", ".join(
+    [
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+    ]
+)
 
 
 def require_tools(*names: str) -> None:
     """Skip visibly when a tool is missing; fail instead under ENVCHECK_REQUIRE_DOCKER=1 (CI)."""
     missing = [name for name in names if shutil.which(name) is None]
     if missing:
-        why = f"{', '.join(missing)} not installed (apt-get install docker-registry skopeo gnupg; .ci/run does)"
+        why = (
+            f"{', '.join(missing)} not installed (apt-get install docker-registry skopeo gnupg; .ci/run does)"
+        )
         if os.environ.get("ENVCHECK_REQUIRE_DOCKER") == "1":
             pytest.fail(why)
         pytest.skip(why)
@@ -47,8 +53,10 @@ def running_registry(root: Path) -> Iterator[str]:
     port = free_port()
     root.mkdir(parents=True, exist_ok=True)
     config = root / "config.yml"
-    config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root}/data\n"
-                      f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
+    config.write_text(
+        f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root}/data\n"
+        f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n"
+    )
     log = (root / "registry.log").open("w")
     proc = subprocess.Popen(["docker-registry", "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -78,8 +86,9 @@ def _answers(url: str) -> bool:
 
 def tag_digest(registry: str, name: str, tag: str) -> str | None:
     """What the registry itself says `name:tag` is (HEAD manifests -> Docker-Content-Digest); None if absent."""
-    req = urllib.request.Request(f"http://{registry}/v2/{name}/manifests/{tag}", method="HEAD",
-                                 headers={"Accept": MANIFEST_TYPES})
+    req = urllib.request.Request(
+        f"http://{registry}/v2/{name}/manifests/{tag}", method="HEAD", headers={"Accept": MANIFEST_TYPES}
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return str(resp.headers["Docker-Content-Digest"])

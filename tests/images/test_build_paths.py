@@ -19,21 +19,42 @@ from tests.helpers.containers import CA_BUNDLE, TEST_BASE
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def build_wheel_stage(row: Row, *, offline: bool, wheelhouse: str | None, ca: Path | None,
-                      network: str | None = None) -> subprocess.CompletedProcess[str]:
-    req = builder.BuildRequest(row=row, target="runtime", base_image=TEST_BASE, offline=offline,
-                               wheelhouse_image=wheelhouse, ca_bundle=ca, network=network, repo="envcheck-images-test")
+def build_wheel_stage(
+    row: Row, *, offline: bool, wheelhouse: str | None, ca: Path | None, network: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    req = builder.BuildRequest(
+        row=row,
+        target="runtime",
+        base_image=TEST_BASE,
+        offline=offline,
+        wheelhouse_image=wheelhouse,
+        ca_bundle=ca,
+        network=network,
+        repo="envcheck-images-test",
+    )
     cmd = builder.build_command(req)
     cmd[cmd.index("--target") + 1] = "envcheck-wheel"  # an internal stage: small, quick to re-run
     cmd = [*cmd[:-1], "--build-arg", f"WHEEL_CACHE_BUST={time.time_ns()}", "--progress=plain", cmd[-1]]
     cmd = [c for i, c in enumerate(cmd) if not (c == "-t" or (i and cmd[i - 1] == "-t"))]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False,
-                          env={**os.environ, "DOCKER_BUILDKIT": "1"})
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "DOCKER_BUILDKIT": "1"},
+    )
 
 
 def test_build_commands_carry_the_row_and_never_the_secret_content(test_row: Row) -> None:
-    req = builder.BuildRequest(row=test_row, target="runtime", base_image="local/debian:bookworm", offline=True,
-                               ca_bundle=CA_BUNDLE, wheelhouse_image="envcheck-wheelhouse:x")
+    req = builder.BuildRequest(
+        row=test_row,
+        target="runtime",
+        base_image="local/debian:bookworm",
+        offline=True,
+        ca_bundle=CA_BUNDLE,
+        wheelhouse_image="envcheck-wheelhouse:x",
+    )
     cmd = builder.build_command(req, docker="docker")
     assert f"TORCH_VERSION={test_row.torch}" in cmd and "OFFLINE=1" in cmd
     assert "BASE_IMAGE=local/debian:bookworm" in cmd and "WHEELHOUSE_IMAGE=envcheck-wheelhouse:x" in cmd
@@ -52,7 +73,7 @@ def test_offline_build_uses_only_the_wheelhouse(test_row: Row, docker_client: An
         pytest.fail(f"{wheelhouse} is missing; run `make wheelhouse ROW={test_row.id}`")
     done = build_wheel_stage(test_row, offline=True, wheelhouse=wheelhouse, ca=None)
     assert done.returncode == 0, done.stderr[-3000:]
-    pip_lines = done.stderr[done.stderr.index("RUN --mount=type=secret,id=ca,required=false,uid=1000"):]
+    pip_lines = done.stderr[done.stderr.index("RUN --mount=type=secret,id=ca,required=false,uid=1000") :]
     assert "Looking in links: /wheels" in pip_lines, pip_lines[-3000:]
     assert "Successfully built torch-envcheck" in pip_lines, pip_lines[-3000:]  # the distribution's name
     assert "Looking in indexes" not in pip_lines and "Downloading" not in pip_lines

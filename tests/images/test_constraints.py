@@ -25,17 +25,23 @@ from tests.helpers.containers import run_streams
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-OTHER_TORCH = "torch==2.10.0"  # what a dependency pins (pytorch/pytorch#168065: a pin swapped the CUDA torch out)
+OTHER_TORCH = (
+    "torch==2.10.0"  # what a dependency pins (pytorch/pytorch#168065: a pin swapped the CUDA torch out)
+)
 
 
 def make_wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
     """A pure-Python wheel `name` that imports as `name` with `_` and requires `requires`."""
     module = name.replace("-", "_")
     info = f"{module}-{version}.dist-info"
-    files = {f"{module}.py": "OK = True\n",
-             f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                                  + "".join(f"Requires-Dist: {r}\n" for r in requires)),
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: envcheck-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files = {
+        f"{module}.py": "OK = True\n",
+        f"{info}/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            + "".join(f"Requires-Dist: {r}\n" for r in requires)
+        ),
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: envcheck-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
 
     def digest(text: str) -> str:
         return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
@@ -81,8 +87,15 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_offline(client: Any, image: str, script: str, wheels: Path, **kwargs: Any) -> tuple[int, str, str]:
     """`sh -c script` in the image as its user, no network, the wheels at /wheels (read-only)."""
-    return run_streams(client, image, ["sh", "-c", script], timeout_s=300, network_disabled=True,
-                       volumes={str(wheels): {"bind": "/wheels", "mode": "ro"}}, **kwargs)
+    return run_streams(
+        client,
+        image,
+        ["sh", "-c", script],
+        timeout_s=300,
+        network_disabled=True,
+        volumes={str(wheels): {"bind": "/wheels", "mode": "ro"}},
+        **kwargs,
+    )
 
 
 def test_the_constraints_pin_the_whole_torch_stack(docker_client: Any, runtime_image: str) -> None:
@@ -101,36 +114,52 @@ print(json.dumps({'env': [os.environ.get('PIP_CONSTRAINT'), os.environ.get('UV_C
     assert (got["owner"], got["mode"]) == (0, "0o644")  # the image's user cannot loosen it by accident
     pins = dict(p.split("==") for p in got["pins"])
     installed = got["installed"]
-    for name in ("torch", "torchvision", "torchaudio", "triton", "cuda-toolkit", "nvidia-cublas", "nvidia-nccl-cu13",
-                 "nvidia-cudnn-cu13"):
+    for name in (
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "triton",
+        "cuda-toolkit",
+        "nvidia-cublas",
+        "nvidia-nccl-cu13",
+        "nvidia-cudnn-cu13",
+    ):
         assert pins.get(name) == installed[name], (name, pins)
     cuda_wheels = {n for n in installed if n.startswith(("nvidia-", "cuda-"))} - {"nvidia-ml-py"}
     assert cuda_wheels <= set(pins), cuda_wheels - set(pins)
     assert "nvidia-ml-py" not in pins and "prometheus-client" not in pins  # envcheck's own deps stay free
 
 
-def test_pip_refuses_a_package_that_needs_another_torch(docker_client: Any, runtime_image: str,
-                                                        wheels: Path, test_row: Any) -> None:
-    script = ("pip install --no-index --find-links /wheels needs-other-torch; echo \"needs-other rc=$?\"; "
-              f"pip install --no-index --find-links /wheels '{OTHER_TORCH}'; echo \"direct rc=$?\"; "
-              "python -c 'import torch; print(\"torch after\", torch.__version__)'")
+def test_pip_refuses_a_package_that_needs_another_torch(
+    docker_client: Any, runtime_image: str, wheels: Path, test_row: Any
+) -> None:
+    script = (
+        'pip install --no-index --find-links /wheels needs-other-torch; echo "needs-other rc=$?"; '
+        f"pip install --no-index --find-links /wheels '{OTHER_TORCH}'; echo \"direct rc=$?\"; "
+        "python -c 'import torch; print(\"torch after\", torch.__version__)'"
+    )
     code, out, err = run_offline(docker_client, runtime_image, script, wheels)
     assert code == 0, out + err
     assert "needs-other rc=1" in out and "direct rc=1" in out, out + err
     # pip's own words (the ERROR lines on stderr, "The conflict is caused by" on stdout): the conflict and the pin
     both = out + err
-    assert "Cannot install needs-other-torch==1.0 because these package versions have conflicting dependencies" \
-        in err, err
+    assert (
+        "Cannot install needs-other-torch==1.0 because these package versions have conflicting dependencies"
+        in err
+    ), err
     assert f"needs-other-torch 1.0 depends on {OTHER_TORCH}" in both, both
     assert f"The user requested (constraint) torch=={test_row.torch}" in both, both
     assert f"Cannot install {OTHER_TORCH} because these package versions have conflicting dependencies" in err
     assert f"torch after {test_row.torch}" in out  # nothing was replaced
 
 
-def test_a_package_that_accepts_the_images_torch_installs(docker_client: Any, runtime_image: str,
-                                                          wheels: Path, test_row: Any) -> None:
-    script = ("pip install --no-index --find-links /wheels fits-this-torch && "
-              "python -c 'import fits_this_torch, torch; print(\"ok\", fits_this_torch.OK, torch.__version__)'")
+def test_a_package_that_accepts_the_images_torch_installs(
+    docker_client: Any, runtime_image: str, wheels: Path, test_row: Any
+) -> None:
+    script = (
+        "pip install --no-index --find-links /wheels fits-this-torch && "
+        "python -c 'import fits_this_torch, torch; print(\"ok\", fits_this_torch.OK, torch.__version__)'"
+    )
     code, out, err = run_offline(docker_client, runtime_image, script, wheels)
     assert code == 0, out + err
     assert f"ok True {test_row.torch}" in out
@@ -139,28 +168,35 @@ def test_a_package_that_accepts_the_images_torch_installs(docker_client: Any, ru
 def test_the_override_lifts_the_constraint(docker_client: Any, runtime_image: str, wheels: Path) -> None:
     """docs/images.md's override: with PIP_CONSTRAINT emptied, pip goes on to look for torch 2.10.0 itself (which is
     not among the offline wheels): the refusal above was the constraint's, and only it lifts it."""
-    script = "PIP_CONSTRAINT= pip install --no-index --find-links /wheels needs-other-torch; echo \"rc=$?\""
+    script = 'PIP_CONSTRAINT= pip install --no-index --find-links /wheels needs-other-torch; echo "rc=$?"'
     code, out, err = run_offline(docker_client, runtime_image, script, wheels)
     assert "rc=1" in out and "(constraint)" not in out + err, out + err
     assert f"No matching distribution found for {OTHER_TORCH}" in err, err
 
 
-def test_uv_reads_the_same_constraints(docker_client: Any, runtime_image: str, wheels: Path,
-                                       test_row: Any) -> None:
+def test_uv_reads_the_same_constraints(
+    docker_client: Any, runtime_image: str, wheels: Path, test_row: Any
+) -> None:
     from envcheck.images.build import UV_VERSION, wheelhouse_image
 
-    uv = _wheel_from_wheelhouse(docker_client, wheelhouse_image(test_row), UV_WHEEL.format(UV_VERSION), wheels)
+    uv = _wheel_from_wheelhouse(
+        docker_client, wheelhouse_image(test_row), UV_WHEEL.format(UV_VERSION), wheels
+    )
     if uv is None:
         pytest.skip(f"no uv wheel in {wheelhouse_image(test_row)} (make wheelhouse)")
-    script = (f"pip install -q --no-index /wheels/{uv.name} && "
-              "uv pip install --python /opt/venv/bin/python --offline --no-index --find-links /wheels "
-              "needs-other-torch; echo \"uv rc=$?\"; "
-              "uv pip install --python /opt/venv/bin/python --offline --no-index --find-links /wheels fits-this-torch;"
-              " echo \"uv fits rc=$?\"")
+    script = (
+        f"pip install -q --no-index /wheels/{uv.name} && "
+        "uv pip install --python /opt/venv/bin/python --offline --no-index --find-links /wheels "
+        'needs-other-torch; echo "uv rc=$?"; '
+        "uv pip install --python /opt/venv/bin/python --offline --no-index --find-links /wheels fits-this-torch;"
+        ' echo "uv fits rc=$?"'
+    )
     code, out, err = run_offline(docker_client, runtime_image, script, wheels)
     assert "uv rc=1" in out and "uv fits rc=0" in out, out + err
     assert "No solution found when resolving dependencies" in err, err
-    assert f"needs-other-torch depend on {OTHER_TORCH} and torch=={test_row.torch}" in " ".join(err.split()), err
+    assert f"needs-other-torch depend on {OTHER_TORCH} and torch=={test_row.torch}" in " ".join(
+        err.split()
+    ), err
 
 
 def test_the_devel_image_pins_its_nvcc_too(docker_client: Any, devel_image: str) -> None:

@@ -44,15 +44,23 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_container(client: Any, image: str, spec: dict[str, Any], c: dict[str, Any], argv: list[str] | None = None,
-                  **extra: Any) -> tuple[int, str, str]:
+def run_container(
+    client: Any,
+    image: str,
+    spec: dict[str, Any],
+    c: dict[str, Any],
+    argv: list[str] | None = None,
+    **extra: Any,
+) -> tuple[int, str, str]:
     kwargs = docker_kwargs(spec, c)
     for key, value in extra.items():
         kwargs[key] = {**kwargs.get(key, {}), **value} if isinstance(value, dict) else value
     return run_streams(client, image, argv if argv is not None else command(c), timeout_s=400, **kwargs)
 
 
-def test_preflight_init_container_gates_the_trainer(docker_client: Any, runtime_image: str, workspace: Path) -> None:
+def test_preflight_init_container_gates_the_trainer(
+    docker_client: Any, runtime_image: str, workspace: Path
+) -> None:
     """docs/cluster/preflight-init-container.yaml: the init container's command as written, then (exit 0) the
     trainer's. No GPU was given to this pod (no device plugin here): preflight says so as `config` warnings and exits
     0, never 10 (that would send a healthy node's pods elsewhere)."""
@@ -65,9 +73,16 @@ def test_preflight_init_container_gates_the_trainer(docker_client: Any, runtime_
     warnings = [line for line in err.splitlines() if line.startswith("envcheck: warning: ")]
     assert any(w.startswith("envcheck: warning: [config] cuda.") for w in warnings), warnings
     assert not any("[node]" in w for w in warnings), warnings
-    assert len(out.splitlines()) <= 1  # the one-line reason or nothing (terminationMessagePolicy reads the log)
-    code, out, err = run_container(docker_client, runtime_image, spec, trainer,
-                                   volumes={str(workspace / "train.py"): {"bind": "/workspace/train.py", "mode": "ro"}})
+    assert (
+        len(out.splitlines()) <= 1
+    )  # the one-line reason or nothing (terminationMessagePolicy reads the log)
+    code, out, err = run_container(
+        docker_client,
+        runtime_image,
+        spec,
+        trainer,
+        volumes={str(workspace / "train.py"): {"bind": "/workspace/train.py", "mode": "ro"}},
+    )
     assert code == 0 and "trained" in out, out + err
 
 
@@ -81,13 +96,23 @@ def test_preflight_with_a_usage_error_stops_the_pod_with_2(docker_client: Any, r
     assert "a usage error in the preflight command" in err
 
 
-@pytest.mark.parametrize("case, trainer, typo, action", [
-    ("healthy", TRAIN, None, "Succeeded"),
-    ("the trainer fails", "raise SystemExit(1)\n", None, "Count"),
-    ("a usage error", TRAIN, ("--expect-gpus 8", "--expect-gpu 8 --nodes 2"), "FailJob"),
-])
-def test_job_command_and_its_pod_failure_policy(docker_client: Any, runtime_image: str, tmp_path: Path, case: str,
-                                                trainer: str, typo: tuple[str, str] | None, action: str) -> None:
+@pytest.mark.parametrize(
+    "case, trainer, typo, action",
+    [
+        ("healthy", TRAIN, None, "Succeeded"),
+        ("the trainer fails", "raise SystemExit(1)\n", None, "Count"),
+        ("a usage error", TRAIN, ("--expect-gpus 8", "--expect-gpu 8 --nodes 2"), "FailJob"),
+    ],
+)
+def test_job_command_and_its_pod_failure_policy(
+    docker_client: Any,
+    runtime_image: str,
+    tmp_path: Path,
+    case: str,
+    trainer: str,
+    typo: tuple[str, str] | None,
+    action: str,
+) -> None:
     """docs/cluster/job-pod-failure-policy.yaml: `envcheck run --for preflight ... && exec python train.py` as the
     Job's container runs it; the exit code goes through the Job's own podFailurePolicy rules."""
     (job,) = manifest("job-pod-failure-policy.yaml")
@@ -98,8 +123,14 @@ def test_job_command_and_its_pod_failure_policy(docker_client: Any, runtime_imag
         argv = [*argv[:-1], fill(argv[-1], dict([typo]))]
     (tmp_path / "train.py").write_text(trainer)
     tmp_path.chmod(0o755)
-    code, out, err = run_container(docker_client, runtime_image, spec, train, argv=argv,
-                                   volumes={str(tmp_path / "train.py"): {"bind": "/workspace/train.py", "mode": "ro"}})
+    code, out, err = run_container(
+        docker_client,
+        runtime_image,
+        spec,
+        train,
+        argv=argv,
+        volumes={str(tmp_path / "train.py"): {"bind": "/workspace/train.py", "mode": "ro"}},
+    )
     assert policy_action(job, "train", code) == action, (case, code, out, err[-2000:])
     assert ("trained" in out) == (trainer == TRAIN and typo is None), out
     assert "Traceback" not in err or case == "the trainer fails"
@@ -112,23 +143,38 @@ def libdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("case, stub, code, first", [
-    ("healthy node", {"STUB_COUNT": "8"}, 0, "envcheck: node OK"),
-    ("fabric manager down", {"STUB_COUNT": "8", "STUB_INIT": "802"}, 1, "[node] "),
-    ("a usage error", {"STUB_COUNT": "8"}, 2, ""),
-])
-def test_npd_plugin_command_and_its_exit_code_contract(docker_client: Any, runtime_image: str, libdir: Path,
-                                                       case: str, stub: dict[str, str], code: int, first: str,
-                                                       tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "case, stub, code, first",
+    [
+        ("healthy node", {"STUB_COUNT": "8"}, 0, "envcheck: node OK"),
+        ("fabric manager down", {"STUB_COUNT": "8", "STUB_INIT": "802"}, 1, "[node] "),
+        ("a usage error", {"STUB_COUNT": "8"}, 2, ""),
+    ],
+)
+def test_npd_plugin_command_and_its_exit_code_contract(
+    docker_client: Any,
+    runtime_image: str,
+    libdir: Path,
+    case: str,
+    stub: dict[str, str],
+    code: int,
+    first: str,
+    tmp_path: Path,
+) -> None:
     """docs/cluster/npd-envcheck-plugin.json: NPD runs `path args` and reads 0 OK, 1 problem (stdout's first line,
     at most max_output_length, is the condition's message), 2 unknown; its own timeout must outlast envcheck's."""
     rule = npd_rule()
-    plugin = json.loads((Path(__file__).resolve().parents[2] / "docs/cluster/npd-envcheck-plugin.json").read_text())
+    plugin = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs/cluster/npd-envcheck-plugin.json").read_text()
+    )
     limit = plugin["pluginConfig"]["max_output_length"]
     args = rule["args"]
     budget = float(args[args.index("--timeout") + 1])
     assert budget < _seconds(rule["timeout"]) and budget < _seconds(plugin["pluginConfig"]["timeout"])
-    argv = ["envcheck", *args]  # NPD's `path` (/usr/local/bin/envcheck in its container): the image's envcheck
+    argv = [
+        "envcheck",
+        *args,
+    ]  # NPD's `path` (/usr/local/bin/envcheck in its container): the image's envcheck
     if case == "a usage error":
         argv = [*argv, "--expect-gpu-count", "8"]
     # A node's GPUs as the image sees them through the container toolkit: /dev/nvidia0..7, nvidiactl and nvidia-uvm
@@ -137,22 +183,45 @@ def test_npd_plugin_command_and_its_exit_code_contract(docker_client: Any, runti
     nodes = tmp_path / "dev"
     nodes.mkdir()
     devices = []
-    for name, major, minor in [*((f"nvidia{i}", 195, i) for i in range(8)), ("nvidiactl", 195, 255),
-                               ("nvidia-uvm", 510, 0)]:
+    for name, major, minor in [
+        *((f"nvidia{i}", 195, i) for i in range(8)),
+        ("nvidiactl", 195, 255),
+        ("nvidia-uvm", 510, 0),
+    ]:
         os.mknod(nodes / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
         (nodes / name).chmod(0o666)  # as the driver makes them (mknod's mode passes through the umask)
         devices.append(f"{nodes / name}:/dev/{name}:rw")
     tmp_path.chmod(0o755)  # read by the image's non-root user
-    (tmp_path / "nvml.json").write_text(json.dumps({"gpus": [
-        {"bus": bus, "minor": i, "uuid": f"GPU-{i:08x}-1c2b-4d5e-8f90-a1b2c3d4e5f6"} for i, bus in enumerate(BUSES)]}))
-    env = {"LD_LIBRARY_PATH": "/opt/stub-libcuda", "PYTHONPATH": "/opt/stub-nvml",
-           "STUB_NVML_STATE": "/opt/stub-state/nvml.json", **stub}
+    (tmp_path / "nvml.json").write_text(
+        json.dumps(
+            {
+                "gpus": [
+                    {"bus": bus, "minor": i, "uuid": f"GPU-{i:08x}-1c2b-4d5e-8f90-a1b2c3d4e5f6"}
+                    for i, bus in enumerate(BUSES)
+                ]
+            }
+        )
+    )
+    env = {
+        "LD_LIBRARY_PATH": "/opt/stub-libcuda",
+        "PYTHONPATH": "/opt/stub-nvml",
+        "STUB_NVML_STATE": "/opt/stub-state/nvml.json",
+        **stub,
+    }
     started = time.monotonic()
-    rc, out, err = run_streams(docker_client, runtime_image, argv, timeout_s=budget + 60, environment=env,
-                               devices=devices,
-                               volumes={str(libdir): {"bind": "/opt/stub-libcuda", "mode": "ro"},
-                                        str(STUB_NVML): {"bind": "/opt/stub-nvml", "mode": "ro"},
-                                        str(tmp_path): {"bind": "/opt/stub-state", "mode": "ro"}})
+    rc, out, err = run_streams(
+        docker_client,
+        runtime_image,
+        argv,
+        timeout_s=budget + 60,
+        environment=env,
+        devices=devices,
+        volumes={
+            str(libdir): {"bind": "/opt/stub-libcuda", "mode": "ro"},
+            str(STUB_NVML): {"bind": "/opt/stub-nvml", "mode": "ro"},
+            str(tmp_path): {"bind": "/opt/stub-state", "mode": "ro"},
+        },
+    )
     assert rc == code, (case, out, err[-2000:])
     assert time.monotonic() - started < budget
     if first:
@@ -186,14 +255,26 @@ def network(docker_client: Any) -> Any:
     net.remove()
 
 
-def _two_pods(docker_client: Any, runtime_image: str, network: Any, pods: list[tuple[str, list[str], dict[str, str],
-              list[str]]], shm: str | None) -> tuple[list[int], list[str], Any]:
+def _two_pods(
+    docker_client: Any,
+    runtime_image: str,
+    network: Any,
+    pods: list[tuple[str, list[str], dict[str, str], list[str]]],
+    shm: str | None,
+) -> tuple[list[int], list[str], Any]:
     """Start one container per pod (hostname, argv, env, DNS aliases) on `network`; their exit codes and logs."""
     started = []
     try:
         for hostname, argv, env, aliases in pods:
-            c = docker_client.containers.create(runtime_image, argv, hostname=hostname, environment=env, shm_size=shm,
-                                                name=f"{hostname}-{network.name[-8:]}", detach=True)
+            c = docker_client.containers.create(
+                runtime_image,
+                argv,
+                hostname=hostname,
+                environment=env,
+                shm_size=shm,
+                name=f"{hostname}-{network.name[-8:]}",
+                detach=True,
+            )
             network.connect(c, aliases=aliases)
             started.append(c)
         for c in started:
@@ -214,7 +295,9 @@ def _torchrun_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def test_indexed_job_runs_torchrun_across_two_pods(docker_client: Any, runtime_image: str, network: Any) -> None:
+def test_indexed_job_runs_torchrun_across_two_pods(
+    docker_client: Any, runtime_image: str, network: Any
+) -> None:
     """docs/examples/k8s-indexed-job.yaml: two pods of an Indexed Job, pod 0 reachable as
     envcheck-dist-0.envcheck-dist (the headless Service's DNS name), c10d rendezvous there; every rank's collectives
     cross the Docker network."""
@@ -224,8 +307,15 @@ def test_indexed_job_runs_torchrun_across_two_pods(docker_client: Any, runtime_i
     endpoint = next(a for a in command(c) if a.startswith("--rdzv-endpoint=")).split("=", 1)[1].split(":")[0]
     subdomain = spec["subdomain"]
     assert endpoint == f"{job['metadata']['name']}-0.{subdomain}" and service["metadata"]["name"] == subdomain
-    pods = [(f"{job['metadata']['name']}-{i}", _torchrun_argv(command(c)), {"JOB_COMPLETION_INDEX": str(i)},
-             [f"{job['metadata']['name']}-{i}.{subdomain}", f"{job['metadata']['name']}-{i}"]) for i in range(2)]
+    pods = [
+        (
+            f"{job['metadata']['name']}-{i}",
+            _torchrun_argv(command(c)),
+            {"JOB_COMPLETION_INDEX": str(i)},
+            [f"{job['metadata']['name']}-{i}.{subdomain}", f"{job['metadata']['name']}-{i}"],
+        )
+        for i in range(2)
+    ]
     shm = docker_kwargs(spec, c).get("shm_size")
     codes, logs, _ = _two_pods(docker_client, runtime_image, network, pods, shm)
     assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
@@ -234,8 +324,9 @@ def test_indexed_job_runs_torchrun_across_two_pods(docker_client: Any, runtime_i
     assert "over 4 gloo ranks" in logs[0], logs[0][-3000:]
 
 
-def test_pytorchjob_runs_torchrun_across_master_and_worker(docker_client: Any, runtime_image: str,
-                                                           network: Any) -> None:
+def test_pytorchjob_runs_torchrun_across_master_and_worker(
+    docker_client: Any, runtime_image: str, network: Any
+) -> None:
     """docs/examples/k8s-pytorchjob.yaml: the training operator starts Master and Worker with PET_NNODES,
     PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT (as its comment says), which torchrun reads
     as its defaults; the command is the manifest's, and the Master's --json report is read back from its /tmp."""
@@ -248,10 +339,26 @@ def test_pytorchjob_runs_torchrun_across_master_and_worker(docker_client: Any, r
     assert specs["Worker"]["template"]["spec"]["containers"][0] == master  # one pod template (YAML anchor)
     nproc = "2"  # spec.nprocPerNode is 8, one rank per GPU; 2 per container on CPU here
     assert job["spec"]["nprocPerNode"] == "8"
-    base = {"PET_NNODES": "2", "PET_NPROC_PER_NODE": nproc, "PET_MASTER_ADDR": "envcheck-dist-master-0",
-            "PET_MASTER_PORT": "23456"}
-    pods = [("envcheck-dist-master-0", command(master), {**base, "PET_NODE_RANK": "0"}, ["envcheck-dist-master-0"]),
-            ("envcheck-dist-worker-0", command(master), {**base, "PET_NODE_RANK": "1"}, ["envcheck-dist-worker-0"])]
+    base = {
+        "PET_NNODES": "2",
+        "PET_NPROC_PER_NODE": nproc,
+        "PET_MASTER_ADDR": "envcheck-dist-master-0",
+        "PET_MASTER_PORT": "23456",
+    }
+    pods = [
+        (
+            "envcheck-dist-master-0",
+            command(master),
+            {**base, "PET_NODE_RANK": "0"},
+            ["envcheck-dist-master-0"],
+        ),
+        (
+            "envcheck-dist-worker-0",
+            command(master),
+            {**base, "PET_NODE_RANK": "1"},
+            ["envcheck-dist-worker-0"],
+        ),
+    ]
     shm = docker_kwargs(specs["Master"]["template"]["spec"], master).get("shm_size")
     codes, logs, archive = _two_pods(docker_client, runtime_image, network, pods, shm)
     assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)

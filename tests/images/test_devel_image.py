@@ -46,9 +46,18 @@ def test_nvcc_matches_torch_cuda(docker_client: Any, devel_image: str) -> None:
 
 
 def test_cuda_extension_compiles(docker_client: Any, devel_image: str) -> None:
-    code, output = run_in(docker_client, devel_image, ["bash", "-c", "mkdir -p /tmp/ext && python -c \"$SRC\""],
-                          timeout_s=900, environment={"SRC": EXTENSION, "BUILD_DIR": "/tmp/ext",
-                                                      "TORCH_CUDA_ARCH_LIST": "8.0", "MAX_JOBS": "2"})
+    code, output = run_in(
+        docker_client,
+        devel_image,
+        ["bash", "-c", 'mkdir -p /tmp/ext && python -c "$SRC"'],
+        timeout_s=900,
+        environment={
+            "SRC": EXTENSION,
+            "BUILD_DIR": "/tmp/ext",
+            "TORCH_CUDA_ARCH_LIST": "8.0",
+            "MAX_JOBS": "2",
+        },
+    )
     assert code == 0, output
     assert "extension built:" in output and ".so" in output
 

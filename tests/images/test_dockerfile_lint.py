@@ -20,8 +20,13 @@ def hadolint() -> str:
 
 
 def lint(dockerfile: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([hadolint(), "--config", str(ROOT / ".hadolint.yaml"), str(dockerfile)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [hadolint(), "--config", str(ROOT / ".hadolint.yaml"), str(dockerfile)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_dockerfile_is_hadolint_clean() -> None:
@@ -31,7 +36,9 @@ def test_dockerfile_is_hadolint_clean() -> None:
 
 def test_hadolint_would_catch_an_unpinned_pip_install(tmp_path: Path) -> None:
     bad = tmp_path / "Dockerfile"
-    bad.write_text((ROOT / "docker" / "Dockerfile").read_text() + "\nRUN pip install --no-cache-dir requests\n")
+    bad.write_text(
+        (ROOT / "docker" / "Dockerfile").read_text() + "\nRUN pip install --no-cache-dir requests\n"
+    )
     assert "DL3013" in lint(bad).stdout
 
 

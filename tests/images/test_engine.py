@@ -16,7 +16,9 @@ def _exe(path: Path) -> str:
     return str(path)
 
 
-def test_envcheck_docker_then_debians_client_then_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_envcheck_docker_then_debians_client_then_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "bin").mkdir()
     on_path = _exe(tmp_path / "bin" / "docker")
     debian = _exe(tmp_path / "debian-docker")

@@ -14,24 +14,32 @@ from envcheck.images.gpu_errors import default_row_of, explain_gpu_refusal, matr
 from envcheck.images.matrix import default_matrix_path, load_matrix
 
 DAEMON = "docker: Error response from daemon: "
-HOOK = ("failed to create task for container: failed to create shim task: OCI runtime create failed: runc create "
-        "failed: unable to start container process: error during container init: error running prestart hook #0: "
-        "exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n")
+HOOK = (
+    "failed to create task for container: failed to create shim task: OCI runtime create failed: runc create "
+    "failed: unable to start container process: error during container init: error running prestart hook #0: "
+    "exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+)
 # https://github.com/NVIDIA/nvidia-docker/issues/1352, https://github.com/OpenBMB/XAgent/issues/273
 NO_TOOLKIT = DAEMON + 'could not select device driver "" with capabilities: [[gpu]].'
 # https://github.com/infiniflow/ragflow/issues/9573 (compose names the driver)
-NO_TOOLKIT_NAMED = 'Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]'
+NO_TOOLKIT_NAMED = (
+    'Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]'
+)
 # https://github.com/NVIDIA/nvidia-container-toolkit/issues/146 (podman) and moby/moby#47633 (docker)
 CDI_PODMAN = "Error: error setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=all"
 CDI_DOCKER = DAEMON + "CDI device injection failed: unresolvable CDI devices nvidia.com/gpu=all."
 # https://github.com/NVIDIA/nvidia-container-toolkit/issues/260
-NO_DRIVER = (DAEMON + "failed to create shim: OCI runtime create failed: container_linux.go:380: starting container "
-             "process caused: process_linux.go:545: container init caused: Running hook #0:: error running hook: "
-             "exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: nvml error: driver not "
-             "loaded: unknown.")
+NO_DRIVER = (
+    DAEMON + "failed to create shim: OCI runtime create failed: container_linux.go:380: starting container "
+    "process caused: process_linux.go:545: container init caused: Running hook #0:: error running hook: "
+    "exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: nvml error: driver not "
+    "loaded: unknown."
+)
 # https://github.com/SyneRBI/PETRIC2/issues/27, https://github.com/theroyallab/tabbyAPI/issues/324
-OLD_DRIVER = (DAEMON + HOOK + "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please "
-              "update your driver to a newer version, or use an earlier cuda container: unknown")
+OLD_DRIVER = (
+    DAEMON + HOOK + "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please "
+    "update your driver to a newer version, or use an earlier cuda container: unknown"
+)
 
 
 @pytest.mark.parametrize("text", [NO_TOOLKIT, NO_TOOLKIT_NAMED])
@@ -47,7 +55,9 @@ def test_a_capability_no_driver_has_is_config() -> None:
     """What compose's `capabilities: [gpu, all]` produces (moby capabilities.Set.Match: every one must match)."""
     refusal = explain_gpu_refusal('could not select device driver "nvidia" with capabilities: [[gpu all]]')
     assert refusal is not None and refusal.fault_class == "config"
-    assert "'all' is none of the nvidia driver's" in refusal.cause and "[gpu, compute, utility]" in refusal.fix
+    assert (
+        "'all' is none of the nvidia driver's" in refusal.cause and "[gpu, compute, utility]" in refusal.fix
+    )
 
 
 @pytest.mark.parametrize("text", [CDI_PODMAN, CDI_DOCKER])
@@ -69,7 +79,11 @@ def test_image_needs_a_newer_driver_names_the_row() -> None:
     refusal = explain_gpu_refusal(OLD_DRIVER, default_row_of("envcheck:2.8-cuda12.8-runtime"))
     assert refusal is not None and refusal.fault_class == "node"
     assert refusal.cause.startswith("the image (matrix row 2.8-cu128) needs a driver with CUDA >= 12.8")
-    assert "envcheck host" in refusal.fix and "525.60.13" in refusal.fix and "NVIDIA_DISABLE_REQUIRES" in refusal.fix
+    assert (
+        "envcheck host" in refusal.fix
+        and "525.60.13" in refusal.fix
+        and "NVIDIA_DISABLE_REQUIRES" in refusal.fix
+    )
     unnamed = explain_gpu_refusal(OLD_DRIVER, default_row_of("someone/else:latest"))
     assert unnamed is not None and unnamed.cause.startswith("the image needs a driver with CUDA >= 12.8")
 
@@ -83,8 +97,13 @@ def test_matrix_row_of_reads_every_tag_form() -> None:
 
 
 def test_other_errors_are_not_claimed() -> None:
-    assert explain_gpu_refusal("OCI runtime create failed: unable to start container process: exec: \"x\": "
-                               "executable file not found in $PATH") is None
+    assert (
+        explain_gpu_refusal(
+            'OCI runtime create failed: unable to start container process: exec: "x": '
+            "executable file not found in $PATH"
+        )
+        is None
+    )
 
 
 def test_the_runner_reports_the_mapping_in_one_line() -> None:
@@ -93,11 +112,18 @@ def test_the_runner_reports_the_mapping_in_one_line() -> None:
     exc = docker.errors.APIError("500 Server Error", explanation=OLD_DRIVER.removeprefix(DAEMON))
     message = explain_start_error("envcheck:2.8-cuda12.8-runtime", exc).message
     assert "\n" not in message
-    assert message.startswith("envcheck:2.8-cuda12.8-runtime: cannot give the container a GPU: the image (matrix "
-                              "row 2.8-cu128) needs a driver with CUDA >= 12.8")
-    assert "(the daemon said: nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12" in message
+    assert message.startswith(
+        "envcheck:2.8-cuda12.8-runtime: cannot give the container a GPU: the image (matrix "
+        "row 2.8-cu128) needs a driver with CUDA >= 12.8"
+    )
+    assert (
+        "(the daemon said: nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12"
+        in message
+    )
     assert message.endswith("[fault: node]")
-    toolkit = explain_start_error("x", docker.errors.APIError("500", explanation=NO_TOOLKIT.removeprefix(DAEMON)))
+    toolkit = explain_start_error(
+        "x", docker.errors.APIError("500", explanation=NO_TOOLKIT.removeprefix(DAEMON))
+    )
     assert 'could not select device driver "" with capabilities: [[gpu]]' in toolkit.message
     assert "install nvidia-container-toolkit" in toolkit.message and "--allow-cpu" in toolkit.message
     other = explain_start_error("x", docker.errors.APIError("500", explanation="port is already allocated"))

@@ -20,8 +20,10 @@ torchaudio = "2.9.1"
 cuda = "12.8"
 index_url = "https://pypi.org/simple"
 """
-HEADER = 'schema_version = 1\n[defaults]\npython = "3.11"\nbase_image = "debian:bookworm-slim"\n' \
-         'targets = ["runtime", "devel"]\n'
+HEADER = (
+    'schema_version = 1\n[defaults]\npython = "3.11"\nbase_image = "debian:bookworm-slim"\n'
+    'targets = ["runtime", "devel"]\n'
+)
 
 
 def write(tmp_path: Path, body: str) -> Path:
@@ -49,8 +51,12 @@ def test_committed_matrix_loads_and_covers_required_versions() -> None:
 
 
 def test_tags_full_then_aliases(tmp_path: Path) -> None:
-    second = GOOD_ROW.replace('"2.9-cu128"', '"2.9-cu130"').replace('"12.8"', '"13.0"').replace(
-        "https://pypi.org/simple", "https://download.pytorch.org/whl/cu130") + "latest = true\n"
+    second = (
+        GOOD_ROW.replace('"2.9-cu128"', '"2.9-cu130"')
+        .replace('"12.8"', '"13.0"')
+        .replace("https://pypi.org/simple", "https://download.pytorch.org/whl/cu130")
+        + "latest = true\n"
+    )
     matrix = load_matrix(write(tmp_path, HEADER + GOOD_ROW + second))
     old, new = matrix.rows
     assert old.tags("runtime") == ["2.9.1-cuda12.8-runtime", "2.9-cuda12.8-runtime"]
@@ -72,23 +78,27 @@ def test_github_matrix_has_one_entry_per_row_and_target() -> None:
     json.dumps(include)
 
 
-@pytest.mark.parametrize(("change", "field", "finding"), [
-    (('"0.24.1"', '"0.23.0"'), "torchvision", "does not match torch 2.9.x (expected 0.24.x)"),
-    (('torchaudio = "2.9.1"', 'torchaudio = "2.8.0"'), "torchaudio", "expected 2.9.x"),
-    (('"12.8"', '"13.0"'), "index_url", "PyPI's torch 2.9.1 wheels are CUDA 12.8"),
-    (('"12.8"', '"12"'), "cuda", "not a CUDA version"),
-    (('torch = "2.9.1"', 'torch = "2.9"'), "torch", "not an exact version"),
-    (("https://pypi.org/simple", "https://download.pytorch.org/whl/cu126"), "index_url", "serves cu126"),
-    (("https://pypi.org/simple", "http://example.com/simple"), "index_url", "not an https://"),
-    (('id = "2.9-cu128"', 'id = "Bad Id"'), "id", "not a row id"),
-    (('cuda = "12.8"', 'cuda = "12.8"\ncolour = "blue"'), "colour", "unknown field"),
-    (('cuda = "12.8"\n', ""), "cuda", "missing"),
-    (('cuda = "12.8"', 'cuda = "12.8"\ntargets = ["runtime", "gui"]'), "targets", "unknown target"),
-    (('cuda = "12.8"', 'cuda = "12.8"\npython = "python3"'), "python", "not a Python version"),
-    (('cuda = "12.8"', 'cuda = "12.8"\nlatest = "yes"'), "latest", "not true or false"),
-])
-def test_malformed_row_names_file_row_and_field(tmp_path: Path, change: tuple[str, str], field: str,
-                                                finding: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "field", "finding"),
+    [
+        (('"0.24.1"', '"0.23.0"'), "torchvision", "does not match torch 2.9.x (expected 0.24.x)"),
+        (('torchaudio = "2.9.1"', 'torchaudio = "2.8.0"'), "torchaudio", "expected 2.9.x"),
+        (('"12.8"', '"13.0"'), "index_url", "PyPI's torch 2.9.1 wheels are CUDA 12.8"),
+        (('"12.8"', '"12"'), "cuda", "not a CUDA version"),
+        (('torch = "2.9.1"', 'torch = "2.9"'), "torch", "not an exact version"),
+        (("https://pypi.org/simple", "https://download.pytorch.org/whl/cu126"), "index_url", "serves cu126"),
+        (("https://pypi.org/simple", "http://example.com/simple"), "index_url", "not an https://"),
+        (('id = "2.9-cu128"', 'id = "Bad Id"'), "id", "not a row id"),
+        (('cuda = "12.8"', 'cuda = "12.8"\ncolour = "blue"'), "colour", "unknown field"),
+        (('cuda = "12.8"\n', ""), "cuda", "missing"),
+        (('cuda = "12.8"', 'cuda = "12.8"\ntargets = ["runtime", "gui"]'), "targets", "unknown target"),
+        (('cuda = "12.8"', 'cuda = "12.8"\npython = "python3"'), "python", "not a Python version"),
+        (('cuda = "12.8"', 'cuda = "12.8"\nlatest = "yes"'), "latest", "not true or false"),
+    ],
+)
+def test_malformed_row_names_file_row_and_field(
+    tmp_path: Path, change: tuple[str, str], field: str, finding: str
+) -> None:
     message = error_of(tmp_path, HEADER + GOOD_ROW.replace(*change))
     assert message.startswith(f"{tmp_path / 'matrix.toml'}: row 1 (")
     assert f"field '{field}'" in message
@@ -100,8 +110,11 @@ def test_cross_row_errors(tmp_path: Path) -> None:
     clash = GOOD_ROW.replace('"2.9-cu128"', '"other"')
     assert "tags would collide" in error_of(tmp_path, HEADER + GOOD_ROW + clash)
     two_latest = GOOD_ROW + "latest = true\n"
-    other = two_latest.replace('"2.9-cu128"', '"2.8-cu128"').replace('"2.9.1"', '"2.8.0"').replace(
-        '"0.24.1"', '"0.23.0"')
+    other = (
+        two_latest.replace('"2.9-cu128"', '"2.8-cu128"')
+        .replace('"2.9.1"', '"2.8.0"')
+        .replace('"0.24.1"', '"0.23.0"')
+    )
     message = error_of(tmp_path, HEADER + two_latest + other)
     assert "row 2 (2.8-cu128): field 'latest': row 1 is already latest" in message
 
@@ -150,14 +163,22 @@ def test_the_images_install_envcheck_with_the_extras_its_documented_modes_need()
     assert installed == build.ENVCHECK_DEPS
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    wanted = [d for d in project["dependencies"] if "python_version" not in d] + extras["nvml"] + extras["cluster"]
+    wanted = (
+        [d for d in project["dependencies"] if "python_version" not in d] + extras["nvml"] + extras["cluster"]
+    )
     assert sorted(wanted) == sorted(build.ENVCHECK_DEPS)
 
 
 # Issue 11: the validator must reject what would inject lines into CI or hang the reader.
 def test_a_newline_in_index_url_cannot_inject_build_args(tmp_path: Path) -> None:
-    evil = GOOD_ROW.replace('"2.9-cu128"', '"2.9-cu130"').replace('"12.8"', '"13.0"').replace(
-        '"https://pypi.org/simple"', '"https://x.example/cu130\\nBASE_IMAGE=evil:latest\\nx=https://y/cu130"')
+    evil = (
+        GOOD_ROW.replace('"2.9-cu128"', '"2.9-cu130"')
+        .replace('"12.8"', '"13.0"')
+        .replace(
+            '"https://pypi.org/simple"',
+            '"https://x.example/cu130\\nBASE_IMAGE=evil:latest\\nx=https://y/cu130"',
+        )
+    )
     try:
         matrix = load_matrix(write(tmp_path, HEADER + evil))
     except UsageError as exc:
@@ -167,19 +188,26 @@ def test_a_newline_in_index_url_cannot_inject_build_args(tmp_path: Path) -> None
         pytest.fail(f"accepted, and build_args now has {len(lines)} lines: {lines}")
 
 
-@pytest.mark.parametrize("field, value", [
-    ("id", '"2.9-cu128\\n"'),
-    ("python", '"3.11\\n"'),
-    ("python", '"3.1\u0661"'),
-    ("base_image", '"debian:bookworm-slim\\n"'),
-    ("index_url", '"https://pypi.org/simple\\n"'),
-    ("torch", '"2.9.\u0661"'),
-    ("cuda", '"12.\u0668"'),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("id", '"2.9-cu128\\n"'),
+        ("python", '"3.11\\n"'),
+        ("python", '"3.1\u0661"'),
+        ("base_image", '"debian:bookworm-slim\\n"'),
+        ("index_url", '"https://pypi.org/simple\\n"'),
+        ("torch", '"2.9.\u0661"'),
+        ("cuda", '"12.\u0668"'),
+    ],
+)
 def test_trailing_newlines_and_non_ascii_digits_are_rejected(tmp_path: Path, field: str, value: str) -> None:
-    row = GOOD_ROW.replace("[[rows]]\n", f"[[rows]]\n{field} = {value}\n") if field in ("python", "base_image") \
-        else "\n".join(f"{field} = {value}" if line.startswith(f"{field} =") else line
-                       for line in GOOD_ROW.splitlines())
+    row = (
+        GOOD_ROW.replace("[[rows]]\n", f"[[rows]]\n{field} = {value}\n")
+        if field in ("python", "base_image")
+        else "\n".join(
+            f"{field} = {value}" if line.startswith(f"{field} =") else line for line in GOOD_ROW.splitlines()
+        )
+    )
     assert f"field {field!r}" in error_of(tmp_path, HEADER + row)
 
 

@@ -51,7 +51,9 @@ def start_daemonset(client: Any, image: str, textfile: Path, typo: tuple[str, st
 
 
 @pytest.fixture(scope="module")
-def nodes(tmp_path_factory: pytest.TempPathFactory, docker_client: Any, runtime_image: str) -> Iterator[dict[str, Any]]:
+def nodes(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: Any, runtime_image: str
+) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("monitoring")
     base.chmod(0o755)
     daemonset, faulty = base / "daemonset-node", base / "faulty-node"
@@ -61,14 +63,29 @@ def nodes(tmp_path_factory: pytest.TempPathFactory, docker_client: Any, runtime_
     try:
         wait_for(lambda: (daemonset / PROM).exists(), 120, "the DaemonSet's textfile")
         stage = staged_node(base, build(base), STUB_INIT="802")
-        done = subprocess.run(["/bin/sh", "-c", f"{stage} {sys.executable} -m envcheck run --for npd --prometheus "
-                               f"{faulty / PROM} --timeout 600"], capture_output=True, text=True, timeout=120,
-                              cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [
+                "/bin/sh",
+                "-c",
+                f"{stage} {sys.executable} -m envcheck run --for npd --prometheus "
+                f"{faulty / PROM} --timeout 600",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        )
         assert done.returncode == 1 and done.stdout.startswith("[node] "), done.stdout + done.stderr
         with stack(base, {"daemonset": daemonset, "faulty": faulty}) as s:
             wait_for(lambda: len(s.query("envcheck_build_info")) == 2, 60, "both textfiles scraped")
-            yield {"stack": s, "daemonset": ds, "dirs": {"daemonset": daemonset, "faulty": faulty},
-                   "client": docker_client, "image": runtime_image}
+            yield {
+                "stack": s,
+                "daemonset": ds,
+                "dirs": {"daemonset": daemonset, "faulty": faulty},
+                "client": docker_client,
+                "image": runtime_image,
+            }
     finally:
         with contextlib.suppress(docker.errors.NotFound):  # the usage-error test replaces the pod
             ds.remove(force=True)
@@ -80,7 +97,9 @@ def test_the_daemonset_loop_writes_its_textfile_and_keeps_running(nodes: dict[st
     assert ds.status == "running"  # sleeping its 30 minutes, not exited
     logs = ds.logs().decode(errors="replace")
     assert "Traceback" not in logs and "could not judge" not in logs and "usage error" not in logs, logs
-    assert ds.logs(stderr=False).decode().splitlines()[0] == "envcheck: node OK"  # npd's verdict (table: stderr)
+    assert (
+        ds.logs(stderr=False).decode().splitlines()[0] == "envcheck: node OK"
+    )  # npd's verdict (table: stderr)
     text = (nodes["dirs"]["daemonset"] / PROM).read_text()
     assert 'envcheck_exit_code{mode="npd"} 0.0' in text and "envcheck_node_fault 0.0" in text
 
@@ -88,7 +107,10 @@ def test_the_daemonset_loop_writes_its_textfile_and_keeps_running(nodes: dict[st
 def test_node_exporter_and_prometheus_carry_the_series(nodes: dict[str, Any]) -> None:
     s: Stack = nodes["stack"]
     healthy, faulty = s.instance("daemonset"), s.instance("faulty")
-    assert s.value("node_textfile_scrape_error", healthy) == 0 and s.value("node_textfile_scrape_error", faulty) == 0
+    assert (
+        s.value("node_textfile_scrape_error", healthy) == 0
+        and s.value("node_textfile_scrape_error", faulty) == 0
+    )
     assert s.value("envcheck_node_fault", healthy) == 0 and s.value("envcheck_node_fault", faulty) == 1
     assert s.value('envcheck_exit_code{mode="npd"}', faulty) == 1
     assert s.value('envcheck_usage_error{mode="npd"}', healthy) == 0
@@ -101,8 +123,13 @@ def test_the_alert_rules_load_and_fire_only_for_the_faulty_node(nodes: dict[str,
     s: Stack = nodes["stack"]
     wait_for(lambda: s.alerts("EnvcheckNodeFault"), 30, "EnvcheckNodeFault")
     rules = s.rules()
-    assert {r["name"] for r in rules} == {"EnvcheckNodeFault", "EnvcheckImageFault", "EnvcheckMetricsStale",
-                                          "EnvcheckOwnFailure", "EnvcheckUsageError"}
+    assert {r["name"] for r in rules} == {
+        "EnvcheckNodeFault",
+        "EnvcheckImageFault",
+        "EnvcheckMetricsStale",
+        "EnvcheckOwnFailure",
+        "EnvcheckUsageError",
+    }
     assert all(r["health"] == "ok" for r in rules), [(r["name"], r.get("lastError")) for r in rules]
     (alert,) = s.alerts("EnvcheckNodeFault")
     assert alert["labels"]["instance"] == s.instance("faulty") and alert["state"] == "firing"
@@ -115,18 +142,25 @@ def test_every_dashboard_query_runs_on_the_real_series(nodes: dict[str, Any]) ->
     s: Stack = nodes["stack"]
     dashboard = json.loads((MONITORING / "envcheck-dashboard.json").read_text())
     (variable,) = [v for v in dashboard["templating"]["list"] if v["name"] == "instance"]
-    nodes_found = s.query("group by (instance) (envcheck_build_info)")  # label_values(envcheck_build_info, instance)
+    nodes_found = s.query(
+        "group by (instance) (envcheck_build_info)"
+    )  # label_values(envcheck_build_info, instance)
     assert len(nodes_found) == 2 and "envcheck_build_info" in variable["definition"]
     empty = []
     for panel in dashboard["panels"]:
         for target in panel["targets"]:
-            rows = s.query(target["expr"].replace("$instance", variable["allValue"]))  # raises on a PromQL error
+            rows = s.query(
+                target["expr"].replace("$instance", variable["allValue"])
+            )  # raises on a PromQL error
             if not rows:
                 empty.append(panel["title"])
     # what these two nodes cannot have: no run here measures busbw or matmul TFLOP/s, and neither node has an image
     # finding; every other panel shows their data (the node path's GPU count too: node.cuda_driver's)
-    assert set(empty) <= {"All-reduce bus bandwidth (dist.busbw)", "Matmul TFLOP/s",
-                          "Image and config findings (the users', never the node's)"}, empty
+    assert set(empty) <= {
+        "All-reduce bus bandwidth (dist.busbw)",
+        "Matmul TFLOP/s",
+        "Image and config findings (the users', never the node's)",
+    }, empty
     (faults,) = [p for p in dashboard["panels"] if p["title"] == "Nodes with a node fault"]
     assert s.query(faults["targets"][0]["expr"].replace("$instance", ".*"))[0]["value"][1] == "1"
 
@@ -141,7 +175,9 @@ def test_a_mistyped_daemonset_ends_its_pod_and_fires_the_usage_alert(nodes: dict
         logs = bad.logs().decode(errors="replace")
     finally:
         bad.remove(force=True)
-    assert status["StatusCode"] == 2, logs  # kubelet restarts it: CrashLoopBackOff, visible in `kubectl get pods`
+    assert status["StatusCode"] == 2, (
+        logs
+    )  # kubelet restarts it: CrashLoopBackOff, visible in `kubectl get pods`
     assert "a usage error in the npd command" in logs and "fix the DaemonSet" in logs, logs
     wait_for(lambda: s.alerts("EnvcheckUsageError"), 30, "EnvcheckUsageError")
     (alert,) = s.alerts("EnvcheckUsageError")
@@ -161,4 +197,6 @@ def test_the_docs_promql_examples_run_and_find_the_faulty_node(nodes: dict[str, 
     answers = {q: s.query(q) for q in queries}  # each must parse and run
     (faulty,) = answers["envcheck_node_fault == 1"]
     assert faulty["metric"]["instance"] == s.instance("faulty")
-    assert {r["metric"]["instance"] for r in answers['envcheck_check_status{status="fail"} == 1']} == {faulty["metric"]["instance"]}
+    assert {r["metric"]["instance"] for r in answers['envcheck_check_status{status="fail"} == 1']} == {
+        faulty["metric"]["instance"]
+    }

@@ -39,13 +39,19 @@ def ed25519_pem(path: Path) -> object:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     key = Ed25519PrivateKey.generate()
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     return key.public_key()
 
 
 def test_the_verification_is_attached_as_a_dsse_signed_in_toto_statement(
-        registry: str, standins: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    registry: str,
+    standins: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     from google.protobuf import json_format
     from in_toto.models.metadata import Envelope
     from in_toto_attestation.predicates.test_result.v0 import test_result_pb2
@@ -95,34 +101,82 @@ def gnupg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, 
     try:
         for name in ("right", "wrong"):
             uid = f"envcheck publish test {name} <{name}@example.invalid>"
-            subprocess.run(["gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key",
-                            uid, "ed25519", "sign", "never"], env=env, capture_output=True, timeout=60, check=True)
-            listing = subprocess.run(["gpg", "--with-colons", "--list-keys", uid], env=env, capture_output=True,
-                                     text=True, timeout=30, check=True).stdout
-            fingerprints[name] = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr"))
+            subprocess.run(
+                [
+                    "gpg",
+                    "--batch",
+                    "--pinentry-mode",
+                    "loopback",
+                    "--passphrase",
+                    "",
+                    "--quick-gen-key",
+                    uid,
+                    "ed25519",
+                    "sign",
+                    "never",
+                ],
+                env=env,
+                capture_output=True,
+                timeout=60,
+                check=True,
+            )
+            listing = subprocess.run(
+                ["gpg", "--with-colons", "--list-keys", uid],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout
+            fingerprints[name] = next(
+                line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr")
+            )
         yield env, fingerprints
     finally:
         subprocess.run(["gpgconf", "--kill", "all"], env=env, capture_output=True, timeout=30, check=False)
 
 
 def test_simple_signing_policy_accepts_the_right_key_and_refuses_unsigned_or_wrongly_signed(
-        registry: str, standins: dict[str, str], tmp_path: Path,  # noqa: F811
-        gnupg: tuple[dict[str, str], dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    registry: str,
+    standins: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+    gnupg: tuple[dict[str, str], dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     env, fpr = gnupg
-    monkeypatch.setenv("GNUPGHOME", env["GNUPGHOME"])  # run_cli passes os.environ to envcheck, and so to skopeo
+    monkeypatch.setenv(
+        "GNUPGHOME", env["GNUPGHOME"]
+    )  # run_cli passes os.environ to envcheck, and so to skopeo
     sigstore, registries_d = tmp_path / "sigstore", tmp_path / "registries.d"
     registries_d.mkdir()
-    (registries_d / "default.yaml").write_text(f"default-docker:\n  lookaside: file://{sigstore}\n"
-                                               f"  lookaside-staging: file://{sigstore}\n")
+    (registries_d / "default.yaml").write_text(
+        f"default-docker:\n  lookaside: file://{sigstore}\n  lookaside-staging: file://{sigstore}\n"
+    )
     trusted = tmp_path / "right.gpg"
-    trusted.write_bytes(subprocess.run(["gpg", "--export", fpr["right"]], env=env, capture_output=True,
-                                       timeout=30, check=True).stdout)
+    trusted.write_bytes(
+        subprocess.run(
+            ["gpg", "--export", fpr["right"]], env=env, capture_output=True, timeout=30, check=True
+        ).stdout
+    )
     policy = tmp_path / "policy.json"
-    policy.write_text(json.dumps({"default": [{"type": "reject"}], "transports": {"docker": {
-        f"{registry}/t": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": str(trusted)}]}}}))
+    policy.write_text(
+        json.dumps(
+            {
+                "default": [{"type": "reject"}],
+                "transports": {
+                    "docker": {
+                        f"{registry}/t": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": str(trusted)}]
+                    }
+                },
+            }
+        )
+    )
     tag = public_tags()[0]
-    for name, image, sign in (("right", "pass-a", fpr["right"]), ("unsigned", "pass-b", None),
-                              ("wrong", "pass-c", fpr["wrong"])):
+    for name, image, sign in (
+        ("right", "pass-a", fpr["right"]),
+        ("unsigned", "pass-b", None),
+        ("wrong", "pass-c", fpr["wrong"]),
+    ):
         state = tmp_path / name
         assert stage(state, f"{registry}/t/{name}", standins[image]).returncode == 0
         assert verify(state).returncode == 0
@@ -131,8 +185,17 @@ def test_simple_signing_policy_accepts_the_right_key_and_refuses_unsigned_or_wro
         assert done.returncode == 0, done.stderr
 
     def check(name: str) -> subprocess.CompletedProcess[str]:
-        return run_cli("image", "publish", "check-signature", f"{registry}/t/{name}:{tag}", "--policy", str(policy),
-                       "--registries-d", str(registries_d), timeout=120)
+        return run_cli(
+            "image",
+            "publish",
+            "check-signature",
+            f"{registry}/t/{name}:{tag}",
+            "--policy",
+            str(policy),
+            "--registries-d",
+            str(registries_d),
+            timeout=120,
+        )
 
     accepted = check("right")
     assert accepted.returncode == 0, accepted.stderr

@@ -38,7 +38,9 @@ def publish(step: str, state: Path, *args: str) -> subprocess.CompletedProcess[s
 
 
 def stage(state: Path, repository: str, image: str) -> subprocess.CompletedProcess[str]:
-    return publish("stage", state, "--row", TEST_ROW, "--registry", repository, "--local", image, "--date", DAY)
+    return publish(
+        "stage", state, "--row", TEST_ROW, "--registry", repository, "--local", image, "--date", DAY
+    )
 
 
 def verify(state: Path) -> subprocess.CompletedProcess[str]:
@@ -69,15 +71,22 @@ def tags_of(registry: str, name: str) -> dict[str, str | None]:
 
 
 def test_publish_pushes_verifies_by_digest_and_points_every_tag_at_it(
-        registry: str, standins: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    registry: str,
+    standins: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     digest = full_publish(tmp_path, f"{registry}/t/ok", standins["pass-a"])
     assert tag_digest(registry, "t/ok", f"staging-{TEST_ROW}-runtime") == digest
     assert tags_of(registry, "t/ok") == dict.fromkeys(public_tags(), digest)
     # verify pulled the digest itself and ran envcheck inside it (the stand-in's real report came back), then
     # removed what it pulled
     docker = find_docker() or "docker"
-    pulled = subprocess.run([docker, "image", "inspect", f"{registry}/t/ok@{digest}"], capture_output=True,
-                            timeout=60, check=False)
+    pulled = subprocess.run(
+        [docker, "image", "inspect", f"{registry}/t/ok@{digest}"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     assert pulled.returncode != 0, "verify left the pulled digest in the engine"
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["images"][0]["image"] == f"{registry}/t/ok@{digest}" and report["exit_code"] == 0
@@ -86,7 +95,11 @@ def test_publish_pushes_verifies_by_digest_and_points_every_tag_at_it(
     assert statement["predicate"]["result"] == "PASSED"
 
 
-def test_an_unverified_digest_is_never_promoted(registry: str, standins: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+def test_an_unverified_digest_is_never_promoted(
+    registry: str,
+    standins: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     assert stage(tmp_path, f"{registry}/t/unverified", standins["pass-a"]).returncode == 0
     assert_refused(publish("promote", tmp_path), 1, "never verified", "publish-verify")
     # a verification record for another digest does not count either
@@ -98,7 +111,11 @@ def test_an_unverified_digest_is_never_promoted(registry: str, standins: dict[st
     assert set(tags_of(registry, "t/unverified").values()) == {None}
 
 
-def test_a_failed_verification_is_not_promoted(registry: str, standins: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+def test_a_failed_verification_is_not_promoted(
+    registry: str,
+    standins: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     first = full_publish(tmp_path / "a", f"{registry}/t/failed", standins["pass-a"])
     assert stage(tmp_path / "b", f"{registry}/t/failed", standins["fail"]).returncode == 0
     assert verify(tmp_path / "b").returncode == 1
@@ -107,7 +124,10 @@ def test_a_failed_verification_is_not_promoted(registry: str, standins: dict[str
 
 
 def test_an_image_changed_after_verification_is_refused(
-        registry: str, standins: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    registry: str,
+    standins: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     first = full_publish(tmp_path / "a", f"{registry}/t/moved", standins["pass-a"])
     state = tmp_path / "b"
     assert stage(state, f"{registry}/t/moved", standins["pass-b"]).returncode == 0
@@ -119,7 +139,10 @@ def test_an_image_changed_after_verification_is_refused(
 
 
 def test_a_registry_failing_mid_push_moves_no_public_tag(
-        registry: str, standins: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    registry: str,
+    standins: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     first = full_publish(tmp_path / "a", f"{registry}/t/cut", standins["pass-a"])
     proxy = CuttingProxy(registry)
     try:
@@ -134,8 +157,19 @@ def test_a_registry_failing_mid_push_moves_no_public_tag(
 
 
 def test_dry_run_touches_nothing(registry: str, tmp_path: Path) -> None:
-    done = run_cli("image", "publish", "plan", "--row", TEST_ROW, "--registry", f"{registry}/t/dry", "--date", DAY,
-                   "--state", str(tmp_path / "state"))
+    done = run_cli(
+        "image",
+        "publish",
+        "plan",
+        "--row",
+        TEST_ROW,
+        "--registry",
+        f"{registry}/t/dry",
+        "--date",
+        DAY,
+        "--state",
+        str(tmp_path / "state"),
+    )
     assert done.returncode == 0, done.stderr
     for tag in public_tags():
         assert f"{registry}/t/dry:{tag}" in done.stdout

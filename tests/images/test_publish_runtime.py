@@ -22,8 +22,9 @@ def registry(tmp_path: Path) -> Iterator[str]:
         yield address
 
 
-def test_the_runtime_image_is_verified_by_digest_and_promoted(registry: str, runtime_image: str,
-                                                             tmp_path: Path) -> None:
+def test_the_runtime_image_is_verified_by_digest_and_promoted(
+    registry: str, runtime_image: str, tmp_path: Path
+) -> None:
     state = tmp_path / "state"
     digest = full_publish(state, f"{registry}/envcheck", runtime_image)
     report = json.loads((state / "report.json").read_text())

@@ -21,7 +21,9 @@ PUBLISHED = "ghcr.io/OWNER/envcheck:latest-runtime"
 
 def _lines() -> list[str]:
     readme = (ROOT / "README.md").read_text()
-    block = readme.split("**Pull and run a published image.**", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    block = (
+        readme.split("**Pull and run a published image.**", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    )
     lines = [line for line in block.replace("\\\n", " ").splitlines() if line.startswith("docker run ")]
     assert len(lines) == 2 and all(PUBLISHED in line for line in lines)
     return lines

@@ -61,8 +61,9 @@ def test_container_over_its_timeout_is_killed_removed_and_reported(docker_client
 
 def test_container_without_a_report_is_an_error_not_a_crash(docker_client: Any) -> None:
     client = connect()
-    run = run_in_image(client, BASE, RunOptions(allow_cpu=True, command=["sh", "-c", "echo boom >&2; exit 3"],
-                                                timeout_s=60))
+    run = run_in_image(
+        client, BASE, RunOptions(allow_cpu=True, command=["sh", "-c", "echo boom >&2; exit 3"], timeout_s=60)
+    )
     assert run.exit_code == 3
     assert run.error is not None and "no envcheck report" in run.error and "boom" in run.error
     assert leftover_containers(docker_client) == []
@@ -80,12 +81,17 @@ def test_an_image_with_a_volume_leaves_no_volume_behind(docker_client: Any) -> N
     """An image that declares VOLUME (a committed container with a bind mount does too) gets an anonymous volume per
     container; the runner removes it with the container. Before, every `envcheck image verify` of such an image left
     one on the host (seen: two per test session, from the derived image of test_runtime_image)."""
-    image, _ = docker_client.images.build(fileobj=io.BytesIO(f"FROM {BASE}\nVOLUME /data\n".encode()),
-                                          tag="envcheck-images-test:with-volume", rm=True)
+    image, _ = docker_client.images.build(
+        fileobj=io.BytesIO(f"FROM {BASE}\nVOLUME /data\n".encode()),
+        tag="envcheck-images-test:with-volume",
+        rm=True,
+    )
     try:
         before = {v.id for v in docker_client.volumes.list()}
         run = run_in_image(connect(), image.id, RunOptions(allow_cpu=True, command=["true"], timeout_s=60))
-        assert run.exit_code == 0 and run.report is None  # no envcheck in this image: the run itself is the point
+        assert (
+            run.exit_code == 0 and run.report is None
+        )  # no envcheck in this image: the run itself is the point
         assert leftover_containers(docker_client) == []
         assert {v.id for v in docker_client.volumes.list()} - before == set()
     finally:

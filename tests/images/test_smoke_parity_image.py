@@ -22,9 +22,12 @@ def results(out: str) -> dict[str, dict[str, Any]]:
 
 
 def test_the_smoke_test_points_pass_in_the_image(docker_client: Any, runtime_image: str) -> None:
-    code, out, err = run_streams(docker_client, runtime_image,
-                                 ["envcheck", "run", "--allow-cpu", "--level", "full", "--only", POINTS, "--json", "-"],
-                                 timeout_s=300)
+    code, out, err = run_streams(
+        docker_client,
+        runtime_image,
+        ["envcheck", "run", "--allow-cpu", "--level", "full", "--only", POINTS, "--json", "-"],
+        timeout_s=300,
+    )
     assert code == 0, err[-3000:]
     got = results(out)
     assert {n: r["status"] for n, r in got.items()} == {n: "pass" for n in POINTS.split(",")}, got
@@ -34,17 +37,26 @@ def test_the_smoke_test_points_pass_in_the_image(docker_client: Any, runtime_ima
     assert decoders["jpeg_mean_error"] < 4
 
 
-def test_decoders_without_torchvisions_image_extension(docker_client: Any, runtime_image: str, test_row: Any) -> None:
+def test_decoders_without_torchvisions_image_extension(
+    docker_client: Any, runtime_image: str, test_row: Any
+) -> None:
     from envcheck.checks.vision_pairing import matching_torchvision
 
-    script = (f'rm "$({EXTENSION})" && exec envcheck run --allow-cpu --level full --only vision.decoders,vision.ops '
-              '--json -')
+    script = (
+        f'rm "$({EXTENSION})" && exec envcheck run --allow-cpu --level full --only vision.decoders,vision.ops '
+        "--json -"
+    )
     code, out, err = run_streams(docker_client, runtime_image, ["sh", "-c", script], timeout_s=300)
     assert code == 1, err[-3000:]
     got = results(out)
     decoders = got["vision.decoders"]
-    assert (decoders["status"], decoders["fault_class"], decoders["code"]) == \
-        ("fail", "image", "vision.decoders_missing"), decoders
+    assert (decoders["status"], decoders["fault_class"], decoders["code"]) == (
+        "fail",
+        "image",
+        "vision.decoders_missing",
+    ), decoders
     pair = f"torch=={test_row.torch} torchvision=={matching_torchvision(test_row.torch)}.*"
     assert f"pip install --force-reinstall {pair}" in decoders["remediation"]
-    assert got["vision.ops"]["status"] == "pass"  # its C++ ops (nms, roi_align) are another library: not blamed
+    assert (
+        got["vision.ops"]["status"] == "pass"
+    )  # its C++ ops (nms, roi_align) are another library: not blamed

@@ -13,10 +13,14 @@ from envcheck.images.verify import print_matrix
 
 
 def test_warn_fail_and_error_rows_print_their_summary_and_fix() -> None:
-    report = RunReport([passed("fine").named("a.pass", 0.1),
-                        warned("shm is 64 MiB [small]", "run with --shm-size=8g").named("container.shm", 0.1),
-                        failed("broken", "reinstall").named("a.fail", 0.1),
-                        skipped("no gpu").named("a.skip", 0.0)])
+    report = RunReport(
+        [
+            passed("fine").named("a.pass", 0.1),
+            warned("shm is 64 MiB [small]", "run with --shm-size=8g").named("container.shm", 0.1),
+            failed("broken", "reinstall").named("a.fail", 0.1),
+            skipped("no gpu").named("a.skip", 0.0),
+        ]
+    )
     buf = io.StringIO()
     print_matrix([ImageRun(image="img:1", report=report, exit_code=1)], Console(file=buf, width=300))
     lines = buf.getvalue().splitlines()

@@ -61,8 +61,18 @@ def cpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real quick CPU bench of the fast units, with its JSON and plots on disk."""
     out = tmp_path_factory.mktemp("bench")
     with gpus_hidden():
-        code = bench("--quick", "--allow-cpu", "--only", FAST_UNITS, "--cpu-threads", "1",
-                     "--json", str(out / "bench.json"), "--plots", str(out / "plots"))
+        code = bench(
+            "--quick",
+            "--allow-cpu",
+            "--only",
+            FAST_UNITS,
+            "--cpu-threads",
+            "1",
+            "--json",
+            str(out / "bench.json"),
+            "--plots",
+            str(out / "plots"),
+        )
     doc: dict[str, Any] = json.loads((out / "bench.json").read_text())
     return {"code": code, "doc": doc, "dir": out}
 
@@ -76,8 +86,10 @@ def run_bench() -> Callable[..., int]:
 @pytest.fixture
 def write_json(tmp_path: Path) -> Callable[[dict[str, Any]], str]:
     """Write a document to a temp file and return its path."""
+
     def _write(doc: dict[str, Any]) -> str:
         path = tmp_path / "doc.json"
         path.write_text(json.dumps(doc))
         return str(path)
+
     return _write

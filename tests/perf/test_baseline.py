@@ -26,21 +26,35 @@ def test_regression_directions() -> None:
     assert regressions([_fig("rate", 150.0, "higher")], base, 10.0) == []
 
 
-def test_injected_regression_exits_1(cpu_report: dict[str, Any], run_bench: Callable[..., int],
-                                     write_json: Callable[[dict[str, Any]], str],
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_injected_regression_exits_1(
+    cpu_report: dict[str, Any],
+    run_bench: Callable[..., int],
+    write_json: Callable[[dict[str, Any]], str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Pretend the machine used to be 10x faster: every rate is now a regression."""
     fast = copy.deepcopy(cpu_report["doc"])
     for fig in fast["figures"]:
         fig["value"] *= 10
-    code = run_bench("--quick", "--allow-cpu", "--only", "bench.cpu_matmul", "--cpu-threads", "1",
-                     "--baseline", write_json(fast), "--threshold", "10")
+    code = run_bench(
+        "--quick",
+        "--allow-cpu",
+        "--only",
+        "bench.cpu_matmul",
+        "--cpu-threads",
+        "1",
+        "--baseline",
+        write_json(fast),
+        "--threshold",
+        "10",
+    )
     assert code == 1
     assert "REGRESSION cpu_matmul.float32.n1024" in capsys.readouterr().out
 
 
-def test_bad_baseline_is_one_line_usage_error(run_bench: Callable[..., int], tmp_path: Any,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_baseline_is_one_line_usage_error(
+    run_bench: Callable[..., int], tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "x.json"
     bad.write_text("{not json")
     assert run_bench("--allow-cpu", "--baseline", str(bad)) == 2

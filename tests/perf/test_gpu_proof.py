@@ -22,9 +22,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "gpu_proof.sh"
-PART_1 = ["facts", "run-quick-cold", "run-quick-warm", "run-full-cold", "run-full-warm", "prolog", "npd",
-          "prolog-node", "health", "preflight", "prolog-missing-gpu", "health-idle", "health-load", "busy-prolog",
-          "busy-prolog-node", "busy-health", "local-rank", "torchrun", "tf32-override", "opdb-1", "opdb-2", "opdb-3"]
+PART_1 = [
+    "facts",
+    "run-quick-cold",
+    "run-quick-warm",
+    "run-full-cold",
+    "run-full-warm",
+    "prolog",
+    "npd",
+    "prolog-node",
+    "health",
+    "preflight",
+    "prolog-missing-gpu",
+    "health-idle",
+    "health-load",
+    "busy-prolog",
+    "busy-prolog-node",
+    "busy-health",
+    "local-rank",
+    "torchrun",
+    "tf32-override",
+    "opdb-1",
+    "opdb-2",
+    "opdb-3",
+]
 PART_2 = ["pytest-gpu", "bench-quick", "quick-phases", "pytest-rest"]
 
 STUB = """#!/usr/bin/env bash
@@ -43,11 +64,17 @@ exit 0
 """
 
 
-def _proof(tmp_path: Path, *args: str, budget_s: int = 120, env: dict[str, str] | None = None,
-           stub: bool = True) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _proof(
+    tmp_path: Path, *args: str, budget_s: int = 120, env: dict[str, str] | None = None, stub: bool = True
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path / "proof"
-    full = {**os.environ, "PROOF_BUDGET_S": str(budget_s), "PROOF_DATE": "2026-01-02", "TMPDIR": str(tmp_path),
-            **(env or {})}
+    full = {
+        **os.environ,
+        "PROOF_BUDGET_S": str(budget_s),
+        "PROOF_DATE": "2026-01-02",
+        "TMPDIR": str(tmp_path),
+        **(env or {}),
+    }
     if stub:
         python = tmp_path / "python"
         python.write_text(STUB)
@@ -55,8 +82,15 @@ def _proof(tmp_path: Path, *args: str, budget_s: int = 120, env: dict[str, str] 
         full["PYTHON"], full["REAL_PYTHON"] = str(python), sys.executable
     else:
         full["PYTHON"] = sys.executable
-    proc = subprocess.run(["bash", str(SCRIPT), *args, str(out)], capture_output=True, text=True, env=full,
-                          timeout=budget_s + 60, check=False, cwd=ROOT)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), *args, str(out)],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=budget_s + 60,
+        check=False,
+        cwd=ROOT,
+    )
     return proc, out
 
 
@@ -69,13 +103,18 @@ def test_every_step_is_recorded_and_a_failing_step_does_not_stop_the_proof(tmp_p
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = _rows(proc.stdout)
     assert list(rows) == PART_1 + PART_2
-    assert "rc=1" in rows["run-full-cold"] and "rc=0" in rows["pytest-rest"]  # steps after the failure still ran
+    assert (
+        "rc=1" in rows["run-full-cold"] and "rc=0" in rows["pytest-rest"]
+    )  # steps after the failure still ran
     assert "--nproc-per-node 1" in rows["torchrun"]  # one process per GPU, from the interpreter's count
     assert "LOCAL_RANK=1" in rows["local-rank"] and "CUDA_VISIBLE_DEVICES=0" in rows["local-rank"]
     assert proc.stdout.rstrip().endswith("overall: rc=1") or "overall: rc=1" in proc.stdout
     # What comes back from the device tool: three files, no folder (its limit is 8 files, 2 folders down).
-    assert sorted(p.name for p in out.iterdir()) == ["gpu-proof-partall.tar.gz", "steps-partall.txt",
-                                                     "summary-partall.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "gpu-proof-partall.tar.gz",
+        "steps-partall.txt",
+        "summary-partall.md",
+    ]
     with tarfile.open(out / "gpu-proof-partall.tar.gz") as tar:
         names = tar.getnames()
     assert "2026-01-02-no-gpu/host-partall.txt" in names and "2026-01-02-no-gpu/steps-partall.tsv" in names
@@ -104,8 +143,9 @@ def test_a_hung_step_is_killed_and_the_rest_skip_inside_the_budget(tmp_path: Pat
 
 @pytest.mark.parametrize("bad", [["--part", "3"], ["--bogus"], ["a", "b"]])
 def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, bad: list[str]) -> None:
-    proc = subprocess.run(["bash", str(SCRIPT), *bad], capture_output=True, text=True, timeout=30, check=False,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), *bad], capture_output=True, text=True, timeout=30, check=False, cwd=tmp_path
+    )
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
@@ -130,8 +170,14 @@ def test_without_a_gpu_every_section_says_it_was_not_run_and_why(tmp_path: Path)
 def test_a_cpu_rehearsal_of_a_smoke_subset_runs_the_real_steps(tmp_path: Path) -> None:
     """PROOF_ALLOW_CPU=1 with PROOF_ONLY: real envcheck runs (ops.opdb, the LOCAL_RANK=1 entry) on this CPU host,
     through the same step runner and summary; the summary says no figure is a GPU figure."""
-    proc, out = _proof(tmp_path, "--part", "1", budget_s=240, stub=False,
-                       env={"CUDA_VISIBLE_DEVICES": "", "PROOF_ALLOW_CPU": "1", "PROOF_ONLY": "opdb-1,local-rank"})
+    proc, out = _proof(
+        tmp_path,
+        "--part",
+        "1",
+        budget_s=240,
+        stub=False,
+        env={"CUDA_VISIBLE_DEVICES": "", "PROOF_ALLOW_CPU": "1", "PROOF_ONLY": "opdb-1,local-rank"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = _rows(proc.stdout)
     assert " rc=0 " in rows["opdb-1"] and " rc=0 " in rows["local-rank"]
@@ -147,13 +193,29 @@ def test_the_summary_lists_cuda_margins_above_0_3_and_names_missed_targets(tmp_p
     """STAGED reports: envcheck's JSON shape with CUDA labels (no GPU here)."""
     folder = tmp_path / "2026-01-02-nvidia-h100"
     folder.mkdir()
-    (folder / "steps-part1.tsv").write_text("run-quick-cold\t0\t9.5\t\tx\nrun-full-cold\t0\t29.0\t\tx\n"
-                                            "npd\t-\t0\tpart 2 of the proof\tx\n")
-    results = [{"name": "lowp.reductions", "status": "pass", "duration_s": 0.4, "code": None, "measured": {
-        "sum@cuda:0/bfloat16": {"max_abs": 1.0, "margin": 0.51}, "mean@cuda:0/float16": {"margin": 0.12},
-        "sum@cpu/bfloat16": {"margin": 0.9}}},
-        {"name": "autograd.activations", "status": "pass", "duration_s": 0.2, "code": None,
-         "measured": {"gelu backward@cuda:0/float64": {"error": 1e-6, "tolerance": 1e-5, "margin": 0.1}}}]
+    (folder / "steps-part1.tsv").write_text(
+        "run-quick-cold\t0\t9.5\t\tx\nrun-full-cold\t0\t29.0\t\tx\nnpd\t-\t0\tpart 2 of the proof\tx\n"
+    )
+    results = [
+        {
+            "name": "lowp.reductions",
+            "status": "pass",
+            "duration_s": 0.4,
+            "code": None,
+            "measured": {
+                "sum@cuda:0/bfloat16": {"max_abs": 1.0, "margin": 0.51},
+                "mean@cuda:0/float16": {"margin": 0.12},
+                "sum@cpu/bfloat16": {"margin": 0.9},
+            },
+        },
+        {
+            "name": "autograd.activations",
+            "status": "pass",
+            "duration_s": 0.2,
+            "code": None,
+            "measured": {"gelu backward@cuda:0/float64": {"error": 1e-6, "tolerance": 1e-5, "margin": 0.1}},
+        },
+    ]
     (folder / "run-full-cold.json").write_text(json.dumps({"verdict": "pass", "results": results}))
     sys.path.insert(0, str(ROOT / "bench"))
     try:
@@ -162,8 +224,10 @@ def test_the_summary_lists_cuda_margins_above_0_3_and_names_missed_targets(tmp_p
         sys.path.remove(str(ROOT / "bench"))
     text = proof_summary.summarise(folder)
     assert "3 CUDA comparisons in run-full-cold; largest margin 0.51; 1 above 0.3" in text
-    assert "| 0.51 | lowp.reductions: sum@cuda:0/bfloat16 |" in text and "cpu/bfloat16" not in text.split(
-        "## Numerics margins")[1].split("##")[0]
+    assert (
+        "| 0.51 | lowp.reductions: sum@cuda:0/bfloat16 |" in text
+        and "cpu/bfloat16" not in text.split("## Numerics margins")[1].split("##")[0]
+    )
     assert "| run-quick-cold | 0 | 9.5 | <= 8 s: missed |" in text
     assert "| run-full-cold | 0 | 29.0 | <= 30 s: met |" in text
     assert "| npd | - | - | not run: part 2 of the proof |" in text

@@ -52,12 +52,15 @@ def test_flush_before_every_repetition_and_median_headline() -> None:
         gbps = {256 * MIB: 1480e9, 512 * MIB: 1500e9, 1024 * MIB: 1510e9}[nbytes]
         return gbps, Timing(nbytes / gbps, nbytes / gbps, nbytes / gbps, 0.0, 10)
 
-    figs = device_copy_figures(True, 3350.0, l2_bytes=H100_L2, free_bytes=80 << 30, rate=rate,
-                               flusher=lambda: flush)  # type: ignore[arg-type, return-value]
+    figs = device_copy_figures(
+        True, 3350.0, l2_bytes=H100_L2, free_bytes=80 << 30, rate=rate, flusher=lambda: flush
+    )  # type: ignore[arg-type, return-value]
     assert [c["n"] for c in calls] == [256 * MIB, 512 * MIB, 1024 * MIB]
     assert all(c["before"] is flush for c in calls)
     head = headline(figs)
-    assert head["key"] == "memory.d2d.median" and head["value"] == pytest.approx(3000.0)  # 2 x 1500, not the best
+    assert head["key"] == "memory.d2d.median" and head["value"] == pytest.approx(
+        3000.0
+    )  # 2 x 1500, not the best
     assert head["pct_of_peak"] == pytest.approx(89.6) and "L2 flushed before each" in head["note"]
 
 
@@ -65,4 +68,8 @@ def test_matmul_memory_counts_every_buffer() -> None:
     """n=16384 bf16: a, b, out (3 x 512 MiB) + the float32 randn (1 GiB) + flush (100 MiB)."""
     assert matmul_bytes(16384, "bfloat16", H100_L2) == 3 * 512 * MIB + 1024 * MIB + 100 * MIB
     sizes, note = fitting_sizes((4096, 8192, 16384), "float32", H100_L2, 4 << 30)
-    assert sizes == [4096, 8192] and note is not None and note.startswith("left out n=16384: n=16384 needs 4.10 GiB")
+    assert (
+        sizes == [4096, 8192]
+        and note is not None
+        and note.startswith("left out n=16384: n=16384 needs 4.10 GiB")
+    )

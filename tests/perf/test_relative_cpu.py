@@ -48,7 +48,8 @@ NOISE_MARGIN = 60.0
 @pytest.mark.slow
 @pytest.mark.parametrize("slow", ["0", "1"])
 def test_a_real_cpu_device_under_a_quota_is_named_and_the_other_is_not(
-        slow: str, quota_cgroup: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow: str, quota_cgroup: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     throttle(quota_cgroup, slow, monkeypatch)
     figures = device_figures(DEVICES, ("matmul.float32",), rounds=5)
     result = judge(figures)

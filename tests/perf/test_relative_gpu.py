@@ -24,6 +24,8 @@ def test_every_gpu_and_pair_is_measured_and_a_healthy_node_passes() -> None:
     kinds = {k for k, _ in per_gpu}
     assert kinds == set(GPU_KINDS), kinds
     assert len([f for f in figures if f["scope"] == "pair"]) == gpus * (gpus - 1) // 2
-    assert all(f["value"] > 0 and (f["pct_of_peak"] is None or f["pct_of_peak"] <= 100) for f in figures), figures
+    assert all(f["value"] > 0 and (f["pct_of_peak"] is None or f["pct_of_peak"] <= 100) for f in figures), (
+        figures
+    )
     if result.status is Status.WARN:  # a real finding on a real node: it must name a GPU or pair that exists
         assert all(f["subject"] in {f2["subject"] for f2 in figures} for f in result.measured["findings"])

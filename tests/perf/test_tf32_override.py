@@ -23,21 +23,39 @@ def probe(float32_mode: str, tf32_mode: str) -> Callable[[str, bool], str]:
     return lambda device, allow: tf32_mode if allow else float32_mode
 
 
-@pytest.mark.parametrize(("env", "modes", "expected"), [
-    ({}, ("float32", "tf32"), (None, "measured")),                                          # healthy Ampere+
-    ({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}, ("tf32", "tf32"),
-     ("float32_is_tf32", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1")),                              # NGC, honoured
-    ({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}, ("float32", "tf32"),
-     (None, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1")),                                           # H100 proof host
-    ({"NVIDIA_TF32_OVERRIDE": "0"}, ("float32", "float32"), ("tf32_is_float32", "NVIDIA_TF32_OVERRIDE=0")),
-    ({}, ("float32", "float32"), ("tf32_is_float32", "measured")),                            # e.g. a V100
-])
-def test_override_is_measured_and_the_variable_names_it(env: dict[str, str], modes: tuple[str, str],
-                                                         expected: tuple[str | None, str]) -> None:
+@pytest.mark.parametrize(
+    ("env", "modes", "expected"),
+    [
+        ({}, ("float32", "tf32"), (None, "measured")),  # healthy Ampere+
+        (
+            {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"},
+            ("tf32", "tf32"),
+            ("float32_is_tf32", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"),
+        ),  # NGC, honoured
+        (
+            {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"},
+            ("float32", "tf32"),
+            (None, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"),
+        ),  # H100 proof host
+        (
+            {"NVIDIA_TF32_OVERRIDE": "0"},
+            ("float32", "float32"),
+            ("tf32_is_float32", "NVIDIA_TF32_OVERRIDE=0"),
+        ),
+        ({}, ("float32", "float32"), ("tf32_is_float32", "measured")),  # e.g. a V100
+    ],
+)
+def test_override_is_measured_and_the_variable_names_it(
+    env: dict[str, str], modes: tuple[str, str], expected: tuple[str | None, str]
+) -> None:
     assert tf32_override("cuda:0", env, probe(*modes)) == expected
+
+
 def test_float32_run_as_tf32_is_labelled_and_compared_with_the_tf32_peak() -> None:
     """The H100 run's 'matmul float32 4096' was 51.7 TFLOP/s of 67; under the override it would be ~400."""
-    key, label, peak = matmul_names("float32", 4096, H100, "float32_is_tf32", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1")
+    key, label, peak = matmul_names(
+        "float32", 4096, H100, "float32_is_tf32", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"
+    )
     assert key == "matmul.float32_as_tf32.n4096" and peak == H100["tf32"] == 494.5
     assert label == "matmul float32 (ran as TF32: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1)"
 

@@ -34,19 +34,27 @@ def test_injected_slow_clip_is_reported_as_overhead() -> None:
     figs = _by_key(clip_figures("cpu", True, clip_fn=slow_clip))
     assert figs["clip.alone_ms"]["value"] >= 50.0
     step_ms = figs["clip.step_ms"]["value"]
-    assert figs["clip.overhead_pct"]["value"] == pytest.approx(100 * figs["clip.alone_ms"]["value"] / step_ms,
-                                                              rel=0.01)
+    assert figs["clip.overhead_pct"]["value"] == pytest.approx(
+        100 * figs["clip.alone_ms"]["value"] / step_ms, rel=0.01
+    )
     verdict = figs["clip.overhead_pct"]["claim"]
     assert verdict["verdict"] == "not comparable" and verdict["holds"] is None
-    assert "ResNet-50" in verdict["why"] and "-layer transformer" in verdict["why"] and " ms on the CPU" in verdict["why"]
+    assert (
+        "ResNet-50" in verdict["why"]
+        and "-layer transformer" in verdict["why"]
+        and " ms on the CPU" in verdict["why"]
+    )
 
 
-@pytest.mark.parametrize(("speedup", "verdict", "holds"), [
-    (2.8328, "holds", True),    # measured on the H100, bf16
-    (2.7593, "holds", True),    # measured on the H100, fp16 + GradScaler
-    (6.5, "exceeds", True),     # a larger model on an H100: faster than claimed, not a fault
-    (1.2, "fails", False),      # slower than claimed
-])
+@pytest.mark.parametrize(
+    ("speedup", "verdict", "holds"),
+    [
+        (2.8328, "holds", True),  # measured on the H100, bf16
+        (2.7593, "holds", True),  # measured on the H100, fp16 + GradScaler
+        (6.5, "exceeds", True),  # a larger model on an H100: faster than claimed, not a fault
+        (1.2, "fails", False),  # slower than claimed
+    ],
+)
 def test_amp_verdict_separates_faster_from_slower(speedup: float, verdict: str, holds: bool) -> None:
     got = claim(*AMP_CLAIM, 1.5, 3.0, speedup, better="higher")
     assert (got["verdict"], got["holds"]) == (verdict, holds)
@@ -81,8 +89,10 @@ def test_report_says_the_h100_clip_share_is_not_comparable() -> None:
     """The real H100 run printed 'claim FAILS' for a 2.3% clip share of a 16 ms transformer step."""
     fig = h100_figure("clip.overhead_pct")
     why = "not comparable: the claim is for a ResNet-50 step on an A100; this step is a 2-layer transformer"
-    fig.update(claim=claim(*CLIP_CLAIM, None, 0.3, fig["value"], better="lower", not_comparable=why),
-               unit_name="bench.clip")
+    fig.update(
+        claim=claim(*CLIP_CLAIM, None, 0.3, fig["value"], better="lower", not_comparable=why),
+        unit_name="bench.clip",
+    )
     (line,) = render_notes(_doc([fig]))
     assert line.startswith("claim not comparable: clip_grad_norm_ costs under 0.3%") and why in line
     assert "FAILS" not in line
@@ -90,10 +100,26 @@ def test_report_says_the_h100_clip_share_is_not_comparable() -> None:
 
 def test_notes_list_a_units_performance_finding_and_nothing_else() -> None:
     """A bench unit's WARN with a performance code (perf.relative's, dist.busbw's floor) is a note; another code is not."""
-    doc = {**_doc([]), "units": [
-        {"name": "bench.relative", "status": "warn", "code": "perf.hbm_slow", "summary": "GPU 3's HBM copy is 21% slow"},
-        {"name": "bench.allreduce", "status": "fail", "code": "perf.busbw_low", "summary": "busbw 90 GB/s < 400"},
-        {"name": "bench.matmul", "status": "warn", "code": "gpu.busy", "summary": "another process"},
-        {"name": "bench.memory", "status": "pass", "code": "perf.hbm_slow", "summary": "fine"}]}
+    doc = {
+        **_doc([]),
+        "units": [
+            {
+                "name": "bench.relative",
+                "status": "warn",
+                "code": "perf.hbm_slow",
+                "summary": "GPU 3's HBM copy is 21% slow",
+            },
+            {
+                "name": "bench.allreduce",
+                "status": "fail",
+                "code": "perf.busbw_low",
+                "summary": "busbw 90 GB/s < 400",
+            },
+            {"name": "bench.matmul", "status": "warn", "code": "gpu.busy", "summary": "another process"},
+            {"name": "bench.memory", "status": "pass", "code": "perf.hbm_slow", "summary": "fine"},
+        ],
+    }
     assert [n for n in render_notes(doc) if n.startswith(("WARN", "FAIL"))] == [
-        "WARN bench.relative: GPU 3's HBM copy is 21% slow", "FAIL bench.allreduce: busbw 90 GB/s < 400"]
+        "WARN bench.relative: GPU 3's HBM copy is 21% slow",
+        "FAIL bench.allreduce: busbw 90 GB/s < 400",
+    ]

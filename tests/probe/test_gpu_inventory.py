@@ -23,17 +23,35 @@ MIG1 = "MIG-cccccccc-2222-2222-2222-222222222222"
 
 
 # Where a failing call's answer lives in the one NVML fake's state: the system's, or each GPU's.
-FIELD_OF = {"nvmlSystemGetDriverVersion": "driver", "nvmlDeviceGetCudaComputeCapability": "compute_capability"}
+FIELD_OF = {
+    "nvmlSystemGetDriverVersion": "driver",
+    "nvmlDeviceGetCudaComputeCapability": "compute_capability",
+}
 
 
 def _fake_nvml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, failing: str | None = None) -> ModuleType:
     """GPU 0: plain H100; GPU 1: an A100 in MIG mode with one slice. `failing` names the call that raises NVML's
     Unknown Error. Strings come as bytes, as older nvidia-ml-py returned them."""
     error = {"nvml_error": 999}
-    gpus = [nvml.gpu(0, name="NVIDIA H100 80GB HBM3", memory_total_mib=80 * 1024, compute_capability=[9, 0],
-                     uuid=UUID0, mig=None),  # None: MIG mode is Not Supported, as on a GPU without MIG
-            nvml.gpu(1, name="NVIDIA A100-SXM4-40GB", memory_total_mib=80 * 1024, compute_capability=[8, 0],
-                     uuid=UUID1, mig=True, mig_devices=[{"uuid": MIG1, "memory_total_mib": 5 * 1024}])]
+    gpus = [
+        nvml.gpu(
+            0,
+            name="NVIDIA H100 80GB HBM3",
+            memory_total_mib=80 * 1024,
+            compute_capability=[9, 0],
+            uuid=UUID0,
+            mig=None,
+        ),  # None: MIG mode is Not Supported, as on a GPU without MIG
+        nvml.gpu(
+            1,
+            name="NVIDIA A100-SXM4-40GB",
+            memory_total_mib=80 * 1024,
+            compute_capability=[8, 0],
+            uuid=UUID1,
+            mig=True,
+            mig_devices=[{"uuid": MIG1, "memory_total_mib": 5 * 1024}],
+        ),
+    ]
     top: dict[str, Any] = {"driver": "580.65.06", "driver_cuda": 13000, "bytes": True}
     key = FIELD_OF.get(failing or "")
     if key == "driver":
@@ -63,7 +81,8 @@ def test_a_failing_driver_query_keeps_the_gpus(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_torch_devices_map_to_nvml_by_uuid_including_mig_and_unknown_otherwise(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """torch (mocked) sees the MIG slice first, then GPU 0, then a device NVML does not list."""
     _fake_nvml(monkeypatch, tmp_path)
     torch_uuids = [MIG1.removeprefix("MIG-"), UUID0.removeprefix("GPU-"), "dddddddd-9999"]
@@ -81,8 +100,10 @@ def test_facts_survive_cudnn_version_raising(monkeypatch: pytest.MonkeyPatch) ->
     import torch
 
     def raises() -> int:
-        raise RuntimeError("cuDNN version incompatibility: PyTorch was compiled  against (9, 10, 2) but found "
-                           "runtime version (9, 1, 0).")
+        raise RuntimeError(
+            "cuDNN version incompatibility: PyTorch was compiled  against (9, 10, 2) but found "
+            "runtime version (9, 1, 0)."
+        )
 
     monkeypatch.setattr(torch.backends.cudnn, "version", raises)
     facts = torch_facts()

@@ -21,11 +21,13 @@ from envcheck.report.junit import render_junit
 from envcheck.report.table import print_facts, print_report
 from tests.helpers import ROOT, load_report
 
-RESULTS = [passed("ok", measured={"x": 1}).named("a.pass", 0.1),
-           warned("meh", "do this").named("a.warn", 0.2),
-           failed("bad", "fix it", measured={"err": 0.5}, expected={"err": 0.1}).named("a.fail", 0.3),
-           skipped("no gpu").named("a.skip", 0.0),
-           errored("timed out").named("a.error", 5.0)]
+RESULTS = [
+    passed("ok", measured={"x": 1}).named("a.pass", 0.1),
+    warned("meh", "do this").named("a.warn", 0.2),
+    failed("bad", "fix it", measured={"err": 0.5}, expected={"err": 0.1}).named("a.fail", 0.3),
+    skipped("no gpu").named("a.skip", 0.0),
+    errored("timed out").named("a.error", 5.0),
+]
 
 
 def test_json_round_trip_keeps_every_field() -> None:
@@ -34,12 +36,15 @@ def test_json_round_trip_keeps_every_field() -> None:
     assert report.facts == {"k": {"absent": "why"}}
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("not json", "not valid JSON"),
-    ('{"schema_version": 1}', "no 'results'"),
-    ('{"schema_version": 99, "results": []}', "schema_version 99"),
-    ('{"schema_version": 1, "results": [{"name": "x", "status": "great"}]}', "malformed result"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("not json", "not valid JSON"),
+        ('{"schema_version": 1}', "no 'results'"),
+        ('{"schema_version": 99, "results": []}', "schema_version 99"),
+        ('{"schema_version": 1, "results": [{"name": "x", "status": "great"}]}', "malformed result"),
+    ],
+)
 def test_parse_rejects_bad_reports(text: str, needle: str) -> None:
     with pytest.raises(FatalError, match=needle.replace("(", r"\(")):
         parse_report(text)
@@ -49,7 +54,11 @@ def test_junit_maps_statuses() -> None:
     suite = ET.fromstring(render_junit(RunReport(RESULTS))).find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
-        "5", "1", "1", "1")
+        "5",
+        "1",
+        "1",
+        "1",
+    )
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert cases["a.fail"].find("failure") is not None
     assert "fix it" in (cases["a.fail"].findtext("failure") or "")
@@ -74,7 +83,9 @@ def test_skip_and_error_always_carry_a_reason() -> None:
 
 def test_table_prints_error_text_with_brackets_literally() -> None:
     """Real gloo error text contains '[/path/pair.cc:553]', which rich would parse as a closing tag."""
-    text = "gloo: Connection closed by peer [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] [bold]x"
+    text = (
+        "gloo: Connection closed by peer [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] [bold]x"
+    )
     buf = io.StringIO()
     console = Console(file=buf, width=400, highlight=False)
     print_report(RunReport(results=[failed(text, "fix [it]").named("dist.all_reduce", 1.0)]), console)
@@ -91,15 +102,18 @@ def test_json_follows_the_published_schema_with_verdict_and_counts() -> None:
     assert load_report(render_json(RunReport(RESULTS[:1] + RESULTS[3:4])))["verdict"] == "pass"
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda d: d.pop("verdict"),
-    lambda d: d.update(verdict="meh"),
-    lambda d: d["results"][2].update(fault_class="cosmic-ray"),
-    lambda d: d["results"][0].update(fault_class="node"),  # a pass has no fault class
-    lambda d: d["results"][3].update(reason=None),  # a skip always says why
-    lambda d: d["results"][1].pop("fault_class"),
-    lambda d: d.update(schema_version=1),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.pop("verdict"),
+        lambda d: d.update(verdict="meh"),
+        lambda d: d["results"][2].update(fault_class="cosmic-ray"),
+        lambda d: d["results"][0].update(fault_class="node"),  # a pass has no fault class
+        lambda d: d["results"][3].update(reason=None),  # a skip always says why
+        lambda d: d["results"][1].pop("fault_class"),
+        lambda d: d.update(schema_version=1),
+    ],
+)
 def test_schema_rejects_malformed_reports(mutate: Any) -> None:
     doc = json.loads(render_json(RunReport(RESULTS)))
     mutate(doc)
@@ -128,10 +142,15 @@ def test_version_1_reports_still_parse() -> None:
 
 
 def test_junit_makes_warn_visible_and_has_timestamp_hostname_and_suite_facts() -> None:
-    facts = {"platform": {"python": "3.12.3", "system": "Linux 6.8"},
-             "torch": {"version": "2.13.0+cpu", "cuda_compiled": {"absent": "CPU-only"}},
-             "gpu": {"driver_version": "580.65.06", "driver_cuda": "13.0",
-                     "gpus": [{"name": "NVIDIA H100"}, {"name": "NVIDIA H100"}]}}
+    facts = {
+        "platform": {"python": "3.12.3", "system": "Linux 6.8"},
+        "torch": {"version": "2.13.0+cpu", "cuda_compiled": {"absent": "CPU-only"}},
+        "gpu": {
+            "driver_version": "580.65.06",
+            "driver_cuda": "13.0",
+            "gpus": [{"name": "NVIDIA H100"}, {"name": "NVIDIA H100"}],
+        },
+    }
     when = datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=timezone.utc)
     root = ET.fromstring(render_junit(RunReport(RESULTS, facts=facts), now=when, hostname="node7"))
     suite = root.find("testsuite")
@@ -145,7 +164,7 @@ def test_junit_makes_warn_visible_and_has_timestamp_hostname_and_suite_facts() -
     assert warn is not None
     assert warn.find("properties/property[@name='status']").get("value") == "warn"  # type: ignore[union-attr]
     assert (warn.findtext("system-out") or "").startswith("WARN: meh")
-    assert suite.find("testcase[@name='a.pass']/system-out").text == "ok\nmeasured: {\"x\": 1}"  # type: ignore[union-attr]
+    assert suite.find("testcase[@name='a.pass']/system-out").text == 'ok\nmeasured: {"x": 1}'  # type: ignore[union-attr]
     assert [c.tag for c in suite][0] == "properties"  # the XSD wants properties before the testcases
 
 
@@ -153,15 +172,19 @@ def test_image_verify_junit_holds_each_images_suite_as_render_junit_writes_it() 
     from envcheck.images.docker_run import ImageRun
     from envcheck.images.verify import aggregate_junit
 
-    runs = [ImageRun(image="img:1", report=RunReport(RESULTS), exit_code=1),
-            ImageRun(image="img:2", error="container exited 137", exit_code=137)]
+    runs = [
+        ImageRun(image="img:1", report=RunReport(RESULTS), exit_code=1),
+        ImageRun(image="img:2", error="container exited 137", exit_code=137),
+    ]
     suites = ET.fromstring(aggregate_junit(runs)).findall("testsuite")
     alone = ET.fromstring(render_junit(RunReport(RESULTS), suite_name="img:1")).find("testsuite")
     assert alone is not None and [s.get("name") for s in suites] == ["img:1", "img:2"]
 
     def shape(suite: ET.Element) -> list[tuple[str, dict[str, str], str]]:
-        return [(e.tag, {k: v for k, v in e.attrib.items() if k != "timestamp"}, (e.text or "").strip())
-                for e in suite.iter()]
+        return [
+            (e.tag, {k: v for k, v in e.attrib.items() if k != "timestamp"}, (e.text or "").strip())
+            for e in suite.iter()
+        ]
 
     assert shape(suites[0]) == shape(alone)
     assert suites[1].find("testcase/error").get("message") == "container exited 137"  # type: ignore[union-attr]

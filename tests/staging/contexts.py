@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from tests.staging.gpu_node import Node, eight_gpus
 
 # NVIDIA/NVSentinel#155 (a newer driver: no Xid line for it), for the GPU at 0000:b3:00.0 (GPU 6 here).
-FELL = ("NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus "
-        "and is not responding to commands.")
+FELL = (
+    "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus "
+    "and is not responding to commands."
+)
 # kernel-open/nvidia/nv.c (nvidia_init_module): printed after the PCI probe, before the banner.
 PROBE_FAILED = "NVRM: The NVIDIA probe routine failed for 1 device(s)."
 # The first line of every load: the module's NVLink core starting (seen in public dmesg logs, e.g. before
@@ -21,8 +23,10 @@ PROBE_FAILED = "NVRM: The NVIDIA probe routine failed for 1 device(s)."
 NVLINK_START = "nvidia-nvlink: Nvlink Core is being initialized, major device number 237"
 LOAD = "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  Tue Sep 23 09:11:41 UTC 2025"
 # leptonai/gpud#46 (dmesg --ctime): an application's Xid 13 on GPU 0000:18:00 (GPU 0 here), from other users' jobs.
-XID13 = ("NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, "
-         "TPC 7, SM 0): Illegal Instruction Parameter")
+XID13 = (
+    "NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, "
+    "TPC 7, SM 0): Illegal Instruction Parameter"
+)
 # A job holding a GPU as PyTorch's caching allocator leaves it: ~78 of 80 GiB in use by one python process.
 JOB = {"processes": [{"pid": 4242, "used_mib": 79000}], "memory_used_mib": 79500}
 
@@ -45,7 +49,9 @@ class Case:
     node: Node
     args: tuple[str, ...]
     exit_code: int
-    codes: dict[str, str | None] = field(default_factory=dict)  # check -> finding code (None: no code, a pass)
+    codes: dict[str, str | None] = field(
+        default_factory=dict
+    )  # check -> finding code (None: no code, a pass)
     statuses: dict[str, str] = field(default_factory=dict)  # check -> status
     runs: int = 1  # run it this many times on the same node (a repeated overrun); the last run is judged
     twin_of: str = ""  # the healthy case this one breaks
@@ -57,84 +63,223 @@ def _busy(exclusive: bool = False) -> dict[str, dict[str, object]]:
 
 
 CASES: tuple[Case, ...] = (
-    Case("whole node, healthy", Node(eight_gpus(), kmsg=BOOT), HOST, 0,
-         statuses={"node.cuda_driver": "pass", "gpu.health": "pass", "node.profile": "pass"}),
-    Case("whole node, a GPU lost at boot (probe failure before the banner)",
-         Node(eight_gpus(g6={"in_driver": False}), kmsg=kmsg(NVLINK_START, FELL, PROBE_FAILED, LOAD)), HOST, 1,
-         codes={"gpu.health": "gpu.fell_off_bus", "node.profile": "node.gpu_count"}, twin_of="whole node, healthy"),
-    Case("whole node, a GPU lost while idle (NVML: GPU is lost)",
-         Node(eight_gpus(g5={"nvml": {"lost": True}}), kmsg=BOOT), HOST, 1, codes={"gpu.health": "gpu.lost"},
-         twin_of="whole node, healthy"),
-    Case("shared node, a job holds 4 GPUs (78 GiB each, contexts refused OUT_OF_MEMORY)",
-         Node(eight_gpus(**_busy()), kmsg=BOOT), HOST, 0,
-         statuses={"node.cuda_driver": "pass", "gpu.health": "pass", "node.profile": "pass"}),
-    Case("shared node, a job holds 4 EXCLUSIVE_PROCESS GPUs (DEVICES_UNAVAILABLE)",
-         Node(eight_gpus(**_busy(exclusive=True)), kmsg=BOOT), HOST, 0, statuses={"node.cuda_driver": "pass"}),
-    Case("shared node, health check beside the job", Node(eight_gpus(**_busy()), kmsg=BOOT),
-         ("--for", "health", "--expect-gpus", "8"), 0, statuses={"node.cuda_driver": "pass", "gpu.health": "pass"}),
-    Case("shared node, an idle GPU refuses contexts (DEVICES_UNAVAILABLE in DEFAULT mode)",
-         Node(eight_gpus(**_busy(), g6={"ctx_code": 46}), kmsg=BOOT), HOST, 1,
-         codes={"node.cuda_driver": "cuda.gpu_unusable"}, twin_of="shared node, a job holds 4 GPUs (78 GiB each, "
-         "contexts refused OUT_OF_MEMORY)"),
-    Case("shared node, an idle GPU fails (CUDA_ERROR_ECC_UNCORRECTABLE)",
-         Node(eight_gpus(**_busy(), g7={"ctx_code": 214}), kmsg=BOOT), HOST, 1,
-         codes={"node.cuda_driver": "cuda.gpu_unusable"}, twin_of="shared node, a job holds 4 GPUs (78 GiB each, "
-         "contexts refused OUT_OF_MEMORY)"),
-    Case("cold node, persistence off (0.4 s per GPU, 8 GPUs)",
-         Node(eight_gpus(), persistence=False, cold_ms_per_gpu=400, kmsg=BOOT), HOST, 0,
-         statuses={"node.cuda_driver": "pass", "node.profile": "pass"}),
-    Case("cold node over a tight --timeout, first run (sleeping, not stuck)",
-         Node(eight_gpus(), persistence=False, cold_ms_per_gpu=1500, kmsg=BOOT), (*HOST, "--timeout", "12"), 0,
-         codes={"gpu.health": "gpu.init_slow"}, statuses={"gpu.health": "warn"}),
-    Case("cold node over a tight --timeout, second run in a row",
-         Node(eight_gpus(), persistence=False, cold_ms_per_gpu=1500, kmsg=BOOT), (*HOST, "--timeout", "12"), 1,
-         codes={"gpu.health": "gpu.init_slow"}, statuses={"gpu.health": "fail"}, runs=2,
-         twin_of="cold node over a tight --timeout, first run (sleeping, not stuck)"),
-    Case("wedged driver: NVML's init stuck in the kernel (D)", Node(eight_gpus(), nvml_init_hang="D", kmsg=BOOT),
-         (*HOST, "--timeout", "20"), 1, codes={"gpu.health": "nvml.hang"},
-         twin_of="cold node, persistence off (0.4 s per GPU, 8 GPUs)"),
-    Case("wedged driver: cuInit stuck in the kernel (D)", Node(eight_gpus(), cuinit_hang=True, kmsg=BOOT),
-         (*HOST, "--timeout", "20"), 1, codes={"node.cuda_driver": "cuda.init_hang"},
-         twin_of="cold node, persistence off (0.4 s per GPU, 8 GPUs)"),
-    Case("MIG node (CUDA sees one MIG device)", Node(eight_gpus(), mig=True, kmsg=BOOT), HOST, 0,
-         statuses={"node.cuda_driver": "pass", "node.profile": "pass"}),
-    Case("no GPU at all, the driver gone (8 GPUs on the PCI bus, none bound)",
-         Node(eight_gpus(), driver=False, kmsg=[]), HOST, 1, codes={"node.profile": "node.gpu_count"}),
-    Case("no GPU at all, nothing expected", Node(eight_gpus(), driver=False, kmsg=[]), ("--for", "prolog"), 0,
-         statuses={"node.cuda_driver": "skip", "node.profile": "skip"},
-         twin_of="no GPU at all, the driver gone (8 GPUs on the PCI bus, none bound)"),
-    Case("kernel log unreadable (no /dev/kmsg)", Node(eight_gpus(), kmsg=None), HOST, 0,
-         codes={"gpu.health": "gpu.kernel_log_unreadable"}, statuses={"gpu.health": "warn"}),
-    Case("other users' application Xid 13, 9 bursts since boot, no window set",
-         Node(eight_gpus(), kmsg=BOOT + [f"4,{10 + n},{(10 + n * 60) * 1_000_000},-;{XID13}" for n in range(9)]),
-         HOST, 0,
-         statuses={"gpu.health": "pass"}),
-    Case("container given GPU 3 (toolkit), healthy", Node(eight_gpus(), given=(3,), how="toolkit", kmsg=BOOT),
-         (*IN_POD, "gpu.health", "--expect-gpus", "1"), 0, statuses={"gpu.health": "pass"}),
-    Case("container given GPU 3 (toolkit), GPU 3 lost",
-         Node(eight_gpus(g3={"nvml": {"lost": True}}), given=(3,), how="toolkit", kmsg=BOOT),
-         (*IN_POD, "gpu.health", "--expect-gpus", "1"), 10, codes={"gpu.health": "gpu.lost"},
-         twin_of="container given GPU 3 (toolkit), healthy"),
-    Case("container given all GPUs (toolkit), one lost at boot",
-         Node(eight_gpus(g6={"in_driver": False}), how="toolkit", env={"NVIDIA_VISIBLE_DEVICES": "all"},
-              kmsg=BOOT), (*IN_POD, "gpu.health"), 10, codes={"gpu.health": "gpu.lost"},
-         twin_of="container given GPU 3 (toolkit), healthy"),
-    Case("CDI container given GPUs 2 and 5, driver API", Node(eight_gpus(), given=(2, 5), how="cdi", kmsg=BOOT),
-         (*IN_POD, "node.cuda_driver,node.profile", "--expect-gpus", "2"), 0,
-         statuses={"node.cuda_driver": "pass", "node.profile": "pass"}),
-    Case("CDI container given GPUs 2 and 5, NVML", Node(eight_gpus(), given=(2, 5), how="cdi", kmsg=BOOT),
-         (*IN_POD, "gpu.health"), 0, statuses={"gpu.health": "pass"}),
-    Case("CDI container given GPUs 2 and 5, GPU 5 lost",
-         Node(eight_gpus(g5={"nvml": {"lost": True}}), given=(2, 5), how="cdi", kmsg=BOOT), (*IN_POD, "gpu.health"),
-         10, codes={"gpu.health": "gpu.lost"}, twin_of="CDI container given GPUs 2 and 5, NVML"),
-    Case("Slurm job, ConstrainDevices, given GPUs 0 and 1", Node(eight_gpus(), given=(0, 1), how="cgroup", kmsg=BOOT),
-         (*IN_POD, "gpu.health"), 0, statuses={"gpu.health": "pass"}),
-    Case("Slurm job, ConstrainDevices, given GPUs 0 and 1, driver API", Node(eight_gpus(), given=(0, 1),
-         how="cgroup", kmsg=BOOT), (*IN_POD, "node.cuda_driver"), 0, statuses={"node.cuda_driver": "pass"}),
-    Case("Slurm job, ConstrainDevices, given GPUs 0 and 1, GPU 1 lost",
-         Node(eight_gpus(g1={"nvml": {"lost": True}}), given=(0, 1), how="cgroup", kmsg=BOOT),
-         (*IN_POD, "gpu.health"), 10, codes={"gpu.health": "gpu.lost"},
-         twin_of="Slurm job, ConstrainDevices, given GPUs 0 and 1"),
-    Case("Slurm job, ConstrainDevices, expecting the whole node's 8", Node(eight_gpus(), given=(0, 1), how="cgroup",
-         kmsg=BOOT), (*IN_POD, "node.profile", "--expect-gpus", "8"), 0, codes={"node.profile": "node.gpu_count_scope"}),
+    Case(
+        "whole node, healthy",
+        Node(eight_gpus(), kmsg=BOOT),
+        HOST,
+        0,
+        statuses={"node.cuda_driver": "pass", "gpu.health": "pass", "node.profile": "pass"},
+    ),
+    Case(
+        "whole node, a GPU lost at boot (probe failure before the banner)",
+        Node(eight_gpus(g6={"in_driver": False}), kmsg=kmsg(NVLINK_START, FELL, PROBE_FAILED, LOAD)),
+        HOST,
+        1,
+        codes={"gpu.health": "gpu.fell_off_bus", "node.profile": "node.gpu_count"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "whole node, a GPU lost while idle (NVML: GPU is lost)",
+        Node(eight_gpus(g5={"nvml": {"lost": True}}), kmsg=BOOT),
+        HOST,
+        1,
+        codes={"gpu.health": "gpu.lost"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "shared node, a job holds 4 GPUs (78 GiB each, contexts refused OUT_OF_MEMORY)",
+        Node(eight_gpus(**_busy()), kmsg=BOOT),
+        HOST,
+        0,
+        statuses={"node.cuda_driver": "pass", "gpu.health": "pass", "node.profile": "pass"},
+    ),
+    Case(
+        "shared node, a job holds 4 EXCLUSIVE_PROCESS GPUs (DEVICES_UNAVAILABLE)",
+        Node(eight_gpus(**_busy(exclusive=True)), kmsg=BOOT),
+        HOST,
+        0,
+        statuses={"node.cuda_driver": "pass"},
+    ),
+    Case(
+        "shared node, health check beside the job",
+        Node(eight_gpus(**_busy()), kmsg=BOOT),
+        ("--for", "health", "--expect-gpus", "8"),
+        0,
+        statuses={"node.cuda_driver": "pass", "gpu.health": "pass"},
+    ),
+    Case(
+        "shared node, an idle GPU refuses contexts (DEVICES_UNAVAILABLE in DEFAULT mode)",
+        Node(eight_gpus(**_busy(), g6={"ctx_code": 46}), kmsg=BOOT),
+        HOST,
+        1,
+        codes={"node.cuda_driver": "cuda.gpu_unusable"},
+        twin_of="shared node, a job holds 4 GPUs (78 GiB each, contexts refused OUT_OF_MEMORY)",
+    ),
+    Case(
+        "shared node, an idle GPU fails (CUDA_ERROR_ECC_UNCORRECTABLE)",
+        Node(eight_gpus(**_busy(), g7={"ctx_code": 214}), kmsg=BOOT),
+        HOST,
+        1,
+        codes={"node.cuda_driver": "cuda.gpu_unusable"},
+        twin_of="shared node, a job holds 4 GPUs (78 GiB each, contexts refused OUT_OF_MEMORY)",
+    ),
+    Case(
+        "cold node, persistence off (0.4 s per GPU, 8 GPUs)",
+        Node(eight_gpus(), persistence=False, cold_ms_per_gpu=400, kmsg=BOOT),
+        HOST,
+        0,
+        statuses={"node.cuda_driver": "pass", "node.profile": "pass"},
+    ),
+    Case(
+        "cold node over a tight --timeout, first run (sleeping, not stuck)",
+        Node(eight_gpus(), persistence=False, cold_ms_per_gpu=1500, kmsg=BOOT),
+        (*HOST, "--timeout", "12"),
+        0,
+        codes={"gpu.health": "gpu.init_slow"},
+        statuses={"gpu.health": "warn"},
+    ),
+    Case(
+        "cold node over a tight --timeout, second run in a row",
+        Node(eight_gpus(), persistence=False, cold_ms_per_gpu=1500, kmsg=BOOT),
+        (*HOST, "--timeout", "12"),
+        1,
+        codes={"gpu.health": "gpu.init_slow"},
+        statuses={"gpu.health": "fail"},
+        runs=2,
+        twin_of="cold node over a tight --timeout, first run (sleeping, not stuck)",
+    ),
+    Case(
+        "wedged driver: NVML's init stuck in the kernel (D)",
+        Node(eight_gpus(), nvml_init_hang="D", kmsg=BOOT),
+        (*HOST, "--timeout", "20"),
+        1,
+        codes={"gpu.health": "nvml.hang"},
+        twin_of="cold node, persistence off (0.4 s per GPU, 8 GPUs)",
+    ),
+    Case(
+        "wedged driver: cuInit stuck in the kernel (D)",
+        Node(eight_gpus(), cuinit_hang=True, kmsg=BOOT),
+        (*HOST, "--timeout", "20"),
+        1,
+        codes={"node.cuda_driver": "cuda.init_hang"},
+        twin_of="cold node, persistence off (0.4 s per GPU, 8 GPUs)",
+    ),
+    Case(
+        "MIG node (CUDA sees one MIG device)",
+        Node(eight_gpus(), mig=True, kmsg=BOOT),
+        HOST,
+        0,
+        statuses={"node.cuda_driver": "pass", "node.profile": "pass"},
+    ),
+    Case(
+        "no GPU at all, the driver gone (8 GPUs on the PCI bus, none bound)",
+        Node(eight_gpus(), driver=False, kmsg=[]),
+        HOST,
+        1,
+        codes={"node.profile": "node.gpu_count"},
+    ),
+    Case(
+        "no GPU at all, nothing expected",
+        Node(eight_gpus(), driver=False, kmsg=[]),
+        ("--for", "prolog"),
+        0,
+        statuses={"node.cuda_driver": "skip", "node.profile": "skip"},
+        twin_of="no GPU at all, the driver gone (8 GPUs on the PCI bus, none bound)",
+    ),
+    Case(
+        "kernel log unreadable (no /dev/kmsg)",
+        Node(eight_gpus(), kmsg=None),
+        HOST,
+        0,
+        codes={"gpu.health": "gpu.kernel_log_unreadable"},
+        statuses={"gpu.health": "warn"},
+    ),
+    Case(
+        "other users' application Xid 13, 9 bursts since boot, no window set",
+        Node(
+            eight_gpus(), kmsg=BOOT + [f"4,{10 + n},{(10 + n * 60) * 1_000_000},-;{XID13}" for n in range(9)]
+        ),
+        HOST,
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "container given GPU 3 (toolkit), healthy",
+        Node(eight_gpus(), given=(3,), how="toolkit", kmsg=BOOT),
+        (*IN_POD, "gpu.health", "--expect-gpus", "1"),
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "container given GPU 3 (toolkit), GPU 3 lost",
+        Node(eight_gpus(g3={"nvml": {"lost": True}}), given=(3,), how="toolkit", kmsg=BOOT),
+        (*IN_POD, "gpu.health", "--expect-gpus", "1"),
+        10,
+        codes={"gpu.health": "gpu.lost"},
+        twin_of="container given GPU 3 (toolkit), healthy",
+    ),
+    Case(
+        "container given all GPUs (toolkit), one lost at boot",
+        Node(
+            eight_gpus(g6={"in_driver": False}),
+            how="toolkit",
+            env={"NVIDIA_VISIBLE_DEVICES": "all"},
+            kmsg=BOOT,
+        ),
+        (*IN_POD, "gpu.health"),
+        10,
+        codes={"gpu.health": "gpu.lost"},
+        twin_of="container given GPU 3 (toolkit), healthy",
+    ),
+    Case(
+        "CDI container given GPUs 2 and 5, driver API",
+        Node(eight_gpus(), given=(2, 5), how="cdi", kmsg=BOOT),
+        (*IN_POD, "node.cuda_driver,node.profile", "--expect-gpus", "2"),
+        0,
+        statuses={"node.cuda_driver": "pass", "node.profile": "pass"},
+    ),
+    Case(
+        "CDI container given GPUs 2 and 5, NVML",
+        Node(eight_gpus(), given=(2, 5), how="cdi", kmsg=BOOT),
+        (*IN_POD, "gpu.health"),
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "CDI container given GPUs 2 and 5, GPU 5 lost",
+        Node(eight_gpus(g5={"nvml": {"lost": True}}), given=(2, 5), how="cdi", kmsg=BOOT),
+        (*IN_POD, "gpu.health"),
+        10,
+        codes={"gpu.health": "gpu.lost"},
+        twin_of="CDI container given GPUs 2 and 5, NVML",
+    ),
+    Case(
+        "Slurm job, ConstrainDevices, given GPUs 0 and 1",
+        Node(eight_gpus(), given=(0, 1), how="cgroup", kmsg=BOOT),
+        (*IN_POD, "gpu.health"),
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "Slurm job, ConstrainDevices, given GPUs 0 and 1, driver API",
+        Node(eight_gpus(), given=(0, 1), how="cgroup", kmsg=BOOT),
+        (*IN_POD, "node.cuda_driver"),
+        0,
+        statuses={"node.cuda_driver": "pass"},
+    ),
+    Case(
+        "Slurm job, ConstrainDevices, given GPUs 0 and 1, GPU 1 lost",
+        Node(eight_gpus(g1={"nvml": {"lost": True}}), given=(0, 1), how="cgroup", kmsg=BOOT),
+        (*IN_POD, "gpu.health"),
+        10,
+        codes={"gpu.health": "gpu.lost"},
+        twin_of="Slurm job, ConstrainDevices, given GPUs 0 and 1",
+    ),
+    Case(
+        "Slurm job, ConstrainDevices, expecting the whole node's 8",
+        Node(eight_gpus(), given=(0, 1), how="cgroup", kmsg=BOOT),
+        (*IN_POD, "node.profile", "--expect-gpus", "8"),
+        0,
+        codes={"node.profile": "node.gpu_count_scope"},
+    ),
 )

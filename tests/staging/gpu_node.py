@@ -39,11 +39,21 @@ from tests.staging.libcuda import build
 
 ROOT = Path(__file__).resolve().parents[2]
 STUB_NVML = Path(__file__).with_name("pynvml_stub")
-BUSES = ("0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0", "0000:ab:00.0",
-         "0000:b3:00.0", "0000:db:00.0")
+BUSES = (
+    "0000:18:00.0",
+    "0000:2a:00.0",
+    "0000:3a:00.0",
+    "0000:5d:00.0",
+    "0000:9a:00.0",
+    "0000:ab:00.0",
+    "0000:b3:00.0",
+    "0000:db:00.0",
+)
 DRIVER = "580.95.05"
-VERSION = (f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER}  Release Build  "
-           "(dvs-builder@U22-I3-AF03-09-1)  Tue Sep 23 09:11:41 UTC 2025\nGCC version:  gcc version 12.2.0\n")
+VERSION = (
+    f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER}  Release Build  "
+    "(dvs-builder@U22-I3-AF03-09-1)  Tue Sep 23 09:11:41 UTC 2025\nGCC version:  gcc version 12.2.0\n"
+)
 UVM_MAJOR = 510  # dynamic on a real host; any free major works for a node nothing opens
 
 
@@ -54,9 +64,13 @@ class Gpu:
     bus: str
     minor: int
     uuid: str
-    nvml: dict[str, Any] = field(default_factory=dict)  # NVML state overrides (processes, memory_used_mib, lost ...)
+    nvml: dict[str, Any] = field(
+        default_factory=dict
+    )  # NVML state overrides (processes, memory_used_mib, lost ...)
     ctx_code: int = 0  # cuCtxCreate's CUresult on this GPU
-    in_driver: bool = True  # False: the probe failed at load (on the PCI bus, unknown to the driver, no /dev node)
+    in_driver: bool = (
+        True  # False: the probe failed at load (on the PCI bus, unknown to the driver, no /dev node)
+    )
 
 
 @dataclass
@@ -100,7 +114,12 @@ class Staged:
     """A node staged under `folder`: `run(argv)` runs a command inside its private mount namespace."""
 
     def __init__(self, node: Node, folder: Path, libdir: Path, tree: Path = ROOT) -> None:
-        self.node, self.folder, self.libdir, self.tree = node, folder, libdir, tree  # tree: the envcheck under test
+        self.node, self.folder, self.libdir, self.tree = (
+            node,
+            folder,
+            libdir,
+            tree,
+        )  # tree: the envcheck under test
         self.state = folder / "state"
         self.state.mkdir(exist_ok=True)
         self._write()
@@ -117,7 +136,10 @@ class Staged:
         audio.mkdir(exist_ok=True)
         (audio / "vendor").write_text("0x10de\n")
         (audio / "class").write_text("0x040300\n")
-        for name, gpus in (("proc-host", [g for g in node.gpus if g.in_driver]), ("proc-toolkit", _given(node))):
+        for name, gpus in (
+            ("proc-host", [g for g in node.gpus if g.in_driver]),
+            ("proc-toolkit", _given(node)),
+        ):
             gdir = f / name / "gpus"
             gdir.mkdir(parents=True, exist_ok=True)
             (f / name / "version").write_text(VERSION)
@@ -126,7 +148,8 @@ class Staged:
                 (gdir / g.bus / "information").write_text(
                     f"Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 0\nGPU UUID: \t {g.uuid}\nVideo BIOS: \t "
                     f"96.00.99.00.01\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"
-                    f"Bus Location: \t {g.bus}\nDevice Minor: \t {g.minor}\nGPU Excluded:\t No\n")
+                    f"Bus Location: \t {g.bus}\nDevice Minor: \t {g.minor}\nGPU Excluded:\t No\n"
+                )
         (f / "kmsg").write_text("".join(line + "\n" for line in node.kmsg or []))
         gpus = []
         for g in node.gpus:
@@ -135,10 +158,19 @@ class Staged:
                 if node.mig:
                     nvml.setdefault("mig", True)
                 gpus.append(nvml)
-        (f / "nvml.json").write_text(json.dumps({
-            "library": node.driver, "driver": DRIVER, "persistence_daemon": node.persistence,
-            "cold_s_per_gpu": node.cold_ms_per_gpu / 1000, "warm_dir": "/run/stub-gpu-warm",
-            "init_hang": node.nvml_init_hang, "gpus": gpus}))
+        (f / "nvml.json").write_text(
+            json.dumps(
+                {
+                    "library": node.driver,
+                    "driver": DRIVER,
+                    "persistence_daemon": node.persistence,
+                    "cold_s_per_gpu": node.cold_ms_per_gpu / 1000,
+                    "warm_dir": "/run/stub-gpu-warm",
+                    "init_hang": node.nvml_init_hang,
+                    "gpus": gpus,
+                }
+            )
+        )
 
     def _nodes(self) -> list[Gpu]:
         """The /dev/nvidia<minor> nodes this shape has: the given GPUs in a container; every GPU the driver took
@@ -154,24 +186,45 @@ class Staged:
         """The shell steps that build the node inside the namespace, then exec "$@"."""
         node, f = self.node, self.folder
         q = shlex.quote
-        steps = ["set -e", "mount --make-rprivate /",
-                 "mount -t tmpfs -o mode=755 envcheck-stage-dev /dev",
-                 "mknod -m 666 /dev/null c 1 3", "mknod -m 666 /dev/zero c 1 5", "mknod -m 666 /dev/full c 1 7",
-                 "mknod -m 666 /dev/random c 1 8", "mknod -m 666 /dev/urandom c 1 9", "mknod -m 666 /dev/tty c 5 0",
-                 "ln -s /proc/self/fd /dev/fd", "ln -s /proc/self/fd/0 /dev/stdin", "ln -s /proc/self/fd/1 /dev/stdout",
-                 "ln -s /proc/self/fd/2 /dev/stderr", "mkdir /dev/shm", "mount -t tmpfs envcheck-stage-shm /dev/shm",
-                 f"mount --bind {q(str(f / 'pci'))} /sys/bus/pci/devices",
-                 "mount -t tmpfs envcheck-stage-run /run", "mkdir -p /run/stub-gpu-warm"]
+        steps = [
+            "set -e",
+            "mount --make-rprivate /",
+            "mount -t tmpfs -o mode=755 envcheck-stage-dev /dev",
+            "mknod -m 666 /dev/null c 1 3",
+            "mknod -m 666 /dev/zero c 1 5",
+            "mknod -m 666 /dev/full c 1 7",
+            "mknod -m 666 /dev/random c 1 8",
+            "mknod -m 666 /dev/urandom c 1 9",
+            "mknod -m 666 /dev/tty c 5 0",
+            "ln -s /proc/self/fd /dev/fd",
+            "ln -s /proc/self/fd/0 /dev/stdin",
+            "ln -s /proc/self/fd/1 /dev/stdout",
+            "ln -s /proc/self/fd/2 /dev/stderr",
+            "mkdir /dev/shm",
+            "mount -t tmpfs envcheck-stage-shm /dev/shm",
+            f"mount --bind {q(str(f / 'pci'))} /sys/bus/pci/devices",
+            "mount -t tmpfs envcheck-stage-run /run",
+            "mkdir -p /run/stub-gpu-warm",
+        ]
         if node.kmsg is not None:
             steps.append(f"cp {q(str(f / 'kmsg'))} /dev/kmsg")
         if node.driver:
-            steps += ["mknod -m 666 /dev/nvidiactl c 195 255", f"mknod -m 666 /dev/nvidia-uvm c {UVM_MAJOR} 0"]
+            steps += [
+                "mknod -m 666 /dev/nvidiactl c 195 255",
+                f"mknod -m 666 /dev/nvidia-uvm c {UVM_MAJOR} 0",
+            ]
             steps += [f"mknod -m 666 /dev/nvidia{g.minor} c 195 {g.minor}" for g in self._nodes()]
-            steps += ["mount -t tmpfs envcheck-stage-proc /proc/driver",
-                      f"cp -r {q(str(f / 'proc-host'))} /proc/driver/nvidia"]
-            if node.how == "toolkit":  # the toolkit's own tmpfs, exactly at /proc/driver/nvidia, with the given GPUs
-                steps += ["mount -t tmpfs -o mode=0555 tmpfs /proc/driver/nvidia",
-                          f"cp -r {q(str(f / 'proc-toolkit'))}/. /proc/driver/nvidia/"]
+            steps += [
+                "mount -t tmpfs envcheck-stage-proc /proc/driver",
+                f"cp -r {q(str(f / 'proc-host'))} /proc/driver/nvidia",
+            ]
+            if (
+                node.how == "toolkit"
+            ):  # the toolkit's own tmpfs, exactly at /proc/driver/nvidia, with the given GPUs
+                steps += [
+                    "mount -t tmpfs -o mode=0555 tmpfs /proc/driver/nvidia",
+                    f"cp -r {q(str(f / 'proc-toolkit'))}/. /proc/driver/nvidia/",
+                ]
         if node.persistence and node.driver:
             steps += ["mkdir /run/nvidia-persistenced", "touch /run/nvidia-persistenced/socket"]
         if node.how in ("toolkit", "cdi"):
@@ -182,10 +235,17 @@ class Staged:
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment of a process on this node (the toolkit's variables in a container)."""
         node = self.node
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("STUB_", "SLURM", "NVIDIA_", "CUDA_", "ENVCHECK_", "PYTEST"))}
-        env.update(PYTHONPATH=os.pathsep.join([str(STUB_NVML), str(self.tree)]), STUB_NVML_STATE=str(self.folder / "nvml.json"),
-                   ENVCHECK_STATE_DIR=str(self.state), STUB_WARM_DIR="/run/stub-gpu-warm")
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("STUB_", "SLURM", "NVIDIA_", "CUDA_", "ENVCHECK_", "PYTEST"))
+        }
+        env.update(
+            PYTHONPATH=os.pathsep.join([str(STUB_NVML), str(self.tree)]),
+            STUB_NVML_STATE=str(self.folder / "nvml.json"),
+            ENVCHECK_STATE_DIR=str(self.state),
+            STUB_WARM_DIR="/run/stub-gpu-warm",
+        )
         if node.driver:
             env["LD_LIBRARY_PATH"] = str(self.libdir)
             cuda = [g for g in node.gpus if g.in_driver]
@@ -204,24 +264,35 @@ class Staged:
         if node.how == "toolkit":
             env["NVIDIA_VISIBLE_DEVICES"] = ",".join(g.uuid for g in _given(node))
         elif node.how == "cdi":
-            env["NVIDIA_VISIBLE_DEVICES"] = "void"  # nvidia-ctk's CDI spec sets it so the legacy hook stays out
+            env["NVIDIA_VISIBLE_DEVICES"] = (
+                "void"  # nvidia-ctk's CDI spec sets it so the legacy hook stays out
+            )
         elif node.how == "cgroup" and node.given is not None:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(node.given)))  # Slurm renumbers
         env.update(node.env)
         env.update(extra or {})
         return env
 
-    def run(self, argv: list[str], env: dict[str, str] | None = None, timeout: float = 120
-            ) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, argv: list[str], env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         """Run argv on the staged node (as root, in a fresh private mount namespace)."""
         with self._cgroup() as join:  # joined after the node is built: the device nodes exist before the job
             script = self.script().replace('exec "$@"', join + 'exec "$@"')
             full = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "staged", *argv]
-            return subprocess.run(full, capture_output=True, text=True, timeout=timeout, env=self.env(env),
-                                  cwd=str(self.folder), start_new_session=True)
+            return subprocess.run(
+                full,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=self.env(env),
+                cwd=str(self.folder),
+                start_new_session=True,
+            )
 
-    def envcheck(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
-                 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    def envcheck(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
         """`envcheck run ARGS --json -` on the node: the process and its report (results by name)."""
         done = self.run([sys.executable, "-m", "envcheck", "run", *args, "--json", "-"], env, timeout)
         try:
@@ -244,10 +315,16 @@ class Staged:
         group.mkdir()
         try:
             (group / "devices.deny").write_text("a")
-            for rule in ("c 1:* rwm", "c 5:* rwm", "c 136:* rwm", "c 195:255 rwm", f"c {UVM_MAJOR}:* rwm",
-                         *(f"c 195:{g.minor} rwm" for g in _given(self.node))):
+            for rule in (
+                "c 1:* rwm",
+                "c 5:* rwm",
+                "c 136:* rwm",
+                "c 195:255 rwm",
+                f"c {UVM_MAJOR}:* rwm",
+                *(f"c 195:{g.minor} rwm" for g in _given(self.node)),
+            ):
                 (group / "devices.allow").write_text(rule)
-            yield f'echo $$ > {shlex.quote(str(group / "cgroup.procs"))}\n'
+            yield f"echo $$ > {shlex.quote(str(group / 'cgroup.procs'))}\n"
         finally:
             for _ in range(50):  # the members have exited; the kernel may take a moment to drop them
                 try:

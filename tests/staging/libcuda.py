@@ -139,6 +139,9 @@ def build(folder: Path) -> Path:
     if not shutil.which("cc"):
         pytest.skip("no C compiler for the stand-in libcuda.so.1")
     (folder / "stub_libcuda.c").write_text(SOURCE)
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(folder / "libcuda.so.1"), str(folder / "stub_libcuda.c")],
-                   check=True, timeout=60)
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-o", str(folder / "libcuda.so.1"), str(folder / "stub_libcuda.c")],
+        check=True,
+        timeout=60,
+    )
     return folder

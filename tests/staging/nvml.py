@@ -56,6 +56,8 @@ def install(monkeypatch: pytest.MonkeyPatch, folder: Path, nvml: dict[str, Any])
 def child_env(folder: Path, nvml: dict[str, Any], base: dict[str, str] | None = None) -> dict[str, str]:
     """A child's environment in which `import pynvml` answers from `nvml` (the stand-in first on PYTHONPATH)."""
     env = dict(os.environ if base is None else base)
-    env.update(PYTHONPATH=os.pathsep.join(p for p in (str(STUB), env.get("PYTHONPATH", "")) if p),
-               STUB_NVML_STATE=str(write(folder, nvml)))
+    env.update(
+        PYTHONPATH=os.pathsep.join(p for p in (str(STUB), env.get("PYTHONPATH", "")) if p),
+        STUB_NVML_STATE=str(write(folder, nvml)),
+    )
     return env

@@ -16,13 +16,17 @@ SHA_PIN = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"#\s*v\d+\.\d+\.\d+\s*$")
 
 # The only facts a publishing condition may rest on: default branch, tags, the weekly schedule.
-ALLOWED_GATE_TERMS = frozenset({
-    "github.event_name == 'schedule'",
-    "startsWith(github.ref, 'refs/tags/')",
-    "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)",
-    "github.ref == 'refs/heads/main'",
-})
-PUBLISHING_RUN = re.compile(r"\b(cosign (sign|attest)|imagetools create|docker push|make publish-(stage|promote)|make (publish|push)(?=\s|$))")
+ALLOWED_GATE_TERMS = frozenset(
+    {
+        "github.event_name == 'schedule'",
+        "startsWith(github.ref, 'refs/tags/')",
+        "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)",
+        "github.ref == 'refs/heads/main'",
+    }
+)
+PUBLISHING_RUN = re.compile(
+    r"\b(cosign (sign|attest)|imagetools create|docker push|make publish-(stage|promote)|make (publish|push)(?=\s|$))"
+)
 
 
 def load(path: Path) -> dict[str, Any]:

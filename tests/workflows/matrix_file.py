@@ -33,8 +33,9 @@ def _cli_missing() -> list[str]:
 
 # Before the `images` branch is merged these cannot run; they skip visibly, naming what is missing.
 # Once the files exist they run for real (a broken matrix then fails, it does not skip).
-requires_matrix_code = pytest.mark.skipif(bool(_missing(_MATRIX_CODE, MATRIX)),
-                                          reason=f"not merged yet: {_missing(_MATRIX_CODE, MATRIX)}")
+requires_matrix_code = pytest.mark.skipif(
+    bool(_missing(_MATRIX_CODE, MATRIX)), reason=f"not merged yet: {_missing(_MATRIX_CODE, MATRIX)}"
+)
 requires_matrix_cli = pytest.mark.skipif(bool(_cli_missing()), reason=f"not merged yet: {_cli_missing()}")
 
 
@@ -62,6 +63,7 @@ def _mutate_first_row(change: Callable[[str], str]) -> Callable[[str], str]:
         head, _, rest = text.partition("[[rows]]")
         block, sep, tail = rest.partition("[[rows]]")
         return head + "[[rows]]" + change(block) + sep + tail
+
     return mutate
 
 
@@ -69,8 +71,10 @@ def _mutate_first_row(change: Callable[[str], str]) -> Callable[[str], str]:
 MALFORMED: dict[str, tuple[Callable[[str], str], list[str]]] = {
     "missing-torch": (_mutate_first_row(lambda b: b.replace("\ntorch =", "\n# torch =", 1)), ["torch"]),
     "bad-id": (_mutate_first_row(lambda b: b.replace('id = "', 'id = "Bad Id ', 1)), ["id"]),
-    "torchvision-mismatch": (_mutate_first_row(lambda b: b.replace('torchvision = "', 'torchvision = "9.', 1)),
-                             ["torchvision"]),
+    "torchvision-mismatch": (
+        _mutate_first_row(lambda b: b.replace('torchvision = "', 'torchvision = "9.', 1)),
+        ["torchvision"],
+    ),
     "duplicate-id": (_mutate_first_row(lambda b: b + "[[rows]]" + b), ["id"]),
     "toml-syntax": (lambda text: text.replace("[[rows]]", "[[rows]", 1), []),
 }

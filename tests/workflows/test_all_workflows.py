@@ -54,19 +54,33 @@ def test_workflow_matches_schema(path: Path) -> None:
 def test_dependabot_matches_schema_and_covers_actions_docker_pip() -> None:
     proc = _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.dependabot", str(DEPENDABOT))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    updates = {(u["package-ecosystem"], u["directory"]) for u in gha.yaml.safe_load(DEPENDABOT.read_text())["updates"]}
+    updates = {
+        (u["package-ecosystem"], u["directory"])
+        for u in gha.yaml.safe_load(DEPENDABOT.read_text())["updates"]
+    }
     assert updates == {("github-actions", "/"), ("docker", "/docker"), ("pip", "/")}
 
 
 def test_schema_check_rejects_a_broken_workflow(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yml"
     bad.write_text("on: push\njobs:\n  x:\n    steps: [{run: true}]\n")
-    assert _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(bad)).returncode != 0
+    assert (
+        _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(bad)).returncode
+        != 0
+    )
 
 
 def _zizmor_findings(*paths: Path) -> list[dict]:
-    proc = _run(_tool("zizmor"), "--offline", "--no-config", "--format", "json", "--min-severity", "medium",
-                *map(str, paths))
+    proc = _run(
+        _tool("zizmor"),
+        "--offline",
+        "--no-config",
+        "--format",
+        "json",
+        "--min-severity",
+        "medium",
+        *map(str, paths),
+    )
     # Exit codes: 0 clean, 10-14 findings (by highest severity), anything else a tool failure.
     assert proc.returncode in (0, 10, 11, 12, 13, 14), proc.stderr
     findings = json.loads(proc.stdout)
@@ -90,8 +104,11 @@ def test_zizmor_catches_a_vulnerable_workflow(tmp_path: Path) -> None:
 @pytest.mark.parametrize("step", [s for s in ALL_STEPS if "uses" in s.step], ids=lambda s: s.label)
 def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment(step: gha.Step) -> None:
     assert gha.SHA_PIN.match(step.step["uses"]), f"{step.label}: {step.step['uses']} is not pinned to a SHA"
-    line = next(ln for ln in (gha.WORKFLOWS / step.workflow).read_text().splitlines()
-                if f"uses: {step.step['uses']}" in ln)
+    line = next(
+        ln
+        for ln in (gha.WORKFLOWS / step.workflow).read_text().splitlines()
+        if f"uses: {step.step['uses']}" in ln
+    )
     assert gha.VERSION_COMMENT.search(line), f"{step.label}: add a `# vX.Y.Z` comment"
 
 
@@ -103,7 +120,9 @@ def test_the_same_action_is_pinned_to_the_same_sha_everywhere() -> None:
     assert {action: refs for action, refs in pins.items() if len(refs) > 1} == {}
 
 
-@pytest.mark.parametrize("step", [s for s in ALL_STEPS if s.action == "actions/checkout"], ids=lambda s: s.label)
+@pytest.mark.parametrize(
+    "step", [s for s in ALL_STEPS if s.action == "actions/checkout"], ids=lambda s: s.label
+)
 def test_checkout_does_not_persist_credentials(step: gha.Step) -> None:
     assert step.step.get("with", {}).get("persist-credentials") is False
 

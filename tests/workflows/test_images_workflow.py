@@ -102,11 +102,20 @@ def test_every_registry_write_is_gated_to_default_branch_tags_or_schedule(step: 
 
 
 def test_the_gate_checker_rejects_ungated_or_widened_conditions() -> None:
-    gate = ("github.event_name == 'schedule' || startsWith(github.ref, 'refs/tags/') || "
-            "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)")
+    gate = (
+        "github.event_name == 'schedule' || startsWith(github.ref, 'refs/tags/') || "
+        "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
+    )
     assert gha.condition_is_gated(gate) and gha.condition_is_gated(f"${{{{ success() && ({gate}) }}}}")
-    for bad in (None, True, "always()", f"!({gate})", f"{gate} || github.event_name == 'pull_request'",
-                "github.event_name != 'pull_request'", "github.ref == 'refs/heads/dev'"):
+    for bad in (
+        None,
+        True,
+        "always()",
+        f"!({gate})",
+        f"{gate} || github.event_name == 'pull_request'",
+        "github.event_name != 'pull_request'",
+        "github.ref == 'refs/heads/dev'",
+    ):
         assert not gha.condition_is_gated(bad), bad
 
 

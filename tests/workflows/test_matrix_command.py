@@ -26,8 +26,15 @@ from tests.workflows.matrix_file import (
 )
 
 pytestmark = requires_matrix_cli
-BUILD_ARG_KEYS = {"TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "CUDA_VERSION",
-                  "TORCH_INDEX_URL", "PYTHON_VERSION", "BASE_IMAGE"}
+BUILD_ARG_KEYS = {
+    "TORCH_VERSION",
+    "TORCHVISION_VERSION",
+    "TORCHAUDIO_VERSION",
+    "CUDA_VERSION",
+    "TORCH_INDEX_URL",
+    "PYTHON_VERSION",
+    "BASE_IMAGE",
+}
 
 
 def matrix_github(*args: str, env: dict[str, str] | None = None) -> dict:
@@ -101,15 +108,29 @@ def _run_matrix_step(tmp_path: Path, row: str = "", target: str = "") -> dict:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python").write_text(
-        f'#!/bin/sh\nif [ "$1 $2 $3" = "-m pip install" ]; then exit 0; fi\nexec {sys.executable} "$@"\n')
+        f'#!/bin/sh\nif [ "$1 $2 $3" = "-m pip install" ]; then exit 0; fi\nexec {sys.executable} "$@"\n'
+    )
     (bin_dir / "envcheck").write_text(f'#!/bin/sh\nexec {sys.executable} -m envcheck "$@"\n')
     for shim in bin_dir.iterdir():
         shim.chmod(0o755)
     output = tmp_path / "github_output"
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "GITHUB_OUTPUT": str(output),
-           "ROW": row, "TARGET": target, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_OUTPUT": str(output),
+        "ROW": row,
+        "TARGET": target,
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in output.read_text().splitlines() if ln.startswith("matrix="))
     return json.loads(line.removeprefix("matrix="))

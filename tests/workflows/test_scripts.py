@@ -16,12 +16,21 @@ from tests.workflows.gha import ROOT
 
 SCRIPTS = ROOT / ".github" / "scripts"
 REF = "ghcr.io/acme/envcheck@sha256:" + "ab" * 32
-NVIDIA_SMI = "index, name, driver_version, memory.total [MiB]\n0, NVIDIA H100 80GB HBM3, 570.124.06, 81559 MiB\n"
+NVIDIA_SMI = (
+    "index, name, driver_version, memory.total [MiB]\n0, NVIDIA H100 80GB HBM3, 570.124.06, 81559 MiB\n"
+)
 
 
 def script(name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True,
-                          text=True, timeout=60, check=False, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def outputs(text: str) -> dict[str, str]:
@@ -48,8 +57,11 @@ def test_metadata_tags_lists_every_tag_and_a_dated_full_tag() -> None:
     proc = script("matrix_entry.py", "metadata-tags", "2.8.0-cuda12.8-runtime,2.8-runtime,latest-runtime")
     assert proc.returncode == 0, proc.stderr
     assert outputs(proc.stdout)["tags"].splitlines() == [
-        "type=raw,value=2.8.0-cuda12.8-runtime", "type=raw,value=2.8-runtime", "type=raw,value=latest-runtime",
-        "type=raw,value=2.8.0-cuda12.8-runtime-{{date 'YYYYMMDD'}}"]
+        "type=raw,value=2.8.0-cuda12.8-runtime",
+        "type=raw,value=2.8-runtime",
+        "type=raw,value=latest-runtime",
+        "type=raw,value=2.8.0-cuda12.8-runtime-{{date 'YYYYMMDD'}}",
+    ]
 
 
 @pytest.mark.parametrize("tags", ["", "bad tag", "a,b;rm -rf /", "-leading-dash"])
@@ -60,14 +72,27 @@ def test_metadata_tags_rejects_what_docker_would(tags: str) -> None:
 
 
 def test_pick_gives_the_latest_entry_with_multiline_build_args(tmp_path: Path) -> None:
-    old = {"row": "2.8-cu128", "target": "runtime", "tags": "2.8.0-cuda12.8-runtime",
-           "build_args": "TORCH_VERSION=2.8.0\nCUDA_VERSION=12.8", "torch": "2.8.0"}
-    new = {**old, "row": "2.9-cu128", "tags": "2.9.1-cuda12.8-runtime,latest-runtime",
-           "build_args": "TORCH_VERSION=2.9.1\nCUDA_VERSION=12.8"}
+    old = {
+        "row": "2.8-cu128",
+        "target": "runtime",
+        "tags": "2.8.0-cuda12.8-runtime",
+        "build_args": "TORCH_VERSION=2.8.0\nCUDA_VERSION=12.8",
+        "torch": "2.8.0",
+    }
+    new = {
+        **old,
+        "row": "2.9-cu128",
+        "tags": "2.9.1-cuda12.8-runtime,latest-runtime",
+        "build_args": "TORCH_VERSION=2.9.1\nCUDA_VERSION=12.8",
+    }
     (tmp_path / "m.json").write_text(json.dumps({"include": [old, new]}))
     got = outputs(script("matrix_entry.py", "pick", str(tmp_path / "m.json")).stdout)
-    assert got == {"row": "2.9-cu128", "target": "runtime", "tags": "2.9.1-cuda12.8-runtime,latest-runtime",
-                   "build_args": "TORCH_VERSION=2.9.1\nCUDA_VERSION=12.8"}
+    assert got == {
+        "row": "2.9-cu128",
+        "target": "runtime",
+        "tags": "2.9.1-cuda12.8-runtime,latest-runtime",
+        "build_args": "TORCH_VERSION=2.9.1\nCUDA_VERSION=12.8",
+    }
     (tmp_path / "m.json").write_text(json.dumps({"include": [old]}))
     assert outputs(script("matrix_entry.py", "pick", str(tmp_path / "m.json")).stdout)["row"] == "2.8-cu128"
 
@@ -81,27 +106,58 @@ def test_pick_rejects_a_document_without_entries(tmp_path: Path, text: str) -> N
 
 def report(*statuses: str, exit_code: int | None = None) -> dict:
     """An envcheck JSON report (schema_version 1, as documented in the brief)."""
-    results = [{"name": f"cuda.check{i}", "status": s, "summary": "", "measured": {}, "expected": {},
-                "remediation": None, "reason": None, "details": None, "duration_s": 0.1}
-               for i, s in enumerate(statuses)]
+    results = [
+        {
+            "name": f"cuda.check{i}",
+            "status": s,
+            "summary": "",
+            "measured": {},
+            "expected": {},
+            "remediation": None,
+            "reason": None,
+            "details": None,
+            "duration_s": 0.1,
+        }
+        for i, s in enumerate(statuses)
+    ]
     code = exit_code if exit_code is not None else int(any(s in ("fail", "error") for s in statuses))
-    return {"schema_version": 1, "envcheck_version": "0.1.0", "context": {"level": "full"}, "results": results,
-            "facts": {}, "exit_code": code}
+    return {
+        "schema_version": 1,
+        "envcheck_version": "0.1.0",
+        "context": {"level": "full"},
+        "results": results,
+        "facts": {},
+        "exit_code": code,
+    }
 
 
 def aggregate(rep: dict | None, image: str = REF, error: str | None = None) -> dict:
     """`envcheck image verify --json` output for one image (shape of envcheck.images.verify.aggregate_json)."""
     code = 1 if rep is None or error else rep["exit_code"]
-    return {"schema_version": 1, "exit_code": code, "images": [
-        {"image": image, "error": error, "container_exit_code": code, "duration_s": 1.0, "exit_code": code,
-         "report": rep}]}
+    return {
+        "schema_version": 1,
+        "exit_code": code,
+        "images": [
+            {
+                "image": image,
+                "error": error,
+                "container_exit_code": code,
+                "duration_s": 1.0,
+                "exit_code": code,
+                "report": rep,
+            }
+        ],
+    }
 
 
-def build(tmp_path: Path, rep: dict | None, gpus: str | None = NVIDIA_SMI, ref: str = REF,
-          wrap: bool = True) -> tuple[int, Path]:
+def build(
+    tmp_path: Path, rep: dict | None, gpus: str | None = NVIDIA_SMI, ref: str = REF, wrap: bool = True
+) -> tuple[int, Path]:
     args = ["build", "--ref", ref, "--out", str(tmp_path / "predicate.json")]
     if rep is not None:
-        (tmp_path / "gpu.json").write_text(json.dumps(aggregate(rep, ref) if wrap and "images" not in rep else rep))
+        (tmp_path / "gpu.json").write_text(
+            json.dumps(aggregate(rep, ref) if wrap and "images" not in rep else rep)
+        )
         args += ["--report", str(tmp_path / "gpu.json")]
     if gpus is not None:
         (tmp_path / "smi.csv").write_text(gpus)
@@ -118,8 +174,14 @@ def test_a_passing_report_becomes_evidence_that_passes_the_gate(tmp_path: Path) 
     code, path = build(tmp_path, report("pass", "pass", "skip", "warn"))
     predicate = json.loads(path.read_text())
     assert code == 0 and predicate["passed"] is True and predicate["digest"] == "sha256:" + "ab" * 32
-    assert predicate["gpus"] == [{"index": "0", "name": "NVIDIA H100 80GB HBM3", "driver_version": "570.124.06",
-                                  "memory.total": "81559 MiB"}]
+    assert predicate["gpus"] == [
+        {
+            "index": "0",
+            "name": "NVIDIA H100 80GB HBM3",
+            "driver_version": "570.124.06",
+            "memory.total": "81559 MiB",
+        }
+    ]
     assert predicate["runner"]["name"] == "gpu-box-1" and predicate["run"]["run_id"] == "42"
     assert predicate["report"]["results"][0]["name"] == "cuda.check0"
     proc = check(path)
@@ -128,18 +190,36 @@ def test_a_passing_report_becomes_evidence_that_passes_the_gate(tmp_path: Path) 
     assert "PASS" in summary and "NVIDIA H100 80GB HBM3, driver 570.124.06" in summary
 
 
-@pytest.mark.parametrize(("rep", "gpus", "ref", "why"), [
-    (report("pass", "fail"), NVIDIA_SMI, REF, "did not pass"),
-    (report("pass", "error"), NVIDIA_SMI, REF, "did not pass"),
-    (report("pass", exit_code=1), NVIDIA_SMI, REF, "did not pass"),
-    (report(), NVIDIA_SMI, REF, "did not pass"),
-    (aggregate(None, error="container exited 137 (killed)"), NVIDIA_SMI, REF, "container exited 137"),
-    (aggregate(report("pass"), image="ghcr.io/acme/other@sha256:" + "ef" * 32), NVIDIA_SMI, REF, "0 entries"),
-    (None, NVIDIA_SMI, REF, "wrote no report"),
-    (report("pass"), None, REF, "names no GPU"),
-    (report("pass"), NVIDIA_SMI, REF.replace("ab", "cd"), "not the staged"),
-], ids=["fail", "error", "exit-code", "no-results", "container-error", "other-image", "no-report", "no-gpu",
-        "other-digest"])
+@pytest.mark.parametrize(
+    ("rep", "gpus", "ref", "why"),
+    [
+        (report("pass", "fail"), NVIDIA_SMI, REF, "did not pass"),
+        (report("pass", "error"), NVIDIA_SMI, REF, "did not pass"),
+        (report("pass", exit_code=1), NVIDIA_SMI, REF, "did not pass"),
+        (report(), NVIDIA_SMI, REF, "did not pass"),
+        (aggregate(None, error="container exited 137 (killed)"), NVIDIA_SMI, REF, "container exited 137"),
+        (
+            aggregate(report("pass"), image="ghcr.io/acme/other@sha256:" + "ef" * 32),
+            NVIDIA_SMI,
+            REF,
+            "0 entries",
+        ),
+        (None, NVIDIA_SMI, REF, "wrote no report"),
+        (report("pass"), None, REF, "names no GPU"),
+        (report("pass"), NVIDIA_SMI, REF.replace("ab", "cd"), "not the staged"),
+    ],
+    ids=[
+        "fail",
+        "error",
+        "exit-code",
+        "no-results",
+        "container-error",
+        "other-image",
+        "no-report",
+        "no-gpu",
+        "other-digest",
+    ],
+)
 def test_the_gate_refuses_anything_but_a_pass_for_this_digest(tmp_path: Path, rep, gpus, ref, why) -> None:
     code, path = build(tmp_path, rep, gpus, ref)
     assert code == 0, "evidence is recorded even for a failure"
@@ -157,7 +237,9 @@ def test_a_plain_run_report_is_accepted_too(tmp_path: Path) -> None:
     assert code == 0 and check(path).returncode == 0
 
 
-@pytest.mark.parametrize(("status", "passes"), [("pass", True), ("warn", True), ("fail", False), ("error", False)])
+@pytest.mark.parametrize(
+    ("status", "passes"), [("pass", True), ("warn", True), ("fail", False), ("error", False)]
+)
 def test_the_real_image_verify_json_is_understood(tmp_path: Path, status: str, passes: bool) -> None:
     """Feed the document envcheck.images.verify.aggregate_json really writes."""
     from envcheck.core.result import Result, Status
@@ -165,8 +247,13 @@ def test_the_real_image_verify_json_is_understood(tmp_path: Path, status: str, p
     from envcheck.images.docker_run import ImageRun
     from envcheck.images.verify import aggregate_json
 
-    result = Result(status=Status(status), summary="s", name="cuda.available",
-                    remediation=None if status == "pass" else "fix it", reason="crashed" if status == "error" else None)
+    result = Result(
+        status=Status(status),
+        summary="s",
+        name="cuda.available",
+        remediation=None if status == "pass" else "fix it",
+        reason="crashed" if status == "error" else None,
+    )
     doc = json.loads(aggregate_json([ImageRun(image=REF, report=RunReport(results=[result]), exit_code=0)]))
     code, path = build(tmp_path, doc)
     assert code == 0 and (check(path).returncode == 0) is passes, check(path).stderr
@@ -177,12 +264,29 @@ def test_predicate_is_the_in_toto_test_result_with_our_facts_as_extra_fields(tmp
     rep = report("pass", "pass", "skip", "warn")
     (tmp_path / "gpu.json").write_text(json.dumps(aggregate(rep)))
     (tmp_path / "smi.csv").write_text(NVIDIA_SMI)
-    env = {"PATH": "/usr/bin:/bin", "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/envcheck",
-           "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2", "GITHUB_SHA": "f" * 40,
-           "GITHUB_WORKFLOW_REF": "acme/envcheck/.github/workflows/images.yml@refs/heads/main"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "acme/envcheck",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_RUN_ATTEMPT": "2",
+        "GITHUB_SHA": "f" * 40,
+        "GITHUB_WORKFLOW_REF": "acme/envcheck/.github/workflows/images.yml@refs/heads/main",
+    }
     out = tmp_path / "p.json"
-    done = script("verification_predicate.py", "build", "--ref", REF, "--report", str(tmp_path / "gpu.json"),
-                  "--gpus", str(tmp_path / "smi.csv"), "--out", str(out), env=env)
+    done = script(
+        "verification_predicate.py",
+        "build",
+        "--ref",
+        REF,
+        "--report",
+        str(tmp_path / "gpu.json"),
+        "--gpus",
+        str(tmp_path / "smi.csv"),
+        "--out",
+        str(out),
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     p = json.loads(out.read_text())
     assert p["result"] == "WARNED"  # passed, with a warning: in-toto's WARNED
@@ -192,15 +296,18 @@ def test_predicate_is_the_in_toto_test_result_with_our_facts_as_extra_fields(tmp
     assert p["configuration"][0] == {
         "name": "acme/envcheck/.github/workflows/images.yml@refs/heads/main",
         "uri": f"https://github.com/acme/envcheck/blob/{'f' * 40}/.github/workflows/images.yml",
-        "digest": {"gitCommit": "f" * 40}}
+        "digest": {"gitCommit": "f" * 40},
+    }
     assert p["passed"] is True and p["gpus"] and p["report"]  # our facts stay, as extra fields
     assert check(out).returncode == 0
 
 
-@pytest.mark.parametrize("statuses, failed", [(("pass", "fail"), ["cuda.check1"]),
-                                              (("error", "pass"), ["cuda.check0"])])
-def test_failed_and_errored_checks_are_failed_tests(tmp_path: Path, statuses: tuple[str, ...],
-                                                    failed: list[str]) -> None:
+@pytest.mark.parametrize(
+    "statuses, failed", [(("pass", "fail"), ["cuda.check1"]), (("error", "pass"), ["cuda.check0"])]
+)
+def test_failed_and_errored_checks_are_failed_tests(
+    tmp_path: Path, statuses: tuple[str, ...], failed: list[str]
+) -> None:
     code, path = build(tmp_path, report(*statuses))
     p = json.loads(path.read_text())
     assert code == 0 and p["result"] == "FAILED" and p["failedTests"] == failed

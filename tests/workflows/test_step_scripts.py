@@ -23,7 +23,9 @@ SMI = "index, name, driver_version, memory.total [MiB]\\n0, NVIDIA H100 80GB HBM
 
 
 def _step(job: str, name: str) -> dict:
-    return next(s for s in gha.workflow("images.yml")["jobs"][job]["steps"] if s.get("name", "").startswith(name))
+    return next(
+        s for s in gha.workflow("images.yml")["jobs"][job]["steps"] if s.get("name", "").startswith(name)
+    )
 
 
 @pytest.fixture
@@ -45,12 +47,25 @@ def _shim(ws: Path, name: str, body: str, where: str = "bin") -> None:
 
 
 def _run(ws: Path, step: dict, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {"PATH": f"{ws / 'bin'}:/usr/bin:/bin", "GITHUB_OUTPUT": str(ws / "output"),
-            "GITHUB_STEP_SUMMARY": str(ws / "summary"), "RUNNER_TEMP": str(ws), "RUNNER_NAME": "gpu-box-1",
-            **step.get("env", {}), **env}
+    full = {
+        "PATH": f"{ws / 'bin'}:/usr/bin:/bin",
+        "GITHUB_OUTPUT": str(ws / "output"),
+        "GITHUB_STEP_SUMMARY": str(ws / "summary"),
+        "RUNNER_TEMP": str(ws),
+        "RUNNER_NAME": "gpu-box-1",
+        **step.get("env", {}),
+        **env,
+    }
     full = {key: value for key, value in full.items() if "${{" not in value}
-    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", step["run"]], cwd=ws, env=full,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", step["run"]],
+        cwd=ws,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_names_step_lowercases_the_image(workspace: Path) -> None:
@@ -63,23 +78,45 @@ def _gpu_verify_then_promote(ws: Path, statuses: list[str]) -> subprocess.Comple
     ref = f"ghcr.io/acme/envcheck@{DIGEST}"
     (ws / "staged").mkdir()
     (ws / "staged" / "ref").write_text(ref + "\n")
-    (ws / "staged" / "tags").write_text("ghcr.io/acme/envcheck:2.8.0-cuda12.8-runtime\n\n"
-                                        "ghcr.io/acme/envcheck:latest-runtime\n")
+    (ws / "staged" / "tags").write_text(
+        "ghcr.io/acme/envcheck:2.8.0-cuda12.8-runtime\n\nghcr.io/acme/envcheck:latest-runtime\n"
+    )
     code = int("fail" in statuses)
-    run = {"schema_version": 1, "exit_code": code, "context": {}, "facts": {},
-           "results": [{"name": f"c{i}", "status": s} for i, s in enumerate(statuses)]}
-    report = {"schema_version": 1, "exit_code": code, "images": [
-        {"image": ref, "error": None, "container_exit_code": code, "exit_code": code, "report": run}]}
+    run = {
+        "schema_version": 1,
+        "exit_code": code,
+        "context": {},
+        "facts": {},
+        "results": [{"name": f"c{i}", "status": s} for i, s in enumerate(statuses)],
+    }
+    report = {
+        "schema_version": 1,
+        "exit_code": code,
+        "images": [
+            {"image": ref, "error": None, "container_exit_code": code, "exit_code": code, "report": run}
+        ],
+    }
     _shim(ws, "nvidia-smi", f'printf "{SMI}\\n"')
-    _shim(ws, "envcheck", "json=''; while [ $# -gt 0 ]; do [ \"$1\" = --json ] && json=$2; shift; done\n"
-          f"echo '{json.dumps(report)}' > \"$json\"\nexit {report['exit_code']}", where="venv/bin")
+    _shim(
+        ws,
+        "envcheck",
+        "json=''; while [ $# -gt 0 ]; do [ \"$1\" = --json ] && json=$2; shift; done\n"
+        f"echo '{json.dumps(report)}' > \"$json\"\nexit {report['exit_code']}",
+        where="venv/bin",
+    )
     verify = _run(ws, _step("gpu-verify", "envcheck --level full"))
-    assert (verify.returncode == 0) == (report["exit_code"] == 0), verify.stderr  # make exits 2 for a failed recipe
+    assert (verify.returncode == 0) == (report["exit_code"] == 0), (
+        verify.stderr
+    )  # make exits 2 for a failed recipe
     evidence = _run(ws, _step("gpu-verify", "Verification evidence"), GITHUB_REPOSITORY="acme/envcheck")
     assert evidence.returncode == 0, evidence.stderr
     for tool in ("cosign", "docker"):
         _shim(ws, tool, f'echo "{tool} $*" >> "{ws}/calls"')
-    _shim(ws, "envcheck", f'echo "envcheck $*" >> "{ws}/calls"; echo "promoted ghcr.io/acme/envcheck:latest-runtime"')
+    _shim(
+        ws,
+        "envcheck",
+        f'echo "envcheck $*" >> "{ws}/calls"; echo "promoted ghcr.io/acme/envcheck:latest-runtime"',
+    )
     check = _run(ws, _step("promote", "The report is a pass"))
     if check.returncode != 0:
         return check
@@ -97,7 +134,9 @@ def test_a_gpu_pass_is_attested_signed_then_tagged_by_digest(workspace: Path) ->
     ]
     assert "ghcr.io/acme/envcheck:latest-runtime" in (workspace / "summary").read_text()
     predicate = json.loads((workspace / "reports" / "predicate.json").read_text())
-    assert predicate["gpus"][0]["driver_version"] == "570.124.06" and predicate["runner"]["name"] == "gpu-box-1"
+    assert (
+        predicate["gpus"][0]["driver_version"] == "570.124.06" and predicate["runner"]["name"] == "gpu-box-1"
+    )
     assert "NVIDIA H100 80GB HBM3" in (workspace / "summary").read_text()
 
 

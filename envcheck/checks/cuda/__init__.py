@@ -42,9 +42,13 @@ def cuda_arch(ctx: Context) -> Result:
         how = arch_coverage(cap, arch_list)
         if how is None:
             sm = f"sm_{cap[0]}{cap[1]}"
-            return failed(f"{gpu_label(i)}, {sm}, is not covered by this build's arch list {arch_list}",
-                          f"install a torch build that targets {sm}: {builds_supporting(cap)}",
-                          measured=measured, expected={"covers": sm}, fault_class=FaultClass.IMAGE)
+            return failed(
+                f"{gpu_label(i)}, {sm}, is not covered by this build's arch list {arch_list}",
+                f"install a torch build that targets {sm}: {builds_supporting(cap)}",
+                measured=measured,
+                expected={"covers": sm},
+                fault_class=FaultClass.IMAGE,
+            )
         want = float((1 << 20) ** 2)  # sum of the first n odd numbers is n^2
         try:
             x = torch.arange(1 << 20, device=f"cuda:{i}", dtype=torch.float64)
@@ -53,12 +57,17 @@ def cuda_arch(ctx: Context) -> Result:
             found = gpu_error(i, exc, "a test kernel failed")
             return failed(found.problem, found.fix, measured=measured, fault_class=found.fault_class)
         if got != want:
-            return failed(f"{gpu_label(i)} computed {got} for a kernel whose exact answer is {want}",
-                          "the GPU or driver is faulty: run nvidia-smi -q, check dmesg for Xid errors",
-                          measured={**measured, "got": got}, expected={"want": want}, fault_class=FaultClass.NODE)
+            return failed(
+                f"{gpu_label(i)} computed {got} for a kernel whose exact answer is {want}",
+                "the GPU or driver is faulty: run nvidia-smi -q, check dmesg for Xid errors",
+                measured={**measured, "got": got},
+                expected={"want": want},
+                fault_class=FaultClass.NODE,
+            )
         measured[f"gpu{i}"] = {"name": name, "capability": f"{cap[0]}.{cap[1]}", "covered_by": how}
-    return passed(f"{torch.cuda.device_count()} GPU(s) covered by the build; kernels ran exactly",
-                  measured=measured)
+    return passed(
+        f"{torch.cuda.device_count()} GPU(s) covered by the build; kernels ran exactly", measured=measured
+    )
 
 
 def cuda_devices(ctx: Context) -> Result:
@@ -86,23 +95,35 @@ def cuda_devices(ctx: Context) -> Result:
             short = f"{gpu_label(i)}: only {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB"
             held = held_by(i)
             if held is None:  # memory in use and, in the host's view of processes, nobody holds it
-                return failed(f"{short}, and no process holds it: leaked GPU memory (a context the driver did not "
-                              "free)", "drain; nvidia-smi -q -d MEMORY,PIDS -i <index>; reset the GPU (nvidia-smi "
-                              "-r -i <index>) or reboot the node", measured={"free_bytes": free, "total_bytes": total},
-                              fault_class=FaultClass.NODE, code=MEMORY_LEAKED)
+                return failed(
+                    f"{short}, and no process holds it: leaked GPU memory (a context the driver did not "
+                    "free)",
+                    "drain; nvidia-smi -q -d MEMORY,PIDS -i <index>; reset the GPU (nvidia-smi "
+                    "-r -i <index>) or reboot the node",
+                    measured={"free_bytes": free, "total_bytes": total},
+                    fault_class=FaultClass.NODE,
+                    code=MEMORY_LEAKED,
+                )
             busy.append(f"{short}: in use by {held}, not tested")
             continue
         if not ok:
-            return failed(f"{gpu_label(i)}: memory written with 3.0 read back different values",
-                          "the GPU memory is faulty: run nvidia-smi -q -d ECC and check dmesg for Xid errors",
-                          fault_class=FaultClass.NODE)
+            return failed(
+                f"{gpu_label(i)}: memory written with 3.0 read back different values",
+                "the GPU memory is faulty: run nvidia-smi -q -d ECC and check dmesg for Xid errors",
+                fault_class=FaultClass.NODE,
+            )
         measured[f"gpu{i}_allocated_gib"] = round(n * 4 / 2**30, 2)
     measured["busy"] = busy
     if busy and len(busy) == count:
-        return skipped(f"every GPU is in use by other processes, none tested: {'; '.join(busy)}", measured=measured)
+        return skipped(
+            f"every GPU is in use by other processes, none tested: {'; '.join(busy)}", measured=measured
+        )
     tail = f"; {'; '.join(busy)}" if busy else ""
-    return passed(f"{count - len(busy)} GPU(s); {fraction:.0%} of each GPU's memory allocated and verified{tail}",
-                  measured=measured, expected={"gpus": expected} if expected is not None else {})
+    return passed(
+        f"{count - len(busy)} GPU(s); {fraction:.0%} of each GPU's memory allocated and verified{tail}",
+        measured=measured,
+        expected={"gpus": expected} if expected is not None else {},
+    )
 
 
 def held_by(index: int) -> str | None:
@@ -112,11 +133,15 @@ def held_by(index: int) -> str | None:
     key = pci_key(index)
     usage = read_usage()
     if not isinstance(usage, dict) or key not in usage:
-        return f"a process NVML cannot name ({usage if isinstance(usage, str) else 'GPU not matched in NVML'})"
+        return (
+            f"a process NVML cannot name ({usage if isinstance(usage, str) else 'GPU not matched in NVML'})"
+        )
     others = foreign(usage[key].get("processes"))
     if others:
         return holder({"processes": others}) or "another process"
-    return None if host_pid_namespace() else "processes outside this container's view (NVML lists only its own)"
+    return (
+        None if host_pid_namespace() else "processes outside this container's view (NVML lists only its own)"
+    )
 
 
 def _fill_and_verify(i: int, fraction: float) -> tuple[bool, int, int, int]:
@@ -135,15 +160,36 @@ def _fill_and_verify(i: int, fraction: float) -> tuple[bool, int, int, int]:
 
 
 CHECKS = (
-    CheckSpec("cuda.available", cuda_available, "torch sees CUDA; otherwise names the broken layer and fix",
-              timeout_s=60),
-    CheckSpec("cuda.arch", cuda_arch, "each GPU's sm_XY is in the build's arch list; a kernel runs on it",
-              needs=Needs(torch=True, cuda=True), timeout_s=120),
-    CheckSpec("cuda.devices", cuda_devices, "GPU count matches --expect-gpus; memory allocates and verifies",
-              needs=Needs(torch=True), timeout_s=120),
+    CheckSpec(
+        "cuda.available",
+        cuda_available,
+        "torch sees CUDA; otherwise names the broken layer and fix",
+        timeout_s=60,
+    ),
+    CheckSpec(
+        "cuda.arch",
+        cuda_arch,
+        "each GPU's sm_XY is in the build's arch list; a kernel runs on it",
+        needs=Needs(torch=True, cuda=True),
+        timeout_s=120,
+    ),
+    CheckSpec(
+        "cuda.devices",
+        cuda_devices,
+        "GPU count matches --expect-gpus; memory allocates and verifies",
+        needs=Needs(torch=True),
+        timeout_s=120,
+    ),
     *ERROR_CHECKS,
 )
 
 # The bundle's `cuda` section: required (every bundle has had one), replaying cuda.available and cuda.devices.
-SECTION = Section("cuda", "cuda.available", capture_cuda, validate_cuda, cuda_available_verdict,
-                  also=(("cuda.devices", cuda_devices_replay),), required=True)
+SECTION = Section(
+    "cuda",
+    "cuda.available",
+    capture_cuda,
+    validate_cuda,
+    cuda_available_verdict,
+    also=(("cuda.devices", cuda_devices_replay),),
+    required=True,
+)

@@ -30,17 +30,30 @@ from envcheck.probe.system import (
 
 # What the diagnosis reads, with the JSON types each key may hold (None: JSON null allowed).
 CUDA_KEYS: dict[str, tuple[type | None, ...]] = {
-    "torch_installed": (bool,), "torch_cuda": (str, None), "available": (bool,), "gpus": (list,),
-    "torch_error": (str, None), "visible_devices": (str, None), "device_nodes": (list,), "proc_driver": (bool,),
-    "proc_driver_version": (str, None), "in_container": (bool,), "libcuda_error": (str, None),
-    "driver_cuda": (int, None), "driver_capabilities": (str, None),
+    "torch_installed": (bool,),
+    "torch_cuda": (str, None),
+    "available": (bool,),
+    "gpus": (list,),
+    "torch_error": (str, None),
+    "visible_devices": (str, None),
+    "device_nodes": (list,),
+    "proc_driver": (bool,),
+    "proc_driver_version": (str, None),
+    "in_container": (bool,),
+    "libcuda_error": (str, None),
+    "driver_cuda": (int, None),
+    "driver_capabilities": (str, None),
 }
 
 
-OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {"cu_init": (int, None), "libraries": (list,),
-                                                           "nvml_error": (str, None), "nvml_gpus": (list, str),
-                                                           "device_access": (dict, None),  # {"nvidia0": "EPERM"}
-                                                           "char_symlinks_missing": (list, None)}
+OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {
+    "cu_init": (int, None),
+    "libraries": (list,),
+    "nvml_error": (str, None),
+    "nvml_gpus": (list, str),
+    "device_access": (dict, None),  # {"nvidia0": "EPERM"}
+    "char_symlinks_missing": (list, None),
+}
 
 
 _LIBS = re.compile(r"/lib(cuda|cudart|cudnn[a-z_]*|nccl|nvidia-ml|cublas|cublasLt|torch_cuda)\.so[.\d]*$")
@@ -53,8 +66,13 @@ def loaded_libraries(maps: str | None = None) -> list[str]:
 
 def capture_cuda() -> dict[str, Any]:
     """Read every input of the CUDA diagnosis from the live system (creates no CUDA context on failure)."""
-    out: dict[str, Any] = {"torch_installed": importlib.util.find_spec("torch") is not None, "torch_cuda": None,
-                           "available": False, "gpus": [], "torch_error": None}
+    out: dict[str, Any] = {
+        "torch_installed": importlib.util.find_spec("torch") is not None,
+        "torch_cuda": None,
+        "available": False,
+        "gpus": [],
+        "torch_error": None,
+    }
     torch: Any = None
     try:
         torch = importlib.import_module("torch") if out["torch_installed"] else None
@@ -71,15 +89,22 @@ def capture_cuda() -> dict[str, Any]:
     lib = load_library("libcuda.so.1")
     version = read_text("/proc/driver/nvidia/version")
     contained = in_container() is True
-    out.update(device_access=device_open_errors(),  # links are a host matter: a container's /dev has none
-               char_symlinks_missing=None if contained else missing_char_symlinks())
     out.update(
-        visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"), device_nodes=nvidia_device_nodes(),
-        proc_driver=os.path.isdir("/proc/driver/nvidia"), proc_driver_version=version.strip() if version else None,
-        in_container=contained, libcuda_error=lib if isinstance(lib, str) else None,
+        device_access=device_open_errors(),  # links are a host matter: a container's /dev has none
+        char_symlinks_missing=None if contained else missing_char_symlinks(),
+    )
+    out.update(
+        visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        device_nodes=nvidia_device_nodes(),
+        proc_driver=os.path.isdir("/proc/driver/nvidia"),
+        proc_driver_version=version.strip() if version else None,
+        in_container=contained,
+        libcuda_error=lib if isinstance(lib, str) else None,
         driver_cuda=None if isinstance(lib, str) else driver_cuda_version(lib),
-        driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"), libraries=loaded_libraries(),
-        cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib))
+        driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"),
+        libraries=loaded_libraries(),
+        cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib),
+    )
     nvml = nvml_gpus()
     out.update(nvml_gpus=nvml, nvml_error=first_nvml_error(nvml))
     return out
@@ -159,5 +184,11 @@ def validate_cuda(cuda: Any, where: str) -> None:
         if ok and isinstance(value, dict):
             ok = all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
         if not ok:
-            of = f" of {item.__name__}" if isinstance(value, list) else " of str to str" if isinstance(value, dict) else ""
+            of = (
+                f" of {item.__name__}"
+                if isinstance(value, list)
+                else " of str to str"
+                if isinstance(value, dict)
+                else ""
+            )
             raise UsageError(f"{where}.{key} must be {type_names(types)}{of}, got {value!r:.60}")

@@ -26,9 +26,15 @@ class CudaLayers:
     proc_driver_version: str | None = None  # /proc/driver/nvidia/version
     libraries: list[str] = field(default_factory=list)  # CUDA-stack libraries mapped (/proc/self/maps)
     nvml_error: str | None = None  # NVML's first error (e.g. "GPU 0: GPU is lost")
-    nvml_gpus: list[dict[str, Any]] | str | None = None  # NVML's GPUs (uuid, mig, mig_devices), or why not known
-    device_access: dict[str, str] | None = None  # /dev/nvidia* nodes open() refuses: name -> errno name; None: unread
-    char_symlinks_missing: list[str] | None = None  # host only: nodes without a /dev/char/<major>:<minor> link
+    nvml_gpus: list[dict[str, Any]] | str | None = (
+        None  # NVML's GPUs (uuid, mig, mig_devices), or why not known
+    )
+    device_access: dict[str, str] | None = (
+        None  # /dev/nvidia* nodes open() refuses: name -> errno name; None: unread
+    )
+    char_symlinks_missing: list[str] | None = (
+        None  # host only: nodes without a /dev/char/<major>:<minor> link
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,8 +53,16 @@ GPU = "cuda.gpu"
 LIBCUDA = "cuda.libcuda"
 TORCH = "cuda.torch"
 UNKNOWN = "cuda.unknown"
-LAYER_CODES = {"container": CONTAINER, "cuda-init": CUDA_INIT, "devices": DEVICES, "driver": DRIVER, "gpu": GPU,
-               "libcuda": LIBCUDA, "torch": TORCH, "unknown": UNKNOWN}
+LAYER_CODES = {
+    "container": CONTAINER,
+    "cuda-init": CUDA_INIT,
+    "devices": DEVICES,
+    "driver": DRIVER,
+    "gpu": GPU,
+    "libcuda": LIBCUDA,
+    "torch": TORCH,
+    "unknown": UNKNOWN,
+}
 
 
 def finding_code(finding: LayerFinding) -> str:

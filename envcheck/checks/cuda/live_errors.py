@@ -17,10 +17,20 @@ GPU_UNUSABLE = "cuda.gpu_unusable"
 
 # CUDA errors that leave the context unusable: every later CUDA call in the process fails too, so the worker
 # must be replaced before the next check (CUDA runtime API docs: "sticky" errors).
-STICKY_CUDA_ERRORS = ("illegal memory access", "illegal instruction", "unspecified launch failure",
-                      "uncorrectable ecc error", "misaligned address", "device-side assert triggered",
-                      "hardware stack error", "launch timed out", "an exception occurred on the device",
-                      "cudaerrorillegaladdress", "cudaerrorlaunchfailure", "cudaerrorecc")
+STICKY_CUDA_ERRORS = (
+    "illegal memory access",
+    "illegal instruction",
+    "unspecified launch failure",
+    "uncorrectable ecc error",
+    "misaligned address",
+    "device-side assert triggered",
+    "hardware stack error",
+    "launch timed out",
+    "an exception occurred on the device",
+    "cudaerrorillegaladdress",
+    "cudaerrorlaunchfailure",
+    "cudaerrorecc",
+)
 DEVICES_BUSY = ("busy or unavailable", "cudaerrordevicesunavailable")  # cudaErrorDevicesUnavailable = 46
 
 
@@ -61,8 +71,9 @@ def gpu_label(index: int) -> str:
     return f"GPU {index} ({', '.join(parts)})"
 
 
-def busy_gpu_finding(error: str, where: str | None = None,
-                     modes: Callable[[], dict[int, str] | str] | None = None) -> LayerFinding | None:
+def busy_gpu_finding(
+    error: str, where: str | None = None, modes: Callable[[], dict[int, str] | str] | None = None
+) -> LayerFinding | None:
     """For cudaErrorDevicesUnavailable ('CUDA-capable device(s) is/are busy or unavailable'): which GPU, its
     compute mode, and the fix; None for any other error."""
     if not any(s in error.lower() for s in DEVICES_BUSY):
@@ -72,24 +83,32 @@ def busy_gpu_finding(error: str, where: str | None = None,
         mode_text = found
         exclusive: list[int] = []
     else:
-        exclusive = [i for i, m in found.items() if m in ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED")]
+        exclusive = [
+            i for i, m in found.items() if m in ("EXCLUSIVE_PROCESS", "EXCLUSIVE_THREAD", "PROHIBITED")
+        ]
         mode_text = "compute mode " + ", ".join(f"NVML GPU {i}: {m}" for i, m in sorted(found.items()))
     subject = where or "a GPU"
-    fix = ("wait for the other job on that GPU to end (nvidia-smi lists it), or as root set the default "
-           "compute mode: nvidia-smi -i <index> -c DEFAULT (on Slurm, request the GPU for this job)")
+    fix = (
+        "wait for the other job on that GPU to end (nvidia-smi lists it), or as root set the default "
+        "compute mode: nvidia-smi -i <index> -c DEFAULT (on Slurm, request the GPU for this job)"
+    )
     if exclusive:  # another process holds an exclusive GPU: busy, not broken (issue 31: never a node fault)
-        problem = (f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
-                   "EXCLUSIVE_PROCESS GPU admits one process, and another process already holds it")
+        problem = (
+            f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
+            "EXCLUSIVE_PROCESS GPU admits one process, and another process already holds it"
+        )
         return LayerFinding(problem, fix, FaultClass.CONFIG, code=GPU_BUSY, layer="gpu")
     problem = f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable); {mode_text}"
     if isinstance(found, str):  # no evidence of who holds it, nor that nobody does: not the node's on a guess
         return LayerFinding(problem, fix, FaultClass.CONFIG, code=GPU_BUSY, layer="gpu")
-    return LayerFinding(problem + "; no GPU is in an exclusive mode, so the GPU itself refuses contexts",
-                   "drain; nvidia-smi -q -i <index>; dmesg | grep -iE 'NVRM|Xid'; reset the GPU (nvidia-smi -r -i "
-                   "<index>) or reboot the node",
-                   FaultClass.NODE,
-                   code=GPU_UNUSABLE,
-                   layer="gpu")
+    return LayerFinding(
+        problem + "; no GPU is in an exclusive mode, so the GPU itself refuses contexts",
+        "drain; nvidia-smi -q -i <index>; dmesg | grep -iE 'NVRM|Xid'; reset the GPU (nvidia-smi -r -i "
+        "<index>) or reboot the node",
+        FaultClass.NODE,
+        code=GPU_UNUSABLE,
+        layer="gpu",
+    )
 
 
 def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> LayerFinding:
@@ -101,13 +120,17 @@ def gpu_error(index: int | None, exc: BaseException | str, what: str = "") -> La
     if busy is not None:
         return busy
     if sticky_cuda_error(text):
-        return LayerFinding(f"{where}{': ' + what if what else ''}: {first} (a sticky CUDA error: the "
-                       "process's CUDA context is unusable; envcheck restarts the worker for later checks)",
-                       "the GPU or its driver faulted: check dmesg for Xid errors and nvidia-smi -q -d ECC,"
-                       "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node",
-                       FaultClass.NODE,
-                       layer="gpu")
-    return LayerFinding(f"{where}{': ' + what if what else ''}: {first}",
-                   "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU",
-                   FaultClass.NODE,
-                   layer="gpu")
+        return LayerFinding(
+            f"{where}{': ' + what if what else ''}: {first} (a sticky CUDA error: the "
+            "process's CUDA context is unusable; envcheck restarts the worker for later checks)",
+            "the GPU or its driver faulted: check dmesg for Xid errors and nvidia-smi -q -d ECC,"
+            "PAGE_RETIREMENT; reset the GPU (nvidia-smi -r -i <index>) or drain the node",
+            FaultClass.NODE,
+            layer="gpu",
+        )
+    return LayerFinding(
+        f"{where}{': ' + what if what else ''}: {first}",
+        "run nvidia-smi -q -i <index> and check dmesg for Xid errors on that GPU",
+        FaultClass.NODE,
+        layer="gpu",
+    )

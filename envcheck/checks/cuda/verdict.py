@@ -32,22 +32,39 @@ def cuda_available_verdict(cuda: Mapping[str, Any], ctx: Context) -> Result:
         names = list(cuda["gpus"])
         slices = visible_mig_devices(cuda.get("nvml_gpus"), cuda["visible_devices"])
         if len(slices) > 1:
-            return warned(f"{len(slices)} MIG devices are offered to this process but CUDA uses only one: torch "
-                          f"sees {len(names)} GPU(s): {', '.join(names)}", MIG_FIX,
-                          measured={"gpus": names, "mig_devices": slices}, fault_class=FaultClass.CONFIG,
-                          code=MIG_SINGLE_DEVICE)
-        return passed(f"{len(names)} GPU(s): {', '.join(names)}; torch CUDA {cuda['torch_cuda']}",
-                      measured={"gpus": names, "torch_cuda": cuda["torch_cuda"]})
+            return warned(
+                f"{len(slices)} MIG devices are offered to this process but CUDA uses only one: torch "
+                f"sees {len(names)} GPU(s): {', '.join(names)}",
+                MIG_FIX,
+                measured={"gpus": names, "mig_devices": slices},
+                fault_class=FaultClass.CONFIG,
+                code=MIG_SINGLE_DEVICE,
+            )
+        return passed(
+            f"{len(names)} GPU(s): {', '.join(names)}; torch CUDA {cuda['torch_cuda']}",
+            measured={"gpus": names, "torch_cuda": cuda["torch_cuda"]},
+        )
     findings = diagnose(layers_from(cuda))
     summary = f"CUDA is not available: {first_of([f.problem for f in findings])}"
     fix = " | ".join(f"{f.layer}: {f.fix}" for f in findings)
     measured = {"findings": [dataclasses.asdict(f) for f in findings]}
     if ctx.allow_cpu and findings[0].problem != NO_TORCH:  # --allow-cpu allows no GPU, not no torch
-        return warned(summary + " (allowed by --allow-cpu)", fix, measured=measured,
-                      expected={"cuda_available": True}, fault_class=findings[0].fault_class,
-                      code=finding_code(findings[0]))
-    return failed(summary, fix, measured=measured, expected={"cuda_available": True},
-                  fault_class=findings[0].fault_class, code=finding_code(findings[0]))
+        return warned(
+            summary + " (allowed by --allow-cpu)",
+            fix,
+            measured=measured,
+            expected={"cuda_available": True},
+            fault_class=findings[0].fault_class,
+            code=finding_code(findings[0]),
+        )
+    return failed(
+        summary,
+        fix,
+        measured=measured,
+        expected={"cuda_available": True},
+        fault_class=findings[0].fault_class,
+        code=finding_code(findings[0]),
+    )
 
 
 def gpu_count_verdict(count: int, ctx: Context, mig_devices: int = 0) -> Result | None:
@@ -55,15 +72,24 @@ def gpu_count_verdict(count: int, ctx: Context, mig_devices: int = 0) -> Result 
     MIG devices the process was offered (CUDA enumerates one of them)."""
     expected = ctx.expect_gpus
     if expected is not None and count != expected and mig_devices and expected > 1:
-        return failed(f"{count} GPU(s) visible, {expected} expected: MIG is on ({mig_devices} MIG device(s) "
-                      "offered) and CUDA enumerates one MIG device per process", MIG_FIX,
-                      measured={"gpus": count, "mig_devices": mig_devices}, expected={"gpus": expected},
-                      fault_class=FaultClass.CONFIG, code=MIG_GPU_COUNT)
+        return failed(
+            f"{count} GPU(s) visible, {expected} expected: MIG is on ({mig_devices} MIG device(s) "
+            "offered) and CUDA enumerates one MIG device per process",
+            MIG_FIX,
+            measured={"gpus": count, "mig_devices": mig_devices},
+            expected={"gpus": expected},
+            fault_class=FaultClass.CONFIG,
+            code=MIG_GPU_COUNT,
+        )
     if expected is not None and count != expected:
-        return failed(f"{count} GPU(s) visible, {expected} expected",
-                      "docker run --gpus all (or --gpus '\"device=0,1\"'); check CUDA_VISIBLE_DEVICES",
-                      measured={"gpus": count}, expected={"gpus": expected}, fault_class=FaultClass.CONFIG,
-                      code=GPU_COUNT)
+        return failed(
+            f"{count} GPU(s) visible, {expected} expected",
+            "docker run --gpus all (or --gpus '\"device=0,1\"'); check CUDA_VISIBLE_DEVICES",
+            measured={"gpus": count},
+            expected={"gpus": expected},
+            fault_class=FaultClass.CONFIG,
+            code=GPU_COUNT,
+        )
     if count == 0:
         return skipped("no CUDA device is visible (see cuda.available for why)")
     return None
@@ -76,4 +102,5 @@ def cuda_devices_replay(cuda: Mapping[str, Any], ctx: Context) -> Result:
     count = len(cuda["gpus"]) if cuda["available"] else 0
     mig = len(visible_mig_devices(cuda.get("nvml_gpus"), cuda["visible_devices"]))
     return gpu_count_verdict(count, ctx, mig) or passed(
-        f"{count} GPU(s) (replayed from a bundle: memory was not allocated here)", measured={"gpus": count})
+        f"{count} GPU(s) (replayed from a bundle: memory was not allocated here)", measured={"gpus": count}
+    )

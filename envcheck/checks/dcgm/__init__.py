@@ -24,10 +24,14 @@ HOSTENGINE_HANG = "dcgm.hostengine_hang"
 NO_RESULT = "dcgm.no_result"
 
 BUDGET_S = {1: 60.0, 2: 240.0}  # level 1 takes seconds, level 2 about two minutes (NVIDIA's reference)
-HANG_FIX = ("nv-hostengine is hung: systemctl restart nvidia-dcgm (or kill nv-hostengine and start it again); "
-            "if it hangs again, nvidia-smi -q (does the driver answer?) and dmesg | grep -i xid; drain and reboot")
-TEST_FIX = ("DCGM's diagnostic failed on this node: drain it; rerun `dcgmi diag -r 3` for detail; reset the GPU "
-            "(nvidia-smi -r -i N) or reboot; RMA the GPU if it fails again")
+HANG_FIX = (
+    "nv-hostengine is hung: systemctl restart nvidia-dcgm (or kill nv-hostengine and start it again); "
+    "if it hangs again, nvidia-smi -q (does the driver answer?) and dmesg | grep -i xid; drain and reboot"
+)
+TEST_FIX = (
+    "DCGM's diagnostic failed on this node: drain it; rerun `dcgmi diag -r 3` for detail; reset the GPU "
+    "(nvidia-smi -r -i N) or reboot; RMA the GPU if it fails again"
+)
 
 
 def mig_gpus() -> list[str]:
@@ -35,8 +39,11 @@ def mig_gpus() -> list[str]:
     got = run_command(["nvidia-smi", "--query-gpu=index,mig.mode.current", "--format=csv,noheader"], 10.0)
     if is_absent(got) or isinstance(got, dict) or got.returncode != 0:
         return []
-    return [line.split(",")[0].strip() for line in got.stdout.splitlines()
-            if line.count(",") == 1 and line.split(",")[1].strip().lower() == "enabled"]
+    return [
+        line.split(",")[0].strip()
+        for line in got.stdout.splitlines()
+        if line.count(",") == 1 and line.split(",")[1].strip().lower() == "enabled"
+    ]
 
 
 def _in_use() -> tuple[list[str], list[int]]:
@@ -68,13 +75,18 @@ def dcgm_diag(ctx: Context) -> Result:
         return skipped("dcgmi not installed (DCGM's diagnostic runs where DCGM is)")
     mig = mig_gpus()
     if mig:
-        return skipped(f"MIG is enabled on GPU {', '.join(mig)}: DCGM's diagnostic does not run on MIG instances; "
-                       "run it with MIG disabled (nvidia-smi -mig 0) in a maintenance window",
-                       measured={"mig_gpus": mig})
+        return skipped(
+            f"MIG is enabled on GPU {', '.join(mig)}: DCGM's diagnostic does not run on MIG instances; "
+            "run it with MIG disabled (nvidia-smi -mig 0) in a maintenance window",
+            measured={"mig_gpus": mig},
+        )
     busy, free = _in_use()
     if busy and not free:
-        return skipped(f"every GPU is held by another process ({'; '.join(busy[:3])}): DCGM's diagnostic loads the "
-                       "GPUs it tests, so it does not run beside other jobs", measured={"busy": busy})
+        return skipped(
+            f"every GPU is held by another process ({'; '.join(busy[:3])}): DCGM's diagnostic loads the "
+            "GPUs it tests, so it does not run beside other jobs",
+            measured={"busy": busy},
+        )
     level = 2 if ctx.full else 1
     left = ctx.time_left()
     budget = round(max(min(BUDGET_S[level], left - 2.0) if left is not None else BUDGET_S[level], 1.0), 1)
@@ -84,32 +96,73 @@ def dcgm_diag(ctx: Context) -> Result:
     measured: dict[str, object] = {"level": level, "budget_s": budget, "busy": busy}
     if got.hang is not None:
         measured["hang"] = got.hang
-        return failed(f"{describe(got.hang)}: nv-hostengine is not answering", HANG_FIX, measured=measured,
-                      fault_class=FaultClass.NODE, code=HOSTENGINE_HANG)
+        return failed(
+            f"{describe(got.hang)}: nv-hostengine is not answering",
+            HANG_FIX,
+            measured=measured,
+            fault_class=FaultClass.NODE,
+            code=HOSTENGINE_HANG,
+        )
     outcomes = parse(got.value or "")
     if isinstance(outcomes, str) and "Unable to connect to host engine" in (got.value or ""):
-        return errored(f"{call}: nv-hostengine is not running here ({' '.join((got.value or '').split())[:160]})",
-                       measured=measured, code=HOSTENGINE_DOWN,
-                       remediation="start it: systemctl enable --now nvidia-dcgm (or nv-hostengine)")
-    if isinstance(outcomes, str):  # dcgmi ran but said no verdict (no host engine, bad version): not the node's
-        return errored(f"{call} (exit {got.progress.get('returncode')}) gave no diagnostic: {outcomes}",
-                       measured=measured, code=NO_RESULT)
+        return errored(
+            f"{call}: nv-hostengine is not running here ({' '.join((got.value or '').split())[:160]})",
+            measured=measured,
+            code=HOSTENGINE_DOWN,
+            remediation="start it: systemctl enable --now nvidia-dcgm (or nv-hostengine)",
+        )
+    if isinstance(
+        outcomes, str
+    ):  # dcgmi ran but said no verdict (no host engine, bad version): not the node's
+        return errored(
+            f"{call} (exit {got.progress.get('returncode')}) gave no diagnostic: {outcomes}",
+            measured=measured,
+            code=NO_RESULT,
+        )
     bad = [t for t in outcomes if t.status == "fail"]
     warn = [t for t in outcomes if t.status == "warn"]
     measured["tests"] = {t.name: t.status for t in outcomes}
-    measured["findings"] = [{"test": t.name, "code": t.code, "status": t.status, "gpus": t.gpus,
-                             "messages": t.messages[:3], "error_ids": t.error_ids} for t in bad + warn]
+    measured["findings"] = [
+        {
+            "test": t.name,
+            "code": t.code,
+            "status": t.status,
+            "gpus": t.gpus,
+            "messages": t.messages[:3],
+            "error_ids": t.error_ids,
+        }
+        for t in bad + warn
+    ]
     if bad:
-        return failed(first_of([_line(t) for t in bad]), TEST_FIX, measured=measured, fault_class=FaultClass.NODE,
-                      code=bad[0].code)
+        return failed(
+            first_of([_line(t) for t in bad]),
+            TEST_FIX,
+            measured=measured,
+            fault_class=FaultClass.NODE,
+            code=bad[0].code,
+        )
     if warn:
-        return warned(first_of([_line(t) for t in warn]), "see DCGM's message; rerun dcgmi diag after fixing it",
-                      measured=measured, fault_class=FaultClass.NODE, code=warn[0].code)
-    return passed(f"DCGM diagnostic level {level}: {len(outcomes)} test(s) passed or skipped", measured=measured)
+        return warned(
+            first_of([_line(t) for t in warn]),
+            "see DCGM's message; rerun dcgmi diag after fixing it",
+            measured=measured,
+            fault_class=FaultClass.NODE,
+            code=warn[0].code,
+        )
+    return passed(
+        f"DCGM diagnostic level {level}: {len(outcomes)} test(s) passed or skipped", measured=measured
+    )
 
 
 CHECKS = (
-    CheckSpec("dcgm.diag", dcgm_diag, "DCGM's own diagnostic (dcgmi diag -r 1, -r 2 at --level full), within a "
-              "budget; a hung nv-hostengine named", timeout_s=BUDGET_S[2] + 10, group="dcgm", uses_gpu=True,
-              node_order=2),
+    CheckSpec(
+        "dcgm.diag",
+        dcgm_diag,
+        "DCGM's own diagnostic (dcgmi diag -r 1, -r 2 at --level full), within a "
+        "budget; a hung nv-hostengine named",
+        timeout_s=BUDGET_S[2] + 10,
+        group="dcgm",
+        uses_gpu=True,
+        node_order=2,
+    ),
 )

@@ -37,7 +37,9 @@ class TestOutcome:
 
 
 def _status(entry: Any) -> str:
-    return BAD.get(str(entry.get("status", "")).strip().lower(), "pass") if isinstance(entry, dict) else "pass"
+    return (
+        BAD.get(str(entry.get("status", "")).strip().lower(), "pass") if isinstance(entry, dict) else "pass"
+    )
 
 
 def _gpu(entry: dict[str, Any]) -> list[str]:
@@ -84,7 +86,7 @@ def parse(text: str) -> list[TestOutcome] | str:
     if start < 0 or end < start:
         return f"no JSON in dcgmi's output: {' '.join(text.split())[:200]!r}"
     try:
-        doc = json.loads(text[start:end + 1])
+        doc = json.loads(text[start : end + 1])
     except ValueError as exc:
         return f"dcgmi's JSON does not parse: {exc}"
     root = next((doc[k] for k in ROOT_KEYS if isinstance(doc, dict) and isinstance(doc.get(k), dict)), None)

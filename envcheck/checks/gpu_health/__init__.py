@@ -32,7 +32,14 @@ def gpu_health(ctx: Context) -> Result:
 
 CHECKS = (
     # Its own group: NVML touches no CUDA context, and a call that hangs on a lost GPU takes no other check down.
-    CheckSpec("gpu.health", gpu_health, "NVML hardware state: Xid, ECC, retired pages/remapped rows, PCIe link, "
-              "clock slowdowns, persistence mode", timeout_s=30, group="nvml", uses_gpu=False,
-              node_order=1),
+    CheckSpec(
+        "gpu.health",
+        gpu_health,
+        "NVML hardware state: Xid, ECC, retired pages/remapped rows, PCIe link, "
+        "clock slowdowns, persistence mode",
+        timeout_s=30,
+        group="nvml",
+        uses_gpu=False,
+        node_order=1,
+    ),
 )

@@ -15,16 +15,23 @@ from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml, warmup
 from envcheck.probe.nvml_fields import Fields, Missing, or_absent
 from envcheck.probe.pci import SYSFS_PCI, pci_gpus
 
-_INIT_HINTS: dict[Any, str] = {12: " (no NVIDIA driver here, or libnvidia-ml.so.1 is not mounted into the container)",
-               9: " (the nvidia kernel module is not loaded)"}
+_INIT_HINTS: dict[Any, str] = {
+    12: " (no NVIDIA driver here, or libnvidia-ml.so.1 is not mounted into the container)",
+    9: " (the nvidia kernel module is not loaded)",
+}
 
 
 def _gpu(fields: Fields, i: int) -> dict[str, Any]:
     h = fields.handle(i)
     if isinstance(h, Missing):
         return {"index": i, "error": f"{h.call}: {h.error}"}
-    gpu: dict[str, Any] = {"index": i, "name": fields.name(h), "uuid": fields.uuid(h), "pci": fields.pci_bus(h),
-                           "persistence": fields.persistence(h)}
+    gpu: dict[str, Any] = {
+        "index": i,
+        "name": fields.name(h),
+        "uuid": fields.uuid(h),
+        "pci": fields.pci_bus(h),
+        "persistence": fields.persistence(h),
+    }
     for aggregate, cname in ((False, "volatile"), (True, "aggregate")):
         for uncorrected, kname in ((False, "corrected"), (True, "uncorrected")):
             gpu[f"ecc_{cname}_{kname}"] = fields.ecc(h, aggregate, uncorrected)
@@ -32,8 +39,12 @@ def _gpu(fields: Fields, i: int) -> dict[str, Any]:
     gpu["retired_pages_dbe"] = fields.retired_pages(h, double_bit=True)
     gpu["retired_pages_pending"] = fields.retired_pending(h)
     gpu["remapped_rows"] = fields.remapped_rows(h)
-    for key, current, width in (("pcie_gen", True, False), ("pcie_gen_max", False, False),
-                                ("pcie_width", True, True), ("pcie_width_max", False, True)):
+    for key, current, width in (
+        ("pcie_gen", True, False),
+        ("pcie_gen_max", False, False),
+        ("pcie_width", True, True),
+        ("pcie_width_max", False, True),
+    ):
         gpu[key] = fields.pcie(h, current, width)
     gpu["clock_events"] = fields.clock_events(h)
     gpu["temperature_c"] = fields.temperature(h)
@@ -45,6 +56,7 @@ def _gpu(fields: Fields, i: int) -> dict[str, Any]:
 def _nvml_state(state: dict[str, Any]) -> Callable[[Any, dict[str, Any]], None]:
     """The NVML body filling `state`: nvml_error, driver_version, and gpus one by one (`progress`: the call and
     the GPU being read, for the evidence of a hang)."""
+
     def fill(pynvml: Any, progress: dict[str, Any]) -> None:
         fields = Fields(pynvml)
         progress["call"] = "nvmlSystemGetDriverVersion"
@@ -58,13 +70,18 @@ def _nvml_state(state: dict[str, Any]) -> Callable[[Any, dict[str, Any]], None]:
             progress.update(gpu=i, call=f"NVML reads of GPU {i}")
             state["gpus"].append(_gpu(fields, i))
         progress.update(gpu=None, call=None)
+
     return fill
 
 
 def _unavailable(state: dict[str, Any]) -> Callable[[BaseException], None]:
     def unavailable(exc: BaseException) -> None:
-        state["nvml_error"] = ("NVML bindings not installed (pip install nvidia-ml-py)" if isinstance(exc, ImportError)
-                               else f"NVML could not start: {exc}{_INIT_HINTS.get(getattr(exc, 'value', None), '')}")
+        state["nvml_error"] = (
+            "NVML bindings not installed (pip install nvidia-ml-py)"
+            if isinstance(exc, ImportError)
+            else f"NVML could not start: {exc}{_INIT_HINTS.get(getattr(exc, 'value', None), '')}"
+        )
+
     return unavailable
 
 
@@ -75,15 +92,28 @@ def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str =
     NVML runs through probe.nvml.read_nvml (a thread with a time budget): a GPU in a bad state can hang NVML
     calls, and then the kernel log and the GPUs read so far still come back, with the hang named."""
     state: dict[str, Any] = {"nvml_error": None, "driver_version": None, "gpus": []}
-    out: dict[str, Any] = {"kernel_log": capture_xids(kmsg), "pci_gpus": pci_gpus(sysfs), "access": read_access()}
-    warm = warmup()  # the node path's hold on NVML (probe.nvml.warm_up): how long the first initialisation took
+    out: dict[str, Any] = {
+        "kernel_log": capture_xids(kmsg),
+        "pci_gpus": pci_gpus(sysfs),
+        "access": read_access(),
+    }
+    warm = (
+        warmup()
+    )  # the node path's hold on NVML (probe.nvml.warm_up): how long the first initialisation took
     if warm is not None and warm.error is None:
         out["warmup"] = {"budget_s": warm.budget_s, "seconds": warm.seconds, "hang": warm.hang}
     got = read_nvml(_nvml_state(state), _unavailable(state), nvml_budget_s)
-    out.update(nvml_error=state["nvml_error"], driver_version=state["driver_version"], gpus=list(state["gpus"]),
-               nvml_hung=None, nvml_hang=got.hang)
+    out.update(
+        nvml_error=state["nvml_error"],
+        driver_version=state["driver_version"],
+        gpus=list(state["gpus"]),
+        nvml_hung=None,
+        nvml_hang=got.hang,
+    )
     if got.hang is not None:  # the reader is left behind as a daemon thread: it ends with this process
         at = got.progress.get("gpu")
-        out.update(nvml_error=hang_text(got.hang) + (f" (reading GPU {at})" if at is not None else ""),
-                   nvml_hung=at if at is not None else -1)
+        out.update(
+            nvml_error=hang_text(got.hang) + (f" (reading GPU {at})" if at is not None else ""),
+            nvml_hung=at if at is not None else -1,
+        )
     return out

@@ -21,9 +21,13 @@ GPU_LOST = "gpu.lost"
 NVML_HANG = "nvml.hang"
 
 RESET = "nvidia-smi -r -i {i} (GPU reset)"
-BUS_FIX = ("drain the node and reboot it (the GPU no longer answers on PCIe); check its seating, power and cooling; "
-           "lspci -s {pci} ; RMA if it recurs")
-PERSISTENCE_FIX = "sudo nvidia-smi -pm 1, or run nvidia-persistenced (systemctl enable --now nvidia-persistenced)"
+BUS_FIX = (
+    "drain the node and reboot it (the GPU no longer answers on PCIe); check its seating, power and cooling; "
+    "lspci -s {pci} ; RMA if it recurs"
+)
+PERSISTENCE_FIX = (
+    "sudo nvidia-smi -pm 1, or run nvidia-persistenced (systemctl enable --now nvidia-persistenced)"
+)
 SLOW_RANK = 4  # a first slow start warns; a repeated one, or a thread stuck in the kernel, drains (rank 0)
 
 
@@ -52,17 +56,24 @@ def hang_finding(data: Mapping[str, Any]) -> GpuFinding | None:
     complete = isinstance(hang, dict) and "call" in hang and "budget_s" in hang
     evidence = f" [{describe(hang)}]" if complete and isinstance(hang, dict) else ""
     # Only the initialisation is a cold start: a per-GPU read that does not return after NVML came up is a hang.
-    if isinstance(hang, dict) and hang.get("call") == "nvmlInit" and hang.get("state") and not stuck_in_kernel(hang):
+    if (
+        isinstance(hang, dict)
+        and hang.get("call") == "nvmlInit"
+        and hang.get("state")
+        and not stuck_in_kernel(hang)
+    ):
         return _slow(f"{data.get('nvml_error')}{evidence}", _overruns(data) >= 2)
     reset = RESET.format(i=hung) if hung >= 0 else "nvidia-smi -r (GPU reset)"
-    return GpuFinding(f"{data.get('nvml_error')}: a GPU in a bad state hangs NVML{evidence}",
-                   f"nvidia-smi -q (does it hang too?); dmesg | grep -i xid; {reset} or reboot the node; "
-                   "RMA if it recurs",
-                   FaultClass.NODE,
-                   code=NVML_HANG,
-                   rank=0,
-                   gpu=who,
-                   who=who)
+    return GpuFinding(
+        f"{data.get('nvml_error')}: a GPU in a bad state hangs NVML{evidence}",
+        f"nvidia-smi -q (does it hang too?); dmesg | grep -i xid; {reset} or reboot the node; "
+        "RMA if it recurs",
+        FaultClass.NODE,
+        code=NVML_HANG,
+        rank=0,
+        gpu=who,
+        who=who,
+    )
 
 
 def _overruns(data: Mapping[str, Any]) -> int:
@@ -72,57 +83,72 @@ def _overruns(data: Mapping[str, Any]) -> int:
 
 def _slow(what: str, repeated: bool) -> GpuFinding:
     if repeated:
-        return GpuFinding(f"the GPUs' initialisation overran its budget in two runs in a row: "
-                       f"{what}",
-                       f"{PERSISTENCE_FIX}; if it stays slow with persistence on: nvidia-smi -q, dmesg | "
-                       "grep -iE 'NVRM|Xid', reboot the node",
-                       FaultClass.NODE,
-                       code=GPU_INIT_SLOW,
-                       rank=0,
-                       gpu="GPUs",
-                       who="the node")
-    return GpuFinding(f"a slow first initialisation, not a hang: {what}; with persistence "
-                   "mode off every client pays it",
-                   PERSISTENCE_FIX,
-                   FaultClass.NODE,
-                   code=GPU_INIT_SLOW,
-                   rank=SLOW_RANK,
-                   gpu="GPUs",
-                   who="the node")
+        return GpuFinding(
+            f"the GPUs' initialisation overran its budget in two runs in a row: {what}",
+            f"{PERSISTENCE_FIX}; if it stays slow with persistence on: nvidia-smi -q, dmesg | "
+            "grep -iE 'NVRM|Xid', reboot the node",
+            FaultClass.NODE,
+            code=GPU_INIT_SLOW,
+            rank=0,
+            gpu="GPUs",
+            who="the node",
+        )
+    return GpuFinding(
+        f"a slow first initialisation, not a hang: {what}; with persistence mode off every client pays it",
+        PERSISTENCE_FIX,
+        FaultClass.NODE,
+        code=GPU_INIT_SLOW,
+        rank=SLOW_RANK,
+        gpu="GPUs",
+        who="the node",
+    )
 
 
 def warmup_finding(data: Mapping[str, Any]) -> GpuFinding | None:
     """The node path's first initialisation finished, but after its budget (a cold start): a warning naming
     persistence mode; over budget in two runs in a row: the node's."""
     warm = data.get("warmup")
-    if not isinstance(warm, dict) or not isinstance(warm.get("hang"), dict) or data.get("nvml_hung") is not None:
+    if (
+        not isinstance(warm, dict)
+        or not isinstance(warm.get("hang"), dict)
+        or data.get("nvml_hung") is not None
+    ):
         return None
     took = warm.get("seconds")
     done = f"finished after {took:g} s" if isinstance(took, (int, float)) else "still running"
-    return _slow(f"NVML's first initialisation took longer than its {warm.get('budget_s', 0):g} s budget ({done}; "
-                 f"{describe(warm['hang'])})", _overruns(data) >= 2)
+    return _slow(
+        f"NVML's first initialisation took longer than its {warm.get('budget_s', 0):g} s budget ({done}; "
+        f"{describe(warm['hang'])})",
+        _overruns(data) >= 2,
+    )
 
 
 def _nvml_keys(gpus: Sequence[Mapping[str, Any]]) -> set[str]:
     return {k for g in gpus if isinstance(g.get("pci"), str) and (k := pci_key(g["pci"]))}
 
 
-def bus_findings(events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]],
-                 alloc: Allocation | None = None) -> list[GpuFinding]:
+def bus_findings(
+    events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]], alloc: Allocation | None = None
+) -> list[GpuFinding]:
     """NVRM's 'has fallen off the bus' line without an Xid (newer drivers): gpu.fell_off_bus, for the GPUs this
     process was given (the kernel log is the host's: another container's GPU is not this one's to judge)."""
     out = []
     for e in events:
         if isinstance(e, dict) and isinstance(e.get("pci"), str) and (alloc is None or alloc.ours(e["pci"])):
-            listed = " (NVML still lists it)" if e["pci"] in _nvml_keys(gpus) else " (NVML no longer lists it)"
-            out.append(GpuFinding(f"fell off the bus{listed}, "
-                               f"{e.get('count', 1)}x in the kernel log: {e.get('text', '')}",
-                               BUS_FIX.format(pci=f"{e['pci']}.0"),
-                               FaultClass.NODE,
-                               code=FELL_OFF_BUS,
-                               rank=0,
-                               gpu=f"PCI {e['pci']}.0",
-                               who=f"PCI {e['pci']}.0"))
+            listed = (
+                " (NVML still lists it)" if e["pci"] in _nvml_keys(gpus) else " (NVML no longer lists it)"
+            )
+            out.append(
+                GpuFinding(
+                    f"fell off the bus{listed}, {e.get('count', 1)}x in the kernel log: {e.get('text', '')}",
+                    BUS_FIX.format(pci=f"{e['pci']}.0"),
+                    FaultClass.NODE,
+                    code=FELL_OFF_BUS,
+                    rank=0,
+                    gpu=f"PCI {e['pci']}.0",
+                    who=f"PCI {e['pci']}.0",
+                )
+            )
     return out
 
 
@@ -138,7 +164,9 @@ def hidden(data: Mapping[str, Any]) -> list[str]:
     return not_given(given(data), bus) if isinstance(bus, list) else []
 
 
-def missing_findings(pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> list[GpuFinding]:
+def missing_findings(
+    pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Mapping[str, Any]
+) -> list[GpuFinding]:
     """GPUs this process was given that NVML does not list (NVML answered): gpu.lost, by PCI address when the
     evidence names them, else by count. A GPU of the node that was not given is not visible here, never lost."""
     if not isinstance(pci_gpus, list) or data.get("nvml_error") or data.get("nvml_hung") is not None:
@@ -147,22 +175,38 @@ def missing_findings(pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Map
     listed = _nvml_keys(gpus)
     if not alloc.whole_node and alloc.buses is None:
         if alloc.count is not None and len(gpus) < alloc.count:
-            return [GpuFinding(f"NVML lists {len(gpus)} of the {alloc.count} GPU(s) given by "
-                            f"{alloc.source}: the driver lost {alloc.count - len(gpus)}",
-                            BUS_FIX.format(pci="<address>"),
-                            FaultClass.NODE,
-                            code=GPU_LOST,
-                            rank=0,
-                            gpu="GPUs",
-                            who="the GPUs given")]
-        return []
-    missing = [a for a in pci_gpus if isinstance(a, str) and pci_key(a) not in listed and alloc.ours(pci_key(a) or "")]
-    scope = f"{len(gpus)} of {len(pci_gpus)} GPUs" if alloc.whole_node else \
-        f"{len(gpus)} of the {alloc.count} GPU(s) given by {alloc.source}"
-    return [GpuFinding(f"on the PCI bus but not listed by NVML ({scope}): the driver lost it",
-                    BUS_FIX.format(pci=a),
+            return [
+                GpuFinding(
+                    f"NVML lists {len(gpus)} of the {alloc.count} GPU(s) given by "
+                    f"{alloc.source}: the driver lost {alloc.count - len(gpus)}",
+                    BUS_FIX.format(pci="<address>"),
                     FaultClass.NODE,
                     code=GPU_LOST,
                     rank=0,
-                    gpu=f"PCI {a}",
-                    who=f"PCI {a}") for a in missing]
+                    gpu="GPUs",
+                    who="the GPUs given",
+                )
+            ]
+        return []
+    missing = [
+        a
+        for a in pci_gpus
+        if isinstance(a, str) and pci_key(a) not in listed and alloc.ours(pci_key(a) or "")
+    ]
+    scope = (
+        f"{len(gpus)} of {len(pci_gpus)} GPUs"
+        if alloc.whole_node
+        else f"{len(gpus)} of the {alloc.count} GPU(s) given by {alloc.source}"
+    )
+    return [
+        GpuFinding(
+            f"on the PCI bus but not listed by NVML ({scope}): the driver lost it",
+            BUS_FIX.format(pci=a),
+            FaultClass.NODE,
+            code=GPU_LOST,
+            rank=0,
+            gpu=f"PCI {a}",
+            who=f"PCI {a}",
+        )
+        for a in missing
+    ]

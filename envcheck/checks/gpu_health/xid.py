@@ -30,19 +30,27 @@ _LOAD = re.compile(r"NVRM: loading NVIDIA UNIX")
 # The first line of a load, before the probe: the module's NVLink core starts (every load, e.g. "nvidia-nvlink:
 # Nvlink Core is being initialized, major device number 237" in real dmesg logs), or the kernel's taint notes
 # for the module being loaded.
-_LOAD_START = re.compile(r"nvidia-nvlink: Nvlink Core is being initialized|nvidia: loading out-of-tree module|"
-                         r"nvidia: module (?:license|verification)")
+_LOAD_START = re.compile(
+    r"nvidia-nvlink: Nvlink Core is being initialized|nvidia: loading out-of-tree module|"
+    r"nvidia: module (?:license|verification)"
+)
 # Logged when the driver initialises a GPU (at load, and again after a reset): "NVRM: GPU at PCI:0000:3b:00: GPU-..."
 _GPU_INIT = re.compile(r"NVRM: GPU at PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 # Newer drivers, without an Xid (NVIDIA/NVSentinel#155): "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5)
 # installed in this system has fallen off the bus and is not responding to commands."
-_BUS = re.compile(r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?"
-                  r"[^\n]*?has fallen off the bus[^\n]*")
-_STAMP = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]|^([A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d)")  # dmesg, dmesg -T, syslog
+_BUS = re.compile(
+    r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?"
+    r"[^\n]*?has fallen off the bus[^\n]*"
+)
+_STAMP = re.compile(
+    r"^\s*\[\s*([^\]]+?)\s*\]|^([A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d)"
+)  # dmesg, dmesg -T, syslog
 
 
-_XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.[0-7])?\): "
-                  r"(\d+),\s*(.*)")
+_XID = re.compile(
+    r"NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.[0-7])?\): "
+    r"(\d+),\s*(.*)"
+)
 
 
 @dataclass(frozen=True)
@@ -59,40 +67,77 @@ _RESET = "nvidia-smi -r -i {i} (GPU reset)"
 
 XID_CATALOG: dict[int, XidMeaning] = {
     # Application faults: the job's own bug or its teardown, not the node (catalog: RESTART_APP, CHECK_APP/CUDA).
-    13: XidMeaning("graphics engine exception (usually the application: out-of-range access, illegal "
-                   "instruction)", None),
+    13: XidMeaning(
+        "graphics engine exception (usually the application: out-of-range access, illegal instruction)", None
+    ),
     31: XidMeaning("GPU memory page fault (usually the application: an illegal address)", None),
     43: XidMeaning("GPU stopped processing (the application's channel faulted)", None),
     45: XidMeaning("preemptive cleanup after a previous error or a killed process", None),
     # The GPU or the node.
-    79: XidMeaning("GPU has fallen off the bus", 0,
-                   "drain the node and reboot it (the GPU no longer answers on PCIe); check its seating, power "
-                   "and cooling; RMA if it recurs"),
-    154: XidMeaning("GPU recovery action changed (the driver asks for a GPU reset or a node reboot)", 0,
-                    f"drain; do what the logged action says: {_RESET} or reboot the node"),
-    95: XidMeaning("uncontained ECC error (every application on the GPU is affected)", 1,
-                   f"drain; {_RESET} before running anything on it; RMA if it recurs"),
-    48: XidMeaning("double-bit (uncorrectable) ECC error", 1,
-                   f"drain; {_RESET} to retire or remap the bad memory; "
-                   "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER; RMA if it recurs"),
-    64: XidMeaning("ECC page retirement or row remapping failed", 1,
-                   "drain; nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER; a remapping failure means RMA"),
-    62: XidMeaning("internal micro-controller halt", 1, f"drain; {_RESET} or reboot; update the driver if it "
-                   "recurs"),
-    119: XidMeaning("GSP RPC timeout (the GPU System Processor firmware did not answer)", 1,
-                    f"drain; {_RESET} or reboot; update the driver if it recurs"),
-    120: XidMeaning("GSP error (the GPU System Processor firmware failed)", 1,
-                    f"drain; {_RESET} or reboot; update the driver if it recurs"),
-    74: XidMeaning("NVLink error", 1, f"drain; nvidia-smi nvlink -s -i {{i}} and nvidia-smi nvlink -e -i {{i}}; "
-                   f"{_RESET}; check the NVLink bridges / NVSwitch fabric"),
-    94: XidMeaning("contained ECC error (the application that hit it must restart)", 2,
-                   f"restart the affected job; {_RESET} when convenient"),
-    63: XidMeaning("ECC page retirement or row remapping recorded (takes effect at the next GPU reset)", 2,
-                   f"{_RESET} when convenient; nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER"),
-    92: XidMeaning("high single-bit ECC error rate", 2,
-                   f"nvidia-smi -q -d ECC; {_RESET}; RMA if the rate stays high"),
-    61: XidMeaning("internal micro-controller breakpoint/warning", 2,
-                   f"watch for Xid 62 after it; {_RESET} if the GPU hangs; update the driver"),
+    79: XidMeaning(
+        "GPU has fallen off the bus",
+        0,
+        "drain the node and reboot it (the GPU no longer answers on PCIe); check its seating, power "
+        "and cooling; RMA if it recurs",
+    ),
+    154: XidMeaning(
+        "GPU recovery action changed (the driver asks for a GPU reset or a node reboot)",
+        0,
+        f"drain; do what the logged action says: {_RESET} or reboot the node",
+    ),
+    95: XidMeaning(
+        "uncontained ECC error (every application on the GPU is affected)",
+        1,
+        f"drain; {_RESET} before running anything on it; RMA if it recurs",
+    ),
+    48: XidMeaning(
+        "double-bit (uncorrectable) ECC error",
+        1,
+        f"drain; {_RESET} to retire or remap the bad memory; "
+        "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER; RMA if it recurs",
+    ),
+    64: XidMeaning(
+        "ECC page retirement or row remapping failed",
+        1,
+        "drain; nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER; a remapping failure means RMA",
+    ),
+    62: XidMeaning(
+        "internal micro-controller halt", 1, f"drain; {_RESET} or reboot; update the driver if it recurs"
+    ),
+    119: XidMeaning(
+        "GSP RPC timeout (the GPU System Processor firmware did not answer)",
+        1,
+        f"drain; {_RESET} or reboot; update the driver if it recurs",
+    ),
+    120: XidMeaning(
+        "GSP error (the GPU System Processor firmware failed)",
+        1,
+        f"drain; {_RESET} or reboot; update the driver if it recurs",
+    ),
+    74: XidMeaning(
+        "NVLink error",
+        1,
+        f"drain; nvidia-smi nvlink -s -i {{i}} and nvidia-smi nvlink -e -i {{i}}; "
+        f"{_RESET}; check the NVLink bridges / NVSwitch fabric",
+    ),
+    94: XidMeaning(
+        "contained ECC error (the application that hit it must restart)",
+        2,
+        f"restart the affected job; {_RESET} when convenient",
+    ),
+    63: XidMeaning(
+        "ECC page retirement or row remapping recorded (takes effect at the next GPU reset)",
+        2,
+        f"{_RESET} when convenient; nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER",
+    ),
+    92: XidMeaning(
+        "high single-bit ECC error rate", 2, f"nvidia-smi -q -d ECC; {_RESET}; RMA if the rate stays high"
+    ),
+    61: XidMeaning(
+        "internal micro-controller breakpoint/warning",
+        2,
+        f"watch for Xid 62 after it; {_RESET} if the GPU hangs; update the driver",
+    ),
 }
 
 
@@ -110,19 +155,29 @@ def meaning_of(xid: int) -> XidMeaning:
         fix = BUCKETS[now] + (f"; if it recurs: {BUCKETS[later]}" if later != now else "")
         return XidMeaning(f"{description}, {mnemonic}", BUCKET_RANK.get(now, UNKNOWN_RANK), fix)
     if xid in UNUSED:
-        return XidMeaning("listed as unused by NVIDIA's catalogue (deprecated, or Volta and older)", UNKNOWN_RANK,
-                          f"{BUCKETS['CONTACT_SUPPORT']}; nvidia-smi -q -i {{i}}")
-    return XidMeaning("not in NVIDIA's Xid catalogue", UNKNOWN_RANK,
-                      f"look the code up in {SOURCE}; nvidia-smi -q -i {{i}}; {_RESET} if the GPU misbehaves")
+        return XidMeaning(
+            "listed as unused by NVIDIA's catalogue (deprecated, or Volta and older)",
+            UNKNOWN_RANK,
+            f"{BUCKETS['CONTACT_SUPPORT']}; nvidia-smi -q -i {{i}}",
+        )
+    return XidMeaning(
+        "not in NVIDIA's Xid catalogue",
+        UNKNOWN_RANK,
+        f"look the code up in {SOURCE}; nvidia-smi -q -i {{i}}; {_RESET} if the GPU misbehaves",
+    )
 
 
 def escalated(xid: int, bursts: int) -> XidMeaning | None:
     """An application Xid repeating on one GPU in APP_REPEAT bursts or more: NVIDIA's workflow suspects the GPU."""
     if xid not in ESCALATING or bursts < APP_REPEAT:
         return None
-    return XidMeaning(f"{meaning_of(xid).meaning}, repeating on this GPU ({bursts} bursts): possibly the GPU, "
-                      "not the application", 2, f"drain; dcgmi diag -r 3 -i {{i}} (NVIDIA: "
-                      f"{BUCKETS[ESCALATING[xid]]}); field diagnostics if DCGM passes")
+    return XidMeaning(
+        f"{meaning_of(xid).meaning}, repeating on this GPU ({bursts} bursts): possibly the GPU, "
+        "not the application",
+        2,
+        f"drain; dcgmi diag -r 3 -i {{i}} (NVIDIA: "
+        f"{BUCKETS[ESCALATING[xid]]}); field diagnostics if DCGM passes",
+    )
 
 
 def pci_key(address: str) -> str | None:
@@ -137,7 +192,9 @@ def pci_key(address: str) -> str | None:
         return None
 
 
-def parse_xid_lines(lines: list[str], after_seq: int | None = None, since_s: float | None = None) -> list[dict[str, Any]]:
+def parse_xid_lines(
+    lines: list[str], after_seq: int | None = None, since_s: float | None = None
+) -> list[dict[str, Any]]:
     """Xid events in kernel log lines (/dev/kmsg records, dmesg or journal lines), one entry per (GPU, code)
     with its count, its bursts (distinct seconds, or distinct texts without times), the last occurrence's text
     and time since boot (seconds, /dev/kmsg only). See scan() for the window."""
@@ -154,7 +211,9 @@ def scan(lines: list[str], after_seq: int | None = None, since_s: float | None =
     bus: dict[str, dict[str, Any]] = {}
     seconds: dict[tuple[str, int], set[Any]] = {}
     last_seq = None
-    started = False  # a load's first line was seen since the last banner: the probe-time lines after it are its own
+    started = (
+        False  # a load's first line was seen since the last banner: the probe-time lines after it are its own
+    )
     for line in lines:
         record = _RECORD.match(line)
         seq, at = (int(record.group(1)), int(record.group(2)) / 1e6) if record else (None, None)
@@ -165,7 +224,9 @@ def scan(lines: list[str], after_seq: int | None = None, since_s: float | None =
                 bus.clear()
             started = True
             continue
-        if _LOAD.search(line):  # its banner: without a start line (a log that lost it), the window begins here
+        if _LOAD.search(
+            line
+        ):  # its banner: without a start line (a log that lost it), the window begins here
             if not started:
                 events.clear()
                 bus.clear()
@@ -177,13 +238,16 @@ def scan(lines: list[str], after_seq: int | None = None, since_s: float | None =
                 del events[k]
             bus.pop(key, None)
             continue
-        if (seq is not None and after_seq is not None and seq <= after_seq) or \
-                (at is not None and since_s is not None and at < since_s):
+        if (seq is not None and after_seq is not None and seq <= after_seq) or (
+            at is not None and since_s is not None and at < since_s
+        ):
             continue
         fell = _BUS.search(line)
         if fell and (key := pci_key(fell.group(1))):
             entry = bus.setdefault(key, {"pci": key, "count": 0})
-            entry.update(count=entry["count"] + 1, text=fell.group(0)[:200], boot_s=round(at, 3) if at else None)
+            entry.update(
+                count=entry["count"] + 1, text=fell.group(0)[:200], boot_s=round(at, 3) if at else None
+            )
             continue
         found = _XID.search(line)
         if not found or (key := pci_key(":".join(found.group(1, 2, 3)))) is None:
@@ -192,13 +256,23 @@ def scan(lines: list[str], after_seq: int | None = None, since_s: float | None =
         event = events.setdefault((key, xid), {"pci": key, "xid": xid, "count": 0})
         text = found.group(5).strip()[:200]
         seconds.setdefault((key, xid), set()).add(int(at) if at is not None else _stamp(line))
-        event.update(count=event["count"] + 1, bursts=len(seconds[(key, xid)]), text=text,
-                     boot_s=round(at, 3) if at is not None else None)
+        event.update(
+            count=event["count"] + 1,
+            bursts=len(seconds[(key, xid)]),
+            text=text,
+            boot_s=round(at, 3) if at is not None else None,
+        )
     ordered = sorted(events.values(), key=lambda e: (meaning_of(e["xid"]).rank is None, e["pci"], e["xid"]))
-    return {"xid": ordered[:MAX_EVENTS], "bus": sorted(bus.values(), key=lambda b: b["pci"]), "last_seq": last_seq}
+    return {
+        "xid": ordered[:MAX_EVENTS],
+        "bus": sorted(bus.values(), key=lambda b: b["pci"]),
+        "last_seq": last_seq,
+    }
 
 
-def capture_xids(path: str = KMSG, state_file: str | None = None, window_s: float | None = None) -> dict[str, Any]:
+def capture_xids(
+    path: str = KMSG, state_file: str | None = None, window_s: float | None = None
+) -> dict[str, Any]:
     """The kernel log's Xid and fallen-off-the-bus events within the window, or why there are none to tell.
 
     `state_file` (ENVCHECK_XID_STATE) keeps the last run's cursor (boot id and /dev/kmsg sequence number),
@@ -209,8 +283,13 @@ def capture_xids(path: str = KMSG, state_file: str | None = None, window_s: floa
     cursor = read_cursor(state_file) if state_file else None
     since = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - window_s) if window_s else None
     found = scan(lines, cursor, since)
-    out = {"source": path, "error": why, "xid": found["xid"], "bus": found["bus"],
-           "window": {"after_seq": cursor, "since_s": round(since, 3) if since is not None else None}}
+    out = {
+        "source": path,
+        "error": why,
+        "xid": found["xid"],
+        "bus": found["bus"],
+        "window": {"after_seq": cursor, "since_s": round(since, 3) if since is not None else None},
+    }
     if state_file and why is None and found["last_seq"] is not None:
         note = write_cursor(state_file, found["last_seq"])
         if note:

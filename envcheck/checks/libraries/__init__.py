@@ -17,7 +17,17 @@ from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import Result
 from envcheck.core.section import Section
 
-__all__ = ["CHECKS", "SECTION", "capture", "findings", "nvidia_dists", "pins", "required_by", "validate", "verdict"]
+__all__ = [
+    "CHECKS",
+    "SECTION",
+    "capture",
+    "findings",
+    "nvidia_dists",
+    "pins",
+    "required_by",
+    "validate",
+    "verdict",
+]
 
 SECTION = Section("libraries", "libs.cuda", capture, validate, verdict)
 
@@ -28,6 +38,12 @@ def libs_cuda(ctx: Context) -> Result:
 
 
 CHECKS = (
-    CheckSpec("libs.cuda", libs_cuda, "each loaded CUDA library is the pinned wheel's copy (not LD_LIBRARY_PATH's);"
-              " one distribution per NVIDIA library family", needs=Needs(torch=True), timeout_s=30),
+    CheckSpec(
+        "libs.cuda",
+        libs_cuda,
+        "each loaded CUDA library is the pinned wheel's copy (not LD_LIBRARY_PATH's);"
+        " one distribution per NVIDIA library family",
+        needs=Needs(torch=True),
+        timeout_s=30,
+    ),
 )

@@ -20,23 +20,48 @@ from envcheck.probe.system import mapped_paths
 
 # Library file stem -> the NVIDIA distribution family that ships it (names without the -cuNN suffix).
 FAMILIES = {
-    "libnccl": "nvidia-nccl", "libcudnn": "nvidia-cudnn", "libcudart": "nvidia-cuda-runtime",
-    "libcublas": "nvidia-cublas", "libcublasLt": "nvidia-cublas", "libnvJitLink": "nvidia-nvjitlink",
-    "libcusparse": "nvidia-cusparse", "libcusparseLt": "nvidia-cusparselt", "libcufft": "nvidia-cufft",
-    "libcurand": "nvidia-curand", "libcusolver": "nvidia-cusolver", "libnvrtc": "nvidia-cuda-nvrtc",
-    "libcupti": "nvidia-cuda-cupti", "libnvToolsExt": "nvidia-nvtx", "libcufile": "nvidia-cufile",
+    "libnccl": "nvidia-nccl",
+    "libcudnn": "nvidia-cudnn",
+    "libcudart": "nvidia-cuda-runtime",
+    "libcublas": "nvidia-cublas",
+    "libcublasLt": "nvidia-cublas",
+    "libnvJitLink": "nvidia-nvjitlink",
+    "libcusparse": "nvidia-cusparse",
+    "libcusparseLt": "nvidia-cusparselt",
+    "libcufft": "nvidia-cufft",
+    "libcurand": "nvidia-curand",
+    "libcusolver": "nvidia-cusolver",
+    "libnvrtc": "nvidia-cuda-nvrtc",
+    "libcupti": "nvidia-cuda-cupti",
+    "libnvToolsExt": "nvidia-nvtx",
+    "libcufile": "nvidia-cufile",
     "libnvshmem_host": "nvidia-nvshmem",
 }
 # The symbol prefixes of each library, for `undefined symbol: X` (the `, version libY.so.N` part wins if given).
-SYMBOL_LIBS = (("__nvJitLink", "libnvJitLink"), ("nvJitLink", "libnvJitLink"), ("nccl", "libnccl"),
-               ("cudnn", "libcudnn"), ("cublasLt", "libcublasLt"), ("cublas", "libcublas"),
-               ("cusparse", "libcusparse"), ("cufft", "libcufft"), ("curand", "libcurand"),
-               ("cusolver", "libcusolver"), ("nvrtc", "libnvrtc"), ("cupti", "libcupti"), ("cuda", "libcudart"))
+SYMBOL_LIBS = (
+    ("__nvJitLink", "libnvJitLink"),
+    ("nvJitLink", "libnvJitLink"),
+    ("nccl", "libnccl"),
+    ("cudnn", "libcudnn"),
+    ("cublasLt", "libcublasLt"),
+    ("cublas", "libcublas"),
+    ("cusparse", "libcusparse"),
+    ("cufft", "libcufft"),
+    ("curand", "libcurand"),
+    ("cusolver", "libcusolver"),
+    ("nvrtc", "libnvrtc"),
+    ("cupti", "libcupti"),
+    ("cuda", "libcudart"),
+)
 _SO = re.compile(r"^(lib[\w+-]*?)\.so((?:\.\d+)*)$")
 _CU = re.compile(r"-cu\d+$")
 MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+?\.so[.\d]*): cannot open shared object file")
-UNDEFINED_SYMBOL = re.compile(r"(?:(/\S+?):\s*)?undefined symbol:\s*(\w+)(?:,\s*version\s+(lib[\w+-]+\.so[.\d]*))?")
-TOOLKIT = "cuda-toolkit"  # torch on CUDA 13 pins cuda-toolkit[cublas,cudart,...]==13.0.x; its extras pin the libs
+UNDEFINED_SYMBOL = re.compile(
+    r"(?:(/\S+?):\s*)?undefined symbol:\s*(\w+)(?:,\s*version\s+(lib[\w+-]+\.so[.\d]*))?"
+)
+TOOLKIT = (
+    "cuda-toolkit"  # torch on CUDA 13 pins cuda-toolkit[cublas,cudart,...]==13.0.x; its extras pin the libs
+)
 
 
 def stem(path: str) -> str | None:
@@ -79,8 +104,11 @@ def same_release(a: str, b: str) -> bool | None:
 
 # ---- capture: the live system --------------------------------------------------------------------------------
 
+
 def _exact(req: Any) -> str | None:
-    return next((s.version for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version), None)
+    return next(
+        (s.version for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version), None
+    )
 
 
 def _applies(req: Any, extra: str = "") -> bool:
@@ -172,8 +200,12 @@ def _search_dirs(value: str | None) -> list[dict[str, Any]]:
 def capture() -> dict[str, Any]:
     """torch's import (error text when it fails), its pins, the NVIDIA distributions, the mapped libraries,
     and what LD_LIBRARY_PATH / LD_PRELOAD offer the loader."""
-    out: dict[str, Any] = {"torch_installed": False, "torch_version": None, "torch_cuda": None,
-                           "import_error": None}
+    out: dict[str, Any] = {
+        "torch_installed": False,
+        "torch_version": None,
+        "torch_cuda": None,
+        "import_error": None,
+    }
     try:
         out["torch_version"] = importlib.metadata.version("torch")
         out["torch_installed"] = True
@@ -197,15 +229,30 @@ def capture() -> dict[str, Any]:
     maps = mapped_paths()
     out["loaded"] = sorted({p for p in maps or () if family_of(stem(p))} | set(loaded_libraries()))
     out["ld_library_path"] = _search_dirs(os.environ.get("LD_LIBRARY_PATH"))
-    out["ld_preload"] = [os.path.realpath(p) for p in re.split(r"[\s:]+", os.environ.get("LD_PRELOAD", "")) if p]
+    out["ld_preload"] = [
+        os.path.realpath(p) for p in re.split(r"[\s:]+", os.environ.get("LD_PRELOAD", "")) if p
+    ]
     return out
 
 
 def validate(data: Any, where: str) -> None:
     """One-line UsageError for a malformed `libraries` section."""
-    require(data, where, {"torch_installed": (bool,), "torch_version": (str, None), "torch_cuda": (str, None),
-                          "import_error": (str, None), "pins": (dict,), "dists": (list,), "loaded": (list,),
-                          "ld_library_path": (list,), "ld_preload": (list,), "required_by": (dict,)})
+    require(
+        data,
+        where,
+        {
+            "torch_installed": (bool,),
+            "torch_version": (str, None),
+            "torch_cuda": (str, None),
+            "import_error": (str, None),
+            "pins": (dict,),
+            "dists": (list,),
+            "loaded": (list,),
+            "ld_library_path": (list,),
+            "ld_preload": (list,),
+            "required_by": (dict,),
+        },
+    )
     for i, d in enumerate(data.get("dists", [])):
         require(d, f"{where}.dists[{i}]", {"name": (str,), "version": (str,), "libs": (list,)})
         missing = [k for k in ("name", "version", "libs") if k not in d]
@@ -225,10 +272,10 @@ def validate(data: Any, where: str) -> None:
             raise UsageError(f"{where}.{key} must be a list of str")
     if not all(isinstance(v, str) for v in data.get("pins", {}).values()):
         raise UsageError(f"{where}.pins must map names to version strings")
-    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
-               for v in data.get("required_by", {}).values()):
+    if not all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v)
+        for v in data.get("required_by", {}).values()
+    ):
         raise UsageError(f"{where}.required_by must map names to lists of str")
     if not all(isinstance(v, str) for d in data.get("ld_library_path", []) for v in d["libs"].values()):
         raise UsageError(f"{where}.ld_library_path[].libs must map file names to paths")
-
-

@@ -72,7 +72,8 @@ class _View:
         for d in self.data.get("ld_library_path", []):
             for name, target in d["libs"].items():
                 if (real and (target == real or os.path.join(d["dir"], name) == real)) or (
-                        not real and stem(name) == lib_stem):
+                    not real and stem(name) == lib_stem
+                ):
                     return "LD_LIBRARY_PATH", d["dir"]
         return None
 
@@ -91,18 +92,25 @@ def _shadow(view: _View, path: str, lib_stem: str, fatal: bool, what: str) -> Li
     copy = view.wheel_copy(lib_stem)
     if hit:
         var, entry = hit
-        return LibraryFinding(f"{what} from {var} ({entry}): {copy}",
-                       f"{view.drop_fix(var, entry)}  # remove {entry} so torch loads the wheel's {lib_stem}",
-                       FaultClass.CONFIG,
-                       fatal=fatal)
+        return LibraryFinding(
+            f"{what} from {var} ({entry}): {copy}",
+            f"{view.drop_fix(var, entry)}  # remove {entry} so torch loads the wheel's {lib_stem}",
+            FaultClass.CONFIG,
+            fatal=fatal,
+        )
     pin = view.pinned(family_of(lib_stem) or "")
-    fix = (f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}  # the {lib_stem} torch pins"
-           if pin else "pip install --force-reinstall torch  # restores the NVIDIA wheels torch pins")
-    return LibraryFinding(f"{what} (not from a wheel, nor from LD_LIBRARY_PATH/LD_PRELOAD: ld.so.cache or a system "
-                   f"path won): {copy}",
-                   fix,
-                   FaultClass.IMAGE,
-                   fatal=fatal)
+    fix = (
+        f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}  # the {lib_stem} torch pins"
+        if pin
+        else "pip install --force-reinstall torch  # restores the NVIDIA wheels torch pins"
+    )
+    return LibraryFinding(
+        f"{what} (not from a wheel, nor from LD_LIBRARY_PATH/LD_PRELOAD: ld.so.cache or a system "
+        f"path won): {copy}",
+        fix,
+        FaultClass.IMAGE,
+        fatal=fatal,
+    )
 
 
 def import_finding(view: _View, error: str) -> LibraryFinding:
@@ -115,42 +123,60 @@ def import_finding(view: _View, error: str) -> LibraryFinding:
         copies = [c for c in view.shipping(lib_stem) if os.path.basename(c[1]["path"]) == soname]
         pin = view.pinned(family_of(lib_stem) or "")
         if pin and not any(c[0]["name"] == canonicalize_name(pin[0]) for c in copies):
-            return LibraryFinding(f"torch cannot import: {soname} is missing ({first}); torch pins {pin[0]}=={pin[1]}, "
-                           "which is not installed",
-                           f"pip install {pin[0]}=={pin[1]}",
-                           FaultClass.IMAGE,
-                           fatal=True)
+            return LibraryFinding(
+                f"torch cannot import: {soname} is missing ({first}); torch pins {pin[0]}=={pin[1]}, "
+                "which is not installed",
+                f"pip install {pin[0]}=={pin[1]}",
+                FaultClass.IMAGE,
+                fatal=True,
+            )
         for d, lib in copies:
             if lib["state"] == "missing":
-                return LibraryFinding(f"torch cannot import: {soname} is missing ({first}); {d['name']} "
-                               f"{d['version']} lists {lib['path']} but the file is gone (removed when another "
-                               "distribution sharing it was uninstalled?)",
-                               f"pip install --force-reinstall --no-deps {d['name']}=={d['version']}",
-                               FaultClass.IMAGE,
-                               fatal=True)
+                return LibraryFinding(
+                    f"torch cannot import: {soname} is missing ({first}); {d['name']} "
+                    f"{d['version']} lists {lib['path']} but the file is gone (removed when another "
+                    "distribution sharing it was uninstalled?)",
+                    f"pip install --force-reinstall --no-deps {d['name']}=={d['version']}",
+                    FaultClass.IMAGE,
+                    fatal=True,
+                )
         if copies:
             d, lib = copies[0]
-            return LibraryFinding(f"torch cannot import: the loader does not find {soname} ({first}), though {d['name']} "
-                           f"installed it at {lib['path']}: torch and the NVIDIA wheels are in different "
-                           "site-packages (torch's RUNPATH is $ORIGIN/../../nvidia/...)",
-                           f"pip install --force-reinstall torch=={view.data.get('torch_version') or 'X'}  "
-                           f"# one site-packages for both; stopgap: export LD_LIBRARY_PATH="
-                           f"{os.path.dirname(lib['path'])}",
-                           FaultClass.IMAGE,
-                           fatal=True)
-        return LibraryFinding(f"torch cannot import: {soname} is missing ({first})",
-                       "pip install --force-reinstall torch  # installs the NVIDIA wheels it pins",
-                       FaultClass.IMAGE,
-                       fatal=True)
+            return LibraryFinding(
+                f"torch cannot import: the loader does not find {soname} ({first}), though {d['name']} "
+                f"installed it at {lib['path']}: torch and the NVIDIA wheels are in different "
+                "site-packages (torch's RUNPATH is $ORIGIN/../../nvidia/...)",
+                f"pip install --force-reinstall torch=={view.data.get('torch_version') or 'X'}  "
+                f"# one site-packages for both; stopgap: export LD_LIBRARY_PATH="
+                f"{os.path.dirname(lib['path'])}",
+                FaultClass.IMAGE,
+                fatal=True,
+            )
+        return LibraryFinding(
+            f"torch cannot import: {soname} is missing ({first})",
+            "pip install --force-reinstall torch  # installs the NVIDIA wheels it pins",
+            FaultClass.IMAGE,
+            fatal=True,
+        )
     undefined = UNDEFINED_SYMBOL.search(error)
     if undefined:
         needer, symbol, versioned = undefined.groups()
-        lib_stem = stem(versioned) if versioned else next((lib for p, lib in SYMBOL_LIBS if symbol.startswith(p)),
-                                                          None)
+        lib_stem = (
+            stem(versioned)
+            if versioned
+            else next((lib for p, lib in SYMBOL_LIBS if symbol.startswith(p)), None)
+        )
         if lib_stem is None:
-            return LibraryFinding(f"torch cannot import: {first}", "pip install --force-reinstall torch", FaultClass.IMAGE, fatal=True)
+            return LibraryFinding(
+                f"torch cannot import: {first}",
+                "pip install --force-reinstall torch",
+                FaultClass.IMAGE,
+                fatal=True,
+            )
         who = os.path.basename(needer) if needer else "torch"
-        what = f"torch cannot import: {who} needs {symbol}, which the {lib_stem} the loader found lacks (older)"
+        what = (
+            f"torch cannot import: {who} needs {symbol}, which the {lib_stem} the loader found lacks (older)"
+        )
         if view.search_hit(None, lib_stem):
             return _shadow(view, "", lib_stem, True, what + "; it came")
         family = family_of(lib_stem) or ""
@@ -158,16 +184,22 @@ def import_finding(view: _View, error: str) -> LibraryFinding:
         if len(doubled) > 1:
             return duplicate_finding(view, family, doubled, fatal=True, why=what)
         pin = view.pinned(family)
-        return LibraryFinding(f"{what}: {view.wheel_copy(lib_stem)}",
-                       f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}" if pin else
-                       "pip install --force-reinstall torch",
-                       FaultClass.IMAGE,
-                       fatal=True)
-    return LibraryFinding(f"torch cannot import: {first}", "pip install --force-reinstall torch", FaultClass.IMAGE, fatal=True)
+        return LibraryFinding(
+            f"{what}: {view.wheel_copy(lib_stem)}",
+            f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}"
+            if pin
+            else "pip install --force-reinstall torch",
+            FaultClass.IMAGE,
+            fatal=True,
+        )
+    return LibraryFinding(
+        f"torch cannot import: {first}", "pip install --force-reinstall torch", FaultClass.IMAGE, fatal=True
+    )
 
 
-def duplicate_finding(view: _View, family: str, dists: list[dict[str, Any]], fatal: bool = False,
-                      why: str = "") -> LibraryFinding:
+def duplicate_finding(
+    view: _View, family: str, dists: list[dict[str, Any]], fatal: bool = False, why: str = ""
+) -> LibraryFinding:
     """Several distributions of one family: which to uninstall, and the kept one to restore if files are shared."""
     pin = view.pinned(family)
     keep = next((d for d in dists if pin and d["name"] == canonicalize_name(pin[0])), None)
@@ -175,14 +207,19 @@ def duplicate_finding(view: _View, family: str, dists: list[dict[str, Any]], fat
         keep = max(dists, key=_cuda_major)
     drop = [d["name"] for d in dists if d is not keep]
     paths = {lib["path"] for lib in keep["libs"]}
-    shared = sorted({lib["path"] for d in dists if d is not keep for lib in d["libs"] if lib["path"] in paths})
+    shared = sorted(
+        {lib["path"] for d in dists if d is not keep for lib in d["libs"] if lib["path"] in paths}
+    )
     names = ", ".join(f"{d['name']} {d['version']}" for d in dists)
     problem = f"{len(dists)} {family} distributions are installed ({names})"
     if pin:
         problem += f"; torch pins {pin[0]}=={pin[1]}"
     if shared:
-        foreign = [d["name"] for d in dists if d is not keep and any(
-            lib["path"] == shared[0] and lib["state"] == "ok" for lib in d["libs"])]
+        foreign = [
+            d["name"]
+            for d in dists
+            if d is not keep and any(lib["path"] == shared[0] and lib["state"] == "ok" for lib in d["libs"])
+        ]
         problem += f"; they share {shared[0]}" + (f", which holds {foreign[0]}'s bytes" if foreign else "")
     users = sorted({u for n in drop for u in view.data.get("required_by", {}).get(n, []) if u != "torch"})
     fix = f"pip uninstall -y {' '.join(drop)}"
@@ -215,24 +252,46 @@ def findings(data: Mapping[str, Any]) -> tuple[list[LibraryFinding], list[dict[s
         owner = (holders or owners)[0] if owners else None
         version = owner["version"] if owner else file_version(path)
         pin = view.pinned(family)
-        rows.append({"library": os.path.basename(path), "path": path, "from": owner["name"] if owner else None,
-                     "version": version, "pinned": f"{pin[0]}=={pin[1]}" if pin else None})
+        rows.append(
+            {
+                "library": os.path.basename(path),
+                "path": path,
+                "from": owner["name"] if owner else None,
+                "version": version,
+                "pinned": f"{pin[0]}=={pin[1]}" if pin else None,
+            }
+        )
         if owner is None and view.shipping(lib_stem):
-            differs = f", not the {pin[1]} torch pins" if version and pin and same_release(version, pin[1]) is False \
+            differs = (
+                f", not the {pin[1]} torch pins"
+                if version and pin and same_release(version, pin[1]) is False
                 else ""
+            )
             what = f"{lib_stem} {version or '(version unknown)'} is loaded from {path}{differs}"
             found.append(_shadow(view, path, lib_stem, False, what))
         elif owner is None and pin:
-            found.append(LibraryFinding(f"{lib_stem} is loaded from {path}, but torch pins {pin[0]}=={pin[1]}, which is "
-                                 "not installed",
-                                 f"pip install {pin[0]}=={pin[1]}",
-                                 FaultClass.IMAGE))
-        elif owner is not None and pin and owner["name"] != canonicalize_name(pin[0]) and len(
-                [d for d in view.dists if dist_family(d["name"]) == family]) < 2:
-            found.append(LibraryFinding(f"{lib_stem} is loaded from {path} ({owner['name']} {owner['version']}), but "
-                                 f"torch pins {pin[0]}=={pin[1]}",
-                                 f"pip install {pin[0]}=={pin[1]}",
-                                 FaultClass.IMAGE))
+            found.append(
+                LibraryFinding(
+                    f"{lib_stem} is loaded from {path}, but torch pins {pin[0]}=={pin[1]}, which is "
+                    "not installed",
+                    f"pip install {pin[0]}=={pin[1]}",
+                    FaultClass.IMAGE,
+                )
+            )
+        elif (
+            owner is not None
+            and pin
+            and owner["name"] != canonicalize_name(pin[0])
+            and len([d for d in view.dists if dist_family(d["name"]) == family]) < 2
+        ):
+            found.append(
+                LibraryFinding(
+                    f"{lib_stem} is loaded from {path} ({owner['name']} {owner['version']}), but "
+                    f"torch pins {pin[0]}=={pin[1]}",
+                    f"pip install {pin[0]}=={pin[1]}",
+                    FaultClass.IMAGE,
+                )
+            )
     families: dict[str, list[dict[str, Any]]] = {}
     for d in view.dists:
         families.setdefault(dist_family(d["name"]), []).append(d)
@@ -243,9 +302,13 @@ def findings(data: Mapping[str, Any]) -> tuple[list[LibraryFinding], list[dict[s
     for name, version in sorted(view.pins.items()):
         have = installed.get(name)
         if have is not None and have != version and release(have) != release(version):
-            found.append(LibraryFinding(f"{name} {have} is installed, torch {data.get('torch_version')} pins {version}",
-                                 f"pip install {name}=={version}",
-                                 FaultClass.IMAGE))
+            found.append(
+                LibraryFinding(
+                    f"{name} {have} is installed, torch {data.get('torch_version')} pins {version}",
+                    f"pip install {name}=={version}",
+                    FaultClass.IMAGE,
+                )
+            )
     found.sort(key=lambda f: not f.fatal)
     return found, rows
 
@@ -255,8 +318,11 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     if not data.get("torch_installed"):
         return skipped("needs torch, which is not installed")
     found, rows = findings(data)
-    measured = {"libraries": rows, "pins": data.get("pins", {}),
-                "ld_library_path": [d["dir"] for d in data.get("ld_library_path", [])]}
+    measured = {
+        "libraries": rows,
+        "pins": data.get("pins", {}),
+        "ld_library_path": [d["dir"] for d in data.get("ld_library_path", [])],
+    }
     if found:
         summary = found[0].problem + (f" (+{len(found) - 1} more)" if len(found) > 1 else "")
         fix = " | ".join(dict.fromkeys(f.fix for f in found))
@@ -264,15 +330,21 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
         make = failed if found[0].fatal else warned
         return make(summary, fix, measured=measured, fault_class=found[0].fault_class)
     if not data.get("torch_cuda"):
-        return passed(f"torch {data.get('torch_version')} is CPU-only: no CUDA libraries to check; one distribution "
-                      "per NVIDIA library family", measured=measured)
+        return passed(
+            f"torch {data.get('torch_version')} is CPU-only: no CUDA libraries to check; one distribution "
+            "per NVIDIA library family",
+            measured=measured,
+        )
     if not rows:
-        return passed(f"torch {data.get('torch_version')} (CUDA {data['torch_cuda']}) has no NVIDIA library mapped "
-                      "yet; one distribution per NVIDIA library family", measured=measured)
+        return passed(
+            f"torch {data.get('torch_version')} (CUDA {data['torch_cuda']}) has no NVIDIA library mapped "
+            "yet; one distribution per NVIDIA library family",
+            measured=measured,
+        )
     wheel = [f"{r['library']} {r['version'] or '?'}" for r in rows if r["from"]]
     other = [r["path"] for r in rows if not r["from"]]  # no wheel ships them, torch pins none: a source build
     parts = [f"{len(wheel)} from torch's pinned wheels ({', '.join(wheel)})"] if wheel else []
-    parts += [f"{len(other)} from the system, as this torch build expects ({', '.join(other)})"] if other else []
+    parts += (
+        [f"{len(other)} from the system, as this torch build expects ({', '.join(other)})"] if other else []
+    )
     return passed(f"NVIDIA libraries loaded: {'; '.join(parts)}", measured=measured)
-
-

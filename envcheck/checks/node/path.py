@@ -21,7 +21,9 @@ from envcheck.probe.pci import pci_gpus
 WARMUP_SHARE = 0.6
 
 
-def node_specs(registry: Mapping[str, CheckSpec], only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[CheckSpec]:
+def node_specs(
+    registry: Mapping[str, CheckSpec], only: Iterable[str] = (), skip: Iterable[str] = ()
+) -> list[CheckSpec]:
     """The node checks (or `only` of them), run inline: no torch, no fork server (gpu.health reads NVML through
     its budgeted thread, so inline is safe)."""
     only, skip = list(only), list(skip)
@@ -30,7 +32,9 @@ def node_specs(registry: Mapping[str, CheckSpec], only: Iterable[str] = (), skip
         raise UsageError(f"unknown check name(s): {', '.join(unknown)}; valid names: {', '.join(registry)}")
     # The specs' node_order (data on each spec): the driver API, NVML's hardware state and the kernel log, DCGM's
     # own diagnostic where dcgmi is installed (it skips elsewhere), then the profile and --expect-gpus.
-    on_path = sorted((s for s in registry.values() if s.node_order is not None), key=lambda s: s.node_order or 0)
+    on_path = sorted(
+        (s for s in registry.values() if s.node_order is not None), key=lambda s: s.node_order or 0
+    )
     names = only or [s.name for s in on_path]
     return [dataclasses.replace(registry[n], isolated=False) for n in names if n not in skip]
 
@@ -38,9 +42,13 @@ def node_specs(registry: Mapping[str, CheckSpec], only: Iterable[str] = (), skip
 def node_facts(results: Iterable[Result]) -> dict[str, Any]:
     """What the node path knows without torch (the torch worker's facts are not collected here)."""
     driver = next((r.measured.get("driver_version") for r in results if r.name == "gpu.health"), None)
-    return {"envcheck": {"path": "node (torch-free)", "torch_imported": "torch" in sys.modules},
-            "python": platform.python_version(), "host": platform.node(), "driver_version": driver,
-            "torch": {"absent": "not imported: the node path runs without torch"}}
+    return {
+        "envcheck": {"path": "node (torch-free)", "torch_imported": "torch" in sys.modules},
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "driver_version": driver,
+        "torch": {"absent": "not imported: the node path runs without torch"},
+    }
 
 
 @contextlib.contextmanager

@@ -25,8 +25,10 @@ GPU_MODEL = "profile.gpu_model"
 NVLINK_DOWN = "profile.nvlink_down"
 PCIE_LINK = "profile.pcie_link"
 
-LOST_FIX = ("drain; dmesg | grep -iE 'fallen off the bus|Xid'; lspci -s {pci}; reboot the node, then reseat the GPU "
-            "or RMA it")
+LOST_FIX = (
+    "drain; dmesg | grep -iE 'fallen off the bus|Xid'; lspci -s {pci}; reboot the node, then reseat the GPU "
+    "or RMA it"
+)
 
 
 def _nvml_body(state: dict[str, Any]) -> Any:
@@ -44,6 +46,7 @@ def _nvml_body(state: dict[str, Any]) -> Any:
         for i in range(count):
             progress.update(call=f"NVML reads of GPU {i}", gpu=i)
             state["gpus"].append(_gpu(fields, i))
+
     return fill
 
 
@@ -51,15 +54,22 @@ def _gpu(fields: Fields, i: int) -> dict[str, Any]:
     h = fields.handle(i)
     if isinstance(h, Missing):
         return {"index": i, "error": h.error}
-    return {"index": i, "name": value(fields.name(h)) or "", "pci": value(fields.pci_bus(h)),
-            "pcie_gen_max": value(fields.pcie(h, current=False, width=False)),
-            "pcie_width": value(fields.pcie(h, current=True, width=True)), "nvlinks": fields.nvlinks(h)}
+    return {
+        "index": i,
+        "name": value(fields.name(h)) or "",
+        "pci": value(fields.pci_bus(h)),
+        "pcie_gen_max": value(fields.pcie(h, current=False, width=False)),
+        "pcie_width": value(fields.pcie(h, current=True, width=True)),
+        "nvlinks": fields.nvlinks(h),
+    }
 
 
 def capture(budget_s: float = NVML_BUDGET_S, sysfs: str = SYSFS_PCI) -> dict[str, Any]:
     """NVML's driver version and per-GPU name, PCI address, PCIe link and NVLink states; the PCI bus's GPUs."""
     state: dict[str, Any] = {"driver_version": None, "gpus": [], "nvml_error": None}
-    got = read_nvml(_nvml_body(state), lambda exc: state.update(nvml_error=f"NVML could not start: {exc}"), budget_s)
+    got = read_nvml(
+        _nvml_body(state), lambda exc: state.update(nvml_error=f"NVML could not start: {exc}"), budget_s
+    )
     if got.hang is not None:
         state["nvml_error"] = hang_text(got.hang)
     return {**state, "pci_gpus": pci_gpus(sysfs), "access": read_access()}
@@ -71,8 +81,15 @@ def _version(text: str) -> tuple[int, ...]:
 
 def _missing(pci_bus: Any, gpus: list[dict[str, Any]], alloc: Allocation) -> list[str]:
     listed = {pci_key(g["pci"]) for g in gpus if isinstance(g.get("pci"), str)}
-    return [a for a in pci_bus if isinstance(a, str) and pci_key(a) not in listed and alloc.ours(pci_key(a) or "")] \
-        if isinstance(pci_bus, list) else []
+    return (
+        [
+            a
+            for a in pci_bus
+            if isinstance(a, str) and pci_key(a) not in listed and alloc.ours(pci_key(a) or "")
+        ]
+        if isinstance(pci_bus, list)
+        else []
+    )
 
 
 def expected_count(p: ProfileOptions, expect_gpus: int | None) -> tuple[int | None, str]:
@@ -83,7 +100,9 @@ def expected_count(p: ProfileOptions, expect_gpus: int | None) -> tuple[int | No
     return count, PROFILE_GPU_COUNT if p.gpu_count is not None and count == p.gpu_count else NODE_GPU_COUNT
 
 
-def findings(p: ProfileOptions, data: Mapping[str, Any], expect_gpus: int | None = None) -> list[tuple[str, str, str]]:
+def findings(
+    p: ProfileOptions, data: Mapping[str, Any], expect_gpus: int | None = None
+) -> list[tuple[str, str, str]]:
     """(code, problem, fix) for every way the node differs from the profile, most severe first."""
     gpus = [g for g in data.get("gpus") or [] if isinstance(g, dict)]
     kind = p.description or p.profile or "this node"
@@ -91,48 +110,85 @@ def findings(p: ProfileOptions, data: Mapping[str, Any], expect_gpus: int | None
     count, code = expected_count(p, expect_gpus)
     alloc = _given(data)
     if count is not None and not alloc.whole_node and alloc.count is not None and alloc.count < count:
-        out.append((NODE_GPU_COUNT_SCOPE, f"{count} GPU(s) expected, but this process was given {alloc.count} by "
-                    f"{alloc.source}: the expectation counts a whole node's GPUs",
-                    "run the node check on the host (a Slurm prolog, a privileged DaemonSet), or expect the GPUs "
-                    f"this process is given (--expect-gpus {alloc.count})"))
+        out.append(
+            (
+                NODE_GPU_COUNT_SCOPE,
+                f"{count} GPU(s) expected, but this process was given {alloc.count} by "
+                f"{alloc.source}: the expectation counts a whole node's GPUs",
+                "run the node check on the host (a Slurm prolog, a privileged DaemonSet), or expect the GPUs "
+                f"this process is given (--expect-gpus {alloc.count})",
+            )
+        )
     elif count is not None and len(gpus) != count:
         missing = _missing(data.get("pci_gpus"), gpus, alloc)
-        tail = (f": {', '.join(missing)} missing" if missing else
-                "; the PCI bus does not show the missing GPU(s) either" if len(gpus) < count else "")
+        tail = (
+            f": {', '.join(missing)} missing"
+            if missing
+            else "; the PCI bus does not show the missing GPU(s) either"
+            if len(gpus) < count
+            else ""
+        )
         expected = kind if kind.startswith(f"{count}x") else f"{count} GPU(s) of {kind}"
-        out.append((code, f"{expected} expected, {len(gpus)} found{tail}",
-                    LOST_FIX.format(pci=missing[0] if missing else "<address>") if len(gpus) < count else
-                    "this node has more GPUs than its profile: fix the profile (gpu_count) or the node's type"))
+        out.append(
+            (
+                code,
+                f"{expected} expected, {len(gpus)} found{tail}",
+                LOST_FIX.format(pci=missing[0] if missing else "<address>")
+                if len(gpus) < count
+                else "this node has more GPUs than its profile: fix the profile (gpu_count) or the node's type",
+            )
+        )
     if p.gpu_model:
         wrong = [g for g in gpus if p.gpu_model.lower() not in str(g.get("name", "")).lower()]
         if wrong:
-            out.append((GPU_MODEL, f"GPU {wrong[0]['index']} is {wrong[0].get('name') or 'unnamed'!r}, "
-                        f"the profile expects {p.gpu_model!r}" + (f" (+{len(wrong) - 1} more)" if len(wrong) > 1
-                                                                  else ""),
-                        "run this node under the profile of its GPU model, or fix gpu_model"))
+            out.append(
+                (
+                    GPU_MODEL,
+                    f"GPU {wrong[0]['index']} is {wrong[0].get('name') or 'unnamed'!r}, "
+                    f"the profile expects {p.gpu_model!r}"
+                    + (f" (+{len(wrong) - 1} more)" if len(wrong) > 1 else ""),
+                    "run this node under the profile of its GPU model, or fix gpu_model",
+                )
+            )
     have = data.get("driver_version")
     if p.driver_floor and isinstance(have, str) and _version(have) < _version(p.driver_floor):
-        out.append((DRIVER_FLOOR, f"driver {have} is older than the profile's floor {p.driver_floor}",
-                    f"upgrade the NVIDIA driver to >= {p.driver_floor} (and the fabric manager with it on NVSwitch "
-                    "systems), then reboot"))
+        out.append(
+            (
+                DRIVER_FLOOR,
+                f"driver {have} is older than the profile's floor {p.driver_floor}",
+                f"upgrade the NVIDIA driver to >= {p.driver_floor} (and the fabric manager with it on NVSwitch "
+                "systems), then reboot",
+            )
+        )
     for g in gpus:
         gen, width = g.get("pcie_gen_max"), g.get("pcie_width")
         if (p.pcie_gen and isinstance(gen, int) and gen < p.pcie_gen) or (
-                p.pcie_width and isinstance(width, int) and width < p.pcie_width):
-            out.append((PCIE_LINK, f"GPU {g['index']} ({g.get('pci')}): PCIe link gen {gen} x{width}, the "
-                        f"profile expects gen {p.pcie_gen} x{p.pcie_width}",
-                        f"reseat the GPU and its riser; lspci -vv -s {g.get('pci')} | grep -E 'LnkCap|LnkSta'; "
-                        "check the BIOS slot settings"))
+            p.pcie_width and isinstance(width, int) and width < p.pcie_width
+        ):
+            out.append(
+                (
+                    PCIE_LINK,
+                    f"GPU {g['index']} ({g.get('pci')}): PCIe link gen {gen} x{width}, the "
+                    f"profile expects gen {p.pcie_gen} x{p.pcie_width}",
+                    f"reseat the GPU and its riser; lspci -vv -s {g.get('pci')} | grep -E 'LnkCap|LnkSta'; "
+                    "check the BIOS slot settings",
+                )
+            )
     for g in gpus:
         links = g.get("nvlinks")
         if p.nvlink_links and isinstance(links, list):
             up = sum(1 for s in links if s == 1)
             if up < p.nvlink_links:
                 down = [n for n, s in enumerate(links) if s != 1]
-                out.append((NVLINK_DOWN, f"GPU {g['index']} ({g.get('pci')}): {up} of {p.nvlink_links} "
-                            f"NVLinks up" + (f" (down: {', '.join(map(str, down[:18]))})" if down else ""),
-                            f"nvidia-smi nvlink -s -i {g['index']}; on NVSwitch systems check nvidia-fabricmanager; "
-                            "reset the GPU (nvidia-smi -r) or reboot; RMA the baseboard if links stay down"))
+                out.append(
+                    (
+                        NVLINK_DOWN,
+                        f"GPU {g['index']} ({g.get('pci')}): {up} of {p.nvlink_links} "
+                        f"NVLinks up" + (f" (down: {', '.join(map(str, down[:18]))})" if down else ""),
+                        f"nvidia-smi nvlink -s -i {g['index']}; on NVSwitch systems check nvidia-fabricmanager; "
+                        "reset the GPU (nvidia-smi -r) or reboot; RMA the baseboard if links stay down",
+                    )
+                )
     return out
 
 
@@ -148,30 +204,53 @@ def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str, node_mode
     access = data.get("access") if isinstance(data.get("access"), dict) else {}
     nodes = (access or {}).get("device_nodes") or {}
     taken = (access or {}).get("driver_gpus")
-    driver = "" if nodes or (access or {}).get("proc_view") not in (None, "absent") else \
-        "no NVIDIA driver (no /dev/nvidia*, no /proc/driver/nvidia); "
-    if not driver and ((isinstance(taken, dict) and len(taken) >= count) or (isinstance(bus, list) and len(bus) >= count)):
-        return None  # NVML alone cannot tell, and the driver (or the bus) shows every GPU: not judged on a guess
-    seen = (f"the PCI bus shows {len(bus)} NVIDIA GPU(s): {', '.join(bus[:8])}" if isinstance(bus, list) and bus
-            else "the PCI bus shows none either" if isinstance(bus, list) else f"the PCI bus cannot be read ({bus})")
-    fix = ("load the NVIDIA driver (modprobe nvidia; nvidia-smi), or reinstall it; " if driver else "") + \
-        LOST_FIX.format(pci=bus[0] if isinstance(bus, list) and bus else "<address>")
+    driver = (
+        ""
+        if nodes or (access or {}).get("proc_view") not in (None, "absent")
+        else "no NVIDIA driver (no /dev/nvidia*, no /proc/driver/nvidia); "
+    )
+    if not driver and (
+        (isinstance(taken, dict) and len(taken) >= count) or (isinstance(bus, list) and len(bus) >= count)
+    ):
+        return (
+            None  # NVML alone cannot tell, and the driver (or the bus) shows every GPU: not judged on a guess
+        )
+    seen = (
+        f"the PCI bus shows {len(bus)} NVIDIA GPU(s): {', '.join(bus[:8])}"
+        if isinstance(bus, list) and bus
+        else "the PCI bus shows none either"
+        if isinstance(bus, list)
+        else f"the PCI bus cannot be read ({bus})"
+    )
+    fix = (
+        "load the NVIDIA driver (modprobe nvidia; nvidia-smi), or reinstall it; " if driver else ""
+    ) + LOST_FIX.format(pci=bus[0] if isinstance(bus, list) and bus else "<address>")
     if driver and (access or {}).get("in_container"):  # seen from inside a container: maybe only its spec
-        fix += ("; in a container, it may only have been started without GPU access: docker run --gpus all, or a "
-                "pod with runtimeClassName: nvidia and NVIDIA_VISIBLE_DEVICES=all")
+        fix += (
+            "; in a container, it may only have been started without GPU access: docker run --gpus all, or a "
+            "pod with runtimeClassName: nvidia and NVIDIA_VISIBLE_DEVICES=all"
+        )
     # The node modes run on the host (or a DaemonSet given every GPU): none there is the node's, as cuda.available's
     # no-driver finding is (cluster.policy.reclassify); in a pod's preflight it is the pod spec's.
-    return failed(f"{kind}: {count} GPU(s) expected, none usable: {driver}{data.get('nvml_error')}; {seen}", fix,
-                  measured={k: data.get(k) for k in ("pci_gpus", "nvml_error", "access")},
-                  fault_class=FaultClass.NODE if node_mode else FaultClass.CONFIG, code=code)
+    return failed(
+        f"{kind}: {count} GPU(s) expected, none usable: {driver}{data.get('nvml_error')}; {seen}",
+        fix,
+        measured={k: data.get(k) for k in ("pci_gpus", "nvml_error", "access")},
+        fault_class=FaultClass.NODE if node_mode else FaultClass.CONFIG,
+        code=code,
+    )
 
 
-def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None = None, node_mode: bool = True
-            ) -> Result:
+def verdict(
+    data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None = None, node_mode: bool = True
+) -> Result:
     """Fail (a node fault) on each way the node differs from its profile or --expect-gpus; skip without either,
     or when NVML cannot tell and nothing is expected of the GPU count."""
-    measured = {"profile": p.profile, "expect_gpus": expect_gpus,
-                **{k: data.get(k) for k in ("driver_version", "gpus", "pci_gpus")}}
+    measured = {
+        "profile": p.profile,
+        "expect_gpus": expect_gpus,
+        **{k: data.get(k) for k in ("driver_version", "gpus", "pci_gpus")},
+    }
     count, code = expected_count(p, expect_gpus)
     kind = p.description or p.profile or "this node"
     if data.get("nvml_error") and not data.get("gpus"):
@@ -179,14 +258,22 @@ def verdict(data: Mapping[str, Any], p: ProfileOptions, expect_gpus: int | None 
             none = _no_gpu(data, count, code, kind, node_mode)
             if none is not None:
                 return none
-        return skipped(f"NVML cannot tell whether this node matches {p.profile or 'its expectation'}: "
-                       f"{data['nvml_error']}", measured=measured)
+        return skipped(
+            f"NVML cannot tell whether this node matches {p.profile or 'its expectation'}: "
+            f"{data['nvml_error']}",
+            measured=measured,
+        )
     found = findings(p, data, expect_gpus)
     if found:
         measured["codes"] = [c for c, _, _ in found]
         scope = found[0][0] == NODE_GPU_COUNT_SCOPE
-        return failed(first_of([problem for _, problem, _ in found]), " | ".join(dict.fromkeys(f for _, _, f in found)),
-                      measured=measured, fault_class=FaultClass.CONFIG if scope else FaultClass.NODE, code=found[0][0])
+        return failed(
+            first_of([problem for _, problem, _ in found]),
+            " | ".join(dict.fromkeys(f for _, _, f in found)),
+            measured=measured,
+            fault_class=FaultClass.CONFIG if scope else FaultClass.NODE,
+            code=found[0][0],
+        )
     name = f"profile {p.profile} ({p.description or '-'})" if p.profile else f"--expect-gpus {expect_gpus}"
     return passed(f"matches {name}: {len(data.get('gpus') or [])} GPU(s)", measured=measured)
 
@@ -195,8 +282,14 @@ def profile_check(ctx: Context) -> Result:
     """This node against its --profile and --expect-gpus (skips without either)."""
     p = ctx.options.profile
     if p.profile is None and (ctx.expect_gpus is None or not ctx.options.node_path):
-        return skipped("no --profile given (e.g. --profile h100-sxm-8); --expect-gpus binds node.profile on the "
-                       "node path (--for prolog|health|npd) and cuda.devices on the torch path")
+        return skipped(
+            "no --profile given (e.g. --profile h100-sxm-8); --expect-gpus binds node.profile on the "
+            "node path (--for prolog|health|npd) and cuda.devices on the torch path"
+        )
     left = ctx.time_left()
-    return verdict(capture(NVML_BUDGET_S if left is None else max(1.0, min(NVML_BUDGET_S, left - 1.0))), p,
-                   ctx.expect_gpus, ctx.options.cluster_mode in ("prolog", "health", "npd"))
+    return verdict(
+        capture(NVML_BUDGET_S if left is None else max(1.0, min(NVML_BUDGET_S, left - 1.0))),
+        p,
+        ctx.expect_gpus,
+        ctx.options.cluster_mode in ("prolog", "health", "npd"),
+    )

@@ -19,9 +19,20 @@ from envcheck.reference.devices import check_devices, numerics_mode
 from envcheck.reference.suspects import wrong_math_fix
 
 ACTIVATIONS: dict[str, dict[str, Any]] = {
-    "gelu": {}, "gelu(tanh)": {"approximate": "tanh"}, "silu": {}, "mish": {}, "softplus": {"beta": 2.0},
-    "elu": {}, "selu": {}, "celu": {}, "leaky_relu": {"negative_slope": 0.1}, "sigmoid": {}, "tanh": {},
-    "logsigmoid": {}, "hardswish": {}, "relu": {},  # F.softsign left out: its first call imports sympy (~1 s)
+    "gelu": {},
+    "gelu(tanh)": {"approximate": "tanh"},
+    "silu": {},
+    "mish": {},
+    "softplus": {"beta": 2.0},
+    "elu": {},
+    "selu": {},
+    "celu": {},
+    "leaky_relu": {"negative_slope": 0.1},
+    "sigmoid": {},
+    "tanh": {},
+    "logsigmoid": {},
+    "hardswish": {},
+    "relu": {},  # F.softsign left out: its first call imports sympy (~1 s)
 }
 
 
@@ -83,7 +94,9 @@ def failures(device: str, margins: dict[str, Any] | None = None) -> list[str]:
             if margins is not None:
                 margins[f"{name} {what}@{device}/float64"] = scalar_measured(abs(analytic - numeric), allowed)
             if abs(analytic - numeric) > allowed:
-                bad.append(f"{name} {what} on {device}: autograd {analytic:.6g}, finite differences {numeric:.6g}")
+                bad.append(
+                    f"{name} {what} on {device}: autograd {analytic:.6g}, finite differences {numeric:.6g}"
+                )
     return bad
 
 
@@ -96,8 +109,20 @@ def autograd_activations(ctx: Context) -> Result:
     measured = {"activations": sorted(ACTIVATIONS), "devices": devices, "failed": bad, **margins}
     expected = {"directional derivative vs central difference": "float64, h 1e-6, atol 1e-5, rtol 1e-3"}
     if bad:
-        fix, fault, _ = wrong_math_fix("an activation's derivative is wrong in this torch build; reinstall torch")
-        return failed(f"activation derivatives: {first_of(bad)}", fix, measured=measured, expected=expected,
-                      details="\n".join(bad), fault_class=fault)
-    return passed(f"activation derivatives: {len(ACTIVATIONS)} activations, backward and double backward, match "
-                  f"finite differences on {', '.join(devices)}", measured=measured, expected=expected)
+        fix, fault, _ = wrong_math_fix(
+            "an activation's derivative is wrong in this torch build; reinstall torch"
+        )
+        return failed(
+            f"activation derivatives: {first_of(bad)}",
+            fix,
+            measured=measured,
+            expected=expected,
+            details="\n".join(bad),
+            fault_class=fault,
+        )
+    return passed(
+        f"activation derivatives: {len(ACTIVATIONS)} activations, backward and double backward, match "
+        f"finite differences on {', '.join(devices)}",
+        measured=measured,
+        expected=expected,
+    )

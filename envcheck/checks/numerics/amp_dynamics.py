@@ -51,10 +51,24 @@ def cast_cache_comparisons(device: str) -> list[Comparison]:
 
     want, out_want = grads(False)
     got, out_got = grads(True)
-    return [compare(got, want, op="weight.grad after a no_grad pass in the same autocast region", device=device,
-                    dtype=str(low_dtype(device)).removeprefix("torch."), **CAST_TOL),
-            compare(out_got, out_want, op="autocast output after a no_grad pass", device=device,
-                    dtype=str(low_dtype(device)).removeprefix("torch."), **CAST_TOL)]
+    return [
+        compare(
+            got,
+            want,
+            op="weight.grad after a no_grad pass in the same autocast region",
+            device=device,
+            dtype=str(low_dtype(device)).removeprefix("torch."),
+            **CAST_TOL,
+        ),
+        compare(
+            out_got,
+            out_want,
+            op="autocast output after a no_grad pass",
+            device=device,
+            dtype=str(low_dtype(device)).removeprefix("torch."),
+            **CAST_TOL,
+        ),
+    ]
 
 
 def expected_scales(init: float, growth: float, backoff: float) -> list[float]:
@@ -77,8 +91,13 @@ def scaler_problems(device: str, make_scaler: Any = real_grad_scaler) -> tuple[d
     import torch
 
     init, growth, backoff = 2.0**100, 4.0, 0.5  # starts near float32's top: growth must stop below overflow
-    scaler = make_scaler(device.split(":")[0], init_scale=init, growth_factor=growth, backoff_factor=backoff,
-                         growth_interval=INTERVAL)
+    scaler = make_scaler(
+        device.split(":")[0],
+        init_scale=init,
+        growth_factor=growth,
+        backoff_factor=backoff,
+        growth_interval=INTERVAL,
+    )
     gen = torch.Generator().manual_seed(0)
     p = torch.nn.Parameter(torch.randn(6, generator=gen).to(device))
     ref = p.detach().double().cpu().clone()
@@ -101,17 +120,32 @@ def scaler_problems(device: str, make_scaler: Any = real_grad_scaler) -> tuple[d
     want = expected_scales(init, growth, backoff)
     bad = next((i for i, (a, b) in enumerate(zip(scales, want, strict=True)) if a != b), None)
     if bad is not None:
-        problems.append(f"GradScaler scale after update {bad} on {device} was {scales[bad]:g}, the documented "
-                        f"rule gives {want[bad]:g} (inf steps at {sorted(INF_AT)[:6]}..., growth x{growth:g} "
-                        f"every {INTERVAL} clean steps, backoff x{backoff:g})")
+        problems.append(
+            f"GradScaler scale after update {bad} on {device} was {scales[bad]:g}, the documented "
+            f"rule gives {want[bad]:g} (inf steps at {sorted(INF_AT)[:6]}..., growth x{growth:g} "
+            f"every {INTERVAL} clean steps, backoff x{backoff:g})"
+        )
     if not all(0 < s < float("inf") for s in scales):
-        problems.append(f"GradScaler scale left (0, inf) on {device}: {[s for s in scales if not 0 < s < 2**128][:3]}")
-    step = compare(p.detach(), ref, op=f"params after {STEPS} scaled steps (unscale_, clip, step)", device=device,
-                   dtype="float32", atol=STEPS * 16 * 2**-24 * (1 + float(ref.abs().max())), rtol=0.0)
+        problems.append(
+            f"GradScaler scale left (0, inf) on {device}: {[s for s in scales if not 0 < s < 2**128][:3]}"
+        )
+    step = compare(
+        p.detach(),
+        ref,
+        op=f"params after {STEPS} scaled steps (unscale_, clip, step)",
+        device=device,
+        dtype="float32",
+        atol=STEPS * 16 * 2**-24 * (1 + float(ref.abs().max())),
+        rtol=0.0,
+    )
     if not step.ok:
         problems.append(step.describe())
-    return {"final_scale": scales[-1], "min_scale": min(scales), "max_scale": max(scales), "params": step.measured()}, \
-        problems
+    return {
+        "final_scale": scales[-1],
+        "min_scale": min(scales),
+        "max_scale": max(scales),
+        "params": step.measured(),
+    }, problems
 
 
 def amp_dynamics(ctx: Context) -> Result:
@@ -124,9 +158,17 @@ def amp_dynamics(ctx: Context) -> Result:
             comparisons += cast_cache_comparisons(device)
             measured[f"scaler@{device}"], bad = scaler_problems(device)
             problems += bad
-    tolerances = {"cast_cache": CAST_TOL, "scaler": "the documented growth/backoff rule, exactly",
-                  "params": f"{STEPS}·16·u·(1+max|p|) (16 float32 operations per step)"}
-    return comparisons_result("autocast cast cache and GradScaler dynamics", comparisons, tolerances=tolerances,
-                              extra=measured, problems=problems,
-                              remediation="autocast or GradScaler misbehaves in this torch build; reinstall torch "
-                                          "and use torch.amp.autocast / torch.amp.GradScaler")
+    tolerances = {
+        "cast_cache": CAST_TOL,
+        "scaler": "the documented growth/backoff rule, exactly",
+        "params": f"{STEPS}·16·u·(1+max|p|) (16 float32 operations per step)",
+    }
+    return comparisons_result(
+        "autocast cast cache and GradScaler dynamics",
+        comparisons,
+        tolerances=tolerances,
+        extra=measured,
+        problems=problems,
+        remediation="autocast or GradScaler misbehaves in this torch build; reinstall torch "
+        "and use torch.amp.autocast / torch.amp.GradScaler",
+    )

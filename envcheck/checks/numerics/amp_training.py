@@ -21,16 +21,22 @@ def _model_and_data(device: str) -> tuple[Any, Any, Any]:
     import torch
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64),
-                                torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, 64),
+        torch.nn.ReLU(),
+        torch.nn.Linear(64, 64),
+        torch.nn.ReLU(),
+        torch.nn.Linear(64, 10),
+    )
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(256, 32, generator=gen)
     y = (x @ torch.randn(32, 10, generator=gen)).argmax(1)  # a learnable teacher
     return model.to(device), x.to(device), y.to(device)
 
 
-def final_loss(device: str, amp_dtype: str | None, make_scaler: MakeScaler | None, steps: int = STEPS
-               ) -> tuple[float, int]:
+def final_loss(
+    device: str, amp_dtype: str | None, make_scaler: MakeScaler | None, steps: int = STEPS
+) -> tuple[float, int]:
     """Train with SGD+momentum (which, unlike Adam, exposes unscaled gradients); return the float32-evaluated final loss and how many steps had a non-finite loss."""
     import torch
     import torch.nn.functional as F
@@ -42,7 +48,9 @@ def final_loss(device: str, amp_dtype: str | None, make_scaler: MakeScaler | Non
     bad_steps = 0
     for _ in range(steps):
         opt.zero_grad(set_to_none=True)
-        cast = torch.autocast(kind, dtype=getattr(torch, amp_dtype)) if amp_dtype else contextlib.nullcontext()
+        cast = (
+            torch.autocast(kind, dtype=getattr(torch, amp_dtype)) if amp_dtype else contextlib.nullcontext()
+        )
         with cast:
             loss = F.cross_entropy(model(x), y)
         bad_steps += int(not torch.isfinite(loss).item())
@@ -68,22 +76,34 @@ def convergence_targets() -> list[tuple[str, str, bool]]:
     return pairs
 
 
-def convergence_problems(device: str, dtype: str, scaled: bool, make_scaler: MakeScaler = real_grad_scaler,
-                         steps: int = STEPS) -> tuple[dict[str, Any], list[str]]:
+def convergence_problems(
+    device: str, dtype: str, scaled: bool, make_scaler: MakeScaler = real_grad_scaler, steps: int = STEPS
+) -> tuple[dict[str, Any], list[str]]:
     """Compare one AMP run with its float32 twin."""
     reference, _ = final_loss(device, None, None, steps)
     amp, bad_steps = final_loss(device, dtype, make_scaler if scaled else None, steps)
     gap = abs(amp - reference) if math.isfinite(amp) else float("inf")
     limit = LOSS_TOL["atol"] + LOSS_TOL["rtol"] * reference
-    measured = {"fp32_final_loss": reference, "amp_final_loss": amp, "abs_gap": gap, "allowed_gap": limit,
-                "non_finite_steps": bad_steps, "grad_scaler": scaled, "steps": steps,
-                "margin": scalar_measured(gap, limit)["margin"]}
+    measured = {
+        "fp32_final_loss": reference,
+        "amp_final_loss": amp,
+        "abs_gap": gap,
+        "allowed_gap": limit,
+        "non_finite_steps": bad_steps,
+        "grad_scaler": scaled,
+        "steps": steps,
+        "margin": scalar_measured(gap, limit)["margin"],
+    }
     problems = []
     if bad_steps or not math.isfinite(amp):
-        problems.append(f"AMP {dtype} on {device}: {bad_steps} of {steps} steps had a non-finite loss (final {amp:.4g})")
+        problems.append(
+            f"AMP {dtype} on {device}: {bad_steps} of {steps} steps had a non-finite loss (final {amp:.4g})"
+        )
     if gap > limit:
-        problems.append(f"AMP {dtype} on {device} ended at loss {amp:.4g} vs float32 {reference:.4g} "
-                        f"(gap {gap:.3g} > allowed {limit:.3g})")
+        problems.append(
+            f"AMP {dtype} on {device} ended at loss {amp:.4g} vs float32 {reference:.4g} "
+            f"(gap {gap:.3g} > allowed {limit:.3g})"
+        )
     return measured, problems
 
 
@@ -98,9 +118,19 @@ def amp_training_convergence(ctx: Context, make_scaler: MakeScaler = real_grad_s
             problems += bad
     expected = {"final_loss_tolerance": LOSS_TOL, "non_finite_steps": 0, "steps": STEPS}
     if problems:
-        fix, fault, _ = wrong_math_fix("AMP training diverges here: check the scaler order (scale -> backward -> "
-                                       "step -> update), then reinstall torch")
-        return failed(f"AMP training: {first_of(problems)}", fix, measured=measured, expected=expected,
-                      details="\n".join(problems), fault_class=fault)
+        fix, fault, _ = wrong_math_fix(
+            "AMP training diverges here: check the scaler order (scale -> backward -> "
+            "step -> update), then reinstall torch"
+        )
+        return failed(
+            f"AMP training: {first_of(problems)}",
+            fix,
+            measured=measured,
+            expected=expected,
+            details="\n".join(problems),
+            fault_class=fault,
+        )
     gaps = ", ".join(f"{k} gap {v['abs_gap']:.3g}" for k, v in measured.items())
-    return passed(f"AMP training matches float32 after {STEPS} steps: {gaps}", measured=measured, expected=expected)
+    return passed(
+        f"AMP training matches float32 after {STEPS} steps: {gaps}", measured=measured, expected=expected
+    )

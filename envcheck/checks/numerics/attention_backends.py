@@ -41,16 +41,22 @@ class SdpaCase:
     @property
     def label(self) -> str:
         """`sdpa(mask=bool, L=5, S=7, scale=None, gqa=False)`."""
-        return (f"sdpa(mask={self.mask}, L={self.shape[0]}, S={self.shape[1]}, scale={self.scale}, "
-                f"gqa={self.gqa})")
+        return (
+            f"sdpa(mask={self.mask}, L={self.shape[0]}, S={self.shape[1]}, scale={self.scale}, "
+            f"gqa={self.gqa})"
+        )
 
 
 def sdpa_cases(quick: bool) -> list[SdpaCase]:
     """The product of the axes that change the arithmetic (the quick level keeps float32, one shape)."""
     if quick:
         return [SdpaCase(m, SHAPES[0], None, False, "float32") for m in MASKS]
-    return [SdpaCase(*p) for p in itertools.product(MASKS, SHAPES, (None, 0.3), (False, True),
-                                                     ("float32", "bfloat16", "float16"))]
+    return [
+        SdpaCase(*p)
+        for p in itertools.product(
+            MASKS, SHAPES, (None, 0.3), (False, True), ("float32", "bfloat16", "float16")
+        )
+    ]
 
 
 def case_inputs(case: SdpaCase, seed: int) -> dict[str, Any]:
@@ -134,8 +140,18 @@ def sdpa_comparisons(device: str, quick: bool) -> tuple[list[Comparison], dict[s
         dtype = getattr(torch, case.dtype)
         u_acc = torch.finfo(torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype).eps / 2
         u_st = torch.finfo(dtype).eps / 2
-        tol = sdpa_bounds(q.detach(), k.detach(), v.detach(), probs.detach(), ref["out"], dout,
-                          {n: ref[n] for n in ("dq", "dk", "dv")}, mask, case.scale, u_acc)
+        tol = sdpa_bounds(
+            q.detach(),
+            k.detach(),
+            v.detach(),
+            probs.detach(),
+            ref["out"],
+            dout,
+            {n: ref[n] for n in ("dq", "dk", "dv")},
+            mask,
+            case.scale,
+            u_acc,
+        )
         for backend in BACKENDS:
             if device == "cpu" and backend in ("EFFICIENT_ATTENTION", "CUDNN_ATTENTION"):
                 continue
@@ -146,9 +162,22 @@ def sdpa_comparisons(device: str, quick: bool) -> tuple[list[Comparison], dict[s
             rows = judged_rows(case, backend, case.shape[0])
             for name in ("out", "dq", "dk", "dv"):
                 atol = tol[name] + 8 * u_st * float(ref[name].abs().max())  # low-precision stores and output
-                a, e = (got[name], ref[name]) if name != "out" else (got[name][:, :, rows], ref[name][:, :, rows])
-                comps.append(compare(a, e, op=f"{case.label} {backend} {name}", device=device,
-                                     dtype=case.dtype, atol=atol, rtol=0.0))
+                a, e = (
+                    (got[name], ref[name])
+                    if name != "out"
+                    else (got[name][:, :, rows], ref[name][:, :, rows])
+                )
+                comps.append(
+                    compare(
+                        a,
+                        e,
+                        op=f"{case.label} {backend} {name}",
+                        device=device,
+                        dtype=case.dtype,
+                        atol=atol,
+                        rtol=0.0,
+                    )
+                )
     return comps, {f"backends_run@{device}": ran}
 
 
@@ -167,12 +196,21 @@ def attention_reference(ctx: Context) -> Result:
             found, info = mha_comparisons(device, quick)
             comparisons += found
             extra.update(info)
-    extra["rows_without_a_key"] = ("the output of a query row with no key is compared on MATH only (zeros); other "
-                                   "backends have their own convention for it; its gradients are compared on all")
-    tolerances = {"sdpa": "(2·ds + depth·u)·|magnitude| + u·|ref|, ds = (E+2)·u·scale·max(|q|·|k|ᵀ) "
-                          "(envcheck.reference.attention)",
-                  "mha": "as sdpa, with the in- and out-projections' (E+2)·u added to the depth"}
-    return comparisons_result("attention vs float64 math", comparisons, tolerances=tolerances, extra=extra,
-                              remediation="an attention kernel computes wrong values or gradients for these "
-                                          "options; select another backend (torch.nn.attention.sdpa_kernel) "
-                                          "and reinstall torch")
+    extra["rows_without_a_key"] = (
+        "the output of a query row with no key is compared on MATH only (zeros); other "
+        "backends have their own convention for it; its gradients are compared on all"
+    )
+    tolerances = {
+        "sdpa": "(2·ds + depth·u)·|magnitude| + u·|ref|, ds = (E+2)·u·scale·max(|q|·|k|ᵀ) "
+        "(envcheck.reference.attention)",
+        "mha": "as sdpa, with the in- and out-projections' (E+2)·u added to the depth",
+    }
+    return comparisons_result(
+        "attention vs float64 math",
+        comparisons,
+        tolerances=tolerances,
+        extra=extra,
+        remediation="an attention kernel computes wrong values or gradients for these "
+        "options; select another backend (torch.nn.attention.sdpa_kernel) "
+        "and reinstall torch",
+    )

@@ -16,8 +16,19 @@ Autocast = Callable[[str, Any], contextlib.AbstractContextManager[Any]]
 LOW_PRECISION_OPS = ("matmul", "linear", "conv2d")
 # torch's documented autocast float32 lists differ: CUDA includes softmax and sum, CPU does not.
 FLOAT32_OPS = {
-    "cuda": ("softmax", "log_softmax", "cross_entropy", "mse_loss", "nll_loss", "bce_with_logits",
-             "sum", "prod", "cumsum", "norm", "layer_norm"),
+    "cuda": (
+        "softmax",
+        "log_softmax",
+        "cross_entropy",
+        "mse_loss",
+        "nll_loss",
+        "bce_with_logits",
+        "sum",
+        "prod",
+        "cumsum",
+        "norm",
+        "layer_norm",
+    ),
     "cpu": ("cross_entropy", "mse_loss", "nll_loss", "bce_with_logits", "l1_loss", "prod"),
 }
 OBSERVED_ONLY = {"cpu": ("softmax", "sum"), "cuda": ()}  # reported, not judged
@@ -57,8 +68,9 @@ def real_autocast(device_type: str, dtype: Any) -> contextlib.AbstractContextMan
     return manager
 
 
-def autocast_dtype_problems(device: str, dtype_name: str, autocast: Autocast = real_autocast
-                            ) -> tuple[dict[str, str], list[str]]:
+def autocast_dtype_problems(
+    device: str, dtype_name: str, autocast: Autocast = real_autocast
+) -> tuple[dict[str, str], list[str]]:
     """Observed output dtype per op, and one line per op whose dtype is not the documented one."""
     import torch
 
@@ -66,8 +78,16 @@ def autocast_dtype_problems(device: str, dtype_name: str, autocast: Autocast = r
     kind = device.split(":")[0]
     gen = torch.Generator().manual_seed(0)
     x, w = torch.randn(4, 8, generator=gen).to(device), torch.randn(3, 8, generator=gen).to(device)
-    img, k = torch.randn(1, 2, 6, 6, generator=gen).to(device), torch.randn(3, 2, 3, 3, generator=gen).to(device)
-    low = (x.to(dtype), w.to(dtype), img.to(dtype), k.to(dtype))  # low-precision inputs make the upcast visible
+    img, k = (
+        torch.randn(1, 2, 6, 6, generator=gen).to(device),
+        torch.randn(3, 2, 3, 3, generator=gen).to(device),
+    )
+    low = (
+        x.to(dtype),
+        w.to(dtype),
+        img.to(dtype),
+        k.to(dtype),
+    )  # low-precision inputs make the upcast visible
     observed, problems = {}, []
     with autocast(kind, dtype):
         for name, fn in _ops().items():
@@ -79,8 +99,10 @@ def autocast_dtype_problems(device: str, dtype_name: str, autocast: Autocast = r
                 continue
             observed[name] = str(got).removeprefix("torch.")
             if got != want and name not in OBSERVED_ONLY[kind]:
-                problems.append(f"{name} on {device} under autocast({dtype_name}) gave {observed[name]}, "
-                                f"expected {str(want).removeprefix('torch.')}")
+                problems.append(
+                    f"{name} on {device} under autocast({dtype_name}) gave {observed[name]}, "
+                    f"expected {str(want).removeprefix('torch.')}"
+                )
     return observed, problems
 
 
@@ -104,11 +126,24 @@ def amp_autocast_dtypes(ctx: Context, autocast: Autocast = real_autocast) -> Res
             observed, bad = autocast_dtype_problems(device, dtype_name, autocast)
             measured[f"{device}/{dtype_name}"] = observed
             problems += bad
-    expected = {"low_precision": list(LOW_PRECISION_OPS), "float32": {k: list(v) for k, v in FLOAT32_OPS.items()},
-                "not_judged": {k: list(v) for k, v in OBSERVED_ONLY.items()}}
+    expected = {
+        "low_precision": list(LOW_PRECISION_OPS),
+        "float32": {k: list(v) for k, v in FLOAT32_OPS.items()},
+        "not_judged": {k: list(v) for k, v in OBSERVED_ONLY.items()},
+    }
     if problems:
-        fix, fault, _ = wrong_math_fix("autocast policy differs from torch's documented lists; check for a patched "
-                                       "torch.autocast, then reinstall torch")
-        return failed(f"autocast dtypes: {first_of(problems)}", fix, measured=measured, expected=expected,
-                      details="\n".join(problems), fault_class=fault)
-    return passed(f"autocast dtypes as documented on {', '.join(measured)}", measured=measured, expected=expected)
+        fix, fault, _ = wrong_math_fix(
+            "autocast policy differs from torch's documented lists; check for a patched "
+            "torch.autocast, then reinstall torch"
+        )
+        return failed(
+            f"autocast dtypes: {first_of(problems)}",
+            fix,
+            measured=measured,
+            expected=expected,
+            details="\n".join(problems),
+            fault_class=fault,
+        )
+    return passed(
+        f"autocast dtypes as documented on {', '.join(measured)}", measured=measured, expected=expected
+    )

@@ -30,7 +30,9 @@ def _model(device: str) -> Any:
     import torch
 
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2)).to(device)
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2)).to(
+        device
+    )
 
 
 def _snapshots(model: Any) -> list[list[Tensor]]:
@@ -39,8 +41,13 @@ def _snapshots(model: Any) -> list[list[Tensor]]:
 
     gen = torch.Generator().manual_seed(1)
     tensors = [*model.parameters(), *[b for b in model.buffers() if b.is_floating_point()]]
-    return [[torch.randn(t.shape, generator=gen).double() * (k + 1) + (1.0 if "var" in str(i) else 0.0)
-             for i, t in enumerate(tensors)] for k in range(UPDATES)]
+    return [
+        [
+            torch.randn(t.shape, generator=gen).double() * (k + 1) + (1.0 if "var" in str(i) else 0.0)
+            for i, t in enumerate(tensors)
+        ]
+        for k in range(UPDATES)
+    ]
 
 
 def averaged_model_comparisons(device: str, refused: list[str]) -> list[Comparison]:
@@ -51,9 +58,12 @@ def averaged_model_comparisons(device: str, refused: list[str]) -> list[Comparis
 
     u = torch.finfo(torch.float32).eps / 2
     comps: list[Comparison] = []
-    kinds = {"swa (default)": {}, "get_swa_multi_avg_fn": {"multi_avg_fn": swa_utils.get_swa_multi_avg_fn()},
-             "get_ema_multi_avg_fn": {"multi_avg_fn": swa_utils.get_ema_multi_avg_fn(DECAY)},
-             "ema avg_fn": {"avg_fn": lambda a, p, n: DECAY * a + (1 - DECAY) * p}}
+    kinds = {
+        "swa (default)": {},
+        "get_swa_multi_avg_fn": {"multi_avg_fn": swa_utils.get_swa_multi_avg_fn()},
+        "get_ema_multi_avg_fn": {"multi_avg_fn": swa_utils.get_ema_multi_avg_fn(DECAY)},
+        "ema avg_fn": {"avg_fn": lambda a, p, n: DECAY * a + (1 - DECAY) * p},
+    }
     for (kind, kw), use_buffers in itertools.product(kinds.items(), (False, True)):
         model = _model(device)
         avg = swa_utils.AveragedModel(model, use_buffers=use_buffers, **kw)
@@ -74,12 +84,32 @@ def averaged_model_comparisons(device: str, refused: list[str]) -> list[Comparis
         n_params = len(list(model.parameters()))
         label = f"AveragedModel({kind}, use_buffers={use_buffers})"
         for i, (g, r, last) in enumerate(zip(got, ref, snaps[-1], strict=True)):
-            want = r if (i < n_params or use_buffers) else last  # without use_buffers buffers follow the model
+            want = (
+                r if (i < n_params or use_buffers) else last
+            )  # without use_buffers buffers follow the model
             what = "parameter" if i < n_params else "buffer"
-            comps.append(compare(g, want, op=f"{label} {what} {i}", device=device, dtype="float32",
-                                 atol=(UPDATES + 8) * u * (1 + float(want.abs().max())), rtol=0.0))
-        comps.append(compare(avg.n_averaged.double().reshape(1).cpu(), torch.tensor([float(UPDATES)]),
-                             op=f"{label} n_averaged", device=device, dtype="int64", atol=0.0, rtol=0.0))
+            comps.append(
+                compare(
+                    g,
+                    want,
+                    op=f"{label} {what} {i}",
+                    device=device,
+                    dtype="float32",
+                    atol=(UPDATES + 8) * u * (1 + float(want.abs().max())),
+                    rtol=0.0,
+                )
+            )
+        comps.append(
+            compare(
+                avg.n_averaged.double().reshape(1).cpu(),
+                torch.tensor([float(UPDATES)]),
+                op=f"{label} n_averaged",
+                device=device,
+                dtype="int64",
+                atol=0.0,
+                rtol=0.0,
+            )
+        )
     return comps
 
 
@@ -105,12 +135,39 @@ def update_bn_comparisons(device: str) -> list[Comparison]:
         means, vars_ = batch_average_statistics(h)
         label = f"update_bn(loader of {'[input, target]' if pairs else 'tensors'})"
         tol = (max(BATCHES) + 8) * u
-        comps.append(compare(bn.running_mean, means, op=f"{label} running_mean", device=device, dtype="float32",
-                             atol=tol * (1 + float(means.abs().max())), rtol=0.0))
-        comps.append(compare(bn.running_var, vars_, op=f"{label} running_var", device=device, dtype="float32",
-                             atol=tol * (1 + float(vars_.abs().max())), rtol=0.0))
-        comps.append(compare(torch.tensor([bn.momentum]), torch.tensor([0.3]), op=f"{label} momentum restored",
-                             device=device, dtype="float64", atol=0.0, rtol=0.0))
+        comps.append(
+            compare(
+                bn.running_mean,
+                means,
+                op=f"{label} running_mean",
+                device=device,
+                dtype="float32",
+                atol=tol * (1 + float(means.abs().max())),
+                rtol=0.0,
+            )
+        )
+        comps.append(
+            compare(
+                bn.running_var,
+                vars_,
+                op=f"{label} running_var",
+                device=device,
+                dtype="float32",
+                atol=tol * (1 + float(vars_.abs().max())),
+                rtol=0.0,
+            )
+        )
+        comps.append(
+            compare(
+                torch.tensor([bn.momentum]),
+                torch.tensor([0.3]),
+                op=f"{label} momentum restored",
+                device=device,
+                dtype="float64",
+                atol=0.0,
+                rtol=0.0,
+            )
+        )
     return comps
 
 
@@ -130,9 +187,17 @@ def swalr_comparisons() -> list[Comparison]:
             want.append(swalr(t, 0.5, 0.05, anneal_epochs, strategy))
             opt.step()
             sched.step()
-        comps.append(compare(torch.tensor(got, dtype=torch.float64), torch.tensor(want, dtype=torch.float64),
-                             op=f"SWALR(anneal_strategy={strategy}, anneal_epochs={anneal_epochs}) lr per epoch",
-                             device="cpu", dtype="float64", atol=8 * 16 * u, rtol=0.0))
+        comps.append(
+            compare(
+                torch.tensor(got, dtype=torch.float64),
+                torch.tensor(want, dtype=torch.float64),
+                op=f"SWALR(anneal_strategy={strategy}, anneal_epochs={anneal_epochs}) lr per epoch",
+                device="cpu",
+                dtype="float64",
+                atol=8 * 16 * u,
+                rtol=0.0,
+            )
+        )
     return comps
 
 
@@ -144,10 +209,18 @@ def swa_averaging(ctx: Context) -> Result:
         for device in check_devices():
             comparisons += averaged_model_comparisons(device, refused) + update_bn_comparisons(device)
         if ctx.level is not Level.QUICK:
-            comparisons += swalr_comparisons()  # an optimizer is needed: torch._dynamo, ~1 s, so full level only
-    return comparisons_result("weight averaging vs hand-computed averages", comparisons,
-                              tolerances={"average": "(K+8)·u·(1+|ref|)", "update_bn": "(n+8)·u·(1+|ref|)",
-                                          "swalr": "16·u64 per epoch"},
-                              extra={"refused_by_torch": refused},
-                              remediation="torch.optim.swa_utils averages or re-estimates statistics wrongly here; "
-                                          "average by hand (torch._foreach_lerp_) and reinstall torch")
+            comparisons += (
+                swalr_comparisons()
+            )  # an optimizer is needed: torch._dynamo, ~1 s, so full level only
+    return comparisons_result(
+        "weight averaging vs hand-computed averages",
+        comparisons,
+        tolerances={
+            "average": "(K+8)·u·(1+|ref|)",
+            "update_bn": "(n+8)·u·(1+|ref|)",
+            "swalr": "16·u64 per epoch",
+        },
+        extra={"refused_by_torch": refused},
+        remediation="torch.optim.swa_utils averages or re-estimates statistics wrongly here; "
+        "average by hand (torch._foreach_lerp_) and reinstall torch",
+    )

@@ -52,8 +52,10 @@ def checkpoint_comparisons(device: str, wrap: Checkpoint = real_checkpoint) -> l
     plain = _grads(_blocks(device, 32, 4), x, None)
     ckpt = _grads(_blocks(device, 32, 4), x, wrap)
     names = ["input", *(f"param{i}" for i in range(len(plain) - 1))]
-    return [compare(c, p, op=f"checkpointed {n}.grad", device=device, dtype="float32", **CKPT_TOL)
-            for n, c, p in zip(names, ckpt, plain, strict=True)]
+    return [
+        compare(c, p, op=f"checkpointed {n}.grad", device=device, dtype="float32", **CKPT_TOL)
+        for n, c, p in zip(names, ckpt, plain, strict=True)
+    ]
 
 
 def cuda_peak_bytes(device: str, wrap: Checkpoint | None) -> int:
@@ -79,9 +81,17 @@ def train_checkpointing(ctx: Context, wrap: Checkpoint = real_checkpoint) -> Res
             plain, ckpt = cuda_peak_bytes(device, None), cuda_peak_bytes(device, wrap)
             extra[f"peak_bytes@{device}"] = {"plain": plain, "checkpointed": ckpt}
             if ckpt >= plain:
-                problems.append(f"checkpointing did not lower peak memory on {device}: {ckpt} >= {plain} bytes")
+                problems.append(
+                    f"checkpointing did not lower peak memory on {device}: {ckpt} >= {plain} bytes"
+                )
     if not cuda_devices():
         extra["peak_memory"] = "not measured: no CUDA device (CPU has no peak-allocation counter)"
-    return comparisons_result("gradient checkpointing", comparisons, tolerances=CKPT_TOL, extra=extra,
-                              problems=problems, remediation="use torch.utils.checkpoint.checkpoint(fn, x, "
-                                                             "use_reentrant=False) with preserve_rng_state=True")
+    return comparisons_result(
+        "gradient checkpointing",
+        comparisons,
+        tolerances=CKPT_TOL,
+        extra=extra,
+        problems=problems,
+        remediation="use torch.utils.checkpoint.checkpoint(fn, x, "
+        "use_reentrant=False) with preserve_rng_state=True",
+    )

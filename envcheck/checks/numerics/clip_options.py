@@ -30,7 +30,11 @@ def grads(device: str, mixed: bool, bad: str | None) -> list[Tensor]:
     import torch
 
     gen = torch.Generator().manual_seed(0)
-    gs = [torch.randn(5, 4, generator=gen), torch.randn(7, generator=gen) * 3, torch.randn(2, 3, generator=gen)]
+    gs = [
+        torch.randn(5, 4, generator=gen),
+        torch.randn(7, generator=gen) * 3,
+        torch.randn(2, 3, generator=gen),
+    ]
     gs[1][2] = 0.0
     if mixed:
         gs[2] = gs[2].bfloat16()
@@ -46,8 +50,9 @@ def clip_comparisons(device: str) -> tuple[list[Comparison], list[str]]:
     comps: list[Comparison] = []
     problems: list[str] = []
     u32, ubf = torch.finfo(torch.float32).eps / 2, torch.finfo(torch.bfloat16).eps / 2
-    for p, foreach, mixed, factor, split in itertools.product(NORMS, FOREACH, (False, True), (0.25, 4.0),
-                                                               (False, True)):
+    for p, foreach, mixed, factor, split in itertools.product(
+        NORMS, FOREACH, (False, True), (0.25, 4.0), (False, True)
+    ):
         if split and not hasattr(torch.nn.utils, "get_total_norm"):
             continue
         gs = grads(device, mixed, None)
@@ -56,8 +61,10 @@ def clip_comparisons(device: str) -> tuple[list[Comparison], list[str]]:
             q.grad = g.clone()
         want = total_norm(gs, p)
         max_norm = want * factor
-        label = f"clip_grad_norm_(norm_type={p}, foreach={foreach}, mixed_dtypes={mixed}, max_norm={factor}x" \
-                f"{', via get_total_norm + clip_grads_with_norm_' if split else ''})"
+        label = (
+            f"clip_grad_norm_(norm_type={p}, foreach={foreach}, mixed_dtypes={mixed}, max_norm={factor}x"
+            f"{', via get_total_norm + clip_grads_with_norm_' if split else ''})"
+        )
         try:
             if split:
                 got = torch.nn.utils.get_total_norm([q.grad for q in params], p, foreach=foreach)
@@ -71,15 +78,33 @@ def clip_comparisons(device: str) -> tuple[list[Comparison], list[str]]:
             continue
         n = sum(g.numel() for g in gs)
         tol = (n + 8) * u32 * want + (ubf * want if mixed else 0.0)
-        comps.append(compare(torch.as_tensor(got).reshape(1), torch.tensor([want]), op=f"{label} returned total norm",
-                             device=device, dtype="float32", atol=tol, rtol=0.0))
+        comps.append(
+            compare(
+                torch.as_tensor(got).reshape(1),
+                torch.tensor([want]),
+                op=f"{label} returned total norm",
+                device=device,
+                dtype="float32",
+                atol=tol,
+                rtol=0.0,
+            )
+        )
         coef = min(1.0, max_norm / (want + 1e-6))
         for i, (q, g) in enumerate(zip(params, gs, strict=True)):
             ref = g.double().cpu() * coef
             u = ubf if g.dtype == torch.bfloat16 else u32  # the coefficient carries the total's error
             rel = (n + 10) * u32 + (ubf if mixed else 0.0) + u
-            comps.append(compare(q.grad, ref, op=f"{label} gradient {i}", device=device, dtype=str(g.dtype)[6:],
-                                 atol=rel * float(ref.abs().max()), rtol=0.0))
+            comps.append(
+                compare(
+                    q.grad,
+                    ref,
+                    op=f"{label} gradient {i}",
+                    device=device,
+                    dtype=str(g.dtype)[6:],
+                    atol=rel * float(ref.abs().max()),
+                    rtol=0.0,
+                )
+            )
     return comps, problems
 
 
@@ -98,8 +123,12 @@ def nonfinite_problems(device: str) -> list[str]:
             got = torch.nn.utils.clip_grad_norm_(params, 1.0, error_if_nonfinite=error, foreach=foreach)
         except RuntimeError as exc:
             if error:
-                if not all(torch.equal(q.grad, g) or (torch.isnan(q.grad) == torch.isnan(g)).all() and
-                           torch.equal(q.grad.nan_to_num(), g.nan_to_num()) for q, g in zip(params, gs, strict=True)):
+                if not all(
+                    torch.equal(q.grad, g)
+                    or (torch.isnan(q.grad) == torch.isnan(g)).all()
+                    and torch.equal(q.grad.nan_to_num(), g.nan_to_num())
+                    for q, g in zip(params, gs, strict=True)
+                ):
                     out.append(f"{label}: raised, but changed the gradients first")
                 continue
             if foreach and "foreach" in str(exc):
@@ -107,7 +136,9 @@ def nonfinite_problems(device: str) -> list[str]:
             out.append(f"{label}: raised {exc}"[:300])
             continue
         if error:
-            out.append(f"{label}: returned {float(got)} instead of raising (non-finite gradients pass silently)")
+            out.append(
+                f"{label}: returned {float(got)} instead of raising (non-finite gradients pass silently)"
+            )
         elif math.isfinite(float(got)):
             out.append(f"{label}: returned a finite total norm {float(got)}")
     return out
@@ -125,9 +156,17 @@ def value_comparisons(device: str) -> list[Comparison]:
             q.grad = g.clone()
         torch.nn.utils.clip_grad_value_(params, v, foreach=foreach)
         for i, (q, g) in enumerate(zip(params, gs, strict=True)):
-            comps.append(compare(q.grad, g.double().cpu().clamp(-v, v),
-                                 op=f"clip_grad_value_({v}, foreach={foreach}) gradient {i}", device=device,
-                                 dtype=str(g.dtype)[6:], atol=0.0, rtol=0.0))
+            comps.append(
+                compare(
+                    q.grad,
+                    g.double().cpu().clamp(-v, v),
+                    op=f"clip_grad_value_({v}, foreach={foreach}) gradient {i}",
+                    device=device,
+                    dtype=str(g.dtype)[6:],
+                    atol=0.0,
+                    rtol=0.0,
+                )
+            )
     return comps
 
 
@@ -141,8 +180,12 @@ def train_clip_options(ctx: Context) -> Result:
             comparisons += found + value_comparisons(device)
             problems += bad + nonfinite_problems(device)
     extra: dict[str, Any] = {"norm_types": [str(p) for p in NORMS]}
-    return comparisons_result("gradient clipping options vs closed forms", comparisons, problems=problems,
-                              extra=extra, tolerances={"norm": "(n+8)·u·total (+u_bf16·total with bfloat16)",
-                                                       "value": "exact"},
-                              remediation="gradient clipping computes a wrong norm or scale for these options; "
-                                          "clip with foreach=False and norm_type=2, and reinstall torch")
+    return comparisons_result(
+        "gradient clipping options vs closed forms",
+        comparisons,
+        problems=problems,
+        extra=extra,
+        tolerances={"norm": "(n+8)·u·total (+u_bf16·total with bfloat16)", "value": "exact"},
+        remediation="gradient clipping computes a wrong norm or scale for these options; "
+        "clip with foreach=False and norm_type=2, and reinstall torch",
+    )

@@ -39,13 +39,16 @@ def _tied_model_grads(device: str) -> tuple[list[Any], list[Any]]:
     head = torch.nn.Linear(4, 6)
     head.weight = emb.weight  # weight tying: model.parameters() yields it once
     model = torch.nn.Sequential(emb, head).to(device)
-    torch.nn.functional.cross_entropy(model(torch.tensor([0, 3, 5, 1], device=device)),
-                                      torch.tensor([1, 2, 3, 4], device=device)).backward()
+    torch.nn.functional.cross_entropy(
+        model(torch.tensor([0, 3, 5, 1], device=device)), torch.tensor([1, 2, 3, 4], device=device)
+    ).backward()
     params = list(model.parameters())
     return params, [p.grad.detach().clone() for p in params]
 
 
-def clip_norm_comparisons(device: str, clip: ClipNorm = real_clip_grad_norm) -> tuple[list[Comparison], dict[str, Any]]:
+def clip_norm_comparisons(
+    device: str, clip: ClipNorm = real_clip_grad_norm
+) -> tuple[list[Comparison], dict[str, Any]]:
     """Pre-clip norm returned, rescale above max_norm, untouched below, direction kept, tied weight counted once."""
     import torch
 
@@ -57,22 +60,57 @@ def clip_norm_comparisons(device: str, clip: ClipNorm = real_clip_grad_norm) -> 
         for p, g in zip(params, grads, strict=True):
             p.grad = g.clone()
         returned = torch.as_tensor(clip(params, max_norm)).reshape(1)
-        cmp.append(compare(returned, true_norm.reshape(1), op=f"returned pre-clip norm ({label} max_norm, tied weight once)",
-                           device=device, dtype="float32", **NORM_TOL))
+        cmp.append(
+            compare(
+                returned,
+                true_norm.reshape(1),
+                op=f"returned pre-clip norm ({label} max_norm, tied weight once)",
+                device=device,
+                dtype="float32",
+                **NORM_TOL,
+            )
+        )
         after = torch.cat([p.grad.reshape(-1) for p in params])
         before = torch.cat([g.reshape(-1) for g in grads])
         if label == "above":
-            cmp.append(compare(torch.linalg.vector_norm(after).reshape(1), torch.tensor([max_norm]),
-                               op="norm after clipping equals max_norm", device=device, dtype="float32", **NORM_TOL))
-            cmp.append(compare(after, before * (max_norm / true_norm), op="clipped grads keep their direction",
-                               device=device, dtype="float32", **NORM_TOL))
+            cmp.append(
+                compare(
+                    torch.linalg.vector_norm(after).reshape(1),
+                    torch.tensor([max_norm]),
+                    op="norm after clipping equals max_norm",
+                    device=device,
+                    dtype="float32",
+                    **NORM_TOL,
+                )
+            )
+            cmp.append(
+                compare(
+                    after,
+                    before * (max_norm / true_norm),
+                    op="clipped grads keep their direction",
+                    device=device,
+                    dtype="float32",
+                    **NORM_TOL,
+                )
+            )
         else:
-            cmp.append(compare(after, before, op="grads below max_norm untouched", device=device, dtype="float32",
-                               atol=0.0, rtol=0.0))
+            cmp.append(
+                compare(
+                    after,
+                    before,
+                    op="grads below max_norm untouched",
+                    device=device,
+                    dtype="float32",
+                    atol=0.0,
+                    rtol=0.0,
+                )
+            )
     for p, g in zip(params, grads, strict=True):
         p.grad = g.clone()
     # Not judged: clip_grad_norm_ itself does not de-duplicate; a list naming the tied tensor twice counts it twice.
-    info["norm_if_tied_tensor_listed_twice"] = float(torch.nn.utils.get_total_norm([g for g in grads] + [grads[0]]))
+    info["norm_if_tied_tensor_listed_twice"] = float(
+        torch.nn.utils.get_total_norm([g for g in grads] + [grads[0]])
+    )
     return cmp, info
 
 
@@ -85,12 +123,14 @@ def train_clip_grad_norm(ctx: Context, clip: ClipNorm = real_clip_grad_norm) -> 
             found, info = clip_norm_comparisons(device, clip)
             comparisons += found
             extra[f"norms@{device}"] = info
-    return comparisons_result("clip_grad_norm_", comparisons, tolerances=NORM_TOL, extra=extra,
-                              remediation=REMEDIATION)
+    return comparisons_result(
+        "clip_grad_norm_", comparisons, tolerances=NORM_TOL, extra=extra, remediation=REMEDIATION
+    )
 
 
-def clip_value_comparisons(device: str, clip: ClipValue = real_clip_grad_value, clip_value: float = 1.0
-                           ) -> list[Comparison]:
+def clip_value_comparisons(
+    device: str, clip: ClipValue = real_clip_grad_value, clip_value: float = 1.0
+) -> list[Comparison]:
     """Every element ends in [-v, v]; elements already inside are untouched."""
     import torch
 
@@ -101,13 +141,23 @@ def clip_value_comparisons(device: str, clip: ClipValue = real_clip_grad_value, 
     before = torch.cat([a.grad.reshape(-1), b.grad.reshape(-1)]).clone()
     clip([a, b], clip_value)
     after = torch.cat([a.grad.reshape(-1), b.grad.reshape(-1)])
-    return [compare(after, before.clamp(-clip_value, clip_value), op=f"clip_grad_value_({clip_value:g})",
-                    device=device, dtype="float32", atol=0.0, rtol=0.0)]
+    return [
+        compare(
+            after,
+            before.clamp(-clip_value, clip_value),
+            op=f"clip_grad_value_({clip_value:g})",
+            device=device,
+            dtype="float32",
+            atol=0.0,
+            rtol=0.0,
+        )
+    ]
 
 
 def train_clip_grad_value(ctx: Context, clip: ClipValue = real_clip_grad_value) -> Result:
     """clip_grad_value_ bounds every gradient element to [-v, v] and leaves smaller ones alone."""
     with numerics_mode():
         comparisons = [c for device in check_devices() for c in clip_value_comparisons(device, clip)]
-    return comparisons_result("clip_grad_value_", comparisons, tolerances={"atol": 0.0, "rtol": 0.0},
-                              remediation=REMEDIATION)
+    return comparisons_result(
+        "clip_grad_value_", comparisons, tolerances={"atol": 0.0, "rtol": 0.0}, remediation=REMEDIATION
+    )

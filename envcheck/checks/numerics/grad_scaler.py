@@ -52,12 +52,19 @@ class PlainSGD:
                 q.grad = None
 
 
-def grad_scaler_problems(device: str, make_scaler: MakeScaler = real_grad_scaler) -> tuple[dict[str, Any], list[str]]:
+def grad_scaler_problems(
+    device: str, make_scaler: MakeScaler = real_grad_scaler
+) -> tuple[dict[str, Any], list[str]]:
     """Drive a scaler through inf, NaN, finite and growth steps; return what happened and what went wrong."""
     import torch
 
-    scaler = make_scaler(device.split(":")[0], init_scale=INIT_SCALE, backoff_factor=BACKOFF,
-                         growth_factor=GROWTH, growth_interval=INTERVAL)
+    scaler = make_scaler(
+        device.split(":")[0],
+        init_scale=INIT_SCALE,
+        backoff_factor=BACKOFF,
+        growth_factor=GROWTH,
+        growth_interval=INTERVAL,
+    )
     p = torch.nn.Parameter(torch.ones(4, device=device))
     opt = PlainSGD([p], LR)
     measured: dict[str, Any] = {}
@@ -79,11 +86,15 @@ def grad_scaler_problems(device: str, make_scaler: MakeScaler = real_grad_scaler
         changed = not torch.equal(p.detach(), before)
         measured[f"{label}_step"] = {"params_changed": changed, "scale_before": scale, "scale_after": after}
         if changed:
-            problems.append(f"step() updated parameters after an injected {label} gradient on {device} "
-                            f"(params now {p.detach().tolist()})")
+            problems.append(
+                f"step() updated parameters after an injected {label} gradient on {device} "
+                f"(params now {p.detach().tolist()})"
+            )
         if after != scale * BACKOFF:
-            problems.append(f"update() after an {label} step moved the scale {scale:g} -> {after:g} on {device}, "
-                            f"expected x{BACKOFF:g} = {scale * BACKOFF:g}")
+            problems.append(
+                f"update() after an {label} step moved the scale {scale:g} -> {after:g} on {device}, "
+                f"expected x{BACKOFF:g} = {scale * BACKOFF:g}"
+            )
         if changed:  # keep probing from a sane state
             with torch.no_grad():
                 p.copy_(torch.ones(4))
@@ -93,16 +104,24 @@ def grad_scaler_problems(device: str, make_scaler: MakeScaler = real_grad_scaler
         scales.append(after)
         if i == 0:
             weights = torch.tensor([1.0, -2.0, 3.0, 0.5], device=device)
-            ok = compare(p.detach(), before - LR * 2 * before * weights, op="SGD step on unscaled grads",
-                         device=device, dtype="float32", **STEP_TOL)
+            ok = compare(
+                p.detach(),
+                before - LR * 2 * before * weights,
+                op="SGD step on unscaled grads",
+                device=device,
+                dtype="float32",
+                **STEP_TOL,
+            )
             measured["finite_step"] = ok.measured()
             if not ok.ok:
                 problems.append(f"finite step: {ok.describe()}")
     measured["scales_over_clean_steps"] = scales
     start = INIT_SCALE * BACKOFF * BACKOFF  # the inf and the NaN step each backed off once
     if scales[:-1] != [start] * (INTERVAL - 1) or scales[-1] != start * GROWTH:
-        problems.append(f"scale over {INTERVAL} clean steps on {device} was {scales}, expected "
-                        f"{[start] * (INTERVAL - 1) + [start * GROWTH]} (growth x{GROWTH:g} after growth_interval)")
+        problems.append(
+            f"scale over {INTERVAL} clean steps on {device} was {scales}, expected "
+            f"{[start] * (INTERVAL - 1) + [start * GROWTH]} (growth x{GROWTH:g} after growth_interval)"
+        )
     return measured, problems
 
 
@@ -115,13 +134,30 @@ def amp_grad_scaler(ctx: Context, make_scaler: MakeScaler = real_grad_scaler) ->
             found, bad = grad_scaler_problems(device, make_scaler)
             measured[device] = found
             problems += bad
-    expected = {"init_scale": INIT_SCALE, "backoff_factor": BACKOFF, "growth_factor": GROWTH,
-                "growth_interval": INTERVAL, "non_finite_step": "skipped", "finite_step_tolerance": STEP_TOL}
+    expected = {
+        "init_scale": INIT_SCALE,
+        "backoff_factor": BACKOFF,
+        "growth_factor": GROWTH,
+        "growth_interval": INTERVAL,
+        "non_finite_step": "skipped",
+        "finite_step_tolerance": STEP_TOL,
+    }
     if problems:
-        fix, fault, _ = wrong_math_fix("GradScaler is broken or replaced in this environment; reinstall torch "
-                                       "and use torch.amp.GradScaler(device_type)")
-        return failed(f"GradScaler contract: {first_of(problems)}", fix, measured=measured, expected=expected,
-                      details="\n".join(problems), fault_class=fault)
-    return passed(f"GradScaler contract holds on {', '.join(measured)}: inf/NaN steps skipped, "
-                  f"backoff x{BACKOFF:g}, growth x{GROWTH:g} after {INTERVAL} clean steps", measured=measured,
-                  expected=expected)
+        fix, fault, _ = wrong_math_fix(
+            "GradScaler is broken or replaced in this environment; reinstall torch "
+            "and use torch.amp.GradScaler(device_type)"
+        )
+        return failed(
+            f"GradScaler contract: {first_of(problems)}",
+            fix,
+            measured=measured,
+            expected=expected,
+            details="\n".join(problems),
+            fault_class=fault,
+        )
+    return passed(
+        f"GradScaler contract holds on {', '.join(measured)}: inf/NaN steps skipped, "
+        f"backoff x{BACKOFF:g}, growth x{GROWTH:g} after {INTERVAL} clean steps",
+        measured=measured,
+        expected=expected,
+    )

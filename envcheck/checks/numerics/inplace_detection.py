@@ -30,9 +30,14 @@ def mutations() -> dict[str, Callable[[Any], object]]:
         return F.embedding(torch.tensor([0, 1], device=x.device), x, max_norm=0.1)
 
     return {
-        "add_": lambda x: x.add_(1), "mul_": lambda x: x.mul_(2), "copy_": lambda x: x.copy_(x * 3),
-        "zero_": lambda x: x.zero_(), "clamp_": lambda x: x.clamp_(max=0.6), "index_put": lambda x: x.__setitem__(0, 7.0),
-        "out=": lambda x: torch.add(x, 1, out=x), "relu(inplace=True)": lambda x: F.relu(x.sub_(1), inplace=True),
+        "add_": lambda x: x.add_(1),
+        "mul_": lambda x: x.mul_(2),
+        "copy_": lambda x: x.copy_(x * 3),
+        "zero_": lambda x: x.zero_(),
+        "clamp_": lambda x: x.clamp_(max=0.6),
+        "index_put": lambda x: x.__setitem__(0, 7.0),
+        "out=": lambda x: torch.add(x, 1, out=x),
+        "relu(inplace=True)": lambda x: F.relu(x.sub_(1), inplace=True),
         "_foreach_add_": lambda x: torch._foreach_add_([x], 1.0),
         "_foreach_mul_": lambda x: torch._foreach_mul_([x], 2.0),
         "_foreach_addcmul_": lambda x: torch._foreach_addcmul_([x], [x.clone()], [x.clone()], value=0.5),
@@ -58,8 +63,10 @@ def missed_detections(device: str) -> list[str]:
                 continue
             missed.append(f"{name} on {device}: backward raised another error: {str(exc)[:120]}")
             continue
-        missed.append(f"{name} on {device}: backward after modifying a saved tensor in place did not raise "
-                      f"(gradient silently used the new values)")
+        missed.append(
+            f"{name} on {device}: backward after modifying a saved tensor in place did not raise "
+            f"(gradient silently used the new values)"
+        )
     return missed
 
 
@@ -72,11 +79,21 @@ def autograd_inplace_detection(ctx: Context) -> Result:
     expected = {"every path": f"backward raises '{NEEDLE}'"}
     known, other = split_known(missed)  # a cited gap of this torch (envcheck.reference.known_bugs) is a WARN
     if other:
-        fix, fault, _ = wrong_math_fix("an in-place path does not bump the version counter in this torch build; "
-                                       "reinstall torch")
-        return failed(f"in-place detection: {first_of(other)}", fix, measured=measured, expected=expected,
-                      details="\n".join(other), fault_class=fault)
+        fix, fault, _ = wrong_math_fix(
+            "an in-place path does not bump the version counter in this torch build; reinstall torch"
+        )
+        return failed(
+            f"in-place detection: {first_of(other)}",
+            fix,
+            measured=measured,
+            expected=expected,
+            details="\n".join(other),
+            fault_class=fault,
+        )
     if known:
         return known_bugs_warning("in-place detection", known, measured=measured, expected=expected)
-    return passed(f"in-place detection: {len(measured['paths'])} in-place paths raise on {', '.join(devices)}",
-                  measured=measured, expected=expected)
+    return passed(
+        f"in-place detection: {len(measured['paths'])} in-place paths raise on {', '.join(devices)}",
+        measured=measured,
+        expected=expected,
+    )

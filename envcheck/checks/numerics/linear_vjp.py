@@ -28,8 +28,10 @@ def linear_vjp_comparisons(device: str, dtype_name: str, op: LinearOp = linear_o
     dtype = getattr(torch, dtype_name)
     gen = torch.Generator().manual_seed(0)
     B, H, D, E = 2, 3, 4, 5
-    x, w, b = (torch.randn(s, generator=gen, dtype=torch.float64).to(device, dtype).requires_grad_(True)
-               for s in ((B, H, D), (D, E), (E,)))
+    x, w, b = (
+        torch.randn(s, generator=gen, dtype=torch.float64).to(device, dtype).requires_grad_(True)
+        for s in ((B, H, D), (D, E), (E,))
+    )
     y = op(x, w, b)
     (y**2).sum().backward()
     g = 2 * y.detach()  # upstream gradient of sum(Y²)
@@ -39,8 +41,10 @@ def linear_vjp_comparisons(device: str, dtype_name: str, op: LinearOp = linear_o
         "db = ΣG": g.reshape(-1, E).sum(0),
     }
     autograd = {"dX = G·Wᵀ": x.grad, "dW = Xᵀ·G": w.grad, "db = ΣG": b.grad}
-    return [compare(autograd[k], v, op=f"linear {k}", device=device, dtype=dtype_name, **VJP_TOL[dtype_name])
-            for k, v in by_hand.items()]
+    return [
+        compare(autograd[k], v, op=f"linear {k}", device=device, dtype=dtype_name, **VJP_TOL[dtype_name])
+        for k, v in by_hand.items()
+    ]
 
 
 def _products(a: Any, b: Any) -> Any:
@@ -57,23 +61,35 @@ def mm_vjp_comparisons(device: str, dtype_name: str) -> list[Comparison]:
     gen = torch.Generator().manual_seed(1)
     out: list[Comparison] = []
     for name, op in (("mm", torch.mm), ("matmul", torch.matmul)):
-        a, b = (torch.randn(s, generator=gen, dtype=torch.float64).to(device, dtype).requires_grad_(True)
-                for s in ((3, 4), (4, 5)))
+        a, b = (
+            torch.randn(s, generator=gen, dtype=torch.float64).to(device, dtype).requires_grad_(True)
+            for s in ((3, 4), (4, 5))
+        )
         y = op(a, b)
         (y**2).sum().backward()
         g = 2 * _products(a.detach(), b.detach())
         want = {"dA = G·Bᵀ": _products(g, b.detach().t()), "dB = Aᵀ·G": _products(a.detach().t(), g)}
         got = {"dA = G·Bᵀ": a.grad, "dB = Aᵀ·G": b.grad}
-        out += [compare(got[k], v, op=f"torch.{name} {k}", device=device, dtype=dtype_name, **VJP_TOL[dtype_name])
-                for k, v in want.items()]
+        out += [
+            compare(got[k], v, op=f"torch.{name} {k}", device=device, dtype=dtype_name, **VJP_TOL[dtype_name])
+            for k, v in want.items()
+        ]
     return out
 
 
 def autograd_linear_vjp(ctx: Context) -> Result:
     """The linear layer's gradients from autograd match the hand-derived VJP on every device."""
     with numerics_mode():
-        comparisons = [c for device in check_devices() for dt in ("float32", "float64")
-                       for c in [*linear_vjp_comparisons(device, dt), *mm_vjp_comparisons(device, dt)]]
-    return comparisons_result("linear VJP by hand vs autograd", comparisons, tolerances=VJP_TOL,
-                              remediation="the Linear/mm/matmul backward is wrong in this torch build; "
-                                          "reinstall torch and rerun `envcheck run --only autograd.linear_vjp`")
+        comparisons = [
+            c
+            for device in check_devices()
+            for dt in ("float32", "float64")
+            for c in [*linear_vjp_comparisons(device, dt), *mm_vjp_comparisons(device, dt)]
+        ]
+    return comparisons_result(
+        "linear VJP by hand vs autograd",
+        comparisons,
+        tolerances=VJP_TOL,
+        remediation="the Linear/mm/matmul backward is wrong in this torch build; "
+        "reinstall torch and rerun `envcheck run --only autograd.linear_vjp`",
+    )

@@ -27,9 +27,15 @@ Build = Callable[[Any], Any]
 def _optimizer(device: str = "cpu") -> Any:
     import torch
 
-    params = [torch.nn.Parameter(torch.zeros(2, device=device)), torch.nn.Parameter(torch.zeros(3, device=device))]
-    return torch.optim.SGD([{"params": [params[0]], "lr": BASES[0]}, {"params": [params[1]], "lr": BASES[1]}],
-                           lr=BASES[0], momentum=MOMENTUM)
+    params = [
+        torch.nn.Parameter(torch.zeros(2, device=device)),
+        torch.nn.Parameter(torch.zeros(3, device=device)),
+    ]
+    return torch.optim.SGD(
+        [{"params": [params[0]], "lr": BASES[0]}, {"params": [params[1]], "lr": BASES[1]}],
+        lr=BASES[0],
+        momentum=MOMENTUM,
+    )
 
 
 def build(name: str, kw: dict[str, Any]) -> Build:
@@ -41,14 +47,19 @@ def build(name: str, kw: dict[str, Any]) -> Build:
 
         def composed(opt: Any) -> Any:
             children = [getattr(lrs, n)(opt, **k) for n, k in parts]
-            return lrs.SequentialLR(opt, children, milestones) if kind == "SequentialLR" else \
-                lrs.ChainedScheduler(children, optimizer=opt)
+            return (
+                lrs.SequentialLR(opt, children, milestones)
+                if kind == "SequentialLR"
+                else lrs.ChainedScheduler(children, optimizer=opt)
+            )
+
         return composed
     return lambda opt: getattr(lrs, name)(opt, **kw)
 
 
-def run(new_scheduler: Build, plateau: bool, epochs: int, resume_at: int | None = None, device: str = "cpu"
-        ) -> list[list[float]]:
+def run(
+    new_scheduler: Build, plateau: bool, epochs: int, resume_at: int | None = None, device: str = "cpu"
+) -> list[list[float]]:
     """[lr group 0, lr group 1, momentum group 0] at every epoch; optionally saved and restored at `resume_at`."""
     import torch
 
@@ -101,11 +112,28 @@ def schedule_comparisons(device: str = "cpu") -> tuple[list[Comparison], list[st
                 continue
         want = torch.tensor(expected(name, kw), dtype=torch.float64)
         scale = float(want.abs().max())
-        comps.append(compare(torch.tensor(got, dtype=torch.float64), want, op=f"{label} lr/momentum per epoch",
-                             device=device, dtype="float64", atol=EPOCHS * 16 * u * scale, rtol=0.0))
-        comps.append(compare(torch.tensor(resumed, dtype=torch.float64), torch.tensor(got, dtype=torch.float64),
-                             op=f"{label} restored from state_dict at epoch {EPOCHS // 2 - 1}", device=device,
-                             dtype="float64", atol=0.0, rtol=0.0))
+        comps.append(
+            compare(
+                torch.tensor(got, dtype=torch.float64),
+                want,
+                op=f"{label} lr/momentum per epoch",
+                device=device,
+                dtype="float64",
+                atol=EPOCHS * 16 * u * scale,
+                rtol=0.0,
+            )
+        )
+        comps.append(
+            compare(
+                torch.tensor(resumed, dtype=torch.float64),
+                torch.tensor(got, dtype=torch.float64),
+                op=f"{label} restored from state_dict at epoch {EPOCHS // 2 - 1}",
+                device=device,
+                dtype="float64",
+                atol=0.0,
+                rtol=0.0,
+            )
+        )
     return comps, problems
 
 
@@ -120,9 +148,13 @@ def sched_closed_form(ctx: Context) -> Result:
             found, bad = schedule_comparisons(device)
             comparisons += found
             problems += bad
-    return comparisons_result("LR schedulers vs closed forms", comparisons, problems=problems,
-                              tolerances={"closed_form": f"{EPOCHS}·16·u64·max lr", "restored": "bitwise"},
-                              extra={"cases": len(scheduler_cases())},
-                              remediation="an LR scheduler follows a different schedule than documented, or does "
-                                          "not resume from its state_dict; pin the scheduler behaviour you need "
-                                          "(LambdaLR with your own formula) and reinstall torch")
+    return comparisons_result(
+        "LR schedulers vs closed forms",
+        comparisons,
+        problems=problems,
+        tolerances={"closed_form": f"{EPOCHS}·16·u64·max lr", "restored": "bitwise"},
+        extra={"cases": len(scheduler_cases())},
+        remediation="an LR scheduler follows a different schedule than documented, or does "
+        "not resume from its state_dict; pin the scheduler behaviour you need "
+        "(LambdaLR with your own formula) and reinstall torch",
+    )

@@ -25,10 +25,21 @@ from envcheck.reference.norm_stats import alpha_dropout_affine, norm_reference
 
 STEPS, EPS, CHANNELS = 3, 1e-5, 3
 BATCHES = (4, 6, 5)  # a different batch size each step: the running variance's n/(n-1) differs per step
-NORMS = {"BatchNorm1d": (), "BatchNorm2d": (3, 2), "BatchNorm3d": (2, 2, 3), "InstanceNorm1d": (7,),
-         "InstanceNorm2d": (3, 3)}
-DROPOUTS = {"Dropout": (8, 3, 5, 5), "Dropout1d": (8, 6, 9), "Dropout2d": (8, 6, 3, 3), "Dropout3d": (8, 6, 2, 2, 2),
-            "AlphaDropout": (8, 3, 5, 5), "FeatureAlphaDropout": (8, 6, 3, 3)}
+NORMS = {
+    "BatchNorm1d": (),
+    "BatchNorm2d": (3, 2),
+    "BatchNorm3d": (2, 2, 3),
+    "InstanceNorm1d": (7,),
+    "InstanceNorm2d": (3, 3),
+}
+DROPOUTS = {
+    "Dropout": (8, 3, 5, 5),
+    "Dropout1d": (8, 6, 9),
+    "Dropout2d": (8, 6, 3, 3),
+    "Dropout3d": (8, 6, 2, 2, 2),
+    "AlphaDropout": (8, 3, 5, 5),
+    "FeatureAlphaDropout": (8, 6, 3, 3),
+}
 
 
 def norm_comparisons(device: str, quick: bool) -> list[Comparison]:
@@ -52,31 +63,77 @@ def norm_comparisons(device: str, quick: bool) -> list[Comparison]:
             with torch.no_grad():
                 mod.weight.copy_(torch.linspace(0.5, 2.0, CHANNELS))
                 mod.bias.copy_(torch.linspace(-1.0, 1.0, CHANNELS))
-            params = torch.stack([torch.linspace(0.5, 2.0, CHANNELS), torch.linspace(-1.0, 1.0, CHANNELS)]).double()
+            params = torch.stack(
+                [torch.linspace(0.5, 2.0, CHANNELS), torch.linspace(-1.0, 1.0, CHANNELS)]
+            ).double()
         outs, rm, rv, eval_out = norm_reference(name.startswith("Instance"), batches, momentum, params, EPS)
         label = f"{name}(momentum={momentum}, affine={affine})"
         n = max(b.numel() for b in batches) // CHANNELS
         tol = {"atol": (n + 8) * u * (1 + float(max(o.abs().max() for o in outs))), "rtol": 0.0}
         mod.train()
         for t, (x, ref) in enumerate(zip(batches, outs, strict=True)):
-            comps.append(compare(mod(x.float().to(device)), ref, op=f"{label} train output step {t}",
-                                 device=device, dtype="float32", **tol))
+            comps.append(
+                compare(
+                    mod(x.float().to(device)),
+                    ref,
+                    op=f"{label} train output step {t}",
+                    device=device,
+                    dtype="float32",
+                    **tol,
+                )
+            )
         stat_tol = {"atol": (n + 8) * u * (1 + float(rv.abs().max() + rm.abs().max())), "rtol": 0.0}
-        comps.append(compare(mod.running_mean, rm, op=f"{label} running_mean", device=device, dtype="float32",
-                             **stat_tol))
-        comps.append(compare(mod.running_var, rv, op=f"{label} running_var (unbiased)", device=device,
-                             dtype="float32", **stat_tol))
+        comps.append(
+            compare(
+                mod.running_mean, rm, op=f"{label} running_mean", device=device, dtype="float32", **stat_tol
+            )
+        )
+        comps.append(
+            compare(
+                mod.running_var,
+                rv,
+                op=f"{label} running_var (unbiased)",
+                device=device,
+                dtype="float32",
+                **stat_tol,
+            )
+        )
         if name.startswith("Batch"):
-            comps.append(compare(mod.num_batches_tracked.double().reshape(1), torch.tensor([float(STEPS)]),
-                                 op=f"{label} num_batches_tracked", device=device, dtype="int64", atol=0.0, rtol=0.0))
+            comps.append(
+                compare(
+                    mod.num_batches_tracked.double().reshape(1),
+                    torch.tensor([float(STEPS)]),
+                    op=f"{label} num_batches_tracked",
+                    device=device,
+                    dtype="int64",
+                    atol=0.0,
+                    rtol=0.0,
+                )
+            )
         mod.eval()
         before = (mod.running_mean.clone(), mod.running_var.clone())
-        comps.append(compare(mod(batches[-1].float().to(device)), eval_out, op=f"{label} eval output (running stats)",
-                             device=device, dtype="float32", atol=(n + 8) * u * (1 + float(eval_out.abs().max())),
-                             rtol=0.0))
-        comps.append(compare(torch.cat([mod.running_mean, mod.running_var]), torch.cat(before),
-                             op=f"{label} eval leaves the running stats alone", device=device, dtype="float32",
-                             atol=0.0, rtol=0.0))
+        comps.append(
+            compare(
+                mod(batches[-1].float().to(device)),
+                eval_out,
+                op=f"{label} eval output (running stats)",
+                device=device,
+                dtype="float32",
+                atol=(n + 8) * u * (1 + float(eval_out.abs().max())),
+                rtol=0.0,
+            )
+        )
+        comps.append(
+            compare(
+                torch.cat([mod.running_mean, mod.running_var]),
+                torch.cat(before),
+                op=f"{label} eval leaves the running stats alone",
+                device=device,
+                dtype="float32",
+                atol=0.0,
+                rtol=0.0,
+            )
+        )
     return comps
 
 
@@ -88,7 +145,11 @@ def dropout_comparisons(device: str, quick: bool) -> tuple[list[Comparison], lis
     problems: list[str] = []
     for name, p in itertools.product(DROPOUTS, (0.3,) if quick else (0.0, 0.3, 0.7)):
         shape = DROPOUTS[name]
-        x = (torch.randn(*shape, generator=torch.Generator().manual_seed(3)) + 3.0).to(device).requires_grad_(True)
+        x = (
+            (torch.randn(*shape, generator=torch.Generator().manual_seed(3)) + 3.0)
+            .to(device)
+            .requires_grad_(True)
+        )
         mod = getattr(torch.nn, name)(p).to(device)
         feature = name not in ("Dropout", "AlphaDropout")
         alpha = "Alpha" in name
@@ -96,30 +157,65 @@ def dropout_comparisons(device: str, quick: bool) -> tuple[list[Comparison], lis
         y = mod.train()(x)
         gy = torch.randn(shape, generator=torch.Generator().manual_seed(4)).to(device)
         (y * gy).sum().backward()  # not y.backward(gy): that imports sympy (~1-3 s cold)
-        x64, y64, g64, gy64 = x.detach().double().cpu(), y.detach().double().cpu(), x.grad.double().cpu(), gy.double().cpu()
+        x64, y64, g64, gy64 = (
+            x.detach().double().cpu(),
+            y.detach().double().cpu(),
+            x.grad.double().cpu(),
+            gy.double().cpu(),
+        )
         a, b, alpha_p = alpha_dropout_affine(p) if alpha else (1 / (1 - p), 0.0, 0.0)
         kept = (y64 - (a * x64 + b)).abs() <= 1e-5 * (1 + (a * x64).abs())
         if feature:  # a channel is kept or dropped as a whole: reduce the mask over the spatial dims
             chan = kept.reshape(shape[0], shape[1], -1)
             whole = chan.all(-1) | (~chan).all(-1)
             if not bool(whole.all()):
-                problems.append(f"{label} on {device}: a channel was partly dropped (feature dropout drops whole "
-                                "channels)")
+                problems.append(
+                    f"{label} on {device}: a channel was partly dropped (feature dropout drops whole "
+                    "channels)"
+                )
             kept = chan.all(-1, keepdim=True).expand_as(chan).reshape(shape)
         dropped_value = torch.full_like(x64, a * alpha_p + b if alpha else 0.0)
         expect = torch.where(kept, a * x64 + b, dropped_value)
-        comps.append(compare(y64, expect, op=f"{label} train output (kept scaled, dropped {'a·α′+b' if alpha else '0'})",
-                             device=device, dtype="float32", atol=1e-5, rtol=2e-6))
-        comps.append(compare(g64, torch.where(kept, a * gy64, torch.zeros_like(gy64)),
-                             op=f"{label} gradient (same mask and scale)", device=device, dtype="float32",
-                             atol=1e-6, rtol=2e-6))
+        comps.append(
+            compare(
+                y64,
+                expect,
+                op=f"{label} train output (kept scaled, dropped {'a·α′+b' if alpha else '0'})",
+                device=device,
+                dtype="float32",
+                atol=1e-5,
+                rtol=2e-6,
+            )
+        )
+        comps.append(
+            compare(
+                g64,
+                torch.where(kept, a * gy64, torch.zeros_like(gy64)),
+                op=f"{label} gradient (same mask and scale)",
+                device=device,
+                dtype="float32",
+                atol=1e-6,
+                rtol=2e-6,
+            )
+        )
         units = shape[0] * shape[1] if feature else x64.numel()
         frac = 1 - float(kept.double().mean())
         if abs(frac - p) > 6 * (p * (1 - p) / units) ** 0.5 + 1e-9:
-            problems.append(f"{label} on {device}: dropped {frac:.3f} of {'channels' if feature else 'elements'}, "
-                            f"p={p} (beyond 6 binomial standard deviations)")
-        comps.append(compare(mod.eval()(x.detach()), x64, op=f"{label} eval is the identity", device=device,
-                             dtype="float32", atol=0.0, rtol=0.0))
+            problems.append(
+                f"{label} on {device}: dropped {frac:.3f} of {'channels' if feature else 'elements'}, "
+                f"p={p} (beyond 6 binomial standard deviations)"
+            )
+        comps.append(
+            compare(
+                mod.eval()(x.detach()),
+                x64,
+                op=f"{label} eval is the identity",
+                device=device,
+                dtype="float32",
+                atol=0.0,
+                rtol=0.0,
+            )
+        )
     return comps, problems
 
 
@@ -143,9 +239,17 @@ def modules_train_eval(ctx: Context) -> Result:
                 comparisons += found
                 problems += bad
                 extra.update(info)
-    tolerances = {"normalization": "(n+8)·u·(1+|ref|), n = reduced count", "dropout": "kept = x/(1-p) exactly "
-                  "(1e-5), dropped fraction within 6 binomial sd", "module_db": "(K+8)·u·(1+|ref|)"}
-    return comparisons_result("train/eval modules vs closed forms", comparisons, tolerances=tolerances,
-                              extra=extra, problems=problems,
-                              remediation="a module computes the wrong thing for its mode; check model.train() / "
-                                          "model.eval() calls, then reinstall torch")
+    tolerances = {
+        "normalization": "(n+8)·u·(1+|ref|), n = reduced count",
+        "dropout": "kept = x/(1-p) exactly (1e-5), dropped fraction within 6 binomial sd",
+        "module_db": "(K+8)·u·(1+|ref|)",
+    }
+    return comparisons_result(
+        "train/eval modules vs closed forms",
+        comparisons,
+        tolerances=tolerances,
+        extra=extra,
+        problems=problems,
+        remediation="a module computes the wrong thing for its mode; check model.train() / "
+        "model.eval() calls, then reinstall torch",
+    )

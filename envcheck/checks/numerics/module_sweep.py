@@ -32,9 +32,13 @@ def eval_backward_refused(module: Any, training: bool, device: str) -> bool:
     eval() on a CUDA device with cuDNN on, RNN/GRU/LSTM have a forward and no backward."""
     import torch
 
-    return (not training and device.startswith("cuda") and bool(torch.backends.cudnn.enabled)
-            and torch.backends.cudnn.is_available()
-            and any(isinstance(m, torch.nn.RNNBase) for m in module.modules()))
+    return (
+        not training
+        and device.startswith("cuda")
+        and bool(torch.backends.cudnn.enabled)
+        and torch.backends.cudnn.is_available()
+        and any(isinstance(m, torch.nn.RNNBase) for m in module.modules())
+    )
 
 
 def recurrence_steps(module: Any, args: Any) -> int:
@@ -50,8 +54,9 @@ def recurrence_steps(module: Any, args: Any) -> int:
     return int(x.shape[1] if x.dim() == 3 and rnns[0].batch_first else x.shape[0])
 
 
-def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: str,
-                      not_judged: list[str] | None = None) -> tuple[list[Comparison], list[str]]:
+def input_comparisons(
+    info: Any, mi: Any, training: bool, device: str, label: str, not_judged: list[str] | None = None
+) -> tuple[list[Comparison], list[str]]:
     """float32 copy vs float64 module for one ModuleInput in one mode; a gradient torch refuses to compute
     (eval_backward_refused) is named in `not_judged` instead."""
     import torch
@@ -73,17 +78,37 @@ def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: st
     k = sum(t.numel() for t in floats((args64, kw64))) + sum(p.numel() for p in m64.parameters())
     comps, bad = [], []
     for i, (a, e) in enumerate(zip(out32, out64, strict=True)):
-        comps.append(compare(a, e, op=f"{label} output {i}", device=device, dtype="float32",
-                             atol=(k + 8) * u * (1 + float(e.detach().abs().max()) if e.numel() else 1.0), rtol=0.0))
+        comps.append(
+            compare(
+                a,
+                e,
+                op=f"{label} output {i}",
+                device=device,
+                dtype="float32",
+                atol=(k + 8) * u * (1 + float(e.detach().abs().max()) if e.numel() else 1.0),
+                rtol=0.0,
+            )
+        )
     for i, (a, e) in enumerate(zip(m32.buffers(), m64.buffers(), strict=True)):
         if a.is_floating_point():
-            comps.append(compare(a, e, op=f"{label} buffer {i} after forward", device=device, dtype="float32",
-                                 atol=(k + 8) * u * (1 + float(e.abs().max()) if e.numel() else 1.0), rtol=0.0))
+            comps.append(
+                compare(
+                    a,
+                    e,
+                    op=f"{label} buffer {i} after forward",
+                    device=device,
+                    dtype="float32",
+                    atol=(k + 8) * u * (1 + float(e.abs().max()) if e.numel() else 1.0),
+                    rtol=0.0,
+                )
+            )
     if not training:
         again = floats(m32(*args32, **kw32))
         if any(not torch.equal(x, y) for x, y in zip(again, out32, strict=True)):
             bad.append(f"{label} on {device}: two eval() forwards of the same input differ")
-        moved = [i for i, (x, y) in enumerate(zip(m32.buffers(), buffers, strict=True)) if not torch.equal(x, y)]
+        moved = [
+            i for i, (x, y) in enumerate(zip(m32.buffers(), buffers, strict=True)) if not torch.equal(x, y)
+        ]
         if moved:
             bad.append(f"{label} on {device}: eval() forward changed buffers {moved}")
     if eval_backward_refused(m32, training, device):
@@ -92,21 +117,36 @@ def input_comparisons(info: Any, mi: Any, training: bool, device: str, label: st
         return comps, bad
     grads_in = [t for t in floats((args64, kw64)) if t.requires_grad]
     if grads_in or any(p.requires_grad for p in m64.parameters()):
-        weights = [torch.randn(e.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float64).to(device)
-                   for e in out64]
+        weights = [
+            torch.randn(e.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float64).to(device)
+            for e in out64
+        ]
         p64 = [p for p in m64.parameters() if p.requires_grad]
         p32 = [p for p in m32.parameters() if p.requires_grad]
         in32 = [t for t in floats((args32, kw32)) if t.requires_grad]
-        g64 = torch.autograd.grad(sum((o * w).sum() for o, w in zip(out64, weights, strict=True)), grads_in + p64,
-                                  allow_unused=True)
-        g32 = torch.autograd.grad(sum((o * w.float()).sum() for o, w in zip(out32, weights, strict=True)), in32 + p32,
-                                  allow_unused=True)
+        g64 = torch.autograd.grad(
+            sum((o * w).sum() for o, w in zip(out64, weights, strict=True)), grads_in + p64, allow_unused=True
+        )
+        g32 = torch.autograd.grad(
+            sum((o * w.float()).sum() for o, w in zip(out32, weights, strict=True)),
+            in32 + p32,
+            allow_unused=True,
+        )
         depth = (k + 8) * recurrence_steps(m64, args64)
         for i, (a, e) in enumerate(zip(g32, g64, strict=True)):
             if a is None or e is None:
                 continue
-            comps.append(compare(a, e, op=f"{label} gradient {i}", device=device, dtype="float32",
-                                 atol=depth * u * (1 + float(e.abs().max()) if e.numel() else 1.0), rtol=0.0))
+            comps.append(
+                compare(
+                    a,
+                    e,
+                    op=f"{label} gradient {i}",
+                    device=device,
+                    dtype="float32",
+                    atol=depth * u * (1 + float(e.abs().max()) if e.numel() else 1.0),
+                    rtol=0.0,
+                )
+            )
     return comps, bad
 
 
@@ -125,10 +165,15 @@ def module_sweep(device: str) -> tuple[list[Comparison], list[str], dict[str, An
     for info in infos:
         for training in (True, False):
             try:
-                inputs = info.module_inputs_func(info, device=device, dtype=torch.float64, requires_grad=True,
-                                                 training=training)[:MAX_INPUTS]
-            except Exception as exc:  # internal API: a generator that does not run here is reported, not fatal
-                bad.append(f"module_db {info.name}: its module inputs did not generate on {device}: {exc!r}"[:200])
+                inputs = info.module_inputs_func(
+                    info, device=device, dtype=torch.float64, requires_grad=True, training=training
+                )[:MAX_INPUTS]
+            except (
+                Exception
+            ) as exc:  # internal API: a generator that does not run here is reported, not fatal
+                bad.append(
+                    f"module_db {info.name}: its module inputs did not generate on {device}: {exc!r}"[:200]
+                )
                 continue
             for n, mi in enumerate(inputs):
                 label = f"{info.name}[{'train' if training else 'eval'} input {n}{' ' + mi.desc if mi.desc else ''}]"
@@ -140,5 +185,7 @@ def module_sweep(device: str) -> tuple[list[Comparison], list[str], dict[str, An
                 counted += 1
     info_out: dict[str, Any] = {"modules": [i.name for i in infos], "inputs": counted}
     if not_judged:
-        info_out["not_judged"] = not_judged[:5] + ([f"... {len(not_judged) - 5} more"] if len(not_judged) > 5 else [])
+        info_out["not_judged"] = not_judged[:5] + (
+            [f"... {len(not_judged) - 5} more"] if len(not_judged) > 5 else []
+        )
     return comps, bad, {f"module_db@{device}": info_out}

@@ -34,24 +34,79 @@ from envcheck.reference.devices import check_devices, numerics_mode
 PINNED = ("2.11", "2.13", "2.14")
 MAX_SAMPLES = 2
 TRAINING_OPS = (
-    "matmul", "mm", "bmm", "addmm", "nn.functional.linear", "nn.functional.conv1d", "nn.functional.conv2d",
-    "nn.functional.layer_norm", "nn.functional.group_norm", "nn.functional.rms_norm", "nn.functional.gelu",
-    "nn.functional.silu", "nn.functional.relu", "nn.functional.softplus", "nn.functional.mish", "nn.functional.elu",
-    "tanh", "sigmoid", "softmax", "log_softmax", "nn.functional.cross_entropy", "nn.functional.nll_loss",
-    "nn.functional.mse_loss", "nn.functional.binary_cross_entropy_with_logits", "nn.functional.smooth_l1_loss",
-    "nn.functional.huber_loss", "nn.functional.kl_div", "sum", "mean", "var", "nn.functional.embedding",
-    "nn.functional.scaled_dot_product_attention", "nn.functional.normalize", "cumsum", "nn.functional.avg_pool2d",
+    "matmul",
+    "mm",
+    "bmm",
+    "addmm",
+    "nn.functional.linear",
+    "nn.functional.conv1d",
+    "nn.functional.conv2d",
+    "nn.functional.layer_norm",
+    "nn.functional.group_norm",
+    "nn.functional.rms_norm",
+    "nn.functional.gelu",
+    "nn.functional.silu",
+    "nn.functional.relu",
+    "nn.functional.softplus",
+    "nn.functional.mish",
+    "nn.functional.elu",
+    "tanh",
+    "sigmoid",
+    "softmax",
+    "log_softmax",
+    "nn.functional.cross_entropy",
+    "nn.functional.nll_loss",
+    "nn.functional.mse_loss",
+    "nn.functional.binary_cross_entropy_with_logits",
+    "nn.functional.smooth_l1_loss",
+    "nn.functional.huber_loss",
+    "nn.functional.kl_div",
+    "sum",
+    "mean",
+    "var",
+    "nn.functional.embedding",
+    "nn.functional.scaled_dot_product_attention",
+    "nn.functional.normalize",
+    "cumsum",
+    "nn.functional.avg_pool2d",
 )
 # torch.amp docs, "Autocast Op Reference": ops that run in the lower precision, and ops that autocast to float32.
-LOWER = {"matmul", "mm", "bmm", "addmm", "nn.functional.linear", "nn.functional.conv1d", "nn.functional.conv2d",
-         "nn.functional.scaled_dot_product_attention"}
-FLOAT32 = {"cuda": {"softmax", "log_softmax", "nn.functional.layer_norm", "nn.functional.group_norm", "sum",
-                    "cumsum", "nn.functional.mse_loss", "nn.functional.nll_loss", "nn.functional.cross_entropy",
-                    "nn.functional.kl_div", "nn.functional.smooth_l1_loss", "nn.functional.huber_loss",
-                    "nn.functional.binary_cross_entropy_with_logits", "nn.functional.softplus"},
-           "cpu": {"nn.functional.mse_loss", "nn.functional.nll_loss", "nn.functional.smooth_l1_loss",
-                   "nn.functional.huber_loss", "nn.functional.kl_div",
-                   "nn.functional.binary_cross_entropy_with_logits"}}
+LOWER = {
+    "matmul",
+    "mm",
+    "bmm",
+    "addmm",
+    "nn.functional.linear",
+    "nn.functional.conv1d",
+    "nn.functional.conv2d",
+    "nn.functional.scaled_dot_product_attention",
+}
+FLOAT32 = {
+    "cuda": {
+        "softmax",
+        "log_softmax",
+        "nn.functional.layer_norm",
+        "nn.functional.group_norm",
+        "sum",
+        "cumsum",
+        "nn.functional.mse_loss",
+        "nn.functional.nll_loss",
+        "nn.functional.cross_entropy",
+        "nn.functional.kl_div",
+        "nn.functional.smooth_l1_loss",
+        "nn.functional.huber_loss",
+        "nn.functional.binary_cross_entropy_with_logits",
+        "nn.functional.softplus",
+    },
+    "cpu": {
+        "nn.functional.mse_loss",
+        "nn.functional.nll_loss",
+        "nn.functional.smooth_l1_loss",
+        "nn.functional.huber_loss",
+        "nn.functional.kl_div",
+        "nn.functional.binary_cross_entropy_with_logits",
+    },
+}
 
 
 def load_op_db() -> tuple[list[Any] | None, str]:
@@ -60,7 +115,10 @@ def load_op_db() -> tuple[list[Any] | None, str]:
 
     version = ".".join(torch.__version__.split(".")[:2])
     if version not in PINNED:
-        return None, f"op_db is internal API, pinned to torch {', '.join(PINNED)}; this is torch {torch.__version__}"
+        return (
+            None,
+            f"op_db is internal API, pinned to torch {', '.join(PINNED)}; this is torch {torch.__version__}",
+        )
     try:
         import expecttest  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
@@ -151,8 +209,11 @@ def op_comparisons(info: Any, device: str) -> OpFindings:
     grad_ok = info.supports_autograd and torch.float64 in info.supported_backward_dtypes(kind)
     derivatives = [(False, BACKWARD), *([(True, DOUBLE_BACKWARD)] if info.supports_gradgrad else [])]
     skips = {double: decorations(info, tests, kind, torch.float64).skip for double, tests in derivatives}
-    found.not_judged += [f"{info.name} {'double backward' if d else 'backward'} on {device}: {why}"
-                         for d, why in skips.items() if why and grad_ok]
+    found.not_judged += [
+        f"{info.name} {'double backward' if d else 'backward'} on {device}: {why}"
+        for d, why in skips.items()
+        if why and grad_ok
+    ]
     samples = list(info.sample_inputs(device, torch.float64, requires_grad=grad_ok))[:MAX_SAMPLES]
     for k, s in enumerate(samples):
         label = f"{info.name}[sample {k}]"
@@ -161,8 +222,13 @@ def op_comparisons(info: Any, device: str) -> OpFindings:
         except (RuntimeError, TypeError, ValueError):
             continue  # a float64 sample this op does not take here: nothing to compare against
         try:
-            got = _first_float(fn(_cast(s.input, torch.float32), *_cast(s.args, torch.float32),
-                                  **_cast(s.kwargs, torch.float32)))
+            got = _first_float(
+                fn(
+                    _cast(s.input, torch.float32),
+                    *_cast(s.args, torch.float32),
+                    **_cast(s.kwargs, torch.float32),
+                )
+            )
         except (RuntimeError, TypeError, ValueError) as exc:
             found.problems.append(f"{label} on {device}: float32 run raised {exc!r}"[:200])
             continue
@@ -171,8 +237,17 @@ def op_comparisons(info: Any, device: str) -> OpFindings:
         n = max([t.numel() for t in (s.input, *s.args) if isinstance(t, torch.Tensor)] or [1])
         bound = (n + 8) * u * (1 + float(ref.detach().abs().max()) if ref.numel() else 1.0)
         atol, rtol = forward_tolerance(info, device, bound)
-        found.comparisons.append(compare(got, ref, op=f"{label} float32 vs float64", device=device,
-                                         dtype="float32", atol=atol, rtol=rtol))
+        found.comparisons.append(
+            compare(
+                got,
+                ref,
+                op=f"{label} float32 vs float64",
+                device=device,
+                dtype="float32",
+                atol=atol,
+                rtol=rtol,
+            )
+        )
         for double, _ in derivatives if grad_ok else []:
             if skips[double] is None:
                 problem = derivative_problem(info, fn, s, device, double, label)
@@ -194,7 +269,9 @@ def autocast_problems(info: Any, device: str) -> list[str]:
     with torch.autocast(kind, dtype=low):
         out = _first_float(fn(s.input, *s.args, **s.kwargs))
     if out is not None and out.dtype != want:
-        return [f"{info.name} under autocast({kind}, {low}) returned {out.dtype}, the autocast op reference says {want}"]
+        return [
+            f"{info.name} under autocast({kind}, {low}) returned {out.dtype}, the autocast op reference says {want}"
+        ]
     return []
 
 
@@ -213,16 +290,27 @@ def ops_opdb(ctx: Context, load: Callable[[], tuple[list[Any] | None, str]] = lo
                 found.problems += one.problems + autocast_problems(info, device)
                 found.not_judged += one.not_judged
     names = sorted({i.name for i in infos})
-    tolerances = {"forward": "(K+8)·u·(1+max|ref|), K = largest input numel; widened by the OpInfo's float32 "
-                             "toleranceOverride", "derivatives": "gradcheck/gradgradcheck float64, the OpInfo's "
-                             "gradcheck_nondet_tol (at least 1e-12 on CUDA), gradcheck_fast_mode, gradcheck_wrapper"}
-    extra = {"ops": names, "missing_from_op_db": sorted(set(TRAINING_OPS) - set(names)),
-             "not_judged": found.not_judged}
-    warning = nondeterministic_warning(f"op_db training ops ({len(names)})", found.comparisons, found.problems,
-                                       tolerances, extra)
+    tolerances = {
+        "forward": "(K+8)·u·(1+max|ref|), K = largest input numel; widened by the OpInfo's float32 "
+        "toleranceOverride",
+        "derivatives": "gradcheck/gradgradcheck float64, the OpInfo's "
+        "gradcheck_nondet_tol (at least 1e-12 on CUDA), gradcheck_fast_mode, gradcheck_wrapper",
+    }
+    extra = {
+        "ops": names,
+        "missing_from_op_db": sorted(set(TRAINING_OPS) - set(names)),
+        "not_judged": found.not_judged,
+    }
+    warning = nondeterministic_warning(
+        f"op_db training ops ({len(names)})", found.comparisons, found.problems, tolerances, extra
+    )
     if warning is not None:
         return warning
-    return comparisons_result(f"op_db training ops ({len(names)})", found.comparisons, problems=found.problems,
-                              tolerances=tolerances, extra=extra,
-                              remediation="an op computes a wrong value or derivative in this torch build; "
-                                          "reinstall torch")
+    return comparisons_result(
+        f"op_db training ops ({len(names)})",
+        found.comparisons,
+        problems=found.problems,
+        tolerances=tolerances,
+        extra=extra,
+        remediation="an op computes a wrong value or derivative in this torch build; reinstall torch",
+    )

@@ -35,14 +35,21 @@ def _rebuild(value: Any, inputs: list[Any]) -> Any:
     if isinstance(value, torch.Tensor):
         return inputs.pop(0) if value.requires_grad else value
     if isinstance(value, (list, tuple)) and any(isinstance(t, torch.Tensor) for t in value):
-        return type(value)(inputs.pop(0) if isinstance(t, torch.Tensor) and t.requires_grad else t for t in value)
+        return type(value)(
+            inputs.pop(0) if isinstance(t, torch.Tensor) and t.requires_grad else t for t in value
+        )
     return value
 
 
-def gradcheck_call(info: Any, variant: Callable[..., Any], sample: Any) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+def gradcheck_call(
+    info: Any, variant: Callable[..., Any], sample: Any
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """(fn, inputs) for torch.autograd.gradcheck: fn takes the sample's requires-grad tensors and calls the op."""
-    leaves = [*_tensors_of(sample.input), *(t for a in sample.args for t in _tensors_of(a)),
-              *(t for v in sample.kwargs.values() for t in _tensors_of(v))]
+    leaves = [
+        *_tensors_of(sample.input),
+        *(t for a in sample.args for t in _tensors_of(a)),
+        *(t for v in sample.kwargs.values() for t in _tensors_of(v)),
+    ]
 
     def fn(*inputs: Any) -> Any:
         rest = list(inputs)
@@ -56,16 +63,20 @@ def gradcheck_call(info: Any, variant: Callable[..., Any], sample: Any) -> tuple
     return fn, tuple(leaves)
 
 
-def derivative_problem(info: Any, variant: Callable[..., Any], sample: Any, device: str, double: bool,
-                       label: str) -> str | None:
+def derivative_problem(
+    info: Any, variant: Callable[..., Any], sample: Any, device: str, double: bool, label: str
+) -> str | None:
     """gradcheck (or gradgradcheck) of one sample on `device`: None when it holds, else gradcheck's own first line."""
     from torch.autograd import gradcheck, gradgradcheck
 
     fn, inputs = gradcheck_call(info, variant, sample)
     if not inputs:
         return None  # nothing in this sample requires grad
-    settings = {"nondet_tol": nondet_tol_for(device, float(getattr(info, "gradcheck_nondet_tol", 0.0) or 0.0)),
-                "fast_mode": fast_mode(info), "raise_exception": True}
+    settings = {
+        "nondet_tol": nondet_tol_for(device, float(getattr(info, "gradcheck_nondet_tol", 0.0) or 0.0)),
+        "fast_mode": fast_mode(info),
+        "raise_exception": True,
+    }
     check = gradgradcheck if double else gradcheck
     try:
         check(fn, inputs, **settings)

@@ -25,23 +25,68 @@ from envcheck.reference.optimizers import REFERENCES
 
 STEPS, N_OPS = 6, 32
 GRAD_SCALES = (1.0, 3.0, 0.05, 0.05, 2.0, 0.5)  # a shrinking gradient makes amsgrad's max differ from v
-B = (0.9, 0.9)  # a short second-moment memory: v falls within the steps (amsgrad) and RAdam rectifies by step 6
+B = (
+    0.9,
+    0.9,
+)  # a short second-moment memory: v falls within the steps (amsgrad) and RAdam rectifies by step 6
 OPTIONS: dict[str, tuple[float, list[dict[str, Any]]]] = {
-    "SGD": (0.1, [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True},
-                  {"momentum": 0.9, "dampening": 0.3, "weight_decay": 0.1},
-                  {"momentum": 0.9, "weight_decay": 0.1, "maximize": True}]),
-    "Adam": (0.1, [{}, {"amsgrad": True, "betas": B}, {"weight_decay": 0.1},
-                   {"weight_decay": 0.1, "maximize": True}, {"amsgrad": True, "betas": B, "maximize": True}]),
-    "AdamW": (0.1, [{"weight_decay": 0.1}, {"amsgrad": True, "betas": B, "weight_decay": 0.1}, {"maximize": True}]),
-    "Adagrad": (0.1, [{}, {"lr_decay": 0.1, "weight_decay": 0.1, "initial_accumulator_value": 0.1},
-                      {"maximize": True}]),
-    "RMSprop": (0.01, [{}, {"centered": True}, {"momentum": 0.9, "centered": True, "weight_decay": 0.1},
-                       {"momentum": 0.9, "maximize": True}]),
+    "SGD": (
+        0.1,
+        [
+            {},
+            {"momentum": 0.9},
+            {"momentum": 0.9, "nesterov": True},
+            {"momentum": 0.9, "dampening": 0.3, "weight_decay": 0.1},
+            {"momentum": 0.9, "weight_decay": 0.1, "maximize": True},
+        ],
+    ),
+    "Adam": (
+        0.1,
+        [
+            {},
+            {"amsgrad": True, "betas": B},
+            {"weight_decay": 0.1},
+            {"weight_decay": 0.1, "maximize": True},
+            {"amsgrad": True, "betas": B, "maximize": True},
+        ],
+    ),
+    "AdamW": (
+        0.1,
+        [{"weight_decay": 0.1}, {"amsgrad": True, "betas": B, "weight_decay": 0.1}, {"maximize": True}],
+    ),
+    "Adagrad": (
+        0.1,
+        [{}, {"lr_decay": 0.1, "weight_decay": 0.1, "initial_accumulator_value": 0.1}, {"maximize": True}],
+    ),
+    "RMSprop": (
+        0.01,
+        [
+            {},
+            {"centered": True},
+            {"momentum": 0.9, "centered": True, "weight_decay": 0.1},
+            {"momentum": 0.9, "maximize": True},
+        ],
+    ),
     "Adamax": (0.1, [{}, {"weight_decay": 0.1}, {"maximize": True}]),
-    "NAdam": (0.1, [{}, {"weight_decay": 0.1}, {"decoupled_weight_decay": True, "weight_decay": 0.1},
-                    {"maximize": True}]),
-    "RAdam": (0.1, [{"betas": B}, {"betas": B, "eps": 0.1}, {"betas": B, "weight_decay": 0.1},
-                    {"betas": B, "decoupled_weight_decay": True, "weight_decay": 0.1}, {"betas": B, "maximize": True}]),
+    "NAdam": (
+        0.1,
+        [
+            {},
+            {"weight_decay": 0.1},
+            {"decoupled_weight_decay": True, "weight_decay": 0.1},
+            {"maximize": True},
+        ],
+    ),
+    "RAdam": (
+        0.1,
+        [
+            {"betas": B},
+            {"betas": B, "eps": 0.1},
+            {"betas": B, "weight_decay": 0.1},
+            {"betas": B, "decoupled_weight_decay": True, "weight_decay": 0.1},
+            {"betas": B, "maximize": True},
+        ],
+    ),
     "Adadelta": (1.0, [{}, {"weight_decay": 0.1}, {"maximize": True}]),
     "Rprop": (0.01, [{}, {"maximize": True}, {"etas": (0.3, 1.5)}]),
     "ASGD": (0.1, [{}, {"t0": 2.0}, {"weight_decay": 0.1, "maximize": True}]),
@@ -62,8 +107,9 @@ def problem(device: str) -> tuple[list[Tensor], list[list[Tensor]]]:
     return [p.to(device) for p in params], [[g.to(device) for g in gs] for gs in grads]
 
 
-def class_driver(name: str, opts: dict[str, Any], impl: str, params: list[Tensor],
-                 grads: list[list[Tensor]]) -> list[Tensor] | None:
+def class_driver(
+    name: str, opts: dict[str, Any], impl: str, params: list[Tensor], grads: list[list[Tensor]]
+) -> list[Tensor] | None:
     """Step torch.optim.<name> as training does; None when this implementation does not exist here."""
     import torch
 
@@ -82,8 +128,9 @@ def class_driver(name: str, opts: dict[str, Any], impl: str, params: list[Tensor
     return [p.detach() for p in ps]
 
 
-def functional_driver(name: str, opts: dict[str, Any], impl: str, params: list[Tensor],
-                      grads: list[list[Tensor]]) -> list[Tensor] | None:
+def functional_driver(
+    name: str, opts: dict[str, Any], impl: str, params: list[Tensor], grads: list[list[Tensor]]
+) -> list[Tensor] | None:
     """Call torch.optim.<mod>._single_tensor_/_multi_tensor_/_fused_<fn> with state lists of our own."""
     import importlib
 
@@ -91,8 +138,11 @@ def functional_driver(name: str, opts: dict[str, Any], impl: str, params: list[T
 
     mod_name, fn = FUNCTIONAL[name]
     module = importlib.import_module(f"torch.optim.{mod_name}")
-    func = getattr(module, {"single": "_single_tensor_", "foreach": "_multi_tensor_", "fused": "_fused_"}[impl] + fn,
-                   None)
+    func = getattr(
+        module,
+        {"single": "_single_tensor_", "foreach": "_multi_tensor_", "fused": "_fused_"}[impl] + fn,
+        None,
+    )
     if func is None or (impl == "fused" and params[0].device.type not in ("cpu", "cuda")):
         return None
     ps = [p.clone() for p in params]
@@ -102,19 +152,42 @@ def functional_driver(name: str, opts: dict[str, Any], impl: str, params: list[T
 
     beta1, beta2 = opts.get("betas", (0.9, 0.999))
     values: dict[str, Any] = {
-        "params": ps, "momentum_buffer_list": [None] * len(ps), "exp_avgs": zeros(), "exp_avg_sqs": zeros(),
-        "max_exp_avg_sqs": zeros() if opts.get("amsgrad") else [], "state_steps": [torch.zeros((), device=p.device) for p in ps],
-        "grad_scale": None, "found_inf": None, "has_complex": False, "has_sparse_grad": False,
-        "capturable": False, "differentiable": False, "beta1": beta1, "beta2": beta2, "eps": 1e-8,
-        "weight_decay": 1e-2 if name == "AdamW" else 0.0, "momentum": 0.0, "dampening": 0.0,
-        "nesterov": False, "maximize": False, "amsgrad": False, "decoupled_weight_decay": name == "AdamW",
+        "params": ps,
+        "momentum_buffer_list": [None] * len(ps),
+        "exp_avgs": zeros(),
+        "exp_avg_sqs": zeros(),
+        "max_exp_avg_sqs": zeros() if opts.get("amsgrad") else [],
+        "state_steps": [torch.zeros((), device=p.device) for p in ps],
+        "grad_scale": None,
+        "found_inf": None,
+        "has_complex": False,
+        "has_sparse_grad": False,
+        "capturable": False,
+        "differentiable": False,
+        "beta1": beta1,
+        "beta2": beta2,
+        "eps": 1e-8,
+        "weight_decay": 1e-2 if name == "AdamW" else 0.0,
+        "momentum": 0.0,
+        "dampening": 0.0,
+        "nesterov": False,
+        "maximize": False,
+        "amsgrad": False,
+        "decoupled_weight_decay": name == "AdamW",
         **{k: v for k, v in opts.items() if k != "betas"},
     }
     names = list(inspect.signature(func).parameters)
-    missing = [n for n in names if n not in values and n not in ("grads", "d_p_list")
-               and inspect.signature(func).parameters[n].default is inspect.Parameter.empty]
+    missing = [
+        n
+        for n in names
+        if n not in values
+        and n not in ("grads", "d_p_list")
+        and inspect.signature(func).parameters[n].default is inspect.Parameter.empty
+    ]
     if missing:
-        raise LookupError(f"{func.__qualname__} takes {missing}, unknown to this check (torch changed its internals)")
+        raise LookupError(
+            f"{func.__qualname__} takes {missing}, unknown to this check (torch changed its internals)"
+        )
     for gs in grads:
         call = {n: values[n] for n in names if n in values}
         call.update({n: [g.clone() for g in gs] for n in names if n in ("grads", "d_p_list")})
@@ -123,7 +196,9 @@ def functional_driver(name: str, opts: dict[str, Any], impl: str, params: list[T
     return ps
 
 
-def optim_comparisons(device: str, names: tuple[str, ...], driver: Driver) -> tuple[list[Comparison], list[str]]:
+def optim_comparisons(
+    device: str, names: tuple[str, ...], driver: Driver
+) -> tuple[list[Comparison], list[str]]:
     """Every (optimizer, options, implementation) against its float64 reference on `device`."""
     import torch
 
@@ -148,8 +223,17 @@ def optim_comparisons(device: str, names: tuple[str, ...], driver: Driver) -> tu
                     absent.append(f"{name}/{impl}@{device}")
                     continue
                 for i, (g, r) in enumerate(zip(got, ref, strict=True)):
-                    out.append(compare(g, r, op=f"{name}({label_opts}) {impl} param{i} after {STEPS} steps",
-                                       device=device, dtype="float32", atol=atol, rtol=0.0))
+                    out.append(
+                        compare(
+                            g,
+                            r,
+                            op=f"{name}({label_opts}) {impl} param{i} after {STEPS} steps",
+                            device=device,
+                            dtype="float32",
+                            atol=atol,
+                            rtol=0.0,
+                        )
+                    )
     return out, sorted(set(absent))
 
 
@@ -157,9 +241,14 @@ def uncovered_optimizers() -> list[str]:
     """torch.optim optimizer classes this check has no float64 reference for (reported, not compared)."""
     import torch
 
-    return sorted(n for n in dir(torch.optim) if isinstance(getattr(torch.optim, n), type)
-                  and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
-                  and n != "Optimizer" and n not in OPTIONS)
+    return sorted(
+        n
+        for n in dir(torch.optim)
+        if isinstance(getattr(torch.optim, n), type)
+        and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
+        and n != "Optimizer"
+        and n not in OPTIONS
+    )
 
 
 def optim_differential(ctx: Context, driver: Driver | None = None) -> Result:
@@ -178,13 +267,21 @@ def optim_differential(ctx: Context, driver: Driver | None = None) -> Result:
                 return _skip_changed(str(exc))
             comparisons += found
             absent += missing
-    extra = {"implementations_absent": absent, "no_reference": [] if quick else uncovered_optimizers(),
-             "driver": "functional kernels" if chosen is functional_driver else "optimizer classes"}
+    extra = {
+        "implementations_absent": absent,
+        "no_reference": [] if quick else uncovered_optimizers(),
+        "driver": "functional kernels" if chosen is functional_driver else "optimizer classes",
+    }
     tolerances = {"atol": f"{STEPS}·{N_OPS}·u·(1+max|p|), u = float32 eps/2 (Higham 2002 §2.2)", "rtol": 0}
-    return comparisons_result(f"optimizers vs float64 reference ({', '.join(names)})", comparisons,
-                              tolerances=tolerances, extra=extra, problems=problems,
-                              remediation="an optimizer implementation computes a wrong step; pin the optimizer "
-                                          "implementation that passes (foreach=False) and reinstall torch")
+    return comparisons_result(
+        f"optimizers vs float64 reference ({', '.join(names)})",
+        comparisons,
+        tolerances=tolerances,
+        extra=extra,
+        problems=problems,
+        remediation="an optimizer implementation computes a wrong step; pin the optimizer "
+        "implementation that passes (foreach=False) and reinstall torch",
+    )
 
 
 def _skip_changed(why: str) -> Result:

@@ -40,8 +40,11 @@ def _fresh(device: str, kind: str) -> tuple[Any, Any]:
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2)).to(device)
-    opt = (torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9) if kind == "sgd_momentum"
-           else torch.optim.Adam(model.parameters(), lr=0.01))
+    opt = (
+        torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        if kind == "sgd_momentum"
+        else torch.optim.Adam(model.parameters(), lr=0.01)
+    )
     return model, opt
 
 
@@ -81,19 +84,33 @@ def next_step_after(device: str, kind: str, resume: Resume | None, folder: Path)
     return _flat(model)
 
 
-def resume_findings(device: str, resume: Resume = load_model_and_optimizer) -> tuple[list[Comparison], dict[str, Any], list[str]]:
+def resume_findings(
+    device: str, resume: Resume = load_model_and_optimizer
+) -> tuple[list[Comparison], dict[str, Any], list[str]]:
     """Resumed next step vs uninterrupted, and proof that dropping optimizer state would be visible."""
     cmp, info, problems = [], {}, []
     with tempfile.TemporaryDirectory(prefix="envcheck-resume-") as tmp:
         for kind in OPTIMIZERS:
             straight = next_step_after(device, kind, None, Path(tmp))
-            cmp.append(compare(next_step_after(device, kind, resume, Path(tmp)), straight,
-                               op=f"params after resumed step ({kind})", device=device, dtype="float32", **RESUME_TOL))
-            dropped = float((next_step_after(device, kind, load_model_only, Path(tmp)) - straight).abs().max())
+            cmp.append(
+                compare(
+                    next_step_after(device, kind, resume, Path(tmp)),
+                    straight,
+                    op=f"params after resumed step ({kind})",
+                    device=device,
+                    dtype="float32",
+                    **RESUME_TOL,
+                )
+            )
+            dropped = float(
+                (next_step_after(device, kind, load_model_only, Path(tmp)) - straight).abs().max()
+            )
             info[f"dropped_optimizer_state_diff@{device}/{kind}"] = dropped
             if dropped < DETECTABLE:
-                problems.append(f"dropping {kind} state on {device} changed the next step by only {dropped:.3g} "
-                                f"(< {DETECTABLE:g}): the check could not tell a broken resume apart")
+                problems.append(
+                    f"dropping {kind} state on {device} changed the next step by only {dropped:.3g} "
+                    f"(< {DETECTABLE:g}): the check could not tell a broken resume apart"
+                )
     return cmp, info, problems
 
 
@@ -108,7 +125,12 @@ def train_resume(ctx: Context, resume: Resume = load_model_and_optimizer) -> Res
             comparisons += found
             extra.update(info)
             problems += bad
-    return comparisons_result("resume from state_dict", comparisons, extra=extra, problems=problems,
-                              tolerances={**RESUME_TOL, "dropped_state_min_diff": DETECTABLE},
-                              remediation="save and load both model.state_dict() and optimizer.state_dict() "
-                                          "(torch.save({'model': ..., 'optimizer': ...}, path))")
+    return comparisons_result(
+        "resume from state_dict",
+        comparisons,
+        extra=extra,
+        problems=problems,
+        tolerances={**RESUME_TOL, "dropped_state_min_diff": DETECTABLE},
+        remediation="save and load both model.state_dict() and optimizer.state_dict() "
+        "(torch.save({'model': ..., 'optimizer': ...}, path))",
+    )

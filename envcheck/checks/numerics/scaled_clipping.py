@@ -38,8 +38,9 @@ def _setup(device: str) -> tuple[Any, Any, Any, Any]:
     return model, torch.optim.SGD(model.parameters(), lr=LR), x.to(device), y.to(device)
 
 
-def clip_comparisons(device: str, autocast_dtype: str | None, clip_step: ClipStep = unscale_then_clip
-                     ) -> list[Comparison]:
+def clip_comparisons(
+    device: str, autocast_dtype: str | None, clip_step: ClipStep = unscale_then_clip
+) -> list[Comparison]:
     """Total norm and stepped parameters under GradScaler (optionally with autocast) vs the float32 reference."""
     import torch
 
@@ -51,8 +52,11 @@ def clip_comparisons(device: str, autocast_dtype: str | None, clip_step: ClipSte
     model, opt, x, y = _setup(device)
     kind = device.split(":")[0]
     scaler = real_grad_scaler(kind, init_scale=2.0**12)
-    cast = (torch.autocast(kind, dtype=getattr(torch, autocast_dtype)) if autocast_dtype
-            else contextlib.nullcontext())
+    cast = (
+        torch.autocast(kind, dtype=getattr(torch, autocast_dtype))
+        if autocast_dtype
+        else contextlib.nullcontext()
+    )
     with cast:
         loss = torch.nn.functional.mse_loss(model(x).float(), y)
     scaler.scale(loss).backward()
@@ -64,8 +68,14 @@ def clip_comparisons(device: str, autocast_dtype: str | None, clip_step: ClipSte
     after = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     ref_after = torch.cat([p.detach().reshape(-1) for p in ref_model.parameters()])
     return [
-        compare(torch.as_tensor(norm).reshape(1), ref_norm.reshape(1), op="total grad norm (scaled run vs fp32)",
-                device=device, dtype=label, **tol),
+        compare(
+            torch.as_tensor(norm).reshape(1),
+            ref_norm.reshape(1),
+            op="total grad norm (scaled run vs fp32)",
+            device=device,
+            dtype=label,
+            **tol,
+        ),
         compare(after, ref_after, op="params after clipped step", device=device, dtype=label, **tol),
     ]
 
@@ -82,6 +92,10 @@ def amp_clip_after_unscale(ctx: Context, clip_step: ClipStep = unscale_then_clip
     """GradScaler.unscale_ then clip_grad_norm_ matches the float32 reference norm and step."""
     with numerics_mode():
         comparisons = [c for device, dt in clip_targets() for c in clip_comparisons(device, dt, clip_step)]
-    return comparisons_result("clip after unscale_", comparisons, tolerances={"max_norm": MAX_NORM, **CLIP_TOL},
-                              remediation="call scaler.unscale_(optimizer) before clip_grad_norm_, then "
-                                          "scaler.step(optimizer); clipping scaled gradients clips the wrong norm")
+    return comparisons_result(
+        "clip after unscale_",
+        comparisons,
+        tolerances={"max_norm": MAX_NORM, **CLIP_TOL},
+        remediation="call scaler.unscale_(optimizer) before clip_grad_norm_, then "
+        "scaler.step(optimizer); clipping scaled gradients clips the wrong norm",
+    )

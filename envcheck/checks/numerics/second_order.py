@@ -56,20 +56,30 @@ def hvp_comparison(case: OpCase, device: str, eps: float = 1e-6) -> Comparison:
     vs = [torch.randn(x.shape, generator=gen, dtype=torch.float64).to(device) for x in inputs]
     grads = torch.autograd.grad(_scalar(case, inputs), inputs, create_graph=True)
     directional = sum((g * v).sum() for g, v in zip(grads, vs, strict=True))
-    hvp = (torch.autograd.grad(directional, inputs, allow_unused=True) if directional.requires_grad
-           else [None] * len(inputs))  # a backward autograd cannot see through has no second derivative
-    analytical = torch.cat([(h if h is not None else torch.zeros_like(x)).reshape(-1) for h, x in zip(hvp, inputs, strict=True)])
+    hvp = (
+        torch.autograd.grad(directional, inputs, allow_unused=True)
+        if directional.requires_grad
+        else [None] * len(inputs)
+    )  # a backward autograd cannot see through has no second derivative
+    analytical = torch.cat(
+        [(h if h is not None else torch.zeros_like(x)).reshape(-1) for h, x in zip(hvp, inputs, strict=True)]
+    )
 
     def first_grads(sign: float) -> Tensor:
-        moved = tuple((x.detach() + sign * eps * v).requires_grad_(True) for x, v in zip(inputs, vs, strict=True))
+        moved = tuple(
+            (x.detach() + sign * eps * v).requires_grad_(True) for x, v in zip(inputs, vs, strict=True)
+        )
         return torch.cat([g.reshape(-1) for g in torch.autograd.grad(_scalar(case, moved), moved)])
 
     numerical = (first_grads(1.0) - first_grads(-1.0)) / (2 * eps)
-    return compare(analytical, numerical, op=f"{case.name} hessian-vector", device=device, dtype="float64", **HVP_TOL)
+    return compare(
+        analytical, numerical, op=f"{case.name} hessian-vector", device=device, dtype="float64", **HVP_TOL
+    )
 
 
-def second_order_findings(devices: Sequence[str], ops: Sequence[OpCase] = SECOND_ORDER_OPS
-                          ) -> tuple[list[Comparison], list[str]]:
+def second_order_findings(
+    devices: Sequence[str], ops: Sequence[OpCase] = SECOND_ORDER_OPS
+) -> tuple[list[Comparison], list[str]]:
     """HVP comparisons and gradgradcheck verdicts for every op on every device."""
     import torch
 
@@ -79,8 +89,9 @@ def second_order_findings(devices: Sequence[str], ops: Sequence[OpCase] = SECOND
             comparisons.append(hvp_comparison(case, device))
             why = f"torch.autograd.gradgradcheck rejects {case.name} on {device} float64"
             try:
-                if not torch.autograd.gradgradcheck(case.fn, case.inputs(device, torch.float64),
-                                                    raise_exception=False, fast_mode=True):
+                if not torch.autograd.gradgradcheck(
+                    case.fn, case.inputs(device, torch.float64), raise_exception=False, fast_mode=True
+                ):
                     problems.append(why)
             except RuntimeError as exc:  # e.g. first gradients that carry no graph
                 problems.append(f"{why}: {str(exc).splitlines()[0]}")
@@ -91,5 +102,10 @@ def autograd_second_order(ctx: Context) -> Result:
     """Second-order gradients (create_graph=True, gradgradcheck) are right on every device."""
     with numerics_mode():
         comparisons, problems = second_order_findings(check_devices())
-    return comparisons_result("second-order gradients", comparisons, tolerances=HVP_TOL, problems=problems,
-                              remediation="double backward is broken in this torch build; reinstall torch")
+    return comparisons_result(
+        "second-order gradients",
+        comparisons,
+        tolerances=HVP_TOL,
+        problems=problems,
+        remediation="double backward is broken in this torch build; reinstall torch",
+    )

@@ -40,7 +40,10 @@ DTYPES = ("float32", "float64", "bfloat16")
 # does): its arithmetic is the GPU-to-itself pair's, so only the move is new, and one dtype keeps the check inside its
 # timeout (three device pairs took 82 s on one H100).
 GPU_TO_GPU = ("float32",)
-POLICY_CAST = {"NAdam": ("mu_product",), "ASGD": ("eta", "mu")}  # float32 scalar state cast on load (see above)
+POLICY_CAST = {
+    "NAdam": ("mu_product",),
+    "ASGD": ("eta", "mu"),
+}  # float32 scalar state cast on load (see above)
 Config = tuple[str, dict[str, Any], str]  # (optimizer class, kwargs, description)
 
 
@@ -59,18 +62,26 @@ def configs(device: str) -> tuple[list[Config], str]:
             name = info.optim_cls.__name__
             if name in SKIP:
                 continue
-            for oi in _get_optim_inputs_including_global_cliquey_kwargs(device, torch.float32, info,
-                                                                       skip=("differentiable",)):
+            for oi in _get_optim_inputs_including_global_cliquey_kwargs(
+                device, torch.float32, info, skip=("differentiable",)
+            ):
                 out.append((name, dict(oi.kwargs), oi.desc))
                 # the database lists foreach only where torch has foreach kernels (not CPU), yet foreach=True runs
                 # torch.optim's _multi_tensor_* path on any device: a path of its own, so it is in the space too
-                if "foreach" in info.supported_impls and not oi.kwargs.get("foreach") and not oi.kwargs.get("fused"):
+                if (
+                    "foreach" in info.supported_impls
+                    and not oi.kwargs.get("foreach")
+                    and not oi.kwargs.get("fused")
+                ):
                     out.append((name, {**oi.kwargs, "foreach": True}, f"{oi.desc} & foreach"))
         return out, "optim_db"
     from envcheck.checks.numerics.optim_differential import OPTIONS
 
-    return [(n, {"lr": lr, **o}, "optim.differential option set") for n, (lr, sets) in OPTIONS.items()
-            for o in sets], f"optim.differential's option sets ({why})"
+    return [
+        (n, {"lr": lr, **o}, "optim.differential option set")
+        for n, (lr, sets) in OPTIONS.items()
+        for o in sets
+    ], f"optim.differential's option sets ({why})"
 
 
 def config_key(config: Config) -> str:
@@ -81,8 +92,9 @@ def config_key(config: Config) -> str:
     return f"{name}|{desc}|{sorted((k, repr(v)) for k, v in kw.items())}"
 
 
-def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = None, dtypes: tuple[str, ...] = DTYPES
-                          ) -> tuple[list[Comparison], list[str], str]:
+def roundtrip_comparisons(
+    device: str, target: str, casts: list[str] | None = None, dtypes: tuple[str, ...] = DTYPES
+) -> tuple[list[Comparison], list[str], str]:
     """Every config x dtype: restored-from-file (on `target`) vs the reference run."""
     import torch
 
@@ -90,10 +102,14 @@ def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = No
     problems: list[str] = []
     casts = [] if casts is None else casts
     found, source = configs(device)
-    if target != device:  # a device-bound option must exist on both ends: capturable=True is CUDA's (torch asserts
+    if (
+        target != device
+    ):  # a device-bound option must exist on both ends: capturable=True is CUDA's (torch asserts
         # on a CPU parameter, seen on the H100 proof), fused=True runs only where torch has the fused kernel
         there = {config_key(c) for c in configs(target)[0]}
-        found = [c for c in found if not (c[1].get("capturable") or c[1].get("fused")) or config_key(c) in there]
+        found = [
+            c for c in found if not (c[1].get("capturable") or c[1].get("fused")) or config_key(c) in there
+        ]
     for name, kw, desc in found:
         for dtype_name in dtypes:
             dtype = getattr(torch, dtype_name)
@@ -102,10 +118,14 @@ def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = No
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     cast = name in POLICY_CAST and dtype_name != "float32"
-                    ref = run(name, kw, dtype, device, target, None if device == target and not cast else by_hand)
+                    ref = run(
+                        name, kw, dtype, device, target, None if device == target and not cast else by_hand
+                    )
                     if cast:
-                        casts.append(f"{name} {dtype_name}: load_state_dict casts {', '.join(POLICY_CAST[name])} "
-                                     f"from float32 to {dtype_name}")
+                        casts.append(
+                            f"{name} {dtype_name}: load_state_dict casts {', '.join(POLICY_CAST[name])} "
+                            f"from float32 to {dtype_name}"
+                        )
                     got = run(name, kw, dtype, device, target, through_file)
             except (RuntimeError, TypeError, ValueError, KeyError, IndexError, AssertionError) as exc:
                 # torch's own failure on this configuration (torch 2.11's Adagrad raises KeyError after
@@ -115,17 +135,37 @@ def roundtrip_comparisons(device: str, target: str, casts: list[str] | None = No
                 continue
             flat = [p.detach().reshape(-1) for p in got[0].parameters()]
             flat_ref = [p.detach().reshape(-1) for p in ref[0].parameters()]
-            comps.append(compare(torch.cat(flat), torch.cat(flat_ref), op=f"{label} parameters", device=target,
-                                 dtype=dtype_name, atol=0.0, rtol=0.0))
+            comps.append(
+                compare(
+                    torch.cat(flat),
+                    torch.cat(flat_ref),
+                    op=f"{label} parameters",
+                    device=target,
+                    dtype=dtype_name,
+                    atol=0.0,
+                    rtol=0.0,
+                )
+            )
             st, st_ref = state_tensors(got[1]), state_tensors(ref[1])
             if [(k, v.dtype, v.device) for k, v in st] != [(k, v.dtype, v.device) for k, v in st_ref]:
-                problems.append(f"{label}: restored optimizer state differs in keys, dtypes or devices: "
-                                f"{[(k, str(v.dtype), str(v.device)) for k, v in st]} vs "
-                                f"{[(k, str(v.dtype), str(v.device)) for k, v in st_ref]}"[:400])
+                problems.append(
+                    f"{label}: restored optimizer state differs in keys, dtypes or devices: "
+                    f"{[(k, str(v.dtype), str(v.device)) for k, v in st]} vs "
+                    f"{[(k, str(v.dtype), str(v.device)) for k, v in st_ref]}"[:400]
+                )
                 continue
             for (k, v), (_, r) in zip(st, st_ref, strict=True):
-                comps.append(compare(v.reshape(-1).float(), r.reshape(-1).float(), op=f"{label} {k}", device=target,
-                                     dtype=dtype_name, atol=0.0, rtol=0.0))
+                comps.append(
+                    compare(
+                        v.reshape(-1).float(),
+                        r.reshape(-1).float(),
+                        op=f"{label} {k}",
+                        device=target,
+                        dtype=dtype_name,
+                        atol=0.0,
+                        rtol=0.0,
+                    )
+                )
             lrs = [float(g["lr"]) for g in got[1].param_groups]
             if lrs != [float(g["lr"]) for g in ref[1].param_groups]:
                 problems.append(f"{label}: learning rates after resume {lrs} differ from the reference")
@@ -143,18 +183,25 @@ def train_state_roundtrip(ctx: Context) -> Result:
         devices = check_devices()
         pairs = [(d, d) for d in devices] + [(a, b) for a in devices for b in devices if a != b]
         peers = [(d, p) for d in devices[1:] if (p := peer_device(d)) is not None]
-        for source, target in pairs + peers:  # a GPU's state onto another GPU of its model: float32 (GPU_TO_GPU)
-            found, bad, origin = roundtrip_comparisons(source, target, casts,
-                                                       GPU_TO_GPU if (source, target) in peers else DTYPES)
+        for source, target in (
+            pairs + peers
+        ):  # a GPU's state onto another GPU of its model: float32 (GPU_TO_GPU)
+            found, bad, origin = roundtrip_comparisons(
+                source, target, casts, GPU_TO_GPU if (source, target) in peers else DTYPES
+            )
             comparisons += found
             problems += bad
             extra["configurations_from"] = origin
         pairs += peers
     extra["device_pairs"] = [f"{a}->{b}" for a, b in pairs]
     extra["load_policy_casts"] = sorted(set(casts))
-    return judge_with_known_bugs("optimizer/scheduler state round trips", comparisons, problems=problems,
-                              tolerances={"atol": 0.0, "rtol": 0.0, "why": "same arithmetic on the same values"},
-                              extra=extra,
-                              remediation="save and restore model, optimizer and scheduler state_dicts together "
-                                          "(torch.save({...}); load_state_dict each after rebuilding the same "
-                                          "param groups); reinstall torch if it still differs")
+    return judge_with_known_bugs(
+        "optimizer/scheduler state round trips",
+        comparisons,
+        problems=problems,
+        tolerances={"atol": 0.0, "rtol": 0.0, "why": "same arithmetic on the same values"},
+        extra=extra,
+        remediation="save and restore model, optimizer and scheduler state_dicts together "
+        "(torch.save({...}); load_state_dict each after rebuilding the same "
+        "param groups); reinstall torch if it still differs",
+    )

@@ -55,35 +55,55 @@ def temp_findings() -> list[Finding]:
     cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or tmp
     out: list[Finding] = []
     if not writable(tmp):
-        out.append(Finding(f"the temp dir {tmp} is not writable: torch.compile (Inductor's cache), "
-                    "DataLoader workers (multiprocessing's resource sharer needs a socket there: the loader hangs) and "
-                    "tempfile users fail",
-                    WRITE_FIX,
-                    FaultClass.CONFIG,
-                    code=TMP_READONLY))
+        out.append(
+            Finding(
+                f"the temp dir {tmp} is not writable: torch.compile (Inductor's cache), "
+                "DataLoader workers (multiprocessing's resource sharer needs a socket there: the loader hangs) and "
+                "tempfile users fail",
+                WRITE_FIX,
+                FaultClass.CONFIG,
+                code=TMP_READONLY,
+            )
+        )
     elif not writable(cache):
-        out.append(Finding(f"TORCHINDUCTOR_CACHE_DIR={cache} is not writable: torch.compile fails",
-                    WRITE_FIX,
-                    FaultClass.CONFIG,
-                    code=TMP_READONLY))
+        out.append(
+            Finding(
+                f"TORCHINDUCTOR_CACHE_DIR={cache} is not writable: torch.compile fails",
+                WRITE_FIX,
+                FaultClass.CONFIG,
+                code=TMP_READONLY,
+            )
+        )
     elif "noexec" in mount_options(cache):
-        out.append(Finding(f"{cache} is mounted noexec: Inductor's compiled CPU kernels (.so files "
-                    "in its cache) cannot be loaded, torch.compile fails",
-                    "mount it exec (`--tmpfs /tmp:exec`) or "
-                    "point TORCHINDUCTOR_CACHE_DIR at an exec mount (an emptyDir)",
-                    FaultClass.CONFIG,
-                    code=TMP_NOEXEC))
+        out.append(
+            Finding(
+                f"{cache} is mounted noexec: Inductor's compiled CPU kernels (.so files "
+                "in its cache) cannot be loaded, torch.compile fails",
+                "mount it exec (`--tmpfs /tmp:exec`) or "
+                "point TORCHINDUCTOR_CACHE_DIR at an exec mount (an emptyDir)",
+                FaultClass.CONFIG,
+                code=TMP_NOEXEC,
+            )
+        )
     if importlib.util.find_spec("triton") is not None:
         given = os.environ.get("TRITON_CACHE_DIR")
         triton = given or os.path.join(os.environ.get("HOME") or "/", ".triton", "cache")
         if not creatable(triton):
-            where = f"TRITON_CACHE_DIR={given}" if given else f"HOME={os.environ.get('HOME') or '/'} (TRITON_CACHE_DIR unset)"
-            out.append(Finding(f"{where} is not writable for uid {os.getuid()}: Triton cannot "
-                        "write the GPU kernels and launchers it compiles, torch.compile fails on GPU",
-                        "set TRITON_CACHE_DIR (or HOME) to a writable mount (`--tmpfs /home/dev/.cache:exec` in "
-                        "envcheck's images, an emptyDir), or run in group 0 (`--user UID:0`) in envcheck's images",
-                        FaultClass.CONFIG,
-                        code=HOME_READONLY))
+            where = (
+                f"TRITON_CACHE_DIR={given}"
+                if given
+                else f"HOME={os.environ.get('HOME') or '/'} (TRITON_CACHE_DIR unset)"
+            )
+            out.append(
+                Finding(
+                    f"{where} is not writable for uid {os.getuid()}: Triton cannot "
+                    "write the GPU kernels and launchers it compiles, torch.compile fails on GPU",
+                    "set TRITON_CACHE_DIR (or HOME) to a writable mount (`--tmpfs /home/dev/.cache:exec` in "
+                    "envcheck's images, an emptyDir), or run in group 0 (`--user UID:0`) in envcheck's images",
+                    FaultClass.CONFIG,
+                    code=HOME_READONLY,
+                )
+            )
     return out
 
 
@@ -96,11 +116,15 @@ def passwd_findings() -> list[Finding]:
         pass
     if any(os.environ.get(v) for v in ("LOGNAME", "USER", "LNAME", "USERNAME")):
         return []
-    return [Finding(f"uid {os.getuid()} has no passwd entry and USER/LOGNAME are unset: "
-             "getpass.getuser() raises KeyError in every library that asks for the user name",
-             PASSWD_FIX,
-             FaultClass.CONFIG,
-             code=NO_PASSWD_ENTRY)]
+    return [
+        Finding(
+            f"uid {os.getuid()} has no passwd entry and USER/LOGNAME are unset: "
+            "getpass.getuser() raises KeyError in every library that asks for the user name",
+            PASSWD_FIX,
+            FaultClass.CONFIG,
+            code=NO_PASSWD_ENTRY,
+        )
+    ]
 
 
 def limit_findings(threads: int) -> list[Finding]:
@@ -108,29 +132,45 @@ def limit_findings(threads: int) -> list[Finding]:
     out: list[Finding] = []
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if nofile != resource.RLIM_INFINITY and nofile < NOFILE_SOFT_FLOOR:
-        out.append(Finding(f"open files limited to {nofile} (a DataLoader with 16 workers alone holds "
-                    f"about 150; below {NOFILE_SOFT_FLOOR} workers and NCCL run out)",
-                    f"docker run --ulimit nofile={NOFILE_NEED}:524288 (ulimit -n {NOFILE_NEED})",
-                    FaultClass.CONFIG,
-                    code=NOFILE_LOW))
+        out.append(
+            Finding(
+                f"open files limited to {nofile} (a DataLoader with 16 workers alone holds "
+                f"about 150; below {NOFILE_SOFT_FLOOR} workers and NCCL run out)",
+                f"docker run --ulimit nofile={NOFILE_NEED}:524288 (ulimit -n {NOFILE_NEED})",
+                FaultClass.CONFIG,
+                code=NOFILE_LOW,
+            )
+        )
     nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
     pids = cgroup_value("pids.max", "pids/pids.max")
-    lows = [f"nproc {nproc}" for _ in [0] if nproc != resource.RLIM_INFINITY and nproc < NPROC_NEED and os.getuid()]
+    lows = [
+        f"nproc {nproc}"
+        for _ in [0]
+        if nproc != resource.RLIM_INFINITY and nproc < NPROC_NEED and os.getuid()
+    ]
     lows += [f"cgroup pids.max {pids}" for _ in [0] if pids and pids.isdigit() and int(pids) < NPROC_NEED]
     if lows:
-        out.append(Finding(f"processes+threads limited ({', '.join(lows)}; a job needs {NPROC_NEED}+ "
-                    "for intra-op threads, DataLoader workers, NCCL threads)",
-                    "docker run --pids-limit 4096 --ulimit nproc=65536, or the pod's pids limit",
-                    FaultClass.CONFIG,
-                    code=NPROC_LOW))
+        out.append(
+            Finding(
+                f"processes+threads limited ({', '.join(lows)}; a job needs {NPROC_NEED}+ "
+                "for intra-op threads, DataLoader workers, NCCL threads)",
+                "docker run --pids-limit 4096 --ulimit nproc=65536, or the pod's pids limit",
+                FaultClass.CONFIG,
+                code=NPROC_LOW,
+            )
+        )
     quota = cpu_quota()
     if quota is not None and quota + 0.5 < threads and not os.environ.get("OMP_NUM_THREADS"):
-        out.append(Finding(f"the cgroup CPU quota is {quota:g} CPUs but torch starts "
-                    f"{threads} intra-op threads: they are throttled and CPU ops slow down (measured: a matmul loop under "
-                    "a 0.5-CPU quota took 4.6x as long with torch's 2 threads as with 1; bench/cpu_quota.py)",
-                    f"export OMP_NUM_THREADS={max(1, int(quota))} or call torch.set_num_threads({max(1, int(quota))})",
-                    FaultClass.CONFIG,
-                    code=CPU_QUOTA_BELOW_THREADS))
+        out.append(
+            Finding(
+                f"the cgroup CPU quota is {quota:g} CPUs but torch starts "
+                f"{threads} intra-op threads: they are throttled and CPU ops slow down (measured: a matmul loop under "
+                "a 0.5-CPU quota took 4.6x as long with torch's 2 threads as with 1; bench/cpu_quota.py)",
+                f"export OMP_NUM_THREADS={max(1, int(quota))} or call torch.set_num_threads({max(1, int(quota))})",
+                FaultClass.CONFIG,
+                code=CPU_QUOTA_BELOW_THREADS,
+            )
+        )
     return out
 
 
@@ -138,20 +178,36 @@ def runtime_profile(ctx: Context) -> Result:
     """Name what the runtime's restrictions break in a PyTorch job; list the harmless ones as facts."""
     status = status_fields()
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    measured = {"uid": os.getuid(), "gid": os.getgid(), "root_readonly": "ro" in mount_options("/"),
-                "no_new_privs": status.get("NoNewPrivs", "?").strip(), "seccomp": status.get("Seccomp", "?").strip(),
-                "cap_eff": status.get("CapEff", "?").strip(), "temp_dir": temp_dir(),
-                "shm_options": sorted(mount_options("/dev/shm") & {"noexec", "nosuid", "nodev", "ro"}),
-                "nofile": limit_text(resource.RLIMIT_NOFILE)}
+    measured = {
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "root_readonly": "ro" in mount_options("/"),
+        "no_new_privs": status.get("NoNewPrivs", "?").strip(),
+        "seccomp": status.get("Seccomp", "?").strip(),
+        "cap_eff": status.get("CapEff", "?").strip(),
+        "temp_dir": temp_dir(),
+        "shm_options": sorted(mount_options("/dev/shm") & {"noexec", "nosuid", "nodev", "ro"}),
+        "nofile": limit_text(resource.RLIMIT_NOFILE),
+    }
     findings = temp_findings() + passwd_findings() + limit_findings(threads)
     if not findings:
         return passed("the runtime's restrictions break nothing a PyTorch job needs", measured=measured)
     codes = [f.code for f in findings]
-    return warned(first_of([f.problem for f in findings]), "; ".join(f.fix for f in findings),
-                  measured={**measured, "codes": codes}, fault_class=FaultClass.CONFIG, code=codes[0])
+    return warned(
+        first_of([f.problem for f in findings]),
+        "; ".join(f.fix for f in findings),
+        measured={**measured, "codes": codes},
+        fault_class=FaultClass.CONFIG,
+        code=codes[0],
+    )
 
 
 CHECKS = (
-    CheckSpec("container.runtime", runtime_profile, "hardened runtime (read-only, uid, limits) leaves a job what it "
-              "needs", isolated=False, timeout_s=5),
+    CheckSpec(
+        "container.runtime",
+        runtime_profile,
+        "hardened runtime (read-only, uid, limits) leaves a job what it needs",
+        isolated=False,
+        timeout_s=5,
+    ),
 )

@@ -19,21 +19,55 @@ from envcheck.core.check import CheckSpec, Level, Needs
 # compile.cpu_isa and compile.max_autotune (PyTorch's release smoke test's points) share the compile worker; a cold
 # max-autotune of the smoke test's Net costs ~17 s on 2 CPU cores (its GEMM templates are compiled and timed).
 CHECKS = (
-    CheckSpec("compile.toolchain", compile_toolchain,
-              "torch.compile can work here: compiler, Python.h, exec temp/cache dirs, triton/ptxas/libcuda (no "
-              "compile)", needs=Needs(torch=True), timeout_s=30),
-    CheckSpec("compile.inductor", compile_inductor,
-              "torch.compile (Inductor) compiles a function and its backward, matches eager, on CPU and each GPU model",
-              Level.FULL, Needs(torch=True), timeout_s=300, group="compile", preload=("torch._dynamo",)),
-    CheckSpec("compile.cpu_isa", compile_cpu_isa, "Inductor picks a vectorized CPU ISA (AVX2/AVX-512/NEON ...)",
-              Level.FULL, Needs(torch=True), timeout_s=120, group="compile", preload=("torch._dynamo",)),
-    CheckSpec("compile.max_autotune", compile_max_autotune,
-              "torch.compile(mode='max-autotune') of the release smoke test's Net matches eager, CPU and each GPU model",
-              Level.FULL, Needs(torch=True), timeout_s=300, group="compile", preload=("torch._dynamo",)),
+    CheckSpec(
+        "compile.toolchain",
+        compile_toolchain,
+        "torch.compile can work here: compiler, Python.h, exec temp/cache dirs, triton/ptxas/libcuda (no "
+        "compile)",
+        needs=Needs(torch=True),
+        timeout_s=30,
+    ),
+    CheckSpec(
+        "compile.inductor",
+        compile_inductor,
+        "torch.compile (Inductor) compiles a function and its backward, matches eager, on CPU and each GPU model",
+        Level.FULL,
+        Needs(torch=True),
+        timeout_s=300,
+        group="compile",
+        preload=("torch._dynamo",),
+    ),
+    CheckSpec(
+        "compile.cpu_isa",
+        compile_cpu_isa,
+        "Inductor picks a vectorized CPU ISA (AVX2/AVX-512/NEON ...)",
+        Level.FULL,
+        Needs(torch=True),
+        timeout_s=120,
+        group="compile",
+        preload=("torch._dynamo",),
+    ),
+    CheckSpec(
+        "compile.max_autotune",
+        compile_max_autotune,
+        "torch.compile(mode='max-autotune') of the release smoke test's Net matches eager, CPU and each GPU model",
+        Level.FULL,
+        Needs(torch=True),
+        timeout_s=300,
+        group="compile",
+        preload=("torch._dynamo",),
+    ),
     # issue 35: the whole step (model forward/backward and optimizer step) per backend, against eager; three
     # Inductor compiles (model, two optimizer steps) on a cold cache are most of its time.
-    CheckSpec("compile.train_step", compile_train_step,
-              "a training step (model fwd+bwd, BatchNorm buffers, optimizer step) under torch.compile with "
-              "aot_eager, Inductor's decompositions and Inductor matches eager on identical inputs",
-              Level.FULL, Needs(torch=True), timeout_s=480, group="compile", preload=("torch._dynamo",)),
+    CheckSpec(
+        "compile.train_step",
+        compile_train_step,
+        "a training step (model fwd+bwd, BatchNorm buffers, optimizer step) under torch.compile with "
+        "aot_eager, Inductor's decompositions and Inductor matches eager on identical inputs",
+        Level.FULL,
+        Needs(torch=True),
+        timeout_s=480,
+        group="compile",
+        preload=("torch._dynamo",),
+    ),
 )

@@ -72,22 +72,45 @@ def autotune_verdict(per_device: dict[str, dict[str, Any] | Cause]) -> Result:
     problems: list[Cause] = []
     for device, got in per_device.items():
         if isinstance(got, Cause):
-            problems.append(Cause(f"torch.compile(mode='max-autotune') fails on {device}: {got.summary}", got.fix,
-                                  fault_class=got.fault_class, code=got.code or MAX_AUTOTUNE_ERROR))
+            problems.append(
+                Cause(
+                    f"torch.compile(mode='max-autotune') fails on {device}: {got.summary}",
+                    got.fix,
+                    fault_class=got.fault_class,
+                    code=got.code or MAX_AUTOTUNE_ERROR,
+                )
+            )
         elif got["max_rel_diff"] > TOLERANCE:
-            problems.append(Cause(f"torch.compile(mode='max-autotune') gives wrong results on {device}: max "
-                                  f"|compiled - eager| / max |eager| = {got['max_rel_diff']:.3g} (> {TOLERANCE})",
-                                  "an Inductor template bug for this torch and device: reproduce with "
-                                  "TORCH_COMPILE_DEBUG=1 and report it; mode='default' avoids the autotuned "
-                                  "templates", fault_class=FaultClass.IMAGE, code=MAX_AUTOTUNE_WRONG))
-    measured = {"devices": {d: (g if isinstance(g, dict) else {"error": g.summary}) for d, g in per_device.items()}}
+            problems.append(
+                Cause(
+                    f"torch.compile(mode='max-autotune') gives wrong results on {device}: max "
+                    f"|compiled - eager| / max |eager| = {got['max_rel_diff']:.3g} (> {TOLERANCE})",
+                    "an Inductor template bug for this torch and device: reproduce with "
+                    "TORCH_COMPILE_DEBUG=1 and report it; mode='default' avoids the autotuned "
+                    "templates",
+                    fault_class=FaultClass.IMAGE,
+                    code=MAX_AUTOTUNE_WRONG,
+                )
+            )
+    measured = {
+        "devices": {d: (g if isinstance(g, dict) else {"error": g.summary}) for d, g in per_device.items()}
+    }
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        return failed(problems[0].summary + more, problems[0].fix, fault_class=problems[0].fault_class,
-                      code=problems[0].code, measured=measured, details="\n".join(p.summary for p in problems))
+        return failed(
+            problems[0].summary + more,
+            problems[0].fix,
+            fault_class=problems[0].fault_class,
+            code=problems[0].code,
+            measured=measured,
+            details="\n".join(p.summary for p in problems),
+        )
     speed = ", ".join(f"{d} {g['compile_s']} s" for d, g in per_device.items() if isinstance(g, dict))
-    return passed(f"torch.compile(mode='max-autotune') of the smoke test's Net matches eager: {speed}",
-                  measured=measured, expected={"max_rel_diff": f"<= {TOLERANCE}"})
+    return passed(
+        f"torch.compile(mode='max-autotune') of the smoke test's Net matches eager: {speed}",
+        measured=measured,
+        expected={"max_rel_diff": f"<= {TOLERANCE}"},
+    )
 
 
 def compile_max_autotune(ctx: Context) -> Result:

@@ -19,12 +19,21 @@ PTXAS_ARCH = "compile.ptxas_arch"
 TRITON_MISMATCH = "compile.triton_mismatch"
 
 # Lines of Inductor/Dynamo boilerplate that are never the cause.
-_NOISE = ("set torchdynamo_verbose", "for even more developer context", "you can suppress this exception",
-          "torch._dynamo.config.suppress_errors", "traceback (most recent call last)", "backend='inductor' raised")
+_NOISE = (
+    "set torchdynamo_verbose",
+    "for even more developer context",
+    "you can suppress this exception",
+    "torch._dynamo.config.suppress_errors",
+    "traceback (most recent call last)",
+    "backend='inductor' raised",
+)
 
 
-_EXAMPLE = {"TMPDIR": "$HOME/tmp", "TORCHINDUCTOR_CACHE_DIR": "$HOME/.cache/torchinductor",
-            "TRITON_CACHE_DIR": "$HOME/.cache/triton"}
+_EXAMPLE = {
+    "TMPDIR": "$HOME/tmp",
+    "TORCHINDUCTOR_CACHE_DIR": "$HOME/.cache/torchinductor",
+    "TRITON_CACHE_DIR": "$HOME/.cache/triton",
+}
 
 
 @dataclass(frozen=True)
@@ -63,11 +72,14 @@ def first_line(text: str) -> str:
 def _compiler(comp: Compiler | None, variable: str) -> Cause:
     looked = ", ".join(comp.looked_for) if comp else "?"
     what = comp.role if comp else "compiler"
-    return Cause(f"no working {what}: looked for {looked} ({variable}={os.environ.get(variable) or 'unset'}); "
-                 "none answers --version",
-                 f"install one (apt-get install -y g++ gcc, or your image's compiler package), or point {variable} "
-                 f"at a working compiler, e.g. export {variable}=/usr/bin/{'g++' if variable == 'CXX' else 'gcc'}",
-                 fault_class=FaultClass.IMAGE, code=NO_COMPILER)
+    return Cause(
+        f"no working {what}: looked for {looked} ({variable}={os.environ.get(variable) or 'unset'}); "
+        "none answers --version",
+        f"install one (apt-get install -y g++ gcc, or your image's compiler package), or point {variable} "
+        f"at a working compiler, e.g. export {variable}=/usr/bin/{'g++' if variable == 'CXX' else 'gcc'}",
+        fault_class=FaultClass.IMAGE,
+        code=NO_COMPILER,
+    )
 
 
 def _dir_for(path_text: str, dirs: tuple[Directory, ...]) -> Directory | None:
@@ -80,15 +92,21 @@ def _dir_cause(kind: str, path: str, dirs: tuple[Directory, ...]) -> Cause:
     probed = _dir_for(path, dirs)
     remount = "or remount it (Docker: --tmpfs /tmp:exec, or a volume without noexec/ro)"
     if probed is None:
-        return Cause(f"{path} is {kind}",
-                     "make it writable and exec, or move the directory that holds it: TMPDIR, "
-                     f"TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR (e.g. under $HOME/.cache), {remount}",
-                     fault_class=FaultClass.CONFIG, code=DIR_UNUSABLE)
+        return Cause(
+            f"{path} is {kind}",
+            "make it writable and exec, or move the directory that holds it: TMPDIR, "
+            f"TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR (e.g. under $HOME/.cache), {remount}",
+            fault_class=FaultClass.CONFIG,
+            code=DIR_UNUSABLE,
+        )
     var = probed.variable
     also = "" if var == "TMPDIR" else " (or TMPDIR, which moves every default)"
-    return Cause(f"the {probed.role} {probed.path} is {kind}: {path}",
-                 f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, {remount}",
-                 fault_class=FaultClass.CONFIG, code=DIR_UNUSABLE)
+    return Cause(
+        f"the {probed.role} {probed.path} is {kind}: {path}",
+        f"export {var}=<a writable directory on an exec mount, e.g. {_EXAMPLE[var]}>{also}, {remount}",
+        fault_class=FaultClass.CONFIG,
+        code=DIR_UNUSABLE,
+    )
 
 
 def classify(text: str, ev: Evidence) -> Cause:
@@ -96,46 +114,67 @@ def classify(text: str, ev: Evidence) -> Cause:
     low = text.lower()
     if "invalidcxxcompiler" in low or "no working c++ compiler" in low:
         return _compiler(ev.cxx, "CXX")
-    if "failed to find c compiler" in low or re.search(r"\b(gcc|cc|clang): (not found|command not found)", low):
+    if "failed to find c compiler" in low or re.search(
+        r"\b(gcc|cc|clang): (not found|command not found)", low
+    ):
         return _compiler(ev.cc, "CC")
     missing = re.search(r"\[Errno 2\] No such file or directory: '([^']+)'", text)
     if missing and ev.cc and missing.group(1) in ev.cc.looked_for:  # Triton runs $CC as given
         return _compiler(ev.cc, "CC")
     m = re.search(r"(\S+): failed to map segment from shared object", text)
     if m or "noexec" in low:
-        path = m.group(1) if m else next((d.path for d in ev.dirs if any("noexec" in p for p in d.problems)), "?")
+        path = (
+            m.group(1)
+            if m
+            else next((d.path for d in ev.dirs if any("noexec" in p for p in d.problems)), "?")
+        )
         return _dir_cause("mounted noexec (compiled code cannot be loaded from it)", path, ev.dirs)
     m = re.search(r"\[Errno (30|13)\] (?:Read-only file system|Permission denied): '([^']+)'", text)
     if m:
         return _dir_cause("read-only" if m.group(1) == "30" else "not writable", m.group(2), ev.dirs)
     if "libcuda.so cannot found" in low or "cannot find -lcuda" in low:
         listed = ", ".join(ev.libcuda_found) or "no libcuda.so* at all"
-        return Cause(f"Triton cannot find the driver library libcuda.so (ldconfig -p lists: {listed})",
-                     "export TRITON_LIBCUDA_PATH=<the dir holding libcuda.so.1, e.g. /usr/local/nvidia/lib64>, "
-                     "or add that dir to /etc/ld.so.conf.d/ and run ldconfig (without a driver mount: run the "
-                     "container with --gpus all)", fault_class=FaultClass.CONFIG, code=NO_LIBCUDA)
+        return Cause(
+            f"Triton cannot find the driver library libcuda.so (ldconfig -p lists: {listed})",
+            "export TRITON_LIBCUDA_PATH=<the dir holding libcuda.so.1, e.g. /usr/local/nvidia/lib64>, "
+            "or add that dir to /etc/ld.so.conf.d/ and run ldconfig (without a driver mount: run the "
+            "container with --gpus all)",
+            fault_class=FaultClass.CONFIG,
+            code=NO_LIBCUDA,
+        )
     m = re.search(r"Value '(sm_\w+)' is not defined for option 'gpu-name'", text)
     if m:
-        return Cause(f"ptxas does not know the GPU's architecture {m.group(1)}: {first_line(text)}",
-                     "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit new enough for "
-                     f"{m.group(1)}), or a triton release whose bundled ptxas supports it", fault_class=FaultClass.IMAGE,
-                     code=PTXAS_ARCH)
+        return Cause(
+            f"ptxas does not know the GPU's architecture {m.group(1)}: {first_line(text)}",
+            "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit new enough for "
+            f"{m.group(1)}), or a triton release whose bundled ptxas supports it",
+            fault_class=FaultClass.IMAGE,
+            code=PTXAS_ARCH,
+        )
     if re.search(r"python\.h: no such file", low):
         where = f" in {ev.headers_missing}" if ev.headers_missing else ""
         version = "{}.{}".format(*sys.version_info[:2])
-        return Cause(f"the Python headers are missing (no Python.h{where}); compiled kernels and helpers "
-                     "#include it",
-                     f"install the headers of {sys.executable}: for Debian/Ubuntu's python, apt-get install -y "
-                     f"python{version}-dev (or python3-dev); for conda, pyenv or python.org builds, reinstall that "
-                     "Python with its include/ dir (slim images strip it)", fault_class=FaultClass.IMAGE,
-                     code=NO_PYTHON_HEADERS)
+        return Cause(
+            f"the Python headers are missing (no Python.h{where}); compiled kernels and helpers #include it",
+            f"install the headers of {sys.executable}: for Debian/Ubuntu's python, apt-get install -y "
+            f"python{version}-dev (or python3-dev); for conda, pyenv or python.org builds, reinstall that "
+            "Python with its include/ dir (slim images strip it)",
+            fault_class=FaultClass.IMAGE,
+            code=NO_PYTHON_HEADERS,
+        )
     if re.search(r"cannot import name .* from 'triton|no module named 'triton", low):
-        return Cause(f"torch and triton do not match: {first_line(text)}",
-                     "pip install --force-reinstall torch==<your version> from one index (it pins the triton "
-                     "it was built with); do not install triton separately", fault_class=FaultClass.IMAGE,
-                     code=TRITON_MISMATCH)
-    return Cause(first_line(text), "see the full error in details; TORCH_LOGS=+inductor shows the compile steps",
-                 named=False)
+        return Cause(
+            f"torch and triton do not match: {first_line(text)}",
+            "pip install --force-reinstall torch==<your version> from one index (it pins the triton "
+            "it was built with); do not install triton separately",
+            fault_class=FaultClass.IMAGE,
+            code=TRITON_MISMATCH,
+        )
+    return Cause(
+        first_line(text),
+        "see the full error in details; TORCH_LOGS=+inductor shows the compile steps",
+        named=False,
+    )
 
 
 def preflight_cause(ev: Evidence) -> Cause | None:
@@ -152,7 +191,11 @@ def preflight_cause(ev: Evidence) -> Cause | None:
     if ev.cc and not ev.libcuda_env and not ev.libcuda_found:  # ev.cc is probed only on GPU hosts
         return classify("libcuda.so cannot found!", ev)
     if ev.ptxas_problems:
-        return Cause(ev.ptxas_problems[0], "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit "
-                     "new enough for this GPU), or a triton release whose bundled ptxas supports it",
-                     fault_class=FaultClass.IMAGE, code=PTXAS_ARCH)
+        return Cause(
+            ev.ptxas_problems[0],
+            "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (a CUDA toolkit "
+            "new enough for this GPU), or a triton release whose bundled ptxas supports it",
+            fault_class=FaultClass.IMAGE,
+            code=PTXAS_ARCH,
+        )
     return None

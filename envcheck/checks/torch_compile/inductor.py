@@ -28,8 +28,17 @@ from envcheck.reference.devices import check_devices, on_device
 # for a graph with nothing to compile in parallel.
 COMPILE_SETTINGS: dict[str, Any] = {"compile_threads": 1, "cpp_cache_precompile_headers": False}
 # What Inductor reports of its own compile time (torch._dynamo.utils.calculate_time_spent), kept per device.
-PHASES = ("entire_frame_compile", "backend_compile", "inductor_compile", "code_gen", "entire_backward_compile")
-SHAPE = (256, 512)  # small: compile time does not depend on it (dynamic=False), the timing is not all overhead
+PHASES = (
+    "entire_frame_compile",
+    "backend_compile",
+    "inductor_compile",
+    "code_gen",
+    "entire_backward_compile",
+)
+SHAPE = (
+    256,
+    512,
+)  # small: compile time does not depend on it (dynamic=False), the timing is not all overhead
 TOLERANCE = 1e-4
 
 
@@ -42,8 +51,11 @@ def _fn(x: Any, w: Any) -> Any:
 
 def evidence(gpus: int) -> Evidence:
     """The pre-flight probes, GPU parts only when there are GPUs."""
-    ev = Evidence(cxx=probes.cxx_compiler(), dirs=tuple(probes.directories(gpu=gpus > 0)),
-                  headers_missing=probes.python_headers())
+    ev = Evidence(
+        cxx=probes.cxx_compiler(),
+        dirs=tuple(probes.directories(gpu=gpus > 0)),
+        headers_missing=probes.python_headers(),
+    )
     if not gpus:
         return ev
     import torch
@@ -52,8 +64,15 @@ def evidence(gpus: int) -> Evidence:
     ptxas = probes.ptxas_path()
     archs = sorted({"sm_{}{}".format(*torch.cuda.get_device_capability(i)) for i in range(gpus)})
     problems = tuple(p for p in (probes.ptxas_arch_problem(ptxas, a) for a in archs) if p) if ptxas else ()
-    return Evidence(cxx=ev.cxx, cc=probes.c_compiler(), dirs=ev.dirs, headers_missing=ev.headers_missing,
-                    libcuda_env=env, libcuda_found=tuple(found), ptxas_problems=problems)
+    return Evidence(
+        cxx=ev.cxx,
+        cc=probes.c_compiler(),
+        dirs=ev.dirs,
+        headers_missing=ev.headers_missing,
+        libcuda_env=env,
+        libcuda_found=tuple(found),
+        ptxas_problems=problems,
+    )
 
 
 def error_text(exc: BaseException) -> str:
@@ -82,13 +101,17 @@ def _timed(fn: Any, x0: Any, w0: Any, cuda: bool, reps: int) -> float:
     for _ in range(reps):
         _step(fn, x0, w0)
     if cuda:
-        torch.cuda.synchronize(x0.device)  # this GPU's work, not the current device's (GPU 0 may be another job's)
+        torch.cuda.synchronize(
+            x0.device
+        )  # this GPU's work, not the current device's (GPU 0 may be another job's)
     return (time.perf_counter() - start) / reps
 
 
 def speed(fns: dict[str, Any], x0: Any, w0: Any, cuda: bool, rounds: int = 7) -> dict[str, float]:
     """Median ms per step of each fn: interleaved rounds (drift hits all alike), each round >= ~20 ms."""
-    reps = {name: max(3, min(200, int(0.02 / max(_timed(fn, x0, w0, cuda, 2), 1e-6)))) for name, fn in fns.items()}
+    reps = {
+        name: max(3, min(200, int(0.02 / max(_timed(fn, x0, w0, cuda, 2), 1e-6)))) for name, fn in fns.items()
+    }
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
@@ -118,8 +141,14 @@ def run_on(device: str) -> dict[str, Any]:
     eager_ms, comp_ms = ms["eager"], ms["compiled"]
     spent = _time_spent()
     phases = {k: round(spent[k] - spent_before.get(k, 0.0), 2) for k in PHASES if k in spent}
-    return {"compile_s": round(compile_s, 2), "compile_phases_s": phases, "max_rel_diff": diff, "eager_ms": round(eager_ms, 4),
-            "compiled_ms": round(comp_ms, 4), "compiled_vs_eager": round(eager_ms / comp_ms, 2)}
+    return {
+        "compile_s": round(compile_s, 2),
+        "compile_phases_s": phases,
+        "max_rel_diff": diff,
+        "eager_ms": round(eager_ms, 4),
+        "compiled_ms": round(comp_ms, 4),
+        "compiled_vs_eager": round(eager_ms / comp_ms, 2),
+    }
 
 
 def _time_spent() -> dict[str, float]:
@@ -154,11 +183,20 @@ def compile_inductor(ctx: Context) -> Result:
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     ev = evidence(gpus)
     measured: dict[str, Any] = {
-        "cxx": ev.cxx.found if ev.cxx else None, "cxx_version": ev.cxx.version if ev.cxx else None,
-        "dirs": {d.role: d.path for d in ev.dirs}, "inductor_settings": COMPILE_SETTINGS, "devices": {}}
+        "cxx": ev.cxx.found if ev.cxx else None,
+        "cxx_version": ev.cxx.version if ev.cxx else None,
+        "dirs": {d.role: d.path for d in ev.dirs},
+        "inductor_settings": COMPILE_SETTINGS,
+        "devices": {},
+    }
     if ev.cc:
-        measured.update(cc=ev.cc.found, libcuda=list(ev.libcuda_found), triton_libcuda_path=ev.libcuda_env,
-                        ptxas=probes.ptxas_path(), ptxas_problems=list(ev.ptxas_problems))
+        measured.update(
+            cc=ev.cc.found,
+            libcuda=list(ev.libcuda_found),
+            triton_libcuda_path=ev.libcuda_env,
+            ptxas=probes.ptxas_path(),
+            ptxas_problems=list(ev.ptxas_problems),
+        )
     problems: list[Cause] = []
     for device in check_devices():
         try:
@@ -167,26 +205,45 @@ def compile_inductor(ctx: Context) -> Result:
         except Exception as exc:
             text = user_paths(error_text(exc))  # the user's temp dir, not this worker's private one
             cause = _failure(text, ev)
-            problems.append(Cause(f"torch.compile fails on {device}: {cause.summary}", cause.fix,
-                                  fault_class=cause.fault_class))
+            problems.append(
+                Cause(
+                    f"torch.compile fails on {device}: {cause.summary}",
+                    cause.fix,
+                    fault_class=cause.fault_class,
+                )
+            )
             measured["devices"][device] = {"error": text.splitlines()[0][:500]}
             continue
         measured["devices"][device] = figures
         if figures["max_rel_diff"] > TOLERANCE:
-            problems.append(Cause(
-                f"torch.compile gives wrong results on {device}: max |compiled - eager| / (1 + max |eager|) = "
-                f"{figures['max_rel_diff']:.3g} (> {TOLERANCE})",
-                "an Inductor wrong-code bug for this torch and device: reproduce with TORCH_COMPILE_DEBUG=1 and "
-                "report it; meanwhile torch.compile(backend='aot_eager') avoids the generated kernels",
-                fault_class=FaultClass.IMAGE))
-    details = "\n".join([f"{d.role} {d.path}: {'; '.join(d.problems) or 'ok'}" for d in ev.dirs]
-                        + list(ev.ptxas_problems))
+            problems.append(
+                Cause(
+                    f"torch.compile gives wrong results on {device}: max |compiled - eager| / (1 + max |eager|) = "
+                    f"{figures['max_rel_diff']:.3g} (> {TOLERANCE})",
+                    "an Inductor wrong-code bug for this torch and device: reproduce with TORCH_COMPILE_DEBUG=1 and "
+                    "report it; meanwhile torch.compile(backend='aot_eager') avoids the generated kernels",
+                    fault_class=FaultClass.IMAGE,
+                )
+            )
+    details = "\n".join(
+        [f"{d.role} {d.path}: {'; '.join(d.problems) or 'ok'}" for d in ev.dirs] + list(ev.ptxas_problems)
+    )
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        return failed(problems[0].summary + more, problems[0].fix, measured=measured,
-                      fault_class=problems[0].fault_class,
-                      details=details + "\n" + "\n".join(p.summary for p in problems))
+        return failed(
+            problems[0].summary + more,
+            problems[0].fix,
+            measured=measured,
+            fault_class=problems[0].fault_class,
+            details=details + "\n" + "\n".join(p.summary for p in problems),
+        )
     figs = measured["devices"]
-    speed = ", ".join(f"{d} compile {f['compile_s']} s, {f['compiled_vs_eager']}x eager" for d, f in figs.items())
-    return passed(f"torch.compile (Inductor) fwd+bwd matches eager: {speed}", measured=measured,
-                  expected={"max_rel_diff": f"<= {TOLERANCE}"}, details=details)
+    speed = ", ".join(
+        f"{d} compile {f['compile_s']} s, {f['compiled_vs_eager']}x eager" for d, f in figs.items()
+    )
+    return passed(
+        f"torch.compile (Inductor) fwd+bwd matches eager: {speed}",
+        measured=measured,
+        expected={"max_rel_diff": f"<= {TOLERANCE}"},
+        details=details,
+    )

@@ -17,7 +17,14 @@ from envcheck.core.rundir import user_paths
 ISA_DISABLED = "compile.isa_disabled"
 NO_VEC_ISA = "compile.no_vec_isa"
 
-VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve")  # x86 and aarch64 /proc/cpuinfo names
+VECTOR_FLAGS = (
+    "avx2",
+    "avx512f",
+    "avx512_bf16",
+    "amx_tile",
+    "asimd",
+    "sve",
+)  # x86 and aarch64 /proc/cpuinfo names
 
 
 def cpu_flags(cpuinfo: str | None = None) -> list[str]:
@@ -34,25 +41,43 @@ def cpu_flags(cpuinfo: str | None = None) -> list[str]:
     return []
 
 
-def isa_verdict(isa: str | None, bits: int, flags: list[str], capability: str | None,
-                compiler_cause: Cause | None) -> Result:
+def isa_verdict(
+    isa: str | None, bits: int, flags: list[str], capability: str | None, compiler_cause: Cause | None
+) -> Result:
     """Pure: `isa` is the picked ISA's class name (None: Inductor found none)."""
-    measured: dict[str, Any] = {"isa": isa, "bit_width": bits, "cpu_flags": flags, "ATEN_CPU_CAPABILITY": capability}
+    measured: dict[str, Any] = {
+        "isa": isa,
+        "bit_width": bits,
+        "cpu_flags": flags,
+        "ATEN_CPU_CAPABILITY": capability,
+    }
     if isa:
         return passed(f"Inductor vectorizes CPU kernels with {isa} ({bits}-bit)", measured=measured)
     if (capability or "").lower() == "default":
-        return warned("Inductor found no vector ISA: ATEN_CPU_CAPABILITY=default turns vectorization off, so every "
-                      "compiled CPU kernel is scalar (several times slower)",
-                      "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)", fault_class=FaultClass.CONFIG,
-                      code=ISA_DISABLED, measured=measured)
+        return warned(
+            "Inductor found no vector ISA: ATEN_CPU_CAPABILITY=default turns vectorization off, so every "
+            "compiled CPU kernel is scalar (several times slower)",
+            "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)",
+            fault_class=FaultClass.CONFIG,
+            code=ISA_DISABLED,
+            measured=measured,
+        )
     if compiler_cause is not None:  # each ISA is proven by compiling a probe: no compiler, no ISA
-        return failed(f"Inductor found no vector ISA because its probes cannot compile: {compiler_cause.summary}",
-                      compiler_cause.fix, fault_class=compiler_cause.fault_class,
-                      code=compiler_cause.code or NO_VEC_ISA, measured=measured)
-    return warned(f"Inductor found no vector ISA this CPU supports (CPU flags: {', '.join(flags) or 'none of '}"
-                  f"{'' if flags else ', '.join(VECTOR_FLAGS)}): compiled CPU kernels are scalar",
-                  "expected on CPUs without AVX2/AVX-512/NEON; GPU kernels are not affected", fault_class=FaultClass.NODE,
-                  code=NO_VEC_ISA, measured=measured)
+        return failed(
+            f"Inductor found no vector ISA because its probes cannot compile: {compiler_cause.summary}",
+            compiler_cause.fix,
+            fault_class=compiler_cause.fault_class,
+            code=compiler_cause.code or NO_VEC_ISA,
+            measured=measured,
+        )
+    return warned(
+        f"Inductor found no vector ISA this CPU supports (CPU flags: {', '.join(flags) or 'none of '}"
+        f"{'' if flags else ', '.join(VECTOR_FLAGS)}): compiled CPU kernels are scalar",
+        "expected on CPUs without AVX2/AVX-512/NEON; GPU kernels are not affected",
+        fault_class=FaultClass.NODE,
+        code=NO_VEC_ISA,
+        measured=measured,
+    )
 
 
 def pick() -> tuple[str | None, int]:

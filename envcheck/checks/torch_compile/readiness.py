@@ -22,22 +22,35 @@ TOOLCHAIN = "compile.toolchain"
 
 
 def _no_triton() -> Cause:
-    return Cause("triton is not installed: torch.compile on a GPU generates Triton kernels",
-                 "pip install --force-reinstall torch==<your version> (its wheel pins the triton it was built "
-                 "with); do not install triton separately", fault_class=FaultClass.IMAGE, code=NO_TRITON)
+    return Cause(
+        "triton is not installed: torch.compile on a GPU generates Triton kernels",
+        "pip install --force-reinstall torch==<your version> (its wheel pins the triton it was built "
+        "with); do not install triton separately",
+        fault_class=FaultClass.IMAGE,
+        code=NO_TRITON,
+    )
 
 
 def toolchain_verdict(cause: Cause | None, ev_summary: str, isa_env: str | None) -> Result:
     """Pure: the first blocking cause (FAIL, its class and code), else a warning for ATEN_CPU_CAPABILITY=default
     (Inductor then emits scalar CPU code), else PASS."""
     if cause is not None:
-        return failed(f"torch.compile cannot work here: {cause.summary}", cause.fix, fault_class=cause.fault_class,
-                      code=cause.code or TOOLCHAIN, details=ev_summary)
+        return failed(
+            f"torch.compile cannot work here: {cause.summary}",
+            cause.fix,
+            fault_class=cause.fault_class,
+            code=cause.code or TOOLCHAIN,
+            details=ev_summary,
+        )
     if (isa_env or "").lower() == "default":
-        return warned("torch.compile can work, but ATEN_CPU_CAPABILITY=default makes Inductor emit scalar CPU code "
-                      "(no AVX2/AVX-512 vectorization): compiled CPU kernels run several times slower",
-                      "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)", fault_class=FaultClass.CONFIG,
-                      code=ISA_DISABLED, details=ev_summary)
+        return warned(
+            "torch.compile can work, but ATEN_CPU_CAPABILITY=default makes Inductor emit scalar CPU code "
+            "(no AVX2/AVX-512 vectorization): compiled CPU kernels run several times slower",
+            "unset ATEN_CPU_CAPABILITY (or set it to avx2 / avx512)",
+            fault_class=FaultClass.CONFIG,
+            code=ISA_DISABLED,
+            details=ev_summary,
+        )
     return passed(f"torch.compile can work here: {ev_summary} (nothing compiled: --level full compiles)")
 
 
@@ -50,13 +63,23 @@ def compile_toolchain(ctx: Context) -> Result:
     cause = preflight_cause(ev)
     if cause is None and gpus and importlib.util.find_spec("triton") is None:
         cause = _no_triton()
-    parts = [f"{ev.cxx.found} answers" if ev.cxx and ev.cxx.found else "no C++ compiler",
-             "Python.h present" if not ev.headers_missing else "no Python.h",
-             "temp dir and Inductor cache writable and exec" if not any(d.problems for d in ev.dirs)
-             else "; ".join(p for d in ev.dirs for p in d.problems)]
+    parts = [
+        f"{ev.cxx.found} answers" if ev.cxx and ev.cxx.found else "no C++ compiler",
+        "Python.h present" if not ev.headers_missing else "no Python.h",
+        "temp dir and Inductor cache writable and exec"
+        if not any(d.problems for d in ev.dirs)
+        else "; ".join(p for d in ev.dirs for p in d.problems),
+    ]
     if gpus:
-        parts.append(f"{gpus} GPU(s): triton, ptxas, libcuda {'found' if ev.libcuda_found or ev.libcuda_env else 'missing'}")
+        parts.append(
+            f"{gpus} GPU(s): triton, ptxas, libcuda {'found' if ev.libcuda_found or ev.libcuda_env else 'missing'}"
+        )
     result = toolchain_verdict(cause, ", ".join(parts), os.environ.get("ATEN_CPU_CAPABILITY"))
-    measured = {"cxx": ev.cxx.found if ev.cxx else None, "cxx_version": ev.cxx.version if ev.cxx else None,
-                "dirs": {d.role: d.path for d in ev.dirs}, "python_headers": not ev.headers_missing, "gpus": gpus}
+    measured = {
+        "cxx": ev.cxx.found if ev.cxx else None,
+        "cxx_version": ev.cxx.version if ev.cxx else None,
+        "dirs": {d.role: d.path for d in ev.dirs},
+        "python_headers": not ev.headers_missing,
+        "gpus": gpus,
+    }
     return replace(result, measured=measured)

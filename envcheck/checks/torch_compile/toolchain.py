@@ -153,10 +153,16 @@ def python_headers() -> str | None:
 def libcuda_paths() -> tuple[str | None, list[str]]:
     """TRITON_LIBCUDA_PATH, and where Triton would find libcuda.so.1: `ldconfig -p`, else LD_LIBRARY_PATH."""
     listing = _run(["/sbin/ldconfig", "-p"]) or _run(["ldconfig", "-p"]) or ""
-    found = sorted({line.rsplit("=>", 1)[-1].strip() for line in listing.splitlines() if "libcuda.so.1" in line})
+    found = sorted(
+        {line.rsplit("=>", 1)[-1].strip() for line in listing.splitlines() if "libcuda.so.1" in line}
+    )
     if not found:  # triton/backends/nvidia/driver.py: libcuda_dirs() falls back to LD_LIBRARY_PATH
         dirs = (os.environ.get("LD_LIBRARY_PATH") or "").split(":")
-        found = [os.path.join(d, "libcuda.so.1") for d in dirs if d and os.path.exists(os.path.join(d, "libcuda.so.1"))]
+        found = [
+            os.path.join(d, "libcuda.so.1")
+            for d in dirs
+            if d and os.path.exists(os.path.join(d, "libcuda.so.1"))
+        ]
     return os.environ.get("TRITON_LIBCUDA_PATH"), found
 
 

@@ -48,7 +48,10 @@ def step_comparisons(device: str, backend: str, opt_name: str) -> list[Compariso
     for t in range(STEPS):
         sync(eager, opt_e, twin, opt_c)
         gen = torch.Generator().manual_seed(10 + t)
-        x, y = torch.randn(BATCH, 8, generator=gen).to(device), torch.randint(0, CLASSES, (BATCH,), generator=gen)
+        x, y = (
+            torch.randn(BATCH, 8, generator=gen).to(device),
+            torch.randint(0, CLASSES, (BATCH,), generator=gen),
+        )
         y = y.to(device)
         opt_e.zero_grad(set_to_none=True)
         opt_c.zero_grad(set_to_none=True)
@@ -56,23 +59,57 @@ def step_comparisons(device: str, backend: str, opt_name: str) -> list[Compariso
         loss_e.backward()
         loss_c = model_c(x, y)
         loss_c.backward()
-        comps.append(compare(loss_c.detach().reshape(1), loss_e.detach().reshape(1), op=f"{label} step {t} loss",
-                             device=device, dtype="float32", atol=2 * depth * u * (1 + float(loss_e.detach().abs())),
-                             rtol=0.0))
+        comps.append(
+            compare(
+                loss_c.detach().reshape(1),
+                loss_e.detach().reshape(1),
+                op=f"{label} step {t} loss",
+                device=device,
+                dtype="float32",
+                atol=2 * depth * u * (1 + float(loss_e.detach().abs())),
+                rtol=0.0,
+            )
+        )
         for (name, p_e), p_c in zip(eager.named_parameters(), twin.parameters(), strict=True):
-            comps.append(compare(p_c.grad, p_e.grad, op=f"{label} step {t} grad {name}", device=device,
-                                 dtype="float32", atol=2 * depth * u * (1 + float(p_e.grad.abs().max())), rtol=0.0))
+            comps.append(
+                compare(
+                    p_c.grad,
+                    p_e.grad,
+                    op=f"{label} step {t} grad {name}",
+                    device=device,
+                    dtype="float32",
+                    atol=2 * depth * u * (1 + float(p_e.grad.abs().max())),
+                    rtol=0.0,
+                )
+            )
             p_c.grad = p_e.grad.clone()  # the optimizer step is compared on identical gradients
         for (name, b_e), b_c in zip(eager.named_buffers(), twin.buffers(), strict=True):
             if b_e.is_floating_point():
-                comps.append(compare(b_c, b_e, op=f"{label} step {t} buffer {name}", device=device, dtype="float32",
-                                     atol=2 * depth * u * (1 + float(b_e.abs().max())), rtol=0.0))
+                comps.append(
+                    compare(
+                        b_c,
+                        b_e,
+                        op=f"{label} step {t} buffer {name}",
+                        device=device,
+                        dtype="float32",
+                        atol=2 * depth * u * (1 + float(b_e.abs().max())),
+                        rtol=0.0,
+                    )
+                )
         opt_e.step()
         step_c()
         for (name, p_e), p_c in zip(eager.named_parameters(), twin.parameters(), strict=True):
-            comps.append(compare(p_c, p_e, op=f"{label} step {t} parameter {name} after optimizer step",
-                                 device=device, dtype="float32", atol=2 * N_OPS * u * (1 + float(p_e.detach().abs().max())),
-                                 rtol=0.0))
+            comps.append(
+                compare(
+                    p_c,
+                    p_e,
+                    op=f"{label} step {t} parameter {name} after optimizer step",
+                    device=device,
+                    dtype="float32",
+                    atol=2 * N_OPS * u * (1 + float(p_e.detach().abs().max())),
+                    rtol=0.0,
+                )
+            )
     return comps
 
 
@@ -89,13 +126,21 @@ def compile_train_step(ctx: Context) -> Result:
             try:
                 comparisons += step_comparisons(device, backend, opt_name)
             except Exception as exc:  # a compile that fails is compile.inductor's finding; here, say where
-                problems.append(f"compiled step ({backend}, {opt_name}) on {device} did not run: "
-                                f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-    return comparisons_result("compiled training step vs eager", comparisons, problems=problems,
-                              tolerances={"forward/backward": f"2·({LAYERS}·(batch+width)+16)·u·(1+|ref|)",
-                                          "optimizer": f"2·{N_OPS}·u·(1+|p|)"},
-                              extra={"backends": list(BACKENDS), "optimizers": list(OPTIMIZERS)},
-                              remediation="torch.compile computes a different training step than eager here "
-                                          "(a decomposition or codegen bug of this torch); train with "
-                                          "backend='aot_eager' or eager until fixed, and report it with "
-                                          "TORCH_COMPILE_DEBUG=1")
+                problems.append(
+                    f"compiled step ({backend}, {opt_name}) on {device} did not run: "
+                    f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                )
+    return comparisons_result(
+        "compiled training step vs eager",
+        comparisons,
+        problems=problems,
+        tolerances={
+            "forward/backward": f"2·({LAYERS}·(batch+width)+16)·u·(1+|ref|)",
+            "optimizer": f"2·{N_OPS}·u·(1+|p|)",
+        },
+        extra={"backends": list(BACKENDS), "optimizers": list(OPTIMIZERS)},
+        remediation="torch.compile computes a different training step than eager here "
+        "(a decomposition or codegen bug of this torch); train with "
+        "backend='aot_eager' or eager until fixed, and report it with "
+        "TORCH_COMPILE_DEBUG=1",
+    )

@@ -39,11 +39,16 @@ def render(groups: Sequence[GroupResult], rule: Rule, reports: int) -> str:
     """The TOML text of the baselines of `groups`."""
     from envcheck import __version__
 
-    lines = [f"# envcheck fleet baseline (envcheck {__version__}): the median and MAD of each metric, per group,",
-             f"# learned from {reports} node report(s). Keep it beside a profile or paste it into one;",
-             "# `envcheck fleet --baseline THIS_FILE REPORTS...` judges new reports against it.",
-             "[baseline]", f"rule = {_quote(rule.describe())}", f"margin_pct = {rule.margin_pct!r}",
-             f"z_max = {rule.z_max!r}", ""]
+    lines = [
+        f"# envcheck fleet baseline (envcheck {__version__}): the median and MAD of each metric, per group,",
+        f"# learned from {reports} node report(s). Keep it beside a profile or paste it into one;",
+        "# `envcheck fleet --baseline THIS_FILE REPORTS...` judges new reports against it.",
+        "[baseline]",
+        f"rule = {_quote(rule.describe())}",
+        f"margin_pct = {rule.margin_pct!r}",
+        f"z_max = {rule.z_max!r}",
+        "",
+    ]
     for g in groups:
         lines += [f"[baseline.groups.{_quote(g.group)}]", f"nodes = {len(g.nodes)}", ""]
         names = [b.metric for b in g.baselines.values()]
@@ -72,8 +77,10 @@ def parse(text: str, where: str) -> Stored:
         raise FleetInputError(f"{where}: not valid TOML ({exc})") from None
     groups = data.get("baseline", {}).get("groups") if isinstance(data.get("baseline"), dict) else None
     if not isinstance(groups, dict) or not groups:
-        raise FleetInputError(f"{where}: no [baseline.groups] table; write one with `envcheck fleet REPORTS "
-                              "--write-baseline FILE`")
+        raise FleetInputError(
+            f"{where}: no [baseline.groups] table; write one with `envcheck fleet REPORTS "
+            "--write-baseline FILE`"
+        )
     stored: Stored = {}
     for group, table in groups.items():
         metrics = table.get("metrics") if isinstance(table, dict) else None
@@ -86,9 +93,16 @@ def parse(text: str, where: str) -> Stored:
             better = _field(m, "better", str, at)
             if better not in ("higher", "lower"):
                 raise FleetInputError(f"{at}: better must be higher or lower, got {better!r}")
-            base = Baseline(_field(m, "metric", str, at), _field(m, "scope", str, at), _field(m, "unit", str, at),
-                            better, _field(m, "median", float, at), _field(m, "mad", float, at),
-                            _field(m, "values", int, at), _field(m, "nodes", int, at))
+            base = Baseline(
+                _field(m, "metric", str, at),
+                _field(m, "scope", str, at),
+                _field(m, "unit", str, at),
+                better,
+                _field(m, "median", float, at),
+                _field(m, "mad", float, at),
+                _field(m, "values", int, at),
+                _field(m, "nodes", int, at),
+            )
             if not (math.isfinite(base.median) and math.isfinite(base.mad)) or base.mad < 0:
                 raise FleetInputError(f"{at}: median and mad must be finite numbers, mad >= 0")
             stored.setdefault(group, {})[(base.metric, base.scope)] = base

@@ -20,35 +20,50 @@ def violation_line(v: dict[str, Any]) -> str:
     """'GPU 3 matmul.bfloat16 612 TFLOP/s: 22.5% below the median 790 (z 9.1) [fleet.matmul_slow]'."""
     where = {"gpu": f"GPU {v['subject']} ", "pair": f"GPU pair {v['subject']} "}.get(v["scope"], "")
     side = "below" if v["value"] < v["median"] else "above"
-    return (f"{one_line(where)}{one_line(v['metric'])} {_fmt(v['value'])} {one_line(v['unit'])}: {v['worse_pct']:g}% "
-            f"worse, {side} the median {_fmt(v['median'])} (z {_fmt(v['z'])}) [{v['code']}]")
+    return (
+        f"{one_line(where)}{one_line(v['metric'])} {_fmt(v['value'])} {one_line(v['unit'])}: {v['worse_pct']:g}% "
+        f"worse, {side} the median {_fmt(v['median'])} (z {_fmt(v['z'])}) [{v['code']}]"
+    )
 
 
 def render_text(doc: dict[str, Any]) -> list[str]:
     """The lines `envcheck fleet` prints."""
     read = doc["read"]
-    lines = [f"envcheck fleet: read {read['reports']} report(s) from {read['sources']} source(s), "
-             f"{len(read['skipped'])} skipped, {len(read['duplicates'])} duplicate(s); {read['nodes']} node(s) in "
-             f"{len(doc['groups'])} group(s)"]
+    lines = [
+        f"envcheck fleet: read {read['reports']} report(s) from {read['sources']} source(s), "
+        f"{len(read['skipped'])} skipped, {len(read['duplicates'])} duplicate(s); {read['nodes']} node(s) in "
+        f"{len(doc['groups'])} group(s)"
+    ]
     lines += [f"  skipped {one_line(s['source'])}: {one_line(s['why'])}" for s in read["skipped"]]
     lines += [f"  duplicate {one_line(d)}" for d in read["duplicates"]]
     lines.append(f"rule: {doc['rule']['text']}; baseline {one_line(doc['rule']['baseline'])}")
     for g in doc["groups"]:
-        lines.append(f"group {one_line(g['group'])}: {g['nodes']} node(s), {len(g['outlier_nodes'])} outlier(s)")
+        lines.append(
+            f"group {one_line(g['group'])}: {g['nodes']} node(s), {len(g['outlier_nodes'])} outlier(s)"
+        )
         if g["baselines"]:
-            lines.append(f"  {'metric':<28} {'scope':<5} {'median':>10} {'MAD':>9} {'limit':>10} {'unit':<8} {'n':>6}")
+            lines.append(
+                f"  {'metric':<28} {'scope':<5} {'median':>10} {'MAD':>9} {'limit':>10} {'unit':<8} {'n':>6}"
+            )
         for b in g["baselines"]:
-            lines.append(f"  {one_line(b['metric'])[:28]:<28} {b['scope']:<5} {_fmt(b['median']):>10} "
-                         f"{_fmt(b['mad']):>9} {_fmt(b['limit']):>10} {one_line(b['unit'])[:8]:<8} {b['values']:>6}")
+            lines.append(
+                f"  {one_line(b['metric'])[:28]:<28} {b['scope']:<5} {_fmt(b['median']):>10} "
+                f"{_fmt(b['mad']):>9} {_fmt(b['limit']):>10} {one_line(b['unit'])[:8]:<8} {b['values']:>6}"
+            )
         for metric, count in g["too_few_nodes"].items():
-            lines.append(f"  {one_line(metric)}: not judged, {count} node(s) (needs {doc['rule']['min_nodes']})")
+            lines.append(
+                f"  {one_line(metric)}: not judged, {count} node(s) (needs {doc['rule']['min_nodes']})"
+            )
     outliers = doc["outlier_nodes"]
     lines.append(f"outlier nodes: {len(outliers)} of {read['nodes']}")
     for o in outliers:
         vs = o["violations"]
         more = f" (+{len(vs) - MAX_VIOLATIONS_SHOWN} more)" if len(vs) > MAX_VIOLATIONS_SHOWN else ""
-        lines.append(f"  {one_line(o['node'])} ({one_line(o['group'])}): "
-                     + "; ".join(violation_line(v) for v in vs[:MAX_VIOLATIONS_SHOWN]) + more)
+        lines.append(
+            f"  {one_line(o['node'])} ({one_line(o['group'])}): "
+            + "; ".join(violation_line(v) for v in vs[:MAX_VIOLATIONS_SHOWN])
+            + more
+        )
     lines.append("nodes per finding code:" if doc["codes"] else "nodes per finding code: none")
     lines += [f"  {one_line(code):<32} {count}" for code, count in doc["codes"].items()]
     return lines

@@ -28,9 +28,17 @@ DEFAULT_MIN_NODES = 3
 
 # Finding codes of the fleet verdict by the metric's family (its name's first part); any other metric:
 # fleet.worse_than_baseline.
-FAMILY_CODES = {"matmul": "fleet.matmul_slow", "cpu_matmul": "fleet.matmul_slow", "hbm": "fleet.hbm_slow",
-                "memory": "fleet.memory_slow", "cpu_memory": "fleet.memory_slow", "h2d": "fleet.h2d_slow",
-                "d2h": "fleet.d2h_slow", "peer": "fleet.peer_slow", "dist": "fleet.busbw_slow"}
+FAMILY_CODES = {
+    "matmul": "fleet.matmul_slow",
+    "cpu_matmul": "fleet.matmul_slow",
+    "hbm": "fleet.hbm_slow",
+    "memory": "fleet.memory_slow",
+    "cpu_memory": "fleet.memory_slow",
+    "h2d": "fleet.h2d_slow",
+    "d2h": "fleet.d2h_slow",
+    "peer": "fleet.peer_slow",
+    "dist": "fleet.busbw_slow",
+}
 OTHER_CODE = "fleet.worse_than_baseline"
 CODES = (*dict.fromkeys(FAMILY_CODES.values()), OTHER_CODE)
 
@@ -50,8 +58,10 @@ class Rule:
 
     def describe(self) -> str:
         """The rule in words, for every output."""
-        return (f"worse than the median by more than {self.margin_pct:g}% and by a modified z-score above "
-                f"{self.z_max:g} (0.6745 x deviation / MAD); a metric needs {self.min_nodes}+ nodes")
+        return (
+            f"worse than the median by more than {self.margin_pct:g}% and by a modified z-score above "
+            f"{self.z_max:g} (0.6745 x deviation / MAD); a metric needs {self.min_nodes}+ nodes"
+        )
 
 
 @dataclass(frozen=True)
@@ -75,10 +85,18 @@ class Baseline:
 
     def to_dict(self, rule: Rule) -> dict[str, Any]:
         """JSON and TOML form: the center, the spread (MAD and its sigma-equivalent) and the outlier limit."""
-        return {"metric": self.metric, "scope": self.scope, "unit": self.unit, "better": self.better,
-                "median": round(self.median, 6), "mad": round(self.mad, 6),
-                "sigma": round(self.mad / Z_CONSISTENCY, 6), "values": self.values, "nodes": self.nodes,
-                "limit": round(self.limit(rule), 6)}
+        return {
+            "metric": self.metric,
+            "scope": self.scope,
+            "unit": self.unit,
+            "better": self.better,
+            "median": round(self.median, 6),
+            "mad": round(self.mad, 6),
+            "sigma": round(self.mad / Z_CONSISTENCY, 6),
+            "values": self.values,
+            "nodes": self.nodes,
+            "limit": round(self.limit(rule), 6),
+        }
 
 
 @dataclass(frozen=True)
@@ -119,7 +137,9 @@ def learn(metric: str, scope: str, samples: Sequence[tuple[str, Metric]]) -> Bas
     median = statistics.median(values)
     mad = statistics.median(abs(v - median) for v in values)
     first = samples[0][1]
-    return Baseline(metric, scope, first.unit, first.better, median, mad, len(values), len({n for n, _ in samples}))
+    return Baseline(
+        metric, scope, first.unit, first.better, median, mad, len(values), len({n for n, _ in samples})
+    )
 
 
 def deviation(value: float, base: Baseline) -> tuple[float, float]:
@@ -134,8 +154,19 @@ def judge_value(node: str, group: str, m: Metric, base: Baseline, rule: Rule) ->
     """The violation of one value under `rule`, or None."""
     pct, z = deviation(m.value, base)
     if pct > rule.margin_pct and z > rule.z_max:
-        return Violation(node, group, m.name, m.scope, m.subject, m.value, base.median, m.unit,
-                         round(pct, 2), round(z, 2) if math.isfinite(z) else z, code_of(m.name))
+        return Violation(
+            node,
+            group,
+            m.name,
+            m.scope,
+            m.subject,
+            m.value,
+            base.median,
+            m.unit,
+            round(pct, 2),
+            round(z, 2) if math.isfinite(z) else z,
+            code_of(m.name),
+        )
     return None
 
 
@@ -147,8 +178,12 @@ def _samples(nodes: Iterable[FleetNode]) -> dict[tuple[str, str], list[tuple[str
     return out
 
 
-def judge_group(group: str, nodes: Sequence[FleetNode], rule: Rule,
-                given: Mapping[tuple[str, str], Baseline] | None = None) -> GroupResult:
+def judge_group(
+    group: str,
+    nodes: Sequence[FleetNode],
+    rule: Rule,
+    given: Mapping[tuple[str, str], Baseline] | None = None,
+) -> GroupResult:
     """Learn each metric's baseline from `nodes` (or take `given`, a stored baseline) and find the violations."""
     result = GroupResult(group, [n.node for n in nodes])
     for key, samples in sorted(_samples(nodes).items()):

@@ -16,7 +16,11 @@ from typing import Any
 
 from envcheck.core.result import Status
 
-SCOPES = {"gpu": "gpu", "device": "gpu", "pair": "pair"}  # a CPU "device" of the relative verdict counts as a GPU
+SCOPES = {
+    "gpu": "gpu",
+    "device": "gpu",
+    "pair": "pair",
+}  # a CPU "device" of the relative verdict counts as a GPU
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,9 @@ def _run_node(doc: Mapping[str, Any], source: str) -> FleetNode:
     results = [r for r in doc.get("results") or [] if isinstance(r, dict)]
     facts = _dict(doc.get("facts"))
     gpu = _dict(facts.get("gpu"))
-    names = [_text(g.get("name")) for g in gpu.get("gpus") or [] if isinstance(g, dict) and _text(g.get("name"))]
+    names = [
+        _text(g.get("name")) for g in gpu.get("gpus") or [] if isinstance(g, dict) and _text(g.get("name"))
+    ]
     metrics: list[Metric] = []
     host = ""
     codes: list[str] = []
@@ -99,15 +105,24 @@ def _run_node(doc: Mapping[str, Any], source: str) -> FleetNode:
         if not names and isinstance(measured.get("gpu_names"), list):
             names = [_text(n) for n in measured["gpu_names"] if _text(n)]
         peak = _number(measured.get("peak_busbw_gbps"))
-        if r.get("name") == "dist.busbw" and r.get("status") in (Status.PASS, Status.WARN, Status.FAIL) and peak and \
-                (_number(measured.get("world_size")) or 0) > 1:
+        if (
+            r.get("name") == "dist.busbw"
+            and r.get("status") in (Status.PASS, Status.WARN, Status.FAIL)
+            and peak
+            and (_number(measured.get("world_size")) or 0) > 1
+        ):
             metrics.append(Metric("dist.busbw.peak", "node", "", peak, "GB/s", "higher"))
         if r.get("status") in (Status.WARN, Status.FAIL, Status.ERROR):
             found: list[Any] = measured["codes"] if isinstance(measured.get("codes"), list) else []
             codes += [_text(c) for c in [r.get("code"), *found] if _text(c)]
     platform = _dict(facts.get("platform"))
-    return FleetNode(host or Path(source).stem, _group(names, platform.get("cpu_count")), source, tuple(metrics),
-                     tuple(dict.fromkeys(codes)))
+    return FleetNode(
+        host or Path(source).stem,
+        _group(names, platform.get("cpu_count")),
+        source,
+        tuple(metrics),
+        tuple(dict.fromkeys(codes)),
+    )
 
 
 def _bench_node(doc: Mapping[str, Any], source: str) -> FleetNode:
@@ -115,11 +130,22 @@ def _bench_node(doc: Mapping[str, Any], source: str) -> FleetNode:
     count = int(_number(device.get("gpus")) or 0) if device.get("cuda") else 0
     names = [_text(device.get("name"))] * count if _text(device.get("name")) else []
     units = [u for u in doc.get("units") or [] if isinstance(u, dict)]
-    codes = [_text(u.get("code")) for u in units if u.get("status") in (Status.WARN, Status.FAIL, Status.ERROR) and _text(u.get("code"))]
-    host = _text(device.get("host")) or next((_text(_dict(u.get("measured")).get("host")) for u in units
-                                              if _dict(u.get("measured")).get("host")), "")
-    return FleetNode(host or Path(source).stem, _group(names, device.get("cpu_count")), source,
-                     tuple(figure_metrics(doc.get("figures"))), tuple(dict.fromkeys(codes)))
+    codes = [
+        _text(u.get("code"))
+        for u in units
+        if u.get("status") in (Status.WARN, Status.FAIL, Status.ERROR) and _text(u.get("code"))
+    ]
+    host = _text(device.get("host")) or next(
+        (_text(_dict(u.get("measured")).get("host")) for u in units if _dict(u.get("measured")).get("host")),
+        "",
+    )
+    return FleetNode(
+        host or Path(source).stem,
+        _group(names, device.get("cpu_count")),
+        source,
+        tuple(figure_metrics(doc.get("figures"))),
+        tuple(dict.fromkeys(codes)),
+    )
 
 
 def to_node(doc: Any, source: str) -> FleetNode:
@@ -130,5 +156,7 @@ def to_node(doc: Any, source: str) -> FleetNode:
         return _bench_node(doc, source)
     if isinstance(doc.get("results"), list) and "schema_version" in doc:
         return _run_node(doc, source)
-    raise NotAReport("not an envcheck report (no results and no bench figures); give `envcheck run --json` or "
-                     "`envcheck bench --json` output")
+    raise NotAReport(
+        "not an envcheck report (no results and no bench figures); give `envcheck run --json` or "
+        "`envcheck bench --json` output"
+    )

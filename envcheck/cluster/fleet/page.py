@@ -60,37 +60,50 @@ def plot(base: Baseline, points: Sequence[tuple[str, float]], bad: set[str], lim
     scope = {"gpu": " (worst GPU per node)", "pair": " (worst pair per node)"}.get(base.scope, "")
     title = f"{base.metric} ({base.unit}){scope}"
     figures = f"median {_fmt(base.median)}, MAD {_fmt(base.mad)}, limit {_fmt(limit)}, {base.nodes} nodes"
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img">',
-             f"<title>{_e(title)}: {_e(figures)}</title>",
-             f'<text x="{LEFT}" y="14" font-weight="bold">{_e(title)}</text>',
-             f'<text x="{LEFT}" y="29">{_e(figures)}</text>',
-             f'<rect x="{LEFT}" y="{band_top:.1f}" width="{W - LEFT - RIGHT}" height="{band_bottom - band_top:.1f}" '
-             'fill="#cfe8cf" opacity="0.7"/>',
-             f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(base.median):.1f}" y2="{y(base.median):.1f}" '
-             'stroke="#2a7" stroke-width="1.5"/>',
-             f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{H - BOTTOM}" stroke="#999"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img">',
+        f"<title>{_e(title)}: {_e(figures)}</title>",
+        f'<text x="{LEFT}" y="14" font-weight="bold">{_e(title)}</text>',
+        f'<text x="{LEFT}" y="29">{_e(figures)}</text>',
+        f'<rect x="{LEFT}" y="{band_top:.1f}" width="{W - LEFT - RIGHT}" height="{band_bottom - band_top:.1f}" '
+        'fill="#cfe8cf" opacity="0.7"/>',
+        f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(base.median):.1f}" y2="{y(base.median):.1f}" '
+        'stroke="#2a7" stroke-width="1.5"/>',
+        f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{H - BOTTOM}" stroke="#999"/>',
+    ]
     for v in (high - pad, base.median, low + pad):
         parts.append(f'<text x="{LEFT - 4}" y="{y(v) + 4:.1f}" text-anchor="end">{_e(_fmt(v))}</text>')
-    parts.append(f'<text x="{(W + LEFT) / 2:.0f}" y="{H - 8}" text-anchor="middle">{len(points)} nodes, by name</text>')
+    parts.append(
+        f'<text x="{(W + LEFT) / 2:.0f}" y="{H - 8}" text-anchor="middle">{len(points)} nodes, by name</text>'
+    )
     for i, (node, v) in enumerate(points):
         colour, r = ("#c00", 3.5) if node in bad else ("#36c", 2.2)
-        parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="{r}" fill="{colour}">'
-                     f"<title>{_e(node)}: {_e(_fmt(v))} {_e(base.unit)}</title></circle>")
+        parts.append(
+            f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="{r}" fill="{colour}">'
+            f"<title>{_e(node)}: {_e(_fmt(v))} {_e(base.unit)}</title></circle>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _group_section(g: GroupResult, nodes: Sequence[FleetNode], survey: Survey) -> list[str]:
     members = [n for n in nodes if n.group == g.group]
-    out = [f"<h2>{_e(g.group)}: {len(g.nodes)} nodes, {len({v.node for v in g.violations})} outliers</h2>",
-           '<div class="plots">']
+    out = [
+        f"<h2>{_e(g.group)}: {len(g.nodes)} nodes, {len({v.node for v in g.violations})} outliers</h2>",
+        '<div class="plots">',
+    ]
     for base in g.baselines.values():
         bad = {v.node for v in g.violations if (v.metric, v.scope) == (base.metric, base.scope)}
-        out.append(f'<div class="plot">{plot(base, node_points(members, base), bad, base.limit(survey.rule))}</div>')
+        out.append(
+            f'<div class="plot">{plot(base, node_points(members, base), bad, base.limit(survey.rule))}</div>'
+        )
     out.append("</div>")
     if g.too_few:
-        out.append('<p class="note">Not judged (too few nodes): '
-                   + ", ".join(f"{_e(m)} ({n})" for m, n in g.too_few.items()) + "</p>")
+        out.append(
+            '<p class="note">Not judged (too few nodes): '
+            + ", ".join(f"{_e(m)} ({n})" for m, n in g.too_few.items())
+            + "</p>"
+        )
     return out
 
 
@@ -98,27 +111,36 @@ def render_html(survey: Survey) -> str:
     """The whole page."""
     doc = to_dict(survey)
     read = doc["read"]
-    body = [f"<h1>envcheck fleet: {read['nodes']} nodes, {len(doc['outlier_nodes'])} outliers</h1>",
-            f"<p>Read {read['reports']} reports from {read['sources']} sources; {len(read['skipped'])} skipped, "
-            f"{len(read['duplicates'])} duplicates. Rule: {_e(doc['rule']['text'])}. Baseline: "
-            f"{_e(doc['rule']['baseline'])}.</p>",
-            '<p class="note">Each plot: one point per node (for a GPU or pair metric, its worst GPU or pair), in name '
-            "order; the green line is the median, the band runs from the outlier limit to its mirror above the median; "
-            "red points are outliers (hover for the node).</p>"]
+    body = [
+        f"<h1>envcheck fleet: {read['nodes']} nodes, {len(doc['outlier_nodes'])} outliers</h1>",
+        f"<p>Read {read['reports']} reports from {read['sources']} sources; {len(read['skipped'])} skipped, "
+        f"{len(read['duplicates'])} duplicates. Rule: {_e(doc['rule']['text'])}. Baseline: "
+        f"{_e(doc['rule']['baseline'])}.</p>",
+        '<p class="note">Each plot: one point per node (for a GPU or pair metric, its worst GPU or pair), in name '
+        "order; the green line is the median, the band runs from the outlier limit to its mirror above the median; "
+        "red points are outliers (hover for the node).</p>",
+    ]
     if read["skipped"]:
-        body.append("<ul>" + "".join(f"<li>skipped {_e(s['source'])}: {_e(s['why'])}</li>" for s in read["skipped"])
-                    + "</ul>")
+        body.append(
+            "<ul>"
+            + "".join(f"<li>skipped {_e(s['source'])}: {_e(s['why'])}</li>" for s in read["skipped"])
+            + "</ul>"
+        )
     for g in survey.groups:
         body += _group_section(g, survey.nodes, survey)
     body.append("<h2>Outlier nodes</h2><table><tr><th>node</th><th>group</th><th>violations</th></tr>")
     for o in doc["outlier_nodes"]:
-        body.append(f'<tr><td class="bad">{_e(o["node"])}</td><td>{_e(o["group"])}</td><td>'
-                    + "<br>".join(_e(violation_line(v)) for v in o["violations"]) + "</td></tr>")
+        body.append(
+            f'<tr><td class="bad">{_e(o["node"])}</td><td>{_e(o["group"])}</td><td>'
+            + "<br>".join(_e(violation_line(v)) for v in o["violations"])
+            + "</td></tr>"
+        )
     body.append("</table><h2>Nodes per finding code</h2><table><tr><th>code</th><th>nodes</th></tr>")
     body += [f"<tr><td>{_e(c)}</td><td>{n}</td></tr>" for c, n in doc["codes"].items()]
     body.append("</table>")
-    head = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>envcheck fleet</title>'
-            f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'">'
-            f"<style>{STYLE}</style></head><body>")
+    head = (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>envcheck fleet</title>'
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        f"<style>{STYLE}</style></head><body>"
+    )
     return head + "\n".join(body) + "</body></html>\n"
-

@@ -34,7 +34,9 @@ def _files(path: str) -> Iterator[str]:
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise FleetInputError(f"{path}: {exc.strerror}; give report files, folders of them, or - for stdin") from None
+        raise FleetInputError(
+            f"{path}: {exc.strerror}; give report files, folders of them, or - for stdin"
+        ) from None
     if stat.S_ISDIR(st.st_mode):
         found = sorted(str(p) for p in Path(path).iterdir() if p.suffix == ".json")
         if not found:
@@ -54,7 +56,10 @@ def _read_file(path: str) -> tuple[bytes | None, str]:
         if not stat.S_ISREG(st.st_mode):
             return None, "not a regular file (a FIFO or device is never read: it can block)"
         if st.st_size > MAX_BYTES:
-            return None, f"{st.st_size / 2**20:.0f} MiB: larger than {MAX_BYTES >> 20} MiB, not an envcheck report"
+            return (
+                None,
+                f"{st.st_size / 2**20:.0f} MiB: larger than {MAX_BYTES >> 20} MiB, not an envcheck report",
+            )
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read(MAX_BYTES + 1), ""
     except OSError as exc:
@@ -105,13 +110,17 @@ def read_stream(stream: BinaryIO, loaded: Loaded) -> None:
     """Every document on `stream` (stdin), named `stdin #N`."""
     data = stream.read(MAX_BYTES * 64 + 1)
     if len(data) > MAX_BYTES * 64:
-        raise FleetInputError(f"stdin: more than {MAX_BYTES * 64 >> 30} GiB; give a folder of report files instead")
+        raise FleetInputError(
+            f"stdin: more than {MAX_BYTES * 64 >> 30} GiB; give a folder of report files instead"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise FleetInputError("stdin: not UTF-8 text; pipe envcheck --json reports into it") from None
     if not text.strip():
-        raise FleetInputError("stdin is empty; pipe envcheck --json reports into it (e.g. cat reports/*.json | ...)")
+        raise FleetInputError(
+            "stdin is empty; pipe envcheck --json reports into it (e.g. cat reports/*.json | ...)"
+        )
     for index, doc, problem in split_stream(text):
         loaded.sources += 1
         name = f"stdin #{index}"

@@ -48,8 +48,12 @@ class Survey:
         return dict(sorted(out.items()))
 
 
-def survey(loaded: Loaded, rule: Rule, stored: Mapping[str, Mapping[tuple[str, str], Baseline]] | None = None,
-           stored_name: str | None = None) -> Survey:
+def survey(
+    loaded: Loaded,
+    rule: Rule,
+    stored: Mapping[str, Mapping[tuple[str, str], Baseline]] | None = None,
+    stored_name: str | None = None,
+) -> Survey:
     """Judge every node; FleetInputError when not one document was an envcheck report."""
     nodes: dict[str, FleetNode] = {}
     skipped = list(loaded.skipped)
@@ -83,22 +87,56 @@ def to_dict(s: Survey) -> dict[str, Any]:
 
     outliers = s.outlier_nodes()
     return {
-        "kind": "envcheck-fleet", "schema_version": FLEET_SCHEMA_VERSION, "envcheck_version": __version__,
-        "read": {"sources": s.sources, "reports": len(s.nodes) + len(s.duplicates),
-                 "nodes": len(s.nodes), "skipped": [{"source": a, "why": b} for a, b in s.skipped],
-                 "duplicates": s.duplicates},
-        "rule": {"center": "median", "spread": "MAD (median absolute deviation); sigma = MAD / 0.6745",
-                 "margin_pct": s.rule.margin_pct, "z_max": s.rule.z_max, "min_nodes": s.rule.min_nodes,
-                 "text": s.rule.describe(), "baseline": s.stored or "learned from these reports"},
-        "groups": [{"group": g.group, "nodes": len(g.nodes),
-                    "baselines": [b.to_dict(s.rule) for b in g.baselines.values()],
-                    "too_few_nodes": g.too_few,
-                    "outlier_nodes": sorted({v.node for v in g.violations})} for g in s.groups],
-        "outlier_nodes": [{"node": node, "group": vs[0].group,
-                           "violations": [{"metric": v.metric, "scope": v.scope, "subject": v.subject,
-                                           "value": v.value, "median": v.median, "unit": v.unit,
-                                           "worse_pct": v.worse_pct, "z": _num(v.z), "code": v.code} for v in vs]}
-                          for node, vs in outliers.items()],
+        "kind": "envcheck-fleet",
+        "schema_version": FLEET_SCHEMA_VERSION,
+        "envcheck_version": __version__,
+        "read": {
+            "sources": s.sources,
+            "reports": len(s.nodes) + len(s.duplicates),
+            "nodes": len(s.nodes),
+            "skipped": [{"source": a, "why": b} for a, b in s.skipped],
+            "duplicates": s.duplicates,
+        },
+        "rule": {
+            "center": "median",
+            "spread": "MAD (median absolute deviation); sigma = MAD / 0.6745",
+            "margin_pct": s.rule.margin_pct,
+            "z_max": s.rule.z_max,
+            "min_nodes": s.rule.min_nodes,
+            "text": s.rule.describe(),
+            "baseline": s.stored or "learned from these reports",
+        },
+        "groups": [
+            {
+                "group": g.group,
+                "nodes": len(g.nodes),
+                "baselines": [b.to_dict(s.rule) for b in g.baselines.values()],
+                "too_few_nodes": g.too_few,
+                "outlier_nodes": sorted({v.node for v in g.violations}),
+            }
+            for g in s.groups
+        ],
+        "outlier_nodes": [
+            {
+                "node": node,
+                "group": vs[0].group,
+                "violations": [
+                    {
+                        "metric": v.metric,
+                        "scope": v.scope,
+                        "subject": v.subject,
+                        "value": v.value,
+                        "median": v.median,
+                        "unit": v.unit,
+                        "worse_pct": v.worse_pct,
+                        "z": _num(v.z),
+                        "code": v.code,
+                    }
+                    for v in vs
+                ],
+            }
+            for node, vs in outliers.items()
+        ],
         "codes": code_counts(s.nodes, s.violations),
         "exit_code": ExitCode.FAILED if outliers else ExitCode.OK,
     }

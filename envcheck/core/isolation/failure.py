@@ -35,7 +35,9 @@ class WorkerFailure:
     kind: FailureKind
     reason: str
     output: str = ""
-    run_deadline: bool = False  # the whole-run deadline, not the check's own timeout, ended it (says so already)
+    run_deadline: bool = (
+        False  # the whole-run deadline, not the check's own timeout, ended it (says so already)
+    )
 
 
 def deadline_left(deadline: float) -> float:
@@ -76,9 +78,14 @@ def failure_result(spec: CheckSpec, failure: WorkerFailure, timeout: float, star
         what = "its worker could not be started" if failure.kind is FailureKind.START else "its worker died"
         cause = runtime_cause(RuntimeError(f"{reason}\n{failure.output[-4000:]}"), what)
         if cause is not None:
-            return dataclasses.replace(cause, details=failure.output).named(spec.name, time.monotonic() - start)
+            return dataclasses.replace(cause, details=failure.output).named(
+                spec.name, time.monotonic() - start
+            )
     if failure.kind is FailureKind.TIMEOUT and not failure.run_deadline:
         reason += " (the whole-run --timeout)" if timeout < spec.timeout_s else " (its timeout)"
-    return errored(reason, details=failure.output, measured={"timeout_s": round(timeout, 3),
-                                                             "worker_failure": failure.kind.value},
-                   crashed=failure.kind is not FailureKind.TIMEOUT).named(spec.name, time.monotonic() - start)
+    return errored(
+        reason,
+        details=failure.output,
+        measured={"timeout_s": round(timeout, 3), "worker_failure": failure.kind.value},
+        crashed=failure.kind is not FailureKind.TIMEOUT,
+    ).named(spec.name, time.monotonic() - start)

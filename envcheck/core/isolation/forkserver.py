@@ -104,14 +104,23 @@ class ForkLoop:
             return False
         request = json.loads(data)
         op = request.get("op")
-        if op == Op.FORK and cuda_initialized():  # a preload did it: a forked child would inherit a broken CUDA
-            send(self.sock, {"error": "CUDA was initialised in the fork server (by a preloaded module), so "
-                                      "forking a worker from it is unsafe"})
+        if (
+            op == Op.FORK and cuda_initialized()
+        ):  # a preload did it: a forked child would inherit a broken CUDA
+            send(
+                self.sock,
+                {
+                    "error": "CUDA was initialised in the fork server (by a preloaded module), so "
+                    "forking a worker from it is unsafe"
+                },
+            )
             op = "refused"
         elif op == Op.FORK:
             try:
                 send(self.sock, {"pid": self.fork(fds)})
-            except OSError as exc:  # BlockingIOError under a low `ulimit -u`: an error result, not a dead server
+            except (
+                OSError
+            ) as exc:  # BlockingIOError under a low `ulimit -u`: an error result, not a dead server
                 from envcheck.core.errors import process_start_problem
 
                 for fd in fds:
@@ -121,8 +130,14 @@ class ForkLoop:
         elif op == Op.PRELOAD:
             send(self.sock, preload(list(request.get("modules", []))))
         elif op == Op.STATE:
-            send(self.sock, {"pid": os.getpid(), "cuda_initialized": cuda_initialized(),
-                             "modules": sorted(m for m in ("torch", *request.get("modules", ())) if m in sys.modules)})
+            send(
+                self.sock,
+                {
+                    "pid": os.getpid(),
+                    "cuda_initialized": cuda_initialized(),
+                    "modules": sorted(m for m in ("torch", *request.get("modules", ())) if m in sys.modules),
+                },
+            )
         else:
             send(self.sock, {"error": f"unknown op {op!r}"})
         for fd in fds if op != "fork" else ():
@@ -183,7 +198,9 @@ def main() -> None:
     the handshake: a broken pipe), the run's dir goes with it."""
     control, lifeline = (int(fd) for fd in os.environ.pop(FDS_ENV).split(","))
     run_dir = os.environ.pop(rundir.RUN_DIR_ENV, None)
-    rundir.hold(run_dir)  # in use while this server or a worker forked from it lives (envcheck.core.stale_rundirs)
+    rundir.hold(
+        run_dir
+    )  # in use while this server or a worker forked from it lives (envcheck.core.stale_rundirs)
     server: ForkLoop | None = None
     code = 0
     try:

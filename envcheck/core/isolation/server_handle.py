@@ -32,8 +32,13 @@ IMPORT_TIMEOUT_S = 180.0  # then for `import torch` (5 s on a fast host, a minut
 class ServerHandle:
     """The parent's handle on the fork server: start it, wait for it, ask it to fork or preload."""
 
-    def __init__(self, env: dict[str, str] | None = None, start_timeout_s: float = START_TIMEOUT_S,
-                 import_timeout_s: float = IMPORT_TIMEOUT_S, run_deadline: float | None = None) -> None:
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
+        import_timeout_s: float = IMPORT_TIMEOUT_S,
+        run_deadline: float | None = None,
+    ) -> None:
         self._env = env
         self._start_timeout_s = start_timeout_s
         self._import_timeout_s = import_timeout_s
@@ -50,7 +55,9 @@ class ServerHandle:
         self.run_dir: str | None = None  # the run's private temp dir (envcheck.core.rundir), once spawned
         self.no_run_dir: str | None = None  # why there is none
         # Servers replaced after a failed preload: alive until the run ends, for the workers forked from them.
-        self._retired: list[tuple[subprocess.Popen[bytes], socket.socket | None, int | None, IO[bytes] | None]] = []
+        self._retired: list[
+            tuple[subprocess.Popen[bytes], socket.socket | None, int | None, IO[bytes] | None]
+        ] = []
         self._made_run_dir = False
 
     @property
@@ -81,7 +88,9 @@ class ServerHandle:
             return
         env = dict(os.environ if self._env is None else self._env)
         if not self._made_run_dir:  # one per run, shared by a server that replaces a retired one
-            with signals.deferred():  # made and recorded as one step: a signal between them would leak the dir
+            with (
+                signals.deferred()
+            ):  # made and recorded as one step: a signal between them would leak the dir
                 self.run_dir, self.no_run_dir = rundir.create(env)
                 self._made_run_dir = True
         if self.run_dir is not None:
@@ -92,8 +101,12 @@ class ServerHandle:
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "envcheck.core.isolation.forkserver"],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=env,
-                pass_fds=(theirs.fileno(), life_r), start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=self._log,
+                env=env,
+                pass_fds=(theirs.fileno(), life_r),
+                start_new_session=True,
             )
         except OSError as exc:
             self._failure = WorkerFailure(FailureKind.START, f"the worker could not be started: {exc}")
@@ -139,13 +152,20 @@ class ServerHandle:
                 limit = self._spawned_at + self._start_timeout_s
                 if self._recv(min(run_deadline, limit)) is None:
                     if time.monotonic() < limit:
-                        return WorkerFailure(FailureKind.TIMEOUT, "timed out: the whole-run --timeout was reached"
-                                             " while the worker started", tail(self._log), run_deadline=True)
-                    self._fail(WorkerFailure(
-                        FailureKind.START,
-                        f"the worker did not start within {self._start_timeout_s:g}s: something in site-packages"
-                        " (a .pth file, sitecustomize) hangs at import",
-                        tail(self._log)))
+                        return WorkerFailure(
+                            FailureKind.TIMEOUT,
+                            "timed out: the whole-run --timeout was reached while the worker started",
+                            tail(self._log),
+                            run_deadline=True,
+                        )
+                    self._fail(
+                        WorkerFailure(
+                            FailureKind.START,
+                            f"the worker did not start within {self._start_timeout_s:g}s: something in site-packages"
+                            " (a .pth file, sitecustomize) hangs at import",
+                            tail(self._log),
+                        )
+                    )
                     return self._failure
                 self._hello = True
             if self.ready is None:
@@ -153,17 +173,28 @@ class ServerHandle:
                 ready = self._recv(min(run_deadline, limit))
                 if ready is None:
                     if time.monotonic() < limit:
-                        return WorkerFailure(FailureKind.TIMEOUT, "timed out: the whole-run --timeout was reached"
-                                             " while the worker imported torch", tail(self._log), run_deadline=True)
-                    self._fail(WorkerFailure(
-                        FailureKind.START, f"the worker did not import torch within {self._import_timeout_s:g}s",
-                        tail(self._log)))
+                        return WorkerFailure(
+                            FailureKind.TIMEOUT,
+                            "timed out: the whole-run --timeout was reached while the worker imported torch",
+                            tail(self._log),
+                            run_deadline=True,
+                        )
+                    self._fail(
+                        WorkerFailure(
+                            FailureKind.START,
+                            f"the worker did not import torch within {self._import_timeout_s:g}s",
+                            tail(self._log),
+                        )
+                    )
                     return self._failure
                 self.ready = ready
         except (EOFError, ValueError):
             code = self._proc.wait(timeout=5) if self._proc is not None else None
-            self._fail(WorkerFailure(FailureKind.START, f"the worker exited at start-up (exit code {code})",
-                                     tail(self._log)))
+            self._fail(
+                WorkerFailure(
+                    FailureKind.START, f"the worker exited at start-up (exit code {code})", tail(self._log)
+                )
+            )
             return self._failure
         return None
 
@@ -171,7 +202,9 @@ class ServerHandle:
         self._failure = failure
         self._kill()
 
-    def request(self, message: dict[str, Any], deadline: float, fds: tuple[int, ...] = ()) -> dict[str, Any] | WorkerFailure:
+    def request(
+        self, message: dict[str, Any], deadline: float, fds: tuple[int, ...] = ()
+    ) -> dict[str, Any] | WorkerFailure:
         """Send one request (with `fds`) once the server is ready; its answer, or why there is none."""
         with self._lock:
             self._spawn()
@@ -183,11 +216,18 @@ class ServerHandle:
                 socket.send_fds(self._sock, [json.dumps(message).encode()], list(fds))
                 answer = self._recv(deadline)
             except (EOFError, OSError, ValueError) as exc:
-                self._fail(WorkerFailure(FailureKind.START, f"the worker server died ({exc})", tail(self._log)))
+                self._fail(
+                    WorkerFailure(FailureKind.START, f"the worker server died ({exc})", tail(self._log))
+                )
                 return self._failure  # type: ignore[return-value]
             if answer is None:  # it is stuck (a preload that hangs): nothing more can be forked from it
-                self._fail(WorkerFailure(FailureKind.TIMEOUT, f"the worker server did not answer {message.get('op')}",
-                                         tail(self._log)))
+                self._fail(
+                    WorkerFailure(
+                        FailureKind.TIMEOUT,
+                        f"the worker server did not answer {message.get('op')}",
+                        tail(self._log),
+                    )
+                )
                 return self._failure  # type: ignore[return-value]
             return answer
 

@@ -68,8 +68,9 @@ def resolve(ref: str) -> Any:
 
 def resolve_spec(request: dict[str, Any]) -> CheckSpec:
     """The spec a `check` request describes: its function by `module:qualname`, its needs as sent."""
-    return CheckSpec(request["name"], resolve(request["func"]), "isolated",
-                     needs=Needs(**request.get("needs", {})))
+    return CheckSpec(
+        request["name"], resolve(request["func"]), "isolated", needs=Needs(**request.get("needs", {}))
+    )
 
 
 def _hook(request: dict[str, Any], name: str) -> Any:
@@ -138,7 +139,12 @@ def _handle(request: dict[str, Any]) -> dict[str, Any]:
         # poisons the context, so every later CUDA call here would fail too).
         recycle = _hook(request, "recycle")
         text = f"{result.summary}\n{result.reason or ''}\n{result.details}"
-        replace = outcome.raised or bool(watch.failures()) or result.restart_worker or bool(recycle and recycle(text))
+        replace = (
+            outcome.raised
+            or bool(watch.failures())
+            or result.restart_worker
+            or bool(recycle and recycle(text))
+        )
         return {"result": jsonable(result.to_dict()), "recycle": replace}
     if op == Op.FACTS:
         return {"facts": jsonable(resolve(request["func"])())}
@@ -158,8 +164,9 @@ def serve(requests: int, replies: int) -> None:
             rout.flush()
 
 
-def run_forked(requests: int, replies: int, log: int, lifeline: int, server_pid: int,
-               run_dir: str | None = None) -> None:
+def run_forked(
+    requests: int, replies: int, log: int, lifeline: int, server_pid: int, run_dir: str | None = None
+) -> None:
     """Entry of a freshly forked worker (called in the child, never returns); its temp dir is its own part of
     `run_dir` (see `envcheck.core.rundir`)."""
     code = 0

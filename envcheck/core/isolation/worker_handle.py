@@ -52,9 +52,20 @@ class WorkerHandle:
         close_fds(req_r, rep_w, status_w)
         if isinstance(answer, WorkerFailure) or "pid" not in answer:
             close_fds(req_w, rep_r, status_r)
-            return answer if isinstance(answer, WorkerFailure) else WorkerFailure(
-                FailureKind.START, f"the worker could not be forked: {answer.get('error')}")
-        self._pid, self._req, self._rep, self._status, self._buf = int(answer["pid"]), req_w, rep_r, status_r, b""
+            return (
+                answer
+                if isinstance(answer, WorkerFailure)
+                else WorkerFailure(
+                    FailureKind.START, f"the worker could not be forked: {answer.get('error')}"
+                )
+            )
+        self._pid, self._req, self._rep, self._status, self._buf = (
+            int(answer["pid"]),
+            req_w,
+            rep_r,
+            status_r,
+            b"",
+        )
         return None
 
     def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any] | WorkerFailure:
@@ -74,14 +85,20 @@ class WorkerHandle:
             return self._died(mark)
         if line is None:
             self.kill()
-            return WorkerFailure(FailureKind.TIMEOUT, f"timed out after {timeout_s:g}s; its process group was killed",
-                                 tail(self._log, mark))
+            return WorkerFailure(
+                FailureKind.TIMEOUT,
+                f"timed out after {timeout_s:g}s; its process group was killed",
+                tail(self._log, mark),
+            )
         try:
             reply: dict[str, Any] = json.loads(line)
         except ValueError:
             self.kill()
-            return WorkerFailure(FailureKind.PROTOCOL, f"the worker answered something that is not a reply: {line[:200]!r}",
-                                 tail(self._log, mark))
+            return WorkerFailure(
+                FailureKind.PROTOCOL,
+                f"the worker answered something that is not a reply: {line[:200]!r}",
+                tail(self._log, mark),
+            )
         reply["output"] = tail(self._log, mark)
         return reply
 

@@ -41,20 +41,34 @@ from envcheck.evidence.bundle import validate_bundle
 from tests.helpers import ROOT, make_context, run_cli
 
 NODES = ["nvidia-uvm", "nvidia0", "nvidiactl"]
-NVML_UNKNOWN = "NVML init: Unknown Error"  # pynvml's str() of NVML_ERROR_UNKNOWN, as bundle.nvml_gpus words it
+NVML_UNKNOWN = (
+    "NVML init: Unknown Error"  # pynvml's str() of NVML_ERROR_UNKNOWN, as bundle.nvml_gpus words it
+)
 TORCH_NVML = "Can't initialize NVML"  # pytorch/pytorch#109098
 
 
 def layers(**changes: object) -> CudaLayers:
     """A container on a GPU host whose libcuda loads: only the device layer varies."""
-    base: dict[str, object] = dict(torch_installed=True, torch_cuda="12.8", device_nodes=NODES, proc_driver=True,
-                                   in_container=True, driver_cuda=12080, driver_capabilities="compute,utility")
+    base: dict[str, object] = dict(
+        torch_installed=True,
+        torch_cuda="12.8",
+        device_nodes=NODES,
+        proc_driver=True,
+        in_container=True,
+        driver_cuda=12080,
+        driver_capabilities="compute,utility",
+    )
     return CudaLayers(**{**base, **changes})  # type: ignore[arg-type]
 
 
 def test_eperm_in_a_container_is_the_daemon_reload_cgroup_with_its_host_fix() -> None:
-    found = diagnose(layers(device_access={"nvidia0": "EPERM", "nvidiactl": "EPERM"}, nvml_error=NVML_UNKNOWN,
-                            torch_error=TORCH_NVML))
+    found = diagnose(
+        layers(
+            device_access={"nvidia0": "EPERM", "nvidiactl": "EPERM"},
+            nvml_error=NVML_UNKNOWN,
+            torch_error=TORCH_NVML,
+        )
+    )
     first = found[0]
     assert first.layer == "devices" and first.fault_class == "node"
     assert "/dev/nvidia0, /dev/nvidiactl exist but open() is refused (EPERM)" in first.problem
@@ -66,11 +80,23 @@ def test_eperm_in_a_container_is_the_daemon_reload_cgroup_with_its_host_fix() ->
 
 
 def test_the_verdict_names_the_device_cause_first_and_drops_the_generic_999() -> None:
-    cuda = {"torch_installed": True, "torch_cuda": "12.8", "available": False, "gpus": [],
-            "torch_error": "CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up "
-                           "environment", "visible_devices": None, "device_nodes": NODES, "proc_driver": True,
-            "proc_driver_version": None, "in_container": True, "libcuda_error": None, "driver_cuda": 12080,
-            "driver_capabilities": "compute,utility", "device_access": {"nvidia0": "EPERM"}}
+    cuda = {
+        "torch_installed": True,
+        "torch_cuda": "12.8",
+        "available": False,
+        "gpus": [],
+        "torch_error": "CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up "
+        "environment",
+        "visible_devices": None,
+        "device_nodes": NODES,
+        "proc_driver": True,
+        "proc_driver_version": None,
+        "in_container": True,
+        "libcuda_error": None,
+        "driver_cuda": 12080,
+        "driver_capabilities": "compute,utility",
+        "device_access": {"nvidia0": "EPERM"},
+    }
     result = cuda_available_verdict(cuda, make_context(allow_cpu=False))
     assert result.status.value == "fail" and result.fault_class == "node"
     assert "open() is refused (EPERM)" in result.summary
@@ -85,13 +111,16 @@ def test_eperm_outside_a_container_is_a_job_or_unit_device_policy() -> None:
     assert "ConstrainDevices" in first.problem and "--gres=gpu:N" in first.fix and "DeviceAllow" in first.fix
 
 
-@pytest.mark.parametrize("refused, named", [
-    # Slurm confines a job to its GPUs with the device cgroup (ConstrainDevices=yes: NVIDIA/pyxis#47, #72)
-    ({"nvidia1": "EPERM"}, False),  # a Slurm job given GPU 0 of two: GPU 1 is refused by design
-    ({"nvidia0": "EPERM", "nvidia1": "EPERM"}, True),  # no GPU left
-    ({"nvidia-uvm": "EPERM"}, True),  # CUDA needs /dev/nvidia-uvm
-    ({"nvidiactl": "EACCES"}, True),
-])
+@pytest.mark.parametrize(
+    "refused, named",
+    [
+        # Slurm confines a job to its GPUs with the device cgroup (ConstrainDevices=yes: NVIDIA/pyxis#47, #72)
+        ({"nvidia1": "EPERM"}, False),  # a Slurm job given GPU 0 of two: GPU 1 is refused by design
+        ({"nvidia0": "EPERM", "nvidia1": "EPERM"}, True),  # no GPU left
+        ({"nvidia-uvm": "EPERM"}, True),  # CUDA needs /dev/nvidia-uvm
+        ({"nvidiactl": "EACCES"}, True),
+    ],
+)
 def test_only_refusals_that_leave_no_usable_gpu_are_named(refused: dict[str, str], named: bool) -> None:
     nodes = ["nvidia-uvm", "nvidia0", "nvidia1", "nvidiactl"]
     found = diagnose(layers(in_container=False, device_nodes=nodes, device_access=refused))
@@ -122,27 +151,54 @@ def test_nvml_unknown_error_with_openable_nodes_is_not_blamed_on_the_cgroup() ->
 
 @pytest.mark.parametrize("caps", ["utility", "gpu,utility", "graphics,video"])
 def test_capabilities_without_compute_name_both_sources(caps: str) -> None:
-    (first, *_) = [f for f in diagnose(layers(libcuda_error="libcuda.so.1: cannot open shared object file",
-                                              driver_cuda=None, driver_capabilities=caps)) if f.layer == "libcuda"]
-    assert first.fault_class == "config" and f"NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks 'compute'" in first.problem
+    (first, *_) = [
+        f
+        for f in diagnose(
+            layers(
+                libcuda_error="libcuda.so.1: cannot open shared object file",
+                driver_cuda=None,
+                driver_capabilities=caps,
+            )
+        )
+        if f.layer == "libcuda"
+    ]
+    assert (
+        first.fault_class == "config"
+        and f"NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks 'compute'" in first.problem
+    )
     assert "capabilities: [gpu, compute, utility]" in first.fix
     assert "-e NVIDIA_DRIVER_CAPABILITIES=compute,utility" in first.fix
     assert "compose's `capabilities:` list" in first.problem
 
 
 def _bundle(**cuda: object) -> dict[str, object]:
-    base = {"torch_installed": True, "torch_cuda": None, "available": False, "gpus": [], "torch_error": None,
-            "visible_devices": None, "device_nodes": [], "proc_driver": False, "proc_driver_version": None,
-            "in_container": True, "libcuda_error": None, "driver_cuda": None, "driver_capabilities": None}
+    base = {
+        "torch_installed": True,
+        "torch_cuda": None,
+        "available": False,
+        "gpus": [],
+        "torch_error": None,
+        "visible_devices": None,
+        "device_nodes": [],
+        "proc_driver": False,
+        "proc_driver_version": None,
+        "in_container": True,
+        "libcuda_error": None,
+        "driver_cuda": None,
+        "driver_capabilities": None,
+    }
     return {"schema": "envcheck-bundle", "schema_version": 1, "cuda": {**base, **cuda}}
 
 
-@pytest.mark.parametrize("key, value, words", [
-    ("device_access", ["nvidia0"], "cuda.device_access must be dict or null"),
-    ("device_access", {"nvidia0": 1}, "must be dict or null of str to str"),
-    ("char_symlinks_missing", "nvidia0", "cuda.char_symlinks_missing must be list or null"),
-    ("char_symlinks_missing", [195], "of str"),
-])
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("device_access", ["nvidia0"], "cuda.device_access must be dict or null"),
+        ("device_access", {"nvidia0": 1}, "must be dict or null of str to str"),
+        ("char_symlinks_missing", "nvidia0", "cuda.char_symlinks_missing must be list or null"),
+        ("char_symlinks_missing", [195], "of str"),
+    ],
+)
 def test_malformed_device_keys_are_one_line(key: str, value: object, words: str) -> None:
     with pytest.raises(UsageError) as info:
         validate_bundle(_bundle(**{key: value}))
@@ -186,13 +242,16 @@ mount -t tmpfs tmpfs /run; touch /run/.containerenv
 """
 
 
-def _in_staged_dev(command: str, opts: str = "nodev", cgroup: Path | None = None,
-                   env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _in_staged_dev(
+    command: str, opts: str = "nodev", cgroup: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     join = f'echo $$ > "{cgroup}/cgroup.procs"; ' if cgroup else ""
     inner = STAGE.format(opts=opts) + command
     script = f"{join}exec unshare --mount --propagation private sh -c '{inner}'"
     full = {**(env or os.environ), "PYTHONPATH": str(ROOT)}
-    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=240, env=full, cwd=ROOT)
+    return subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, timeout=240, env=full, cwd=ROOT
+    )
 
 
 def _findings(report: str) -> list[dict[str, str]]:
@@ -208,18 +267,22 @@ def test_nodev_nodes_really_refuse_open_and_the_live_check_names_it() -> None:
     assert result["status"] == "warn" and result["fault_class"] == "config"
     devices = _findings(done.stdout)[0]
     assert devices["layer"] == "devices"
-    assert devices["problem"].startswith("/dev/nvidia-uvm, /dev/nvidia0, /dev/nvidiactl exist but open() is "
-                                         "refused (EACCES")
+    assert devices["problem"].startswith(
+        "/dev/nvidia-uvm, /dev/nvidia0, /dev/nvidiactl exist but open() is refused (EACCES"
+    )
     assert "/dev is mounted nodev" in devices["problem"] and "this container's user" in devices["problem"]
 
 
 def test_the_capture_records_each_refused_node() -> None:
     _need_root_and_mknod()
-    code = ("from envcheck.checks.cuda.capture import device_open_errors as d; import json; print(json.dumps(d()))")
+    code = "from envcheck.checks.cuda.capture import device_open_errors as d; import json; print(json.dumps(d()))"
     nodev = _in_staged_dev(f'exec {sys.executable} -c "{code}"')
-    assert json.loads(nodev.stdout) == {"nvidia-uvm": "EACCES", "nvidia0": "EACCES", "nvidiactl": "EACCES"}, \
+    assert json.loads(nodev.stdout) == {"nvidia-uvm": "EACCES", "nvidia0": "EACCES", "nvidiactl": "EACCES"}, (
         nodev.stderr
-    plain = _in_staged_dev(f'exec {sys.executable} -c "{code}"', opts="dev")  # openable nodes, no driver behind
+    )
+    plain = _in_staged_dev(
+        f'exec {sys.executable} -c "{code}"', opts="dev"
+    )  # openable nodes, no driver behind
     assert set(json.loads(plain.stdout).values()) == {"ENXIO"}, plain.stderr
     assert device_open_errors("/nonexistent") == {}
 
@@ -255,8 +318,9 @@ def test_a_revoked_device_cgroup_is_eperm_and_replays_from_a_bundle(tmp_path: Pa
     _need_root_and_mknod()
     bundle = tmp_path / "bundle.json"
     with _device_cgroup_after_reload() as group:
-        done = _in_staged_dev(f"exec {sys.executable} -m envcheck facts --bundle {bundle}", opts="dev",
-                              cgroup=group)
+        done = _in_staged_dev(
+            f"exec {sys.executable} -m envcheck facts --bundle {bundle}", opts="dev", cgroup=group
+        )
     assert done.returncode == 0, done.stderr
     cuda = json.loads(bundle.read_text())["cuda"]
     assert cuda["device_access"] == {"nvidia-uvm": "EPERM", "nvidia0": "EPERM", "nvidiactl": "EPERM"}

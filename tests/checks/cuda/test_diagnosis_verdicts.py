@@ -23,11 +23,19 @@ from envcheck.core.runner import Runner
 from tests.checks.cuda import diag_fault_checks
 from tests.helpers import ROOT, run_cli
 
-GPU_HOST = dict(torch_installed=True, torch_cuda="12.8", device_nodes=["nvidia0", "nvidiactl"],
-                proc_driver=True, in_container=True, driver_cuda=12080, driver_capabilities="compute,utility")
+GPU_HOST = dict(
+    torch_installed=True,
+    torch_cuda="12.8",
+    device_nodes=["nvidia0", "nvidiactl"],
+    proc_driver=True,
+    in_container=True,
+    driver_cuda=12080,
+    driver_capabilities="compute,utility",
+)
 
 
 # ---------------------------------------------------------------- fault classes on the result model
+
 
 def test_fault_class_is_null_for_pass_and_skip_and_validated() -> None:
     assert passed("ok", fault_class="node").fault_class is None
@@ -50,8 +58,12 @@ def test_fault_class_is_in_json_junit_and_table() -> None:
     from envcheck.report.junit import render_junit
     from envcheck.report.table import print_report
 
-    report = RunReport([failed("driver too old", "upgrade", fault_class="node").named("cuda.available", 0.1),
-                        passed("fine").named("a.pass", 0.1)])
+    report = RunReport(
+        [
+            failed("driver too old", "upgrade", fault_class="node").named("cuda.available", 0.1),
+            passed("fine").named("a.pass", 0.1),
+        ]
+    )
     doc = json.loads(render_json(report))
     assert [r["fault_class"] for r in doc["results"]] == ["node", None]
     assert parse_report(render_json(report)).results == report.results
@@ -67,8 +79,16 @@ def test_fault_class_is_in_json_junit_and_table() -> None:
 
 def test_node_class_no_driver_on_the_host() -> None:
     """Injected layers (a bare host: no /dev/nvidia*, no /proc/driver/nvidia, not a container)."""
-    first = diagnose(CudaLayers(**{**GPU_HOST, "device_nodes": [], "proc_driver": False,  # type: ignore[arg-type]
-                                   "in_container": False}))[0]
+    first = diagnose(
+        CudaLayers(
+            **{
+                **GPU_HOST,
+                "device_nodes": [],
+                "proc_driver": False,  # type: ignore[arg-type]
+                "in_container": False,
+            }
+        )
+    )[0]
     assert first.layer == "driver" and first.fault_class == "node"
 
 
@@ -85,9 +105,11 @@ def test_image_class_installed_versions_drifted() -> None:
     """Injected: the declaration says torch 2.9.1, the installed one is read through a stub."""
     from envcheck.checks.image import compare_versions
 
-    result = compare_versions({"torch": "2.9.1", "cuda": "12.8"}, {},
-                              installed=lambda: {"torch": "2.13.0", "torchvision": None, "torchaudio": None,
-                                                 "cuda": "12.8"})
+    result = compare_versions(
+        {"torch": "2.9.1", "cuda": "12.8"},
+        {},
+        installed=lambda: {"torch": "2.13.0", "torchvision": None, "torchaudio": None, "cuda": "12.8"},
+    )
     assert result.status is Status.FAIL and result.fault_class == "image"
 
 
@@ -106,12 +128,15 @@ def test_every_failure_site_sets_a_fault_class() -> None:
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-                if name in ("failed", "warned", "make") and not any(k.arg == "fault_class" for k in node.keywords):
+                if name in ("failed", "warned", "make") and not any(
+                    k.arg == "fault_class" for k in node.keywords
+                ):
                     missing.append(f"{rel}:{node.lineno}")
     assert not missing, missing
 
 
 # ---------------------------------------------------------------- false verdicts removed
+
 
 @pytest.fixture(scope="module")
 def python_without_torch(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -131,7 +156,9 @@ def python_without_torch(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_no_torch_fails_even_with_allow_cpu(python_without_torch: str) -> None:
-    done = run_cli("run", "--only", "cuda.available", "--allow-cpu", "--json", "-", python=python_without_torch)
+    done = run_cli(
+        "run", "--only", "cuda.available", "--allow-cpu", "--json", "-", python=python_without_torch
+    )
     (result,) = json.loads(done.stdout)["results"]
     assert "torch is not installed" in result["summary"]
     assert result["status"] == "fail" and result["fault_class"] == "image", result
@@ -141,12 +168,14 @@ def test_no_torch_fails_even_with_allow_cpu(python_without_torch: str) -> None:
 def test_a_crashed_check_does_not_cascade_in_its_shared_worker() -> None:
     """Real torch: the first check registers an operator and crashes (as a half-done torchvision import does);
     the second registers the same operator, which torch refuses in the same process."""
+
     def spec(func):  # type: ignore[no-untyped-def]
         return CheckSpec(f"test.{func.__name__}", func, "fault injection", timeout_s=60, group="diag")
 
     with Runner(Context(), hooks=HOOKS) as runner:  # HOOKS.recycle replaces the crashed worker
-        crashed, later = runner.run([spec(diag_fault_checks.crashes_half_way),
-                                     spec(diag_fault_checks.registers_the_same_operator)])
+        crashed, later = runner.run(
+            [spec(diag_fault_checks.crashes_half_way), spec(diag_fault_checks.registers_the_same_operator)]
+        )
     assert crashed.status is Status.ERROR and "half-way crash" in (crashed.reason or "")
     assert later.status is Status.PASS, later
 
@@ -161,7 +190,9 @@ def _fake_torchvision(root: Path, body: str) -> Path:
     return root
 
 
-def test_torchvision_import_failing_for_another_reason_names_it_and_does_not_say_reinstall(tmp_path: Path) -> None:
+def test_torchvision_import_failing_for_another_reason_names_it_and_does_not_say_reinstall(
+    tmp_path: Path,
+) -> None:
     """Injected: a torchvision (version paired with this torch) whose import fails on a missing library."""
     import torch
 
@@ -170,19 +201,22 @@ def test_torchvision_import_failing_for_another_reason_names_it_and_does_not_say
     why = "libjpeg.so.8: cannot open shared object file: No such file or directory"
     site = _fake_torchvision(tmp_path, f"raise ImportError({why!r})\n")
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = run_cli("run", "--level", "full", "--only", "vision.ops,vision.import", "--allow-cpu", "--json", "-",
-                   env=env)
+    done = run_cli(
+        "run", "--level", "full", "--only", "vision.ops,vision.import", "--allow-cpu", "--json", "-", env=env
+    )
     results = {r["name"]: r for r in json.loads(done.stdout)["results"]}
     result = results["vision.import"]  # the package import is what fails
     assert result["status"] == "fail" and why in result["summary"], result
     assert "--force-reinstall" not in result["remediation"] and "will not help" in result["remediation"]
-    assert result["restart_worker"] is True  # the worker is replaced for the checks after it (a flag, not a sentence)
+    assert (
+        result["restart_worker"] is True
+    )  # the worker is replaced for the checks after it (a flag, not a sentence)
     ops = results["vision.ops"]  # no compiled ops library this envcheck knows: it imports the package instead
     assert ops["status"] == "fail" and why in ops["summary"], ops
     assert "--force-reinstall" not in ops["remediation"]
 
 
-SITECUSTOMIZE = '''
+SITECUSTOMIZE = """
 import torch
 
 class _WrongMM(torch.autograd.Function):
@@ -199,7 +233,7 @@ class _WrongMM(torch.autograd.Function):
 
 _LIB = torch.library.Library("aten", "IMPL")
 _LIB.impl("mm", _WrongMM.apply, "Autograd")
-'''
+"""
 
 
 def test_quick_level_catches_a_wrong_mm_backward_and_names_the_override(tmp_path: Path) -> None:
@@ -207,8 +241,9 @@ def test_quick_level_catches_a_wrong_mm_backward_and_names_the_override(tmp_path
     backward that doubles dA; the quick run must fail and name the override, not say "reinstall torch"."""
     (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = run_cli("run", "--level", "quick", "--only", "autograd.linear_vjp", "--allow-cpu", "--json", "-",
-                   env=env)
+    done = run_cli(
+        "run", "--level", "quick", "--only", "autograd.linear_vjp", "--allow-cpu", "--json", "-", env=env
+    )
     (result,) = json.loads(done.stdout)["results"]
     assert result["status"] == "fail", result
     assert "torch.mm dA" in result["summary"] or "torch.mm dA" in result["details"]
@@ -231,7 +266,8 @@ def test_a_math_changing_env_var_is_named_before_reinstall(monkeypatch: pytest.M
 
 
 def test_an_editable_install_with_torch_in_its_name_is_not_a_startup_patch(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Real .pth files in a site dir: `pip install -e` of torch-envcheck writes an import of
     `__editable___torch_envcheck_0_1_0_finder`, which is no patch of torch (it was blamed for wrong math);
     a .pth that imports torch still is."""
@@ -240,10 +276,12 @@ def test_an_editable_install_with_torch_in_its_name_is_not_a_startup_patch(
     from envcheck.reference.suspects import startup_patches
 
     (tmp_path / "__editable__.torch_envcheck-0.1.0.pth").write_text(
-        "import __editable___torch_envcheck_0_1_0_finder; __editable___torch_envcheck_0_1_0_finder.install()\n")
+        "import __editable___torch_envcheck_0_1_0_finder; __editable___torch_envcheck_0_1_0_finder.install()\n"
+    )
     monkeypatch.setattr(site, "getsitepackages", lambda: [str(tmp_path)])
     monkeypatch.setattr(site, "getusersitepackages", lambda: str(tmp_path))
     assert [s for s in startup_patches() if str(tmp_path) in s.cause] == []
     (tmp_path / "patch.pth").write_text("import torch; torch.mm = lambda a, b: a\n")
     assert [s.cause for s in startup_patches() if str(tmp_path) in s.cause] == [
-        f"{tmp_path / 'patch.pth'} runs code that touches torch at every interpreter start"]
+        f"{tmp_path / 'patch.pth'} runs code that touches torch at every interpreter start"
+    ]

@@ -27,8 +27,10 @@ import pytest
 from tests.checks.cuda.test_cuda_codes import E802, E803, E999, PROC_VERSION
 from tests.helpers import ROOT
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                                reason="needs root and unshare for a private mount namespace")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="needs root and unshare for a private mount namespace",
+)
 
 STUB = """
 int cuDriverGetVersion(int *v) {{ *v = {driver_cuda}; return 0; }}
@@ -62,8 +64,17 @@ exec "$@"
 """
 
 
-def _run_case(tmp_path: Path, *, warning: str, cu_init: int, nodes: list[str], driver: str = "580.95.05",
-              kernel: str | None = None, driver_cuda: int = 13000, torch_cuda: str = "13.0") -> dict[str, Any]:
+def _run_case(
+    tmp_path: Path,
+    *,
+    warning: str,
+    cu_init: int,
+    nodes: list[str],
+    driver: str = "580.95.05",
+    kernel: str | None = None,
+    driver_cuda: int = 13000,
+    torch_cuda: str = "13.0",
+) -> dict[str, Any]:
     """`envcheck run --only cuda.available` in the staged namespace: libcuda `driver`, kernel module `kernel`."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
@@ -71,22 +82,52 @@ def _run_case(tmp_path: Path, *, warning: str, cu_init: int, nodes: list[str], d
     lib = tmp_path / "lib"
     lib.mkdir()
     (tmp_path / "stub.c").write_text(STUB.format(driver_cuda=driver_cuda, cu_init=cu_init))
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib / f"libcuda.so.{driver}"), str(tmp_path / "stub.c")],
-                   check=True, timeout=60)
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-o", str(lib / f"libcuda.so.{driver}"), str(tmp_path / "stub.c")],
+        check=True,
+        timeout=60,
+    )
     (lib / "libcuda.so.1").symlink_to(f"libcuda.so.{driver}")  # as the driver installs it
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE.format(torch_cuda=torch_cuda,
-                                                                               warning=warning)))
+    (site / "sitecustomize.py").write_text(
+        textwrap.dedent(SITECUSTOMIZE.format(torch_cuda=torch_cuda, warning=warning))
+    )
     script = tmp_path / "setup.sh"
     script.write_text(SETUP.format(nodes=" ".join(nodes)))
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LD_LIBRARY_PATH": str(lib),
-           "PYTHONPATH": f"{site}{os.pathsep}{ROOT}", "HOME": str(tmp_path), "TMPDIR": str(tmp_path),
-           "PROC_VERSION": PROC_VERSION.format(v=kernel or driver)}
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", str(script), sys.executable, "-m",
-                           "envcheck", "run", "--only", "cuda.available", "--json", "-"],
-                          capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 1, done.stdout + done.stderr  # a GPU host whose CUDA does not work: strict fails
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LD_LIBRARY_PATH": str(lib),
+        "PYTHONPATH": f"{site}{os.pathsep}{ROOT}",
+        "HOME": str(tmp_path),
+        "TMPDIR": str(tmp_path),
+        "PROC_VERSION": PROC_VERSION.format(v=kernel or driver),
+    }
+    done = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "bash",
+            str(script),
+            sys.executable,
+            "-m",
+            "envcheck",
+            "run",
+            "--only",
+            "cuda.available",
+            "--json",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 1, (
+        done.stdout + done.stderr
+    )  # a GPU host whose CUDA does not work: strict fails
     (result,) = json.loads(done.stdout)["results"]
     assert result["status"] == "fail", result
     return dict(result)
@@ -115,8 +156,9 @@ def test_999_on_a_simulated_host_without_nvidia_uvm_names_the_module(tmp_path: P
 
 
 @pytest.mark.parametrize("warning, code", [(E999, 999), (E803, 803)])
-def test_a_simulated_host_upgraded_without_reboot_names_the_version_skew(tmp_path: Path, warning: str,
-                                                                          code: int) -> None:
+def test_a_simulated_host_upgraded_without_reboot_names_the_version_skew(
+    tmp_path: Path, warning: str, code: int
+) -> None:
     """The kernel module says 570.86.15 (/proc/driver/nvidia/version) while the libcuda.so.1 that loads is
     580.95.05: the driver was upgraded and the host not rebooted. The root cause comes first, and the old
     module is not held to CUDA 13's 580 floor ("upgrade the driver" would send the user in a circle). 803's

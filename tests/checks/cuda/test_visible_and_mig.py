@@ -23,9 +23,14 @@ from tests.staging import nvml
 H100_UUID = "GPU-f4acb5ba-fbe9-afa1-f27c-5d7a9b9f2503"  # the proof host's GPU (nvidia-smi -L)
 H100 = [{"index": 0, "uuid": H100_UUID, "mig": False, "mig_devices": []}]
 # MIG UUIDs in the format of https://github.com/pytorch/pytorch/issues/95784 (MIG-feee0c61-...)
-SLICES = ["MIG-feee0c61-26ec-5616-bb59-b6d777cc4f34", "MIG-163816c9-1176-5817-9d3a-2b1c0f6e7a10",
-          "MIG-2a7b9c1d-3e4f-5a6b-8c9d-0e1f2a3b4c5d"]
-A100_MIG = [{"index": 0, "uuid": "GPU-5d2f0a1e-7c3b-4e8a-9f6d-1b2c3d4e5f60", "mig": True, "mig_devices": SLICES}]
+SLICES = [
+    "MIG-feee0c61-26ec-5616-bb59-b6d777cc4f34",
+    "MIG-163816c9-1176-5817-9d3a-2b1c0f6e7a10",
+    "MIG-2a7b9c1d-3e4f-5a6b-8c9d-0e1f2a3b4c5d",
+]
+A100_MIG = [
+    {"index": 0, "uuid": "GPU-5d2f0a1e-7c3b-4e8a-9f6d-1b2c3d4e5f60", "mig": True, "mig_devices": SLICES}
+]
 
 
 def _explain(ctx: Context | None = None, **cuda: Any) -> list[Any]:
@@ -41,7 +46,10 @@ def test_a_uuid_no_gpu_has_is_named_with_the_uuids_nvml_lists() -> None:
     result = _explain(available=False, gpus=[], visible_devices=wrong, nvml_gpus=H100)[0]
     first = result.measured["findings"][0]
     assert result.status.value == "fail" and result.fault_class == "config"
-    assert first["layer"] == "CUDA_VISIBLE_DEVICES" and f"names {wrong}, which no GPU here has" in first["problem"]
+    assert (
+        first["layer"] == "CUDA_VISIBLE_DEVICES"
+        and f"names {wrong}, which no GPU here has" in first["problem"]
+    )
     assert H100_UUID in first["problem"]
 
 
@@ -52,11 +60,15 @@ def test_a_uuid_prefix_of_a_real_gpu_is_not_blamed() -> None:
 
 
 def test_a_uuid_that_cannot_be_checked_says_so() -> None:
-    result = _explain(available=False, gpus=[], visible_devices="GPU-8932f937", nvml_gpus="NVML init: Driver Not "
-                      "Loaded")[0]
+    result = _explain(
+        available=False, gpus=[], visible_devices="GPU-8932f937", nvml_gpus="NVML init: Driver Not Loaded"
+    )[0]
     first = result.measured["findings"][0]
     assert first["layer"] == "unknown"
-    assert "names GPU-8932f937, which could not be checked against this host's GPUs: NVML init" in first["problem"]
+    assert (
+        "names GPU-8932f937, which could not be checked against this host's GPUs: NVML init"
+        in first["problem"]
+    )
 
 
 # https://github.com/pytorch/pytorch/issues/102715 ("only a single MIG instance is visible in a process") and
@@ -70,12 +82,16 @@ def test_several_mig_devices_offered_warns_that_cuda_uses_one() -> None:
 
 
 def test_one_mig_device_selected_passes() -> None:
-    result = _explain(gpus=["NVIDIA A100-SXM4-80GB MIG 3g.40gb"], nvml_gpus=A100_MIG, visible_devices=SLICES[0])[0]
+    result = _explain(
+        gpus=["NVIDIA A100-SXM4-80GB MIG 3g.40gb"], nvml_gpus=A100_MIG, visible_devices=SLICES[0]
+    )[0]
     assert result.status.value == "pass"
 
 
 def test_expect_gpus_above_one_under_mig_names_mig() -> None:
-    devices = _explain(Context(expect_gpus=3), gpus=["NVIDIA A100-SXM4-80GB MIG 3g.40gb"], nvml_gpus=A100_MIG)[1]
+    devices = _explain(
+        Context(expect_gpus=3), gpus=["NVIDIA A100-SXM4-80GB MIG 3g.40gb"], nvml_gpus=A100_MIG
+    )[1]
     assert devices.status.value == "fail" and devices.fault_class == "config"
     assert "CUDA enumerates one MIG device per process" in devices.summary
 
@@ -83,15 +99,19 @@ def test_expect_gpus_above_one_under_mig_names_mig() -> None:
 def _nvml_state(lost: bool) -> dict[str, Any]:
     """The one NVML fake's state: GPU 0 in MIG mode with slices in slots 0 and 2 (slot 1 empty); GPU 1 lost or
     plain. Strings come as bytes, as older nvidia-ml-py returned them."""
-    return nvml.state(nvml.gpu(0, uuid="GPU-aaaa", mig=True, mig_devices=[{"uuid": "MIG-0000"}, None,
-                                                                          {"uuid": "MIG-2222"}]),
-                      nvml.gpu(1, uuid="GPU-bbbb", mig=False, handle={"nvml_error": 15} if lost else None),
-                      bytes=True)
+    return nvml.state(
+        nvml.gpu(
+            0, uuid="GPU-aaaa", mig=True, mig_devices=[{"uuid": "MIG-0000"}, None, {"uuid": "MIG-2222"}]
+        ),
+        nvml.gpu(1, uuid="GPU-bbbb", mig=False, handle={"nvml_error": 15} if lost else None),
+        bytes=True,
+    )
 
 
 @pytest.mark.parametrize("lost", [False, True])
-def test_nvml_capture_reads_mig_devices_and_a_lost_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                       lost: bool) -> None:
+def test_nvml_capture_reads_mig_devices_and_a_lost_gpu(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, lost: bool
+) -> None:
     nvml.install(monkeypatch, tmp_path, _nvml_state(lost))
     state = nvml_gpus()
     assert isinstance(state, list)

@@ -28,10 +28,14 @@ from envcheck.checks.dcgm.diag_json import parse
 from envcheck.core.check import Context, Level
 from envcheck.core.result import FaultClass, Status
 
-CUDA_BUSY = ("GPU 0 Error using CUDA API cuCtxCreate Check DCGM and system logs for errors. Reset GPU. Restart DCGM. "
-             "Rerun diagnostics. Unable to create CUDA context: 'CUDA-capable device(s) is/are busy or unavailable'.")
-PERSISTENCE = ("Persistence Mode: Persistence mode for GPU 0 is disabled. Enable persistence mode by running "
-               "\"nvidia-smi -i <gpuId> -pm 1 \" as root.")
+CUDA_BUSY = (
+    "GPU 0 Error using CUDA API cuCtxCreate Check DCGM and system logs for errors. Reset GPU. Restart DCGM. "
+    "Rerun diagnostics. Unable to create CUDA context: 'CUDA-capable device(s) is/are busy or unavailable'."
+)
+PERSISTENCE = (
+    "Persistence Mode: Persistence mode for GPU 0 is disabled. Enable persistence mode by running "
+    '"nvidia-smi -i <gpuId> -pm 1 " as root.'
+)
 
 
 def _test(name: str, *results: dict[str, object], summary: str | None = None) -> dict[str, object]:
@@ -41,28 +45,78 @@ def _test(name: str, *results: dict[str, object], summary: str | None = None) ->
     return test
 
 
-FAIL_3X = {"DCGM GPU Diagnostic": {"test_categories": [
-    {"category": "Deployment", "tests": [_test("Denylist", {"gpu_ids": ["0", "1"], "status": "Pass"})]},
-    {"category": "Hardware", "tests": [_test("GPU Memory", {"gpu_id": "0", "status": "Fail",
-                                                             "warnings": [{"warning": CUDA_BUSY, "error_id": 12}]},
-                                             {"gpu_id": "1", "status": "Pass"})]}]}}
-SKIP_3X = {"DCGM GPU Diagnostic": {"test_categories": [
-    {"category": "Integration", "tests": [_test("PCIe", {"gpu_id": "0", "status": "Skip"})]},
-    {"category": "Hardware", "tests": [_test("GPU Memory", {"gpu_id": "0", "status": "Skip"}),
-                                       _test("Diagnostic", {"gpu_id": "0", "status": "Skip"})]}]}}
-WARN_4X = {"DCGM Diagnostic": {"test_categories": [
-    {"category": "Deployment", "tests": [_test("software", {"entity_id": 0, "status": "Warn",
-                                                            "warnings": [{"warning": PERSISTENCE, "error_id": 29}]},
-                                               summary="Warn")]},
-    {"category": "Hardware", "tests": [_test("memory", {"entity_id": 0, "status": "Pass"}, summary="Pass")]}]}}
-NO_ENGINE = ("Error: unable to establish a connection to the specified host: localhost\n"
-             "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n")
+FAIL_3X = {
+    "DCGM GPU Diagnostic": {
+        "test_categories": [
+            {
+                "category": "Deployment",
+                "tests": [_test("Denylist", {"gpu_ids": ["0", "1"], "status": "Pass"})],
+            },
+            {
+                "category": "Hardware",
+                "tests": [
+                    _test(
+                        "GPU Memory",
+                        {
+                            "gpu_id": "0",
+                            "status": "Fail",
+                            "warnings": [{"warning": CUDA_BUSY, "error_id": 12}],
+                        },
+                        {"gpu_id": "1", "status": "Pass"},
+                    )
+                ],
+            },
+        ]
+    }
+}
+SKIP_3X = {
+    "DCGM GPU Diagnostic": {
+        "test_categories": [
+            {"category": "Integration", "tests": [_test("PCIe", {"gpu_id": "0", "status": "Skip"})]},
+            {
+                "category": "Hardware",
+                "tests": [
+                    _test("GPU Memory", {"gpu_id": "0", "status": "Skip"}),
+                    _test("Diagnostic", {"gpu_id": "0", "status": "Skip"}),
+                ],
+            },
+        ]
+    }
+}
+WARN_4X = {
+    "DCGM Diagnostic": {
+        "test_categories": [
+            {
+                "category": "Deployment",
+                "tests": [
+                    _test(
+                        "software",
+                        {
+                            "entity_id": 0,
+                            "status": "Warn",
+                            "warnings": [{"warning": PERSISTENCE, "error_id": 29}],
+                        },
+                        summary="Warn",
+                    )
+                ],
+            },
+            {
+                "category": "Hardware",
+                "tests": [_test("memory", {"entity_id": 0, "status": "Pass"}, summary="Pass")],
+            },
+        ]
+    }
+}
+NO_ENGINE = (
+    "Error: unable to establish a connection to the specified host: localhost\n"
+    "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n"
+)
 
 
 def stand_in(bin_dir: Path, name: str, body: str) -> None:
     bin_dir.mkdir(exist_ok=True)
     script = bin_dir / name
-    script.write_text(f"#!/bin/sh\necho \"$@\" >> {bin_dir}/{name}.calls\n{body}\n")
+    script.write_text(f'#!/bin/sh\necho "$@" >> {bin_dir}/{name}.calls\n{body}\n')
     script.chmod(0o755)
 
 
@@ -74,7 +128,9 @@ def bin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
-def run(bin_dir: Path, output: str, level: Level = Level.QUICK, deadline_s: float = 30.0) -> tuple[object, str]:
+def run(
+    bin_dir: Path, output: str, level: Level = Level.QUICK, deadline_s: float = 30.0
+) -> tuple[object, str]:
     (bin_dir / "out.txt").write_text(output)
     stand_in(bin_dir, "dcgmi", f"cat {bin_dir}/out.txt")
     result = dcgm_diag(Context(level=level, deadline=time.monotonic() + deadline_s))
@@ -88,7 +144,8 @@ def test_a_failed_dcgm_test_is_a_node_fault_naming_the_test_gpu_and_text(bin_dir
     assert result.status is Status.FAIL and result.fault_class is FaultClass.NODE  # type: ignore[attr-defined]
     assert result.code == "dcgm.diag.gpu_memory"  # type: ignore[attr-defined]
     assert result.summary.startswith(  # type: ignore[attr-defined]
-        "DCGM test 'GPU Memory' (Hardware) failed on GPU 0: GPU 0 Error using CUDA API cuCtxCreate")
+        "DCGM test 'GPU Memory' (Hardware) failed on GPU 0: GPU 0 Error using CUDA API cuCtxCreate"
+    )
 
 
 def test_skips_pass_and_the_full_level_runs_level_2(bin_dir: Path) -> None:
@@ -134,8 +191,10 @@ def test_no_dcgmi_skips(bin_dir: Path) -> None:
 def test_the_parser_reads_both_shapes() -> None:
     fail = parse("Successfully ran diagnostic for group.\n" + json.dumps(FAIL_3X))
     assert not isinstance(fail, str)
-    assert [(t.code, t.status, t.gpus) for t in fail] == [("dcgm.diag.denylist", "pass", []),
-                                                           ("dcgm.diag.gpu_memory", "fail", ["0"])]
+    assert [(t.code, t.status, t.gpus) for t in fail] == [
+        ("dcgm.diag.denylist", "pass", []),
+        ("dcgm.diag.gpu_memory", "fail", ["0"]),
+    ]
     warn = parse(json.dumps(WARN_4X))
     assert not isinstance(warn, str) and warn[0].error_ids == [29] and warn[0].gpus == ["0"]
     assert parse("{}") == "dcgmi's JSON has none of DCGM GPU Diagnostic, DCGM Diagnostic"

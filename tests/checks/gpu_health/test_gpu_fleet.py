@@ -30,11 +30,15 @@ from envcheck.probe.pci import pci_gpus
 from tests.staging import nvml
 
 # NVIDIA/NVSentinel#155 (a newer driver: no Xid line for it)
-FELL = ("NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus "
-        "and is not responding to commands.")
+FELL = (
+    "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus "
+    "and is not responding to commands."
+)
 # https://github.com/leptonai/gpud/pull/46 (dmesg --ctime): one Xid 13 fault logs three lines in one second
-XID13 = ("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM "
-         "Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter")
+XID13 = (
+    "[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM "
+    "Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter"
+)
 # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
 XID79 = "NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus."
 # The driver's load banner: a real dmesg line (driver 580.142 on Fedora 42) from a public repository's notes found
@@ -47,11 +51,21 @@ def gpu(index: int, pci: str) -> dict[str, object]:
     return {"index": index, "name": "NVIDIA H100 80GB HBM3", "pci": pci, "persistence": True}
 
 
-def data(*gpus: dict[str, object], bus: list[dict[str, object]] | None = None, pci: object = None,
-         xid: list[dict[str, object]] | None = None) -> dict[str, object]:
-    return {"nvml_error": None, "driver_version": "580.95.05", "gpus": list(gpus), "nvml_hung": None,
-            "nvml_hang": None, "pci_gpus": pci if pci is not None else [],
-            "kernel_log": {"source": "/dev/kmsg", "error": None, "xid": xid or [], "bus": bus or []}}
+def data(
+    *gpus: dict[str, object],
+    bus: list[dict[str, object]] | None = None,
+    pci: object = None,
+    xid: list[dict[str, object]] | None = None,
+) -> dict[str, object]:
+    return {
+        "nvml_error": None,
+        "driver_version": "580.95.05",
+        "gpus": list(gpus),
+        "nvml_hung": None,
+        "nvml_hang": None,
+        "pci_gpus": pci if pci is not None else [],
+        "kernel_log": {"source": "/dev/kmsg", "error": None, "xid": xid or [], "bus": bus or []},
+    }
 
 
 def judge(d: dict[str, object]):  # type: ignore[no-untyped-def]
@@ -73,8 +87,12 @@ def test_a_gpu_that_fell_off_the_bus_without_an_xid_fails_the_node() -> None:
 
 
 def test_a_gpu_on_the_pci_bus_that_nvml_does_not_list_is_lost(tmp_path: Path) -> None:
-    for addr, vendor, cls in (("0000:1b:00.0", "0x10de", "0x030200"), ("0000:b3:00.0", "0x10de", "0x030200"),
-                              ("0000:b3:00.1", "0x10de", "0x040300"), ("0000:05:00.0", "0x15b3", "0x020700")):
+    for addr, vendor, cls in (
+        ("0000:1b:00.0", "0x10de", "0x030200"),
+        ("0000:b3:00.0", "0x10de", "0x030200"),
+        ("0000:b3:00.1", "0x10de", "0x040300"),
+        ("0000:05:00.0", "0x15b3", "0x020700"),
+    ):
         (tmp_path / addr).mkdir()
         (tmp_path / addr / "vendor").write_text(vendor + "\n")
         (tmp_path / addr / "class").write_text(cls + "\n")
@@ -83,7 +101,9 @@ def test_a_gpu_on_the_pci_bus_that_nvml_does_not_list_is_lost(tmp_path: Path) ->
     result = judge(data(gpu(0, "00000000:1B:00.0"), pci=found))
     assert result.status is Status.FAIL and result.code == "gpu.lost"
     assert result.summary.startswith("PCI 0000:b3:00.0: on the PCI bus but not listed by NVML (1 of 2 GPUs)")
-    assert judge(data(gpu(0, "00000000:1B:00.0"), gpu(1, "00000000:B3:00.0"), pci=found)).status is Status.PASS
+    assert (
+        judge(data(gpu(0, "00000000:1B:00.0"), gpu(1, "00000000:B3:00.0"), pci=found)).status is Status.PASS
+    )
 
 
 def test_this_hosts_sysfs_lists_no_nvidia_gpu() -> None:
@@ -98,7 +118,9 @@ def test_the_window_counts_from_the_driver_load_the_gpu_reset_and_the_cursor() -
     old = kmsg(10, 1_000_000, XID79)
     assert scan([old])["xid"][0]["xid"] == 79
     assert scan([old, kmsg(11, 2_000_000, LOAD)])["xid"] == []  # the driver reloaded since
-    assert scan([old, kmsg(11, 2_000_000, NVLINK_START), kmsg(12, 2_100_000, LOAD)])["xid"] == []  # with its start
+    assert (
+        scan([old, kmsg(11, 2_000_000, NVLINK_START), kmsg(12, 2_100_000, LOAD)])["xid"] == []
+    )  # with its start
     assert scan([old, kmsg(11, 2_000_000, "NVRM: GPU at PCI:0000:2b:00: GPU-5a1c0b52")])["xid"] == []  # reset
     assert scan([old], after_seq=10)["xid"] == []  # the last run saw it
     assert scan([old], since_s=1.5)["xid"] == []  # outside the window
@@ -118,8 +140,12 @@ def test_a_gpu_lost_at_probe_before_the_banner_belongs_to_this_load() -> None:
     """Issue 31: the probe's failures precede the banner of the same load; a window that starts at the banner
     passed a node that came up with 7 of its 8 GPUs. An earlier load's Xid stays outside the window."""
     earlier = kmsg(10, 1_000_000, XID79)  # the previous driver instance's GPU at 2b
-    load = [kmsg(11, 2_000_000, NVLINK_START), kmsg(12, 2_100_000, FELL), kmsg(13, 2_200_000, PROBE_FAILED),
-            kmsg(14, 2_300_000, LOAD)]
+    load = [
+        kmsg(11, 2_000_000, NVLINK_START),
+        kmsg(12, 2_100_000, FELL),
+        kmsg(13, 2_200_000, PROBE_FAILED),
+        kmsg(14, 2_300_000, LOAD),
+    ]
     found = scan([earlier, *load])
     assert found["xid"] == [] and [b["pci"] for b in found["bus"]] == ["0000:b3:00"]
     result = judge(data(gpu(0, "00000000:1B:00.0"), bus=found["bus"]))
@@ -144,7 +170,9 @@ def test_an_application_xid_repeating_on_one_gpu_escalates_inside_the_operators_
     assert once.status is Status.PASS  # one fault's three lines: the application's
     repeated = judge(windowed(data(gpu(0, "00000000:CB:00.0"), xid=scan(burst)["xid"])))
     assert repeated.status is Status.WARN and repeated.code == "xid.13.repeated"
-    assert "repeating on this GPU (3 bursts)" in repeated.summary and "dcgmi diag -r 3" in (repeated.remediation or "")
+    assert "repeating on this GPU (3 bursts)" in repeated.summary and "dcgmi diag -r 3" in (
+        repeated.remediation or ""
+    )
 
 
 def test_application_xids_since_boot_never_escalate_without_a_window() -> None:

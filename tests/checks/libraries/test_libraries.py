@@ -38,25 +38,34 @@ TORCH_128_REQUIRES = [
     "nvidia-cudnn-cu12==9.10.2.21; platform_system == 'Linux' and platform_machine == 'x86_64'",
     "nvidia-nccl-cu12==2.27.5; platform_system == 'Linux' and platform_machine == 'x86_64'",
     "nvidia-nvjitlink-cu12==12.8.93; platform_system == 'Linux' and platform_machine == 'x86_64'",
-    "filelock", "sympy>=1.13.3", 'opt-einsum>=3.3; extra == "opt-einsum"',
+    "filelock",
+    "sympy>=1.13.3",
+    'opt-einsum>=3.3; extra == "opt-einsum"',
     "intel-openmp==2025.2.1; platform_system == 'Windows'",
 ]
 # Real import failures, as users reported them:
 # https://github.com/pytorch/pytorch/issues/119932 (an older libnccl.so.2 found first)
-NCCL_UNDEFINED = ("ImportError: /home/test/anaconda3/envs/myenv/lib/python3.9/site-packages/torch/lib/"
-                  "libtorch_cuda.so: undefined symbol: ncclCommRegister")
+NCCL_UNDEFINED = (
+    "ImportError: /home/test/anaconda3/envs/myenv/lib/python3.9/site-packages/torch/lib/"
+    "libtorch_cuda.so: undefined symbol: ncclCommRegister"
+)
 # https://github.com/infiniflow/ragflow/issues/4466 (LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64: had libnvJitLink)
-NVJITLINK_UNDEFINED = ("ImportError: /home/mit/kxyRAG/ragflow/.venv/lib/python3.12/site-packages/torch/lib/../../"
-                       "nvidia/cusparse/lib/libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, version "
-                       "libnvJitLink.so.12")
+NVJITLINK_UNDEFINED = (
+    "ImportError: /home/mit/kxyRAG/ragflow/.venv/lib/python3.12/site-packages/torch/lib/../../"
+    "nvidia/cusparse/lib/libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, version "
+    "libnvJitLink.so.12"
+)
 # https://github.com/pytorch/pytorch/issues/165812 (torch and the nvidia wheels in different site dirs)
 CUDNN_MISSING = "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory"
 # https://github.com/rwth-i6/returnn/issues/1802 (nvidia-nccl-cu11==2.14.3 next to nvidia-nccl-cu12==2.27.3)
-NCCL_MEMFREE = ("ImportError: /home/runner/.local/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: "
-                "undefined symbol: ncclMemFree")
+NCCL_MEMFREE = (
+    "ImportError: /home/runner/.local/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: "
+    "undefined symbol: ncclMemFree"
+)
 
 
 # ---- a real site dir: dist-info written as pip writes it ------------------------------------------------------
+
 
 def _record_line(site: Path, rel: str) -> str:
     data = (site / rel).read_bytes()
@@ -64,8 +73,14 @@ def _record_line(site: Path, rel: str) -> str:
     return f"{rel},sha256={digest},{len(data)}"
 
 
-def install_dist(site: Path, name: str, version: str, files: dict[str, bytes] | None = None,
-                 requires: list[str] | None = None, record: list[str] | None = None) -> None:
+def install_dist(
+    site: Path,
+    name: str,
+    version: str,
+    files: dict[str, bytes] | None = None,
+    requires: list[str] | None = None,
+    record: list[str] | None = None,
+) -> None:
     """A dist-info as pip leaves it: METADATA, and a RECORD listing `files` (written now) with size and hash."""
     for rel, data in (files or {}).items():
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +104,9 @@ def test_duplicate_nccl_dists_sharing_a_file_are_found_from_real_metadata(tmp_pa
     install_dist(site, "nvidia-nccl-cu13", "2.28.9", {"nvidia/nccl/lib/libnccl.so.2": b"cu13 nccl " * 50})
     cu13_record = (site / "nvidia_nccl_cu13-2.28.9.dist-info/RECORD").read_text().splitlines()[0]
     install_dist(site, "nvidia-nccl-cu12", "2.27.3", {"nvidia/nccl/lib/libnccl.so.2": b"cu12 nccl " * 40})
-    install_dist(site, "nvidia-ml-py", "13.610.43", {"pynvml.py": b"# bindings only\n"})  # no library: not counted
+    install_dist(
+        site, "nvidia-ml-py", "13.610.43", {"pynvml.py": b"# bindings only\n"}
+    )  # no library: not counted
     install_dist(site, "cupy-cuda12x", "13.6.0", requires=["nvidia-nccl-cu12>=2.18"])
     dists = nvidia_dists([str(site)])
     by_name = {d["name"]: d for d in dists}
@@ -104,22 +121,36 @@ def test_duplicate_nccl_dists_sharing_a_file_are_found_from_real_metadata(tmp_pa
     data = _section(dists=dists, required_by=users, pins={"nvidia-nccl-cu13": "2.28.9"}, loaded=[lib])
     result = verdict(data, make_context())
     assert result.status is Status.WARN and result.fault_class == "image"
-    assert "2 nvidia-nccl distributions are installed (nvidia-nccl-cu13 2.28.9, nvidia-nccl-cu12 2.27.3)" \
+    assert (
+        "2 nvidia-nccl distributions are installed (nvidia-nccl-cu13 2.28.9, nvidia-nccl-cu12 2.27.3)"
         in result.summary
+    )
     assert f"they share {lib}, which holds nvidia-nccl-cu12's bytes" in result.summary
     assert result.remediation is not None
-    assert result.remediation.startswith("pip uninstall -y nvidia-nccl-cu12 && pip install --force-reinstall "
-                                         "--no-deps nvidia-nccl-cu13==2.28.9")
+    assert result.remediation.startswith(
+        "pip uninstall -y nvidia-nccl-cu12 && pip install --force-reinstall "
+        "--no-deps nvidia-nccl-cu13==2.28.9"
+    )
     assert "cupy-cuda12x" in result.remediation
-    assert result.measured["libraries"][0]["from"] == "nvidia-nccl-cu12"  # the holder of the bytes, not the pin
+    assert (
+        result.measured["libraries"][0]["from"] == "nvidia-nccl-cu12"
+    )  # the holder of the bytes, not the pin
 
 
 def test_duplicates_count_on_a_cpu_only_torch() -> None:
     """No pins (CPU torch) and no CUDA library mapped, yet cublas for CUDA 12 and 13 are both installed."""
-    dists = [{"name": "nvidia-cublas-cu12", "version": "12.8.4.1", "libs": [
-        {"path": "/s/nvidia/cublas/lib/libcublas.so.12", "state": "ok"}]},
-        {"name": "nvidia-cublas", "version": "13.1.0.3", "libs": [
-            {"path": "/s/nvidia/cu13/lib/libcublas.so.13", "state": "ok"}]}]
+    dists = [
+        {
+            "name": "nvidia-cublas-cu12",
+            "version": "12.8.4.1",
+            "libs": [{"path": "/s/nvidia/cublas/lib/libcublas.so.12", "state": "ok"}],
+        },
+        {
+            "name": "nvidia-cublas",
+            "version": "13.1.0.3",
+            "libs": [{"path": "/s/nvidia/cu13/lib/libcublas.so.13", "state": "ok"}],
+        },
+    ]
     result = verdict(_section(dists=dists, torch_cuda=None), make_context())
     assert result.status is Status.WARN and result.fault_class == "image"
     assert "2 nvidia-cublas distributions" in result.summary
@@ -131,24 +162,44 @@ def test_pins_follow_markers_and_cuda_toolkit_extras(tmp_path: Path) -> None:
     (https://pypi.org/project/cuda-toolkit/13.2.2/: cublas -> nvidia-cublas, cudart -> nvidia-cuda-runtime; the
     versions are those installed with cuda-toolkit 13.0.2 on the H100 in docs/gpu-evidence)."""
     got = pins(TORCH_128_REQUIRES)
-    assert got == {"nvidia-cuda-runtime-cu12": "12.8.90", "nvidia-cudnn-cu12": "9.10.2.21",
-                   "nvidia-nccl-cu12": "2.27.5", "nvidia-nvjitlink-cu12": "12.8.93"}
+    assert got == {
+        "nvidia-cuda-runtime-cu12": "12.8.90",
+        "nvidia-cudnn-cu12": "9.10.2.21",
+        "nvidia-nccl-cu12": "2.27.5",
+        "nvidia-nvjitlink-cu12": "12.8.93",
+    }
     site = tmp_path / "site"
-    install_dist(site, "cuda-toolkit", "13.0.2", requires=[
-        'nvidia-cublas==13.1.0.3; extra == "cublas"', 'nvidia-cuda-runtime==13.0.96; extra == "cudart"',
-        'nvidia-cufft==12.0.0.61; extra == "cufft"'])
-    torch_13 = ['cuda-toolkit[cublas,cudart]==13.0.2; platform_system == "Linux"',
-                "nvidia-nccl-cu13 (==2.28.9) ; platform_machine == 'x86_64'"]
+    install_dist(
+        site,
+        "cuda-toolkit",
+        "13.0.2",
+        requires=[
+            'nvidia-cublas==13.1.0.3; extra == "cublas"',
+            'nvidia-cuda-runtime==13.0.96; extra == "cudart"',
+            'nvidia-cufft==12.0.0.61; extra == "cufft"',
+        ],
+    )
+    torch_13 = [
+        'cuda-toolkit[cublas,cudart]==13.0.2; platform_system == "Linux"',
+        "nvidia-nccl-cu13 (==2.28.9) ; platform_machine == 'x86_64'",
+    ]
     got = pins(torch_13, lambda name: libraries_inputs._requires(name, [str(site)]))
-    assert got == {"cuda-toolkit": "13.0.2", "nvidia-cublas": "13.1.0.3", "nvidia-cuda-runtime": "13.0.96",
-                   "nvidia-nccl-cu13": "2.28.9"}
+    assert got == {
+        "cuda-toolkit": "13.0.2",
+        "nvidia-cublas": "13.1.0.3",
+        "nvidia-cuda-runtime": "13.0.96",
+        "nvidia-nccl-cu13": "2.28.9",
+    }
 
 
 def test_installed_version_other_than_the_pin_is_an_image_finding() -> None:
     """`pip install -U nvidia-nccl-cu12` after torch: the loaded wheel copy is 2.28.3, torch pins 2.27.5."""
     lib = "/s/nvidia/nccl/lib/libnccl.so.2"
-    data = _section(dists=[{"name": "nvidia-nccl-cu12", "version": "2.28.3", "libs": [{"path": lib, "state": "ok"}]}],
-                    pins={"nvidia-nccl-cu12": "2.27.5"}, loaded=[lib])
+    data = _section(
+        dists=[{"name": "nvidia-nccl-cu12", "version": "2.28.3", "libs": [{"path": lib, "state": "ok"}]}],
+        pins={"nvidia-nccl-cu12": "2.27.5"},
+        loaded=[lib],
+    )
     result = verdict(data, make_context())
     assert result.status is Status.WARN and result.fault_class == "image"
     assert result.summary == "nvidia-nccl-cu12 2.28.3 is installed, torch 2.9.1+cu128 pins 2.27.5"
@@ -157,57 +208,94 @@ def test_installed_version_other_than_the_pin_is_an_image_finding() -> None:
 
 # ---- pure verdicts for the real import errors --------------------------------------------------------------------
 
+
 def _section(**over: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"torch_installed": True, "torch_version": "2.9.1+cu128", "torch_cuda": "12.8",
-                            "import_error": None, "pins": {}, "dists": [], "required_by": {}, "loaded": [],
-                            "ld_library_path": [], "ld_preload": []}
+    base: dict[str, Any] = {
+        "torch_installed": True,
+        "torch_version": "2.9.1+cu128",
+        "torch_cuda": "12.8",
+        "import_error": None,
+        "pins": {},
+        "dists": [],
+        "required_by": {},
+        "loaded": [],
+        "ld_library_path": [],
+        "ld_preload": [],
+    }
     return {**base, **over}
 
 
-NCCL_WHEEL = {"name": "nvidia-nccl-cu12", "version": "2.27.5",
-              "libs": [{"path": "/venv/site/nvidia/nccl/lib/libnccl.so.2", "state": "ok"}]}
+NCCL_WHEEL = {
+    "name": "nvidia-nccl-cu12",
+    "version": "2.27.5",
+    "libs": [{"path": "/venv/site/nvidia/nccl/lib/libnccl.so.2", "state": "ok"}],
+}
 
 
 def test_undefined_nccl_symbol_with_an_older_libnccl_on_ld_library_path_is_config() -> None:
-    data = _section(torch_cuda=None, import_error=NCCL_UNDEFINED, dists=[NCCL_WHEEL],
-                    pins={"nvidia-nccl-cu12": "2.27.5"},
-                    ld_library_path=[{"dir": "/usr/local/nvidia/lib64", "libs": {}},
-                                     {"dir": "/opt/nccl-2.18/lib", "libs": {
-                                         "libnccl.so.2": "/opt/nccl-2.18/lib/libnccl.so.2.18.3"}}])
+    data = _section(
+        torch_cuda=None,
+        import_error=NCCL_UNDEFINED,
+        dists=[NCCL_WHEEL],
+        pins={"nvidia-nccl-cu12": "2.27.5"},
+        ld_library_path=[
+            {"dir": "/usr/local/nvidia/lib64", "libs": {}},
+            {"dir": "/opt/nccl-2.18/lib", "libs": {"libnccl.so.2": "/opt/nccl-2.18/lib/libnccl.so.2.18.3"}},
+        ],
+    )
     result = verdict(data, make_context())
     assert result.status is Status.FAIL and result.fault_class == "config"
-    assert result.summary.startswith("torch cannot import: libtorch_cuda.so needs ncclCommRegister, which the "
-                                     "libnccl the loader found lacks (older); it came from LD_LIBRARY_PATH "
-                                     "(/opt/nccl-2.18/lib)")
-    assert "the wheel's copy is /venv/site/nvidia/nccl/lib/libnccl.so.2 (nvidia-nccl-cu12 2.27.5)" in result.summary
+    assert result.summary.startswith(
+        "torch cannot import: libtorch_cuda.so needs ncclCommRegister, which the "
+        "libnccl the loader found lacks (older); it came from LD_LIBRARY_PATH "
+        "(/opt/nccl-2.18/lib)"
+    )
+    assert (
+        "the wheel's copy is /venv/site/nvidia/nccl/lib/libnccl.so.2 (nvidia-nccl-cu12 2.27.5)"
+        in result.summary
+    )
     assert result.remediation is not None
-    assert result.remediation.startswith("export LD_LIBRARY_PATH=/usr/local/nvidia/lib64  # remove "
-                                         "/opt/nccl-2.18/lib")
+    assert result.remediation.startswith(
+        "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64  # remove /opt/nccl-2.18/lib"
+    )
 
 
 def test_undefined_nvjitlink_symbol_names_the_versioned_library() -> None:
-    data = _section(torch_cuda=None, import_error=NVJITLINK_UNDEFINED,
-                    ld_library_path=[{"dir": "/usr/local/cuda-12.1/lib64", "libs": {
-                        "libnvJitLink.so.12": "/usr/local/cuda-12.1/targets/x86_64-linux/lib/libnvJitLink.so.12.1.105"
-                    }}])
+    data = _section(
+        torch_cuda=None,
+        import_error=NVJITLINK_UNDEFINED,
+        ld_library_path=[
+            {
+                "dir": "/usr/local/cuda-12.1/lib64",
+                "libs": {
+                    "libnvJitLink.so.12": "/usr/local/cuda-12.1/targets/x86_64-linux/lib/libnvJitLink.so.12.1.105"
+                },
+            }
+        ],
+    )
     result = verdict(data, make_context())
     assert result.status is Status.FAIL and result.fault_class == "config"
-    assert "libcusparse.so.12 needs __nvJitLinkAddData_12_1, which the libnvJitLink the loader found lacks" \
+    assert (
+        "libcusparse.so.12 needs __nvJitLinkAddData_12_1, which the libnvJitLink the loader found lacks"
         in result.summary
+    )
     assert result.remediation is not None and result.remediation.startswith("unset LD_LIBRARY_PATH")
 
 
 def test_undefined_nccl_symbol_with_two_nccl_dists_is_the_duplicate() -> None:
     cu11 = {"name": "nvidia-nccl-cu11", "version": "2.14.3", "libs": NCCL_WHEEL["libs"]}
     cu12 = {**NCCL_WHEEL, "version": "2.27.3"}
-    data = _section(torch_cuda=None, import_error=NCCL_MEMFREE, dists=[cu11, cu12],
-                    pins={"nvidia-nccl-cu12": "2.27.3"})
+    data = _section(
+        torch_cuda=None, import_error=NCCL_MEMFREE, dists=[cu11, cu12], pins={"nvidia-nccl-cu12": "2.27.3"}
+    )
     result = verdict(data, make_context())
     assert result.status is Status.FAIL and result.fault_class == "image"
     assert "libtorch_cuda.so needs ncclMemFree" in result.summary
     assert "2 nvidia-nccl distributions are installed" in result.summary
-    assert result.remediation == ("pip uninstall -y nvidia-nccl-cu11 && pip install --force-reinstall --no-deps "
-                                  "nvidia-nccl-cu12==2.27.3")
+    assert result.remediation == (
+        "pip uninstall -y nvidia-nccl-cu11 && pip install --force-reinstall --no-deps "
+        "nvidia-nccl-cu12==2.27.3"
+    )
     assert len(result.measured["findings"]) == 1  # the duplicate is the import's cause, not a second finding
 
 
@@ -218,8 +306,13 @@ def test_missing_cudnn_names_the_pin_or_the_split_site_dirs() -> None:
     assert "libcudnn.so.9 is missing" in result.summary and "nvidia-cudnn-cu12==9.10.2.21" in result.summary
     assert result.remediation == "pip install nvidia-cudnn-cu12==9.10.2.21"
     # pytorch#165812: the wheel is installed, in venv/lib, while torch is in venv/lib64
-    cudnn = {"name": "nvidia-cudnn-cu12", "version": "9.10.2.21",
-             "libs": [{"path": "/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9", "state": "ok"}]}
+    cudnn = {
+        "name": "nvidia-cudnn-cu12",
+        "version": "9.10.2.21",
+        "libs": [
+            {"path": "/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9", "state": "ok"}
+        ],
+    }
     result = verdict({**data, "dists": [cudnn]}, make_context())
     assert "torch and the NVIDIA wheels are in different site-packages" in result.summary
     assert result.remediation is not None
@@ -233,23 +326,30 @@ def test_missing_cudnn_names_the_pin_or_the_split_site_dirs() -> None:
 
 def test_ld_preload_shadowing_is_config() -> None:
     real = "/opt/cudnn/lib/libcudnn.so.9.1.0"
-    cudnn = {"name": "nvidia-cudnn-cu12", "version": "9.10.2.21",
-             "libs": [{"path": "/s/nvidia/cudnn/lib/libcudnn.so.9", "state": "ok"}]}
+    cudnn = {
+        "name": "nvidia-cudnn-cu12",
+        "version": "9.10.2.21",
+        "libs": [{"path": "/s/nvidia/cudnn/lib/libcudnn.so.9", "state": "ok"}],
+    }
     data = _section(dists=[cudnn], pins={"nvidia-cudnn-cu12": "9.10.2.21"}, loaded=[real], ld_preload=[real])
     result = verdict(data, make_context())
     assert result.status is Status.WARN and result.fault_class == "config"
-    assert result.summary.startswith(f"libcudnn 9.1.0 is loaded from {real}, not the 9.10.2.21 torch pins from "
-                                     f"LD_PRELOAD ({real})")
+    assert result.summary.startswith(
+        f"libcudnn 9.1.0 is loaded from {real}, not the 9.10.2.21 torch pins from LD_PRELOAD ({real})"
+    )
     assert result.remediation is not None and result.remediation.startswith("unset LD_PRELOAD")
 
 
 def test_validate_refuses_malformed_sections_with_one_line() -> None:
     good = _section(dists=[NCCL_WHEEL])
     SECTION.validate(good, "bundle's libraries")
-    for bad, where in (([], "must be an object"), ({**good, "pins": {"x": 1}}, "pins must map"),
-                       ({**good, "dists": [{"name": "x", "version": "1", "libs": [{"path": 3}]}]}, "libs[0].path"),
-                       ({**good, "loaded": [1]}, "loaded must be a list of str"),
-                       ({**good, "import_error": 5}, "import_error must be str or null")):
+    for bad, where in (
+        ([], "must be an object"),
+        ({**good, "pins": {"x": 1}}, "pins must map"),
+        ({**good, "dists": [{"name": "x", "version": "1", "libs": [{"path": 3}]}]}, "libs[0].path"),
+        ({**good, "loaded": [1]}, "loaded must be a list of str"),
+        ({**good, "import_error": 5}, "import_error must be str or null"),
+    ):
         with pytest.raises(UsageError, match=re.escape(where)) as caught:
             SECTION.validate(bad, "bundle's libraries")
         assert "\n" not in str(caught.value)
@@ -270,8 +370,12 @@ PyMODINIT_FUNC PyInit__C(void) { (void)&torch_uses_nccl; return PyModule_Create(
 def _gcc(src: str, out: Path, *args: str) -> None:
     c = out.with_suffix(out.suffix + ".c")
     c.write_text(src)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(c), *args], check=True, timeout=60,
-                   capture_output=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(out), str(c), *args],
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
     c.unlink()
 
 
@@ -286,32 +390,58 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("built")
     _gcc(NCCL_NEW, out / "libnccl.so.2.27.5", "-Wl,-soname,libnccl.so.2")
     _gcc(NCCL_OLD, out / "libnccl.so.2.18.3", "-Wl,-soname,libnccl.so.2")
-    _gcc(TORCH_CUDA, out / "libtorch_cuda.so", str(out / "libnccl.so.2.27.5"), "-Wl,-soname,libtorch_cuda.so",
-         "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../../nvidia/nccl/lib")  # RUNPATH, as torch's wheel sets it
+    _gcc(
+        TORCH_CUDA,
+        out / "libtorch_cuda.so",
+        str(out / "libnccl.so.2.27.5"),
+        "-Wl,-soname,libtorch_cuda.so",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../../nvidia/nccl/lib",
+    )  # RUNPATH, as torch's wheel sets it
     ext = out / f"_C{sysconfig.get_config_var('EXT_SUFFIX')}"
-    _gcc(EXTENSION, ext, f"-I{include}", "-Wl,--no-as-needed", str(out / "libtorch_cuda.so"),
-         "-Wl,--enable-new-dtags,-rpath,$ORIGIN/lib")
-    return {"new": out / "libnccl.so.2.27.5", "old": out / "libnccl.so.2.18.3",
-            "torch_cuda": out / "libtorch_cuda.so", "ext": ext}
+    _gcc(
+        EXTENSION,
+        ext,
+        f"-I{include}",
+        "-Wl,--no-as-needed",
+        str(out / "libtorch_cuda.so"),
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/lib",
+    )
+    return {
+        "new": out / "libnccl.so.2.27.5",
+        "old": out / "libnccl.so.2.18.3",
+        "torch_cuda": out / "libtorch_cuda.so",
+        "ext": ext,
+    }
 
 
 def make_venv(tmp_path: Path, built: dict[str, Path], ld_nccl: str | None = None) -> tuple[Path, Path]:
     """A site dir laid out as pip leaves torch 2.9.1+cu128 (stand-in) and nvidia-nccl-cu12 2.27.5, and a
     directory holding another libnccl.so.2 (`ld_nccl`: 'new' or 'old' build) for LD_LIBRARY_PATH."""
     site, ldp = tmp_path / "site", tmp_path / "opt-nccl" / "lib"
-    install_dist(site, "nvidia-nccl-cu12", "2.27.5", {"nvidia/nccl/lib/libnccl.so.2": built["new"].read_bytes()})
+    install_dist(
+        site, "nvidia-nccl-cu12", "2.27.5", {"nvidia/nccl/lib/libnccl.so.2": built["new"].read_bytes()}
+    )
     (site / "torch/lib").mkdir(parents=True)
     shutil.copy(built["torch_cuda"], site / "torch/lib/libtorch_cuda.so")
     shutil.copy(built["ext"], site / "torch" / built["ext"].name)
     (site / "torch/version.py").write_text("__version__ = '2.9.1+cu128'\ncuda = '12.8'\n")
-    (site / "torch/__init__.py").write_text("from torch import version\nfrom torch._C import *  # noqa: F403\n")
-    install_dist(site, "torch", "2.9.1+cu128", requires=TORCH_128_REQUIRES,
-                 record=["torch/__init__.py,,", "torch/version.py,,"])
+    (site / "torch/__init__.py").write_text(
+        "from torch import version\nfrom torch._C import *  # noqa: F403\n"
+    )
+    install_dist(
+        site,
+        "torch",
+        "2.9.1+cu128",
+        requires=TORCH_128_REQUIRES,
+        record=["torch/__init__.py,,", "torch/version.py,,"],
+    )
     if ld_nccl:
         ldp.mkdir(parents=True)
         version = "2.27.5" if ld_nccl == "new" else "2.18.3"
         shutil.copy(built[ld_nccl], ldp / f"libnccl.so.{version}")
-        (ldp / "libnccl.so.2").symlink_to(f"libnccl.so.{version}")  # as ldconfig / the NCCL tarball lays it out
+        (ldp / "libnccl.so.2").symlink_to(
+            f"libnccl.so.{version}"
+        )  # as ldconfig / the NCCL tarball lays it out
     return site, ldp
 
 
@@ -338,8 +468,15 @@ def test_the_wheels_libnccl_wins_without_ld_library_path(tmp_path: Path, built: 
     result = verdict(data, make_context())
     assert result.status is Status.PASS, result.summary
     assert result.summary == "NVIDIA libraries loaded: 1 from torch's pinned wheels (libnccl.so.2 2.27.5)"
-    assert result.measured["libraries"] == [{"library": "libnccl.so.2", "path": wheel, "from": "nvidia-nccl-cu12",
-                                             "version": "2.27.5", "pinned": "nvidia-nccl-cu12==2.27.5"}]
+    assert result.measured["libraries"] == [
+        {
+            "library": "libnccl.so.2",
+            "path": wheel,
+            "from": "nvidia-nccl-cu12",
+            "version": "2.27.5",
+            "pinned": "nvidia-nccl-cu12==2.27.5",
+        }
+    ]
 
 
 def test_ld_library_path_copy_wins_over_runpath_and_is_named(tmp_path: Path, built: dict[str, Path]) -> None:
@@ -356,35 +493,43 @@ def test_ld_library_path_copy_wins_over_runpath_and_is_named(tmp_path: Path, bui
     assert won in data["loaded"] and data["import_error"] is None
     result = verdict(data, make_context())
     assert result.status is Status.WARN and result.fault_class == "config"
-    assert result.summary.startswith(f"libnccl 2.18.3 is loaded from {won}, not the 2.27.5 torch pins from "
-                                     f"LD_LIBRARY_PATH ({ldp}): the wheel's copy is "
-                                     f"{(site / 'nvidia/nccl/lib/libnccl.so.2').resolve()} (nvidia-nccl-cu12 2.27.5)")
-    assert result.remediation == (f"export LD_LIBRARY_PATH={keep}  # remove {ldp} so torch loads the wheel's "
-                                  "libnccl")
+    assert result.summary.startswith(
+        f"libnccl 2.18.3 is loaded from {won}, not the 2.27.5 torch pins from "
+        f"LD_LIBRARY_PATH ({ldp}): the wheel's copy is "
+        f"{(site / 'nvidia/nccl/lib/libnccl.so.2').resolve()} (nvidia-nccl-cu12 2.27.5)"
+    )
+    assert result.remediation == (
+        f"export LD_LIBRARY_PATH={keep}  # remove {ldp} so torch loads the wheel's libnccl"
+    )
 
 
-def test_an_older_libnccl_on_ld_library_path_breaks_the_import_and_is_named(tmp_path: Path,
-                                                                            built: dict[str, Path]) -> None:
+def test_an_older_libnccl_on_ld_library_path_breaks_the_import_and_is_named(
+    tmp_path: Path, built: dict[str, Path]
+) -> None:
     """The real loader's error for pytorch#119932's case: the capture survives `import torch` failing, keeps the
     text, and the verdict blames the LD_LIBRARY_PATH entry."""
     site, ldp = make_venv(tmp_path, built, ld_nccl="old")
     data = capture_in_child(site, str(ldp))
-    assert data["import_error"] == (f"ImportError: {site}/torch/lib/libtorch_cuda.so: undefined symbol: "
-                                    "ncclCommRegister")
+    assert data["import_error"] == (
+        f"ImportError: {site}/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister"
+    )
     result = verdict(data, make_context())
     assert result.status is Status.FAIL and result.fault_class == "config"
     assert f"it came from LD_LIBRARY_PATH ({ldp})" in result.summary
     assert result.remediation == f"unset LD_LIBRARY_PATH  # remove {ldp} so torch loads the wheel's libnccl"
 
 
-def test_a_missing_library_breaks_the_import_and_names_the_pin(tmp_path: Path, built: dict[str, Path]) -> None:
+def test_a_missing_library_breaks_the_import_and_names_the_pin(
+    tmp_path: Path, built: dict[str, Path]
+) -> None:
     """The wheel's libnccl.so.2 deleted (what uninstalling a duplicate that shares it does): the loader's own
     `cannot open shared object file`, and the fix restores the distribution whose RECORD lists the file."""
     site, _ = make_venv(tmp_path, built)
     (site / "nvidia/nccl/lib/libnccl.so.2").unlink()
     data = capture_in_child(site, None)
-    assert data["import_error"] == ("ImportError: libnccl.so.2: cannot open shared object file: No such file or "
-                                    "directory")
+    assert data["import_error"] == (
+        "ImportError: libnccl.so.2: cannot open shared object file: No such file or directory"
+    )
     result = verdict(data, make_context())
     assert result.status is Status.FAIL and result.fault_class == "image"
     assert "nvidia-nccl-cu12 2.27.5 lists" in result.summary and "the file is gone" in result.summary
@@ -403,8 +548,9 @@ def test_cli_reports_a_broken_torch_import_as_fail_not_error(tmp_path: Path, bui
     assert "ncclCommRegister" in result["summary"] and str(ldp) in result["summary"]
 
 
-def test_bundle_of_a_host_whose_torch_cannot_import_is_captured_and_explained(tmp_path: Path,
-                                                                              built: dict[str, Path]) -> None:
+def test_bundle_of_a_host_whose_torch_cannot_import_is_captured_and_explained(
+    tmp_path: Path, built: dict[str, Path]
+) -> None:
     """`envcheck facts --bundle` where `import torch` fails: the capture (cuda and libraries sections) survives,
     and `explain` names the import failure (cuda.available) and its library cause (libs.cuda)."""
     site, ldp = make_venv(tmp_path, built, ld_nccl="old")
@@ -415,16 +561,20 @@ def test_bundle_of_a_host_whose_torch_cannot_import_is_captured_and_explained(tm
     data = json.loads(bundle.read_text())
     assert data["cuda"]["torch_error"].startswith("import torch failed: ImportError: ")
     assert "undefined symbol: ncclCommRegister" in data["libraries"]["import_error"]
-    explained = run_cli("explain", str(bundle), "--json", "-")  # anywhere: no LD_LIBRARY_PATH, real torch here
+    explained = run_cli(
+        "explain", str(bundle), "--json", "-"
+    )  # anywhere: no LD_LIBRARY_PATH, real torch here
     results = {r["name"]: r for r in json.loads(explained.stdout)["results"]}
-    assert results["cuda.available"]["summary"].startswith("CUDA is not available: torch cannot be imported "
-                                                           "(ImportError: ")
+    assert results["cuda.available"]["summary"].startswith(
+        "CUDA is not available: torch cannot be imported (ImportError: "
+    )
     assert "libs.cuda" in results["cuda.available"]["remediation"]
     libs = results["libs.cuda"]
     assert libs["status"] == "fail" and libs["fault_class"] == "config" and str(ldp) in libs["summary"]
 
 
 # ---- live, and the bundle round trip -------------------------------------------------------------------------
+
 
 def test_live_check_on_this_host() -> None:
     """This host: CPU torch, no NVIDIA distributions: pass, saying there is nothing to check."""
@@ -450,10 +600,14 @@ def test_bundle_capture_then_explain_replays_the_section(tmp_path: Path) -> None
     assert results["libs.cuda"]["status"] == run_check("libs.cuda").status.value
 
     h100 = json.loads(HEALTHY_H100.read_text())
-    h100["libraries"] = _section(dists=[NCCL_WHEEL], pins={"nvidia-nccl-cu12": "2.27.5"},
-                                 loaded=["/opt/nccl-2.18/lib/libnccl.so.2.18.3"],
-                                 ld_library_path=[{"dir": "/opt/nccl-2.18/lib", "libs": {
-                                     "libnccl.so.2": "/opt/nccl-2.18/lib/libnccl.so.2.18.3"}}])
+    h100["libraries"] = _section(
+        dists=[NCCL_WHEEL],
+        pins={"nvidia-nccl-cu12": "2.27.5"},
+        loaded=["/opt/nccl-2.18/lib/libnccl.so.2.18.3"],
+        ld_library_path=[
+            {"dir": "/opt/nccl-2.18/lib", "libs": {"libnccl.so.2": "/opt/nccl-2.18/lib/libnccl.so.2.18.3"}}
+        ],
+    )
     path = tmp_path / "h100.json"
     path.write_text(json.dumps(h100))
     explained = run_cli("explain", str(path), "--json", "-")
@@ -476,11 +630,16 @@ def test_a_malformed_section_in_a_bundle_is_one_line(tmp_path: Path) -> None:
 
 def test_a_source_build_linked_to_system_cuda_passes() -> None:
     """An NGC-style torch built against /usr/local/cuda: no nvidia-* wheels, no pins, nothing shadowed."""
-    loaded = ["/usr/local/cuda-12.8/targets/x86_64-linux/lib/libcudart.so.12.8.90",
-              "/usr/lib/x86_64-linux-gnu/libnccl.so.2.25.1"]
+    loaded = [
+        "/usr/local/cuda-12.8/targets/x86_64-linux/lib/libcudart.so.12.8.90",
+        "/usr/lib/x86_64-linux-gnu/libnccl.so.2.25.1",
+    ]
     result = verdict(_section(loaded=loaded), make_context())
     assert result.status is Status.PASS
-    assert result.summary == f"NVIDIA libraries loaded: 2 from the system, as this torch build expects ({', '.join(loaded)})"
+    assert (
+        result.summary
+        == f"NVIDIA libraries loaded: 2 from the system, as this torch build expects ({', '.join(loaded)})"
+    )
 
 
 def test_no_torch_skips_as_the_live_check_does() -> None:
@@ -488,6 +647,9 @@ def test_no_torch_skips_as_the_live_check_does() -> None:
 
 
 def test_findings_on_a_healthy_section_are_empty() -> None:
-    data = _section(dists=[NCCL_WHEEL], pins={"nvidia-nccl-cu12": "2.27.5"},
-                    loaded=["/venv/site/nvidia/nccl/lib/libnccl.so.2"])
+    data = _section(
+        dists=[NCCL_WHEEL],
+        pins={"nvidia-nccl-cu12": "2.27.5"},
+        loaded=["/venv/site/nvidia/nccl/lib/libnccl.so.2"],
+    )
     assert findings(data)[0] == []

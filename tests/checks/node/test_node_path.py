@@ -38,7 +38,10 @@ def env(libdir: Path, **case: str) -> dict[str, str]:
 def test_a_healthy_node_passes_with_a_context_and_a_verified_copy_per_gpu(libdir: Path) -> None:
     got = verdict(probe(10, env(libdir, STUB_COUNT="2")))
     assert got.status is Status.PASS, got.summary
-    assert got.summary.startswith("2 GPU(s) take a context and a 1 MiB copy") and "driver CUDA 13.0" in got.summary
+    assert (
+        got.summary.startswith("2 GPU(s) take a context and a 1 MiB copy")
+        and "driver CUDA 13.0" in got.summary
+    )
     gpus = got.measured["gpus"]
     assert [g["pci"] for g in gpus] == ["00000000:18:00.0", "00000000:2A:00.0"]
     assert all(g["copy"] == {"bytes": 1 << 20, "wrong": 0} for g in gpus)
@@ -63,30 +66,38 @@ def test_a_hung_cuinit_is_evidence_with_state_and_wchan_within_its_budget(libdir
     assert got.fault_class.value == "node"
     hang = got.measured["hang"]
     assert hang["call"] == "cuInit" and hang["budget_s"] == 1.0 and hang["state"] == "D" and hang.get("wchan")
-    assert got.summary.startswith("the CUDA driver hangs: cuInit did not return within 1 s (uninterruptible sleep")
+    assert got.summary.startswith(
+        "the CUDA driver hangs: cuInit did not return within 1 s (uninterruptible sleep"
+    )
 
 
 def test_a_gpu_that_refuses_a_context_is_named_with_its_pci_address(libdir: Path) -> None:
     got = verdict(probe(10, env(libdir, STUB_COUNT="4", STUB_CTX_FAIL_GPU="3", STUB_CTX_FAIL_CODE="214")))
     assert got.status is Status.FAIL and got.code == "cuda.gpu_unusable"
-    assert got.summary == ("GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): cuCtxCreate_v2 returned "
-                           "CUDA_ERROR_ECC_UNCORRECTABLE (214)")
+    assert got.summary == (
+        "GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): cuCtxCreate_v2 returned "
+        "CUDA_ERROR_ECC_UNCORRECTABLE (214)"
+    )
     assert "nvidia-smi -r -i 3" in (got.remediation or "")
 
 
 def test_a_copy_that_comes_back_wrong_names_the_gpu(libdir: Path) -> None:
     got = verdict(probe(10, env(libdir, STUB_COUNT="2", STUB_CORRUPT_GPU="1")))
     assert got.status is Status.FAIL and got.code == "cuda.copy_mismatch"
-    assert got.summary.startswith("GPU 1 (NVIDIA H100 80GB HBM3, 00000000:2A:00.0): a 1 MiB copy") and "1 wrong" in \
-        got.summary
+    assert (
+        got.summary.startswith("GPU 1 (NVIDIA H100 80GB HBM3, 00000000:2A:00.0): a 1 MiB copy")
+        and "1 wrong" in got.summary
+    )
 
 
 def test_a_loaded_kernel_module_without_libcuda_is_named(tmp_path: Path) -> None:
     """Real: this host has no libcuda.so.1, so the dynamic loader's own error comes back; the /dev nodes of a host
     whose kernel module is loaded are staged in the data (they cannot exist here)."""
     data = probe(10, env(tmp_path))
-    assert data["done"]["libcuda"] is None and "libcuda.so.1: cannot open shared object file" in \
-        data["done"]["dlopen_error"]
+    assert (
+        data["done"]["libcuda"] is None
+        and "libcuda.so.1: cannot open shared object file" in data["done"]["dlopen_error"]
+    )
     assert verdict(data).status is Status.SKIP  # no driver at all: nothing to judge
     got = verdict({**data, "dev": ["nvidia0", "nvidiactl"]})
     assert got.status is Status.FAIL and got.code == "cuda.libcuda_missing"
@@ -98,8 +109,14 @@ def run_prolog(libdir: Path, tmp_path: Path, *extra: str, **case: str) -> subpro
     (poison / "torch" / "__init__.py").write_text("raise ImportError('torch imported on the node path')\n")
     run_env = env(libdir, **case)
     run_env["PYTHONPATH"] = os.pathsep.join([str(poison), str(ROOT)])
-    return subprocess.run([sys.executable, "-m", "envcheck", "run", "--for", "prolog", "--json", "-", *extra],
-                          capture_output=True, text=True, timeout=60, env=run_env, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", "run", "--for", "prolog", "--json", "-", *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=run_env,
+        cwd=tmp_path,
+    )
 
 
 def test_the_prolog_runs_without_importing_torch(libdir: Path, tmp_path: Path) -> None:
@@ -125,8 +142,9 @@ def test_the_torch_checks_stay_available_by_name(libdir: Path, tmp_path: Path) -
     assert "torch imported on the node path" in done.stdout + done.stderr
 
 
-def test_a_second_nvml_reader_does_not_wait_again_behind_a_hung_one(monkeypatch: pytest.MonkeyPatch,
-                                                                    tmp_path: Path) -> None:
+def test_a_second_nvml_reader_does_not_wait_again_behind_a_hung_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Simulated NVML (the one NVML fake): nvmlInit blocks. gpu.health and node.profile both read NVML on the node
     path: the second answers at once with the first one's evidence instead of spending another budget."""
     from envcheck.probe.nvml import read_nvml
@@ -141,21 +159,50 @@ def test_a_second_nvml_reader_does_not_wait_again_behind_a_hung_one(monkeypatch:
 
 
 def _refused(code: int, name: str) -> dict[str, object]:
-    return {"dev": ["nvidia0", "nvidiactl"], "done": {"libcuda": "libcuda.so.1", "driver_cuda": 13000, "count": 1,
-            "gpus": [{"index": 0, "pci": "00000000:18:00.0", "error": {"call": "cuCtxCreate_v2", "code": code,
-                                                                       "name": name}}]}}
+    return {
+        "dev": ["nvidia0", "nvidiactl"],
+        "done": {
+            "libcuda": "libcuda.so.1",
+            "driver_cuda": 13000,
+            "count": 1,
+            "gpus": [
+                {
+                    "index": 0,
+                    "pci": "00000000:18:00.0",
+                    "error": {"call": "cuCtxCreate_v2", "code": code, "name": name},
+                }
+            ],
+        },
+    }
 
 
-@pytest.mark.parametrize("usage, status, code", [
-    ({"0000:18:00": {"processes": [{"pid": 4242, "used_mib": 79000, "name": "python"}]}}, Status.PASS, None),
-    ({"0000:18:00": {"memory": {"total_mib": 81559, "used_mib": 80000}}}, Status.PASS, None),
-    ({"0000:18:00": {"compute_mode": "EXCLUSIVE_PROCESS"}}, Status.PASS, None),
-    ({"0000:18:00": {"processes": [], "memory": {"total_mib": 81559, "used_mib": 300},
-                     "compute_mode": "DEFAULT"}}, Status.FAIL, "cuda.gpu_unusable"),
-    ("NVML: NVML Shared Library Not Found", Status.WARN, None),
-])
-def test_a_refused_context_is_busy_only_with_evidence_of_a_holder(usage: object, status: Status,
-                                                                 code: str | None) -> None:
+@pytest.mark.parametrize(
+    "usage, status, code",
+    [
+        (
+            {"0000:18:00": {"processes": [{"pid": 4242, "used_mib": 79000, "name": "python"}]}},
+            Status.PASS,
+            None,
+        ),
+        ({"0000:18:00": {"memory": {"total_mib": 81559, "used_mib": 80000}}}, Status.PASS, None),
+        ({"0000:18:00": {"compute_mode": "EXCLUSIVE_PROCESS"}}, Status.PASS, None),
+        (
+            {
+                "0000:18:00": {
+                    "processes": [],
+                    "memory": {"total_mib": 81559, "used_mib": 300},
+                    "compute_mode": "DEFAULT",
+                }
+            },
+            Status.FAIL,
+            "cuda.gpu_unusable",
+        ),
+        ("NVML: NVML Shared Library Not Found", Status.WARN, None),
+    ],
+)
+def test_a_refused_context_is_busy_only_with_evidence_of_a_holder(
+    usage: object, status: Status, code: str | None
+) -> None:
     """Issue 31: CUDA_ERROR_DEVICES_UNAVAILABLE (46) on a GPU in EXCLUSIVE_PROCESS mode, OUT_OF_MEMORY on a GPU whose
     memory a job holds: busy, not broken. The same code on an idle GPU in DEFAULT mode is the node's; with no NVML
     to ask, a warning that says so (never a drain on a guess)."""

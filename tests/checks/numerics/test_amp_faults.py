@@ -54,7 +54,10 @@ def test_scaler_that_never_skips_is_caught() -> None:
 def test_scaler_that_never_backs_off_or_grows_is_caught() -> None:
     result = _run(amp_grad_scaler, make_scaler=NoBackoffScaler)
     assert result.status is Status.FAIL
-    assert "update() after an inf step moved the scale 1024 -> 1024 on cpu, expected x0.5 = 512" in result.summary
+    assert (
+        "update() after an inf step moved the scale 1024 -> 1024 on cpu, expected x0.5 = 512"
+        in result.summary
+    )
     assert "growth x2 after growth_interval" in result.details
 
 
@@ -64,7 +67,9 @@ def test_clipping_before_unscaling_is_caught() -> None:
 
     result = _run(amp_clip_after_unscale, clip_step=clip_then_unscale)
     assert result.status is Status.FAIL
-    assert result.summary.startswith("clip after unscale_: total grad norm (scaled run vs fp32) on cpu float32")
+    assert result.summary.startswith(
+        "clip after unscale_: total grad norm (scaled run vs fp32) on cpu float32"
+    )
     assert "params after clipped step on cpu bfloat16" in result.details
     assert _run(amp_clip_after_unscale).status is Status.PASS
 
@@ -93,10 +98,13 @@ def test_amp_training_that_diverges_is_caught() -> None:
     assert none == [] and healthy["non_finite_steps"] == 0
 
 
-@pytest.mark.parametrize("capability, has_flag, bf16", [((7, 0), True, False), ((7, 5), False, False),
-                                                        ((8, 0), True, True), ((9, 0), False, True)])
-def test_bf16_targets_only_gpus_with_native_bf16(monkeypatch: pytest.MonkeyPatch, capability: tuple[int, int],
-                                                 has_flag: bool, bf16: bool) -> None:
+@pytest.mark.parametrize(
+    "capability, has_flag, bf16",
+    [((7, 0), True, False), ((7, 5), False, False), ((8, 0), True, True), ((9, 0), False, True)],
+)
+def test_bf16_targets_only_gpus_with_native_bf16(
+    monkeypatch: pytest.MonkeyPatch, capability: tuple[int, int], has_flag: bool, bf16: bool
+) -> None:
     """No GPU: one mocked cuda:0 whose torch.cuda.is_bf16_supported() says True through emulation (V100/T4 on
     recent torch) unless asked with including_emulation=False; older torch without that flag: capability."""
     from envcheck.checks.numerics import amp_training, autocast_dtypes

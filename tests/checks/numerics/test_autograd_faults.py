@@ -111,7 +111,9 @@ def test_gradcheck_tolerates_cuda_nondeterminism_but_still_rejects_a_wrong_backw
     held to exact reentrancy it WARNs with gradcheck's own text and no 'reinstall torch'; a wrong backward FAILs."""
     noisy = OpCase("cube(noisy backward)", CubeNoisyBackward.apply, ((5,),))
     assert nondet_tol_for("cuda:0") > 0 and nondet_tol_for("cpu") == 0
-    comparisons, problems = gradcheck_findings(["cpu"], [noisy], nondet_tol=lambda d: nondet_tol_for("cuda:0"))
+    comparisons, problems = gradcheck_findings(
+        ["cpu"], [noisy], nondet_tol=lambda d: nondet_tol_for("cuda:0")
+    )
     assert problems == [] and gradcheck_result(comparisons, problems).status is Status.PASS
     comparisons, problems = gradcheck_findings(["cpu"], [noisy])
     result = gradcheck_result(comparisons, problems)
@@ -123,7 +125,9 @@ def test_gradcheck_tolerates_cuda_nondeterminism_but_still_rejects_a_wrong_backw
     comparisons, problems = gradcheck_findings(["cpu"], [wrong], nondet_tol=lambda d: 1e-12)
     result = gradcheck_result(comparisons, problems)
     assert result.status is Status.FAIL and "reinstall" in (result.remediation or "")
-    assert any("rejects cube(wrong backward) on cpu float64: Jacobian mismatch" in p for p in problems), problems
+    assert any("rejects cube(wrong backward) on cpu float64: Jacobian mismatch" in p for p in problems), (
+        problems
+    )
 
 
 def test_gradcheck_check_passes_through_run_spec() -> None:
@@ -147,27 +151,43 @@ def test_device_agreement_catches_a_perturbed_device_op() -> None:
             return case.fn
         return lambda *a: case.fn(*a) * (1 + 1e-3)
 
-    spec = CheckSpec("autograd.device_agreement_probe", functools.partial(
-        autograd_device_agreement, devices=lambda: ["cpu"], device_op=perturbed), "probe")
+    spec = CheckSpec(
+        "autograd.device_agreement_probe",
+        functools.partial(autograd_device_agreement, devices=lambda: ["cpu"], device_op=perturbed),
+        "probe",
+    )
     result = run_spec(spec)
     assert result.status is Status.FAIL
     assert result.summary.startswith("CUDA vs CPU gradients: conv2d d/dinput0 on cpu float32: worst element")
     assert "float64" in result.details and "softmax" not in result.details
-    healthy = run_spec(CheckSpec("autograd.device_agreement_ok", functools.partial(
-        autograd_device_agreement, devices=lambda: ["cpu"]), "probe"))
+    healthy = run_spec(
+        CheckSpec(
+            "autograd.device_agreement_ok",
+            functools.partial(autograd_device_agreement, devices=lambda: ["cpu"]),
+            "probe",
+        )
+    )
     assert healthy.status is Status.PASS
 
 
 def test_second_order_catches_a_non_differentiable_backward() -> None:
     bad = OpCase("cube(flat backward)", CubeFlatSecondOrder.apply, ((6,),))
     comparisons, problems = second_order_findings(["cpu"], [bad])
-    assert not comparisons[0].ok and "cube(flat backward) hessian-vector on cpu float64" in comparisons[0].describe()
+    assert (
+        not comparisons[0].ok
+        and "cube(flat backward) hessian-vector on cpu float64" in comparisons[0].describe()
+    )
     assert problems and "gradgradcheck rejects cube(flat backward)" in problems[0]
 
 
 def _run_mechanics(**parts: Any) -> Any:
-    return run_spec(CheckSpec("autograd.mechanics_probe", functools.partial(
-        autograd_mechanics, parts=MechanicsParts(**parts)), "probe"))
+    return run_spec(
+        CheckSpec(
+            "autograd.mechanics_probe",
+            functools.partial(autograd_mechanics, parts=MechanicsParts(**parts)),
+            "probe",
+        )
+    )
 
 
 def test_mechanics_hook_catches_wrong_upstream_grad() -> None:
@@ -176,10 +196,15 @@ def test_mechanics_hook_catches_wrong_upstream_grad() -> None:
 
 
 def test_mechanics_no_grad_and_detach_faults() -> None:
-    result = _run_mechanics(no_grad=contextlib.nullcontext, inference_mode=contextlib.nullcontext,
-                            detach=lambda t: t)
+    result = _run_mechanics(
+        no_grad=contextlib.nullcontext, inference_mode=contextlib.nullcontext, detach=lambda t: t
+    )
     assert result.status is Status.FAIL
-    for probe in ("no_grad_builds_no_graph@cpu", "inference_mode_builds_no_graph@cpu", "detach_cuts_graph@cpu"):
+    for probe in (
+        "no_grad_builds_no_graph@cpu",
+        "inference_mode_builds_no_graph@cpu",
+        "detach_cuts_graph@cpu",
+    ):
         assert probe in result.details
 
 
@@ -202,9 +227,19 @@ def _float32_perturbed(scale: float) -> Any:
 
 def _agreement(scale: float, environ: dict[str, str], mode: str) -> Any:
     """device_agreement with 'cpu' playing the GPU, a float32 error of `scale`, and the measured matmul mode."""
-    return run_spec(CheckSpec("autograd.device_agreement_probe", functools.partial(
-        autograd_device_agreement, devices=lambda: ["cpu"], device_op=_float32_perturbed(scale),
-        environ=environ, mode=lambda device: mode), "probe"))
+    return run_spec(
+        CheckSpec(
+            "autograd.device_agreement_probe",
+            functools.partial(
+                autograd_device_agreement,
+                devices=lambda: ["cpu"],
+                device_op=_float32_perturbed(scale),
+                environ=environ,
+                mode=lambda device: mode,
+            ),
+            "probe",
+        )
+    )
 
 
 OVERRIDE = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}
@@ -214,7 +249,9 @@ def test_device_agreement_where_float32_is_measured_as_tf32_says_so_and_names_th
     """No GPU: 'cpu' plays the device and the probe's verdict is given; a 1e-3 float32 error stands in for TF32
     under TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (an NGC image); a 5% error still fails and names the variable."""
     strict = _agreement(1e-3, {}, "float32")
-    assert strict.status is Status.FAIL and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" not in (strict.remediation or "")
+    assert strict.status is Status.FAIL and "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE" not in (
+        strict.remediation or ""
+    )
     tf32 = _agreement(1e-3, OVERRIDE, "tf32")
     assert tf32.status is Status.PASS, tf32
     assert "measured as TF32" in tf32.summary and "cause: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in tf32.summary
@@ -249,6 +286,7 @@ def test_matmul_probe_tells_float32_from_tf32() -> None:
         def round_to_tf32(x: Any) -> Any:
             bits = x.view(torch.int32)
             return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)  # round to nearest, 10 mantissa bits kept
+
         return torch.matmul(round_to_tf32(a), round_to_tf32(b))
 
     assert matmul_mode("cpu") == "float32"

@@ -39,7 +39,9 @@ def test_corpus_is_large_and_cited() -> None:
 def test_mechanism_harms_training(m: Mechanism) -> None:
     """Premise: the injected bug changes what a small real training run produces, beyond float32 noise."""
     healthy, broken = _outcome(m, False), _outcome(m, True)
-    same = healthy.shape == broken.shape and torch.allclose(healthy, broken, rtol=1e-3, atol=1e-5, equal_nan=True)
+    same = healthy.shape == broken.shape and torch.allclose(
+        healthy, broken, rtol=1e-3, atol=1e-5, equal_nan=True
+    )
     assert not same, f"{m.name}: training outcome unchanged ({healthy[:4]} vs {broken[:4]})"
 
 
@@ -53,8 +55,11 @@ def test_mechanism_caught_at_full_level(m: Mechanism) -> None:
 def quick_catches(m: Mechanism) -> list[str]:
     """The quick-level checks that fail with this mechanism injected."""
     with m.inject():
-        return [s.name for s in QUICK
-                if execute(s, Context(level=Level.QUICK, allow_cpu=True)).status is Status.FAIL]
+        return [
+            s.name
+            for s in QUICK
+            if execute(s, Context(level=Level.QUICK, allow_cpu=True)).status is Status.FAIL
+        ]
 
 
 def test_quick_level_catch_rate(capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,5 +74,9 @@ def test_quick_level_catch_rate(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_healthy_quick_level_catches_nothing() -> None:
     """No false failure: with nothing injected, every quick check passes."""
-    bad = [s.name for s in QUICK if execute(s, Context(level=Level.QUICK, allow_cpu=True)).status is not Status.PASS]
+    bad = [
+        s.name
+        for s in QUICK
+        if execute(s, Context(level=Level.QUICK, allow_cpu=True)).status is not Status.PASS
+    ]
     assert not bad

@@ -16,7 +16,10 @@ def test_check_passes_and_covers_cuda(name: str) -> None:
     result = run_check(name, isolated=False)
     # as in test_healthy: a cited upstream bug of this torch (envcheck.reference.known_bugs) is a WARN naming it
     known = result.measured.get("known_upstream_bugs")
-    assert result.status is Status.PASS or (result.status is Status.WARN and known), (result.summary, result.details)
+    assert result.status is Status.PASS or (result.status is Status.WARN and known), (
+        result.summary,
+        result.details,
+    )
     assert "cuda:0" in repr(result.measured), result.measured
 
 

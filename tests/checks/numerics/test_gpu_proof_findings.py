@@ -19,23 +19,37 @@ from envcheck.core.check import Context, Level
 from envcheck.core.result import Status
 from tests.helpers import ROOT
 
-LERP_ON_CUDA = ("_foreach_lerp_ on cuda:0: backward after modifying a saved tensor in place did not raise "
-                "(gradient silently used the new values)")
+LERP_ON_CUDA = (
+    "_foreach_lerp_ on cuda:0: backward after modifying a saved tensor in place did not raise "
+    "(gradient silently used the new values)"
+)
 
 
-@pytest.mark.parametrize(("missed", "status"), [
-    ([LERP_ON_CUDA], Status.WARN),  # the measured torch 2.11 CUDA gap: a known bug, named
-    ([LERP_ON_CUDA.replace("cuda:0", "cpu")], Status.FAIL),  # the CPU path bumps the version: a fault there
-    ([LERP_ON_CUDA.replace("_foreach_lerp_", "_foreach_add_")], Status.FAIL),  # another op: a fault
-    ([LERP_ON_CUDA, "add_ on cuda:0: backward after modifying a saved tensor in place did not raise"], Status.FAIL),
-])
+@pytest.mark.parametrize(
+    ("missed", "status"),
+    [
+        ([LERP_ON_CUDA], Status.WARN),  # the measured torch 2.11 CUDA gap: a known bug, named
+        (
+            [LERP_ON_CUDA.replace("cuda:0", "cpu")],
+            Status.FAIL,
+        ),  # the CPU path bumps the version: a fault there
+        ([LERP_ON_CUDA.replace("_foreach_lerp_", "_foreach_add_")], Status.FAIL),  # another op: a fault
+        (
+            [LERP_ON_CUDA, "add_ on cuda:0: backward after modifying a saved tensor in place did not raise"],
+            Status.FAIL,
+        ),
+    ],
+)
 def test_inplace_detection_names_the_cuda_lerp_gap_and_nothing_else(
-        monkeypatch: pytest.MonkeyPatch, missed: list[str], status: Status) -> None:
+    monkeypatch: pytest.MonkeyPatch, missed: list[str], status: Status
+) -> None:
     monkeypatch.setattr(inplace_detection, "missed_detections", lambda device: missed)
     result = inplace_detection.autograd_inplace_detection(Context(allow_cpu=True))
     assert result.status is status, result.summary
     if status is Status.WARN:
-        assert "ForeachTernaryOp.cu" in result.summary and "avoid the affected options" in (result.remediation or "")
+        assert "ForeachTernaryOp.cu" in result.summary and "avoid the affected options" in (
+            result.remediation or ""
+        )
 
 
 def test_inplace_detection_passes_on_this_torch() -> None:
@@ -46,7 +60,9 @@ def _adagrad_only(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
     def run(*args: Any) -> Any:
         raise error  # what torch 2.11's Adagrad raises on the first step after add_param_group
 
-    monkeypatch.setattr(state_roundtrip, "configs", lambda device: ([("Adagrad", {"lr": 0.1}, "default")], "optim_db"))
+    monkeypatch.setattr(
+        state_roundtrip, "configs", lambda device: ([("Adagrad", {"lr": 0.1}, "default")], "optim_db")
+    )
     monkeypatch.setattr(state_roundtrip, "run", run)
 
 
@@ -58,7 +74,9 @@ def test_state_roundtrip_reports_torch_2_11_adagrad_as_its_known_bug(monkeypatch
     assert result.remediation == "pip install 'torch>=2.12' (fixed upstream)"
 
 
-def test_state_roundtrip_keyerror_on_a_fixed_torch_is_a_fail_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_state_roundtrip_keyerror_on_a_fixed_torch_is_a_fail_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     _adagrad_only(monkeypatch, KeyError("sum"))
     monkeypatch.setattr(torch, "__version__", "2.12.0")
     result = state_roundtrip.train_state_roundtrip(Context(level=Level.FULL, allow_cpu=True))
@@ -82,9 +100,13 @@ def _doctored(row: int) -> Any:
 
 @pytest.mark.parametrize(("row", "ok"), [(attention.MASKED_ROW, True), (0, False)])
 def test_a_fully_masked_row_is_each_backends_own_but_a_kept_row_is_judged(
-        monkeypatch: pytest.MonkeyPatch, row: int, ok: bool) -> None:
-    monkeypatch.setattr(attention, "sdpa_cases",
-                        lambda quick: [attention.SdpaCase("fully_masked_row", (5, 7), None, False, "float32")])
+    monkeypatch: pytest.MonkeyPatch, row: int, ok: bool
+) -> None:
+    monkeypatch.setattr(
+        attention,
+        "sdpa_cases",
+        lambda quick: [attention.SdpaCase("fully_masked_row", (5, 7), None, False, "float32")],
+    )
     monkeypatch.setattr(attention, "run_backend", _doctored(row))
     comps, info = attention.sdpa_comparisons("cpu", quick=True)
     assert info["backends_run@cpu"].get("FLASH_ATTENTION") == 1  # the premise: the doctored backend ran
@@ -99,35 +121,56 @@ def test_the_masked_rows_output_gradient_is_zero_so_gradients_agree_under_any_co
     assert float(x["dout"][:, :, 0].abs().sum()) > 0.0
 
 
-@pytest.mark.parametrize(("module", "training", "device", "refused"), [
-    (torch.nn.LSTM(3, 4), False, "cuda:0", True),  # the H100 crash: eval() + cuDNN RNN + backward
-    (torch.nn.Sequential(torch.nn.GRU(3, 4)), False, "cuda", True),  # an RNN inside another module
-    (torch.nn.LSTM(3, 4), True, "cuda:0", False),  # train(): cuDNN has the backward
-    (torch.nn.LSTM(3, 4), False, "cpu", False),  # the CPU kernels have an eval() backward
-    (torch.nn.BatchNorm1d(3), False, "cuda:0", False),  # not an RNN
-])
+@pytest.mark.parametrize(
+    ("module", "training", "device", "refused"),
+    [
+        (torch.nn.LSTM(3, 4), False, "cuda:0", True),  # the H100 crash: eval() + cuDNN RNN + backward
+        (torch.nn.Sequential(torch.nn.GRU(3, 4)), False, "cuda", True),  # an RNN inside another module
+        (torch.nn.LSTM(3, 4), True, "cuda:0", False),  # train(): cuDNN has the backward
+        (torch.nn.LSTM(3, 4), False, "cpu", False),  # the CPU kernels have an eval() backward
+        (torch.nn.BatchNorm1d(3), False, "cuda:0", False),  # not an RNN
+    ],
+)
 def test_eval_backward_is_refused_only_where_cudnn_refuses_it(
-        monkeypatch: pytest.MonkeyPatch, module: Any, training: bool, device: str, refused: bool) -> None:
+    monkeypatch: pytest.MonkeyPatch, module: Any, training: bool, device: str, refused: bool
+) -> None:
     monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: True)  # as on a CUDA build with cuDNN
     assert module_sweep.eval_backward_refused(module, training, device) is refused
-    with torch.backends.cudnn.flags(enabled=False):  # cuDNN switched off: torch's own RNN kernels, with backward
+    with torch.backends.cudnn.flags(
+        enabled=False
+    ):  # cuDNN switched off: torch's own RNN kernels, with backward
         assert module_sweep.eval_backward_refused(module, training, device) is False
 
 
-@pytest.mark.parametrize(("module", "shape", "steps"), [
-    (torch.nn.GRU(2, 2, num_layers=2, bidirectional=True), (3, 2), 3),  # the H100's failing input: unbatched, T=3
-    (torch.nn.LSTM(2, 3), (5, 4, 2), 5),  # (T, N, H)
-    (torch.nn.LSTM(2, 3, batch_first=True), (4, 7, 2), 7),  # (N, T, H)
-    (torch.nn.BatchNorm1d(3), (4, 3), 1),  # not recurrent: one step
-])
-def test_a_recurrent_gradients_depth_counts_its_time_steps(module: Any, shape: tuple[int, ...], steps: int) -> None:
+@pytest.mark.parametrize(
+    ("module", "shape", "steps"),
+    [
+        (
+            torch.nn.GRU(2, 2, num_layers=2, bidirectional=True),
+            (3, 2),
+            3,
+        ),  # the H100's failing input: unbatched, T=3
+        (torch.nn.LSTM(2, 3), (5, 4, 2), 5),  # (T, N, H)
+        (torch.nn.LSTM(2, 3, batch_first=True), (4, 7, 2), 7),  # (N, T, H)
+        (torch.nn.BatchNorm1d(3), (4, 3), 1),  # not recurrent: one step
+    ],
+)
+def test_a_recurrent_gradients_depth_counts_its_time_steps(
+    module: Any, shape: tuple[int, ...], steps: int
+) -> None:
     assert module_sweep.recurrence_steps(module, (torch.zeros(shape),)) == steps
 
 
 def test_a_cross_device_round_trip_skips_options_the_target_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    plain, capturable = ("Adam", {"lr": 0.1}, "default"), ("Adam", {"lr": 0.1, "capturable": True}, "capturable")
-    monkeypatch.setattr(state_roundtrip, "configs",
-                        lambda device: ([plain, capturable] if device.startswith("cuda") else [plain], "optim_db"))
+    plain, capturable = (
+        ("Adam", {"lr": 0.1}, "default"),
+        ("Adam", {"lr": 0.1, "capturable": True}, "capturable"),
+    )
+    monkeypatch.setattr(
+        state_roundtrip,
+        "configs",
+        lambda device: ([plain, capturable] if device.startswith("cuda") else [plain], "optim_db"),
+    )
     ran: list[str] = []
 
     def run(name: str, kw: dict[str, Any], *args: Any) -> Any:
@@ -143,8 +186,10 @@ def test_a_cross_device_round_trip_skips_options_the_target_lacks(monkeypatch: p
 
 
 EVIDENCE = ROOT / "docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3/call-4/five.json.gz"
-FAILED_LINE = re.compile(r"^(nn\.\w+)\[train input (\d+)\] gradient \d+ on cuda:0 float32: .*abs err ([\d.e+-]+),"
-                         r".*tolerance atol ([\d.e+-]+) ")
+FAILED_LINE = re.compile(
+    r"^(nn\.\w+)\[train input (\d+)\] gradient \d+ on cuda:0 float32: .*abs err ([\d.e+-]+),"
+    r".*tolerance atol ([\d.e+-]+) "
+)
 
 
 def test_the_recurrent_bound_holds_every_error_cudnn_showed() -> None:
@@ -165,7 +210,9 @@ def test_the_recurrent_bound_holds_every_error_cudnn_showed() -> None:
         assert m is not None
         name, n, err, atol = m[1], int(m[2]), float(m[3]), float(m[4])
         info = next(i for i in module_db if i.name == name)
-        mi = info.module_inputs_func(info, device="cpu", dtype=torch.float64, requires_grad=True, training=True)[n]
+        mi = info.module_inputs_func(
+            info, device="cpu", dtype=torch.float64, requires_grad=True, training=True
+        )[n]
         module = info.module_cls(*mi.constructor_input.args, **mi.constructor_input.kwargs)
         steps = module_sweep.recurrence_steps(module, mi.forward_input.args)
         assert atol < err <= atol * steps, (m[0], steps)

@@ -28,8 +28,10 @@ def test_healthy_cpu_check_passes(results: dict[str, Result], name: str) -> None
     # 2.13 CPU: pytorch#190063 in embedding_bag, pytorch#191763 in fused SGD); that is a WARN naming the bug, and
     # nothing else may differ. Every other check still passes outright.
     known = result.measured.get("known_upstream_bugs")
-    assert result.status is Status.PASS or (result.status is Status.WARN and known), (result.summary,
-                                                                                       result.details)
+    assert result.status is Status.PASS or (result.status is Status.WARN and known), (
+        result.summary,
+        result.details,
+    )
     assert result.measured and result.expected  # errors measured, tolerances stated
 
 

@@ -86,12 +86,20 @@ def samples(shape: tuple[int, ...]) -> Any:
         gen = torch.Generator().manual_seed(0)
         x = torch.rand(shape, generator=gen, dtype=torch.float64).mul(2).sub(1).add(0.1).to(device, dtype)
         yield SampleInput(x.requires_grad_(requires_grad))
+
     return sample_inputs
 
 
 def info(name: str, op: Any, shape: tuple[int, ...] = (4,), **kw: Any) -> Any:
-    return OpInfo(f"envcheck_stand_in.{name}", op=op, dtypes=(torch.float32, torch.float64),
-                  sample_inputs_func=samples(shape), supports_out=False, supports_gradgrad=False, **kw)
+    return OpInfo(
+        f"envcheck_stand_in.{name}",
+        op=op,
+        dtypes=(torch.float32, torch.float64),
+        sample_inputs_func=samples(shape),
+        supports_out=False,
+        supports_gradgrad=False,
+        **kw,
+    )
 
 
 def run(*infos: Any) -> Any:
@@ -123,8 +131,12 @@ def test_the_cuda_reentrancy_tolerance_is_one_rule_for_both_checks() -> None:
 
 def test_gradcheck_goes_through_the_opinfos_wrapper() -> None:
     """Old code called the op directly: a Jacobian mismatch on an op PyTorch itself checks only through its wrapper."""
-    wrapped = info("lower_symmetric", LowerSymmetric.apply, shape=(3, 3),
-                   gradcheck_wrapper=lambda op, x, *a, **k: op(x + x.mT, *a, **k))
+    wrapped = info(
+        "lower_symmetric",
+        LowerSymmetric.apply,
+        shape=(3, 3),
+        gradcheck_wrapper=lambda op, x, *a, **k: op(x + x.mT, *a, **k),
+    )
     assert opdb.op_comparisons(wrapped, "cpu").problems == []
     bare = info("lower_symmetric", LowerSymmetric.apply, shape=(3, 3))
     problems = opdb.op_comparisons(bare, "cpu").problems
@@ -132,22 +144,38 @@ def test_gradcheck_goes_through_the_opinfos_wrapper() -> None:
 
 
 def test_an_expected_gradient_failure_on_this_device_is_not_judged() -> None:
-    marked = info("wrong_square", WrongSquare.apply,
-                  decorators=(DecorateInfo(unittest.expectedFailure, "TestBwdGradients", "test_fn_grad",
-                                           device_type="cpu"),))
+    marked = info(
+        "wrong_square",
+        WrongSquare.apply,
+        decorators=(
+            DecorateInfo(unittest.expectedFailure, "TestBwdGradients", "test_fn_grad", device_type="cpu"),
+        ),
+    )
     result = run(marked)
     assert result.status is Status.PASS, result.summary
-    assert "backward on cpu" in result.measured["not_judged"][0] and "expected to fail" in \
-        result.measured["not_judged"][0]
+    assert (
+        "backward on cpu" in result.measured["not_judged"][0]
+        and "expected to fail" in result.measured["not_judged"][0]
+    )
     unmarked = run(info("wrong_square", WrongSquare.apply))
     assert unmarked.status is Status.FAIL and "Jacobian mismatch" in unmarked.summary
 
 
 def test_a_cuda_skip_applies_on_cuda_only() -> None:
     """The device-type rule, without a GPU: a skip declared for cuda takes the comparison out on cuda, not on cpu."""
-    skipped = info("noisy_cube", NoisyCube.apply,
-                   decorators=(DecorateInfo(unittest.skip("Skipped!"), "TestBwdGradients", "test_fn_grad",
-                                            device_type="cuda", dtypes=(torch.float64,)),))
+    skipped = info(
+        "noisy_cube",
+        NoisyCube.apply,
+        decorators=(
+            DecorateInfo(
+                unittest.skip("Skipped!"),
+                "TestBwdGradients",
+                "test_fn_grad",
+                device_type="cuda",
+                dtypes=(torch.float64,),
+            ),
+        ),
+    )
     assert decorations(skipped, BACKWARD, "cuda", torch.float64).skip is not None
     assert decorations(skipped, BACKWARD, "cpu", torch.float64).skip is None
     assert decorations(skipped, BACKWARD, "cuda", torch.float32).skip is None  # the dtype must match too
@@ -161,9 +189,18 @@ def test_the_real_op_db_skips_are_read() -> None:
 
 
 def test_the_opinfos_float32_tolerance_widens_the_forward_bound() -> None:
-    loose = info("half_tanh", half_precision_tanh, shape=(64,),
-                 decorators=(DecorateInfo(toleranceOverride({torch.float32: tol(atol=2e-3, rtol=2e-3)}),
-                                          "TestCommon", "test_compare_cpu"),))
+    loose = info(
+        "half_tanh",
+        half_precision_tanh,
+        shape=(64,),
+        decorators=(
+            DecorateInfo(
+                toleranceOverride({torch.float32: tol(atol=2e-3, rtol=2e-3)}),
+                "TestCommon",
+                "test_compare_cpu",
+            ),
+        ),
+    )
     assert decorations(loose, FORWARD, "cpu", torch.float32).atol == 2e-3
     assert run(loose).status is Status.PASS
     strict = run(info("half_tanh", half_precision_tanh, shape=(64,)))

@@ -53,7 +53,9 @@ def test_clip_value_that_only_bounds_one_side_is_caught() -> None:
             p.grad.clamp_(max=value)
 
     result = _run(train_clip_grad_value, clip=upper_only)
-    assert result.status is Status.FAIL and "clip_grad_value_(1) on cpu float32: worst element" in result.summary
+    assert (
+        result.status is Status.FAIL and "clip_grad_value_(1) on cpu float32: worst element" in result.summary
+    )
 
 
 def test_accumulation_without_dividing_by_k_is_caught() -> None:
@@ -63,8 +65,10 @@ def test_accumulation_without_dividing_by_k_is_caught() -> None:
 
 
 def test_checkpoint_that_does_not_replay_dropout_rng_is_caught() -> None:
-    result = _run(train_checkpointing, wrap=lambda block, x: checkpoint(block, x, use_reentrant=False,
-                                                                         preserve_rng_state=False))
+    result = _run(
+        train_checkpointing,
+        wrap=lambda block, x: checkpoint(block, x, use_reentrant=False, preserve_rng_state=False),
+    )
     assert result.status is Status.FAIL and "checkpointed input.grad on cpu float32" in result.summary
 
 

@@ -44,14 +44,18 @@ def test_sdpa_reference_equals_torch_math_in_float64() -> None:
         dout = x["dout"].double()
         g_ours = torch.autograd.grad((ours * dout).sum(), (q, k, v))
         g_theirs = torch.autograd.grad((theirs * dout).sum(), (q2, k2, v2))
-        assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(g_ours, g_theirs, strict=True)), case.label
+        assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(g_ours, g_theirs, strict=True)), (
+            case.label
+        )
 
 
 def test_fully_masked_row_gives_zeros_in_the_reference() -> None:
     case = attention.SdpaCase("fully_masked_row", (5, 7), None, False, "float32")
     x = attention.case_inputs(case, seed=0)
     out, probs = sdpa_reference(x["q"].double(), x["k"].double(), x["v"].double(), x["mask"])
-    assert torch.equal(out[:, :, 1], torch.zeros_like(out[:, :, 1])) and float(probs[:, :, 1].abs().sum()) == 0.0
+    assert (
+        torch.equal(out[:, :, 1], torch.zeros_like(out[:, :, 1])) and float(probs[:, :, 1].abs().sum()) == 0.0
+    )
 
 
 def test_option_spaces_are_products_not_lists() -> None:
@@ -96,7 +100,9 @@ def test_embedding_check_finds_pytorch_190063_on_affected_torch() -> None:
     result = embedding.embedding_reference(Context(level=Level.FULL, allow_cpu=True))
     if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 14):
         assert result.status is Status.WARN, result.summary
-        assert list(result.measured["known_upstream_bugs"]) == ["https://github.com/pytorch/pytorch/issues/190063"]
+        assert list(result.measured["known_upstream_bugs"]) == [
+            "https://github.com/pytorch/pytorch/issues/190063"
+        ]
     else:
         assert result.status is Status.PASS, result.details
 
@@ -104,14 +110,17 @@ def test_embedding_check_finds_pytorch_190063_on_affected_torch() -> None:
 def test_quick_slices_import_neither_sympy_nor_dynamo() -> None:
     """The quick level's budget (bench/quick_run.py): the new quick checks must not pull in sympy (1-3 s cold) or
     torch._dynamo (~1-3 s); measured in a fresh interpreter, as a quick run's worker is."""
-    code = ("import sys, torch\nfrom envcheck.checks import registry\nfrom envcheck.core.check import Context\n"
-            "from envcheck.core.execute import execute\n"
-            f"for name in {QUICK_NEW!r}:\n"
-            "    r = execute(registry()[name], Context(allow_cpu=True))\n"
-            "    assert r.status.value == 'pass', (name, r.summary)\n"
-            "print(sorted(m for m in ('sympy', 'torch._dynamo') if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                         check=False)
+    code = (
+        "import sys, torch\nfrom envcheck.checks import registry\nfrom envcheck.core.check import Context\n"
+        "from envcheck.core.execute import execute\n"
+        f"for name in {QUICK_NEW!r}:\n"
+        "    r = execute(registry()[name], Context(allow_cpu=True))\n"
+        "    assert r.status.value == 'pass', (name, r.summary)\n"
+        "print(sorted(m for m in ('sympy', 'torch._dynamo') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
 
@@ -121,7 +130,12 @@ def test_quick_and_full_levels_of_the_new_checks() -> None:
 
     specs = registry()
     assert all(specs[n].level is Level.QUICK for n in QUICK_NEW)
-    full = ("sched.closed_form", "train.state_roundtrip", "train.clip_options", "ddp.differential",
-            "compile.train_step")
+    full = (
+        "sched.closed_form",
+        "train.state_roundtrip",
+        "train.clip_options",
+        "ddp.differential",
+        "compile.train_step",
+    )
     assert all(specs[n].level is Level.FULL for n in full)
     assert not math.isnan(specs["ddp.differential"].timeout_s)

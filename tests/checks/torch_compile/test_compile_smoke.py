@@ -24,15 +24,36 @@ from tests.helpers import ROOT, no_gpu_env
 def run(check: str, tmp_path: Path, env: dict[str, str], mounts: str = "", level: str = "full") -> Result:
     """`envcheck run --only CHECK` as a user runs it, after `mounts` in a private mount namespace; the one result."""
     report = tmp_path / f"{check}.json"
-    cli = [sys.executable, "-m", "envcheck", "run", "--only", check, "--allow-cpu", "--level", level,
-           "--json", str(report)]
+    cli = [
+        sys.executable,
+        "-m",
+        "envcheck",
+        "run",
+        "--only",
+        check,
+        "--allow-cpu",
+        "--level",
+        level,
+        "--json",
+        str(report),
+    ]
     if mounts:
         if os.geteuid() != 0 or shutil.which("unshare") is None:
             pytest.skip("needs root and unshare to mount a private noexec tmpfs")
-        cli = ["unshare", "--mount", "--propagation", "private", "bash", "-c", f'set -e; {mounts}; exec "$@"',
-               "bash", *cli]
-    done = subprocess.run(cli, capture_output=True, text=True, timeout=400, cwd=ROOT,
-                          env={**env, "PYTHONPATH": str(ROOT)})
+        cli = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "bash",
+            "-c",
+            f'set -e; {mounts}; exec "$@"',
+            "bash",
+            *cli,
+        ]
+    done = subprocess.run(
+        cli, capture_output=True, text=True, timeout=400, cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}
+    )
     assert report.exists(), f"no report (rc {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     (result,) = json.loads(report.read_text())["results"]
     return Result.from_dict(result)
@@ -72,7 +93,11 @@ def test_toolchain_says_compile_can_work_on_a_healthy_host(tmp_path: Path, env: 
 
 def test_toolchain_names_a_missing_compiler_in_the_quick_run(tmp_path: Path, env: dict[str, str]) -> None:
     result = run("compile.toolchain", tmp_path, no_compiler(tmp_path, env), level="quick")
-    assert result.status is Status.FAIL and result.fault_class == "image" and result.code == "compile.no_compiler"
+    assert (
+        result.status is Status.FAIL
+        and result.fault_class == "image"
+        and result.code == "compile.no_compiler"
+    )
     assert "no working C++ compiler" in result.summary and "/nonexistent/g++" in result.summary
     assert "CXX" in (result.remediation or "")
 
@@ -80,35 +105,57 @@ def test_toolchain_names_a_missing_compiler_in_the_quick_run(tmp_path: Path, env
 def test_toolchain_names_a_noexec_temp_dir(tmp_path: Path, env: dict[str, str]) -> None:
     mnt = tmp_path / "noexec"
     mnt.mkdir()
-    result = run("compile.toolchain", tmp_path, {**env, "TMPDIR": str(mnt), "TORCHINDUCTOR_CACHE_DIR": str(mnt / "c")},
-                 f"mount -t tmpfs -o noexec tmpfs {mnt}", level="quick")
-    assert result.status is Status.FAIL and result.fault_class == "config" and result.code == "compile.dir_unusable"
+    result = run(
+        "compile.toolchain",
+        tmp_path,
+        {**env, "TMPDIR": str(mnt), "TORCHINDUCTOR_CACHE_DIR": str(mnt / "c")},
+        f"mount -t tmpfs -o noexec tmpfs {mnt}",
+        level="quick",
+    )
+    assert (
+        result.status is Status.FAIL
+        and result.fault_class == "config"
+        and result.code == "compile.dir_unusable"
+    )
     assert "noexec" in result.summary and str(mnt) in result.summary
 
 
 def test_toolchain_warns_when_vectorization_is_switched_off(tmp_path: Path, env: dict[str, str]) -> None:
     result = run("compile.toolchain", tmp_path, {**env, "ATEN_CPU_CAPABILITY": "default"}, level="quick")
-    assert result.status is Status.WARN and result.fault_class == "config" and result.code == "compile.isa_disabled"
+    assert (
+        result.status is Status.WARN
+        and result.fault_class == "config"
+        and result.code == "compile.isa_disabled"
+    )
 
 
 def test_cpu_isa_names_the_isa_inductor_picks(tmp_path: Path, env: dict[str, str]) -> None:
     result = run("compile.cpu_isa", tmp_path, env)
     assert result.status is Status.PASS, result.summary
     assert result.measured["isa"].startswith("Vec") and result.measured["bit_width"] in (128, 256, 512)
-    assert result.summary == (f"Inductor vectorizes CPU kernels with {result.measured['isa']} "
-                              f"({result.measured['bit_width']}-bit)")
+    assert result.summary == (
+        f"Inductor vectorizes CPU kernels with {result.measured['isa']} ({result.measured['bit_width']}-bit)"
+    )
 
 
 def test_cpu_isa_switched_off_is_config(tmp_path: Path, env: dict[str, str]) -> None:
     result = run("compile.cpu_isa", tmp_path, {**env, "ATEN_CPU_CAPABILITY": "default"})
-    assert result.status is Status.WARN and result.fault_class == "config" and result.code == "compile.isa_disabled"
+    assert (
+        result.status is Status.WARN
+        and result.fault_class == "config"
+        and result.code == "compile.isa_disabled"
+    )
     assert result.measured["isa"] is None
 
 
 def test_cpu_isa_without_a_compiler_names_the_compiler(tmp_path: Path, env: dict[str, str]) -> None:
     """Inductor proves each ISA by compiling a probe: no compiler, no ISA; the cause is the compiler, not the CPU."""
     result = run("compile.cpu_isa", tmp_path, no_compiler(tmp_path, env))
-    assert result.status is Status.FAIL and result.fault_class == "image" and result.code == "compile.no_compiler"
+    assert (
+        result.status is Status.FAIL
+        and result.fault_class == "image"
+        and result.code == "compile.no_compiler"
+    )
     assert "probes cannot compile" in result.summary
 
 
@@ -132,15 +179,24 @@ def test_max_autotune_compiles_the_smoke_tests_net(tmp_path: Path, env: dict[str
 
 def test_max_autotune_without_a_compiler_names_it(tmp_path: Path, env: dict[str, str]) -> None:
     result = run("compile.max_autotune", tmp_path, no_compiler(tmp_path, env))
-    assert result.status is Status.FAIL and result.fault_class == "image" and result.code == "compile.no_compiler"
-    assert result.summary.startswith("torch.compile(mode='max-autotune') fails on cpu: no working C++ compiler")
+    assert (
+        result.status is Status.FAIL
+        and result.fault_class == "image"
+        and result.code == "compile.no_compiler"
+    )
+    assert result.summary.startswith(
+        "torch.compile(mode='max-autotune') fails on cpu: no working C++ compiler"
+    )
 
 
 def test_max_autotune_wrong_results_are_the_images() -> None:
     """Staged: a compiled result off by more than the tolerance."""
     from envcheck.checks.torch_compile.autotune import autotune_verdict
 
-    got = autotune_verdict({"cpu": {"compile_s": 5.0, "max_rel_diff": 0.0}, "cuda:0": {"compile_s": 9.0,
-                                                                                          "max_rel_diff": 0.5}})
-    assert got.status is Status.FAIL and got.fault_class == "image" and got.code == "compile.max_autotune_wrong"
+    got = autotune_verdict(
+        {"cpu": {"compile_s": 5.0, "max_rel_diff": 0.0}, "cuda:0": {"compile_s": 9.0, "max_rel_diff": 0.5}}
+    )
+    assert (
+        got.status is Status.FAIL and got.fault_class == "image" and got.code == "compile.max_autotune_wrong"
+    )
     assert "cuda:0" in got.summary

@@ -7,4 +7,6 @@ import errno
 from tests.core.half_import.registry import register
 
 register("precompile")
-raise FileNotFoundError(errno.ENOENT, "No usable temporary directory found in ['/tmp', '/var/tmp', '/usr/tmp', '/']")
+raise FileNotFoundError(
+    errno.ENOENT, "No usable temporary directory found in ['/tmp', '/var/tmp', '/usr/tmp', '/']"
+)

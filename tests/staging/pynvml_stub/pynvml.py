@@ -39,12 +39,22 @@ NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM, NVML_CLOCK_MEM = 0, 1, 2
 NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC = 0, 1
 NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 0, 1
 NVML_TEMPERATURE_GPU = 0
-_TEXT = {2: "Invalid Argument", 3: "Not Supported", 4: "Insufficient Permissions", 6: "Not Found",
-         9: "Driver Not Loaded", 12: "NVML Shared Library Not Found", 13: "Function Not Found", 15: "GPU is lost",
-         999: "Unknown Error"}
+_TEXT = {
+    2: "Invalid Argument",
+    3: "Not Supported",
+    4: "Insufficient Permissions",
+    6: "Not Found",
+    9: "Driver Not Loaded",
+    12: "NVML Shared Library Not Found",
+    13: "Function Not Found",
+    15: "GPU is lost",
+    999: "Unknown Error",
+}
 _LOCK = threading.Lock()
 _REFS = [0]
-_READINGS: dict[str, int] = {}  # per GPU: how many utilisation readings were taken (they are answered in order)
+_READINGS: dict[
+    str, int
+] = {}  # per GPU: how many utilisation readings were taken (they are answered in order)
 
 
 class NVMLError(Exception):
@@ -66,7 +76,9 @@ def _state() -> dict[str, Any]:
 
 def _visible() -> list[dict[str, Any]]:
     state = _state()
-    if state.get("device_nodes", True) is False:  # in-process use: every GPU of the state, whatever /dev holds
+    if (
+        state.get("device_nodes", True) is False
+    ):  # in-process use: every GPU of the state, whatever /dev holds
         return list(state["gpus"])
     return [g for g in state["gpus"] if os.access(f"/dev/nvidia{g['minor']}", os.R_OK | os.W_OK)]
 
@@ -246,13 +258,17 @@ def nvmlDeviceGetCudaComputeCapability(h: dict[str, Any]) -> tuple[int, int]:
 
 
 def nvmlDeviceGetComputeRunningProcesses(h: dict[str, Any]) -> list[Any]:
-    return [types.SimpleNamespace(pid=int(p["pid"]), usedGpuMemory=int(p["used_mib"]) * 2**20)
-            for p in _override(h, "processes", [])]
+    return [
+        types.SimpleNamespace(pid=int(p["pid"]), usedGpuMemory=int(p["used_mib"]) * 2**20)
+        for p in _override(h, "processes", [])
+    ]
 
 
 def nvmlDeviceGetGraphicsRunningProcesses(h: dict[str, Any]) -> list[Any]:
-    return [types.SimpleNamespace(pid=int(p["pid"]), usedGpuMemory=int(p["used_mib"]) * 2**20)
-            for p in _override(h, "graphics_processes", [])]
+    return [
+        types.SimpleNamespace(pid=int(p["pid"]), usedGpuMemory=int(p["used_mib"]) * 2**20)
+        for p in _override(h, "graphics_processes", [])
+    ]
 
 
 def nvmlDeviceGetUtilizationRates(h: dict[str, Any]) -> Any:
@@ -265,7 +281,9 @@ def nvmlDeviceGetUtilizationRates(h: dict[str, Any]) -> Any:
 
 
 def nvmlDeviceGetClockInfo(h: dict[str, Any], kind: int) -> int:
-    return int(_override(h, "mem_clock_mhz", 2619) if kind == NVML_CLOCK_MEM else _override(h, "sm_clock_mhz", 1980))
+    return int(
+        _override(h, "mem_clock_mhz", 2619) if kind == NVML_CLOCK_MEM else _override(h, "sm_clock_mhz", 1980)
+    )
 
 
 def nvmlDeviceGetPowerUsage(h: dict[str, Any]) -> int:
@@ -296,7 +314,9 @@ def nvmlDeviceGetMigDeviceHandleByIndex(h: dict[str, Any], index: int) -> dict[s
     if not _override(h, "mig", False):
         raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
     slots = h.get("mig_devices")
-    if isinstance(slots, list):  # each slot: a MIG device's fields (uuid, memory_total_mib ...), or null (empty)
+    if isinstance(
+        slots, list
+    ):  # each slot: a MIG device's fields (uuid, memory_total_mib ...), or null (empty)
         if index >= len(slots) or slots[index] is None:
             raise NVMLError(NVML_ERROR_NOT_FOUND)
         return {**h, "mig": False, "mig_devices": None, **slots[index]}

@@ -34,11 +34,15 @@ def kernel_kwarg(module: str, fn: str, **forced: Any) -> contextlib.AbstractCont
         @functools.wraps(orig)
         def wrapper(*a: Any, **kw: Any) -> Any:
             return orig(*a, **{**kw, **forced})
+
         return wrapper
+
     return patched(mod, fn, make)
 
 
-def kernel_state_lost(module: str, fn: str, arg: str, position: int) -> contextlib.AbstractContextManager[None]:
+def kernel_state_lost(
+    module: str, fn: str, arg: str, position: int
+) -> contextlib.AbstractContextManager[None]:
     """torch.optim.<module>.<fn> updates copies of one state list, so the update is never persisted."""
     import importlib
 
@@ -53,7 +57,9 @@ def kernel_state_lost(module: str, fn: str, arg: str, position: int) -> contextl
             elif len(a) > position and a[position]:
                 a[position] = [t.clone() for t in a[position]]
             return orig(*a, **kw)
+
         return wrapper
+
     return patched(mod, fn, make)
 
 
@@ -63,21 +69,33 @@ def nadam_extra_mu() -> contextlib.AbstractContextManager[None]:
 
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
-        def wrapper(params: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, mu_products: Any, *a: Any,
-                    **kw: Any) -> Any:
+        def wrapper(
+            params: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, mu_products: Any, *a: Any, **kw: Any
+        ) -> Any:
             for t in mu_products:
                 t.mul_(kw.get("beta1", 0.9) * 0.5)
             return orig(params, grads, exp_avgs, exp_avg_sqs, mu_products, *a, **kw)
+
         return wrapper
+
     return patched(mod, "_single_tensor_nadam", make)
 
 
 def cross_entropy_fault(kind: str) -> contextlib.AbstractContextManager[None]:
     """F.cross_entropy with one historical formula error (kind picks which)."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
-        def wrapper(x: Any, y: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
-                    reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
+        def wrapper(
+            x: Any,
+            y: Any,
+            weight: Any = None,
+            size_average: Any = None,
+            ignore_index: int = -100,
+            reduce: Any = None,
+            reduction: str = "mean",
+            label_smoothing: float = 0.0,
+        ) -> Any:
             if kind == "unshifted" and not y.dtype.is_floating_point:
                 logp = (x.exp() / x.exp().sum(1, keepdim=True)).log()
                 return F.nll_loss(logp, y, weight=weight, ignore_index=ignore_index, reduction=reduction)
@@ -86,48 +104,92 @@ def cross_entropy_fault(kind: str) -> contextlib.AbstractContextManager[None]:
                 w = weight if weight is not None else torch.ones(x.shape[1], dtype=x.dtype, device=x.device)
                 nll = F.nll_loss(logp, y, weight=weight, ignore_index=ignore_index, reduction=reduction)
                 smooth = -(w * logp).sum(1) / x.shape[1]  # every sample, the ignored ones too (pytorch#73205)
-                smooth = smooth if reduction == "none" else smooth.sum() if reduction == "sum" else smooth.mean()
+                smooth = (
+                    smooth if reduction == "none" else smooth.sum() if reduction == "sum" else smooth.mean()
+                )
                 return (1 - label_smoothing) * nll + label_smoothing * smooth
-            if kind == "weighted_mean_over_n" and weight is not None and reduction == "mean" \
-                    and not y.dtype.is_floating_point:
-                per = orig(x, y, weight=weight, ignore_index=ignore_index, reduction="none",
-                           label_smoothing=label_smoothing)
+            if (
+                kind == "weighted_mean_over_n"
+                and weight is not None
+                and reduction == "mean"
+                and not y.dtype.is_floating_point
+            ):
+                per = orig(
+                    x,
+                    y,
+                    weight=weight,
+                    ignore_index=ignore_index,
+                    reduction="none",
+                    label_smoothing=label_smoothing,
+                )
                 return per.sum() / (y != ignore_index).sum()
-            if kind == "smoothing_unweighted" and label_smoothing > 0 and weight is not None \
-                    and not y.dtype.is_floating_point:
+            if (
+                kind == "smoothing_unweighted"
+                and label_smoothing > 0
+                and weight is not None
+                and not y.dtype.is_floating_point
+            ):
                 nll = orig(x, y, weight=weight, ignore_index=ignore_index, reduction=reduction)
                 smooth = orig(x, y, ignore_index=ignore_index, reduction=reduction, label_smoothing=1.0)
                 return (1 - label_smoothing) * nll + label_smoothing * smooth
-            return orig(x, y, weight=weight, ignore_index=ignore_index, reduction=reduction,
-                        label_smoothing=label_smoothing)
+            return orig(
+                x,
+                y,
+                weight=weight,
+                ignore_index=ignore_index,
+                reduction=reduction,
+                label_smoothing=label_smoothing,
+            )
+
         return wrapper
+
     return patched(F, "cross_entropy", make)
 
 
 def nll_ignored_in_denominator() -> contextlib.AbstractContextManager[None]:
     """F.nll_loss mean divides by every sample, the ignored ones included."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
-        def wrapper(x: Any, y: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
-                    reduce: Any = None, reduction: str = "mean") -> Any:
+        def wrapper(
+            x: Any,
+            y: Any,
+            weight: Any = None,
+            size_average: Any = None,
+            ignore_index: int = -100,
+            reduce: Any = None,
+            reduction: str = "mean",
+        ) -> Any:
             if reduction == "mean":
                 per = orig(x, y, weight=weight, ignore_index=ignore_index, reduction="none")
                 w = weight[y.clamp_min(0)] if weight is not None else torch.ones_like(per)
                 return per.sum() / w.sum()
             return orig(x, y, weight=weight, ignore_index=ignore_index, reduction=reduction)
+
         return wrapper
+
     return patched(F, "nll_loss", make)
 
 
 def bce_pos_weight_on_negatives() -> contextlib.AbstractContextManager[None]:
     """F.binary_cross_entropy_with_logits applies pos_weight to the whole loss, not the positive term."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
-        def wrapper(x: Any, t: Any, weight: Any = None, size_average: Any = None, reduce: Any = None,
-                    reduction: str = "mean", pos_weight: Any = None) -> Any:
+        def wrapper(
+            x: Any,
+            t: Any,
+            weight: Any = None,
+            size_average: Any = None,
+            reduce: Any = None,
+            reduction: str = "mean",
+            pos_weight: Any = None,
+        ) -> Any:
             w = weight if pos_weight is None else (pos_weight if weight is None else weight * pos_weight)
             return orig(x, t, weight=w, reduction=reduction)
+
         return wrapper
+
     return patched(F, "binary_cross_entropy_with_logits", make)
 
 
@@ -147,10 +209,16 @@ def lane_sum(x: Any, lanes: int = 16) -> Any:
 
 def low_precision_accumulation(name: str) -> contextlib.AbstractContextManager[None]:
     """torch.sum/mean/softmax/log_softmax on half/bfloat16 computed in the low dtype itself (no float32 opmath)."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
         def wrapper(x: Any, *a: Any, **kw: Any) -> Any:
-            if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float16, torch.bfloat16) or a or kw.get("dim"):
+            if (
+                not isinstance(x, torch.Tensor)
+                or x.dtype not in (torch.float16, torch.bfloat16)
+                or a
+                or kw.get("dim")
+            ):
                 if name in ("sum", "mean"):
                     return orig(x, *a, **kw)
             if name == "sum" and not a and not kw:
@@ -163,7 +231,9 @@ def low_precision_accumulation(name: str) -> contextlib.AbstractContextManager[N
                 s = torch.cumsum(e, dim, dtype=x.dtype).narrow(dim, x.shape[dim] - 1, 1)
                 return (e / s) if name == "softmax" else (x - s.log())
             return orig(x, *a, **kw)
+
         return wrapper
+
     return patched(torch, name, make)
 
 
@@ -187,35 +257,47 @@ class _DetachedBackward(torch.autograd.Function):
 
 def activation_without_double_backward(name: str) -> contextlib.AbstractContextManager[None]:
     """F.<name> whose first derivative is correct and whose second derivative is silently zero."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
         def wrapper(x: Any, *a: Any, **kw: Any) -> Any:
-            return _DetachedBackward.apply(x, functools.partial(orig, *a, **kw) if not a and not kw
-                                           else (lambda t: orig(t, *a, **kw)))
+            return _DetachedBackward.apply(
+                x, functools.partial(orig, *a, **kw) if not a and not kw else (lambda t: orig(t, *a, **kw))
+            )
+
         return wrapper
+
     return patched(F, name, make)
 
 
 def foreach_without_version_bump(name: str) -> contextlib.AbstractContextManager[None]:
     """torch._foreach_<op>_ mutating through .data: the version counter is not bumped (pytorch#53796)."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
         def wrapper(tensors: Any, *a: Any, **kw: Any) -> Any:
             return orig([t.data for t in tensors], *a, **kw)
+
         return wrapper
+
     return patched(torch, name, make)
 
 
 def embedding_renorm_without_version_bump() -> contextlib.AbstractContextManager[None]:
     """F.embedding(max_norm=...) renorming weight through .data (pytorch#14571)."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
-        def wrapper(idx: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None, *a: Any, **kw: Any) -> Any:
+        def wrapper(
+            idx: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None, *a: Any, **kw: Any
+        ) -> Any:
             if max_norm is not None:
                 with torch.no_grad():
                     torch.embedding_renorm_(weight.data, idx, max_norm, kw.get("norm_type", 2.0))
             return orig(idx, weight, padding_idx, None, *a, **kw)
+
         return wrapper
+
     return patched(F, "embedding", make)
 
 
@@ -223,14 +305,22 @@ def checkpoint_without_rng() -> contextlib.AbstractContextManager[None]:
     """torch.utils.checkpoint recomputing with fresh RNG (preserve_rng_state=False forced; PR #14253)."""
     import torch.utils.checkpoint as ck
 
-    return patched(ck, "checkpoint", lambda orig: functools.wraps(orig)(
-        lambda fn, *a, **kw: orig(fn, *a, **{**kw, "preserve_rng_state": False})))
+    return patched(
+        ck,
+        "checkpoint",
+        lambda orig: functools.wraps(orig)(
+            lambda fn, *a, **kw: orig(fn, *a, **{**kw, "preserve_rng_state": False})
+        ),
+    )
 
 
 def amp_update_scale(bug: str) -> contextlib.AbstractContextManager[None]:
     """torch._amp_update_scale_ reimplemented with one bug in the growth/backoff rule."""
+
     def make(orig: Any) -> Any:
-        def update(scale: Any, tracker: Any, found_inf: Any, growth: float, backoff: float, interval: int) -> Any:
+        def update(
+            scale: Any, tracker: Any, found_inf: Any, growth: float, backoff: float, interval: int
+        ) -> Any:
             if float(found_inf) > 0:
                 scale.mul_(backoff)
                 if bug != "tracker_not_reset":
@@ -244,18 +334,23 @@ def amp_update_scale(bug: str) -> contextlib.AbstractContextManager[None]:
                     scale.copy_(grown)
                 tracker.zero_()
             return scale
+
         return update
+
     return patched(torch, "_amp_update_scale_", make)
 
 
 def found_inf_ignored() -> contextlib.AbstractContextManager[None]:
     """torch._amp_foreach_non_finite_check_and_unscale_ unscales but never reports inf/NaN."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
         def wrapper(grads: Any, found_inf: Any, inv_scale: Any) -> Any:
             orig(grads, found_inf, inv_scale)
             found_inf.zero_()
+
         return wrapper
+
     return patched(torch, "_amp_foreach_non_finite_check_and_unscale_", make)
 
 
@@ -271,7 +366,9 @@ def scaler_unscales_twice() -> contextlib.AbstractContextManager[None]:
                 state["stage"] = OptState.READY
                 state["found_inf_per_device"] = {}
             return orig(self, optimizer, *a, **kw)
+
         return step
+
     return patched(GradScaler, "step", make)
 
 
@@ -291,6 +388,7 @@ def autocast_cache_ignores_grad_mode() -> Iterator[None]:
             w = cache.setdefault((id(weight), weight._version), weight.to(low))  # keyed like the real cache
             b = None if bias is None else bias.to(low)  # only weights were cached
             return orig(x.to(low), w, b)
+
         return wrapper
 
     def make_exit(orig: Any) -> Any:
@@ -298,6 +396,7 @@ def autocast_cache_ignores_grad_mode() -> Iterator[None]:
         def exit_(self: Any, *a: Any) -> Any:
             cache.clear()
             return orig(self, *a)
+
         return exit_
 
     from torch.amp.autocast_mode import autocast

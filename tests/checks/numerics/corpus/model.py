@@ -22,6 +22,11 @@ class Mechanism:
     check: str
 
 
-def _m(name: str, source: str, inject: Callable[[], AbstractContextManager[None]],
-       script: Callable[[], torch.Tensor], check: str) -> Mechanism:
+def _m(
+    name: str,
+    source: str,
+    inject: Callable[[], AbstractContextManager[None]],
+    script: Callable[[], torch.Tensor],
+    check: str,
+) -> Mechanism:
     return Mechanism(name, source, inject, script, check)

@@ -83,7 +83,9 @@ def train_low_precision(op: str) -> torch.Tensor:
     return flat(layer).float()
 
 
-def train_amp(steps: int = 200, clip: bool = True, inf_every: int = 37, init_scale: float = 2.0**16) -> torch.Tensor:
+def train_amp(
+    steps: int = 200, clip: bool = True, inf_every: int = 37, init_scale: float = 2.0**16
+) -> torch.Tensor:
     """CPU AMP loop: autocast bfloat16, GradScaler, unscale_ + clip, with an overflowing batch every inf_every."""
     model, fwd = _mlp()
     g = torch.Generator().manual_seed(1)
@@ -166,7 +168,9 @@ def train_checkpointed_dropout() -> torch.Tensor:
     from torch.utils import checkpoint as ck
 
     torch.manual_seed(0)
-    block = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Dropout(0.3), torch.nn.Linear(8, 1))
+    block = torch.nn.Sequential(
+        torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Dropout(0.3), torch.nn.Linear(8, 1)
+    )
     g = torch.Generator().manual_seed(1)
     x, y = torch.randn(32, 8, generator=g), torch.randn(32, 1, generator=g)
     opt = torch.optim.SGD(block.parameters(), lr=0.1)

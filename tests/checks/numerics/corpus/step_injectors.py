@@ -38,8 +38,11 @@ def fp16_hook_sums_first() -> contextlib.AbstractContextManager[None]:
             def decompress(f: Any) -> Any:
                 buffer.copy_(f.value()[0].div_(world))
                 return buffer
+
             return fut.then(decompress)
+
         return hook
+
     return patched(default_hooks, "fp16_compress_hook", make)
 
 
@@ -55,14 +58,21 @@ def allreduce_hook_without_division() -> contextlib.AbstractContextManager[None]
             group = process_group if process_group is not None else dist.group.WORLD
             fut = dist.all_reduce(bucket.buffer(), group=group, async_op=True).get_future()
             return fut.then(lambda f: f.value()[0])
+
         return hook
+
     return patched(default_hooks, "allreduce_hook", make)
 
 
 def dropout2d_elementwise() -> contextlib.AbstractContextManager[None]:
     """F.dropout2d dropping single elements instead of whole channels (pytorch#69801)."""
-    return patched(F, "dropout2d", lambda orig: functools.wraps(orig)(
-        lambda x, p=0.5, training=True, inplace=False: F.dropout(x, p, training, inplace)))
+    return patched(
+        F,
+        "dropout2d",
+        lambda orig: functools.wraps(orig)(
+            lambda x, p=0.5, training=True, inplace=False: F.dropout(x, p, training, inplace)
+        ),
+    )
 
 
 def batchnorm_momentum_none_fixed() -> contextlib.AbstractContextManager[None]:
@@ -80,25 +90,31 @@ def batchnorm_momentum_none_fixed() -> contextlib.AbstractContextManager[None]:
                 return orig(self, x)
             finally:
                 self.momentum = None
+
         return forward
+
     return patched(_BatchNorm, "forward", make)
 
 
 def sdpa_ignores_bool_mask() -> contextlib.AbstractContextManager[None]:
     """scaled_dot_product_attention dropping a boolean attn_mask, as the documented reference implementation did
     (it filled the mask, not the bias: pytorch#117939, pytorch#109072)."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
         def sdpa(q: Any, k: Any, v: Any, attn_mask: Any = None, *a: Any, **kw: Any) -> Any:
             if attn_mask is not None and attn_mask.dtype == torch.bool:
                 attn_mask = None
             return orig(q, k, v, attn_mask, *a, **kw)
+
         return sdpa
+
     return patched(F, "scaled_dot_product_attention", make)
 
 
 def mha_float_padding_mask_as_bool() -> contextlib.AbstractContextManager[None]:
     """MultiheadAttention treating a float key_padding_mask as a boolean one instead of adding it (pytorch#136816)."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
         def mha(*a: Any, **kw: Any) -> Any:
@@ -106,7 +122,9 @@ def mha_float_padding_mask_as_bool() -> contextlib.AbstractContextManager[None]:
             if kpm is not None and kpm.dtype != torch.bool:
                 kw["key_padding_mask"] = kpm != 0
             return orig(*a, **kw)
+
         return mha
+
     return patched(F, "multi_head_attention_forward", make)
 
 
@@ -123,7 +141,9 @@ def sequential_lr_keeps_children_factors() -> contextlib.AbstractContextManager[
             for group, lr in zip(optimizer.param_groups, before, strict=True):
                 group["lr"] = lr
             self._last_lr = before
+
         return init
+
     return patched(SequentialLR, "__init__", make)
 
 
@@ -137,32 +157,47 @@ def sequential_lr_forgets_children_state() -> contextlib.AbstractContextManager[
         def load(self: Any, state_dict: dict[str, Any]) -> None:
             state = {k: v for k, v in state_dict.items() if k != "_schedulers"}
             self.__dict__.update(state)
+
         return load
+
     return patched(SequentialLR, "load_state_dict", make)
 
 
 def step_cast_to_param_dtype() -> contextlib.AbstractContextManager[None]:
     """Optimizer.load_state_dict casting state['step'] to the parameter's dtype like the other state
     (pytorch#75224): a bfloat16 step counter stops counting past 256."""
+
     def make(orig: Any) -> Any:
         def policy(param: Any, value: Any, param_id: int, param_groups: Any, key: Any = None) -> Any:
             if key == "step" and param.is_floating_point() and isinstance(value, torch.Tensor):
                 return value.to(dtype=param.dtype, device=param.device)
             return orig(param, value, param_id, param_groups, key)
+
         return staticmethod(policy)
+
     return patched(torch.optim.Optimizer, "_process_value_according_to_param_policy", make)
 
 
 def sparse_embedding_ignores_padding() -> contextlib.AbstractContextManager[None]:
     """F.embedding(sparse=True) ignoring padding_idx in the backward, so the padding row trains (pytorch#3506)."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
-        def embedding(idx: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None, norm_type: float = 2.0,
-                      scale_grad_by_freq: bool = False, sparse: bool = False) -> Any:
+        def embedding(
+            idx: Any,
+            weight: Any,
+            padding_idx: Any = None,
+            max_norm: Any = None,
+            norm_type: float = 2.0,
+            scale_grad_by_freq: bool = False,
+            sparse: bool = False,
+        ) -> Any:
             if sparse and padding_idx is not None:
                 padding_idx = None
             return orig(idx, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+
         return embedding
+
     return patched(F, "embedding", make)
 
 
@@ -187,31 +222,41 @@ def embedding_bag_mean_counts_padding() -> contextlib.AbstractContextManager[Non
                 sizes = torch.full((inp.shape[0],), inp.shape[1], device=out.device)
             else:
                 bounds = offsets.tolist() + ([] if kw.get("include_last_offset") else [inp.numel()])
-                sizes = torch.tensor([b - a for a, b in zip(bounds, bounds[1:], strict=False)], device=out.device)
+                sizes = torch.tensor(
+                    [b - a for a, b in zip(bounds, bounds[1:], strict=False)], device=out.device
+                )
             return out / sizes.clamp_min(1)[:, None].to(out.dtype)
+
         return bag
+
     return patched(F, "embedding_bag", make)
 
 
 def clip_ignores_error_if_nonfinite() -> contextlib.AbstractContextManager[None]:
     """clip_grad_norm_ with non-finite gradients passing silently whatever error_if_nonfinite says
     (pytorch#46849, fixed by pytorch#53843)."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
         def clip(*a: Any, **kw: Any) -> Any:
             kw["error_if_nonfinite"] = False
             return orig(*a, **kw)
+
         return clip
+
     return patched(torch.nn.utils, "clip_grad_norm_", make)
 
 
 def foreach_inf_norm_as_two_norm() -> contextlib.AbstractContextManager[None]:
     """torch._foreach_norm computing a 2-norm when asked for inf, the path pytorch#120623 added to clip_grad_norm_."""
+
     def make(orig: Any) -> Any:
         @functools.wraps(orig)
         def norm(tensors: Any, ord: Any = 2, *a: Any, **kw: Any) -> Any:
             return orig(tensors, 2 if ord == float("inf") else ord, *a, **kw)
+
         return norm
+
     return patched(torch, "_foreach_norm", make)
 
 
@@ -230,7 +275,9 @@ def averaged_model_buffers_not_synced() -> contextlib.AbstractContextManager[Non
                 for b, s in zip(self.module.buffers(), saved, strict=True):
                     b.copy_(s)
             return None
+
         return update
+
     return patched(AveragedModel, "update_parameters", make)
 
 
@@ -243,7 +290,9 @@ def ema_decay_swapped() -> contextlib.AbstractContextManager[None]:
         @functools.wraps(orig)
         def get(decay: float = 0.999) -> Any:
             return orig(1 - decay)
+
         return get
+
     return patched(swa_utils, "get_ema_multi_avg_fn", make)
 
 

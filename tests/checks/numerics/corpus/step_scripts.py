@@ -41,7 +41,9 @@ def _ddp_rank(rank: int, world: int, store_path: str, out_path: str, hook: str, 
     model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
     ddp = DDP(model)
     ddp.register_comm_hook(None, getattr(default_hooks, f"{hook}_hook"))
-    x, y = _data(8, 6, 3)  # every rank the same shard: large gradients add up across ranks instead of cancelling
+    x, y = _data(
+        8, 6, 3
+    )  # every rank the same shard: large gradients add up across ranks instead of cancelling
     for _ in range(STEPS):
         (F.mse_loss(ddp(x), y) * scale).backward()
         with torch.no_grad():
@@ -103,8 +105,13 @@ def _ddp_attempt(hook: str, scale: float, world: int, timeout_s: float) -> torch
 def train_dropout2d() -> torch.Tensor:
     """A conv net with Dropout2d, trained with a fixed seed."""
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Conv2d(2, 6, 3, padding=1), torch.nn.ReLU(), torch.nn.Dropout2d(0.5),
-                              torch.nn.Flatten(), torch.nn.Linear(6 * 16, 1))
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(2, 6, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Dropout2d(0.5),
+        torch.nn.Flatten(),
+        torch.nn.Linear(6 * 16, 1),
+    )
     g = torch.Generator().manual_seed(1)
     x, y = torch.randn(16, 2, 4, 4, generator=g), torch.randn(16, 1, generator=g)
     opt = torch.optim.SGD(net.parameters(), lr=0.05)
@@ -119,7 +126,9 @@ def train_dropout2d() -> torch.Tensor:
 def train_batchnorm_cumulative() -> torch.Tensor:
     """An MLP with BatchNorm1d(momentum=None) trained on shifting batches, then evaluated (running statistics)."""
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8, momentum=None), torch.nn.Linear(8, 1))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8, momentum=None), torch.nn.Linear(8, 1)
+    )
     opt = torch.optim.SGD(net.parameters(), lr=0.05)
     for step in range(STEPS):
         x, y = _data(16, 4, seed=step)
@@ -219,6 +228,7 @@ def train_sequential_resumed() -> torch.Tensor:
 
 def train_bf16_adam_resumed(steps: int = 300, resume_at: int = 260) -> torch.Tensor:
     """A bfloat16 model trained with Adam, checkpointed late in training and resumed from the file."""
+
     def fresh() -> tuple[Any, Any]:
         torch.manual_seed(0)
         model = torch.nn.Linear(4, 1).to(torch.bfloat16)
