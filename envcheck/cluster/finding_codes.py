@@ -17,7 +17,8 @@ from envcheck.checks.cuda import verdict as cuda_verdict
 from envcheck.checks.cuda.layers import CAPABILITIES_FIX, CPU_TORCH_FIX, DAEMON_RELOAD_FIX, MIG_FIX
 from envcheck.checks.dcgm import HOSTENGINE_DOWN, HOSTENGINE_HANG, NO_RESULT
 from envcheck.checks.gpu_health import node as gpu_node
-from envcheck.checks.gpu_health.verdict import KERNEL_LOG_FIX, KERNEL_LOG_UNREADABLE, PERSISTENCE_OFF
+from envcheck.checks.gpu_health.gpu_findings import PERSISTENCE_OFF
+from envcheck.checks.gpu_health.verdict import KERNEL_LOG_FIX, KERNEL_LOG_UNREADABLE
 from envcheck.checks.linalg import SVD_ERROR, SVD_WRONG
 from envcheck.checks.node import driver_api, profile_match
 from envcheck.checks.numpy_interop import ABI_MISMATCH, MISSING, WRONG_VALUES

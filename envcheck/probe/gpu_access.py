@@ -129,6 +129,7 @@ def read_access(dev: str = DEV, proc: str = PROC_NVIDIA, mountinfo: str = MOUNTI
         "nvidia_visible_devices": os.environ.get("NVIDIA_VISIBLE_DEVICES"),
         "visible_list": visible_list(os.environ.get("NVIDIA_VISIBLE_DEVICES")),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "driver_capabilities": os.environ.get("NVIDIA_DRIVER_CAPABILITIES"),
         "in_container": contained is True,
         "host_pid_namespace": host_pid_namespace(),
         "persistenced": any(os.path.exists(p) for p in PERSISTENCED),

@@ -46,3 +46,16 @@ def bus_key(address: str) -> str:
         return f"{int(parts[0], 16):04x}:{int(parts[1], 16):02x}:{int(parts[2].split('.')[0], 16):02x}"
     except ValueError:
         return address.strip().lower()
+
+
+def pci_drivers(root: str = SYSFS_PCI) -> dict[str, str]:
+    """The kernel driver bound to each NVIDIA GPU function ('nvidia', 'nouveau', 'vfio-pci'), from its `driver` link;
+    a function without one is left out (bound to none, or a sysfs that does not say)."""
+    bus = pci_gpus(root)
+    out = {}
+    for name in bus if isinstance(bus, list) else []:
+        try:
+            out[name] = os.path.basename(os.readlink(os.path.join(root, name, "driver")))
+        except OSError:
+            continue
+    return out

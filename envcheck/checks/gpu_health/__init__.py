@@ -8,8 +8,9 @@ kernel log (envcheck.checks.gpu_health.xid). A replayable Section: `envcheck exp
 exactly as the live check judges the host.
 """
 
+from envcheck.checks.gpu_health.bundle_shape import validate
 from envcheck.checks.gpu_health.capture import capture
-from envcheck.checks.gpu_health.verdict import NODE_MODES, validate, verdict
+from envcheck.checks.gpu_health.verdict import NODE_MODES, verdict
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result
 from envcheck.core.section import Section

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.gpu_health.xid import capture_xids
+from envcheck.checks.gpu_health.kernel_events import capture_xids
+from envcheck.probe.driver_versions import kernel_module_version, userspace_version
 from envcheck.probe.gpu_access import read_access
 from envcheck.probe.gpu_usage import usage
 from envcheck.probe.kernel_log import KMSG
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml, warmup
 from envcheck.probe.nvml_fields import Fields, Missing, or_absent
-from envcheck.probe.pci import SYSFS_PCI, pci_gpus
+from envcheck.probe.pci import SYSFS_PCI, pci_drivers, pci_gpus
 
 _INIT_HINTS: dict[Any, str] = {
     12: " (no NVIDIA driver here, or libnvidia-ml.so.1 is not mounted into the container)",
@@ -95,6 +96,7 @@ def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str =
     out: dict[str, Any] = {
         "kernel_log": capture_xids(kmsg),
         "pci_gpus": pci_gpus(sysfs),
+        "pci_drivers": pci_drivers(sysfs),
         "access": read_access(),
     }
     warm = (
@@ -110,6 +112,8 @@ def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str =
         nvml_hung=None,
         nvml_hang=got.hang,
     )
+    # after NVML's attempt, so the library it loaded (if any) names the user-space version
+    out["versions"] = {"kernel_module": kernel_module_version(), "userspace": userspace_version()}
     if got.hang is not None:  # the reader is left behind as a daemon thread: it ends with this process
         at = got.progress.get("gpu")
         out.update(

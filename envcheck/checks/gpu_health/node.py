@@ -31,6 +31,7 @@ PERSISTENCE_FIX = (
 SLOW_RANK = 4  # a first slow start warns; a repeated one, or a thread stuck in the kernel, drains (rank 0)
 
 
+PASSED_THROUGH = ("vfio-pci", "pci-stub")  # sysfs drivers that hold a GPU for a virtual machine
 GPU_HEALTH = "gpu.health"  # the code of a GPU finding that names none of its own
 
 
@@ -130,25 +131,35 @@ def _nvml_keys(gpus: Sequence[Mapping[str, Any]]) -> set[str]:
 def bus_findings(
     events: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]], alloc: Allocation | None = None
 ) -> list[GpuFinding]:
-    """NVRM's 'has fallen off the bus' line without an Xid (newer drivers): gpu.fell_off_bus, for the GPUs this
-    process was given (the kernel log is the host's: another container's GPU is not this one's to judge)."""
+    """NVRM's 'fallen off the bus' without an Xid (at probe, or a newer driver at run time): gpu.fell_off_bus, for the
+    GPUs this process was given (the kernel log is the host's: another container's GPU is not this one's to judge).
+    A line that names no GPU (a grep kept only the message's last line) is the node's when this process answers for
+    the whole node; given only some GPUs, it cannot say whose, and warns."""
     out = []
+    whole = alloc is None or alloc.whole_node
     for e in events:
-        if isinstance(e, dict) and isinstance(e.get("pci"), str) and (alloc is None or alloc.ours(e["pci"])):
-            listed = (
-                " (NVML still lists it)" if e["pci"] in _nvml_keys(gpus) else " (NVML no longer lists it)"
+        if not isinstance(e, dict):
+            continue
+        pci = e.get("pci")
+        if isinstance(pci, str) and (alloc is None or alloc.ours(pci)):
+            listed = " (NVML still lists it)" if pci in _nvml_keys(gpus) else " (NVML no longer lists it)"
+            where, rank = f"PCI {pci}.0", 0
+        elif pci is None:
+            listed = "" if whole else " (the line names no GPU: it may be another job's)"
+            where, rank = "a GPU the log does not name", 0 if whole else 3
+        else:
+            continue
+        out.append(
+            GpuFinding(
+                f"fell off the bus{listed}, {e.get('count', 1)}x in the kernel log: {e.get('text', '')}",
+                BUS_FIX.format(pci=f"{pci}.0" if isinstance(pci, str) else "<PCI address>"),
+                FaultClass.NODE,
+                code=FELL_OFF_BUS,
+                rank=rank,
+                gpu=where,
+                who=where,
             )
-            out.append(
-                GpuFinding(
-                    f"fell off the bus{listed}, {e.get('count', 1)}x in the kernel log: {e.get('text', '')}",
-                    BUS_FIX.format(pci=f"{e['pci']}.0"),
-                    FaultClass.NODE,
-                    code=FELL_OFF_BUS,
-                    rank=0,
-                    gpu=f"PCI {e['pci']}.0",
-                    who=f"PCI {e['pci']}.0",
-                )
-            )
+        )
     return out
 
 
@@ -165,10 +176,15 @@ def hidden(data: Mapping[str, Any]) -> list[str]:
 
 
 def missing_findings(
-    pci_gpus: Any, gpus: Sequence[Mapping[str, Any]], data: Mapping[str, Any]
+    pci_gpus: Any,
+    gpus: Sequence[Mapping[str, Any]],
+    data: Mapping[str, Any],
+    explained: frozenset[str] | set[str] = frozenset(),
 ) -> list[GpuFinding]:
     """GPUs this process was given that NVML does not list (NVML answered): gpu.lost, by PCI address when the
-    evidence names them, else by count. A GPU of the node that was not given is not visible here, never lost."""
+    evidence names them, else by count. A GPU of the node that was not given is not visible here, never lost; one
+    the kernel log already names (`explained`) has its cause's finding; one bound to vfio-pci or pci-stub (passed
+    through to a virtual machine) is not the host driver's."""
     if not isinstance(pci_gpus, list) or data.get("nvml_error") or data.get("nvml_hung") is not None:
         return []
     alloc = given(data)
@@ -188,10 +204,16 @@ def missing_findings(
                 )
             ]
         return []
+    raw = data.get("pci_drivers")
+    drivers: dict[str, Any] = raw if isinstance(raw, dict) else {}
     missing = [
         a
         for a in pci_gpus
-        if isinstance(a, str) and pci_key(a) not in listed and alloc.ours(pci_key(a) or "")
+        if isinstance(a, str)
+        and pci_key(a) not in listed
+        and pci_key(a) not in explained
+        and drivers.get(a) not in PASSED_THROUGH
+        and alloc.ours(pci_key(a) or "")
     ]
     scope = (
         f"{len(gpus)} of {len(pci_gpus)} GPUs"

@@ -9,47 +9,27 @@ Meanings and actions follow NVIDIA's Xid catalog: https://docs.nvidia.com/deploy
 
 from __future__ import annotations
 
-import os
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from envcheck.checks.gpu_health.xid_catalog import BUCKET_RANK, BUCKETS, CATALOG, SOURCE, UNUSED
-from envcheck.probe.kernel_log import KMSG, read_cursor, read_kernel_log, write_cursor
 
-MAX_EVENTS = 64  # distinct (GPU, Xid) pairs kept in a bundle
-
-
-_RECORD = re.compile(r"^\d+,(\d+),(\d+),[^;]*;")  # /dev/kmsg: "prio,seq,usec since boot,flags;message"
-# NVRM's load banner, e.g. "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ...". The driver
-# prints it at the END of its module init (open-gpu-kernel-modules, kernel-open/nvidia/nv.c, nvidia_init_module):
-# the PCI probe of every GPU comes first, and its failures ("The NVIDIA GPU 0000:b3:00.0 ... has fallen off the
-# bus", "The NVIDIA probe routine failed for 1 device(s).") are logged before the banner of the same load.
-_LOAD = re.compile(r"NVRM: loading NVIDIA UNIX")
-# The first line of a load, before the probe: the module's NVLink core starts (every load, e.g. "nvidia-nvlink:
-# Nvlink Core is being initialized, major device number 237" in real dmesg logs), or the kernel's taint notes
-# for the module being loaded.
-_LOAD_START = re.compile(
-    r"nvidia-nvlink: Nvlink Core is being initialized|nvidia: loading out-of-tree module|"
-    r"nvidia: module (?:license|verification)"
-)
-# Logged when the driver initialises a GPU (at load, and again after a reset): "NVRM: GPU at PCI:0000:3b:00: GPU-..."
-_GPU_INIT = re.compile(r"NVRM: GPU at PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
-# Newer drivers, without an Xid (NVIDIA/NVSentinel#155): "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5)
-# installed in this system has fallen off the bus and is not responding to commands."
-_BUS = re.compile(
-    r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?"
-    r"[^\n]*?has fallen off the bus[^\n]*"
-)
-_STAMP = re.compile(
-    r"^\s*\[\s*([^\]]+?)\s*\]|^([A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d)"
-)  # dmesg, dmesg -T, syslog
-
-
+# The Xid printer (src/nvidia/src/kernel/gpu/rc/kernel_rc.c, krcReportXid): "NVRM: Xid (<attr>): %d, [pid=%s,
+# name=%s, ]<message>[ caused by previous Xid %d]", where <attr> is "PCI:%04x:%02x:%02x", with " GPU-I:%02u" and
+# " GPU-CI:%02u" when the Xid is attributed to a MIG GPU instance / compute instance (kern_gpu_error_cont_ga100.c
+# quotes "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No").
+# Drivers before the "PCI:" tag printed the bare address. " caused by previous Xid %d" follows Xid 45 (preemptive
+# removal) when the driver knows the Xid that made it clean up the channel.
 _XID = re.compile(
-    r"NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.[0-7])?\): "
-    r"(\d+),\s*(.*)"
+    r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.[0-7])?"
+    r"((?: GPU-C?I:\d+)*)\): (\d+),\s*(.*)"
+)
+_CAUSE = re.compile(r"caused by previous Xid (\d+)")
+_PROCESS = re.compile(r"^pid=('?[^,]*'?), name=([^,]*), ")
+# Xid 154 (gpu.c, gpuSetRecoveryAction): "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)"; 0x0 is None.
+_ACTION = re.compile(
+    r"GPU recovery action changed from (0x[0-9a-fA-F]+) \(([^)]*)\) to (0x[0-9a-fA-F]+) \(([^)]*)\)"
 )
 
 
@@ -192,125 +172,24 @@ def pci_key(address: str) -> str | None:
         return None
 
 
-def parse_xid_lines(
-    lines: list[str], after_seq: int | None = None, since_s: float | None = None
-) -> list[dict[str, Any]]:
-    """Xid events in kernel log lines (/dev/kmsg records, dmesg or journal lines), one entry per (GPU, code)
-    with its count, its bursts (distinct seconds, or distinct texts without times), the last occurrence's text
-    and time since boot (seconds, /dev/kmsg only). See scan() for the window."""
-    events: list[dict[str, Any]] = scan(lines, after_seq, since_s)["xid"]
-    return events
-
-
-def scan(lines: list[str], after_seq: int | None = None, since_s: float | None = None) -> dict[str, Any]:
-    """{'xid': [...], 'bus': [...], 'last_seq': N}: events counted from the later of boot, the driver's last load
-    (from its first line, so the probe failures logged before its banner count) and each GPU's last
-    initialisation (a reset), and only records after `after_seq` (the last run's cursor) and
-    at or after `since_s` since boot (the window). Lines without a /dev/kmsg header pass the cursor and window."""
-    events: dict[tuple[str, int], dict[str, Any]] = {}
-    bus: dict[str, dict[str, Any]] = {}
-    seconds: dict[tuple[str, int], set[Any]] = {}
-    last_seq = None
-    started = (
-        False  # a load's first line was seen since the last banner: the probe-time lines after it are its own
-    )
-    for line in lines:
-        record = _RECORD.match(line)
-        seq, at = (int(record.group(1)), int(record.group(2)) / 1e6) if record else (None, None)
-        last_seq = seq if seq is not None else last_seq
-        if _LOAD_START.search(line):  # a (re)load begins: what came before is about another driver instance
-            if not started:
-                events.clear()
-                bus.clear()
-            started = True
-            continue
-        if _LOAD.search(
-            line
-        ):  # its banner: without a start line (a log that lost it), the window begins here
-            if not started:
-                events.clear()
-                bus.clear()
-            started = False
-            continue
-        init = _GPU_INIT.search(line)
-        if init and (key := pci_key(init.group(1))):  # the GPU was (re)initialised: a reset or a reload
-            for k in [k for k in events if k[0] == key]:
-                del events[k]
-            bus.pop(key, None)
-            continue
-        if (seq is not None and after_seq is not None and seq <= after_seq) or (
-            at is not None and since_s is not None and at < since_s
-        ):
-            continue
-        fell = _BUS.search(line)
-        if fell and (key := pci_key(fell.group(1))):
-            entry = bus.setdefault(key, {"pci": key, "count": 0})
-            entry.update(
-                count=entry["count"] + 1, text=fell.group(0)[:200], boot_s=round(at, 3) if at else None
-            )
-            continue
-        found = _XID.search(line)
-        if not found or (key := pci_key(":".join(found.group(1, 2, 3)))) is None:
-            continue
-        xid = int(found.group(4))
-        event = events.setdefault((key, xid), {"pci": key, "xid": xid, "count": 0})
-        text = found.group(5).strip()[:200]
-        seconds.setdefault((key, xid), set()).add(int(at) if at is not None else _stamp(line))
-        event.update(
-            count=event["count"] + 1,
-            bursts=len(seconds[(key, xid)]),
-            text=text,
-            boot_s=round(at, 3) if at is not None else None,
-        )
-    ordered = sorted(events.values(), key=lambda e: (meaning_of(e["xid"]).rank is None, e["pci"], e["xid"]))
-    return {
-        "xid": ordered[:MAX_EVENTS],
-        "bus": sorted(bus.values(), key=lambda b: b["pci"]),
-        "last_seq": last_seq,
-    }
-
-
-def capture_xids(
-    path: str = KMSG, state_file: str | None = None, window_s: float | None = None
-) -> dict[str, Any]:
-    """The kernel log's Xid and fallen-off-the-bus events within the window, or why there are none to tell.
-
-    `state_file` (ENVCHECK_XID_STATE) keeps the last run's cursor (boot id and /dev/kmsg sequence number),
-    replaced atomically; `window_s` (ENVCHECK_XID_WINDOW_S) ignores records older than that many seconds."""
-    state_file = state_file if state_file is not None else os.environ.get("ENVCHECK_XID_STATE") or None
-    window_s = window_s if window_s is not None else _float(os.environ.get("ENVCHECK_XID_WINDOW_S"))
-    lines, why = read_kernel_log(path)
-    cursor = read_cursor(state_file) if state_file else None
-    since = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - window_s) if window_s else None
-    found = scan(lines, cursor, since)
-    out = {
-        "source": path,
-        "error": why,
-        "xid": found["xid"],
-        "bus": found["bus"],
-        "window": {"after_seq": cursor, "since_s": round(since, 3) if since is not None else None},
-    }
-    if state_file and why is None and found["last_seq"] is not None:
-        note = write_cursor(state_file, found["last_seq"])
-        if note:
-            out["cursor_error"] = note
-    return out
-
-
-def _stamp(line: str) -> str:
-    """The second a dmesg/journal line was logged ('' without a time: all such lines are one burst)."""
-    found = _STAMP.match(line)
-    if not found:
-        return ""
-    stamp = found.group(1) or found.group(2)
-    try:
-        return str(int(float(stamp)))  # dmesg's seconds since boot
-    except ValueError:
-        return stamp
-
-
-def _float(text: str | None) -> float | None:
-    try:
-        return float(text) if text else None
-    except ValueError:
+def parse_xid(text: str) -> dict[str, Any] | None:
+    """One Xid record's fields: pci (key), xid, text (the message after any pid/name), mig (the instance tag),
+    cause (the earlier Xid it names), action (Xid 154's new recovery action); None when `text` is no Xid."""
+    found = _XID.search(text)
+    if not found or (key := pci_key(":".join(found.group(1, 2, 3)))) is None:
         return None
+    message = found.group(6).strip()
+    process = _PROCESS.match(message)
+    if process:
+        message = message[process.end() :]
+    event: dict[str, Any] = {"pci": key, "xid": int(found.group(5)), "text": message[:200]}
+    if found.group(4).strip():
+        event["mig"] = found.group(4).strip()
+    cause = _CAUSE.search(message)
+    if cause:
+        event["cause"] = int(cause.group(1))
+    action = _ACTION.search(message)
+    if action:
+        event["action"] = action.group(4).strip()
+        event["action_code"] = int(action.group(3), 16)
+    return event

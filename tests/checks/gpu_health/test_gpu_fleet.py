@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks.gpu_health.verdict import validate, verdict
-from envcheck.checks.gpu_health.xid import meaning_of, scan
+from envcheck.checks.gpu_health.bundle_shape import validate
+from envcheck.checks.gpu_health.verdict import verdict
+from envcheck.checks.gpu_health.kernel_events import scan
+from envcheck.checks.gpu_health.xid import meaning_of
 from envcheck.checks.gpu_health.xid_catalog import CATALOG, UNUSED
 from envcheck.core.check import Context
 from envcheck.core.result import Status
@@ -151,9 +153,10 @@ def test_a_gpu_lost_at_probe_before_the_banner_belongs_to_this_load() -> None:
     result = judge(data(gpu(0, "00000000:1B:00.0"), bus=found["bus"]))
     assert result.status is Status.FAIL and result.code == "gpu.fell_off_bus"
     assert [b["pci"] for b in scan(load)["bus"]] == ["0000:b3:00"]  # a boot's first load
-    # No start line (a ring buffer that lost it): the load can only be dated from its banner, as before. The PCI
-    # bus against NVML (gpu.lost) still names a GPU the probe lost.
-    assert scan(load[1:])["bus"] == []
+    # No start line (a ring buffer that lost it, a grepped log): the probe's lines before the banner are still this
+    # load's (the banner is printed after every GPU was probed), and the earlier instance's Xid is still gone.
+    assert [b["pci"] for b in scan(load[1:])["bus"]] == ["0000:b3:00"]
+    assert scan([earlier, *load[1:]])["xid"] == []
 
 
 def test_the_cursor_is_saved_atomically_and_only_trusted_for_this_boot(tmp_path: Path) -> None:

@@ -29,8 +29,10 @@ import pytest
 
 from envcheck.checks import gpu_health
 from envcheck.checks.gpu_health.capture import capture
-from envcheck.checks.gpu_health.verdict import validate, verdict
-from envcheck.checks.gpu_health.xid import parse_xid_lines, pci_key
+from envcheck.checks.gpu_health.bundle_shape import validate
+from envcheck.checks.gpu_health.verdict import verdict
+from envcheck.checks.gpu_health.kernel_events import scan
+from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Result, Status
@@ -133,7 +135,7 @@ def state(
         "driver_version": "580.95.05",
         "gpus": list(gpus),
         "nvml_hung": None,
-        "kernel_log": {"source": "/dev/kmsg", "error": log_error, "xid": parse_xid_lines(xid or [])},
+        "kernel_log": {"source": "/dev/kmsg", "error": log_error, "xid": scan(xid or [])["xid"]},
     }
 
 
@@ -257,8 +259,8 @@ def test_each_finding_names_the_gpu_cause_and_fix(
         ),
         (
             XID154.replace("0000:01:00", "0000:3b:00"),
-            "Xid 154 (GPU recovery action changed",
-            "do what the logged action says",
+            "Xid 154 (the driver asks for a GPU reset: GPU Reset Required)",  # the action it changed to
+            "drain, then nvidia-smi -r -i 0 (GPU reset)",
         ),
         (
             XID63.replace("0000:10:1c", "0000:3b:00"),
@@ -462,7 +464,7 @@ def test_malformed_sections_are_refused_in_one_line(data: Any, words: str) -> No
 
 
 def test_real_xid_lines_parse_by_gpu_and_code() -> None:
-    events = parse_xid_lines([XID79, XID63, *XID13, XID109, XID120, XID154, XID45, XID149, XID31])
+    events = scan([XID79, XID63, *XID13, XID109, XID120, XID154, XID45, XID149, XID31])["xid"]
     got = {(e["pci"], e["xid"]): e for e in events}
     assert set(got) == {
         ("0000:2b:00", 79),
@@ -486,7 +488,7 @@ def test_a_kmsg_record_gives_the_time_since_boot_and_skips_continuation_lines(tm
     log.write_text("6,1310,1843300000,-;nvidia 0000:2b:00.0: enabling device\n" + KMSG79)
     lines, why = read_kernel_log(str(log))
     assert why is None and len(lines) == 4
-    assert parse_xid_lines(lines) == [
+    assert scan(lines)["xid"] == [
         {
             "pci": "0000:2b:00",
             "xid": 79,
@@ -622,10 +624,13 @@ def test_capture_reads_every_field_of_a_healthy_gpu(fake_nvml: Callable[..., Pat
             "error": None,
             "xid": [],
             "bus": [],
+            "driver": [],
             "window": {"after_seq": None, "since_s": None},
         },
         "nvml_hang": None,
         "pci_gpus": [],
+        "pci_drivers": {},
+        "versions": {"kernel_module": None, "userspace": None},  # this machine has no NVIDIA driver
     }
     assert verdict(data, CTX).status is Status.PASS
 

@@ -1,0 +1,220 @@
+"""The kernel log's GPU events that still apply: Xids, GPUs that fell off the bus, and what the driver said of GPUs
+that failed to start, counted within the running driver instance.
+
+Which instance an event belongs to follows from when the driver prints it (checks.gpu_health.driver_messages):
+- a load begins with its start lines (the NVLink core, the NVSwitch probes, the kernel's taint notes) and ends with
+  its banner, printed after every GPU was probed: the probe-time messages before a banner are that load's, whether or
+  not the log kept the start lines (a grepped log, a wrapped ring buffer, a bundle from another machine lose them);
+- a banner replaces the instance before it: that instance's events (an Xid 79 before a reload) no longer apply;
+  a start line with no banner after it is a load that failed or is still running: the old instance is gone too;
+- "GPU at PCI:...: GPU-<uuid>" is printed once per GPU object, just before its first Xid: any event of that GPU
+  before it happened to an earlier object of the GPU (a reset, a reload);
+- Xid 154's last recovery action per GPU is its current one ("None": nothing left to do).
+The cursor (the last run's /dev/kmsg sequence number) and the time window apply to Xids, which are events in time.
+What the driver said of a GPU that failed to start is the state of this instance and is judged whatever the cursor.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from envcheck.checks.gpu_health.driver_messages import match
+from envcheck.checks.gpu_health.xid import meaning_of, parse_xid, pci_key
+from envcheck.probe.kernel_log import KMSG, read_cursor, read_kernel_log, write_cursor
+from envcheck.probe.log_records import Record, messages, parse_records
+
+MAX_EVENTS = 64  # distinct (GPU, Xid) pairs and driver events kept in a bundle
+RECOVERED = 0  # Xid 154's action code for "None"
+
+
+@dataclass
+class _Event:
+    kind: str  # 'xid', 'fell_off_bus' or a driver message's kind
+    phase: str
+    pci: str | None
+    record: Record
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Instance:
+    """The events of the running driver instance, and the probe-time ones of a load not yet closed by a banner."""
+
+    active: list[_Event] = field(default_factory=list)
+    pending: list[_Event] = field(default_factory=list)
+    reloading: bool = False
+    loads: int = 0
+
+    def start(self) -> None:
+        if not self.reloading:  # the first start line of a new load: the instance before it is being unloaded
+            self.pending, self.active, self.reloading = [], [], True
+
+    def banner(self) -> None:
+        kept = self.active if self.reloading else []  # after a start line: this load's own (none, normally)
+        self.active, self.pending, self.reloading = self.pending + kept, [], False
+        self.loads += 1
+
+    def add(self, event: _Event) -> None:
+        (self.pending if event.phase == "probe" else self.active).append(event)
+
+    def forget(self, key: str) -> None:
+        """A GPU object was created again (a reset, a reload of the GPU): its earlier events are another's."""
+        self.active = [e for e in self.active if e.pci != key]
+        self.pending = [e for e in self.pending if e.pci != key]
+
+    def events(self) -> list[_Event]:
+        return self.pending + self.active
+
+
+def _event(record: Record) -> _Event | str | None:
+    """The record's event, 'start'/'banner' for a load's markers, a PCI key for a GPU attach; None otherwise."""
+    xid = parse_xid(record.flat)
+    if xid is not None:
+        return _Event("xid", "runtime", xid.pop("pci"), record, xid)
+    found = match(record.flat)
+    if found is None:
+        return None
+    message, m = found
+    if message.phase in ("start", "banner"):
+        return message.phase
+    groups = [g for g in m.groups()]
+    key = next((k for g in groups if isinstance(g, str) and ":" in g and (k := pci_key(g))), None)
+    if message.phase == "attach":
+        return key
+    if key is None and record.device:  # /dev/kmsg's dictionary names the device the message is about
+        key = pci_key(record.device)
+    detail: dict[str, Any] = {}
+    if message.kind in ("probe_failed", "probe_not_called"):
+        detail["devices"] = int(m.group(1))
+    elif message.kind == "bar_invalid":
+        detail.update(bar=int(m.group(1)), size_mib=int(m.group(2)))
+    elif message.kind == "init_failed":
+        detail.update(status=f"{m.group(2)}:{m.group(3)}:{m.group(4)}")
+    elif message.kind == "init_failed_minor":
+        detail["minor"] = int(m.group(2))
+    elif message.kind == "gsp_timeout":
+        detail.update(gpu_index=int(m.group(2)), seconds=int(m.group(1)))
+    elif message.kind == "api_mismatch":
+        detail.update(
+            client=m.group(1), pid=int(m.group(2)), client_version=m.group(3), kernel_version=m.group(4)
+        )
+    return _Event(message.kind, message.phase, key, record, detail)
+
+
+def _in_window(record: Record, after_seq: int | None, since_s: float | None) -> bool:
+    if record.seq is not None and after_seq is not None and record.seq <= after_seq:
+        return False
+    return not (
+        record.form == "kmsg"
+        and record.boot_s is not None
+        and since_s is not None
+        and record.boot_s < since_s
+    )
+
+
+def scan(lines: Iterable[str], after_seq: int | None = None, since_s: float | None = None) -> dict[str, Any]:
+    """{'xid': [...], 'bus': [...], 'driver': [...], 'last_seq': N, 'loads': N} from kernel-log lines of any form
+    (probe.log_records): one entry per (GPU, Xid) and per (GPU, event kind), with its count, bursts (distinct
+    moments), the last occurrence's text and time since boot; see the module docstring for what still applies."""
+    instance = _Instance()
+    last_seq = None
+    for record in messages(parse_records(lines)):
+        last_seq = record.seq if record.seq is not None else last_seq
+        got = _event(record)
+        if got == "start":
+            instance.start()
+        elif got == "banner":
+            instance.banner()
+        elif isinstance(got, str):
+            instance.forget(got)
+        elif isinstance(got, _Event):
+            if got.kind == "xid" and not _in_window(record, after_seq, since_s):
+                continue
+            instance.add(got)
+    return _summary(instance.events(), last_seq, instance.loads)
+
+
+def _summary(events: list[_Event], last_seq: int | None, loads: int) -> dict[str, Any]:
+    xids: dict[tuple[str | None, int], dict[str, Any]] = {}
+    bus: dict[str | None, dict[str, Any]] = {}
+    driver: dict[tuple[str, str | None, Any], dict[str, Any]] = {}
+    moments: dict[Any, set[Any]] = {}
+    for e in events:
+        at = round(e.record.boot_s, 3) if e.record.boot_s is not None else None
+        if e.kind == "xid":
+            slot: Any = (e.pci, e.detail["xid"])
+            entry = xids.setdefault(slot, {"pci": e.pci, "xid": e.detail["xid"], "count": 0})
+            entry.update({k: v for k, v in e.detail.items() if k != "xid"})
+            if (
+                e.detail["xid"] == 154 and "action" not in e.detail
+            ):  # a 154 without an action: keep the last one's
+                entry.pop("action", None)
+        elif e.kind == "fell_off_bus":
+            slot = ("bus", e.pci)
+            entry = bus.setdefault(e.pci, {"pci": e.pci, "count": 0})
+        else:
+            slot = (e.kind, e.pci, e.detail.get("minor", e.detail.get("gpu_index")))
+            entry = driver.setdefault(slot, {"kind": e.kind, "pci": e.pci, "count": 0})
+            entry.update(e.detail)
+        moments.setdefault(slot, set()).add(_moment(e.record))
+        text = e.detail["text"] if e.kind == "xid" else e.record.flat[:200]
+        entry.update(count=entry["count"] + 1, bursts=len(moments[slot]), text=text, boot_s=at)
+    recovered = [k for k, v in xids.items() if k[1] == 154 and v.get("action_code") == RECOVERED]
+    for k in recovered:  # the GPU's last recovery action is None: nothing left to do
+        del xids[k]
+    ordered = sorted(
+        xids.values(), key=lambda e: (meaning_of(e["xid"]).rank is None, e["pci"] or "", e["xid"])
+    )
+    return {
+        "xid": ordered[:MAX_EVENTS],
+        "bus": sorted(bus.values(), key=lambda b: b["pci"] or ""),
+        "driver": sorted(driver.values(), key=lambda d: (d["kind"], d["pci"] or ""))[:MAX_EVENTS],
+        "last_seq": last_seq,
+        "loads": loads,
+    }
+
+
+def _moment(record: Record) -> Any:
+    """The second a record was logged (a burst): since boot, else its wall stamp, else its text (all one burst)."""
+    if record.boot_s is not None:
+        return int(record.boot_s)
+    return record.stamp or record.flat
+
+
+def capture_xids(
+    path: str = KMSG, state_file: str | None = None, window_s: float | None = None
+) -> dict[str, Any]:
+    """The kernel log's GPU events within the window, or why there are none to tell.
+
+    `state_file` (ENVCHECK_XID_STATE) keeps the last run's cursor (boot id and /dev/kmsg sequence number),
+    replaced atomically; `window_s` (ENVCHECK_XID_WINDOW_S) ignores Xids older than that many seconds."""
+    state_file = state_file if state_file is not None else os.environ.get("ENVCHECK_XID_STATE") or None
+    window_s = window_s if window_s is not None else _float(os.environ.get("ENVCHECK_XID_WINDOW_S"))
+    lines, why = read_kernel_log(path)
+    cursor = read_cursor(state_file) if state_file else None
+    since = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - window_s) if window_s else None
+    found = scan(lines, cursor, since)
+    out = {
+        "source": path,
+        "error": why,
+        "xid": found["xid"],
+        "bus": found["bus"],
+        "driver": found["driver"],
+        "window": {"after_seq": cursor, "since_s": round(since, 3) if since is not None else None},
+    }
+    if state_file and why is None and found["last_seq"] is not None:
+        note = write_cursor(state_file, found["last_seq"])
+        if note:
+            out["cursor_error"] = note
+    return out
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None

@@ -1,0 +1,161 @@
+"""When NVML cannot start on a node path: the cause from what explains it, never a silent skip.
+
+Read in order, each from its own evidence: the two halves of the driver at different versions (/proc/driver/nvidia/version
+against the user-space library: an upgrade without a reboot; NVML says "Driver/library version mismatch", the kernel
+"NVRM: API mismatch"), no kernel module while NVIDIA GPUs sit on the PCI bus, no user-space driver, and envcheck's own
+deployment (a container given no GPU, NVIDIA_DRIVER_CAPABILITIES without `utility`, no NVML bindings). What none of
+them explains is "cannot judge": an ERROR, which npd reports as unknown and a prolog never drains for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from envcheck.checks.gpu_health.node import GpuFinding
+from envcheck.core.result import FaultClass
+
+# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
+API_MISMATCH = "driver.api_mismatch"
+FOREIGN_CLIENT = "driver.client_mismatch"
+NOT_LOADED = "driver.not_loaded"
+USERSPACE_MISSING = "driver.userspace_missing"
+NO_GPU_ACCESS = "gpu.no_access"
+CAPABILITIES = "gpu.capabilities"
+
+REBOOT_FIX = (
+    "reboot the node so the loaded kernel module is the installed driver's (or reload it: rmmod nvidia_uvm "
+    "nvidia_drm nvidia_modeset nvidia; modprobe nvidia); cat /proc/driver/nvidia/version and nvidia-smi must agree"
+)
+NOT_LOADED_FIX = (
+    "modprobe nvidia (dmesg | grep NVRM says why it fails); after a kernel update rebuild the module (dkms "
+    "autoinstall, or reinstall the driver for this kernel); then reboot"
+)
+ACCESS_FIX = (
+    "start envcheck's container with the GPUs: docker run --gpus all (the nvidia runtime), or in Kubernetes "
+    "runtimeClassName: nvidia with NVIDIA_VISIBLE_DEVICES=all (a DaemonSet that judges the node needs every GPU)"
+)
+CAPABILITIES_FIX = (
+    "set NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all) in envcheck's container: without 'utility' the toolkit "
+    "mounts no libnvidia-ml, without 'compute' no libcuda and no /dev/nvidia-uvm"
+)
+_MISMATCH_WORDS = ("version mismatch", "NVML/RM version")
+_NOT_LOADED_WORDS = ("Driver Not Loaded", "not loaded")
+_NO_LIBRARY_WORDS = ("Shared Library Not Found", "libnvidia-ml")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _node(problem: str, fix: str, code: str, who: str = "the node") -> GpuFinding:
+    return GpuFinding(problem, fix, FaultClass.NODE, code=code, rank=0, gpu="driver", who=who)
+
+
+def _config(problem: str, fix: str, code: str) -> GpuFinding:
+    return GpuFinding(
+        problem, fix, FaultClass.CONFIG, code=code, rank=2, gpu="envcheck's container", who="envcheck"
+    )
+
+
+def mismatch_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
+    """The kernel module and the user-space driver at different versions, and the kernel log's API mismatches.
+
+    A mismatch record whose client had the same version as this process's user-space driver is this node's; one
+    from a client with other libraries (an image that ships its own driver) is that image's, not the node's."""
+    versions = _dict(data.get("versions"))
+    kernel, user = versions.get("kernel_module"), versions.get("userspace")
+    log = _dict(data.get("kernel_log"))
+    records = [e for e in log.get("driver") or [] if isinstance(e, dict) and e.get("kind") == "api_mismatch"]
+    nvml = str(data.get("nvml_error") or "")
+    said = f"; kernel log: {records[-1].get('text', '')}" if records else ""
+    if isinstance(kernel, str) and isinstance(user, str) and kernel != user:
+        return [
+            _node(
+                f"the loaded kernel module is {kernel} (/proc/driver/nvidia/version) but the user-space driver is "
+                f"{user}: the driver was upgraded without a reboot{said}",
+                REBOOT_FIX,
+                API_MISMATCH,
+            )
+        ]
+    if any(w in nvml for w in _MISMATCH_WORDS):
+        return [_node(f"NVML refuses the loaded kernel module: {nvml}{said}", REBOOT_FIX, API_MISMATCH)]
+    if records and nvml and user is None:  # NVML failed and the log's refusal is the only explanation here
+        return [
+            _node(
+                f"NVML cannot start ({nvml}) and the kernel refused a client's driver version{said}",
+                REBOOT_FIX,
+                API_MISMATCH,
+            )
+        ]
+    out = []
+    for record in records:  # NVML works with this node's libraries: the refused client brought its own
+        client = record.get("client_version")
+        out.append(
+            GpuFinding(
+                f"a client ('{record.get('client')}', pid {record.get('pid')}) with user-space driver {client} was "
+                f"refused by the kernel module {record.get('kernel_version')}: it ships its own driver libraries"
+                f"{'' if user is None else f' (this node has {user})'}; kernel log: {record.get('text', '')}",
+                "remove the NVIDIA driver libraries from that image or venv (the container toolkit mounts the "
+                "host's): they must be the host driver's version",
+                FaultClass.IMAGE,
+                code=FOREIGN_CLIENT,
+                rank=5,
+                gpu="driver",
+                who="the client's image",
+            )
+        )
+    return out
+
+
+def nvml_down_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
+    """Why NVML cannot start, where the evidence says (an empty list: nothing here explains it)."""
+    nvml = str(data.get("nvml_error") or "")
+    access = _dict(data.get("access"))
+    bus = data.get("pci_gpus") if isinstance(data.get("pci_gpus"), list) else []
+    nodes = _dict(access.get("device_nodes"))
+    contained = access.get("in_container") is True
+    caps = access.get("driver_capabilities")
+    if (
+        contained
+        and isinstance(caps, str)
+        and not ({"utility", "all"} & set(caps.replace(" ", "").split(",")))
+    ):
+        return [
+            _config(
+                f"NVML cannot start: NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks 'utility', so the toolkit mounted no "
+                f"libnvidia-ml into this container ({nvml})",
+                CAPABILITIES_FIX,
+                CAPABILITIES,
+            )
+        ]
+    if contained and not nodes:
+        return [
+            _config(
+                f"NVML cannot start: this container was given no GPU (no /dev/nvidia<N>; NVIDIA_VISIBLE_DEVICES="
+                f"{access.get('nvidia_visible_devices')}) ({nvml})",
+                ACCESS_FIX,
+                NO_GPU_ACCESS,
+            )
+        ]
+    if any(w in nvml for w in _NOT_LOADED_WORDS) or (not nodes and access.get("proc_view") == "absent"):
+        if bus and not contained:
+            return [
+                _node(
+                    f"the nvidia kernel module is not loaded, but {len(bus)} NVIDIA GPU(s) are on the PCI bus "
+                    f"({', '.join(bus[:4])}{', ...' if len(bus) > 4 else ''}): {nvml or 'no /proc/driver/nvidia'}",
+                    NOT_LOADED_FIX,
+                    NOT_LOADED,
+                )
+            ]
+        return []
+    if any(w in nvml for w in _NO_LIBRARY_WORDS) and (nodes or bus) and not contained:
+        return [
+            _node(
+                f"the nvidia kernel module is loaded but its user-space driver is missing: {nvml}",
+                "install the user-space driver of the loaded module's version (cat /proc/driver/nvidia/version; "
+                "the distribution's nvidia-utils / libnvidia-compute package), or reinstall the driver",
+                USERSPACE_MISSING,
+            )
+        ]
+    return []
