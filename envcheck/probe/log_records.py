@@ -18,6 +18,9 @@ is read here from the writer's own rules:
 - rsyslog files (/var/log/syslog, messages, kern.log): the syslog stamp and `host kernel: `, often the kernel's own
   `[  12.345678] ` after it; control characters escaped on receive as `#` and three octal digits (`#012` is a
   newline: $EscapeControlCharactersOnReceive).
+- `dmesg -H` / `--reltime`: `[Mar 5 10:11] text`, then `[  +0.009910] text` (time since the line before).
+- talosctl dmesg (siderolabs/talos, the kmsg reader's text): `[node: ]kern:    info: [2023-09-14T03:08:37.389Z]: text`,
+  with /dev/kmsg's `\x0a` escapes and dictionary lines kept.
 - Plain text: a log pasted or filtered through grep, without any stamp.
 Pure: no I/O (probe.kernel_log reads /dev/kmsg).
 """
@@ -39,6 +42,10 @@ _FACILITY = re.compile(
     r"\s*(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?"
 )
 _MONO = re.compile(r"^\[\s*(\d+\.\d+)\]\s?")
+_RELATIVE = re.compile(r"^\[\s*(\+\s*\d+\.\d+|" + _MONTH + r" ?\d{1,2} \d\d:\d\d(?::\d\d)?)\]\s?")  # dmesg -H
+_TALOS = re.compile(
+    r"^(?:\S+: )?kern:\s*(?:emerg|alert|crit|err|warning|notice|info|debug)\s*:\s*\[([^\]]+)\]:\s?"
+)
 _CTIME = re.compile(r"^\[((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?")
 _ISO = re.compile(r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+")
 _SYSLOG = re.compile(r"^(" + _MONTH + r" +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?)\s+")
@@ -91,14 +98,20 @@ def _unescape_octal(text: str) -> str:
 
 def _stamped(line: str) -> Record | None:
     """A line that begins a record in one of the text forms (None: a continuation or a plain line)."""
+    talos = _TALOS.match(line)
+    if talos:
+        return Record(_unescape_kmsg(line[talos.end() :]).rstrip(), stamp=talos.group(1), form="kmsg")
     rest, boot_s, stamp, form = _PRIO.sub("", line), None, "", ""
     rest = _FACILITY.sub("", rest)
-    for pattern, kind in ((_MONO, "mono"), (_CTIME, "ctime"), (_ISO, "iso"), (_SYSLOG, "syslog")):
+    kinds = ((_MONO, "mono"), (_RELATIVE, "relative"), (_CTIME, "ctime"), (_ISO, "iso"), (_SYSLOG, "syslog"))
+    for pattern, kind in kinds:
         found = pattern.match(rest)
         if found:
             rest = rest[found.end() :]
             if kind == "mono":
                 boot_s, form = float(found.group(1)), "dmesg"
+            elif kind == "relative":  # a delta has no moment of its own: only a stamp that tells lines apart
+                stamp, form = found.group(1).replace(" ", ""), "dmesg"
             else:
                 stamp, form = found.group(1), "dmesg" if kind == "ctime" else "journal"
             break
@@ -137,12 +150,14 @@ def parse_records(lines: Iterable[str]) -> list[Record]:
                 out.append(record)
             last_kmsg = True
             continue
-        if last_kmsg and (entry := _DICT.match(line)):
+        if out and (entry := _DICT.match(line)) and (last_kmsg or out[-1].form == "kmsg"):
             if entry.group(1) == "DEVICE" and entry.group(2).startswith("+pci:"):
                 out[-1] = replace(out[-1], device=_unescape_kmsg(entry.group(2)[5:]))
             continue
         last_kmsg = False
         stamped = _stamped(line)
+        if stamped is not None and "\\x" in stamped.text:  # a text form that kept /dev/kmsg's escapes
+            stamped = replace(stamped, text=_unescape_kmsg(stamped.text))
         if stamped is not None:
             out.append(stamped)
         elif line[:1].isspace() and out:  # a record's further line, indented under its text
@@ -177,8 +192,8 @@ def _continues(before: Record, record: Record) -> bool:
 
 
 def _same_moment(a: Record, b: Record) -> bool:
-    """The same stamp; for /dev/kmsg (one printk is one record there, but a driver that prints line by line makes
-    records microseconds apart) within a millisecond."""
-    if a.form == b.form == "kmsg" and a.boot_s is not None and b.boot_s is not None:
+    """The same stamp, or times since boot within a millisecond: a driver that prints a message line by line (old
+    releases did) logs its lines microseconds apart."""
+    if a.boot_s is not None and b.boot_s is not None:
         return abs(b.boot_s - a.boot_s) < 1e-3
     return a.when == b.when

@@ -66,6 +66,7 @@ def validate(data: Any, where: str) -> None:
         where,
         {
             "nvml_error": (str, None),
+            "nvml_code": (int, None),
             "driver_version": (str, dict, None),
             "gpus": (list,),
             "kernel_log": (dict,),

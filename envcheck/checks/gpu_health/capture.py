@@ -17,6 +17,7 @@ from envcheck.probe.nvml_fields import Fields, Missing, or_absent
 from envcheck.probe.pci import SYSFS_PCI, pci_drivers, pci_gpus
 
 _INIT_HINTS: dict[Any, str] = {
+    18: " (the loaded kernel module is not the user-space driver's version: an upgrade without a reboot)",
     12: " (no NVIDIA driver here, or libnvidia-ml.so.1 is not mounted into the container)",
     9: " (the nvidia kernel module is not loaded)",
 }
@@ -77,6 +78,8 @@ def _nvml_state(state: dict[str, Any]) -> Callable[[Any, dict[str, Any]], None]:
 
 def _unavailable(state: dict[str, Any]) -> Callable[[BaseException], None]:
     def unavailable(exc: BaseException) -> None:
+        code = getattr(exc, "value", None)
+        state["nvml_code"] = code if isinstance(code, int) and not isinstance(code, bool) else None
         state["nvml_error"] = (
             "NVML bindings not installed (pip install nvidia-ml-py)"
             if isinstance(exc, ImportError)
@@ -92,7 +95,7 @@ def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str =
 
     NVML runs through probe.nvml.read_nvml (a thread with a time budget): a GPU in a bad state can hang NVML
     calls, and then the kernel log and the GPUs read so far still come back, with the hang named."""
-    state: dict[str, Any] = {"nvml_error": None, "driver_version": None, "gpus": []}
+    state: dict[str, Any] = {"nvml_error": None, "nvml_code": None, "driver_version": None, "gpus": []}
     out: dict[str, Any] = {
         "kernel_log": capture_xids(kmsg),
         "pci_gpus": pci_gpus(sysfs),
@@ -107,6 +110,7 @@ def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str =
     got = read_nvml(_nvml_state(state), _unavailable(state), nvml_budget_s)
     out.update(
         nvml_error=state["nvml_error"],
+        nvml_code=state["nvml_code"],
         driver_version=state["driver_version"],
         gpus=list(state["gpus"]),
         nvml_hung=None,

@@ -1,16 +1,19 @@
-"""What the driver said of GPUs that failed to start, as findings naming the GPU by PCI address: fallen off the bus at
-probe, probe failures, invalid BARs, RmInitAdapter failures, GSP timeouts, a GPU this module cannot drive, an API
-mismatch (checks.gpu_health.kernel_events finds them; driver_messages says where each format comes from).
+"""What the driver said of GPUs that failed to start, as findings naming the GPU by PCI address: refused at probe
+(not supported, the wrong kernel module flavour, an invalid BAR), failed to initialise at first open (RmInitAdapter,
+with its GSP boot, firmware or power cause), GSP timeouts, fatal NVSwitch errors, and the probe's counts
+(checks.gpu_health.kernel_events finds them; driver_messages says where each format comes from).
 
-A message that names the GPU by device minor (rm_init_adapter) or by the driver's GPU index (the GSP's "GPU1") is
-mapped to its PCI address through /proc/driver/nvidia/gpus, which lists each GPU with its "Device Minor" (the driver
-numbers its GPU instances in the same probe order). Only the GPUs this process was given are judged: the kernel log is
-the host's, and another container's GPU is not this one's to answer for.
+One finding per GPU, from its most specific cause: a GPU the proprietary module cannot drive also fails RmInitAdapter
+(0x22:0x56), and that is the same fault, not a second one. A message that names the GPU by device minor is mapped to
+its PCI address through /proc/driver/nvidia/gpus ("Device Minor"); the driver's GPU instance number ("GPU6") only
+through the log itself (kernel_events). Only the GPUs this process was given are judged; a message that names no GPU
+is the node's when this process answers for the whole node, and a warning otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.checks.gpu_health.node import PASSED_THROUGH, GpuFinding, given
@@ -18,73 +21,139 @@ from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.result import FaultClass
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
-API_MISMATCH = "driver.api_mismatch"
 BAR_INVALID = "gpu.bar_invalid"
 CLAIMED = "gpu.claimed_by_other_driver"
+FIRMWARE_MISSING = "driver.firmware_missing"
+GSP_BOOT = "gpu.gsp_boot"
 GSP_TIMEOUT = "gpu.gsp_timeout"
 INIT_FAILED = "gpu.init_failed"
 LOAD_FAILED = "driver.load_failed"
+NVSWITCH_FATAL = "nvswitch.fatal"
 OPEN_MODULE = "gpu.open_module_required"
+POWER = "gpu.power_cables"
 PROBE_FAILED = "gpu.probe_failed"
+PROPRIETARY_MODULE = "gpu.proprietary_module_required"
 UNSUPPORTED = "gpu.unsupported_by_driver"
 
-REBOOT_FIX = (
-    "reboot the node so the loaded kernel module is the installed driver's (or unload and reload it: "
-    "rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia); cat /proc/driver/nvidia/version "
-    "and nvidia-smi must then agree"
-)
-SEATING_FIX = (
-    "drain; lspci -vv -s {pci} (is it on the bus, at what link?); reboot the node; if it recurs reseat the GPU "
-    "and check its power and riser; RMA if it persists"
-)
-_FIX = {
-    "open_module_required": (
+RESET = "nvidia-smi -r -i {pci} (GPU reset)"
+REBOOT_FIX = "drain; reboot the node; if it recurs reseat the GPU, check its power and riser, RMA it"
+
+
+@dataclass(frozen=True)
+class Cause:
+    """What one kind of driver message means for the GPU it names: the problem, the fix, the code, the rank."""
+
+    problem: str
+    fix: str
+    code: str
+    rank: int = 0
+
+
+# Most specific first: a GPU's finding comes from the first of its kinds in this order.
+CAUSES: dict[str, Cause] = {
+    "open_module_required": Cause(
+        "the loaded NVIDIA module cannot drive it: it requires the NVIDIA open kernel modules",
         "install the NVIDIA open kernel modules of the same driver version (the '-open' driver package, or the "
-        ".run installer's -m=kernel-open), then reboot: this GPU is driven by the open modules only"
+        ".run installer's -m=kernel-open), then reboot",
+        OPEN_MODULE,
     ),
-    "not_supported": (
-        "install a driver release that supports this GPU (NVIDIA's supported-products list for the release); "
-        "lspci -nn -s {pci} gives its PCI ID"
+    "open_module_unsupported": Cause(
+        "the open kernel module cannot drive it (a GPU without a GSP, before Turing, or not a data-center GPU "
+        "on drivers 515 to 535)",
+        "install the proprietary kernel module of the same driver version (not the '-open' package), then reboot",
+        PROPRIETARY_MODULE,
     ),
-    "bar_invalid": (
-        "in the system BIOS enable 'Above 4G Decoding' (and 'Resizable BAR' / a larger MMIO window where offered) "
-        "so the GPU's BARs get an address, or boot Linux with pci=realloc; then reboot"
+    "not_supported": Cause(
+        "the loaded driver release does not support this GPU",
+        "install a driver release that supports it (NVIDIA's supported-products list for the release); "
+        "lspci -nn -s {pci} gives its PCI ID",
+        UNSUPPORTED,
     ),
-    "init_failed": (
-        "drain; dmesg | grep NVRM (the lines before it name the cause: GSP, BAR, firmware); nvidia-smi -q -i {pci}; "
-        "reboot the node; if it persists reseat the GPU, check its power, RMA"
+    "legacy_gpu": Cause(
+        "the loaded driver release no longer supports this GPU generation: it ignores the GPU",
+        "install the legacy driver branch the message names (e.g. the 580.xx legacy driver), then reboot",
+        UNSUPPORTED,
     ),
-    "gsp_timeout": "drain; nvidia-smi -r -i {pci} (GPU reset) or reboot the node; update the driver if it recurs",
-    "probe_failed": SEATING_FIX,
-    "probe_not_called": (
-        "another kernel driver owns the GPU (lspci -k -s {pci}: 'Kernel driver in use'): blacklist nouveau "
-        "(/etc/modprobe.d/blacklist-nouveau.conf, update-initramfs -u) or unbind vfio-pci, then reboot"
+    "bar_invalid": Cause(
+        "its PCI BAR{bar} got no usable address ({size_mib} MiB): the driver refused to probe it",
+        "in the system BIOS enable 'Above 4G Decoding' (and 'Resizable BAR' / a larger MMIO window where "
+        "offered) so the GPU's BARs get an address, or boot Linux with pci=realloc; then reboot",
+        BAR_INVALID,
     ),
-    "no_devices": "the nvidia module did not load: dmesg | grep NVRM names why; fix that cause and reboot",
+    "no_power": Cause(
+        "its auxiliary power cables are not connected (the driver will not start it)",
+        "connect the GPU's PCIe/12V-2x6 power cables (check the PSU and the riser), then reboot",
+        POWER,
+    ),
+    "firmware_missing": Cause(
+        "the driver's GSP firmware file is missing, so it cannot start the GPU",
+        "install the driver's firmware of the loaded version (/lib/firmware/nvidia/<version>/gsp_*.bin, the "
+        "distribution's nvidia firmware package), or reinstall the driver; then reboot",
+        FIRMWARE_MISSING,
+    ),
+    "gsp_boot": Cause(
+        "its GSP firmware failed to boot, so the driver could not initialise it",
+        f"drain; {RESET} or power-cycle the node (a warm reboot can leave the GSP up: 'WPR2 already up'); "
+        "update the driver and the GPU's firmware; RMA if it persists",
+        GSP_BOOT,
+    ),
+    "init_failed": Cause(
+        "the driver could not initialise it (RmInitAdapter failed{status})",
+        "drain; dmesg | grep NVRM (the lines before it name the cause); reboot the node; if it persists reseat "
+        "the GPU, check its power, RMA it",
+        INIT_FAILED,
+    ),
+    "probe_error": Cause("the driver's probe failed for it", REBOOT_FIX, PROBE_FAILED),
 }
-_PROBLEM = {
-    "open_module_required": "the loaded NVIDIA module cannot drive it: it requires the NVIDIA open kernel modules",
-    "not_supported": "the loaded driver release does not support this GPU",
-    "bar_invalid": "its PCI BAR{bar} got no usable address ({size_mib} MiB): the driver refused to probe it",
-    "init_failed": "the driver could not initialise it (RmInitAdapter failed, status {status})",
-    "gsp_timeout": "its GSP firmware stopped answering the driver (RPC timeout)",
-    "probe_failed": "the driver's probe failed for it",
+RUNTIME: dict[str, Cause] = {
+    "gsp_timeout": Cause(
+        "its GSP firmware stopped answering the driver (RPC timeout)",
+        f"drain; {RESET} or reboot the node; update the driver if it recurs",
+        GSP_TIMEOUT,
+        1,
+    ),
+    "gsp_heartbeat": Cause(
+        "its GSP firmware stopped sending heartbeats (hung)",
+        f"drain; {RESET} or reboot the node; update the driver if it recurs",
+        GSP_TIMEOUT,
+        1,
+    ),
+    "gsp_rate_limited": Cause(
+        "the driver rate-limits its GSP RPC errors: the GPU likely needs a reset",
+        f"drain; {RESET} or reboot the node",
+        GSP_TIMEOUT,
+        1,
+    ),
 }
-_CODE = {
-    "open_module_required": OPEN_MODULE,
-    "not_supported": UNSUPPORTED,
-    "bar_invalid": BAR_INVALID,
-    "init_failed": INIT_FAILED,
-    "gsp_timeout": GSP_TIMEOUT,
-    "probe_failed": PROBE_FAILED,
-    "probe_not_called": CLAIMED,
-    "no_devices": LOAD_FAILED,
+# RmInitAdapter's first number (osinit.c rm_init_status, the 525+ numbering) and second (nvstatuscodes.h NV_STATUS).
+INIT_STATUS = {
+    0x11: "system environment",
+    0x20: "GPU allocation",
+    0x22: "GPU attach",
+    0x23: "GPU pre-init",
+    0x24: "GPU state init",
+    0x25: "GPU load",
+    0x30: "VBIOS",
+    0x31: "VBIOS POST",
+    0x60: "firmware policy",
+    0x61: "firmware fetch",
+    0x62: "GSP firmware init",
 }
-_PROBE_CAUSES = (
-    "open_module_required",
-    "not_supported",
-    "bar_invalid",
-)  # each names one GPU the probe refused
+RM_STATUS = {
+    0x0F: "GPU lost from the bus",
+    0x1C: "insufficient power",
+    0x40: "invalid state",
+    0x45: "IRQ not firing",
+    0x51: "out of memory",
+    0x56: "not supported",
+    0x59: "operating system error",
+    0x62: "reset required",
+    0x65: "timed out",
+    0x72: "memory error",
+    0x79: "RISC-V (GSP) error",
+    0xFFFF: "generic error",
+}
+_QUIET = ("vfio_bound", "excluded")  # a GPU deliberately not the driver's: for a VM, or excluded by the admin
 
 
 def minor_map(data: Mapping[str, Any]) -> dict[int, str]:
@@ -100,95 +169,143 @@ def minor_map(data: Mapping[str, Any]) -> dict[int, str]:
     }
 
 
-def _where(entry: Mapping[str, Any], minors: Mapping[int, str]) -> str | None:
-    """The PCI key an entry names: its own, else its device minor's, else its GPU index's (the same numbering)."""
+def _log_list(data: Mapping[str, Any], name: str) -> list[dict[str, Any]]:
+    log = data.get("kernel_log")
+    items = log.get(name) if isinstance(log, dict) else None
+    return [i for i in items or [] if isinstance(i, dict)]
+
+
+def where(entry: Mapping[str, Any], minors: Mapping[int, str]) -> str | None:
+    """The PCI key an entry names: its own, else its device minor's."""
     if isinstance(entry.get("pci"), str):
         return pci_key(entry["pci"])
-    for field in ("minor", "gpu_index"):
-        if isinstance(entry.get(field), int):
-            return minors.get(entry[field])
-    return None
+    return minors.get(entry["minor"]) if isinstance(entry.get("minor"), int) else None
+
+
+def _unnamed(entry: Mapping[str, Any]) -> str:
+    if isinstance(entry.get("minor"), int):
+        return f"the GPU of device minor {entry['minor']}"
+    if isinstance(entry.get("gpu_index"), int):
+        return f"the driver's GPU{entry['gpu_index']} (the log does not say its PCI address)"
+    return "a GPU the log does not name"
+
+
+def _status_words(status: Any) -> str:
+    """' 0x62:0x40:2168: GSP firmware init, invalid state' from RmInitAdapter's numbers."""
+    if not isinstance(status, str):
+        return ""
+    parts = status.split(":")
+    try:
+        init, rm = int(parts[0], 16), int(parts[1], 16)
+    except (ValueError, IndexError):
+        return f" ({status})"
+    words = [w for w in (INIT_STATUS.get(init), RM_STATUS.get(rm)) if w]
+    return f" ({status}{': ' + ', '.join(words) if words else ''})"
 
 
 def _nvml_reads(data: Mapping[str, Any]) -> set[str]:
     """The GPUs (PCI keys) NVML lists and reads without a per-GPU error now."""
     gpus = [g for g in data.get("gpus") or [] if isinstance(g, dict)]
     return {
-        k for g in gpus if isinstance(g.get("pci"), str) and not g.get("error") and (k := pci_key(g["pci"]))
+        k
+        for g in gpus
+        if isinstance(g.get("pci"), str) and not g.get("error") and isinstance(g.get("name"), str)
+        if (k := pci_key(g["pci"]))
     }
 
 
-def _finding(kind: str, entry: Mapping[str, Any], key: str | None, rank: int, note: str = "") -> GpuFinding:
+def _finding(
+    cause: Cause, entry: Mapping[str, Any], key: str | None, rank: int, extra: str = ""
+) -> GpuFinding:
     pci = f"{key}.0" if key else "<PCI address>"
-    where = f"PCI {pci}" if key else _unnamed(entry)
+    who = f"PCI {pci}" if key else _unnamed(entry)
     count = int(entry.get("count") or 1)
     said = f"{count}x in the kernel log: " if count > 1 else "kernel log: "
-    problem = _PROBLEM[kind].format(**{"bar": "", "size_mib": "?", "status": "?", **entry}) + note
+    fill = {"bar": "", "size_mib": "?", **entry, "status": _status_words(entry.get("status"))}
     return GpuFinding(
-        f"{problem}; {said}{entry.get('text', '')}",
-        _FIX[kind].format(pci=pci),
+        f"{cause.problem.format(**fill)}{extra}; {said}{entry.get('text', '')}",
+        cause.fix.format(pci=pci),
         FaultClass.NODE,
-        code=_CODE[kind],
+        code=cause.code,
         rank=rank,
-        gpu=where,
-        who=where,
+        gpu=who,
+        who=who,
     )
-
-
-def _unnamed(entry: Mapping[str, Any]) -> str:
-    for field, name in (("minor", "device minor"), ("gpu_index", "GPU index")):
-        if isinstance(entry.get(field), int):
-            return f"GPU ({name} {entry[field]}, not in /proc/driver/nvidia/gpus)"
-    return "a GPU the log does not name"
 
 
 def driver_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
     """Findings for the kernel log's driver events (`kernel_log.driver`), among the GPUs this process was given."""
-    log = data.get("kernel_log")
-    entries = [e for e in (log.get("driver") if isinstance(log, dict) else None) or [] if isinstance(e, dict)]
+    entries = _log_list(data, "driver")
     alloc, minors, reads = given(data), minor_map(data), _nvml_reads(data)
-    out: list[GpuFinding] = []
-    named: set[str] = set()
 
     def ours(key: str | None) -> bool:
-        return alloc.ours(key) if key else alloc.whole_node
+        return alloc.ours(key) if key else True
 
-    init = _merge_init(entries, minors)
-    for key, entry in init.items():
-        if ours(key):
-            earlier = key in reads if key else False  # NVML reads it now: a later open initialised it
-            note = ", earlier; NVML reads it now" if earlier else ""
-            out.append(_finding("init_failed", entry, key, 4 if earlier else 0, note))
-            named.add(key or "")
+    def rank_of(key: str | None, rank: int) -> int:
+        return rank if key or alloc.whole_node else max(rank, 3)  # unnamed, on a partial allocation: whose?
+
+    by_gpu: dict[str | None, dict[str, dict[str, Any]]] = {}
     for entry in entries:
-        kind, key = str(entry.get("kind")), _where(entry, minors)
-        if kind in _PROBE_CAUSES + ("gsp_timeout",) and ours(key):
-            out.append(_finding(kind, entry, key, 1 if kind == "gsp_timeout" else 0))
-            named.add(key or "")
-        elif kind == "gsp_rate_limited" and ours(key):
-            out.append(_finding("gsp_timeout", entry, key, 1))
-    out += _probe_counts(entries, data, named, ours)
-    return out
-
-
-def _merge_init(
-    entries: Sequence[Mapping[str, Any]], minors: Mapping[int, str]
-) -> dict[str | None, dict[str, Any]]:
-    """RmInitAdapter's and rm_init_adapter's lines of one GPU as one entry (the second names the minor)."""
-    merged: dict[str | None, dict[str, Any]] = {}
-    for entry in entries:
-        if entry.get("kind") not in ("init_failed", "init_failed_minor"):
+        kind = str(entry.get("kind"))
+        if kind == "init_failed_minor":
+            kind = "init_failed"
+        if kind in CAUSES:
+            kinds = by_gpu.setdefault(where(entry, minors), {})
+            seen = kinds.get(kind)
+            if (
+                seen is None
+                or int(entry.get("count") or 1) > int(seen.get("count") or 1)
+                or "status" in entry
+            ):
+                kinds[kind] = {**(seen or {}), **entry}
+    out: list[GpuFinding] = []
+    for key, kinds in by_gpu.items():
+        if not ours(key):
             continue
-        key = _where(entry, minors)
-        into = merged.setdefault(key, {"count": 0})
-        if entry.get("kind") == "init_failed":
-            into.update({k: v for k, v in entry.items() if k in ("status", "text", "boot_s")})
-            into["count"] = max(into["count"], int(entry.get("count") or 1))
+        kind = next(k for k in CAUSES if k in kinds)
+        entry = kinds[kind]
+        if kind in ("init_failed", "gsp_boot") and "init_failed" in kinds:
+            entry = {**kinds.get("gsp_boot", {}), **kinds["init_failed"]}
+            status = str(entry.get("status", ""))
+            kind = "gsp_boot" if "gsp_boot" in kinds or status.startswith(("0x62:", "0x63:")) else kind
+            kind = "firmware_missing" if status.startswith("0x61:") else kind
+        if kind in ("init_failed", "gsp_boot") and key in reads:  # a later open initialised it: it works now
+            out.append(_finding(CAUSES[kind], entry, key, 4, ", earlier; NVML reads it now"))
         else:
-            into.setdefault("text", entry.get("text"))
-            into.setdefault("minor", entry.get("minor"))
-            into["count"] = max(into["count"], int(entry.get("count") or 1))
-    return merged
+            out.append(_finding(CAUSES[kind], entry, key, rank_of(key, CAUSES[kind].rank)))
+    for entry in entries:
+        kind, key = str(entry.get("kind")), where(entry, minors)
+        if kind in RUNTIME and ours(key):
+            out.append(_finding(RUNTIME[kind], entry, key, rank_of(key, RUNTIME[kind].rank)))
+        elif kind == "sxid" and entry.get("fatal") is True:
+            out.append(_sxid(entry, alloc.whole_node))
+    named = {k for k in by_gpu if k} | quiet(data)
+    return out + _probe_counts(entries, data, named, ours)
+
+
+def _sxid(entry: Mapping[str, Any], whole_node: bool) -> GpuFinding:
+    """A fatal NVSwitch error: the NVLink fabric every GPU of the node shares is degraded."""
+    switch = f"NVSwitch PCI {entry.get('pci')}.0" if entry.get("pci") else "an NVSwitch"
+    return GpuFinding(
+        f"fatal SXid {entry.get('sxid')} ({entry.get('count', 1)}x): the NVLink fabric is degraded; kernel log: "
+        f"{entry.get('text', '')}",
+        "drain; nvidia-smi nvlink -s (link states); restart nvidia-fabricmanager; reset the GPUs and NVSwitches "
+        "(nvidia-smi -r) or reboot the node; if it recurs, the baseboard's NVLink needs service",
+        FaultClass.NODE,
+        code=NVSWITCH_FATAL,
+        rank=1 if whole_node else 3,  # given some GPUs: whether this job crosses the switch is not known here
+        gpu=switch,
+        who=switch,
+    )
+
+
+def quiet(data: Mapping[str, Any]) -> set[str]:
+    """PCI keys of GPUs deliberately not the driver's: bound to vfio-pci (a VM's), or excluded by the admin."""
+    raw = data.get("pci_drivers")
+    drivers: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    keys = {pci_key(a) for a, d in drivers.items() if d in PASSED_THROUGH}
+    keys |= {pci_key(e["pci"]) for e in _log_list(data, "driver") if e.get("kind") in _QUIET and e.get("pci")}
+    return {k for k in keys if k}
 
 
 def _probe_counts(
@@ -197,8 +314,8 @@ def _probe_counts(
     named: set[str],
     ours: Callable[[str | None], bool],
 ) -> list[GpuFinding]:
-    """'probe routine failed / not called for N device(s)' and a load that initialised no GPU: named by the GPUs on
-    the PCI bus that the driver did not take, when no more precise message already named them."""
+    """'probe routine failed / not called for N device(s)' and a load that initialised no GPU: named by the GPUs
+    on the PCI bus that the driver did not take, when no more precise message already named them."""
     bus = data.get("pci_gpus")
     raw = data.get("pci_drivers")
     drivers: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -207,12 +324,7 @@ def _probe_counts(
     untaken = [
         a
         for a in (bus if isinstance(bus, list) else [])
-        if isinstance(a, str)
-        and (key := pci_key(a))
-        and key not in taken
-        and key not in named
-        and key not in fell
-        and drivers.get(a) not in PASSED_THROUGH
+        if isinstance(a, str) and (key := pci_key(a)) and key not in taken | named | fell
     ]
     out = []
     for entry in entries:
@@ -220,27 +332,39 @@ def _probe_counts(
         if kind not in ("probe_failed", "probe_not_called", "no_devices"):
             continue
         devices = int(entry.get("devices") or 0)
-        explained = len(named | fell) >= devices if kind == "probe_failed" and devices else False
-        if explained:
-            continue
+        if kind == "probe_failed" and devices and len((named - quiet(data)) | fell) >= devices:
+            continue  # every failed probe is named by its own cause
+        if kind == "no_devices" and (named - quiet(data) or fell):
+            continue  # the load failed because of the GPUs named: their findings say why
         if kind == "probe_not_called" and drivers and not untaken:
             continue  # every GPU the driver did not get is passed through (vfio-pci): deliberate
         targets: list[str | None] = [a for a in untaken if ours(pci_key(a))] or [None]
         for address in targets[: devices or len(targets)]:
             key = pci_key(address) if address else None
-            rank = 1 if kind == "no_devices" else 0
+            where_ = f"PCI {key}.0" if key else "GPUs"
             out.append(
                 GpuFinding(
-                    f"{_count_problem(kind, devices, drivers.get(address or ''))}; kernel log: {entry.get('text', '')}",
-                    _FIX[kind].format(pci=f"{key}.0" if key else "<PCI address>"),
+                    f"{_count_problem(kind, devices, drivers.get(address or ''))}; kernel log: "
+                    f"{entry.get('text', '')}",
+                    _COUNT_FIX[kind].format(pci=f"{key}.0" if key else "<PCI address>"),
                     FaultClass.NODE,
-                    code=_CODE[kind],
-                    rank=rank,
-                    gpu=f"PCI {key}.0" if key else "GPUs",
-                    who=f"PCI {key}.0" if key else "the node",
+                    code={"probe_failed": PROBE_FAILED, "probe_not_called": CLAIMED}.get(kind, LOAD_FAILED),
+                    rank=1 if kind == "no_devices" else 0,
+                    gpu=where_,
+                    who=where_ if key else "the node",
                 )
             )
     return out
+
+
+_COUNT_FIX = {
+    "probe_failed": REBOOT_FIX + "; lspci -vv -s {pci}",
+    "probe_not_called": (
+        "another kernel driver owns the GPU (lspci -k -s {pci}: 'Kernel driver in use'): blacklist nouveau "
+        "(/etc/modprobe.d/blacklist-nouveau.conf, update-initramfs -u) or unbind vfio-pci, then reboot"
+    ),
+    "no_devices": "the nvidia module did not load: dmesg | grep NVRM says why; fix that cause and reboot",
+}
 
 
 def _count_problem(kind: str, devices: int, driver: str | None) -> str:
@@ -254,15 +378,12 @@ def _count_problem(kind: str, devices: int, driver: str | None) -> str:
     return "the nvidia module's load failed: it initialised no GPU"
 
 
-def _log_list(data: Mapping[str, Any], name: str) -> list[dict[str, Any]]:
-    log = data.get("kernel_log")
-    items = log.get(name) if isinstance(log, dict) else None
-    return [i for i in items or [] if isinstance(i, dict)]
-
-
 def bus_is_named(data: Mapping[str, Any]) -> set[str]:
-    """The PCI keys the kernel log's fell-off-the-bus and driver messages name (gpu.lost then says no more)."""
+    """The PCI keys the kernel log's fell-off-the-bus and driver messages name, and the GPUs deliberately not the
+    driver's (gpu.lost then says no more of them)."""
     minors = minor_map(data)
     keys = {pci_key(b["pci"]) for b in _log_list(data, "bus") if isinstance(b.get("pci"), str)}
-    keys |= {_where(e, minors) for e in _log_list(data, "driver")}
-    return {k for k in keys if k}
+    keys |= {
+        where(e, minors) for e in _log_list(data, "driver") if e.get("kind") in (*CAUSES, "init_failed_minor")
+    }
+    return {k for k in keys if k} | quiet(data)

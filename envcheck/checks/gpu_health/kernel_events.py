@@ -17,6 +17,7 @@ What the driver said of a GPU that failed to start is the state of this instance
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -42,38 +43,56 @@ class _Event:
 
 @dataclass
 class _Instance:
-    """The events of the running driver instance, and the probe-time ones of a load not yet closed by a banner."""
+    """The events of the running driver instance, the probe-time ones of a load not yet finished, and, while a
+    (re)load is under way, the state the last finished load left (the log may end before the new load does)."""
 
     active: list[_Event] = field(default_factory=list)
     pending: list[_Event] = field(default_factory=list)
+    previous: list[_Event] = field(default_factory=list)
     reloading: bool = False
     loads: int = 0
 
     def start(self) -> None:
         if not self.reloading:  # the first start line of a new load: the instance before it is being unloaded
-            self.pending, self.active, self.reloading = [], [], True
+            self.previous, self.pending, self.active, self.reloading = (
+                self.pending + self.active,
+                [],
+                [],
+                True,
+            )
 
-    def banner(self) -> None:
+    def finish(self, failed: _Event | None = None) -> None:
+        """A load ended: with its banner, or (`failed`) initialising no GPU. Its probe-time events are the state."""
         kept = self.active if self.reloading else []  # after a start line: this load's own (none, normally)
-        self.active, self.pending, self.reloading = self.pending + kept, [], False
+        self.active = self.pending + kept + ([failed] if failed else [])
+        self.pending, self.previous, self.reloading = [], [], False
         self.loads += 1
 
     def add(self, event: _Event) -> None:
         (self.pending if event.phase == "probe" else self.active).append(event)
 
-    def forget(self, key: str) -> None:
-        """A GPU object was created again (a reset, a reload of the GPU): its earlier events are another's."""
-        self.active = [e for e in self.active if e.pci != key]
-        self.pending = [e for e in self.pending if e.pci != key]
+    def forget_xids(self, key: str) -> None:
+        """A GPU object was created again (a reset, a reload of the GPU): the Xids logged before it are another
+        object's. What the driver said of the GPU's start stands (the object exists, its init may still fail)."""
+        self.active = [e for e in self.active if not (e.pci == key and e.kind == "xid")]
 
     def events(self) -> list[_Event]:
-        return self.pending + self.active
+        return (self.previous if self.reloading else []) + self.pending + self.active
+
+
+_GSP_INDEX = re.compile(r"from GPU(\d+) GSP")
+# Cause lines RmInitAdapter prints before its failure line, which names the GPU (research: osinit.c's order is the
+# cause's NV_PRINTF, then "GPU <address>: RmInitAdapter failed!", then "rm_init_adapter failed, device minor N").
+_PLACED_BY_INIT = ("gsp_boot", "firmware_missing", "open_module_unsupported", "gsp_heartbeat", "gsp_timeout")
 
 
 def _event(record: Record) -> _Event | str | None:
-    """The record's event, 'start'/'banner' for a load's markers, a PCI key for a GPU attach; None otherwise."""
+    """The record's event, 'start'/'banner' for a load's markers, ('attach', key) for a GPU attach; None otherwise."""
     xid = parse_xid(record.flat)
     if xid is not None:
+        index = _GSP_INDEX.search(xid["text"])
+        if index:
+            xid["gpu_index"] = int(index.group(1))
         return _Event("xid", "runtime", xid.pop("pci"), record, xid)
     found = match(record.flat)
     if found is None:
@@ -81,27 +100,18 @@ def _event(record: Record) -> _Event | str | None:
     message, m = found
     if message.phase in ("start", "banner"):
         return message.phase
-    groups = [g for g in m.groups()]
-    key = next((k for g in groups if isinstance(g, str) and ":" in g and (k := pci_key(g))), None)
+    detail: dict[str, Any] = {k: v for k, v in m.groupdict().items() if v is not None}
+    key = pci_key(detail.pop("pci")) if "pci" in detail else None
     if message.phase == "attach":
-        return key
+        return f"attach:{key}" if key else None
     if key is None and record.device:  # /dev/kmsg's dictionary names the device the message is about
         key = pci_key(record.device)
-    detail: dict[str, Any] = {}
-    if message.kind in ("probe_failed", "probe_not_called"):
-        detail["devices"] = int(m.group(1))
-    elif message.kind == "bar_invalid":
-        detail.update(bar=int(m.group(1)), size_mib=int(m.group(2)))
-    elif message.kind == "init_failed":
-        detail.update(status=f"{m.group(2)}:{m.group(3)}:{m.group(4)}")
-    elif message.kind == "init_failed_minor":
-        detail["minor"] = int(m.group(2))
-    elif message.kind == "gsp_timeout":
-        detail.update(gpu_index=int(m.group(2)), seconds=int(m.group(1)))
-    elif message.kind == "api_mismatch":
-        detail.update(
-            client=m.group(1), pid=int(m.group(2)), client_version=m.group(3), kernel_version=m.group(4)
-        )
+    for name in ("devices", "bar", "size_mib", "minor", "gpu_index", "seconds", "pid", "sxid"):
+        if name in detail:
+            detail[name] = int(detail[name])
+    if message.kind == "sxid":
+        text = str(detail.pop("detail", ""))
+        detail["fatal"] = text.startswith("Fatal") or text.startswith("Severity 1 ")
     return _Event(message.kind, message.phase, key, record, detail)
 
 
@@ -122,20 +132,61 @@ def scan(lines: Iterable[str], after_seq: int | None = None, since_s: float | No
     moments), the last occurrence's text and time since boot; see the module docstring for what still applies."""
     instance = _Instance()
     last_seq = None
+    indexes: dict[int, str] = {}  # the driver's GPU instance numbers the log ties to a PCI address
+    unplaced: _Event | None = None  # the last event naming a GPU only by its instance number
+    last: _Event | None = None
     for record in messages(parse_records(lines)):
         last_seq = record.seq if record.seq is not None else last_seq
         got = _event(record)
         if got == "start":
             instance.start()
         elif got == "banner":
-            instance.banner()
+            instance.finish()
         elif isinstance(got, str):
-            instance.forget(got)
+            instance.forget_xids(got.removeprefix("attach:"))
         elif isinstance(got, _Event):
             if got.kind == "xid" and not _in_window(record, after_seq, since_s):
                 continue
-            instance.add(got)
+            _place(got, indexes, unplaced, last)
+            unplaced = got if got.pci is None and got.kind in _PLACED_BY_INIT else unplaced
+            last = got
+            if got.kind == "no_devices":
+                instance.finish(failed=got)
+            else:
+                instance.add(got)
+    for e in instance.events():
+        if e.pci is None and e.detail.get("gpu_index") in indexes:
+            e.pci = indexes[e.detail["gpu_index"]]
     return _summary(instance.events(), last_seq, instance.loads)
+
+
+def _place(event: _Event, indexes: dict[int, str], unplaced: _Event | None, last: _Event | None) -> None:
+    """Learn which PCI address a GPU instance number stands for, from a record that says both (Xid 119: 'Timeout
+    ... from GPU5 GSP!') or from RmInitAdapter's failure line right after its GSP line ('GPU6 RmInitAdapter: Cannot
+    initialize GSP firmware RM', then 'GPU 0000:a1:00.0: RmInitAdapter failed!'), and pair rm_init_adapter's
+    device minor with the RmInitAdapter line before it."""
+    index = event.detail.get("gpu_index")
+    if event.pci is not None and isinstance(index, int):
+        indexes.setdefault(index, event.pci)
+    close = unplaced is not None and unplaced.pci is None and _near(unplaced.record, event.record)
+    if event.kind == "init_failed" and event.pci and close and unplaced is not None:
+        unplaced.pci = event.pci
+        if isinstance(unplaced.detail.get("gpu_index"), int):
+            indexes.setdefault(unplaced.detail["gpu_index"], event.pci)
+    if (
+        event.kind == "init_failed_minor"
+        and last is not None
+        and last.kind == "init_failed"
+        and last.pci is None
+        and _near(last.record, event.record)
+    ):  # releases that print RmInitAdapter's failure without the GPU name it by minor on the next line
+        last.detail["minor"] = event.detail["minor"]
+
+
+def _near(a: Record, b: Record) -> bool:
+    if a.boot_s is not None and b.boot_s is not None:
+        return 0 <= b.boot_s - a.boot_s < 1.0
+    return a.when == b.when
 
 
 def _summary(events: list[_Event], last_seq: int | None, loads: int) -> dict[str, Any]:
@@ -157,11 +208,16 @@ def _summary(events: list[_Event], last_seq: int | None, loads: int) -> dict[str
             slot = ("bus", e.pci)
             entry = bus.setdefault(e.pci, {"pci": e.pci, "count": 0})
         else:
-            slot = (e.kind, e.pci, e.detail.get("minor", e.detail.get("gpu_index")))
+            slot = (e.kind, e.pci, e.detail.get("minor", e.detail.get("gpu_index", e.detail.get("sxid"))))
             entry = driver.setdefault(slot, {"kind": e.kind, "pci": e.pci, "count": 0})
+            fatal = entry.get("fatal") is True
             entry.update(e.detail)
+            if e.kind == "sxid":  # one SXid logs several lines: fatal when any of them says so
+                entry["fatal"] = fatal or e.detail.get("fatal") is True
         moments.setdefault(slot, set()).add(_moment(e.record))
         text = e.detail["text"] if e.kind == "xid" else e.record.flat[:200]
+        if e.kind == "sxid" and "text" in entry and not e.detail.get("fatal"):
+            text = entry["text"]  # keep the line that says it is fatal, not the register dump after it
         entry.update(count=entry["count"] + 1, bursts=len(moments[slot]), text=text, boot_s=at)
     recovered = [k for k, v in xids.items() if k[1] == 154 and v.get("action_code") == RECOVERED]
     for k in recovered:  # the GPU's last recovery action is None: nothing left to do

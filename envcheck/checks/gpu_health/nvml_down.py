@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from envcheck.checks.gpu_health.driver_findings import quiet as passed_through
 from envcheck.checks.gpu_health.node import GpuFinding
+from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.result import FaultClass
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
@@ -39,6 +41,9 @@ CAPABILITIES_FIX = (
     "set NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all) in envcheck's container: without 'utility' the toolkit "
     "mounts no libnvidia-ml, without 'compute' no libcuda and no /dev/nvidia-uvm"
 )
+# NVML's return codes (nvml.h): NVML_ERROR_DRIVER_NOT_LOADED, NVML_ERROR_LIBRARY_NOT_FOUND,
+# NVML_ERROR_LIB_RM_VERSION_MISMATCH; the words are nvmlErrorString's, for a capture that kept only the text.
+NOT_LOADED_CODE, NO_LIBRARY_CODE, MISMATCH_CODE = 9, 12, 18
 _MISMATCH_WORDS = ("version mismatch", "NVML/RM version")
 _NOT_LOADED_WORDS = ("Driver Not Loaded", "not loaded")
 _NO_LIBRARY_WORDS = ("Shared Library Not Found", "libnvidia-ml")
@@ -61,8 +66,9 @@ def _config(problem: str, fix: str, code: str) -> GpuFinding:
 def mismatch_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
     """The kernel module and the user-space driver at different versions, and the kernel log's API mismatches.
 
-    A mismatch record whose client had the same version as this process's user-space driver is this node's; one
-    from a client with other libraries (an image that ships its own driver) is that image's, not the node's."""
+    A mismatch record is this node's unless this process's own user-space driver is known to be the kernel
+    module's version: then the refused client brought other libraries (an image that ships its own driver), and it
+    is that image's fault, not the node's."""
     versions = _dict(data.get("versions"))
     kernel, user = versions.get("kernel_module"), versions.get("userspace")
     log = _dict(data.get("kernel_log"))
@@ -78,41 +84,53 @@ def mismatch_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
                 API_MISMATCH,
             )
         ]
-    if any(w in nvml for w in _MISMATCH_WORDS):
+    if data.get("nvml_code") == MISMATCH_CODE or any(w in nvml for w in _MISMATCH_WORDS):
         return [_node(f"NVML refuses the loaded kernel module: {nvml}{said}", REBOOT_FIX, API_MISMATCH)]
-    if records and nvml and user is None:  # NVML failed and the log's refusal is the only explanation here
+    if not records:
+        return []
+    last = records[-1]
+    module = kernel if isinstance(kernel, str) else last.get("kernel_version")
+    if not (isinstance(user, str) and user == module):
         return [
             _node(
-                f"NVML cannot start ({nvml}) and the kernel refused a client's driver version{said}",
+                f"the kernel module ({last.get('kernel_version')}) refused a client of the user-space driver "
+                f"{last.get('client_version')}: the driver's two halves differ (an upgrade without a reboot){said}",
                 REBOOT_FIX,
                 API_MISMATCH,
             )
         ]
-    out = []
-    for record in records:  # NVML works with this node's libraries: the refused client brought its own
-        client = record.get("client_version")
-        out.append(
-            GpuFinding(
-                f"a client ('{record.get('client')}', pid {record.get('pid')}) with user-space driver {client} was "
-                f"refused by the kernel module {record.get('kernel_version')}: it ships its own driver libraries"
-                f"{'' if user is None else f' (this node has {user})'}; kernel log: {record.get('text', '')}",
-                "remove the NVIDIA driver libraries from that image or venv (the container toolkit mounts the "
-                "host's): they must be the host driver's version",
-                FaultClass.IMAGE,
-                code=FOREIGN_CLIENT,
-                rank=5,
-                gpu="driver",
-                who="the client's image",
-            )
+    return [
+        GpuFinding(
+            f"a client{_client(r)} with user-space driver {r.get('client_version')} was refused by the kernel "
+            f"module {r.get('kernel_version')}, while this node's own driver libraries are {user}: it ships its "
+            f"own driver libraries; kernel log: {r.get('text', '')}",
+            "remove the NVIDIA driver libraries from that image or venv (the container toolkit mounts the "
+            "host's): they must be the host driver's version",
+            FaultClass.IMAGE,
+            code=FOREIGN_CLIENT,
+            rank=5,
+            gpu="driver",
+            who="the client's image",
         )
-    return out
+        for r in records
+    ]
+
+
+def _client(record: Mapping[str, Any]) -> str:
+    return f" ('{record['client']}', pid {record.get('pid')})" if record.get("client") else ""
 
 
 def nvml_down_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
     """Why NVML cannot start, where the evidence says (an empty list: nothing here explains it)."""
     nvml = str(data.get("nvml_error") or "")
     access = _dict(data.get("access"))
-    bus = data.get("pci_gpus") if isinstance(data.get("pci_gpus"), list) else []
+    quiet = passed_through(data)
+    listed = data.get("pci_gpus")
+    bus = (
+        [a for a in listed if isinstance(a, str) and pci_key(a) not in quiet]
+        if isinstance(listed, list)
+        else []
+    )
     nodes = _dict(access.get("device_nodes"))
     contained = access.get("in_container") is True
     caps = access.get("driver_capabilities")
@@ -138,7 +156,12 @@ def nvml_down_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
                 NO_GPU_ACCESS,
             )
         ]
-    if any(w in nvml for w in _NOT_LOADED_WORDS) or (not nodes and access.get("proc_view") == "absent"):
+    code = data.get("nvml_code")
+    if (
+        code == NOT_LOADED_CODE
+        or any(w in nvml for w in _NOT_LOADED_WORDS)
+        or (not nodes and access.get("proc_view") == "absent")
+    ):
         if bus and not contained:
             return [
                 _node(
@@ -149,7 +172,11 @@ def nvml_down_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
                 )
             ]
         return []
-    if any(w in nvml for w in _NO_LIBRARY_WORDS) and (nodes or bus) and not contained:
+    if (
+        (code == NO_LIBRARY_CODE or any(w in nvml for w in _NO_LIBRARY_WORDS))
+        and (nodes or bus)
+        and not contained
+    ):
         return [
             _node(
                 f"the nvidia kernel module is loaded but its user-space driver is missing: {nvml}",

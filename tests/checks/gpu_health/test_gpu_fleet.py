@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks.gpu_health.bundle_shape import validate
-from envcheck.checks.gpu_health.verdict import verdict
 from envcheck.checks.gpu_health.kernel_events import scan
+from envcheck.checks.gpu_health.verdict import verdict
 from envcheck.checks.gpu_health.xid import meaning_of
 from envcheck.checks.gpu_health.xid_catalog import CATALOG, UNUSED
 from envcheck.core.check import Context

@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 
 from envcheck.checks import gpu_health
-from envcheck.checks.gpu_health.capture import capture
 from envcheck.checks.gpu_health.bundle_shape import validate
-from envcheck.checks.gpu_health.verdict import verdict
+from envcheck.checks.gpu_health.capture import capture
 from envcheck.checks.gpu_health.kernel_events import scan
+from envcheck.checks.gpu_health.verdict import verdict
 from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
@@ -631,6 +631,7 @@ def test_capture_reads_every_field_of_a_healthy_gpu(fake_nvml: Callable[..., Pat
         "pci_gpus": [],
         "pci_drivers": {},
         "versions": {"kernel_module": None, "userspace": None},  # this machine has no NVIDIA driver
+        "nvml_code": None,
     }
     assert verdict(data, CTX).status is Status.PASS
 

@@ -48,6 +48,7 @@ _TEXT = {
     12: "NVML Shared Library Not Found",
     13: "Function Not Found",
     15: "GPU is lost",
+    18: "Driver/library version mismatch",  # NVML_ERROR_LIB_RM_VERSION_MISMATCH, as nvidia-smi prints it
     999: "Unknown Error",
 }
 _LOCK = threading.Lock()
