@@ -73,6 +73,7 @@ def verdict(
             "entities": t.entities,
             "messages": [e.text for e in t.errors][:3],
             "error_ids": t.error_ids,
+            "kinds": sorted({e.kind for e in t.errors}),  # by DCGM's severity and category of each error
         }
         for t, v in judged
         if v not in ("pass", "skip")

@@ -76,6 +76,7 @@ def test_3_3_9_deployment_messages_under_warnings_and_an_isolate_error_fails() -
     assert result.status is Status.FAIL and result.code == "dcgm.diag.gpu_memory"
     assert "failed on GPU 1 (serial 1652223012346): Found 4 faulty memory" in result.summary
     assert result.measured["tests"]["Persistence Mode"] == "config"
+    assert [f["kinds"] for f in result.measured["findings"]] == [["config"], ["fault"]]
 
 
 def test_all_skip_is_never_a_fault() -> None:
