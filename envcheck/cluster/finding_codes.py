@@ -15,6 +15,7 @@ from envcheck.checks.cuda import MEMORY_LEAKED, live_errors, runtime_errors
 from envcheck.checks.cuda import finding as cuda_layers
 from envcheck.checks.cuda import verdict as cuda_verdict
 from envcheck.checks.cuda.layers import CAPABILITIES_FIX, CPU_TORCH_FIX, DAEMON_RELOAD_FIX, MIG_FIX
+from envcheck.checks.dcgm import CONFIG as DCGM_CONFIG
 from envcheck.checks.dcgm import HOSTENGINE_DOWN, HOSTENGINE_HANG, NO_RESULT
 from envcheck.checks.gpu_health import node as gpu_node
 from envcheck.checks.gpu_health.gpu_findings import PERSISTENCE_OFF
@@ -212,6 +213,13 @@ _GPU = [
         "a DCGM diagnostic test failed (the test's name, lower-case)",
         NODE,
         "dcgmi diag -r 3 -i <i> and NVIDIA's guidance for the test; drain the node",
+    ),
+    Code(
+        DCGM_CONFIG,
+        "DCGM flagged a setting of the node, not its hardware (an error DCGM rates DCGM_ERROR_CONFIG: persistence "
+        "mode, ECC off, a power limit, a test disabled): a warning, never a drain",
+        NODE,
+        "apply DCGM's own suggestion in its message (e.g. nvidia-smi -pm 1), then rerun dcgmi diag -r 1",
     ),
     Code(
         HOSTENGINE_HANG,

@@ -11,11 +11,11 @@ import os
 import platform
 import resource
 import sys
-from pathlib import Path
 from typing import Any
 
 from envcheck.core import redact as secrets
 from envcheck.core.versions import cudnn_version_text, pinned_with_prefix
+from envcheck.probe.cgroup import limits_facts
 from envcheck.probe.inventory import field, gpu_inventory
 from envcheck.probe.system import CommandRunner, absent, in_container, read_text, run_command
 from envcheck.probe.topology import distributed_facts
@@ -160,7 +160,6 @@ def collect_facts(run: CommandRunner = run_command) -> dict[str, Any]:
 # ---- collect_env parity: toolchain, libc, packages, cgroup limits, runtime env, build arch flags ----------
 
 RUNTIME_ENV_PREFIXES = ("GLOO_", "NCCL_", "LD_", "OMP_", "PYTHONPATH", "MKL_", "KMP_")
-_UNLIMITED_V1 = 2**62  # cgroup v1 writes "no limit" as LONG_MAX rounded down to a page
 
 
 def runtime_env(environ: dict[str, str]) -> dict[str, str]:
@@ -208,81 +207,6 @@ def package_facts() -> dict[str, Any]:
     return out
 
 
-def _read_number(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def _levels(mount: Path, rel: str) -> list[Path]:
-    """The cgroup folder of this process and each ancestor up to the mount (limits apply hierarchically).
-
-    Inside a container with a private cgroup namespace the path is `/`; where the host path is visible but
-    not mounted (v1 in many containers) only the mount root exists, which then is our cgroup.
-    """
-    parts = [p for p in rel.strip("/").split("/") if p]
-    return [
-        mount.joinpath(*parts[:i]) for i in range(len(parts), -1, -1) if mount.joinpath(*parts[:i]).is_dir()
-    ]
-
-
-def cgroup_limits(root: str = "/sys/fs/cgroup", proc_cgroup: str = "/proc/self/cgroup") -> dict[str, Any]:
-    """CPU and memory limits of this process's cgroup (v2 cpu.max/memory.max, v1 CFS quota/limit_in_bytes).
-
-    What `docker run --cpus 1 --memory 3g` sets; os.cpu_count() and /proc/meminfo show the whole host.
-    """
-    text = read_text(proc_cgroup)
-    if text is None:
-        return {"version": absent(f"{proc_cgroup} not readable")}
-    base = Path(root)
-    paths: dict[str, str] = {}
-    for line in text.splitlines():
-        fields = line.split(":", 2)
-        if len(fields) == 3:
-            for controller in fields[1].split(",") if fields[1] else [""]:
-                paths[controller] = fields[2]
-    quotas: list[float] = []
-    memory: list[int] = []
-    v2 = "" in paths and (base / "cgroup.controllers").exists()
-    if v2:
-        for level in _levels(base, paths[""]):
-            cpu = (_read_number(level / "cpu.max") or "max").split()
-            if cpu and cpu[0] != "max":
-                quotas.append(int(cpu[0]) / int(cpu[1] if len(cpu) > 1 else 100000))
-            mem = _read_number(level / "memory.max")
-            if mem and mem != "max":
-                memory.append(int(mem))
-    else:
-        cpu_mount = next(
-            (base / d for d in ("cpu,cpuacct", "cpu", "cpuacct,cpu") if (base / d).is_dir()), None
-        )
-        for level in _levels(cpu_mount, paths.get("cpu", "/")) if cpu_mount else []:
-            quota, period = (
-                _read_number(level / "cpu.cfs_quota_us"),
-                _read_number(level / "cpu.cfs_period_us"),
-            )
-            if quota and period and int(quota) > 0:
-                quotas.append(int(quota) / int(period))
-        for level in _levels(base / "memory", paths.get("memory", "/")):
-            mem = _read_number(level / "memory.limit_in_bytes")
-            if mem and 0 < int(mem) < _UNLIMITED_V1:
-                memory.append(int(mem))
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = os.cpu_count() or 1
-    cpus = min(quotas) if quotas else None
-    mem_limit = min(memory) if memory else None
-    return {
-        "version": 2 if v2 else 1,
-        "cpu_quota": round(cpus, 3) if cpus is not None else "max",
-        "cpus_usable": max(1, min(affinity, int(-(-cpus // 1)))) if cpus is not None else affinity,
-        "memory_limit_bytes": mem_limit if mem_limit is not None else "max",
-        "memory_limit_gib": round(mem_limit / 2**30, 2) if mem_limit is not None else "max",
-    }
-
-
 def torch_build_facts() -> dict[str, Any]:
     """The arch list the torch build was compiled for, also when no GPU is visible (get_arch_list is [] then)."""
     if importlib.util.find_spec("torch") is None:
@@ -303,7 +227,7 @@ def collect_env_parity(run: CommandRunner = run_command) -> dict[str, Any]:
     return {
         "toolchain": field(lambda: toolchain_facts(run), "compiler and libc"),
         "packages": field(package_facts, "installed distributions"),
-        "cgroup": field(cgroup_limits, "cgroup limits"),
+        "cgroup": field(limits_facts, "cgroup limits"),
         "runtime_env": runtime_env(dict(os.environ)),
         "torch_build": field(torch_build_facts, "torch build arch flags"),
     }

@@ -1,9 +1,12 @@
 """DCGM's own diagnostic, where DCGM is installed: `dcgmi diag -r 1` (quick: a prolog, "normally lasting seconds")
 or `-r 2` (`--level full`: an epilog, "approximately two minutes"; NVIDIA's dcgmi diag reference), with `-j`, within
 a budget, on the GPUs no other process holds (`-i`: a GPU busy with another job fails DCGM's tests with "busy or
-unavailable", which is not the GPU's fault; every GPU held: skipped). A failed DCGM test is a node finding with code `dcgm.diag.<test>`; dcgmi that does not answer within the
-budget is a hung nv-hostengine (`dcgm.hostengine_hang`, with the stuck process's state); under MIG the check skips
-(DCGM's diagnostic does not run on MIG instances). No dcgmi on PATH: skipped with the reason.
+unavailable", which is not the GPU's fault; every GPU held: skipped). The document is read as every DCGM version wrote
+it (diag_json) and judged by DCGM's own error severities (verdict): a failed test is a node finding `dcgm.diag.<test>`
+naming the GPU's PCI address, a setting DCGM flags is `dcgm.config` (a warning, never a drain), and a refused, cut-off
+or empty run cannot be judged. dcgmi that does not answer within the budget is a hung nv-hostengine
+(`dcgm.hostengine_hang`, with the stuck process's state); under MIG the check skips (DCGM's diagnostic does not run on
+MIG instances). No dcgmi on PATH: skipped with the reason.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from __future__ import annotations
 import os
 import shutil
 
-from envcheck.checks.dcgm.diag_json import TestOutcome, parse
+from envcheck.checks.dcgm.diag_json import Unread
+from envcheck.checks.dcgm.document import parse
+from envcheck.checks.dcgm.verdict import CONFIG, NO_RESULT, verdict
 from envcheck.core.check import CheckSpec, Context
-from envcheck.core.result import FaultClass, Result, errored, failed, first_of, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, errored, failed, skipped
 from envcheck.probe.gpu_usage import foreign, holder, read_usage
 from envcheck.probe.hang import describe, run_in_child
 from envcheck.probe.system import is_absent, run_command
@@ -21,16 +26,12 @@ from envcheck.probe.system import is_absent, run_command
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 HOSTENGINE_DOWN = "dcgm.hostengine_down"
 HOSTENGINE_HANG = "dcgm.hostengine_hang"
-NO_RESULT = "dcgm.no_result"
+__all__ = ["CONFIG", "HOSTENGINE_DOWN", "HOSTENGINE_HANG", "NO_RESULT", "dcgm_diag"]
 
 BUDGET_S = {1: 60.0, 2: 240.0}  # level 1 takes seconds, level 2 about two minutes (NVIDIA's reference)
 HANG_FIX = (
     "nv-hostengine is hung: systemctl restart nvidia-dcgm (or kill nv-hostengine and start it again); "
     "if it hangs again, nvidia-smi -q (does the driver answer?) and dmesg | grep -i xid; drain and reboot"
-)
-TEST_FIX = (
-    "DCGM's diagnostic failed on this node: drain it; rerun `dcgmi diag -r 3` for detail; reset the GPU "
-    "(nvidia-smi -r -i N) or reboot; RMA the GPU if it fails again"
 )
 
 
@@ -46,26 +47,46 @@ def mig_gpus() -> list[str]:
     ]
 
 
-def _in_use() -> tuple[list[str], list[int]]:
-    """The GPUs another process holds ('GPU 3: pid 4242 (python)') and the NVML indices of the others; nothing
-    held and nothing listed when NVML cannot tell (DCGM then runs on every GPU, as before)."""
+def _in_use() -> tuple[list[str], list[int], dict[str, str]]:
+    """The GPUs another process holds ('GPU 3: pid 4242 (python)'), the NVML indices of the others, and each NVML
+    index's PCI address; nothing held and nothing listed when NVML cannot tell (DCGM then runs on every GPU)."""
     usage = read_usage()
     if not isinstance(usage, dict):
-        return [], []
-    busy, free = [], []
-    for u in sorted(usage.values(), key=lambda u: int(u.get("index", 0))):
+        return [], [], {}
+    busy, free, pci = [], [], {}
+    for key, u in sorted(usage.items(), key=lambda kv: int(kv[1].get("index", 0))):
+        pci[str(u.get("index", 0))] = key
         others = foreign(u.get("processes"))
         if others:
             busy.append(f"GPU {u.get('index')}: {holder({'processes': others})}")
         else:
             free.append(int(u.get("index", 0)))
-    return busy, free
+    return busy, free, pci
 
 
-def _line(t: TestOutcome) -> str:
-    on = f" on GPU {', '.join(t.gpus)}" if t.gpus else ""
-    why = f": {t.messages[0]}" if t.messages else ""
-    return f"DCGM test '{t.name}' ({t.category}) {'failed' if t.status == 'fail' else 'warned'}{on}{why}"
+def _unread(got: Unread, call: str, text: str, returncode: object, measured: dict[str, object]) -> Result:
+    """No test to judge: a host engine that is down, DCGM refusing MIG, DCGM's own runtime error, a cut-off or
+    missing document. None of them is evidence against the node."""
+    if "Unable to connect to host engine" in text or "unable to establish a connection" in text:
+        return errored(
+            f"{call}: nv-hostengine is not running here ({' '.join(text.split())[:160]})",
+            measured=measured,
+            code=HOSTENGINE_DOWN,
+            remediation="start it: systemctl enable --now nvidia-dcgm (or nv-hostengine)",
+        )
+    if got.refusal is not None:
+        measured["runtime_error"] = got.refusal
+        if "MIG" in got.refusal:  # NvidiaValidationSuite.cpp: "Cannot run diagnostic: ... MIG ..."
+            return skipped(
+                f"DCGM does not run its diagnostic under this MIG configuration: {got.refusal[:200]}",
+                measured=measured,
+            )
+        return errored(f"cannot judge: {call}: {got.refusal[:240]}", measured=measured, code=NO_RESULT)
+    return errored(
+        f"cannot judge: {call} (exit {returncode}) gave no diagnostic: {got.why}",
+        measured=measured,
+        code=NO_RESULT,
+    )
 
 
 def dcgm_diag(ctx: Context) -> Result:
@@ -80,7 +101,7 @@ def dcgm_diag(ctx: Context) -> Result:
             "run it with MIG disabled (nvidia-smi -mig 0) in a maintenance window",
             measured={"mig_gpus": mig},
         )
-    busy, free = _in_use()
+    busy, free, pci = _in_use()
     if busy and not free:
         return skipped(
             f"every GPU is held by another process ({'; '.join(busy[:3])}): DCGM's diagnostic loads the "
@@ -103,55 +124,11 @@ def dcgm_diag(ctx: Context) -> Result:
             fault_class=FaultClass.NODE,
             code=HOSTENGINE_HANG,
         )
-    outcomes = parse(got.value or "")
-    if isinstance(outcomes, str) and "Unable to connect to host engine" in (got.value or ""):
-        return errored(
-            f"{call}: nv-hostengine is not running here ({' '.join((got.value or '').split())[:160]})",
-            measured=measured,
-            code=HOSTENGINE_DOWN,
-            remediation="start it: systemctl enable --now nvidia-dcgm (or nv-hostengine)",
-        )
-    if isinstance(
-        outcomes, str
-    ):  # dcgmi ran but said no verdict (no host engine, bad version): not the node's
-        return errored(
-            f"{call} (exit {got.progress.get('returncode')}) gave no diagnostic: {outcomes}",
-            measured=measured,
-            code=NO_RESULT,
-        )
-    bad = [t for t in outcomes if t.status == "fail"]
-    warn = [t for t in outcomes if t.status == "warn"]
-    measured["tests"] = {t.name: t.status for t in outcomes}
-    measured["findings"] = [
-        {
-            "test": t.name,
-            "code": t.code,
-            "status": t.status,
-            "gpus": t.gpus,
-            "messages": t.messages[:3],
-            "error_ids": t.error_ids,
-        }
-        for t in bad + warn
-    ]
-    if bad:
-        return failed(
-            first_of([_line(t) for t in bad]),
-            TEST_FIX,
-            measured=measured,
-            fault_class=FaultClass.NODE,
-            code=bad[0].code,
-        )
-    if warn:
-        return warned(
-            first_of([_line(t) for t in warn]),
-            "see DCGM's message; rerun dcgmi diag after fixing it",
-            measured=measured,
-            fault_class=FaultClass.NODE,
-            code=warn[0].code,
-        )
-    return passed(
-        f"DCGM diagnostic level {level}: {len(outcomes)} test(s) passed or skipped", measured=measured
-    )
+    measured["returncode"] = got.progress.get("returncode")
+    read = parse(got.value or "")
+    if isinstance(read, Unread):
+        return _unread(read, call, got.value or "", got.progress.get("returncode"), measured)
+    return verdict(read, level, measured, pci)
 
 
 CHECKS = (

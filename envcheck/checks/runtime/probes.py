@@ -1,4 +1,5 @@
-"""Readers for the runtime profile: mounts, cgroup limits, /proc/self/status fields. No verdicts."""
+"""Readers for the runtime profile: mounts and /proc/self/status fields (cgroup limits: envcheck.probe.cgroup). No
+verdicts."""
 
 from __future__ import annotations
 
@@ -31,29 +32,6 @@ def status_fields() -> dict[str, str]:
             return dict(line.split(":\t", 1) for line in fh.read().splitlines() if ":\t" in line)
     except OSError:
         return {}
-
-
-def cgroup_value(*names: str) -> str | None:
-    """The first readable cgroup file among `names` under /sys/fs/cgroup (v2 names first)."""
-    for name in names:
-        try:
-            with open(f"/sys/fs/cgroup/{name}") as fh:
-                return fh.read().strip()
-        except OSError:
-            continue
-    return None
-
-
-def cpu_quota() -> float | None:
-    """CPUs the cgroup's CFS quota allows (cpu.max, or v1 cfs_quota/period), None when unlimited."""
-    v2 = cgroup_value("cpu.max")
-    if v2:
-        quota, _, period = v2.partition(" ")
-        return None if quota == "max" else int(quota) / int(period or 100000)
-    quota_v1, period_v1 = cgroup_value("cpu/cpu.cfs_quota_us"), cgroup_value("cpu/cpu.cfs_period_us")
-    if quota_v1 and period_v1 and int(quota_v1) > 0:
-        return int(quota_v1) / int(period_v1)
-    return None
 
 
 def writable(path: str) -> bool:

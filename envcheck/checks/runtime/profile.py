@@ -14,14 +14,7 @@ import os
 import pwd
 import resource
 
-from envcheck.checks.runtime.probes import (
-    cgroup_value,
-    cpu_quota,
-    creatable,
-    mount_options,
-    status_fields,
-    writable,
-)
+from envcheck.checks.runtime.probes import creatable, mount_options, status_fields, writable
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.findings import Finding
 from envcheck.core.hardening import (
@@ -37,6 +30,7 @@ from envcheck.core.hardening import (
     limit_text,
 )
 from envcheck.core.result import FaultClass, Result, first_of, passed, warned
+from envcheck.probe.cgroup import Limits, own_limits
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 CPU_QUOTA_BELOW_THREADS = "runtime.cpu_quota_below_threads"
@@ -127,9 +121,12 @@ def passwd_findings() -> list[Finding]:
     ]
 
 
-def limit_findings(threads: int) -> list[Finding]:
-    """nofile/nproc/pids.max below what a PyTorch job needs; a CPU quota below the intra-op thread count."""
+def limit_findings(threads: int, cgroup: Limits | str) -> list[Finding]:
+    """nofile/nproc/pids.max below what a PyTorch job needs; a CPU quota below the intra-op thread count (the limits
+    of this process's own cgroup and its ancestors: a Slurm job's, a systemd slice's, a container's)."""
     out: list[Finding] = []
+    pids = cgroup.pids_max if isinstance(cgroup, Limits) else None
+    quota = cgroup.cpu_quota if isinstance(cgroup, Limits) else None
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if nofile != resource.RLIM_INFINITY and nofile < NOFILE_SOFT_FLOOR:
         out.append(
@@ -142,13 +139,12 @@ def limit_findings(threads: int) -> list[Finding]:
             )
         )
     nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    pids = cgroup_value("pids.max", "pids/pids.max")
     lows = [
         f"nproc {nproc}"
         for _ in [0]
         if nproc != resource.RLIM_INFINITY and nproc < NPROC_NEED and os.getuid()
     ]
-    lows += [f"cgroup pids.max {pids}" for _ in [0] if pids and pids.isdigit() and int(pids) < NPROC_NEED]
+    lows += [f"cgroup pids.max {pids}" for _ in [0] if pids is not None and pids < NPROC_NEED]
     if lows:
         out.append(
             Finding(
@@ -159,7 +155,6 @@ def limit_findings(threads: int) -> list[Finding]:
                 code=NPROC_LOW,
             )
         )
-    quota = cpu_quota()
     if quota is not None and quota + 0.5 < threads and not os.environ.get("OMP_NUM_THREADS"):
         out.append(
             Finding(
@@ -189,7 +184,10 @@ def runtime_profile(ctx: Context) -> Result:
         "shm_options": sorted(mount_options("/dev/shm") & {"noexec", "nosuid", "nodev", "ro"}),
         "nofile": limit_text(resource.RLIMIT_NOFILE),
     }
-    findings = temp_findings() + passwd_findings() + limit_findings(threads)
+    cgroup = own_limits()
+    if isinstance(cgroup, Limits):
+        measured["cgroup"] = cgroup.cgroups.get("cpu") or cgroup.cgroups.get("pids") or "?"
+    findings = temp_findings() + passwd_findings() + limit_findings(threads, cgroup)
     if not findings:
         return passed("the runtime's restrictions break nothing a PyTorch job needs", measured=measured)
     codes = [f.code for f in findings]

@@ -1,112 +1,26 @@
-"""dcgm.diag against real `dcgmi diag -j` outputs, through a stand-in `dcgmi` on PATH (simulated: no GPU, driver or
-DCGM exists here). The stand-in is a shell script printing the recorded document; the check runs it as it would run
-the real binary (a child process within the budget).
-
-Sources of the texts:
-- DCGM 3.x document shape ("DCGM GPU Diagnostic", test_categories, tests, results with gpu_id/status) and the
-  all-Skip run: https://github.com/NVIDIA/DCGM/issues/139 (`dcgmi diag -r 3 -j` on a T400).
-- The GPU Memory failure on GPU 0 while GPU 1 passes, and its text: https://github.com/NVIDIA/DCGM/issues/145 and
-  https://github.com/NVIDIA/go-dcgm/issues/52 ("GPU 0 Error using CUDA API cuCtxCreate ... Unable to create CUDA
-  context: 'CUDA-capable device(s) is/are busy or unavailable'"), placed in the 3.x `warnings` field that DCGM's own
-  test reader parses.
-- DCGM 4.x key "DCGM Diagnostic" with a per-test `test_summary` (facebookresearch/gcm#38) and the `software` warning
-  with error code 29 "Persistence Mode: Persistence mode for GPU 0 is disabled. ..." (NVIDIA/NVSentinel#772).
-- A host engine that is not running: "Error: unable to establish a connection to the specified host: localhost" /
-  "Error: Unable to connect to host engine. Host engine connection invalid/disconnected." (dcgmi's Command.cpp).
+"""dcgm.diag against `dcgmi diag -j` outputs, through a stand-in `dcgmi` on PATH (simulated: no GPU, driver or
+DCGM exists here). The stand-in is a shell script printing a document of tests/checks/dcgm/documents.py (each cited
+there); the check runs it as it would run the real binary (a child process within the budget). NVML, where a test
+needs the GPUs' PCI addresses, is the suite's one NVML stand-in (tests/staging/nvml.py); the cluster policy is real.
+A host engine that is not running answers as dcgmi's Command.cpp words it: "Error: unable to establish a connection
+to the specified host: localhost" / "Error: Unable to connect to host engine. Host engine connection
+invalid/disconnected.".
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import pytest
 
 from envcheck.checks.dcgm import dcgm_diag
-from envcheck.checks.dcgm.diag_json import parse
+from envcheck.cluster.policy import NODE_FAULT, OK, Mode, decide
 from envcheck.core.check import Context, Level
-from envcheck.core.result import FaultClass, Status
+from envcheck.core.result import FaultClass, Result, Status
+from tests.checks.dcgm import documents as d
+from tests.staging import nvml
 
-CUDA_BUSY = (
-    "GPU 0 Error using CUDA API cuCtxCreate Check DCGM and system logs for errors. Reset GPU. Restart DCGM. "
-    "Rerun diagnostics. Unable to create CUDA context: 'CUDA-capable device(s) is/are busy or unavailable'."
-)
-PERSISTENCE = (
-    "Persistence Mode: Persistence mode for GPU 0 is disabled. Enable persistence mode by running "
-    '"nvidia-smi -i <gpuId> -pm 1 " as root.'
-)
-
-
-def _test(name: str, *results: dict[str, object], summary: str | None = None) -> dict[str, object]:
-    test: dict[str, object] = {"name": name, "results": list(results)}
-    if summary:
-        test["test_summary"] = {"status": summary}
-    return test
-
-
-FAIL_3X = {
-    "DCGM GPU Diagnostic": {
-        "test_categories": [
-            {
-                "category": "Deployment",
-                "tests": [_test("Denylist", {"gpu_ids": ["0", "1"], "status": "Pass"})],
-            },
-            {
-                "category": "Hardware",
-                "tests": [
-                    _test(
-                        "GPU Memory",
-                        {
-                            "gpu_id": "0",
-                            "status": "Fail",
-                            "warnings": [{"warning": CUDA_BUSY, "error_id": 12}],
-                        },
-                        {"gpu_id": "1", "status": "Pass"},
-                    )
-                ],
-            },
-        ]
-    }
-}
-SKIP_3X = {
-    "DCGM GPU Diagnostic": {
-        "test_categories": [
-            {"category": "Integration", "tests": [_test("PCIe", {"gpu_id": "0", "status": "Skip"})]},
-            {
-                "category": "Hardware",
-                "tests": [
-                    _test("GPU Memory", {"gpu_id": "0", "status": "Skip"}),
-                    _test("Diagnostic", {"gpu_id": "0", "status": "Skip"}),
-                ],
-            },
-        ]
-    }
-}
-WARN_4X = {
-    "DCGM Diagnostic": {
-        "test_categories": [
-            {
-                "category": "Deployment",
-                "tests": [
-                    _test(
-                        "software",
-                        {
-                            "entity_id": 0,
-                            "status": "Warn",
-                            "warnings": [{"warning": PERSISTENCE, "error_id": 29}],
-                        },
-                        summary="Warn",
-                    )
-                ],
-            },
-            {
-                "category": "Hardware",
-                "tests": [_test("memory", {"entity_id": 0, "status": "Pass"}, summary="Pass")],
-            },
-        ]
-    }
-}
 NO_ENGINE = (
     "Error: unable to establish a connection to the specified host: localhost\n"
     "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n"
@@ -130,34 +44,47 @@ def bin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run(
     bin_dir: Path, output: str, level: Level = Level.QUICK, deadline_s: float = 30.0
-) -> tuple[object, str]:
+) -> tuple[Result, str]:
     (bin_dir / "out.txt").write_text(output)
     stand_in(bin_dir, "dcgmi", f"cat {bin_dir}/out.txt")
-    result = dcgm_diag(Context(level=level, deadline=time.monotonic() + deadline_s))
+    result = dcgm_diag(Context(level=level, deadline=time.monotonic() + deadline_s)).named("dcgm.diag", 0.0)
     calls = (bin_dir / "dcgmi.calls").read_text() if (bin_dir / "dcgmi.calls").exists() else ""
     return result, calls
 
 
 def test_a_failed_dcgm_test_is_a_node_fault_naming_the_test_gpu_and_text(bin_dir: Path) -> None:
-    result, calls = run(bin_dir, json.dumps(FAIL_3X, indent=1))
+    result, calls = run(bin_dir, d.V3_3_9)
     assert calls == "diag -r 1 -j\n"  # quick level: DCGM's level 1
-    assert result.status is Status.FAIL and result.fault_class is FaultClass.NODE  # type: ignore[attr-defined]
-    assert result.code == "dcgm.diag.gpu_memory"  # type: ignore[attr-defined]
-    assert result.summary.startswith(  # type: ignore[attr-defined]
-        "DCGM test 'GPU Memory' (Hardware) failed on GPU 0: GPU 0 Error using CUDA API cuCtxCreate"
+    assert result.status is Status.FAIL and result.fault_class is FaultClass.NODE
+    assert result.code == "dcgm.diag.gpu_memory"
+    assert result.summary.startswith(
+        "DCGM test 'GPU Memory' (Hardware) failed on GPU 1 (serial 1652223012346): Found 4 faulty memory elements"
     )
+    assert decide([result], Mode.PROLOG).code is NODE_FAULT
+
+
+def test_a_failing_gpu_is_named_by_its_pci_address(
+    bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DCGM's GPU id is the NVML index (DcgmCacheManager.cpp): NVML gives its PCI address."""
+    nvml.install(monkeypatch, tmp_path / "nvml", nvml.state(nvml.gpu(0), nvml.gpu(1, bus="0000:c1:00.0")))
+    result, _ = run(bin_dir, d.V3_3_9)
+    assert "failed on GPU 1 (0000:c1:00, serial 1652223012346)" in result.summary
+    assert result.measured["findings"][-1]["pci"] == ["0000:c1:00"]
 
 
 def test_skips_pass_and_the_full_level_runs_level_2(bin_dir: Path) -> None:
-    result, calls = run(bin_dir, json.dumps(SKIP_3X), level=Level.FULL)
+    result, calls = run(bin_dir, d.ALL_SKIP_3_3, level=Level.FULL)
     assert calls == "diag -r 2 -j\n"
-    assert result.status is Status.PASS, result.summary  # type: ignore[attr-defined]
+    assert result.status is Status.PASS, result.summary
 
 
-def test_a_dcgm_warning_warns_without_draining(bin_dir: Path) -> None:
-    result, _ = run(bin_dir, json.dumps(WARN_4X))
-    assert result.status is Status.WARN and result.code == "dcgm.diag.software"  # type: ignore[attr-defined]
-    assert "Persistence mode for GPU 0 is disabled" in result.summary  # type: ignore[attr-defined]
+def test_a_setting_dcgm_flags_warns_and_never_drains(bin_dir: Path) -> None:
+    """The real GB10 run: persistence mode off, written "Fail" by dcgmi; the healthy twin of the failure above."""
+    result, _ = run(bin_dir, d.GB10_4_2_3)
+    assert result.status is Status.WARN and result.code == "dcgm.config"
+    assert "Persistence mode for GPU 0 is disabled" in result.summary
+    assert decide([result], Mode.PROLOG).code is OK and decide([result], Mode.NPD).code is OK
 
 
 def test_a_dcgmi_that_does_not_answer_names_a_hung_hostengine(bin_dir: Path) -> None:
@@ -172,29 +99,34 @@ def test_a_dcgmi_that_does_not_answer_names_a_hung_hostengine(bin_dir: Path) -> 
 
 def test_no_host_engine_is_never_evidence_against_the_node(bin_dir: Path) -> None:
     result, _ = run(bin_dir, NO_ENGINE)
-    assert result.status is Status.ERROR and result.fault_class is None  # type: ignore[attr-defined]
-    assert result.code == "dcgm.hostengine_down"  # type: ignore[attr-defined]
+    assert result.status is Status.ERROR and result.fault_class is None
+    assert result.code == "dcgm.hostengine_down"
+
+
+CUT = d.GB10_4_2_3[: len(d.GB10_4_2_3) // 2]
+
+
+@pytest.mark.parametrize("output", [d.RUNTIME_ERROR_4X, CUT, CUT + "\nSegmentation fault (core dumped)\n"])
+def test_a_run_dcgm_could_not_finish_cannot_be_judged(bin_dir: Path, output: str) -> None:
+    """DCGM's runtime_error (the old reader passed it as 0 tests) and a cut-off document: one line, no class."""
+    result, _ = run(bin_dir, output)
+    assert result.status is Status.ERROR and result.fault_class is None and result.code == "dcgm.no_result"
+    assert result.summary.startswith("cannot judge: dcgmi diag -r 1 -j")
+    assert decide([result], Mode.PROLOG).code is OK
+
+
+def test_a_mig_configuration_dcgm_refuses_skips_naming_mig(bin_dir: Path) -> None:
+    result, _ = run(bin_dir, d.MIG_REFUSED_4X)
+    assert result.status is Status.SKIP and "MIG is enabled, but no compute instances" in result.summary
 
 
 def test_mig_skips_with_the_reason_and_never_runs_dcgmi(bin_dir: Path) -> None:
     stand_in(bin_dir, "nvidia-smi", "printf '0, Enabled\\n1, Disabled\\n'")
-    result, calls = run(bin_dir, json.dumps(FAIL_3X))
-    assert result.status is Status.SKIP and calls == ""  # type: ignore[attr-defined]
-    assert result.summary.startswith("MIG is enabled on GPU 0: DCGM's diagnostic does not run")  # type: ignore
+    result, calls = run(bin_dir, d.V3_3_9)
+    assert result.status is Status.SKIP and calls == ""
+    assert result.summary.startswith("MIG is enabled on GPU 0: DCGM's diagnostic does not run")
 
 
 def test_no_dcgmi_skips(bin_dir: Path) -> None:
     result = dcgm_diag(Context())
     assert result.status is Status.SKIP and result.summary.startswith("dcgmi not installed")
-
-
-def test_the_parser_reads_both_shapes() -> None:
-    fail = parse("Successfully ran diagnostic for group.\n" + json.dumps(FAIL_3X))
-    assert not isinstance(fail, str)
-    assert [(t.code, t.status, t.gpus) for t in fail] == [
-        ("dcgm.diag.denylist", "pass", []),
-        ("dcgm.diag.gpu_memory", "fail", ["0"]),
-    ]
-    warn = parse(json.dumps(WARN_4X))
-    assert not isinstance(warn, str) and warn[0].error_ids == [29] and warn[0].gpus == ["0"]
-    assert parse("{}") == "dcgmi's JSON has none of DCGM GPU Diagnostic, DCGM Diagnostic"
