@@ -15,7 +15,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from envcheck.checks.cuda.finding import CONTAINER
+from envcheck.checks.cuda.finding import CAPABILITIES, CONTAINER, VISIBLE_DEVICES
 from envcheck.checks.cuda.verdict import GPU_COUNT
 from envcheck.checks.gpu_health.node import GPU_LOST
 from envcheck.core.errors import ExitCode
@@ -30,6 +30,9 @@ PREFLIGHT_NODE = ExitCode.PREFLIGHT_NODE  # preflight: retry elsewhere (the node
 REASON_MAX = 200
 # The job user's limits ran out (envcheck.core.hardening): `config`, never the node's; npd cannot judge the node then.
 LIMIT_CODES = frozenset({NPROC_LOW, NOFILE_LOW})
+# envcheck's own container keeps it from the GPUs (no GPU given, NVIDIA_DRIVER_CAPABILITIES without compute or
+# utility, a CUDA_VISIBLE_DEVICES that hides them): `config`, never the node's; npd cannot judge the node then.
+DEPLOYMENT_CODES = frozenset({CONTAINER, CAPABILITIES, VISIBLE_DEVICES})
 LOST_GPU_FIX = (
     "check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
     "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`"
@@ -66,32 +69,26 @@ def _lost_gpu(result: Result, expect_gpus: int | None) -> bool:
     """A GPU-count shortfall under --expect-gpus: fewer GPUs than the node must have, or none at all."""
     if result.status is not Status.FAIL or result.fault_class is not FaultClass.CONFIG or not expect_gpus:
         return False
-    if result.code == GPU_COUNT:
-        gpus = result.measured.get("gpus")
-        return isinstance(gpus, int) and gpus < expect_gpus
-    return result.code == CONTAINER  # no /dev/nvidia* and no driver inside: on the host, GPUs are gone
+    if result.code != GPU_COUNT:
+        return False  # e.g. cuda.container: envcheck's own container was given no GPU, which says nothing of them
+    gpus = result.measured.get("gpus")
+    return isinstance(gpus, int) and gpus < expect_gpus
 
 
 def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | None) -> list[Result]:
-    """In prolog, health and npd mode, a node that lacks the GPUs it must have (--expect-gpus) is a node fault.
+    """In prolog, health and npd mode, a node that shows fewer GPUs than it must have (--expect-gpus) is a node
+    fault: the admin said how many it has, so the missing ones are lost (fallen off the bus, driver unloaded).
 
-    Inside a container, no /dev/nvidia* means the container was started without GPU access (`config`).
-    A prolog or npd plugin runs on the host itself, started by the cluster, not by a user: there is no
-    container flag to blame, and a node with fewer GPUs than the admin said it has lost them (fallen off
-    the bus, driver unloaded). In preflight mode (a pod) the pod spec can still be at fault: kept `config`.
-    """
-    if mode not in (Mode.PROLOG, Mode.NPD, Mode.HEALTH):
-        return list(results)
+    A container given no GPU at all (cuda.container: no /dev/nvidia*, no /proc/driver/nvidia inside) stays
+    `config`: that is how envcheck's own container was started (an npd DaemonSet without the nvidia runtime, a
+    containerised slurmd), and says nothing of the node's GPUs. In preflight mode (a pod) the pod spec can still be
+    at fault: kept `config`."""
+    if mode not in (Mode.PROLOG, Mode.NPD, Mode.HEALTH) or any(r.code == CONTAINER for r in results):
+        return list(results)  # a container given no GPU counts none: that says nothing of the node's GPUs
     out = []
     for r in results:
         if _lost_gpu(r, expect_gpus):
-            if r.code == GPU_COUNT:
-                summary = (
-                    f"{r.measured.get('gpus')} GPU(s) visible, {expect_gpus} expected: this node lost GPUs"
-                )
-            else:
-                problem = str(r.measured["findings"][0].get("problem", "")).split(":")[0]
-                summary = f"{expect_gpus} GPU(s) expected, none visible: {problem}"
+            summary = f"{r.measured.get('gpus')} GPU(s) visible, {expect_gpus} expected: this node lost GPUs"
             r = replace(
                 r, fault_class=FaultClass.NODE, summary=summary, remediation=LOST_GPU_FIX, code=GPU_LOST
             )
@@ -119,6 +116,8 @@ def decide(results: Sequence[Result], mode: Mode) -> Decision:
         reason = one_line(node[0], REASON_MAX - len(more)) + more  # the whole line stays within REASON_MAX
         return Decision(code, reason, warnings)
     # Image and config faults never fail a node's gate, in any mode: exit 0 with the warnings in the job's output.
-    if mode is Mode.NPD and any(r.fault_class is None or r.code in LIMIT_CODES for r in bad):
+    if mode is Mode.NPD and any(
+        r.fault_class is None or r.code in LIMIT_CODES | DEPLOYMENT_CODES for r in bad
+    ):
         return Decision(NPD_UNKNOWN, "", warnings)
     return Decision(OK, "", warnings)

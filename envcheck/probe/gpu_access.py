@@ -35,6 +35,9 @@ PERSISTENCED = ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced
 _MINOR = re.compile(r"^Device Minor:\s*(\d+)", re.M)
 _UUID = re.compile(r"^GPU UUID:\s*(\S+)", re.M)
 _MODEL = re.compile(r"^Model:\s*(.+?)\s*$", re.M)
+# kernel-open/nvidia/nv-procfs.c (nv_procfs_read_gpu_info): "GPU Excluded:\t %s", Yes for a GPU the admin excluded
+# (NVreg_ExcludedGpus): probed, never initialised, not the driver's to offer.
+_EXCLUDED = re.compile(r"^GPU Excluded:\s*Yes", re.M)
 _libc: Any = None
 
 
@@ -84,6 +87,7 @@ def driver_gpus(proc: str = PROC_NVIDIA) -> dict[str, dict[str, Any]] | str:
             text = ""
         minor, uuid, model = _MINOR.search(text), _UUID.search(text), _MODEL.search(text)
         out[bus_key(name)] = {
+            "excluded": bool(_EXCLUDED.search(text)),
             "minor": int(minor.group(1)) if minor else None,
             "uuid": uuid.group(1) if uuid else None,
             "model": model.group(1) if model else None,

@@ -135,7 +135,10 @@ def _identity(fields: Fields, i: int) -> dict[str, Any]:
     if isinstance(uuid, Missing):
         return {"index": i, "error": uuid.error}
     mig = value(fields.mig(h)) or False  # NOT_SUPPORTED: a GPU without MIG
-    slices = [value(fields.uuid(mh)) for _, mh in fields.mig_handles(h)] if mig else []
+    handles = fields.mig_handles(h) if mig else []
+    if isinstance(handles, Missing):  # the MIG devices cannot be listed: unknown, not "none"
+        return {"index": i, "uuid": uuid, "mig": mig, "mig_error": f"{handles.call}: {handles.error}"}
+    slices = [value(fields.uuid(mh)) for _, mh in handles]
     return {"index": i, "uuid": uuid, "mig": mig, "mig_devices": [s for s in slices if s is not None]}
 
 

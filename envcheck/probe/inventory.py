@@ -64,10 +64,13 @@ def _uuid(fields: Fields, h: Any) -> str | Missing:
     return uuid if isinstance(uuid, Missing) else normal_uuid(uuid)
 
 
-def _mig_slices(fields: Fields, h: Any) -> list[dict[str, Any]]:
+def _mig_slices(fields: Fields, h: Any) -> list[dict[str, Any]] | dict[str, str]:
+    handles = fields.mig_handles(h)
+    if isinstance(handles, Missing):
+        return nvml_field(handles)
     return [
         {"slot": k, "_uuid": nvml_field(_uuid(fields, mh)), "memory_mib": nvml_field(_total_mib(fields, mh))}
-        for k, mh in fields.mig_handles(h)
+        for k, mh in handles
     ]
 
 

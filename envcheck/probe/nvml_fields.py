@@ -30,6 +30,7 @@ class Missing:
     call: str
     error: str
     not_supported: bool = False
+    code: int | None = None  # NVML's return code, when the bindings gave one
 
     def absent(self) -> dict[str, str]:
         """The bundle's marker: absent('not supported') or absent('<call>: <error>')."""
@@ -78,8 +79,12 @@ class Fields:
         try:
             return convert(fn(*args))
         except Exception as exc:  # pynvml.NVMLError and its subclasses; odd values from old bindings
+            code = getattr(exc, "value", None)
             return Missing(
-                call, str(exc) or type(exc).__name__, getattr(exc, "value", None) == self._not_supported
+                call,
+                str(exc) or type(exc).__name__,
+                code == self._not_supported,
+                code if isinstance(code, int) and not isinstance(code, bool) else None,
             )
 
     # --- the system ---
@@ -220,10 +225,21 @@ class Fields:
         """Whether MIG mode is on (not_supported: a GPU without MIG)."""
         return self.read("nvmlDeviceGetMigMode", h, convert=lambda v: bool(v[0]))
 
-    def mig_handles(self, h: Any) -> list[tuple[int, Any]]:
-        """(slot, handle) of each MIG device of a GPU in MIG mode; an empty slot is skipped."""
-        count = value(self.read("nvmlDeviceGetMaxMigDeviceCount", h, convert=int)) or 0
+    def mig_handles(self, h: Any) -> list[tuple[int, Any]] | Missing:
+        """(slot, handle) of each MIG device of a GPU in MIG mode. An empty slot (NVML_ERROR_NOT_FOUND, nvml.h:
+        "no valid MIG device was found at index") is skipped; any other error means the list is not known (a GPU
+        that is lost answers every slot with an error: that is not "no instance")."""
+        count = self.read("nvmlDeviceGetMaxMigDeviceCount", h, convert=int)
+        if isinstance(count, Missing):
+            return count
         found = [(k, self.read("nvmlDeviceGetMigDeviceHandleByIndex", h, k)) for k in range(count)]
+        failed = [
+            mh
+            for _, mh in found
+            if isinstance(mh, Missing) and mh.code != self.const("NVML_ERROR_NOT_FOUND", 6)
+        ]
+        if failed:
+            return failed[0]
         return [(k, mh) for k, mh in found if not isinstance(mh, Missing)]
 
     def compute_capability(self, h: Any) -> str | Missing:

@@ -98,11 +98,21 @@ def nvidia_device_nodes(dev: str = "/dev") -> list[str]:
 
 
 def in_container() -> bool | dict[str, str]:
-    """Whether this process runs inside a container (docker, podman, containerd, kubernetes)."""
+    """Whether this process runs inside a container (docker, podman, containerd, kubernetes).
+
+    Each runtime leaves its own mark: /.dockerenv (Docker), /run/.containerenv (Podman), the `container`
+    variable (systemd-nspawn, Podman, LXC), a pod's service variables and service-account mount (every Kubernetes
+    pod: the kubelet sets KUBERNETES_SERVICE_HOST), a runtime's name in pid 1's cgroup path (cgroup v1, or v2 with
+    the host's cgroup namespace). With cgroup v2 and a private cgroup namespace (Docker's and containerd's default
+    there) pid 1's cgroup reads `0::/`, which tells nothing, so it is never the only mark looked for."""
     if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"):
+        return True
+    if os.environ.get("container") is not None or os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return True
+    if os.path.isdir("/var/run/secrets/kubernetes.io"):
         return True
     cgroup = read_text("/proc/1/cgroup")
     if cgroup is None:
         return absent("/proc/1/cgroup not readable")
-    markers = ("docker", "kubepods", "containerd", "libpod", "lxc")
-    return any(m in cgroup for m in markers) or os.environ.get("container") is not None
+    markers = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
+    return any(m in cgroup for m in markers)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.checks.dcgm.test_dcgm import FAIL_3X
+from tests.checks.dcgm.documents import V3_3_9
 from tests.cluster.documented import CLUSTER, documented_command, fill, launcher, node_script, staged_node
 from tests.helpers.slurm import Cluster
 from tests.staging.libcuda import build
@@ -137,7 +137,7 @@ def test_documented_prolog_drains_a_node_fault_health_names_it_and_resumes_it(
 
 def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_path: Path) -> None:
     """The epilog of docs/cluster.md (its code block: `--level full --only gpu.health,dcgm.diag`) after a real job;
-    DCGM's level 2 fails GPU 0 (a stand-in dcgmi prints DCGM's own failure document): slurmd drains the node with its
+    DCGM's level 2 fails GPU 1 (a stand-in dcgmi prints DCGM's own failure document): slurmd drains the node with its
     "Epilog error". Its healthy twin (a DCGM that passes) leaves the node idle."""
     text = (CLUSTER.parent / "cluster.md").read_text()
     (command,) = re.findall(r"^Epilog=.*\n```\n\n```sh\n(.+)\n```", text, flags=re.M)
@@ -148,8 +148,9 @@ def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_pat
     script.chmod(0o755)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for verdict, doc in (("pass", {"DCGM GPU Diagnostic": {"test_categories": []}}), ("fail", FAIL_3X)):
-        (tmp_path / "dcgm.json").write_text(json.dumps(doc))
+    passing = json.dumps({"DCGM GPU Diagnostic": {"test_categories": []}})
+    for verdict, doc in (("pass", passing), ("fail", V3_3_9)):  # V3_3_9: DCGM isolates GPU 1's faulty memory
+        (tmp_path / "dcgm.json").write_text(doc)
         (bin_dir / "dcgmi").write_text(f"#!/bin/sh\ncat {tmp_path / 'dcgm.json'}\n")
         (bin_dir / "dcgmi").chmod(0o755)
         cluster.set_prolog(f"PATH={bin_dir}:/usr/bin:/bin exec {script}", kind="epilog")
@@ -163,7 +164,7 @@ def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_pat
                 cluster, "epilog"
             )
             assert cluster.reason() == "Epilog error"
-            assert "[node] dcgm.diag: DCGM test 'GPU Memory' (Hardware) failed on GPU 0" in log(
+            assert "[node] dcgm.diag: DCGM test 'GPU Memory' (Hardware) failed on GPU 1" in log(
                 cluster, "epilog"
             )
 

@@ -16,6 +16,7 @@ from envcheck.app import output
 from envcheck.app.output import WriteError, write_output
 from envcheck.cluster import prometheus
 from envcheck.core.result import failed, passed
+from tests.staging.gpu_node import Node, eight_gpus, staged_node
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,23 +42,33 @@ def samples(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def test_prolog_node_fault_exit_reason_and_textfile(tmp_path: Path) -> None:
+    """A host whose driver is gone (8 GPUs on its PCI bus, no module, no device node: staged, see
+    tests/staging/gpu_node.py; on this machine, itself a container, a host shape hides the container's mark), a
+    prolog expecting a GPU: the node's fault, in the exit code, the reason and the textfile."""
     prom = tmp_path / "envcheck.prom"
     before = time.time()
-    done = envcheck(
-        "run",
-        "--for",
-        "prolog",
-        "--expect-gpus",
-        "1",
-        "--only",
-        "cuda.available,cuda.devices,container.shm",
-        "--prometheus",
-        str(prom),
-    )
+    with staged_node(Node(eight_gpus(), driver=False, kmsg=[]), tmp_path / "node") as node:
+        done = node.run(
+            [
+                sys.executable,
+                "-m",
+                "envcheck",
+                "run",
+                "--for",
+                "prolog",
+                "--expect-gpus",
+                "1",
+                "--only",
+                "cuda.available,cuda.devices,container.shm",
+                "--prometheus",
+                str(prom),
+            ],
+            timeout=300,
+        )
     assert done.returncode == 1, done.stderr
     assert done.stdout.splitlines() == [
-        "[node] cuda.available: 1 GPU(s) expected, none visible: no /dev/nvidia* device nodes and no "
-        "/proc/driver/nvidia (+1 more node faults)"
+        "[node] cuda.available: CUDA is not available: no /dev/nvidia* device nodes and no /proc/driver/nvidia: "
+        "no NVIDIA driver is loaded on this host (+1 more) (+1 more node faults)"
     ]
     got = samples(prom)
     assert got[("envcheck_check_status", (("check", "cuda.available"), ("status", "fail")))] == 1
@@ -70,7 +81,7 @@ def test_prolog_node_fault_exit_reason_and_textfile(tmp_path: Path) -> None:
     assert got[("envcheck_exit_code", (("mode", "prolog"),))] == 1
     assert before <= got[("envcheck_last_run_timestamp_seconds", ())] <= time.time()
     assert got[("envcheck_build_info", (("version", __version__),))] == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["envcheck.prom"]  # no temp file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["envcheck.prom", "node"]  # no temp file left behind
 
 
 def test_an_image_fault_warns_and_exits_0_in_every_mode(tmp_path: Path) -> None:

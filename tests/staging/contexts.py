@@ -11,11 +11,24 @@ from dataclasses import dataclass, field
 
 from tests.staging.gpu_node import Node, eight_gpus
 
-# NVIDIA/NVSentinel#155 (a newer driver: no Xid line for it), for the GPU at 0000:b3:00.0 (GPU 6 here).
+# NVIDIA/NVSentinel#155 (a newer driver: no Xid line for it), for the GPU at 0000:b3:00.0 (GPU 6 here), as /dev/kmsg
+# holds it: one printk of three lines (open-gpu-kernel-modules, osapi.c rm_is_supported_device), the newlines
+# escaped as \x0a (Documentation/ABI/testing/dev-kmsg). The issue quoted it flattened onto one line.
 FELL = (
-    "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus "
-    "and is not responding to commands."
+    "NVRM: The NVIDIA GPU 0000:b3:00.0\\x0aNVRM: (PCI ID: 10de:26b5) installed in this system has\\x0aNVRM: "
+    "fallen off the bus and is not responding to commands."
 )
+# NVIDIA/gpu-operator#1146 (syslog form there): one GPU keeps failing its initialisation at every open.
+RMINIT = "NVRM: GPU 0000:ab:00.0: RmInitAdapter failed! (0x24:0x72:1568)"
+RMINIT_MINOR = "NVRM: GPU 0000:ab:00.0: rm_init_adapter failed, device minor number 5"
+# The API mismatch record as journald showed it in a public report (field corpus case 020), one printk of four lines.
+MISMATCH = (
+    "NVRM: API mismatch: the client has the version 580.95.05, but\\x0aNVRM: this kernel module has the version "
+    "580.82.07.  Please\\x0aNVRM: make sure that this kernel module and all NVIDIA driver\\x0aNVRM: components have "
+    "the same version."
+)
+# field corpus case 061 (an HGX node): an NVSwitch's fatal SXid.
+SXID = "nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up"
 # kernel-open/nvidia/nv.c (nvidia_init_module): printed after the PCI probe, before the banner.
 PROBE_FAILED = "NVRM: The NVIDIA probe routine failed for 1 device(s)."
 # The first line of every load: the module's NVLink core starting (seen in public dmesg logs, e.g. before
@@ -39,6 +52,8 @@ def kmsg(*lines: str) -> list[str]:
 BOOT = kmsg(NVLINK_START, LOAD)
 HOST = ("--for", "prolog", "--expect-gpus", "8")
 IN_POD = ("--for", "preflight", "--only")
+NPD = ("--for", "npd")  # the node-problem-detector plugin: a DaemonSet's container given every GPU
+AGENT = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 
 
 @dataclass(frozen=True)
@@ -179,12 +194,23 @@ CASES: tuple[Case, ...] = (
         codes={"node.profile": "node.gpu_count"},
     ),
     Case(
-        "no GPU at all, nothing expected",
+        "no driver, 8 GPUs on the PCI bus, nothing expected",
         Node(eight_gpus(), driver=False, kmsg=[]),
+        ("--for", "prolog"),
+        1,
+        codes={"gpu.health": "driver.not_loaded"},
+        twin_of="8 GPUs passed through to VMs (vfio-pci), no nvidia driver",
+    ),
+    Case(
+        "8 GPUs passed through to VMs (vfio-pci), no nvidia driver",
+        Node(
+            eight_gpus(**{f"g{i}": {"bound": "vfio-pci", "in_driver": False} for i in range(8)}),
+            driver=False,
+            kmsg=[],
+        ),
         ("--for", "prolog"),
         0,
         statuses={"node.cuda_driver": "skip", "node.profile": "skip"},
-        twin_of="no GPU at all, the driver gone (8 GPUs on the PCI bus, none bound)",
     ),
     Case(
         "kernel log unreadable (no /dev/kmsg)",
@@ -281,5 +307,107 @@ CASES: tuple[Case, ...] = (
         (*IN_POD, "node.profile", "--expect-gpus", "8"),
         0,
         codes={"node.profile": "node.gpu_count_scope"},
+    ),
+    Case(
+        "whole node, a GPU fails its initialisation at every open (RmInitAdapter)",
+        Node(
+            eight_gpus(g5={"nvml": {"handle": {"nvml_error": 999}}, "ctx_code": 999}),
+            kmsg=BOOT
+            + [f"4,{10 + n},{(10 + n) * 1_000_000},-;{t}" for n, t in enumerate([RMINIT, RMINIT_MINOR] * 3)],
+        ),
+        HOST,
+        1,
+        codes={"gpu.health": "gpu.init_failed"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "whole node, driver upgraded without a reboot (API mismatch, NVML refuses)",
+        Node(eight_gpus(), kmsg=BOOT + [f"4,20,20000000,-;{MISMATCH}"], nvml_init_code=18),
+        HOST,
+        1,
+        codes={"gpu.health": "driver.api_mismatch"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "whole node, an NVSwitch reports a fatal SXid",
+        Node(eight_gpus(), kmsg=BOOT + [f"3,20,20000000,-;{SXID}"]),
+        HOST,
+        1,
+        codes={"gpu.health": "nvswitch.fatal"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "MIG enabled, no GPU instance created",
+        Node(eight_gpus(), mig=True, mig_instances=False, kmsg=BOOT),
+        HOST,
+        1,
+        codes={"node.cuda_driver": "gpu.mig_no_instance"},
+        twin_of="MIG node (CUDA sees one MIG device)",
+    ),
+    Case(
+        "node agent (npd DaemonSet), every GPU, healthy",
+        Node(eight_gpus(), how="toolkit", env=AGENT, kmsg=BOOT),
+        NPD,
+        0,
+        statuses={"node.cuda_driver": "pass", "gpu.health": "pass"},
+    ),
+    Case(
+        "node agent with NVIDIA_DRIVER_CAPABILITIES=utility (no libcuda, no /dev/nvidia-uvm)",
+        Node(
+            eight_gpus(),
+            how="toolkit",
+            env={**AGENT, "NVIDIA_DRIVER_CAPABILITIES": "utility"},
+            libcuda=False,
+            uvm=False,
+            kmsg=BOOT,
+        ),
+        NPD,
+        2,
+        codes={"node.cuda_driver": "cuda.capabilities"},
+        statuses={"gpu.health": "pass"},
+        twin_of="node agent (npd DaemonSet), every GPU, healthy",
+    ),
+    Case(
+        "node agent with CUDA_VISIBLE_DEVICES=0,0 copied into it",
+        Node(eight_gpus(), how="toolkit", env={**AGENT, "CUDA_VISIBLE_DEVICES": "0,0"}, kmsg=BOOT),
+        NPD,
+        2,
+        codes={"node.cuda_driver": "cuda.visible_devices"},
+        twin_of="node agent (npd DaemonSet), every GPU, healthy",
+    ),
+    Case(
+        "node agent with CUDA_VISIBLE_DEVICES naming another host's GPU UUID",
+        Node(
+            eight_gpus(),
+            how="toolkit",
+            env={**AGENT, "CUDA_VISIBLE_DEVICES": "GPU-6f1c2a9e-0000-4d5e-8f90-a1b2c3d4e5f6"},
+            kmsg=BOOT,
+        ),
+        NPD,
+        2,
+        codes={"node.cuda_driver": "cuda.visible_devices"},
+        twin_of="node agent (npd DaemonSet), every GPU, healthy",
+    ),
+    Case(
+        "node agent given no GPU (NVIDIA_VISIBLE_DEVICES=void, no devices)",
+        Node(
+            eight_gpus(), given=(), how="toolkit", env={**AGENT, "NVIDIA_VISIBLE_DEVICES": "void"}, kmsg=BOOT
+        ),
+        NPD,
+        2,
+        codes={"node.cuda_driver": "cuda.container"},
+        twin_of="node agent (npd DaemonSet), every GPU, healthy",
+    ),
+    Case(
+        "a process given one MIG instance (CUDA_VISIBLE_DEVICES=MIG-...)",
+        Node(
+            eight_gpus(),
+            mig=True,
+            kmsg=BOOT,
+            env={"CUDA_VISIBLE_DEVICES": "MIG-00000000-1c2b-4d5e-8f90-a1b2c3d4e5f6"},
+        ),
+        ("--for", "prolog"),
+        0,
+        statuses={"node.cuda_driver": "pass"},
     ),
 )

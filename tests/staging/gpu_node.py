@@ -54,6 +54,19 @@ VERSION = (
     f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER}  Release Build  "
     "(dvs-builder@U22-I3-AF03-09-1)  Tue Sep 23 09:11:41 UTC 2025\nGCC version:  gcc version 12.2.0\n"
 )
+# A root for a host shape on a machine that is a container: every top-level entry of / bound in again (with what the
+# staging mounted below it), but /.dockerenv, the container's mark that envcheck reads (probe.system.in_container).
+ROOT_COPY = "/run/envcheck-host-root"
+HOST_ROOT = [
+    f"mkdir -p {ROOT_COPY}",
+    f"mount -t tmpfs envcheck-stage-root {ROOT_COPY}",
+    'for e in /* /.[!.]*; do n=${e#/}; { [ -e "$e" ] || [ -L "$e" ]; } || continue; '
+    "case $n in .dockerenv|run) continue;; esac; "
+    f'if [ -L "$e" ]; then ln -s "$(readlink "$e")" "{ROOT_COPY}/$n"; '
+    f'elif [ -d "$e" ]; then mkdir "{ROOT_COPY}/$n" && mount --rbind "$e" "{ROOT_COPY}/$n"; '
+    f'else touch "{ROOT_COPY}/$n" && mount --bind "$e" "{ROOT_COPY}/$n"; fi; done',
+    f"mkdir {ROOT_COPY}/run && mount --rbind /run {ROOT_COPY}/run",
+]
 UVM_MAJOR = 510  # dynamic on a real host; any free major works for a node nothing opens
 
 
@@ -71,6 +84,7 @@ class Gpu:
     in_driver: bool = (
         True  # False: the probe failed at load (on the PCI bus, unknown to the driver, no /dev node)
     )
+    bound: str | None = None  # the kernel driver sysfs names for it, when set (e.g. "vfio-pci": a VM's GPU)
 
 
 @dataclass
@@ -84,11 +98,17 @@ class Node:
     persistence: bool = True
     cold_ms_per_gpu: int = 0
     nvml_init_hang: str | None = None  # "D" or "S"
+    nvml_init_code: int = 0  # nvmlInit's NVML error code (18: the driver's two halves at different versions)
     cuinit_hang: bool = False
     cuinit_code: int = 0
     kmsg: list[str] | None = field(default_factory=list)  # None: no /dev/kmsg at all
     env: dict[str, str] = field(default_factory=dict)
     mig: bool = False  # every GPU in MIG mode; CUDA then sees one MIG device (the first)
+    mig_instances: bool = (
+        True  # False: MIG on, but no GPU instance created (NVML lists no MIG device, CUDA none)
+    )
+    libcuda: bool = True  # False: no libcuda.so.1 in the process (NVIDIA_DRIVER_CAPABILITIES without compute)
+    uvm: bool = True  # False: no /dev/nvidia-uvm (the toolkit injects it only with the compute capability)
 
     def with_(self, **changes: Any) -> Node:
         """A copy with some fields changed."""
@@ -132,6 +152,10 @@ class Staged:
             (pci / g.bus).mkdir(exist_ok=True)
             (pci / g.bus / "vendor").write_text("0x10de\n")
             (pci / g.bus / "class").write_text("0x030200\n")
+            if (
+                g.bound and not (pci / g.bus / "driver").is_symlink()
+            ):  # sysfs: a link to /sys/bus/pci/drivers/<name>
+                (pci / g.bus / "driver").symlink_to(f"../../../bus/pci/drivers/{g.bound}")
         audio = pci / (node.gpus[0].bus[:-1] + "1")  # the GPU's audio function: NVIDIA, but not a GPU
         audio.mkdir(exist_ok=True)
         (audio / "vendor").write_text("0x10de\n")
@@ -157,6 +181,8 @@ class Staged:
                 nvml = {"bus": g.bus, "minor": g.minor, "uuid": g.uuid, **g.nvml}
                 if node.mig:
                     nvml.setdefault("mig", True)
+                    if not node.mig_instances:
+                        nvml.setdefault("mig_devices", [])
                 gpus.append(nvml)
         (f / "nvml.json").write_text(
             json.dumps(
@@ -167,6 +193,7 @@ class Staged:
                     "cold_s_per_gpu": node.cold_ms_per_gpu / 1000,
                     "warm_dir": "/run/stub-gpu-warm",
                     "init_hang": node.nvml_init_hang,
+                    **({"init": {"nvml_error": node.nvml_init_code}} if node.nvml_init_code else {}),
                     "gpus": gpus,
                 }
             )
@@ -211,7 +238,7 @@ class Staged:
         if node.driver:
             steps += [
                 "mknod -m 666 /dev/nvidiactl c 195 255",
-                f"mknod -m 666 /dev/nvidia-uvm c {UVM_MAJOR} 0",
+                *([f"mknod -m 666 /dev/nvidia-uvm c {UVM_MAJOR} 0"] if node.uvm else []),
             ]
             steps += [f"mknod -m 666 /dev/nvidia{g.minor} c 195 {g.minor}" for g in self._nodes()]
             steps += [
@@ -229,8 +256,15 @@ class Staged:
             steps += ["mkdir /run/nvidia-persistenced", "touch /run/nvidia-persistenced/socket"]
         if node.how in ("toolkit", "cdi"):
             steps.append("touch /run/.containerenv")
+        if self.hides_container():
+            steps += HOST_ROOT
         steps.append('exec "$@"')
         return "\n".join(steps)
+
+    def hides_container(self) -> bool:
+        """A host shape staged on a machine that is itself a container (this one has /.dockerenv): the process
+        runs in a root without the container's mark, as a process on the host runs."""
+        return self.node.how in ("host", "cgroup") and os.path.exists("/.dockerenv")
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment of a process on this node (the toolkit's variables in a container)."""
@@ -238,7 +272,8 @@ class Staged:
         env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("STUB_", "SLURM", "NVIDIA_", "CUDA_", "ENVCHECK_", "PYTEST"))
+            if not k.startswith(("STUB_", "SLURM", "NVIDIA_", "CUDA_", "ENVCHECK_", "PYTEST", "KUBERNETES_"))
+            and k != "container"  # a container runtime's mark: this machine's own, not the staged node's
         }
         env.update(
             PYTHONPATH=os.pathsep.join([str(STUB_NVML), str(self.tree)]),
@@ -247,11 +282,15 @@ class Staged:
             STUB_WARM_DIR="/run/stub-gpu-warm",
         )
         if node.driver:
-            env["LD_LIBRARY_PATH"] = str(self.libdir)
+            if node.libcuda:
+                env["LD_LIBRARY_PATH"] = str(self.libdir)
             cuda = [g for g in node.gpus if g.in_driver]
             if node.mig:
-                cuda = cuda[:1]
+                cuda = cuda[:1] if node.mig_instances else []
             env["STUB_GPUS"] = ",".join(f"{g.bus.split(':')[1]}:{g.minor}" for g in cuda)
+            env["STUB_UUIDS"] = ",".join(
+                f"{g.bus.split(':')[1]}:{'MIG-' + g.uuid[4:] if node.mig else g.uuid}" for g in cuda
+            )
             codes = [f"{g.bus.split(':')[1]}:{g.ctx_code}" for g in node.gpus if g.ctx_code]
             if codes:
                 env["STUB_CTX_CODES"] = ",".join(codes)
@@ -279,6 +318,9 @@ class Staged:
         """Run argv on the staged node (as root, in a fresh private mount namespace)."""
         with self._cgroup() as join:  # joined after the node is built: the device nodes exist before the job
             script = self.script().replace('exec "$@"', join + 'exec "$@"')
+            if self.hides_container():
+                chroot = shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin") or "chroot"
+                argv = [chroot, ROOT_COPY, "/bin/sh", "-c", 'cd "$0" && exec "$@"', str(self.folder), *argv]
             full = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "staged", *argv]
             return subprocess.run(
                 full,

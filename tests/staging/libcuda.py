@@ -4,8 +4,10 @@ It answers the driver API calls envcheck's CUDA probe makes (probe/cuda_driver_c
 behaves in each deployment shape, from its environment:
 - STUB_GPUS: the node's GPUs as `bus:minor` hex/decimal pairs ("18:0,2a:1,..."). Like the real library it lists
   only those whose /dev/nvidia<minor> this process may use (access(2): absent in a container given other GPUs,
-  EPERM under a device cgroup), then applies CUDA_VISIBLE_DEVICES (indices). Without STUB_GPUS: STUB_COUNT GPUs on
-  fixed buses, no /dev check (the older single-GPU tests).
+  EPERM under a device cgroup), then applies CUDA_VISIBLE_DEVICES as CUDA does: indices or UUIDs (STUB_UUIDS,
+  "bus:GPU-..." or "bus:MIG-...", a unique prefix is enough), read up to the first entry that names no device; a
+  repeated device leaves none. Without STUB_GPUS: STUB_COUNT GPUs on fixed buses, no /dev check (the older
+  single-GPU tests). With no device left, cuInit returns CUDA_ERROR_NO_DEVICE (100), as the real library does.
 - STUB_INIT: cuInit's CUresult; STUB_HANG_INIT: cuInit vfork()s and waits (the kernel holds the caller in
   uninterruptible sleep, D, as it holds a process stuck in the NVIDIA driver).
 - STUB_COLD_MS_PER_GPU and STUB_WARM_DIR: with persistence mode off, cuInit sleeps (interruptibly: state S) that
@@ -40,6 +42,19 @@ typedef int CUresult;
 static int cur = -1, nvis = -1, vis_bus[MAXG];
 static const int dflt[] = {0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xb3, 0xdb};
 static int env_int(const char *n, int d) { const char *v = getenv(n); return v ? atoi(v) : d; }
+/* -2: not a UUID; -1: a UUID no device has; else the index of the device (in bus[]) whose UUID it prefixes */
+static long by_uuid(const char *tok, const int *bus, int n) {
+  if (strncmp(tok, "GPU-", 4) && strncmp(tok, "MIG-", 4)) return -2;
+  const char *spec = getenv("STUB_UUIDS");
+  if (!spec) return -1;
+  char buf[2048]; strncpy(buf, spec, sizeof buf - 1); buf[sizeof buf - 1] = 0;
+  for (char *save, *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+    int b = 0; char uuid[128];
+    if (sscanf(e, "%x:%127s", &b, uuid) != 2 || strncmp(uuid, tok, strlen(tok))) continue;
+    for (int i = 0; i < n; i++) if (bus[i] == b) return i;
+  }
+  return -1;
+}
 static void enumerate(void) {
   int bus[MAXG], n = 0;
   if (nvis >= 0) return;
@@ -60,8 +75,10 @@ static void enumerate(void) {
   if (cvd) {
     char buf[256]; strncpy(buf, cvd, sizeof buf - 1); buf[sizeof buf - 1] = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-      char *end; long i = strtol(tok, &end, 10);
-      if (end == tok || i < 0 || i >= n) break;  /* CUDA stops at the first invalid entry */
+      long i = by_uuid(tok, bus, n);
+      if (i == -2) { char *end; i = strtol(tok, &end, 10); if (end == tok) i = -1; }
+      if (i < 0 || i >= n) break;  /* CUDA stops at the first invalid entry */
+      for (int k = 0; k < nvis; k++) if (vis_bus[k] == bus[i]) { nvis = 0; return; }  /* a repeat: none */
       vis_bus[nvis++] = bus[i];
     }
   } else {
@@ -88,7 +105,8 @@ CUresult cuInit(unsigned int flags) {
   enumerate();
   int ms = env_int("STUB_COLD_MS_PER_GPU", 0) * nvis;
   if (ms > 0 && !warm()) { struct timespec t = {ms / 1000, (ms % 1000) * 1000000L}; nanosleep(&t, NULL); }
-  return env_int("STUB_INIT", 0);
+  if (getenv("STUB_INIT")) return env_int("STUB_INIT", 0);
+  return nvis ? 0 : 100;
 }
 CUresult cuDeviceGetCount(int *n) { enumerate(); *n = nvis; return 0; }
 CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }

@@ -44,6 +44,9 @@ class LayerFinding(Finding):
     layer: str
 
 
+# Configuration findings with codes of their own, on the torch path (cuda.available) and the node path alike.
+CAPABILITIES = "cuda.capabilities"  # NVIDIA_DRIVER_CAPABILITIES without compute: no libcuda in the container
+VISIBLE_DEVICES = "cuda.visible_devices"  # CUDA_VISIBLE_DEVICES leaves CUDA no device
 # The code of a layer's finding that names none of its own (`cuda.<layer>`): named constants, for policy to read.
 CONTAINER = "cuda.container"
 CUDA_INIT = "cuda.cuda_init"

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from envcheck.checks.cuda.codes import KERNEL_MODULE, cuda_code_finding, version_skew
-from envcheck.checks.cuda.finding import CudaLayers, LayerFinding
+from envcheck.checks.cuda.finding import CAPABILITIES, VISIBLE_DEVICES, CudaLayers, LayerFinding
 from envcheck.core.cuda_compat import (
     below_floor,
     by_minor_compat,
@@ -66,9 +66,11 @@ def unchecked_uuids(value: str | None, nvml: list[dict[str, Any]] | str | None) 
     )
 
 
-def _visible_devices_problem(
+def visible_devices_problem(
     value: str | None, gpu_nodes: int, nvml: list[dict[str, Any]] | str | None = None
 ) -> str | None:
+    """Why CUDA_VISIBLE_DEVICES leaves CUDA no device (empty, -1, a repeat, an index past the GPUs, an unknown
+    UUID), or None when it names usable GPUs or is unset."""
     if value is None:
         return None
     if not value.strip():
@@ -292,7 +294,8 @@ def diagnose(layers: CudaLayers) -> list[LayerFinding]:
             )
             problem = f"libcuda.so.1 cannot be loaded ({layers.libcuda_error})"
             fault = FaultClass.NODE
-        found.append(LayerFinding(problem, fix, fault, layer="libcuda"))
+        own = CAPABILITIES if fault is FaultClass.CONFIG else ""
+        found.append(LayerFinding(problem, fix, fault, code=own, layer="libcuda"))
     elif layers.driver_cuda and layers.torch_cuda:
         driver = driver_finding(layers)
         if driver:
@@ -311,13 +314,14 @@ def diagnose(layers: CudaLayers) -> list[LayerFinding]:
         code = None if explained else code
     if code:
         found.append(code)
-    cvd = _visible_devices_problem(layers.visible_devices, gpu_nodes, layers.nvml_gpus)
+    cvd = visible_devices_problem(layers.visible_devices, gpu_nodes, layers.nvml_gpus)
     if cvd:
         found.append(
             LayerFinding(
                 cvd,
                 "unset CUDA_VISIBLE_DEVICES, or set it to valid indices such as 0 or 0,1",
                 FaultClass.CONFIG,
+                code=VISIBLE_DEVICES,
                 layer="CUDA_VISIBLE_DEVICES",
             )
         )

@@ -23,11 +23,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.checks.gpu_health.driver_messages import match
+from envcheck.checks.gpu_health.driver_messages import LOAD_AND_PROBE, DriverMessage
+from envcheck.checks.gpu_health.runtime_messages import OPEN_AND_RUNTIME
 from envcheck.checks.gpu_health.xid import meaning_of, parse_xid, pci_key
 from envcheck.probe.kernel_log import KMSG, read_cursor, read_kernel_log, write_cursor
 from envcheck.probe.log_records import Record, messages, parse_records
 
+MESSAGES = (*LOAD_AND_PROBE, *OPEN_AND_RUNTIME)  # every message of the driver envcheck reads, in match order
 MAX_EVENTS = 64  # distinct (GPU, Xid) pairs and driver events kept in a bundle
 RECOVERED = 0  # Xid 154's action code for "None"
 
@@ -113,6 +115,17 @@ def _event(record: Record) -> _Event | str | None:
         text = str(detail.pop("detail", ""))
         detail["fatal"] = text.startswith("Fatal") or text.startswith("Severity 1 ")
     return _Event(message.kind, message.phase, key, record, detail)
+
+
+def match(text: str) -> tuple[DriverMessage, re.Match[str]] | None:
+    """The first driver message `text` (a record's flat text) is, with its match; None for any other text."""
+    if "NVRM" not in text and "nvidia" not in text and "fallen off" not in text:
+        return None
+    for message in MESSAGES:
+        found = message.pattern.search(text)
+        if found:
+            return message, found
+    return None
 
 
 def _in_window(record: Record, after_seq: int | None, since_s: float | None) -> bool:

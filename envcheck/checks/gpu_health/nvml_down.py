@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from envcheck.checks.cuda.finding import CAPABILITIES, CONTAINER
 from envcheck.checks.gpu_health.driver_findings import quiet as passed_through
 from envcheck.checks.gpu_health.node import GpuFinding
 from envcheck.checks.gpu_health.xid import pci_key
@@ -22,8 +23,6 @@ API_MISMATCH = "driver.api_mismatch"
 FOREIGN_CLIENT = "driver.client_mismatch"
 NOT_LOADED = "driver.not_loaded"
 USERSPACE_MISSING = "driver.userspace_missing"
-NO_GPU_ACCESS = "gpu.no_access"
-CAPABILITIES = "gpu.capabilities"
 
 REBOOT_FIX = (
     "reboot the node so the loaded kernel module is the installed driver's (or reload it: rmmod nvidia_uvm "
@@ -153,7 +152,7 @@ def nvml_down_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
                 f"NVML cannot start: this container was given no GPU (no /dev/nvidia<N>; NVIDIA_VISIBLE_DEVICES="
                 f"{access.get('nvidia_visible_devices')}) ({nvml})",
                 ACCESS_FIX,
-                NO_GPU_ACCESS,
+                CONTAINER,
             )
         ]
     code = data.get("nvml_code")

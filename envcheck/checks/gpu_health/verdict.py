@@ -15,6 +15,7 @@ from envcheck.checks.gpu_health.gpu_findings import (
     xid_findings,
 )
 from envcheck.checks.gpu_health.node import (
+    GPU_LOST,
     GpuFinding,
     bus_findings,
     given,
@@ -56,15 +57,17 @@ def _findings(data: Mapping[str, Any], ctx: Context) -> list[GpuFinding]:
             by_pci.setdefault(str(e.get("pci")), []).append(e)
     windowed = as_dict(log.get("window")).get("since_s") is not None
     findings: list[GpuFinding] = []
+    named = bus_is_named(data)  # GPUs whose failure the kernel log explains: its finding names the cause
     for gpu in gpus:
         key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
-        findings += gpu_findings(gpu, by_pci.pop(key, []) if key else [], windowed)
+        own = gpu_findings(gpu, by_pci.pop(key, []) if key else [], windowed)
+        findings += [f for f in own if not (key in named and f.code == GPU_LOST)]
     slow = hang_finding(data) or warmup_finding(data)
     findings += [slow] if slow else []
     alloc = given(data)
     findings += bus_findings(log.get("bus") or [], gpus, alloc)
     findings += driver_findings(data)
-    findings += missing_findings(data.get("pci_gpus"), gpus, data, explained=bus_is_named(data))
+    findings += missing_findings(data.get("pci_gpus"), gpus, data, explained=named)
     for pci, rest in by_pci.items():  # a GPU NVML no longer lists (one that fell off the bus) or cannot read
         if alloc.ours(pci):  # another container's GPU: its Xids are not this process's to judge
             findings += xid_findings(
@@ -114,7 +117,7 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     if isinstance(data.get("warmup"), dict):
         measured["init_s"] = data["warmup"].get("seconds")
     if findings:
-        findings.sort(key=lambda f: f.rank)
+        findings.sort(key=lambda f: (f.rank, f.code == GPU_LOST))  # a cause the log names before "lost"
         measured["findings"] = [
             {"gpu": f.gpu, "problem": f.problem, "fix": f.fix, "code": f.code} for f in findings
         ]

@@ -5,6 +5,9 @@ Source: https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (th
 Buckets" sheets of https://docs.nvidia.com/Xid-Catalog.xlsx). Codes the catalogue marks "Unused" (deprecated, or
 Volta and older) are listed in UNUSED. Xids 162-172 have no bucket in the catalogue; their action is its
 trigger text, shortened.
+
+Over 300 lines: one table of NVIDIA's data, kept whole in the sheet's order so it can be compared with its source
+row by row.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ checks (envcheck.checks.node.path)."""
 
 from __future__ import annotations
 
-from envcheck.checks.node.driver_api import cuda_driver
+from envcheck.checks.node.driver_live import cuda_driver
 from envcheck.checks.node.profile_match import profile_check
 from envcheck.core.check import CheckSpec
 

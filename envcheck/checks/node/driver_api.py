@@ -16,15 +16,13 @@ from typing import Any
 
 from envcheck.checks.cuda.codes import CUDA_CODES
 from envcheck.checks.cuda.live_errors import GPU_UNUSABLE
-from envcheck.core.check import Context
+from envcheck.checks.node.config_causes import libcuda_cause, no_device_cause, no_gpu_given, uvm_cause
+from envcheck.core.findings import Finding
 from envcheck.core.result import FaultClass, Result, errored, failed, passed, skipped, warned
-from envcheck.probe.cuda_driver import CUDA_BUDGET_S, probe
-from envcheck.probe.gpu_access import allocation, read_access
-from envcheck.probe.gpu_usage import foreign, holder, read_usage
+from envcheck.probe.cuda_driver import CUDA_BUDGET_S
+from envcheck.probe.gpu_usage import holder
 from envcheck.probe.hang import describe, stuck_in_kernel
-from envcheck.probe.node_state import count_overrun
-from envcheck.probe.nvml import NVML_BUDGET_S, init_budget, warmup
-from envcheck.probe.pci import bus_key, pci_gpus
+from envcheck.probe.pci import bus_key
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 COPY_MISMATCH = "cuda.copy_mismatch"
@@ -52,6 +50,7 @@ GPU_FIX = (
 )
 BUSY_CODES = {2: "CUDA_ERROR_OUT_OF_MEMORY", 46: "CUDA_ERROR_DEVICES_UNAVAILABLE"}
 NODE_MODES = ("prolog", "health", "npd")
+NO_DEVICE, UNKNOWN = 100, 999  # CUDA_ERROR_NO_DEVICE, CUDA_ERROR_UNKNOWN (cuda.h)
 
 
 def _gpu_label(gpu: Mapping[str, Any]) -> str:
@@ -119,9 +118,17 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
     raw = data.get("done")
     done: dict[str, Any] = raw if isinstance(raw, dict) else {}
     measured.update({k: done.get(k) for k in ("libcuda", "driver_cuda", "count")})
+    access: dict[str, Any] = data["access"] if isinstance(data.get("access"), dict) else {}
+    nvml = data.get("nvml")
     if not done.get("libcuda"):
         if not dev:
+            given = no_gpu_given(access)
+            if given:
+                return _config(given, measured)
             return skipped("no NVIDIA driver here (no /dev/nvidia* node, no libcuda.so.1)", measured=measured)
+        capabilities = libcuda_cause(access)
+        if capabilities:
+            return _config(capabilities, measured)
         measured["dlopen_error"] = done.get("dlopen_error")
         return failed(
             f"the NVIDIA kernel module is loaded ({', '.join(dev[:3])}) but libcuda.so.1 cannot be "
@@ -134,7 +141,7 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
     init = done.get("init")
     if isinstance(init, dict):
         code = int(init.get("code") or 0)
-        problem, fix, _ = CUDA_CODES.get(
+        problem, fix, fault = CUDA_CODES.get(
             code,
             (
                 f"CUDA error {code}",
@@ -142,15 +149,24 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
                 FaultClass.NODE,
             ),
         )
-        if code == 999 and "nvidia-uvm" not in dev:
+        measured["init"] = init
+        said = f"{init.get('call')} returned {init.get('name')} ({code})"
+        cause = no_device_cause(access, nvml) if code == NO_DEVICE else None
+        cause = cause or (uvm_cause(access, dev) if code == UNKNOWN else None)
+        if cause:
+            return _config(cause, measured, said)
+        if code == UNKNOWN and "nvidia-uvm" not in dev:
             problem += "; /dev/nvidia-uvm is missing: the nvidia_uvm module is not loaded"
             fix = "modprobe nvidia-uvm (or nvidia-modprobe -u -c0); " + fix
-        measured["init"] = init
+        if code == NO_DEVICE:
+            problem += (
+                " (checked: no CUDA_VISIBLE_DEVICES, GPU device nodes present, no MIG without instances)"
+            )
         return failed(
-            f"{init.get('call')} returned {init.get('name')} ({code}): {problem}",
+            f"{said}: {problem}",
             fix,
             measured=measured,
-            fault_class=FaultClass.NODE,
+            fault_class=fault,  # the class the CUDA error table gives the code
             code=f"cuda.error.{code}" if code in CUDA_CODES else INIT_ERROR,
         )
     gpus = [g for g in done.get("gpus") or [] if isinstance(g, dict)]
@@ -218,6 +234,9 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
         else "driver CUDA ?"
     )
     if not gpus:
+        cause = no_device_cause(access, nvml)
+        if cause:
+            return _config(cause, measured, f"cuInit succeeded but CUDA lists no GPU ({version})")
         return skipped(f"cuInit succeeded but the driver lists no GPU ({version})", measured=measured)
     probed = len(gpus) - len(busy)
     tail = f"; {'; '.join(busy)}" if busy else ""
@@ -228,40 +247,12 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
     )
 
 
-def _budget(left: float | None) -> float:
-    """CUDA_BUDGET_S once the node path's NVML hold has initialised the GPUs; else scaled like a cold start."""
-    warm = warmup()
-    if warm is not None and warm.seconds is not None:
-        budget = CUDA_BUDGET_S
-    else:
-        access = read_access()
-        bus = pci_gpus()
-        alloc = allocation(access, bus)
-        count = alloc.count if alloc.count is not None else (len(bus) if isinstance(bus, list) else 0)
-        budget = init_budget(count, bool(access.get("persistenced")), CUDA_BUDGET_S)
-    return budget if left is None else max(1.0, min(budget, left - 1.0))
-
-
-def cuda_driver(ctx: Context) -> Result:
-    """cuInit, the device count, a context and a small copy per GPU no other process holds, within a budget."""
-    if not ctx.options.node_path:
-        return skipped(
-            "a torch run proves CUDA through torch (cuda.available, cuda.devices); this torch-free probe "
-            "runs with --for prolog|npd, or --only node.cuda_driver"
-        )
-    budget = _budget(ctx.time_left())
-    usage = read_usage(min(NVML_BUDGET_S, budget)) if probe_nvml() else "NVML bindings not installed"
-    skip = [key for key, u in usage.items() if foreign(u.get("processes"))] if isinstance(usage, dict) else []
-    data = probe(budget, skip=skip)
-    data["usage"] = usage
-    if ctx.options.cluster_mode in NODE_MODES:
-        slow = isinstance(data.get("hang"), dict) and not stuck_in_kernel(data["hang"])
-        data["overruns"], _ = count_overrun("cuda-init", slow)
-    return verdict(data, budget)
-
-
-def probe_nvml() -> bool:
-    """Whether NVML's bindings are importable here (a torch-free node has them with envcheck[nvml])."""
-    import importlib.util
-
-    return importlib.util.find_spec("pynvml") is not None
+def _config(cause: Finding, measured: dict[str, Any], said: str = "") -> Result:
+    """A failure that the process's configuration (or the GPUs' MIG setup) explains, with that cause's class."""
+    return failed(
+        f"{said}: {cause.problem}" if said else cause.problem,
+        cause.fix,
+        measured=measured,
+        fault_class=cause.fault_class,
+        code=cause.code,
+    )

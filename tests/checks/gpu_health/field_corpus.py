@@ -203,3 +203,39 @@ def node_state(case: Case) -> dict[str, Any]:
             "userspace": state.get("userspace") or None,
         },
     }
+
+
+def staged(case: Case) -> Any:
+    """The node of `case` as tests/staging/gpu_node.py stages it (for `envcheck run` on it), its kernel log as
+    /dev/kmsg records: the same node node_state() describes, one GPU per PCI address."""
+    from tests.staging.gpu_node import Gpu, Node
+
+    state = node_state(case)
+    driver = state["access"]["driver_gpus"]
+    gpus = []
+    for minor, address in enumerate(state["pci_gpus"]):
+        key = _key(address)
+        nvml: dict[str, Any] = {}
+        listed = [
+            g for g in state["gpus"] if str(g.get("pci", "")).lower().endswith(key.split(":", 1)[1] + ".0")
+        ]
+        if key in driver and not listed and state["gpus"]:  # counted by NVML, but its handle fails
+            nvml = {"handle": {"nvml_error": 999}}
+        elif listed and isinstance(listed[0].get("name"), dict):  # fell off the bus at run time
+            nvml = {"lost": True}
+        gpus.append(
+            Gpu(
+                address,
+                minor,
+                f"GPU-{minor:08x}-1c2b-4d5e-8f90-a1b2c3d4e5f6",
+                nvml=nvml,
+                in_driver=key in driver,
+                bound=state["pci_drivers"].get(address),
+            )
+        )
+    return Node(
+        gpus,
+        driver=bool(driver),
+        kmsg=as_kmsg(case.records),
+        nvml_init_code=int(state["nvml_code"] or 0) if state["nvml_code"] == 18 else 0,
+    )

@@ -17,7 +17,8 @@ from envcheck.checks.gpu_health.kernel_events import scan
 from envcheck.checks.gpu_health.verdict import verdict
 from envcheck.core.check import CheckOptions, Context
 from envcheck.core.result import FaultClass, Result, Status
-from tests.checks.gpu_health.field_corpus import FORMS, Case, load, node_state
+from tests.checks.gpu_health.field_corpus import FORMS, Case, load, node_state, staged
+from tests.staging.gpu_node import staged_node
 
 CASES = load()
 HEALTH = Context(options=CheckOptions(node_path=True, cluster_mode="health"))
@@ -69,3 +70,20 @@ def test_a_node_fault_names_the_gpu_the_log_names(case: Case) -> None:
     if not named:
         pytest.skip("the excerpt names no GPU by PCI address (the thread does)")
     assert any(g.split(":", 1)[1] in blamed for g in named), result.measured["findings"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name[:3] for c in CASES])
+def test_each_case_staged_on_a_node_gets_its_truths_exit_code(
+    case: Case, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The whole path as a prolog runs it: the case's /dev/kmsg records in /dev/kmsg, its PCI bus in sysfs, its
+    driver and NVML state (tests/staging/gpu_node.py), `envcheck run --for prolog` reading them for real."""
+    with staged_node(staged(case), tmp_path_factory.mktemp("corpus")) as node:
+        done, results = node.envcheck("--for", "prolog")
+    said = f"{case.name} ({case.source}): exit {done.returncode}\n" + "\n".join(
+        f"{n}: {r['status']} {r.get('code')} {r['summary'][:200]}"
+        for n, r in results.items()
+        if n != "_report"
+    )
+    assert done.returncode == (1 if case.truth["node_fault"] else 0), said + done.stderr[-800:]
+    assert "Traceback" not in done.stderr, said
