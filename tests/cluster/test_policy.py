@@ -113,7 +113,9 @@ def test_a_host_short_of_expected_gpus_is_a_node_fault_in_host_modes(mode: Mode)
 def test_a_container_given_no_gpu_stays_config_and_npd_cannot_judge(mode: Mode) -> None:
     """envcheck's own container started without GPU access (an npd DaemonSet without the nvidia runtime): its
     configuration, never the node's, whatever --expect-gpus says; npd answers 'unknown' (2), nothing drains."""
-    out = reclassify([LOST_AVAILABLE, LOST_DEVICES], mode, expect_gpus=1)  # its count of 0 is no lost GPU either
+    out = reclassify(
+        [LOST_AVAILABLE, LOST_DEVICES], mode, expect_gpus=1
+    )  # its count of 0 is no lost GPU either
     assert [r.fault_class for r in out] == ["config", "config"] and out[0].code == "cuda.container"
     assert decide(out, mode).code == (2 if mode is Mode.NPD else 0)
 
