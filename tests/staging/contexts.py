@@ -210,7 +210,7 @@ CASES: tuple[Case, ...] = (
         ),
         ("--for", "prolog"),
         0,
-        statuses={"node.cuda_driver": "skip", "node.profile": "skip"},
+        statuses={"node.cuda_driver": "skip", "gpu.health": "skip", "node.profile": "skip"},
     ),
     Case(
         "kernel log unreadable (no /dev/kmsg)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.checks.gpu_health.driver_findings import bus_is_named, driver_findings
+from envcheck.checks.gpu_health.driver_findings import bus_is_named, driver_findings, quiet
 from envcheck.checks.gpu_health.gpu_findings import (
     NOT_SUPPORTED_NAMES,
     as_dict,
@@ -75,7 +75,8 @@ def _findings(data: Mapping[str, Any], ctx: Context) -> list[GpuFinding]:
             )
     findings += mismatch_findings(data)
     node_mode = ctx.options.cluster_mode in NODE_MODES
-    if node_mode and data.get("nvml_error") and not any(f.rank <= DRAIN_RANK for f in findings):
+    blind = data.get("nvml_error") or not gpus  # NVML cannot start, or lists no GPU
+    if node_mode and blind and not any(f.rank <= DRAIN_RANK for f in findings):
         findings += nvml_down_findings(data)
     if log.get("error") and node_mode:
         findings.append(
@@ -133,8 +134,18 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
         )
     if nvml_error or not gpus:
         why = f"NVML cannot tell the GPUs' health: {nvml_error or 'NVML lists no GPU'}"
-        bus = data.get("pci_gpus")
-        if ctx.options.cluster_mode in NODE_MODES and (nvml_error or (isinstance(bus, list) and bus)):
+        listed = data.get("pci_gpus")
+        bus = (
+            [a for a in listed if isinstance(a, str) and pci_key(a) not in quiet(data)]
+            if isinstance(listed, list)
+            else []
+        )
+        if isinstance(listed, list) and listed and not bus:  # every GPU is a VM's (vfio-pci) or excluded
+            return skipped(
+                f"no GPU here is the host driver's: {len(listed)} bound to vfio-pci or excluded",
+                measured=measured,
+            )
+        if ctx.options.cluster_mode in NODE_MODES and (nvml_error or bus):
             read = "the kernel log" if not log.get("error") else f"not the kernel log ({log['error']})"
             return errored(
                 f"cannot judge the GPUs: {why}; nothing in {read}, /proc/driver/nvidia or sysfs explains it",

@@ -210,3 +210,72 @@ def test_a_refused_context_is_busy_only_with_evidence_of_a_holder(
     assert got.status is status and got.code == code, got.summary
     if status is Status.PASS:
         assert "held by" in got.summary and got.measured["busy"]
+
+
+# What the process's configuration explains when CUDA sees no device (checks/node/config_causes.py), each beside its
+# healthy twin; the real child and the stand-in libcuda, which applies CUDA_VISIBLE_DEVICES as CUDA does (read up to
+# the first bad entry; a repeat leaves none) and then returns CUDA_ERROR_NO_DEVICE from cuInit.
+HOST_ACCESS = {"device_nodes": {"0": "ok", "1": "ok"}, "in_container": False}
+
+
+@pytest.mark.parametrize(
+    "visible, code",
+    [
+        ("0,0", "cuda.visible_devices"),
+        ("GPU-6f1c2a9e", "cuda.visible_devices"),
+        ("7", "cuda.visible_devices"),
+        ("0,1", None),
+    ],
+    ids=["a repeat", "another host's UUID", "an index past the GPUs", "valid: its healthy twin"],
+)
+def test_cuda_visible_devices_that_hides_every_gpu_is_config_never_the_node(
+    libdir: Path, visible: str, code: str | None
+) -> None:
+    data = probe(10, env(libdir, STUB_COUNT="2", CUDA_VISIBLE_DEVICES=visible))
+    got = verdict({**data, "access": {**HOST_ACCESS, "cuda_visible_devices": visible}})
+    if code is None:
+        assert got.status is Status.PASS, got.summary
+        return
+    assert got.status is Status.FAIL and got.code == code and got.fault_class == "config", got.summary
+    assert "CUDA_VISIBLE_DEVICES" in got.summary and "unset CUDA_VISIBLE_DEVICES" in (got.remediation or "")
+
+
+def test_no_device_with_nothing_to_explain_it_keeps_the_tables_class(libdir: Path) -> None:
+    """cuInit's CUDA_ERROR_NO_DEVICE with no variable, no MIG, the device nodes there: the CUDA error table's class
+    for 100 (config), and the text says what was ruled out; never the node by default."""
+    got = verdict({**probe(10, env(libdir, STUB_COUNT="2", STUB_INIT="100")), "access": HOST_ACCESS})
+    assert got.code == "cuda.error.100" and got.fault_class == "config"
+    assert "checked: no CUDA_VISIBLE_DEVICES" in got.summary
+
+
+def test_mig_enabled_without_an_instance_names_mig_and_its_command(libdir: Path) -> None:
+    nvml = [{"index": i, "uuid": f"GPU-{i}", "mig": True, "mig_devices": []} for i in range(2)]
+    got = verdict({**probe(10, env(libdir, STUB_COUNT="0")), "access": HOST_ACCESS, "nvml": nvml})
+    assert got.code == "gpu.mig_no_instance" and got.fault_class == "node", got.summary
+    assert "nvidia-smi mig -i 0 -cgi" in (got.remediation or "")
+    unknown = [
+        {
+            "index": 0,
+            "uuid": "GPU-0",
+            "mig": True,
+            "mig_error": "nvmlDeviceGetMigDeviceHandleByIndex: GPU is lost",
+        }
+    ]
+    twin = verdict({**probe(10, env(libdir, STUB_COUNT="0")), "access": HOST_ACCESS, "nvml": unknown})
+    assert twin.code != "gpu.mig_no_instance"  # a MIG list NVML could not read is not "no instance"
+
+
+def test_a_container_without_compute_capability_is_config(libdir: Path) -> None:
+    access = {"device_nodes": {"0": "ok"}, "in_container": True, "driver_capabilities": "utility"}
+    no_libcuda = {
+        **probe(10, {**env(libdir), "LD_LIBRARY_PATH": "/nonexistent"}),
+        "dev": ["nvidia0", "nvidiactl"],
+    }
+    without = verdict(
+        {**no_libcuda, "access": access}
+    )  # the toolkit gave nvidia0 and nvidiactl, no uvm, no libcuda
+    assert without.code == "cuda.capabilities" and without.fault_class == "config", without.summary
+    host = verdict({**no_libcuda, "access": HOST_ACCESS})
+    assert (
+        host.code == "cuda.libcuda_missing" and host.fault_class == "node"
+    )  # on a host: the driver's install
