@@ -21,6 +21,7 @@ from envcheck.checks.gpu_health.node import GPU_LOST
 from envcheck.core.errors import ExitCode
 from envcheck.core.hardening import NOFILE_LOW, NPROC_LOW
 from envcheck.core.result import FaultClass, Result, Status
+from envcheck.core.text import one_line as text_one_line
 
 OK = ExitCode.OK
 NODE_FAULT = ExitCode.FAILED  # prolog and npd: a node fault (npd: "problem")
@@ -32,7 +33,8 @@ REASON_MAX = 200
 LIMIT_CODES = frozenset({NPROC_LOW, NOFILE_LOW})
 # envcheck's own container keeps it from the GPUs (no GPU given, NVIDIA_DRIVER_CAPABILITIES without compute or
 # utility, a CUDA_VISIBLE_DEVICES that hides them): `config`, never the node's; npd cannot judge the node then.
-DEPLOYMENT_CODES = frozenset({CONTAINER, CAPABILITIES, VISIBLE_DEVICES})
+# CUDA_ERROR_NO_DEVICE that nothing explains (its table's class, config) is the same: envcheck saw no GPU there.
+DEPLOYMENT_CODES = frozenset({CONTAINER, CAPABILITIES, VISIBLE_DEVICES, "cuda.error.100"})
 LOST_GPU_FIX = (
     "check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
     "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`"
@@ -61,7 +63,9 @@ def one_line(result: Result, limit: int = REASON_MAX) -> str:
     """`[class] check: summary`, one line, at most `limit` characters, no quotes that break a shell."""
     who = result.fault_class.value if result.fault_class is not None else "envcheck"
     text = f"[{who}] {result.name}: {result.summary}"
-    text = " ".join(text.replace('"', "'").split())
+    text = text_one_line(
+        " ".join(text.replace('"', "'").split())
+    )  # no control character from the environment
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

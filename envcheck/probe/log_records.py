@@ -56,6 +56,10 @@ _HEAD = re.compile(
     r"No NVIDIA|None of the|Rate limiting|nvidia-|\w+: )"
 )
 _NVRM = "NVRM: "
+# The kernel's limit on one printk record's text (kernel/printk/printk.c, LOG_LINE_MAX: 1024 less the prefix): lines
+# that would make a longer message are not one printk.
+RECORD_MAX = 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # escaped bytes that are no text: never passed on
 
 
 @dataclass(frozen=True)
@@ -85,15 +89,20 @@ class Record:
 
 
 def _unescape_kmsg(text: str) -> str:
+    """/dev/kmsg's \\xNN escapes undone: newlines and tabs back, UTF-8 sequences put together, and any other
+    control byte (a process name can carry ESC) replaced, so nothing of it reaches a terminal or a report."""
     raw = _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
     try:  # bytes from 0x80 were escaped one by one: put UTF-8 sequences back together
-        return raw.encode("latin-1").decode("utf-8", "replace")
+        raw = raw.encode("latin-1").decode("utf-8", "replace")
     except UnicodeEncodeError:
-        return raw
+        pass
+    return _CONTROL.sub("?", raw)
 
 
 def _unescape_octal(text: str) -> str:
-    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)) if int(m.group(1), 8) < 0o40 else m.group(0), text)
+    return _CONTROL.sub(
+        "?", _OCTAL.sub(lambda m: chr(int(m.group(1), 8)) if int(m.group(1), 8) < 0o40 else m.group(0), text)
+    )
 
 
 def _stamped(line: str) -> Record | None:
@@ -124,7 +133,8 @@ def _stamped(line: str) -> Record | None:
         if inner:
             rest, boot_s = rest[inner.end() :], float(inner.group(1))
     if "#0" in rest:
-        rest, form = _unescape_octal(rest), "syslog" if form == "journal" else form
+        form = "syslog" if form == "journal" else form
+    rest = _unescape_octal(rest)
     return Record(rest.rstrip(), boot_s=boot_s, stamp=stamp, form=form)
 
 
@@ -183,7 +193,8 @@ def messages(records: Iterable[Record]) -> list[Record]:
 def _continues(before: Record, record: Record) -> bool:
     last = before.text.split("\n")[-1].strip()
     return (
-        record.text.startswith(_NVRM)
+        len(before.text) + len(record.text) < RECORD_MAX
+        and record.text.startswith(_NVRM)
         and last.startswith(_NVRM)
         and not last.endswith((".", "!"))
         and not _HEAD.match(record.text)

@@ -137,8 +137,13 @@ def driver_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
             ):
                 kinds[kind] = {**(seen or {}), **entry}
     out: list[GpuFinding] = []
+    deliberate = quiet(data)
+    legacy = legacy_target(data)
+    if legacy and None in by_gpu and "legacy_gpu" in by_gpu[None]:  # the notice names a model, not an address
+        by_gpu[legacy] = {"legacy_gpu": by_gpu[None].pop("legacy_gpu")}
+        by_gpu = {k: v for k, v in by_gpu.items() if v}
     for key, kinds in by_gpu.items():
-        if not ours(key):
+        if not ours(key) or key in deliberate:
             continue
         kind = next(k for k in CAUSES if k in kinds)
         entry = kinds[kind]
@@ -149,6 +154,10 @@ def driver_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
             kind = "firmware_missing" if status.startswith("0x61:") else kind
         if kind in ("init_failed", "gsp_boot") and key in reads:  # a later open initialised it: it works now
             out.append(_finding(CAUSES[kind], entry, key, 4, ", earlier; NVML reads it now"))
+        elif kind == "bar_invalid" and key in reads:  # 535 to 575 go on with a GPU whose BAR1/2 is invalid
+            out.append(_finding(CAUSES[kind], entry, key, 3, "; the driver went on and NVML reads the GPU"))
+        elif kind == "legacy_gpu" and reads - {key}:  # an old display card beside working GPUs
+            out.append(_finding(CAUSES[kind], entry, key, 3, f"; {len(reads - {key})} other GPU(s) work"))
         else:
             out.append(_finding(CAUSES[kind], entry, key, rank_of(key, CAUSES[kind].rank)))
     for entry in entries:
@@ -203,13 +212,10 @@ def _probe_counts(
     bus = data.get("pci_gpus")
     raw = data.get("pci_drivers")
     drivers: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    taken = set(minor_map(data).values())
-    fell = {pci_key(b["pci"]) for b in _log_list(data, "bus") if isinstance(b.get("pci"), str)}
-    untaken = [
-        a
-        for a in (bus if isinstance(bus, list) else [])
-        if isinstance(a, str) and (key := pci_key(a)) and key not in taken | named | fell
-    ]
+    fell = {k for b in _log_list(data, "bus") if isinstance(b.get("pci"), str) and (k := pci_key(b["pci"]))}
+    untaken = _untaken(data, named | fell)
+    # No GPU of the host's on the bus (a CPU node; every GPU a VM's): the driver's "none found" is its normal output.
+    hosts_none = isinstance(bus, list) and not [a for a in bus if pci_key(a) not in quiet(data)]
     out = []
     for entry in entries:
         kind = str(entry.get("kind"))
@@ -220,8 +226,8 @@ def _probe_counts(
             continue  # every failed probe is named by its own cause
         if kind == "no_devices" and (named - quiet(data) or fell):
             continue  # the load failed because of the GPUs named: their findings say why
-        if kind == "probe_not_called" and drivers and not untaken:
-            continue  # every GPU the driver did not get is passed through (vfio-pci): deliberate
+        if kind in ("probe_not_called", "no_devices") and (hosts_none or (drivers and not untaken)):
+            continue  # no GPU for the host driver, or every one it did not get is passed through (vfio-pci)
         targets: list[str | None] = [a for a in untaken if ours(pci_key(a))] or [None]
         for address in targets[: devices or len(targets)]:
             key = pci_key(address) if address else None
@@ -251,6 +257,29 @@ _COUNT_FIX = {
 }
 
 
+def legacy_target(data: Mapping[str, Any]) -> str | None:
+    """The PCI key of the GPU an unnamed legacy-branch notice is about: the one GPU on the bus the driver did not
+    take (the notice names the model only); None when the log has none or it could be more than one GPU."""
+    entries = _log_list(data, "driver")
+    if not any(e.get("kind") == "legacy_gpu" and not e.get("pci") for e in entries):
+        return None
+    minors = minor_map(data)
+    named = {k for e in entries if e.get("kind") in CAUSES and (k := where(e, minors))}
+    untaken = _untaken(data, named)
+    return pci_key(untaken[0]) if len(untaken) == 1 else None
+
+
+def _untaken(data: Mapping[str, Any], named: set[str]) -> list[str]:
+    """The GPUs on the PCI bus the driver did not take (no /proc/driver/nvidia entry), beyond `named`."""
+    bus = data.get("pci_gpus")
+    taken = set(minor_map(data).values()) | quiet(data)
+    return [
+        a
+        for a in (bus if isinstance(bus, list) else [])
+        if isinstance(a, str) and (key := pci_key(a)) and key not in taken | named
+    ]
+
+
 def _count_problem(kind: str, devices: int, driver: str | None) -> str:
     if kind == "probe_failed":
         return f"the driver's probe failed for {devices} GPU(s): on the PCI bus, not taken by the driver"
@@ -270,4 +299,5 @@ def bus_is_named(data: Mapping[str, Any]) -> set[str]:
     keys |= {
         where(e, minors) for e in _log_list(data, "driver") if e.get("kind") in (*CAUSES, "init_failed_minor")
     }
-    return {k for k in keys if k} | quiet(data)
+    legacy = legacy_target(data)  # an unnamed legacy-branch notice: the one GPU the driver did not take
+    return {k for k in keys if k} | quiet(data) | ({legacy} if legacy else set())

@@ -69,7 +69,7 @@ LOAD_AND_PROBE: tuple[DriverMessage, ...] = (
         "probe",
         r"NVRM: The NVIDIA GPU "
         + PCI
-        + r"\s*\(PCI ID: [0-9a-fA-F:]+\) installed in this system has fallen off "
+        + r"\s*(?:\(PCI ID: [0-9a-fA-F:]+\) )?installed in this system has fallen off "
         r"the bus",
         "src/nvidia/arch/nvalloc/unix/src/osapi.c, rm_is_supported_device: one nv_printf of three lines: "
         "'NVRM: The NVIDIA GPU %04x:%02x:%02x.%x\\nNVRM: (PCI ID: %04x:%04x) installed in this system has\\nNVRM: "
@@ -78,7 +78,7 @@ LOAD_AND_PROBE: tuple[DriverMessage, ...] = (
     message(
         "fell_off_bus",
         "probe",
-        r"^(?:NVRM: )?fallen off the bus and is not responding to commands",
+        r"(?:^|NVRM: )fallen off the bus and is not responding to commands",
         "the last line of osapi.c's three-line message alone: a log filtered through grep, which names no GPU",
     ),
     message(

@@ -151,10 +151,13 @@ def scan(lines: Iterable[str], after_seq: int | None = None, since_s: float | No
     for record in messages(parse_records(lines)):
         last_seq = record.seq if record.seq is not None else last_seq
         got = _event(record)
-        if got == "start":
-            instance.start()
-        elif got == "banner":
-            instance.finish()
+        if got in ("start", "banner"):  # a (re)load: the driver numbers its GPU instances anew at first open
+            if got == "start":
+                instance.start()
+            else:
+                instance.finish()
+            indexes.clear()
+            unplaced = last = None
         elif isinstance(got, str):
             instance.forget_xids(got.removeprefix("attach:"))
         elif isinstance(got, _Event):
@@ -180,12 +183,12 @@ def _place(event: _Event, indexes: dict[int, str], unplaced: _Event | None, last
     device minor with the RmInitAdapter line before it."""
     index = event.detail.get("gpu_index")
     if event.pci is not None and isinstance(index, int):
-        indexes.setdefault(index, event.pci)
+        indexes[index] = event.pci  # the latest: a number is freed at a GPU's shutdown and given again
     close = unplaced is not None and unplaced.pci is None and _near(unplaced.record, event.record)
     if event.kind == "init_failed" and event.pci and close and unplaced is not None:
         unplaced.pci = event.pci
         if isinstance(unplaced.detail.get("gpu_index"), int):
-            indexes.setdefault(unplaced.detail["gpu_index"], event.pci)
+            indexes[unplaced.detail["gpu_index"]] = event.pci
     if (
         event.kind == "init_failed_minor"
         and last is not None

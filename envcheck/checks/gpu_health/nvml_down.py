@@ -70,6 +70,10 @@ def mismatch_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
     is that image's fault, not the node's."""
     versions = _dict(data.get("versions"))
     kernel, user = versions.get("kernel_module"), versions.get("userspace")
+    if user is None and not data.get("nvml_error") and isinstance(data.get("driver_version"), str):
+        user = data[
+            "driver_version"
+        ]  # NVML refuses to start across a mismatch: a started NVML is the module's
     log = _dict(data.get("kernel_log"))
     records = [e for e in log.get("driver") or [] if isinstance(e, dict) and e.get("kind") == "api_mismatch"]
     nvml = str(data.get("nvml_error") or "")

@@ -109,7 +109,7 @@ OPEN_AND_RUNTIME: tuple[DriverMessage, ...] = (
         "open",
         r"NVRM: "
         + INDEX
-        + r"\w+: (?:Cannot initialize GSP firmware RM|GSP-FMC reported an error while attempting "
+        + r"\w+: (?:Cannot initialize GSP firmware RM|cannot bootstrap (?:riscv/)?gsp|GSP-FMC reported an error while attempting "
         r"to boot GSP|Max GSP-RM boot attempts exceeded|unexpected WPR2 already up|Error preparing GSP-RM image|"
         r"Failed to boot GSP|failed to execute (?:Booter|FWSEC))",
         "osinit.c, RmInitAdapter: NV_PRINTF 'Cannot initialize GSP firmware RM' when kgspInitRm fails; "
@@ -120,8 +120,9 @@ OPEN_AND_RUNTIME: tuple[DriverMessage, ...] = (
     message(
         "gsp_heartbeat",
         "runtime",
-        r"NVRM:? " + INDEX + r"\w+: Heartbeat timed out",
-        "kernel_gsp.c, _kgspIsHeartbeatTimedOut: NV_PRINTF 'Heartbeat timed out, currentTimeMs %u heartbeat %u ...'",
+        r"NVRM:? " + INDEX + r"\w+: (?:GSP RM |LibOS )?[Hh]eartbeat timed out",
+        "kernel_gsp.c, _kgspIsHeartbeatTimedOut: NV_PRINTF 'Heartbeat timed out, currentTimeMs %u heartbeat %u ...'; "
+        "_kgspRpcRecvPoll: 'GSP RM heartbeat timed out', 'LibOS heartbeat timed out'",
     ),
     message(
         "gsp_timeout",

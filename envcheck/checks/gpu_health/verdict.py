@@ -140,6 +140,8 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
             if isinstance(listed, list)
             else []
         )
+        if isinstance(listed, list) and not listed:  # sysfs is not namespaced: no NVIDIA GPU on this machine
+            return skipped(f"{why}; no NVIDIA GPU on this node's PCI bus", measured=measured)
         if isinstance(listed, list) and listed and not bus:  # every GPU is a VM's (vfio-pci) or excluded
             return skipped(
                 f"no GPU here is the host driver's: {len(listed)} bound to vfio-pci or excluded",

@@ -94,6 +94,25 @@ XID_CATALOG: dict[int, XidMeaning] = {
         1,
         f"drain; {_RESET} or reboot; update the driver if it recurs",
     ),
+    # Newer than the catalogue sheet (src/common/sdk/nvidia/inc/nverror.h at 595.45.04): 173 C2C_FATAL_LINK_FAILURE,
+    # 174 ROBUST_CHANNEL_RESETCHANNEL_KILL_PROCESS_SILENT, 175 MEMORY_SUBSYSTEM_ERROR (kernel_gsp.c logs a GSP RPC timeout as 175 when the memory subsystem failed, and
+    # marks the GPU for reset), 176 PCIE_CORRECTABLE_ERROR_FAULT.
+    173: XidMeaning(
+        "chip-to-chip (C2C) link failed: the GPU lost its link to the CPU",
+        0,
+        "drain and reboot the node; RMA if it recurs",
+    ),
+    174: XidMeaning("a channel reset killed its process silently (the application's)", None),
+    175: XidMeaning(
+        "memory subsystem error (a GSP RPC timed out because the GPU's memory subsystem failed)",
+        1,
+        f"drain; {_RESET} or reboot; RMA if it recurs",
+    ),
+    176: XidMeaning(
+        "PCIe correctable errors over the driver's threshold",
+        3,
+        "lspci -vv -s <address> (AER counters); reseat the GPU and its riser when convenient",
+    ),
     74: XidMeaning(
         "NVLink error",
         1,

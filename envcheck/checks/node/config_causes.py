@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.cuda.finding import CAPABILITIES, CONTAINER, VISIBLE_DEVICES
-from envcheck.checks.cuda.layers import CAPABILITIES_FIX, visible_devices_problem
+from envcheck.checks.cuda.layers import CAPABILITIES_FIX, unchecked_uuids, visible_devices_problem
 from envcheck.core.findings import Finding
 from envcheck.core.result import FaultClass
 
@@ -88,14 +88,14 @@ def no_device_cause(access: Mapping[str, Any], nvml: list[dict[str, Any]] | str 
     visible = access.get("cuda_visible_devices")
     if isinstance(visible, str):
         problem = visible_devices_problem(visible, _gpu_nodes(access), nvml)
-        return Finding(
-            problem
-            or f"CUDA_VISIBLE_DEVICES={visible!r} leaves CUDA no device here (CUDA stops reading the list at its "
-            "first entry that names no GPU)",
-            VISIBLE_FIX,
-            FaultClass.CONFIG,
-            code=VISIBLE_DEVICES,
-        )
+        unchecked = unchecked_uuids(visible, nvml)  # UUIDs NVML could not be asked about
+        if problem or unchecked:
+            return Finding(
+                problem or f"CUDA_VISIBLE_DEVICES={visible!r} leaves CUDA no device here{unchecked}",
+                VISIBLE_FIX,
+                FaultClass.CONFIG,
+                code=VISIBLE_DEVICES,
+            )
     caps = access.get("driver_capabilities")
     if access.get("in_container") is True and _caps_lack(caps, "compute"):
         return libcuda_cause(access)

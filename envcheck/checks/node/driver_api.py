@@ -159,9 +159,13 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
             problem += "; /dev/nvidia-uvm is missing: the nvidia_uvm module is not loaded"
             fix = "modprobe nvidia-uvm (or nvidia-modprobe -u -c0); " + fix
         if code == NO_DEVICE:
-            problem += (
-                " (checked: no CUDA_VISIBLE_DEVICES, GPU device nodes present, no MIG without instances)"
+            visible = access.get("cuda_visible_devices")
+            seen = (
+                f"CUDA_VISIBLE_DEVICES={visible!r} names GPUs that exist"
+                if visible
+                else "no CUDA_VISIBLE_DEVICES"
             )
+            problem += f" (checked: {seen}, GPU device nodes present, no MIG without instances)"
         return failed(
             f"{said}: {problem}",
             fix,

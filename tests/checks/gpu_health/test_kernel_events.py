@@ -259,3 +259,128 @@ def test_nvml_that_cannot_start_unexplained_is_cannot_judge_on_the_node_path_and
         {"nvml_error": "NVML could not start: Unknown Error", "gpus": [], "kernel_log": {}, **data}, Context()
     )
     assert off.status is Status.SKIP
+
+
+# A review's finds, each a real shape of node (the driver's format strings at the cited lines), kept as tests.
+NOT_LOADED = {
+    "nvml_error": "NVML could not start: Driver Not Loaded",
+    "nvml_code": 9,
+    "access": {"device_nodes": {}, "proc_view": "absent", "in_container": False},
+}
+UNLOAD = "nvidia-nvlink: Unregistered Nvlink Core, major device number 237"
+
+
+def test_a_cpu_node_where_the_driver_finds_no_gpu_is_not_judged() -> None:
+    """nv.c: 'No NVIDIA GPU found.' when no NVIDIA VGA/3D function is on the bus (a uniform image on CPU nodes, a
+    cluster-wide prolog): a skip, never a drain; a GPU node saying the same has its GPUs on the bus (a node fault)."""
+    lines = kmsg(START, "NVRM: No NVIDIA GPU found.", UNLOAD)
+    assert judge(scan(lines), **NOT_LOADED).status is Status.SKIP
+    assert node_fault(judge(scan(lines), pci_gpus=["0000:3b:00.0"], **NOT_LOADED))
+
+
+def test_a_hypervisor_whose_every_gpu_is_bound_to_vfio_is_not_judged() -> None:
+    """nv.c 945-961 and nv-pci.c's check_for_bound_driver: the driver's normal output on a passthrough host
+    (field corpus 031 kept only its first line)."""
+    lines = kmsg(
+        START,
+        VFIO,
+        "NVRM: The NVIDIA probe routine was not called for 1 device(s).",
+        "NVRM: This can occur when another driver was loaded and \\x0aNVRM: obtained ownership of the NVIDIA device(s).",
+        "NVRM: No NVIDIA devices probed.",
+        UNLOAD,
+    )
+    state = {"pci_gpus": ["0000:01:00.0"], "pci_drivers": {"0000:01:00.0": "vfio-pci"}, **NOT_LOADED}
+    assert judge(scan(lines), **state).status is Status.SKIP
+    nouveau = {**state, "pci_drivers": {"0000:01:00.0": "nouveau"}}
+    taken = [line for line in lines if "vfio" not in line]
+    assert node_fault(judge(scan(taken), **nouveau))  # its twin: nouveau took the GPU, not a VM
+
+
+@pytest.mark.parametrize("xid, status", [(175, Status.FAIL), (173, Status.FAIL), (176, Status.WARN)])
+def test_xids_newer_than_the_catalogue_sheet_are_judged_from_nverror_h(xid: int, status: Status) -> None:
+    line = f"NVRM: Xid (PCI:0000:a1:00): {xid}, Timeout after 45s of waiting for RPC response from GPU6 GSP!"
+    assert judge(scan(kmsg(line)), gpus=[gpu(0, "00000000:A1:00.0")]).status is status
+
+
+def test_a_foreign_clients_api_mismatch_on_a_node_whose_nvml_works_is_that_clients() -> None:
+    """NVML refuses to start across a mismatch (NVML_ERROR_LIB_RM_VERSION_MISMATCH): a started NVML's version is the
+    module's, so the refused client brought its own libraries (E4S-Project/e4s#172: an image bundling them)."""
+    record = (
+        "NVRM: API mismatch: the client has the version 550.54.15, but\\x0aNVRM: this kernel module has the version "
+        "580.95.05.  Please\\x0aNVRM: make sure that this kernel module and all NVIDIA driver\\x0aNVRM: components have "
+        "the same version."
+    )
+    result = judge(
+        scan(kmsg(record)),
+        gpus=[gpu(0, "00000000:3B:00.0")],
+        driver_version="580.95.05",
+        versions={"kernel_module": "580.95.05", "userspace": None},
+    )
+    assert result.code == "driver.client_mismatch" and result.fault_class == "image"
+
+
+def test_a_gpu_instance_number_is_not_carried_across_a_reload() -> None:
+    xid119 = XID119.replace("0001:6c:00", "0000:41:00").replace("GPU5", "GPU0")
+    found = scan(kmsg(START, BANNER, xid119, START, BANNER, HEARTBEAT.replace("GPU6", "GPU0")))
+    (beat,) = [d for d in found["driver"] if d["kind"] == "gsp_heartbeat"]
+    assert beat["pci"] is None  # GPU0 of the new load is not 0000:41:00 of the old one
+
+
+def test_control_characters_of_a_process_name_never_reach_the_output() -> None:
+    record = (
+        "NVRM: API mismatch: the client '\\x1b]0;pwn\\x07\\x1b[31m' (pid 4242)\\x0aNVRM: has the version 5"
+    )
+    found = scan(
+        kmsg(record + "50.54.15, but this kernel module has\\x0aNVRM: the version 580.95.05.  Please")
+    )
+    result = judge(
+        found,
+        gpus=[gpu(0, "00000000:3B:00.0")],
+        versions={"kernel_module": "580.95.05", "userspace": "580.95.05"},
+    )
+    assert not any(ord(c) < 32 for c in result.summary)
+
+
+def test_an_invalid_bar_the_driver_went_on_with_warns() -> None:
+    """535 to 575 print an invalid BAR1/BAR2 and go on with the probe (nv-pci.c, 'ignore invalid BAR failure')."""
+    bar = "NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:\\x0aNVRM: BAR1 is 0M @ 0x0 (PCI:0000:01:00.0)"
+    read = judge(scan(kmsg(bar)), gpus=[gpu(0, "00000000:01:00.0")], pci_gpus=["0000:01:00.0"])
+    assert read.status is Status.WARN and read.code == "gpu.bar_invalid"
+    assert node_fault(judge(scan(kmsg(bar)), pci_gpus=["0000:01:00.0"], **NOT_LOADED))
+
+
+def test_a_flattened_fallen_off_the_bus_quote_is_read() -> None:
+    line = "NVRM: The NVIDIA GPU 0000:05:00.0 installed in this system has fallen off the bus and is not responding to commands."
+    assert [b["pci"] for b in scan(kmsg(line))["bus"]] == ["0000:05:00"]
+
+
+def test_a_legacy_display_gpu_beside_working_gpus_warns_and_is_not_lost() -> None:
+    legacy = (
+        "NVRM: The NVIDIA Quadro NVS 295 GPU installed in this system is\\x0aNVRM:  supported through the NVIDIA "
+        "340.xx Legacy drivers. Please\\x0aNVRM:  visit http://www.nvidia.com/object/unix.html for more\\x0aNVRM:  "
+        "information.  The 535.183.01 NVIDIA driver will ignore\\x0aNVRM:  this GPU.  Continuing probe..."
+    )
+    state = {
+        "pci_gpus": ["0000:18:00.0", "0000:2a:00.0", "0000:03:00.0"],
+        "access": {
+            "driver_gpus": {"0000:18:00": {"minor": 0}, "0000:2a:00": {"minor": 1}},
+            "proc_view": "host",
+        },
+    }
+    result = judge(
+        scan(kmsg(START, legacy, BANNER)),
+        gpus=[gpu(0, "00000000:18:00.0"), gpu(1, "00000000:2A:00.0")],
+        **state,
+    )
+    assert result.status is Status.WARN and result.code == "gpu.unsupported_by_driver"
+    assert "PCI 0000:03:00.0" in result.summary and "gpu.lost" not in result.measured["codes"]
+
+
+def test_continuation_shaped_lines_never_make_a_record_longer_than_the_kernels() -> None:
+    dump = [
+        f"4,{i},1000000,c;NVRM:     RISC-V CSR State: mstatus:0x{i:016x} mscratch:0x0 mie:0x0"
+        for i in range(3000)
+    ]
+    from envcheck.probe.log_records import RECORD_MAX, messages, parse_records
+
+    assert max(len(r.text) for r in messages(parse_records(dump))) < RECORD_MAX
