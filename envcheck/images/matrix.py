@@ -1,4 +1,8 @@
-"""The version matrix (docker/matrix.toml): load, validate, tag, and export for CI. No docker here."""
+"""The version matrix: load, validate, tag, and export for CI. No docker here.
+
+The matrix ships inside the package (envcheck/images/matrix.toml, package data), so an installed envcheck knows every
+row without a clone; docker/matrix.toml in a clone is a link to that one file.
+"""
 
 from __future__ import annotations
 
@@ -101,13 +105,13 @@ class Matrix:
         raise UsageError(f"{self.path}: no row {row_id!r}; rows: {', '.join(r.id for r in self.rows)}")
 
 
+SHIPPED = Path(__file__).with_name("matrix.toml")  # package data; docker/matrix.toml links here
+
+
 def default_matrix_path() -> Path:
-    """ENVCHECK_MATRIX, else docker/matrix.toml in the repository (or the current directory)."""
+    """ENVCHECK_MATRIX, else the matrix this envcheck ships (the same file as a clone's docker/matrix.toml)."""
     env = os.environ.get("ENVCHECK_MATRIX")
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parents[2] / "docker" / "matrix.toml"
-    return repo if repo.is_file() else Path("docker") / "matrix.toml"
+    return Path(env) if env else SHIPPED
 
 
 MAX_MATRIX_BYTES = 1 << 20  # the committed matrix is a few KiB

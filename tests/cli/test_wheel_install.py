@@ -1,5 +1,6 @@
-"""The host install the README gives (`pip install torch-envcheck` / `pipx install torch-envcheck`), from a built
-wheel into a fresh venv (not editable): `envcheck --version` and `envcheck host` work there, without torch."""
+"""The host install the README gives (`pipx install .`, or the wheel `make dist` builds), from a built wheel into a
+fresh venv (not editable), run outside any clone: `envcheck --version`, `envcheck host` and `envcheck matrix list`
+work there without torch, from the matrix the wheel ships."""
 
 from __future__ import annotations
 
@@ -83,7 +84,17 @@ def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert host.returncode == 0, host.stderr
-    assert "Docker GPU setup:" in host.stdout and "no matrix at" in host.stdout  # no clone here: says so
+    # no clone here: the rows come from the matrix inside the wheel
+    assert "Docker GPU setup:" in host.stdout and "2.14-cu130" in host.stdout, host.stdout
+    shipped = subprocess.run(
+        [str(venv / "bin/envcheck"), "matrix", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert shipped.returncode == 0 and "latest-runtime" in shipped.stdout, shipped.stderr
     rows = subprocess.run(
         [str(venv / "bin/envcheck"), "host", "--matrix", str(ROOT / "docker/matrix.toml")],
         capture_output=True,

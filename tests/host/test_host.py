@@ -116,11 +116,28 @@ def test_host_command_for_real_on_this_host(tmp_path: Path) -> None:
         assert all(r["runs"] is None for r in doc["rows"])
 
 
-def test_host_without_a_matrix_still_reports_the_host(tmp_path: Path) -> None:
-    done = run_cli("host", env={**os.environ, "ENVCHECK_MATRIX": str(tmp_path / "none.toml")})
-    assert done.returncode == 0 and "no matrix at" in done.stdout and "Docker GPU setup:" in done.stdout
+def test_host_with_a_missing_or_broken_matrix_is_a_usage_error(tmp_path: Path) -> None:
+    """A matrix that is not there or not valid is bad input: one line naming it, exit 2, never exit 0."""
+    missing = run_cli("host", env={**os.environ, "ENVCHECK_MATRIX": str(tmp_path / "none.toml")})
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "none.toml" in missing.stderr
+    assert missing.stdout == ""
     bad = run_cli("host", "--matrix", str(tmp_path / "nope.toml"))
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no such file" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not found" in bad.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text("schema_version = 1\n[[rows]]\nid = 'x'\n")
+    done = run_cli("host", "--matrix", str(broken))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "broken.toml" in done.stderr
+    listing = run_cli("matrix", "list", env={**os.environ, "ENVCHECK_MATRIX": str(broken)})
+    assert listing.returncode == 2 and listing.stderr.count("\n") == 1
+
+
+def test_the_shipped_matrix_is_the_clones_matrix() -> None:
+    """One source of truth: docker/matrix.toml is a link to the package data an installed envcheck reads."""
+    from envcheck.images.matrix import SHIPPED
+
+    clone = ROOT / "docker" / "matrix.toml"
+    assert clone.is_symlink() and clone.resolve() == SHIPPED.resolve()
+    assert load_matrix(default_matrix_path()).rows == load_matrix(clone).rows
 
 
 def test_host_with_gpus_prints_driver_gpus_and_verdicts(
