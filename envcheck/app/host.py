@@ -60,7 +60,7 @@ def print_host(doc: dict[str, Any]) -> None:
                 else "no GPU request"
             )
         )
-    table = Table(title=Text(visible(f"which images run here ({doc['matrix']})")))
+    table = Table(title=Text(visible(f"which images run here, {doc['platform']} ({doc['matrix']})")))
     for col in ("row", "torch", "cuda", "runs", "why", "tags (runtime; devel, jupyter, ssh alike)"):
         table.add_column(col, overflow="fold")
     for row in doc["rows"]:

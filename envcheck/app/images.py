@@ -102,7 +102,18 @@ def cmd_matrix_list(args: argparse.Namespace) -> int:
 
     matrix = selected_matrix(args)
     table = Table(title=f"image matrix ({matrix.path})")
-    for col in ("row", "torch", "torchvision", "torchaudio", "cuda", "python", "index", "tags (runtime)"):
+    cols = (
+        "row",
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "cuda",
+        "python",
+        "platforms",
+        "index",
+        "tags (runtime)",
+    )
+    for col in cols:
         table.add_column(col, overflow="fold")
     for row in matrix.rows:
         tags = ", ".join(row.tags("runtime")) if "runtime" in row.targets else "-"
@@ -113,6 +124,7 @@ def cmd_matrix_list(args: argparse.Namespace) -> int:
             row.torchaudio or "-",
             row.cuda,
             row.python,
+            ", ".join(p.removeprefix("linux/") for p in row.platforms),
             row.index_url,
             tags,
         )

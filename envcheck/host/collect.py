@@ -7,7 +7,7 @@ from typing import Any
 
 from envcheck.host.docker_setup import dev_char_links, dev_char_problem, docker_gpu_setup
 from envcheck.host.gpus import read_host_gpus
-from envcheck.host.rows import row_verdicts
+from envcheck.host.rows import host_platform, row_verdicts
 
 
 def read_compose(path: str) -> dict[str, Any]:
@@ -55,5 +55,6 @@ def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[st
             "problems": compose_gpu_problems(compose),
         }
     doc["matrix"] = str(matrix.path)
-    doc["rows"] = row_verdicts(gpus, list(matrix.rows))
+    doc["platform"] = host_platform()
+    doc["rows"] = row_verdicts(gpus, list(matrix.rows), doc["platform"])
     return doc

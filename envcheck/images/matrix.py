@@ -32,10 +32,12 @@ ROW_FIELDS = (
     "python",
     "base_image",
     "targets",
+    "platforms",
 )
-DEFAULT_FIELDS = ("python", "base_image", "targets")
+DEFAULT_FIELDS = ("python", "base_image", "targets", "platforms")
 REQUIRED = ("id", "torch", "torchvision", "cuda", "index_url", "python", "base_image", "targets")
-PLATFORMS = "linux/amd64"
+# Each runner the workflow builds a platform on (GitHub's hosted runners; arm64 natively, no emulation).
+RUNNERS = {rules.AMD64: "ubuntu-24.04", rules.ARM64: "ubuntu-24.04-arm"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Row:
     base_image: str
     targets: tuple[str, ...]
     latest: bool = False
+    platforms: tuple[str, ...] = (rules.AMD64,)
     newest_cuda_of_minor: bool = field(default=False, compare=False)
 
     @property
@@ -183,6 +186,7 @@ def _parse_row(where: str, index: int, raw: dict[str, Any]) -> Row:
             bad(key, "missing")
     raw.setdefault("torchaudio", "")
     raw.setdefault("latest", False)
+    raw.setdefault("platforms", [rules.AMD64])
     bad("id", rules.check_row_id(raw["id"]))
     bad("torch", rules.check_torch(raw["torch"]))
     bad("torchvision", rules.check_torchvision(raw["torchvision"], raw["torch"]))
@@ -193,7 +197,8 @@ def _parse_row(where: str, index: int, raw: dict[str, Any]) -> Row:
     bad("base_image", rules.check_base_image(raw["base_image"]))
     bad("targets", rules.check_targets(raw["targets"]))
     bad("latest", rules.check_latest(raw["latest"]))
-    return Row(**{**raw, "targets": tuple(raw["targets"])})
+    bad("platforms", rules.check_platforms(raw["platforms"], raw["torch"], raw["cuda"], raw["index_url"]))
+    return Row(**{**raw, "targets": tuple(raw["targets"]), "platforms": tuple(raw["platforms"])})
 
 
 def _check_across_rows(where: str, rows: list[Row]) -> None:
@@ -244,7 +249,7 @@ def github_matrix(matrix: Matrix, row_id: str | None = None, target: str | None 
                     "python": row.python,
                     "tags": ",".join(row.tags(tgt)),
                     "build_args": "\n".join(f"{k}={v}" for k, v in row.build_args(tgt).items()),
-                    "platforms": PLATFORMS,
+                    "platforms": ",".join(row.platforms),
                 }
             )
     if not include:

@@ -28,7 +28,7 @@ def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == DIST
     src = tmp_path / "src"  # a copy: setuptools writes build/ and *.egg-info next to the sources it builds
     shutil.copytree(ROOT / "envcheck", src / "envcheck", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVCHECK_MATRIX")}
     built = subprocess.run(

@@ -421,3 +421,21 @@ def test_yaml_without_pyyaml_is_one_line_and_json_still_reads(
     assert "reading YAML needs PyYAML" in info.value.message and "--format json" in info.value.message
     (tmp_path / "c.json").write_text(json.dumps({"services": {"a": {"image": "x"}}}))
     assert read_document(str(tmp_path / "c.json"), "compose file") == {"services": {"a": {"image": "x"}}}
+
+
+def test_an_arm64_host_is_offered_only_the_rows_with_an_arm64_image() -> None:
+    """On aarch64 (a GH200 or GB200 host) rows built for amd64 only do not run, GPU or not, and say why; the rows
+    whose tag is a multi-platform manifest with linux/arm64 are judged as on amd64 (the healthy twin)."""
+    from envcheck.host.rows import host_platform
+
+    assert host_platform("aarch64") == "linux/arm64" and host_platform("x86_64") == "linux/amd64"
+    rows = list(load_matrix(default_matrix_path()).rows)
+    gh200 = HostGpus("nvml", "580.95.05", "13.0", [(9, 0)], ["NVIDIA GH200 480GB"], listed=[])
+    verdicts = {v["row"]: v for v in row_verdicts(gh200, rows, "linux/arm64")}
+    assert verdicts["2.14-cu130"]["runs"] is True and verdicts["2.11-cu130"]["runs"] is True
+    assert verdicts["2.10-cu130"]["runs"] is False
+    assert verdicts["2.10-cu130"]["why"] == "no linux/arm64 image: this row is built for linux/amd64 only"
+    on_amd64 = {v["row"]: v for v in row_verdicts(gh200, rows, "linux/amd64")}
+    assert on_amd64["2.10-cu130"]["runs"] is True and on_amd64["2.14-cu130"]["runs"] is True
+    no_gpu = {v["row"]: v for v in row_verdicts(HostGpus(), rows, "linux/arm64")}
+    assert no_gpu["2.14-cu130"]["runs"] is None and no_gpu["2.8-cu126"]["runs"] is False
