@@ -101,7 +101,7 @@ clean: ## Remove venvs, caches and the built site
 #   apt-based base), OFFLINE=1 (pip only from the envcheck-wheelhouse:<row> image that `make wheelhouse`
 #   builds), CA_BUNDLE (extra CA for a TLS proxy,
 #   passed as a BuildKit secret), DOCKER (a client whose `docker build` has BuildKit built in).
-ROW ?= 2.11-cu130
+ROW ?= 2.14-cu130
 TARGET ?= runtime
 REPO ?= envcheck
 BASE_IMAGE ?=
@@ -115,7 +115,7 @@ BUILD_FLAGS = --repo $(REPO) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) $(if
 IMAGES_ENV = ENVCHECK_DOCKER=$(DOCKER) DOCKER_BUILDKIT=1
 
 .PHONY: image images verify-image verify-images base-image wheelhouse hadolint
-image: $(TEST_VENV)/.installed ## build one image: make image ROW=2.11-cu130 TARGET=runtime [BASE_IMAGE=local/debian:bookworm] [OFFLINE=1]
+image: $(TEST_VENV)/.installed ## build one image: make image ROW=2.14-cu130 TARGET=runtime [BASE_IMAGE=local/debian:bookworm] [OFFLINE=1]
 	$(IMAGES_ENV) $(TOOL) image build --row $(ROW) --target $(TARGET) $(BUILD_FLAGS)
 
 images: $(TEST_VENV)/.installed ## build every row and target of docker/matrix.toml
