@@ -13,14 +13,20 @@ if "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1; then
     exit 0
 fi
 command -v debootstrap >/dev/null || { echo "debootstrap missing: apt-get install -y debootstrap" >&2; exit 1; }
-arch_args=()
-import_args=()
-if [ -n "$ARCH" ]; then
-    arch_args=(--arch="$ARCH")
-    import_args=(--platform "linux/$ARCH")
-fi
 rootfs="$(mktemp -d /tmp/envcheck-rootfs.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
-timeout 1800 debootstrap --variant=minbase "${arch_args[@]}" "$SUITE" "$rootfs" http://deb.debian.org/debian
-tar -C "$rootfs" -c . | "$DOCKER" import "${import_args[@]}" - "$IMAGE"
-echo "imported $IMAGE"
+if [ -z "$ARCH" ]; then
+    timeout 900 debootstrap --variant=minbase "$SUITE" "$rootfs" http://deb.debian.org/debian
+    tar -C "$rootfs" -c . | "$DOCKER" import - "$IMAGE"
+    echo "imported $IMAGE"
+    exit 0
+fi
+# Another architecture: `docker import --platform` needs an experimental daemon (Docker 20.10 ignores it and labels
+# the image amd64, so BuildKit then looks for the arm64 base in a registry). A FROM-scratch build with --platform
+# labels it right.
+timeout 1800 debootstrap --variant=minbase --arch="$ARCH" "$SUITE" "$rootfs/root" http://deb.debian.org/debian
+tar -C "$rootfs/root" -c . > "$rootfs/rootfs.tar"
+rm -rf "$rootfs/root"
+printf 'FROM scratch\nADD rootfs.tar /\nCMD ["bash"]\n' > "$rootfs/Dockerfile"
+DOCKER_BUILDKIT=1 "$DOCKER" build --platform "linux/$ARCH" -t "$IMAGE" "$rootfs"
+echo "built $IMAGE (linux/$ARCH)"
