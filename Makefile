@@ -89,11 +89,23 @@ docs: $(TEST_VENV)/.installed ## Build the documentation site strictly into DOCS
 docs-serve: $(TEST_VENV)/.installed ## Serve the documentation site with search on DOCS_ADDR (127.0.0.1:8000)
 	NO_MKDOCS_2_WARNING=1 $(TEST_VENV)/bin/mkdocs serve --strict --dev-addr $(DOCS_ADDR)
 
+# The release artefacts: what .github/workflows/release.yml builds, installs, tests and publishes on a v* tag.
+BUILD_VENV ?= .venv-build
+$(BUILD_VENV)/.installed:
+	$(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/pip install -q --upgrade pip 'build>=1.2'
+	touch $@
+
+.PHONY: dist
+dist: $(BUILD_VENV)/.installed ## Build the wheel and sdist into dist/ (then: pipx install dist/torch_envcheck-*.whl)
+	rm -rf dist
+	$(BUILD_VENV)/bin/python -m build -q --outdir dist .
+
 docs-reference: $(TEST_VENV)/.installed ## Rewrite docs/reference/ (checks, codes, CLI, matrix) from the code
 	$(TEST_VENV)/bin/python -m envcheck.app.docs_reference docs/reference
 
 clean: ## Remove venvs, caches and the built site
-	rm -rf $(VENV) $(TEST_VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info $(DOCS_DIR)
+	rm -rf $(VENV) $(TEST_VENV) $(BUILD_VENV) dist .mypy_cache .ruff_cache .pytest_cache build *.egg-info $(DOCS_DIR)
 
 # --- images ----------------------------------------------------------------------------------------
 # Build, verify and push the versioned PyTorch+CUDA images of docker/matrix.toml. Variables:
