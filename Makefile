@@ -186,6 +186,35 @@ base-image: ## debootstrap local/debian:bookworm (for machines that cannot pull 
 wheelhouse: $(TEST_VENV)/.installed ## download ROW's wheels once, pack them into envcheck-wheelhouse:ROW (for OFFLINE=1 builds)
 	$(TOOL) image wheelhouse --row $(ROW)
 
+# What an image holds: its SBOM (SPDX JSON, by syft from the image's dpkg and Python metadata; offline), and its
+# line of the docs' contents table (sizes and SBOM figures in docs/reference/contents.json, rendered by docs-reference).
+SBOM_DIR ?= sbom
+SBOM_FILE = $(SBOM_DIR)/$(subst :,_,$(subst /,_,$(IMAGE))).spdx.json
+CONTENTS ?= docs/reference/contents.json
+.PHONY: sbom image-contents
+sbom: $(TOOL_DEPS) ## write IMAGE's SBOM (default: ROW/TARGET's) to SBOM_DIR/<image>.spdx.json
+	@mkdir -p $(SBOM_DIR)
+	$(TOOL) image sbom $(IMAGE) --out $(SBOM_FILE)
+
+image-contents: $(TOOL_DEPS) ## record ROW/TARGET's built image (sizes, SBOM figures) in the docs' contents table
+	@mkdir -p $(SBOM_DIR)
+	$(TOOL) image sbom $(IMAGE) --out $(SBOM_FILE) --row $(ROW) --target $(TARGET) --record $(CONTENTS)
+	$(MAKE) --no-print-directory docs-reference
+
+# arm64, as far as a machine without arm64 hardware can go: `docker/ci/arm64-proof.sh` (QEMU emulation, CPU torch).
+.PHONY: arm64-proof resolve-wheels
+arm64-proof: ## build the runtime target for linux/arm64 under QEMU (CPU torch) and run envcheck in it (OUT=arm64-proof)
+	DOCKER=$(DOCKER) OUT=$(or $(OUT),arm64-proof) bash docker/ci/arm64-proof.sh
+
+# Does every wheel of ROW exist for PLATFORM? pip resolves the pins for that platform's wheel tag without installing.
+PLATFORM ?= linux/amd64
+WHEEL_TAG = $(if $(filter linux/arm64,$(PLATFORM)),manylinux_2_28_aarch64,manylinux_2_28_x86_64)
+resolve-wheels: $(TOOL_DEPS) ## check that ROW's wheels resolve for PLATFORM (linux/arm64: the aarch64 CUDA wheels)
+	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(PYTHON) -m pip install -q --dry-run --ignore-installed --only-binary=:all: --platform $(WHEEL_TAG) \
+		--python-version 3.11 --implementation cp --target "$$tmp" $$($(TOOL) matrix pins --row $(ROW)); \
+	echo "$(ROW): every wheel resolves for $(PLATFORM) ($(WHEEL_TAG))"
+
 HADOLINT ?= $(if $(wildcard $(TEST_VENV)/bin/hadolint),$(TEST_VENV)/bin/hadolint,hadolint)
 hadolint: ## lint docker/Dockerfile with the committed .hadolint.yaml
 	$(HADOLINT) --config .hadolint.yaml docker/Dockerfile

@@ -21,7 +21,7 @@ timed() {  # timed NAME CMD...: runs CMD, appends its wall time
     local name="$1" t0 rc=0
     shift
     t0=$(date +%s)
-    echo "== $name"
+    echo "== $name" >&2
     "$@" || rc=$?
     printf '%s\t%s\n' "$name" "$(( $(date +%s) - t0 ))" >> "$OUT/timings.tsv"
     return "$rc"
