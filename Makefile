@@ -152,14 +152,14 @@ PUBLISH_ENV = $(IMAGES_ENV) $(TOOL) image publish
 # The test venv only when TOOL runs from it (images.yml passes TOOL=envcheck, installed on the runner).
 TOOL_DEPS = $(if $(filter $(TEST_VENV)/%,$(TOOL)),$(TEST_VENV)/.installed)
 PLAN_FLAGS = --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY) $(if $(LOCAL),--local $(LOCAL)) \
-	--state $(PUBLISH_STATE)
+	--state $(PUBLISH_STATE) $(if $(STAGE_PLATFORM),--platform $(STAGE_PLATFORM))
 PUBLISH_VERIFY_FLAGS = $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $(if $(JSON),--json $(JSON)) \
 	$(if $(JUNIT),--junit $(JUNIT))
 PROMOTE_FLAGS = $(if $(SIGN_BY),--sign-by $(SIGN_BY)) $(if $(REGISTRIES_D),--registries-d $(REGISTRIES_D)) \
 	$(if $(ATTEST_KEY),--attest-key $(ATTEST_KEY))
 NEEDS_REGISTRY = @test -n "$(REGISTRY)" || { echo "make $@ needs REGISTRY=host/org/name (e.g. ghcr.io/org/envcheck)" >&2; exit 2; }
 
-.PHONY: publish-dry-run publish-stage publish-verify publish-promote publish push
+.PHONY: publish-dry-run publish-stage publish-merge publish-verify publish-promote publish push
 publish-dry-run: $(TOOL_DEPS) ## print what `make publish` would push, verify and tag, and where (touches nothing)
 	$(NEEDS_REGISTRY)
 	$(PUBLISH_ENV) plan $(PLAN_FLAGS)
@@ -167,6 +167,13 @@ publish-dry-run: $(TOOL_DEPS) ## print what `make publish` would push, verify an
 publish-stage: $(TOOL_DEPS) ## push ROW/TARGET under its staging tag only; record the digest in PUBLISH_STATE
 	$(NEEDS_REGISTRY)
 	$(PUBLISH_ENV) stage $(PLAN_FLAGS)
+
+# A multi-platform row: each platform's leg stages with STAGE_PLATFORM=linux/<arch> (staging-<row>-<target>-<arch>),
+# then publish-merge joins them: PARTS="linux/amd64=DIR linux/arm64=DIR" (each leg's PUBLISH_STATE).
+publish-merge: $(TOOL_DEPS) ## join the platforms' staged digests under one staging tag (an index, checked per platform)
+	$(NEEDS_REGISTRY)
+	$(PUBLISH_ENV) merge --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY) \
+		--state $(PUBLISH_STATE) $(foreach p,$(PARTS),--part $(p))
 
 publish-verify: $(TOOL_DEPS) ## pull the staged digest, run envcheck inside it (ALLOW_CPU=1 LEVEL=full JSON= JUNIT=)
 	$(PUBLISH_ENV) verify --state $(PUBLISH_STATE) $(PUBLISH_VERIFY_FLAGS)

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     github = msub.add_parser("github", help="print the GitHub Actions matrix JSON (one line)")
     matrix_arg(github)
     row_target_args(github)
+    github.add_argument(
+        "--per-platform", action="store_true", help="one entry per platform too (platform, arch, runner)"
+    )
     github.set_defaults(handler=cmd_matrix_github)
     pins = msub.add_parser("pins", help="print a row's pip arguments (default: the latest row)")
     matrix_arg(pins)
@@ -167,7 +170,8 @@ def cmd_matrix_list(args: argparse.Namespace) -> int:
 def cmd_matrix_github(args: argparse.Namespace) -> int:
     """Print the GitHub Actions matrix as one line of JSON, nothing else."""
     matrix = selected_matrix(args)
-    print(json.dumps(github_matrix(matrix, row_id=args.row, target=args.target), separators=(",", ":")))
+    doc = github_matrix(matrix, row_id=args.row, target=args.target, per_platform=args.per_platform)
+    print(json.dumps(doc, separators=(",", ":")))
     return ExitCode.OK
 
 

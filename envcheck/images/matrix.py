@@ -232,8 +232,11 @@ def _mark_minor_aliases(rows: list[Row]) -> list[Row]:
     return [replace(r, newest_cuda_of_minor=newest[r.torch_minor] is r) for r in rows]
 
 
-def github_matrix(matrix: Matrix, row_id: str | None = None, target: str | None = None) -> dict[str, Any]:
-    """The `strategy.matrix` JSON for GitHub Actions: one entry per (row, target)."""
+def github_matrix(
+    matrix: Matrix, row_id: str | None = None, target: str | None = None, per_platform: bool = False
+) -> dict[str, Any]:
+    """The `strategy.matrix` JSON for GitHub Actions: one entry per (row, target); `per_platform`: one per (row,
+    target, platform), each with its `platform`, `arch` and the `runner` that builds it natively."""
     rows = [matrix.row(row_id)] if row_id else list(matrix.rows)
     include = []
     for row in rows:
@@ -252,6 +255,12 @@ def github_matrix(matrix: Matrix, row_id: str | None = None, target: str | None 
                     "platforms": ",".join(row.platforms),
                 }
             )
+            if per_platform:
+                entry = include.pop()
+                include += [
+                    {**entry, "platform": p, "arch": p.split("/", 1)[1], "runner": RUNNERS[p]}
+                    for p in row.platforms
+                ]
     if not include:
         raise UsageError(f"{matrix.path}: no (row, target) matches --row {row_id} --target {target}")
     return {"include": include}
