@@ -39,7 +39,7 @@ def with_ca(text: str) -> str:
     return re.sub(
         r"^RUN (.*)$",
         lambda m: (
-            "RUN --mount=type=secret,id=ca,required=false "
+            "RUN --mount=type=secret,id=ca,required=false,uid=1000 "
             + f"sh -c '[ -s /run/secrets/ca ] && export PIP_CERT=/run/secrets/ca; {m.group(1)}'"
         ),
         text,
