@@ -24,7 +24,7 @@ from envcheck.checks.numpy_interop import ABI_MISMATCH, MISSING, WRONG_VALUES
 from envcheck.checks.runtime import profile as runtime_profile
 from envcheck.checks.torch_compile import autotune, causes, isa, readiness
 from envcheck.checks.vision_decoders import DECODE_WRONG, DECODERS_MISSING, NO_TURBO
-from envcheck.cluster.fleet import learn, versions
+from envcheck.cluster.fleet import drift, learn
 from envcheck.collectives import crossnode, pair_verdict
 from envcheck.collectives.sweep import BUSBW_LOW
 from envcheck.core import hardening
@@ -496,13 +496,13 @@ _FLEET = [
     for code in learn.CODES
 ] + [
     Code(
-        versions.DRIVER_DRIFT,
+        drift.DRIVER_DRIFT,
         "a node's NVIDIA driver differs from the driver of most nodes of its GPU model (it missed a rollout)",
         NODE,
         "bring the node to the majority's driver (or drain it) before it runs jobs with the others",
     ),
     Code(
-        versions.STACK_DRIFT,
+        drift.STACK_DRIFT,
         "a node's CUDA, torch, NCCL or cuDNN differs from most nodes of its GPU model: mixed NCCL versions across "
         "one job's ranks hang or fail its collectives",
         IMAGE,

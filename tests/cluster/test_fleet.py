@@ -398,7 +398,7 @@ def test_a_node_that_missed_the_rollout_is_named_with_its_versions(tmp_path: Pat
 
 def test_an_even_split_names_no_odd_node() -> None:
     """Two nodes on one NCCL and two on another: there is no majority to be off, so nobody is named."""
-    from envcheck.cluster.fleet.versions import version_drift
+    from envcheck.cluster.fleet.drift import version_drift
 
     nodes = [(f"n{i}", "H100", {"nccl": "2.27.7" if i < 2 else "2.21.5"}) for i in range(4)]
     assert version_drift(nodes) == []

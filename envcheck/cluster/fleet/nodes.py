@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envcheck.cluster.fleet.versions import report_versions
+from envcheck.cluster.fleet.drift import report_versions
 from envcheck.core.result import Status
 
 SCOPES = {

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.cluster.fleet.drift import Drift, version_drift
 from envcheck.cluster.fleet.learn import (
     Baseline,
     GroupResult,
@@ -18,7 +19,6 @@ from envcheck.cluster.fleet.learn import (
 )
 from envcheck.cluster.fleet.nodes import FleetNode, NotAReport, to_node
 from envcheck.cluster.fleet.sources import FleetInputError, Loaded
-from envcheck.cluster.fleet.versions import Drift, version_drift
 from envcheck.core.errors import ExitCode
 
 FLEET_SCHEMA_VERSION = 1
