@@ -66,11 +66,14 @@ def test_the_fault_class_table_is_the_enum_and_its_examples_have_that_class() ->
         for code in re.findall(r"`([a-z0-9_.]+)`", row[2]):
             section = page.split(f"### `{code}` {{#{code}}}\n\n", 1)
             assert len(section) == 2, f"{code}: not in the codes page"
-            facts = section[1].split(": ", 1)[
+            facts = section[1].split("\n", 1)[
                 0
-            ]  # "**node**, drains: hard" or, for an Xid, "**node**, fails: yes"
+            ]  # "**node**, drains: hard: ..."; an Xid: "**node**, fails: yes: ..."
             if code.startswith("xid."):
-                assert facts.endswith("fails: yes"), (code, facts)  # an Xid that fails is a node finding
+                assert facts.startswith("**node**, fails: yes: "), (
+                    code,
+                    facts,
+                )  # an Xid that fails: a node finding
             else:
                 assert facts.startswith(f"**{row[0].strip('`')}**"), (code, facts)
 
