@@ -51,7 +51,9 @@ def compressed_size(tar_stream: IO[bytes]) -> int:
             if src is None:
                 continue
             sink = _Counter()
-            with gzip.GzipFile(fileobj=sink, mode="wb", mtime=0) as gz:
+            with gzip.GzipFile(
+                fileobj=sink, mode="wb", mtime=0, compresslevel=6
+            ) as gz:  # docker push: level 6
                 while chunk := src.read(1 << 20):
                     gz.write(chunk)
             total += sink.n
