@@ -38,24 +38,29 @@ class _Counter:
         """Nothing to flush."""
 
 
-def compressed_size(tar_stream: IO[bytes]) -> int:
-    """The sum of each layer gzip-compressed, as `docker push` stores them, from a `docker save` stream."""
+def compressed_size(tar_stream: IO[bytes], known: dict[str, int] | None = None) -> int:
+    """The sum of each layer gzip-compressed (level 6, as `docker push` stores them), from a `docker save` stream.
+    `known`: sizes by layer entry name from earlier images (the targets of one row share their torch layers), read
+    and filled in."""
     total = 0
+    known = {} if known is None else known
     with tarfile.open(fileobj=tar_stream, mode="r|") as tar:
         for member in tar:
             if not (
                 member.isfile() and (member.name.endswith("layer.tar") or member.name.startswith("blobs/"))
             ):
                 continue
+            if member.name in known:
+                total += known[member.name]
+                continue
             src = tar.extractfile(member)
             if src is None:
                 continue
             sink = _Counter()
-            with gzip.GzipFile(
-                fileobj=sink, mode="wb", mtime=0, compresslevel=6
-            ) as gz:  # docker push: level 6
+            with gzip.GzipFile(fileobj=sink, mode="wb", mtime=0, compresslevel=6) as gz:
                 while chunk := src.read(1 << 20):
                     gz.write(chunk)
+            known[member.name] = sink.n
             total += sink.n
     return total
 
@@ -70,11 +75,15 @@ def image_sizes(image: str) -> dict[str, Any]:
     if done.returncode != 0:
         raise UsageError(f"no local image {image}: build it first (make image ...)")
     size, platform = done.stdout.split()
+    cache = Path.home() / ".cache" / "envcheck" / "layer-gzip-sizes.json"  # by `docker save` layer entry
+    known = json.loads(cache.read_text()) if cache.is_file() else {}
     with subprocess.Popen([docker, "save", image], stdout=subprocess.PIPE) as save:
         assert save.stdout is not None
-        packed = compressed_size(save.stdout)
+        packed = compressed_size(save.stdout, known)
         if save.wait(timeout=1800) != 0:
             raise FatalError(f"docker save {image} failed", ExitCode.FAILED)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(known))
     return {"unpacked_bytes": int(size), "compressed_bytes": packed, "platform": platform}
 
 
