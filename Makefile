@@ -30,7 +30,7 @@ VERIFY_FLAGS := $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $
 .PHONY: help verify test test-fast lint typecheck venv test-venv clean docs docs-serve docs-reference
 
 help: ## Show this help
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 # The verify venv is installed with uv where it is on PATH (several times faster than pip for the ~3 GB
 # torch stack: bench/install_speed.py), else with pip. uv reads no pip.conf: with a private index set there,
