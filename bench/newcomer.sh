@@ -7,9 +7,11 @@
 #
 # Needs a running Docker engine (docker/ci/prepare-engine.sh makes one) and, on a machine that cannot pull,
 # the local base image (`make base-image`, one of the steps). Uses the documented default ports (8888, 2222)
-# and tags (`make image` builds the matrix's latest row: envcheck:latest-*). OFFLINE=1: a machine whose build
+# and tags (`make image` builds the matrix's latest row: envcheck:latest-*). WHEELHOUSE=1: a machine whose build
 # containers cannot fetch every wheel (a proxy that serves only some) first packs the row's wheels with
-# `make wheelhouse` (pip on the host, which may see a local mirror), as docs/images.md says. Everything it starts is stopped and removed at the end, also on
+# `make wheelhouse` (pip on the host, which may see a local mirror); `make image` then finds them there (the
+# wheelhouse image is a --find-links source of every build; OFFLINE=1 would also refuse the index, and the jupyter
+# and ssh targets' packages are not in a wheelhouse). Everything it starts is stopped and removed at the end, also on
 # failure; the clone is left in $WORK for inspection unless KEEP=0.
 set -euo pipefail
 
@@ -19,7 +21,6 @@ export DOCKER_BUILDKIT=1
 BASE=local/debian:bookworm
 TAG=envcheck:latest
 IMAGE_FLAGS=("BASE_IMAGE=$BASE")
-if [[ ${OFFLINE:-0} == 1 ]]; then IMAGE_FLAGS+=(OFFLINE=1); fi
 CPU=(-f compose.yaml -f compose.cpu.yaml)
 declare -a STEPS=()
 
@@ -102,7 +103,7 @@ step "pipx install dist/torch_envcheck-*.whl (a machine without the clone)" bash
 step "make compose (only if 'docker compose version' fails)" \
     bash -c 'docker compose version >/dev/null 2>&1 || make compose'
 step "make base-image (no registry here)" bash -c "docker image inspect $BASE >/dev/null 2>&1 || make base-image"
-if [[ ${OFFLINE:-0} == 1 ]]; then step "make wheelhouse (OFFLINE=1: the latest row's wheels, once)" make wheelhouse; fi
+if [[ ${WHEELHOUSE:-0} == 1 ]]; then step "make wheelhouse (WHEELHOUSE=1: the latest row's wheels, once)" make wheelhouse; fi
 step "make image TARGET=runtime ${IMAGE_FLAGS[*]}" make image TARGET=runtime "${IMAGE_FLAGS[@]}"
 step "docker run --rm --ipc=host ... $TAG-runtime envcheck run --allow-cpu" \
     docker run --rm --ipc=host --ulimit stack=67108864 "$TAG-runtime" envcheck run --allow-cpu
