@@ -45,6 +45,7 @@ timed build "$DOCKER" build --platform linux/arm64 -f docker/Dockerfile --target
     --build-arg CUDA_VERSION=cpu --build-arg TORCH_INDEX_URL=https://pypi.org/simple -t "$TAG" .
 "$DOCKER" image inspect "$TAG" --format '{{.Os}}/{{.Architecture}} {{.Size}}' > "$OUT/image.txt"
 cat "$OUT/image.txt"
+# shellcheck disable=SC2329  # called through timed
 run() { "$DOCKER" run --rm --platform linux/arm64 --ipc=host --ulimit stack=67108864 "$TAG" "$@"; }
 timed uname run uname -m > "$OUT/uname.txt"
 rc=0
