@@ -99,3 +99,35 @@ def test_make_dist_then_pipx_install_the_wheel(clone: Path, tmp_path: Path) -> N
     done = sh(wheel_line(), clone, env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     installed_envcheck_works(tmp_path, env, tmp_path)
+
+
+def test_the_editable_install_make_verify_runs_prints_no_build_tool_notice(
+    clone: Path, tmp_path: Path
+) -> None:
+    """`make verify` installs envcheck with `pip install -q -e` after upgrading pip: the newest pip shows what the
+    build backend warns. A user saw four `project.license` deprecation blocks, then an "Editable installation"
+    notice, before the table; the install must print nothing."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    up = subprocess.run(
+        [str(venv / "bin/pip"), "install", "-q", "--upgrade", "pip"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if up.returncode != 0 and any(m in up.stderr for m in NO_INDEX):
+        pytest.skip("no package index reachable for pip itself")
+    done = subprocess.run(
+        [str(venv / "bin/pip"), "install", "-q", "-e", "."],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [ln for ln in (done.stdout + done.stderr).splitlines() if not ln.startswith("WARNING: Location ")]
+    assert not [ln for ln in said if "Warning" in ln or "!!" in ln or "deprecat" in ln.lower()], "\n".join(
+        said
+    )
