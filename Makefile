@@ -127,8 +127,9 @@ BUILD_FLAGS = --repo $(REPO) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) $(if
 IMAGES_ENV = ENVCHECK_DOCKER=$(DOCKER) DOCKER_BUILDKIT=1
 
 .PHONY: image images verify-image verify-images base-image wheelhouse hadolint
-image: $(TEST_VENV)/.installed ## build one image: make image ROW=2.14-cu130 TARGET=runtime [BASE_IMAGE=local/debian:bookworm] [OFFLINE=1]
+image: $(TEST_VENV)/.installed ## build one image: make image ROW=2.14-cu130 TARGET=runtime [BASE_IMAGE=...] [OFFLINE=1] [SBOM=1]
 	$(IMAGES_ENV) $(TOOL) image build --row $(ROW) --target $(TARGET) $(BUILD_FLAGS)
+	$(if $(SBOM),$(MAKE) --no-print-directory sbom ROW=$(ROW) TARGET=$(TARGET))
 
 images: $(TEST_VENV)/.installed ## build every row and target of docker/matrix.toml
 	$(IMAGES_ENV) $(TOOL) image build --all $(BUILD_FLAGS)
