@@ -30,7 +30,7 @@ VERIFY_FLAGS := $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $
 .PHONY: help verify test test-fast lint typecheck venv test-venv clean docs docs-serve docs-reference
 
 help: ## Show this help
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 # The verify venv is installed with uv where it is on PATH (several times faster than pip for the ~3 GB
 # torch stack: bench/install_speed.py), else with pip. uv reads no pip.conf: with a private index set there,
@@ -89,11 +89,23 @@ docs: $(TEST_VENV)/.installed ## Build the documentation site strictly into DOCS
 docs-serve: $(TEST_VENV)/.installed ## Serve the documentation site with search on DOCS_ADDR (127.0.0.1:8000)
 	NO_MKDOCS_2_WARNING=1 $(TEST_VENV)/bin/mkdocs serve --strict --dev-addr $(DOCS_ADDR)
 
+# The release artefacts: what .github/workflows/release.yml builds, installs, tests and publishes on a v* tag.
+BUILD_VENV ?= .venv-build
+$(BUILD_VENV)/.installed:
+	$(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/pip install -q --upgrade pip 'build>=1.2'
+	touch $@
+
+.PHONY: dist
+dist: $(BUILD_VENV)/.installed ## Build the wheel and sdist into dist/ (then: pipx install dist/torch_envcheck-*.whl)
+	rm -rf dist
+	$(BUILD_VENV)/bin/python -m build -q --outdir dist .
+
 docs-reference: $(TEST_VENV)/.installed ## Rewrite docs/reference/ (checks, codes, CLI, matrix) from the code
 	$(TEST_VENV)/bin/python -m envcheck.app.docs_reference docs/reference
 
 clean: ## Remove venvs, caches and the built site
-	rm -rf $(VENV) $(TEST_VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info $(DOCS_DIR)
+	rm -rf $(VENV) $(TEST_VENV) $(BUILD_VENV) dist .mypy_cache .ruff_cache .pytest_cache build *.egg-info $(DOCS_DIR)
 
 # --- images ----------------------------------------------------------------------------------------
 # Build, verify and push the versioned PyTorch+CUDA images of docker/matrix.toml. Variables:
@@ -101,7 +113,7 @@ clean: ## Remove venvs, caches and the built site
 #   apt-based base), OFFLINE=1 (pip only from the envcheck-wheelhouse:<row> image that `make wheelhouse`
 #   builds), CA_BUNDLE (extra CA for a TLS proxy,
 #   passed as a BuildKit secret), DOCKER (a client whose `docker build` has BuildKit built in).
-ROW ?= 2.11-cu130
+ROW ?= 2.14-cu130
 TARGET ?= runtime
 REPO ?= envcheck
 BASE_IMAGE ?=
@@ -115,8 +127,9 @@ BUILD_FLAGS = --repo $(REPO) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) $(if
 IMAGES_ENV = ENVCHECK_DOCKER=$(DOCKER) DOCKER_BUILDKIT=1
 
 .PHONY: image images verify-image verify-images base-image wheelhouse hadolint
-image: $(TEST_VENV)/.installed ## build one image: make image ROW=2.11-cu130 TARGET=runtime [BASE_IMAGE=local/debian:bookworm] [OFFLINE=1]
+image: $(TEST_VENV)/.installed ## build one image: make image ROW=2.14-cu130 TARGET=runtime [BASE_IMAGE=...] [OFFLINE=1] [SBOM=1]
 	$(IMAGES_ENV) $(TOOL) image build --row $(ROW) --target $(TARGET) $(BUILD_FLAGS)
+	$(if $(SBOM),$(MAKE) --no-print-directory sbom ROW=$(ROW) TARGET=$(TARGET))
 
 images: $(TEST_VENV)/.installed ## build every row and target of docker/matrix.toml
 	$(IMAGES_ENV) $(TOOL) image build --all $(BUILD_FLAGS)
@@ -140,14 +153,14 @@ PUBLISH_ENV = $(IMAGES_ENV) $(TOOL) image publish
 # The test venv only when TOOL runs from it (images.yml passes TOOL=envcheck, installed on the runner).
 TOOL_DEPS = $(if $(filter $(TEST_VENV)/%,$(TOOL)),$(TEST_VENV)/.installed)
 PLAN_FLAGS = --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY) $(if $(LOCAL),--local $(LOCAL)) \
-	--state $(PUBLISH_STATE)
+	--state $(PUBLISH_STATE) $(if $(STAGE_PLATFORM),--platform $(STAGE_PLATFORM))
 PUBLISH_VERIFY_FLAGS = $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $(if $(JSON),--json $(JSON)) \
 	$(if $(JUNIT),--junit $(JUNIT))
 PROMOTE_FLAGS = $(if $(SIGN_BY),--sign-by $(SIGN_BY)) $(if $(REGISTRIES_D),--registries-d $(REGISTRIES_D)) \
 	$(if $(ATTEST_KEY),--attest-key $(ATTEST_KEY))
 NEEDS_REGISTRY = @test -n "$(REGISTRY)" || { echo "make $@ needs REGISTRY=host/org/name (e.g. ghcr.io/org/envcheck)" >&2; exit 2; }
 
-.PHONY: publish-dry-run publish-stage publish-verify publish-promote publish push
+.PHONY: publish-dry-run publish-stage publish-merge publish-verify publish-promote publish push
 publish-dry-run: $(TOOL_DEPS) ## print what `make publish` would push, verify and tag, and where (touches nothing)
 	$(NEEDS_REGISTRY)
 	$(PUBLISH_ENV) plan $(PLAN_FLAGS)
@@ -155,6 +168,13 @@ publish-dry-run: $(TOOL_DEPS) ## print what `make publish` would push, verify an
 publish-stage: $(TOOL_DEPS) ## push ROW/TARGET under its staging tag only; record the digest in PUBLISH_STATE
 	$(NEEDS_REGISTRY)
 	$(PUBLISH_ENV) stage $(PLAN_FLAGS)
+
+# A multi-platform row: each platform's leg stages with STAGE_PLATFORM=linux/<arch> (staging-<row>-<target>-<arch>),
+# then publish-merge joins them: PARTS="linux/amd64=DIR linux/arm64=DIR" (each leg's PUBLISH_STATE).
+publish-merge: $(TOOL_DEPS) ## join the platforms' staged digests under one staging tag (an index, checked per platform)
+	$(NEEDS_REGISTRY)
+	$(PUBLISH_ENV) merge --row $(ROW) --target $(TARGET) --repo $(REPO) --registry $(REGISTRY) \
+		--state $(PUBLISH_STATE) $(foreach p,$(PARTS),--part $(p))
 
 publish-verify: $(TOOL_DEPS) ## pull the staged digest, run envcheck inside it (ALLOW_CPU=1 LEVEL=full JSON= JUNIT=)
 	$(PUBLISH_ENV) verify --state $(PUBLISH_STATE) $(PUBLISH_VERIFY_FLAGS)
@@ -173,6 +193,35 @@ base-image: ## debootstrap local/debian:bookworm (for machines that cannot pull 
 
 wheelhouse: $(TEST_VENV)/.installed ## download ROW's wheels once, pack them into envcheck-wheelhouse:ROW (for OFFLINE=1 builds)
 	$(TOOL) image wheelhouse --row $(ROW)
+
+# What an image holds: its SBOM (SPDX JSON, by syft from the image's dpkg and Python metadata; offline), and its
+# line of the docs' contents table (sizes and SBOM figures in docs/reference/contents.json, rendered by docs-reference).
+SBOM_DIR ?= sbom
+SBOM_FILE = $(SBOM_DIR)/$(subst :,_,$(subst /,_,$(IMAGE))).spdx.json
+CONTENTS ?= docs/reference/contents.json
+.PHONY: sbom image-contents
+sbom: $(TOOL_DEPS) ## write IMAGE's SBOM (default: ROW/TARGET's) to SBOM_DIR/<image>.spdx.json
+	@mkdir -p $(SBOM_DIR)
+	$(TOOL) image sbom $(IMAGE) --out $(SBOM_FILE)
+
+image-contents: $(TOOL_DEPS) ## record ROW/TARGET's built image (sizes, SBOM figures) in the docs' contents table
+	@mkdir -p $(SBOM_DIR)
+	$(TOOL) image sbom $(IMAGE) --out $(SBOM_FILE) --row $(ROW) --target $(TARGET) --record $(CONTENTS)
+	$(MAKE) --no-print-directory docs-reference
+
+# arm64, as far as a machine without arm64 hardware can go: `docker/ci/arm64-proof.sh` (QEMU emulation, CPU torch).
+.PHONY: arm64-proof resolve-wheels
+arm64-proof: ## build the runtime target for linux/arm64 under QEMU (CPU torch) and run envcheck in it (OUT=arm64-proof)
+	DOCKER=$(DOCKER) OUT=$(or $(OUT),arm64-proof) bash docker/ci/arm64-proof.sh
+
+# Does every wheel of ROW exist for PLATFORM? pip resolves the pins for that platform's wheel tag without installing.
+PLATFORM ?= linux/amd64
+WHEEL_TAG = $(if $(filter linux/arm64,$(PLATFORM)),manylinux_2_28_aarch64,manylinux_2_28_x86_64)
+resolve-wheels: $(TOOL_DEPS) ## check that ROW's wheels resolve for PLATFORM (linux/arm64: the aarch64 CUDA wheels)
+	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(PYTHON) -m pip install -q --dry-run --ignore-installed --only-binary=:all: --platform $(WHEEL_TAG) \
+		--python-version 3.11 --implementation cp --target "$$tmp" $$($(TOOL) matrix pins --row $(ROW)); \
+	echo "$(ROW): every wheel resolves for $(PLATFORM) ($(WHEEL_TAG))"
 
 HADOLINT ?= $(if $(wildcard $(TEST_VENV)/bin/hadolint),$(TEST_VENV)/bin/hadolint,hadolint)
 hadolint: ## lint docker/Dockerfile with the committed .hadolint.yaml

@@ -7,7 +7,11 @@
 #
 # Needs a running Docker engine (docker/ci/prepare-engine.sh makes one) and, on a machine that cannot pull,
 # the local base image (`make base-image`, one of the steps). Uses the documented default ports (8888, 2222)
-# and tag (envcheck:2.11.0-cuda13.0-*). Everything it starts is stopped and removed at the end, also on
+# and tags (`make image` builds the matrix's latest row: envcheck:latest-*). WHEELHOUSE=1: a machine whose build
+# containers cannot fetch every wheel (a proxy that serves only some) first packs the row's wheels with
+# `make wheelhouse` (pip on the host, which may see a local mirror); `make image` then finds them there (the
+# wheelhouse image is a --find-links source of every build; OFFLINE=1 would also refuse the index, and the jupyter
+# and ssh targets' packages are not in a wheelhouse). Everything it starts is stopped and removed at the end, also on
 # failure; the clone is left in $WORK for inspection unless KEEP=0.
 set -euo pipefail
 
@@ -15,7 +19,8 @@ REPO=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 WORK=${WORK:-$(mktemp -d /tmp/newcomer-XXXX)}
 export DOCKER_BUILDKIT=1
 BASE=local/debian:bookworm
-TAG=envcheck:2.11.0-cuda13.0
+TAG=envcheck:latest
+IMAGE_FLAGS=("BASE_IMAGE=$BASE")
 CPU=(-f compose.yaml -f compose.cpu.yaml)
 declare -a STEPS=()
 
@@ -59,6 +64,21 @@ jupyter_up() {  # the token from the log, then the API with and without it
     [[ $(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8888/api/status) == 403 ]]
 }
 
+oneline_up() {  # docs/dev-containers.md's "JupyterLab in one line", then its token from `docker logs`
+    docker run --rm -d --name jupyter -p 127.0.0.1:8888:8888 -v "$PWD:/workspace" -e HOST_UID=1000 -e HOST_GID=1000 \
+        "$TAG-jupyter" >/dev/null
+    local token="" i
+    for i in $(seq 1 90); do
+        token=$(docker logs jupyter 2>&1 | grep -o 'generated token for this start: [0-9a-f]*' | awk '{print $NF}') || true
+        [[ -n "$token" ]] && curl -fsS "http://127.0.0.1:8888/api/status?token=$token" >/dev/null 2>&1 && break
+        sleep 2
+    done
+    local ok=1
+    [[ -n "$token" ]] && curl -fsS "http://127.0.0.1:8888/api/status?token=$token" >/dev/null || ok=0
+    docker stop jupyter >/dev/null
+    [[ $ok == 1 ]]
+}
+
 ssh_up() {
     local i
     for i in $(seq 1 60); do
@@ -74,18 +94,25 @@ mkdir -p "$WORK"
 STEPS+=("$(printf '%-62s %7s' step seconds)")
 step "git clone" git clone -q --no-local "$REPO" "$WORK/envcheck"
 step "make verify ALLOW_CPU=1 (venv with PyPI's torch, then envcheck)" make verify ALLOW_CPU=1
+step "pipx install . (README: check a host before pulling)" env PIPX_HOME="$WORK/pipx" PIPX_BIN_DIR="$WORK/bin" \
+    pipx install .
+step "envcheck host (the pipx install, outside the clone)" bash -c "cd '$WORK' && '$WORK/bin/envcheck' host"
+step "make dist (the wheel and sdist)" make dist
+step "pipx install dist/torch_envcheck-*.whl (a machine without the clone)" bash -c \
+    "PIPX_HOME='$WORK/pipx2' PIPX_BIN_DIR='$WORK/bin2' pipx install dist/torch_envcheck-*.whl && cd '$WORK' && '$WORK/bin2/envcheck' matrix list >/dev/null"
 step "make compose (only if 'docker compose version' fails)" \
     bash -c 'docker compose version >/dev/null 2>&1 || make compose'
 step "make base-image (no registry here)" bash -c "docker image inspect $BASE >/dev/null 2>&1 || make base-image"
-step "make image ROW=2.11-cu130 TARGET=runtime BASE_IMAGE=$BASE" \
-    make image ROW=2.11-cu130 TARGET=runtime BASE_IMAGE=$BASE
+if [[ ${WHEELHOUSE:-0} == 1 ]]; then step "make wheelhouse (WHEELHOUSE=1: the latest row's wheels, once)" make wheelhouse; fi
+step "make image TARGET=runtime ${IMAGE_FLAGS[*]}" make image TARGET=runtime "${IMAGE_FLAGS[@]}"
 step "docker run --rm --ipc=host ... $TAG-runtime envcheck run --allow-cpu" \
     docker run --rm --ipc=host --ulimit stack=67108864 "$TAG-runtime" envcheck run --allow-cpu
 step "make verify-image IMAGE=$TAG-runtime ALLOW_CPU=1" make verify-image "IMAGE=$TAG-runtime" ALLOW_CPU=1
 step "cp .env.example .env (HOST_UID/HOST_GID: a non-root uid)" \
     bash -c 'cp .env.example .env && grep -q "^HOST_UID=1000" .env'
 step "make image TARGET=jupyter && make image TARGET=ssh (BASE_IMAGE=...)" \
-    bash -c "make image ROW=2.11-cu130 TARGET=jupyter BASE_IMAGE=$BASE && make image ROW=2.11-cu130 TARGET=ssh BASE_IMAGE=$BASE"
+    bash -c "make image TARGET=jupyter ${IMAGE_FLAGS[*]} && make image TARGET=ssh ${IMAGE_FLAGS[*]}"
+step "JupyterLab in one line (docker run ... $TAG-jupyter), token from docker logs" oneline_up
 step "docker compose -f compose.yaml -f compose.cpu.yaml up -d jupyter" \
     docker compose "${CPU[@]}" up -d jupyter
 step "JupyterLab answers with the logged token (403 without it)" jupyter_up

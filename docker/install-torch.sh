@@ -1,4 +1,6 @@
 # The torch layer: exact pins from the matrix row, CUDA from the wheels; fails if the CUDA is not the row's.
+# CUDA_VERSION=cpu expects a CPU build (torch.version.cuda is None): the arm64 proof under emulation, where the
+# aarch64 CUDA wheels cannot be reached (docs/images.md, "arm64").
 # shellcheck shell=bash
 set -euo pipefail
 # shellcheck source=docker/pip-source.sh
@@ -11,7 +13,7 @@ if [ "${INSTALLER}" = uv ]; then
 else
     pip install --no-cache-dir "${PIP_SOURCE[@]}" "${pkgs[@]}"
 fi
-have="$(python -c 'import torch; print(torch.version.cuda)')"
+have="$(python -c 'import torch; print(torch.version.cuda or "cpu")')"
 if [ "$have" != "${CUDA_VERSION}" ]; then
     echo "torch ${TORCH_VERSION} from ${TORCH_INDEX_URL} is CUDA $have, the row says ${CUDA_VERSION}" >&2
     exit 1

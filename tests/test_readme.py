@@ -4,8 +4,9 @@ parse with envcheck's own parser or are make targets, its links resolve, and it 
 
 Where each README command runs as written: `envcheck host`, `envcheck list` and the sample run here;
 `make verify ALLOW_CPU=1` inside the runtime image (tests/images/test_runtime_image.py) and from a fresh clone
-(bench/newcomer.sh); `make test` in CI (.ci/run); the `docker run` lines in tests/images/test_readme_quickstart.py;
-`pipx install torch-envcheck` from a built wheel in tests/cli/test_wheel_install.py."""
+(bench/newcomer.sh); `make test` in CI (.ci/run); the `docker run` lines in tests/images/test_readme_quickstart.py
+(and here, that `make image TARGET=runtime` tags the image they run); `pipx install .` and `make dist` + `pipx install
+dist/...whl` from a fresh clone in tests/test_quickstart_install.py."""
 
 from __future__ import annotations
 
@@ -63,12 +64,18 @@ def test_the_fault_class_table_is_the_enum_and_its_examples_have_that_class() ->
     page = codes_page()
     for row in rows:
         for code in re.findall(r"`([a-z0-9_.]+)`", row[2]):
-            line = next((x for x in page.splitlines() if x.startswith(f"| `{code}` |")), None)
-            assert line, f"{code}: not in the codes page"
+            section = page.split(f"### `{code}` {{#{code}}}\n\n", 1)
+            assert len(section) == 2, f"{code}: not in the codes page"
+            facts = section[1].split("\n", 1)[
+                0
+            ]  # "**node**, drains: hard: ..."; an Xid: "**node**, fails: yes: ..."
             if code.startswith("xid."):
-                assert "| yes |" in line  # an Xid that fails is a node finding
+                assert facts.startswith("**node**, fails: yes: "), (
+                    code,
+                    facts,
+                )  # an Xid that fails: a node finding
             else:
-                assert line.split(" | ")[1] == row[0].strip("`"), (code, line)
+                assert facts.startswith(f"**{row[0].strip('`')}**"), (code, facts)
 
 
 def test_the_exit_codes_are_the_codes_envcheck_returns(
@@ -242,14 +249,21 @@ def test_the_host_check_and_the_check_list_run_as_written() -> None:
     assert listing.returncode == 0 and "container.shm" in listing.stdout
 
 
-def test_the_published_image_and_install_names_are_the_real_ones() -> None:
+def test_the_image_and_install_names_are_the_real_ones() -> None:
+    """Every tag the README names is one the matrix gives; the image its `docker run` lines run is a tag `make image
+    TARGET=runtime` (the Makefile's default row) gives; the package name is pyproject's; `make test` is CI's."""
     from envcheck.images.matrix import default_matrix_path, load_matrix
 
-    tags = {tag for row in load_matrix(default_matrix_path()).rows for tag in row.tags("runtime")}
+    matrix = load_matrix(default_matrix_path())
+    tags = {tag for row in matrix.rows for tag in row.tags("runtime")}
     for tag in re.findall(r"envcheck:(\S+-runtime)\b", README) + re.findall(r"`(\d\S+-runtime)`", README):
         assert tag in tags, tag
+    default_row = re.search(r"^ROW \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M)[1]  # type: ignore[index]
+    run_lines = re.findall(r"envcheck:(\S+-runtime)", _section("Quick start"))
+    assert run_lines and set(run_lines) <= set(matrix.row(default_row).tags("runtime")), run_lines
+    assert "make image TARGET=runtime" in README and "ghcr.io/OWNER" not in README
     assert 'name = "torch-envcheck"' in (ROOT / "pyproject.toml").read_text()
-    assert "pipx install torch-envcheck" in README
+    assert "pipx install torch-envcheck" in README  # said of a release, which the release workflow makes
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `bench` subcommand."""
     p = sub.add_parser(
         "bench",
-        help="measure GPU (or CPU) performance against peaks and the seeds' claims",
+        help="measure GPU (or CPU) performance against peaks and published figures",
         description="Measure matmul, memory, copy, all-reduce and training-step performance.",
     )
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (CPU: about a minute)")
@@ -106,14 +106,24 @@ def _validate(args: argparse.Namespace) -> None:
             raise UsageError("--plots needs matplotlib: pip install 'envcheck[bench]'") from None
 
 
+def units_to_run(cuda: bool, only: str | None) -> tuple[CheckSpec, ...]:
+    """The units a bench runs: those named by --only, else the ones that run here (the GPU units on a GPU, the CPU
+    variants without one: a CPU run neither announces nor lists GPU units it could only skip)."""
+    from envcheck.core.selection import parse_names, select
+    from envcheck.perf.units import CPU_UNITS, GPU_UNITS, bench_registry
+
+    if only:
+        return tuple(select(bench_registry(), Level.FULL, parse_names(only)))
+    return GPU_UNITS if cuda else CPU_UNITS
+
+
 def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     """Run the probe, then the GPU units (or the CPU variants), and return the bench document."""
     from envcheck.checks import HOOKS
     from envcheck.core.runner import Runner
-    from envcheck.core.selection import parse_names, select
     from envcheck.perf.baseline import load_baseline, regressions
     from envcheck.perf.report import build_document
-    from envcheck.perf.units import CPU_UNITS, GPU_UNITS, PROBE, bench_registry
+    from envcheck.perf.units import PROBE
 
     _validate(args)
     baseline = load_baseline(args.baseline) if args.baseline else None
@@ -133,9 +143,7 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
             raise UsageError(
                 "no CUDA device is visible; pass --allow-cpu to measure the CPU variants instead"
             )
-        units: tuple[CheckSpec, ...] = GPU_UNITS if device.get("cuda") else GPU_UNITS + CPU_UNITS
-        if args.only:
-            units = tuple(select(bench_registry(), Level.FULL, parse_names(args.only)))
+        units = units_to_run(bool(device.get("cuda")), args.only)
         results: list[Result] = []
         for spec in units:
             if progress is not None:

@@ -60,10 +60,7 @@ def print_host(doc: dict[str, Any]) -> None:
                 else "no GPU request"
             )
         )
-    if doc.get("matrix") is None:
-        line(doc["matrix_why"])
-        return
-    table = Table(title=Text(visible(f"which images run here ({doc['matrix']})")))
+    table = Table(title=Text(visible(f"which images run here, {doc['platform']} ({doc['matrix']})")))
     for col in ("row", "torch", "cuda", "runs", "why", "tags (runtime; devel, jupyter, ssh alike)"):
         table.add_column(col, overflow="fold")
     for row in doc["rows"]:
@@ -102,7 +99,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rows will run here (no torch needed)",
     )
     host.add_argument(
-        "--matrix", metavar="PATH", help="docker/matrix.toml (default: ENVCHECK_MATRIX or the clone's)"
+        "--matrix",
+        metavar="PATH",
+        help="a matrix file (default: ENVCHECK_MATRIX, else the matrix envcheck ships)",
     )
     host.add_argument(
         "--compose",

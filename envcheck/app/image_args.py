@@ -22,7 +22,7 @@ Handler = Callable[[argparse.Namespace], int]
 def matrix_arg(parser: argparse.ArgumentParser) -> None:
     """--matrix and --repo."""
     parser.add_argument(
-        "--matrix", type=Path, help="matrix file (default: ENVCHECK_MATRIX or docker/matrix.toml)"
+        "--matrix", type=Path, help="matrix file (default: ENVCHECK_MATRIX, else the matrix envcheck ships)"
     )
     parser.add_argument("--repo", default="envcheck", help="image repository name (default: envcheck)")
 

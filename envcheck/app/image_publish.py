@@ -46,6 +46,9 @@ def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             parser.add_argument("--registry", required=True, help="repository, e.g. ghcr.io/org/envcheck")
             parser.add_argument("--local", metavar="IMAGE", help="local image (default: REPO:<full tag>)")
             parser.add_argument("--date", type=_day, help="YYYYMMDD for the dated tag (default: today, UTC)")
+            parser.add_argument(
+                "--platform", help="one platform's leg of a multi-platform row: staged as staging-...-<arch>"
+            )
         if name in ("verify", "run"):
             verify_args(parser)
         if name in ("promote", "run"):
@@ -63,12 +66,31 @@ def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                 help="sign verified.json as a DSSE envelope and attach it as sha256-<hex>.att",
             )
         parser.set_defaults(handler=handlers[name])
+    merge = psub.add_parser(
+        "merge",
+        help="join the platforms' staged images under the staging tag as one index, checked per platform",
+    )
+    matrix_arg(merge)
+    merge.add_argument("--row", required=True, metavar="ID")
+    merge.add_argument("--target", default="runtime")
+    merge.add_argument("--registry", required=True, help="repository, e.g. ghcr.io/org/envcheck")
+    merge.add_argument(
+        "--state", type=Path, required=True, metavar="DIR", help="where the index's staged.json goes"
+    )
+    merge.add_argument(
+        "--part",
+        action="append",
+        default=[],
+        metavar="PLATFORM=DIR",
+        help="a platform and its stage's state dir",
+    )
+    merge.set_defaults(handler=cmd_merge, local=None, date=None)
     sig = psub.add_parser("check-signature", help="does IMAGE pass a containers policy.json (e.g. signedBy)?")
     sig.add_argument("image", metavar="IMAGE", help="registry reference, e.g. ghcr.io/org/envcheck:TAG")
     sig.add_argument("--policy", type=Path, required=True, help="containers-policy.json")
     sig.add_argument("--registries-d", type=Path, metavar="DIR", help="where the simple signatures are read")
     sig.set_defaults(handler=cmd_check_signature)
-    publish.set_defaults(handler=needs_subcommand(publish, ", ".join([*steps, "check-signature"])))
+    publish.set_defaults(handler=needs_subcommand(publish, ", ".join([*steps, "merge", "check-signature"])))
 
 
 def _day(text: str) -> datetime.date:
@@ -97,6 +119,7 @@ def _plan(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         local_image=args.local,
         repo=args.repo,
         day=args.date,
+        platform=getattr(args, "platform", None),
     )
 
 
@@ -158,6 +181,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return code
     return cmd_promote(args)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """One index under the staging tag from every platform's staged digest; its staged.json for verify/promote."""
+    from envcheck.images.publish_merge import merge, parts_of
+
+    given = {}
+    for part in args.part:
+        platform, sep, folder = part.partition("=")
+        if not sep or not folder:
+            raise UsageError(f"--part {part!r}: give PLATFORM=DIR, e.g. linux/arm64=staged-arm64")
+        given[platform] = Path(folder)
+    plan = _plan(args)
+    staged = merge(plan, parts_of(selected_matrix(args).row(args.row), given), args.state)
+    print(f"staged {staged.ref} ({staged.repository}:{staged.staging_tag}: {', '.join(sorted(given))})")
+    return ExitCode.OK
 
 
 def cmd_check_signature(args: argparse.Namespace) -> int:

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     github = msub.add_parser("github", help="print the GitHub Actions matrix JSON (one line)")
     matrix_arg(github)
     row_target_args(github)
+    github.add_argument(
+        "--per-platform", action="store_true", help="one entry per platform too (platform, arch, runner)"
+    )
     github.set_defaults(handler=cmd_matrix_github)
     pins = msub.add_parser("pins", help="print a row's pip arguments (default: the latest row)")
     matrix_arg(pins)
@@ -63,8 +66,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     wheels.add_argument("--dest", type=Path, help="default: .wheelhouse/ in the repository")
     wheels.add_argument("--no-devel", action="store_true", help="skip nvcc (devel target) wheels")
     wheels.set_defaults(handler=cmd_image_wheelhouse)
+    sbom = isub.add_parser(
+        "sbom",
+        help="write IMAGE's SBOM (SPDX JSON, by syft, offline); --record adds it to the contents table",
+    )
+    sbom.add_argument("image", metavar="IMAGE")
+    sbom.add_argument("--out", type=Path, required=True, metavar="FILE", help="where the SPDX JSON goes")
+    matrix_arg(sbom)
+    row_target_args(sbom)
+    sbom.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE",
+        help="also record sizes and SBOM figures (needs --row, --target)",
+    )
+    sbom.set_defaults(handler=cmd_image_sbom)
     register_publish(isub)
-    image.set_defaults(handler=needs_subcommand(image, "verify, build, wheelhouse, publish"))
+    image.set_defaults(handler=needs_subcommand(image, "verify, build, wheelhouse, sbom, publish"))
+
+
+def cmd_image_sbom(args: argparse.Namespace) -> int:
+    """`envcheck image sbom`: the SBOM, and with --record the image's line of the contents table."""
+    from envcheck.images.contents import make_record, save_record
+    from envcheck.images.sbom import find_syft, make_sbom, summarize
+
+    if args.record and not (args.row and args.target):
+        raise UsageError("--record needs --row and --target (the matrix row and target IMAGE was built from)")
+    row = selected_matrix(args).row(args.row) if args.record else None
+    doc = make_sbom(args.image, args.out, find_syft())
+    figures = summarize(doc)
+    print(f"wrote {args.out}: {figures['format']} by {figures['generator']}, packages {figures['packages']}")
+    if row is not None:
+        save_record(args.record, make_record(row, args.target, args.image, doc))
+        print(f"recorded {args.image} in {args.record}")
+    return ExitCode.OK
 
 
 def cmd_matrix_verify(args: argparse.Namespace) -> int:
@@ -102,7 +137,18 @@ def cmd_matrix_list(args: argparse.Namespace) -> int:
 
     matrix = selected_matrix(args)
     table = Table(title=f"image matrix ({matrix.path})")
-    for col in ("row", "torch", "torchvision", "torchaudio", "cuda", "python", "index", "tags (runtime)"):
+    cols = (
+        "row",
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "cuda",
+        "python",
+        "platforms",
+        "index",
+        "tags (runtime)",
+    )
+    for col in cols:
         table.add_column(col, overflow="fold")
     for row in matrix.rows:
         tags = ", ".join(row.tags("runtime")) if "runtime" in row.targets else "-"
@@ -113,6 +159,7 @@ def cmd_matrix_list(args: argparse.Namespace) -> int:
             row.torchaudio or "-",
             row.cuda,
             row.python,
+            ", ".join(p.removeprefix("linux/") for p in row.platforms),
             row.index_url,
             tags,
         )
@@ -123,7 +170,8 @@ def cmd_matrix_list(args: argparse.Namespace) -> int:
 def cmd_matrix_github(args: argparse.Namespace) -> int:
     """Print the GitHub Actions matrix as one line of JSON, nothing else."""
     matrix = selected_matrix(args)
-    print(json.dumps(github_matrix(matrix, row_id=args.row, target=args.target), separators=(",", ":")))
+    doc = github_matrix(matrix, row_id=args.row, target=args.target, per_platform=args.per_platform)
+    print(json.dumps(doc, separators=(",", ":")))
     return ExitCode.OK
 
 

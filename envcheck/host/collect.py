@@ -7,7 +7,7 @@ from typing import Any
 
 from envcheck.host.docker_setup import dev_char_links, dev_char_problem, docker_gpu_setup
 from envcheck.host.gpus import read_host_gpus
-from envcheck.host.rows import row_verdicts
+from envcheck.host.rows import host_platform, row_verdicts
 
 
 def read_compose(path: str) -> dict[str, Any]:
@@ -25,14 +25,13 @@ def read_compose(path: str) -> dict[str, Any]:
 
 def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[str, Any]:
     """Everything `envcheck host` reports, as one JSON-able document."""
-    from envcheck.core.errors import UsageError
     from envcheck.host.cdi import cdi_dirs, cdi_report
     from envcheck.host.compose_gpu import compose_gpu_problems, gpu_services
     from envcheck.images.matrix import default_matrix_path, load_matrix
 
-    compose = (
-        read_compose(compose_path) if compose_path else None
-    )  # bad input fails before anything is probed
+    # Bad input (a compose file, a matrix: missing or broken is a usage error, exit 2) fails before anything is probed.
+    compose = read_compose(compose_path) if compose_path else None
+    matrix = load_matrix(Path(matrix_path) if matrix_path else default_matrix_path())
     gpus = read_host_gpus()
     doc: dict[str, Any] = {
         "gpu": {
@@ -55,16 +54,7 @@ def collect(matrix_path: str | None, compose_path: str | None = None) -> dict[st
             "gpu_services": gpu_services(compose),
             "problems": compose_gpu_problems(compose),
         }
-    path = Path(matrix_path) if matrix_path else default_matrix_path()
-    if not path.is_file():
-        doc["matrix"] = None
-        doc["matrix_why"] = (
-            f"no matrix at {path}: pass --matrix PATH (docker/matrix.toml of a clone) or set ENVCHECK_MATRIX"
-        )
-        if matrix_path:
-            raise UsageError(f"--matrix {matrix_path}: no such file")
-        return doc
-    matrix = load_matrix(path)
     doc["matrix"] = str(matrix.path)
-    doc["rows"] = row_verdicts(gpus, list(matrix.rows))
+    doc["platform"] = host_platform()
+    doc["rows"] = row_verdicts(gpus, list(matrix.rows), doc["platform"])
     return doc

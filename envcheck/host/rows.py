@@ -71,8 +71,29 @@ def arch_problem(capabilities: list[tuple[int, int]], arch_list: list[str] | Non
     return f"GPU arch {sms} is not in this build's arch list ({' '.join(arch_list)})"
 
 
-def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
-    """For each matrix row: runs (True/False, or None when unknown without a GPU), why, and its tags."""
+def host_platform(machine: str | None = None) -> str:
+    """This host's image platform (linux/amd64, linux/arm64) from the machine name uname gives."""
+    import platform
+
+    name = (machine or platform.machine()).lower()
+    return {
+        "x86_64": "linux/amd64",
+        "amd64": "linux/amd64",
+        "aarch64": "linux/arm64",
+        "arm64": "linux/arm64",
+    }.get(name, f"linux/{name}")
+
+
+def platform_problem(platform: str, row_platforms: tuple[str, ...]) -> str | None:
+    """Why a row has no image for this host's platform, or None when it has one."""
+    if platform in row_platforms:
+        return None
+    return f"no {platform} image: this row is built for {', '.join(row_platforms)} only"
+
+
+def row_verdicts(gpus: HostGpus, rows: list[Any], platform: str = "linux/amd64") -> list[dict[str, Any]]:
+    """For each matrix row: runs (True/False, or None when unknown without a GPU), why, and its tags. A row without
+    an image for this host's platform does not run here, GPU or not (an arm64 Grace host pulls only arm64 rows)."""
     out: list[dict[str, Any]] = []
     for row in rows:
         problems = [
@@ -83,8 +104,12 @@ def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
             )
             if p
         ]
-        if gpus.source is None:
-            runs: bool | None = None
+        wrong_platform = platform_problem(platform, row.platforms)
+        if wrong_platform:
+            runs: bool | None = False
+            why = wrong_platform
+        elif gpus.source is None:
+            runs = None
             why = (
                 f"needs an NVIDIA driver >= {MINOR_COMPAT_DRIVER.get((release(row.cuda) or (0,))[0], '?')} "
                 f"and a GPU in {' '.join(row.arch_list) if row.arch_list else 'an unrecorded arch list'}"
@@ -104,6 +129,7 @@ def row_verdicts(gpus: HostGpus, rows: list[Any]) -> list[dict[str, Any]]:
                 "runs": runs,
                 "why": why,
                 "arch_list": row.arch_list,
+                "platforms": list(row.platforms),
                 "tags": [t for target in row.targets for t in row.tags(target)],
             }
         )

@@ -1,4 +1,8 @@
-"""The version matrix (docker/matrix.toml): load, validate, tag, and export for CI. No docker here."""
+"""The version matrix: load, validate, tag, and export for CI. No docker here.
+
+The matrix ships inside the package (envcheck/images/matrix.toml, package data), so an installed envcheck knows every
+row without a clone; docker/matrix.toml in a clone is a link to that one file.
+"""
 
 from __future__ import annotations
 
@@ -28,10 +32,12 @@ ROW_FIELDS = (
     "python",
     "base_image",
     "targets",
+    "platforms",
 )
-DEFAULT_FIELDS = ("python", "base_image", "targets")
+DEFAULT_FIELDS = ("python", "base_image", "targets", "platforms")
 REQUIRED = ("id", "torch", "torchvision", "cuda", "index_url", "python", "base_image", "targets")
-PLATFORMS = "linux/amd64"
+# Each runner the workflow builds a platform on (GitHub's hosted runners; arm64 natively, no emulation).
+RUNNERS = {rules.AMD64: "ubuntu-24.04", rules.ARM64: "ubuntu-24.04-arm"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ class Row:
     base_image: str
     targets: tuple[str, ...]
     latest: bool = False
+    platforms: tuple[str, ...] = (rules.AMD64,)
     newest_cuda_of_minor: bool = field(default=False, compare=False)
 
     @property
@@ -101,13 +108,13 @@ class Matrix:
         raise UsageError(f"{self.path}: no row {row_id!r}; rows: {', '.join(r.id for r in self.rows)}")
 
 
+SHIPPED = Path(__file__).with_name("matrix.toml")  # package data; docker/matrix.toml links here
+
+
 def default_matrix_path() -> Path:
-    """ENVCHECK_MATRIX, else docker/matrix.toml in the repository (or the current directory)."""
+    """ENVCHECK_MATRIX, else the matrix this envcheck ships (the same file as a clone's docker/matrix.toml)."""
     env = os.environ.get("ENVCHECK_MATRIX")
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parents[2] / "docker" / "matrix.toml"
-    return repo if repo.is_file() else Path("docker") / "matrix.toml"
+    return Path(env) if env else SHIPPED
 
 
 MAX_MATRIX_BYTES = 1 << 20  # the committed matrix is a few KiB
@@ -179,6 +186,7 @@ def _parse_row(where: str, index: int, raw: dict[str, Any]) -> Row:
             bad(key, "missing")
     raw.setdefault("torchaudio", "")
     raw.setdefault("latest", False)
+    raw.setdefault("platforms", [rules.AMD64])
     bad("id", rules.check_row_id(raw["id"]))
     bad("torch", rules.check_torch(raw["torch"]))
     bad("torchvision", rules.check_torchvision(raw["torchvision"], raw["torch"]))
@@ -189,7 +197,8 @@ def _parse_row(where: str, index: int, raw: dict[str, Any]) -> Row:
     bad("base_image", rules.check_base_image(raw["base_image"]))
     bad("targets", rules.check_targets(raw["targets"]))
     bad("latest", rules.check_latest(raw["latest"]))
-    return Row(**{**raw, "targets": tuple(raw["targets"])})
+    bad("platforms", rules.check_platforms(raw["platforms"], raw["torch"], raw["cuda"], raw["index_url"]))
+    return Row(**{**raw, "targets": tuple(raw["targets"]), "platforms": tuple(raw["platforms"])})
 
 
 def _check_across_rows(where: str, rows: list[Row]) -> None:
@@ -223,8 +232,11 @@ def _mark_minor_aliases(rows: list[Row]) -> list[Row]:
     return [replace(r, newest_cuda_of_minor=newest[r.torch_minor] is r) for r in rows]
 
 
-def github_matrix(matrix: Matrix, row_id: str | None = None, target: str | None = None) -> dict[str, Any]:
-    """The `strategy.matrix` JSON for GitHub Actions: one entry per (row, target)."""
+def github_matrix(
+    matrix: Matrix, row_id: str | None = None, target: str | None = None, per_platform: bool = False
+) -> dict[str, Any]:
+    """The `strategy.matrix` JSON for GitHub Actions: one entry per (row, target); `per_platform`: one per (row,
+    target, platform), each with its `platform`, `arch` and the `runner` that builds it natively."""
     rows = [matrix.row(row_id)] if row_id else list(matrix.rows)
     include = []
     for row in rows:
@@ -240,9 +252,15 @@ def github_matrix(matrix: Matrix, row_id: str | None = None, target: str | None 
                     "python": row.python,
                     "tags": ",".join(row.tags(tgt)),
                     "build_args": "\n".join(f"{k}={v}" for k, v in row.build_args(tgt).items()),
-                    "platforms": PLATFORMS,
+                    "platforms": ",".join(row.platforms),
                 }
             )
+            if per_platform:
+                entry = include.pop()
+                include += [
+                    {**entry, "platform": p, "arch": p.split("/", 1)[1], "runner": RUNNERS[p]}
+                    for p in row.platforms
+                ]
     if not include:
         raise UsageError(f"{matrix.path}: no (row, target) matches --row {row_id} --target {target}")
     return {"include": include}

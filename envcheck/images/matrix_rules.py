@@ -187,3 +187,37 @@ def check_latest(value: Any) -> str | None:
     if not isinstance(value, bool):
         return f"{value!r} is not true or false"
     return None
+
+
+AMD64, ARM64 = "linux/amd64", "linux/arm64"
+PLATFORMS = (AMD64, ARM64)
+# The torch minors whose PyPI aarch64 wheels are CUDA builds, with the CUDA their metadata names (read with
+# `pip install --dry-run --platform manylinux_2_28_aarch64 --report`: 2.8-2.10 list their nvidia-* wheels for
+# x86_64 only, so their aarch64 wheels are CPU builds; 2.11-2.14 require cuda-toolkit 13.0.x on every Linux).
+# A row may list linux/arm64 only where its wheels exist for aarch64 with the row's CUDA.
+PYPI_AARCH64_CUDA: dict[tuple[int, int], str] = {
+    (2, 11): "13.0",
+    (2, 12): "13.0",
+    (2, 13): "13.0",
+    (2, 14): "13.0",
+}
+
+
+def check_platforms(value: Any, torch: str, cuda: str, index_url: str) -> str | None:
+    """linux/amd64, plus linux/arm64 where the row's index serves aarch64 CUDA wheels of the row's CUDA."""
+    if not isinstance(value, list) or not value or not all(isinstance(p, str) for p in value):
+        return f"{value!r} is not a non-empty list of platforms from {list(PLATFORMS)}"
+    unknown = [p for p in value if p not in PLATFORMS]
+    if unknown:
+        return f"unknown platform(s) {unknown}; known: {list(PLATFORMS)}"
+    if len(set(value)) != len(value) or AMD64 not in value:
+        return f"{value!r}: list each platform once, {AMD64} included"
+    if ARM64 in value:
+        key = version_tuple(torch)[:2]
+        have = PYPI_AARCH64_CUDA.get((key[0], key[1])) if index_url in PYPI_INDEX_URLS else None
+        if have != cuda:
+            return (
+                f"no aarch64 CUDA {cuda} wheels on record for torch {torch} from {index_url} "
+                "(PyPI's aarch64 torch is a CUDA build from 2.11 on; see PYPI_AARCH64_CUDA)"
+            )
+    return None

@@ -76,9 +76,16 @@ def make_plan(
     local_image: str | None = None,
     repo: str = "envcheck",
     day: datetime.date | None = None,
+    platform: str | None = None,
 ) -> PublishPlan:
-    """The plan for one matrix row and target (tags from Row.tags plus the dated copy of the full tag)."""
+    """The plan for one matrix row and target (tags from Row.tags plus the dated copy of the full tag). `platform`:
+    one platform's leg of a multi-platform row, staged under `staging-<row>-<target>-<arch>` for the merge."""
     row = matrix.row(row_id)
+    if platform is not None and platform not in row.platforms:
+        raise UsageError(
+            f"row {row.id} is not built for {platform}; its platforms: {', '.join(row.platforms)}"
+        )
+    suffix = f"-{platform.split('/', 1)[-1]}" if platform else ""
     tags = row.tags(target)
     day = day or datetime.datetime.now(datetime.timezone.utc).date()
     return PublishPlan(
@@ -86,6 +93,6 @@ def make_plan(
         target=target,
         local_image=local_image or f"{repo}:{tags[0]}",
         repository=check_repository(repository),
-        staging_tag=f"staging-{row.id}-{target}",
+        staging_tag=f"staging-{row.id}-{target}{suffix}",
         public_tags=(*tags, dated_tag(tags[0], day)),
     )

@@ -58,28 +58,45 @@ def _bounds(claim: dict[str, Any]) -> str:
     return f">= {low:g}" if low is not None else "direction"
 
 
+# What a measurement says of a published figure. A bench measures; it is not a verdict on the host, so a figure
+# outside the published range "differs from the published figure", never "fails".
+CLAIM_WORDS = {
+    "holds": "matches the published figure",
+    "fails": "differs from the published figure",
+    "not comparable": "not comparable with the published figure",
+    "exceeds": "better than the published figure (not a fault)",
+}
+CELL_WORDS = {"holds": "matches", "fails": "differs", "exceeds": "better", "not comparable": "not comparable"}
+# A timing spread (interquartile range, % of the median) above this says the machine was busy, not how the
+# figure varies: the cell says "noisy" instead of a number that means nothing (e.g. ±2713% on a shared CPU).
+NOISY_SPREAD_PCT = 50.0
+
+
 def verdict_text(claim: dict[str, Any]) -> str:
-    """The table's claim cell: holds / exceeds (better than claimed) / FAILS / not comparable."""
+    """The table's published-figure cell: matches / differs / better / not comparable, with the published range."""
     verdict = claim.get("verdict") or ("holds" if claim.get("holds") else "fails")
     if verdict == "not comparable":
         return "not comparable (see notes)"
-    if verdict == "exceeds":
-        return f"exceeds: better than claimed ({_bounds(claim)})"
-    return ("holds" if verdict == "holds" else "FAILS") + f" ({_bounds(claim)})"
+    return f"{CELL_WORDS[verdict]} ({_bounds(claim)})"
 
 
 def claim_line(fig: dict[str, Any]) -> str:
-    """One note line per claim, saying what was measured and what that means for the claim."""
+    """One note line per published figure: what was measured, and whether it matches or differs."""
     claim = fig["claim"]
     verdict = claim.get("verdict") or ("holds" if claim.get("holds") else "fails")
-    head = {
-        "holds": "claim holds",
-        "fails": "claim FAILS",
-        "not comparable": "claim not comparable",
-        "exceeds": "claim exceeded (better than claimed; not a fault)",
-    }[verdict]
-    line = f"{head}: {claim['text']} [{claim['source']}] -> measured {fig['value']:g} {fig['unit']}"
+    line = (
+        f"{fig['label']}: measured {fig['value']:.3g} {fig['unit']}, {CLAIM_WORDS[verdict]}: "
+        f"{claim['text']} ({claim['source']})"
+    )
     return line + (f"; {claim['why']}" if claim.get("why") else "")
+
+
+def spread_text(timing: dict[str, Any] | None) -> str:
+    """The spread cell: ±N% (interquartile range over the median), 'noisy' when that says nothing, '' untimed."""
+    if not timing:
+        return ""
+    pct = float(timing["spread_pct"])
+    return "noisy" if pct > NOISY_SPREAD_PCT else f"±{pct:.0f}%"
 
 
 def render_table(doc: dict[str, Any]) -> Any:
@@ -89,19 +106,18 @@ def render_table(doc: dict[str, Any]) -> Any:
     dev = doc["device"]
     title = f"envcheck bench on {dev.get('name') or 'CPU'}" + (" (quick)" if doc["quick"] else "")
     table = Table(title=title, show_lines=False)
-    for col in ("figure", "value", "unit", "peak", "% peak", "spread", "seed claim"):
-        table.add_column(col, justify="right" if col not in ("figure", "seed claim") else "left")
+    for col in ("figure", "value", "unit", "peak", "% peak", "spread", "published figure"):
+        table.add_column(col, justify="right" if col not in ("figure", "published figure") else "left")
     for fig in doc["figures"]:
         claim = fig.get("claim")
         verdict = verdict_text(claim) if claim else ""
-        spread = fig.get("timing") or {}
         table.add_row(
             fig["label"],
             _fmt(fig["value"]),
             fig["unit"],
             _fmt(fig.get("peak")),
             _fmt(fig.get("pct_of_peak")),
-            f"±{spread['spread_pct']:.0f}%" if spread else "",
+            spread_text(fig.get("timing")),
             verdict,
         )
     return table
@@ -115,6 +131,12 @@ def render_notes(doc: dict[str, Any]) -> list[str]:
     """Lines under the table: skipped parts with reasons, GPU idle state, regressions."""
     claims = [f for f in doc["figures"] if f.get("claim")]
     lines = [claim_line(f) for f in claims]
+    noisy = [f["label"] for f in doc["figures"] if spread_text(f.get("timing")) == "noisy"]
+    if noisy:
+        lines.append(
+            f"noisy: {', '.join(noisy)}: repeated timings varied by more than {NOISY_SPREAD_PCT:.0f}% of the median "
+            "(a busy machine does this); compare these medians only with a quiet run's"
+        )
     lines += [f"skipped {s['name']}: {s['reason']}" for s in doc["skipped"]]
     lines += [
         f"{u['status'].upper()} {u['name']}: {u['summary']}"

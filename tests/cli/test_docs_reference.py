@@ -34,7 +34,11 @@ def test_the_committed_page_is_what_the_code_generates(name: str) -> None:
 def test_the_checks_page_names_every_check_with_its_level_needs_timeout_and_module() -> None:
     page = checks_page()
     for spec in registry().values():
-        row = next(line for line in page.splitlines() if line.startswith(f"| `{spec.name}` |"))
+        row = next(
+            line
+            for line in page.splitlines()
+            if line.startswith(f'| <a id="{spec.name}"></a>`{spec.name}` |')
+        )
         assert f"| {spec.level.value} | {spec.needs.describe()} | {spec.timeout_s:g} s |" in row
         assert f"`{spec.func.__module__.removeprefix('envcheck.')}`" in row
 
@@ -57,7 +61,7 @@ def test_the_cli_page_has_every_command_and_every_flag() -> None:
         for action in parser._actions:
             for flag in action.option_strings:
                 if flag not in ("-h", "--help"):
-                    assert f"`{flag}" in section or f", {flag}" in section, (path, flag)
+                    assert f"<code>{flag}" in section or f", {flag}" in section, (path, flag)
 
 
 def test_the_matrix_page_has_every_row_and_tag() -> None:
@@ -68,17 +72,35 @@ def test_the_matrix_page_has_every_row_and_tag() -> None:
                 assert f"`{tag}`" in page, tag
 
 
-def test_the_codes_page_has_the_drain_table_the_cuda_errors_and_the_xid_catalogue() -> None:
+def test_the_codes_page_has_a_section_per_code_with_its_class_drain_and_fix() -> None:
+    """Each code is its own heading with the code as its anchor (a search hit or a link lands on it, and its snippet
+    is its own text), listed in the index at the top."""
     page = codes_page()
     for code in SEVERITY:
         if not code.endswith(".*"):
-            assert f"| `{code}` |" in page, code
+            assert f"### `{code}` {{#{code}}}" in page and f"(#{code})" in page, code
     for number in CUDA_CODES:
-        assert f"| `cuda.error.{number}` |" in page
+        assert f"### `cuda.error.{number}` {{#cuda.error.{number}}}" in page
     for xid in CATALOG:
-        assert f"| `xid.{xid}` |" in page
-    assert "| `shm.small` | config | - |" in page and "| `gpu.lost` | node | hard |" in page
-    assert "| `perf.matmul_slow` | node | soft |" in page
+        assert f"### `xid.{xid}` {{#xid.{xid}}}" in page
+    assert "### `shm.small` {#shm.small}\n\n**config**, drains: -: " in page
+    assert "### `gpu.lost` {#gpu.lost}\n\n**node**, drains: hard: " in page
+    assert "### `perf.matmul_slow` {#perf.matmul_slow}\n\n**node**, drains: soft: " in page
+    assert "### `<check>.<status>` {#check.status}" in page
+
+
+def test_no_pipe_shows_a_backslash_and_no_placeholder_vanishes_as_html() -> None:
+    """`--profile FILE|NAME` rendered as `FILE\\|NAME` inside a code span; `<the version torch pins>` in a fix is text,
+    not a tag the browser drops."""
+    from envcheck.app.docs_markdown import _cell, _text
+
+    assert "--profile FILE&#124;NAME</code>" in cli_page() and "FILE\\|NAME" not in cli_page()
+    assert _cell("`a|b` c|d") == "<code>a&#124;b</code> c&#124;d" and _cell("`x`") == "`x`"
+    assert (
+        _text("pip install triton==<the version torch pins>")
+        == "pip install triton==&lt;the version torch pins&gt;"
+    )
+    assert _text("keep `<i>` as code") == "keep `<i>` as code"
 
 
 def test_a_check_added_to_the_registry_changes_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +108,8 @@ def test_a_check_added_to_the_registry_changes_the_page(monkeypatch: pytest.Monk
     spec = next(iter(registry().values()))
     added = {**registry(), "test.added": dataclasses.replace(spec, name="test.added")}
     monkeypatch.setattr("envcheck.checks.registry", lambda: added)
-    assert "| `test.added` |" in checks_page() and checks_page() != (REFERENCE / "checks.md").read_text()
+    assert '<a id="test.added"></a>`test.added` |' in checks_page()
+    assert checks_page() != (REFERENCE / "checks.md").read_text()
 
 
 def test_main_writes_every_page(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""The host install the README gives (`pip install torch-envcheck` / `pipx install torch-envcheck`), from a built
-wheel into a fresh venv (not editable): `envcheck --version` and `envcheck host` work there, without torch."""
+"""The host install the README gives (`pipx install .`, or the wheel `make dist` builds), from a built wheel into a
+fresh venv (not editable), run outside any clone: `envcheck --version`, `envcheck host` and `envcheck matrix list`
+work there without torch, from the matrix the wheel ships."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == DIST
     src = tmp_path / "src"  # a copy: setuptools writes build/ and *.egg-info next to the sources it builds
     shutil.copytree(ROOT / "envcheck", src / "envcheck", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVCHECK_MATRIX")}
     built = subprocess.run(
@@ -83,7 +84,17 @@ def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert host.returncode == 0, host.stderr
-    assert "Docker GPU setup:" in host.stdout and "no matrix at" in host.stdout  # no clone here: says so
+    # no clone here: the rows come from the matrix inside the wheel
+    assert "Docker GPU setup:" in host.stdout and "2.14-cu130" in host.stdout, host.stdout
+    shipped = subprocess.run(
+        [str(venv / "bin/envcheck"), "matrix", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert shipped.returncode == 0 and "latest-runtime" in shipped.stdout, shipped.stderr
     rows = subprocess.run(
         [str(venv / "bin/envcheck"), "host", "--matrix", str(ROOT / "docker/matrix.toml")],
         capture_output=True,

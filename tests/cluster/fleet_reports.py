@@ -28,6 +28,14 @@ NORMAL = {
     "h2d": (53.0, "GB/s"),
     "d2h": (55.0, "GB/s"),
 }
+# What a rolled-out node reports (facts.gpu.driver_version, facts.torch); Faults.versions overrides per node.
+VERSIONS = {
+    "driver_version": "580.95.05",
+    "version": "2.14.1+cu130",
+    "cuda_compiled": "13.0",
+    "nccl_loaded": "2.27.7",
+    "cudnn_loaded": "9.24.0",
+}
 PEER_GBPS = 380.0
 BUSBW_GBPS = 480.0
 
@@ -38,6 +46,9 @@ class Faults:
 
     gpu: dict[tuple[str, str, str], float] = field(default_factory=dict)
     node: dict[str, float] = field(default_factory=dict)
+    versions: dict[str, dict[str, str]] = field(
+        default_factory=dict
+    )  # node -> VERSIONS keys it reports otherwise
     busbw: dict[str, float] = field(default_factory=dict)
 
 
@@ -87,8 +98,14 @@ def node_report(name: str, rng: random.Random, faults: Faults, gpus: int = 8) ->
             "rows": [],
         },
     ).named("dist.busbw", 9.8)
+    v = {**VERSIONS, **faults.versions.get(name, {})}
     facts = {
-        "gpu": {"source": "nvml", "gpus": [{"index": i, "name": GPU_NAME} for i in range(gpus)]},
+        "gpu": {
+            "source": "nvml",
+            "driver_version": v["driver_version"],
+            "gpus": [{"index": i, "name": GPU_NAME} for i in range(gpus)],
+        },
+        "torch": {k: v[k] for k in ("version", "cuda_compiled", "nccl_loaded", "cudnn_loaded")},
         "platform": {"cpu_count": 192},
     }
     return to_json_dict(RunReport([relative, busbw], facts, Context(level=Level.FULL)))

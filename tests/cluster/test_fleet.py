@@ -352,3 +352,56 @@ def test_the_documented_fleet_commands_run_as_written(tmp_path: Path) -> None:
         assert done.stdout.startswith("envcheck fleet: read "), (command, done.stdout)
     assert {p.name for p in tmp_path.iterdir()} >= {"fleet.html", "fleet.json", "h100.baseline.toml"}
     assert json.loads((tmp_path / "fleet.json").read_text())["outlier_nodes"][0]["node"] == "node0003"
+
+
+def test_a_node_that_missed_the_rollout_is_named_with_its_versions(tmp_path: Path) -> None:
+    """Five H100 nodes, one on another driver, torch and NCCL (mixed NCCL versions across a job's ranks hang or fail
+    its collectives): every figure is in line, yet the node is named in text, JSON and HTML, each differing version
+    beside the majority's, and the fleet exits 1. The healthy twin (five nodes alike) names none and exits 0."""
+    odd = {"driver_version": "550.54.15", "version": "2.13.0+cu130", "nccl_loaded": "2.21.5"}
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "alike").mkdir()
+    write_fleet(tmp_path / "mixed", 5, Faults(versions={"node0003": odd}), seed=4)
+    doc, done = fleet_json(str(tmp_path / "mixed"), "--html", str(tmp_path / "f.html"))
+    assert (
+        done.returncode == 1 and doc["outlier_nodes"] == [] and doc["version_outlier_nodes"] == ["node0003"]
+    )
+    got = {
+        (d["field"], d["majority"], tuple((n["node"], n["value"]) for n in d["nodes"]))
+        for d in doc["version_drift"]
+    }
+    assert got == {
+        ("driver", "580.95.05", (("node0003", "550.54.15"),)),
+        ("torch", "2.14.1+cu130", (("node0003", "2.13.0+cu130"),)),
+        ("nccl", "2.27.7", (("node0003", "2.21.5"),)),
+    }
+    codes = {d["field"]: d["code"] for d in doc["version_drift"]}
+    assert codes == {
+        "driver": "fleet.driver_drift",
+        "torch": "fleet.stack_drift",
+        "nccl": "fleet.stack_drift",
+    }
+    assert doc["codes"]["fleet.driver_drift"] == 1 and doc["codes"]["fleet.stack_drift"] == 2
+    text = run_cli("fleet", str(tmp_path / "mixed")).stdout
+    assert "version outlier nodes: 1 of 5" in text
+    assert (
+        "NVIDIA H100 80GB HBM3 nccl: node0003 has 2.21.5 where 4 node(s) have 2.27.7 [fleet.stack_drift]"
+        in text
+    )
+    page = (tmp_path / "f.html").read_text()
+    assert "<h2>Version drift</h2>" in page and "node0003: 2.21.5" in page and "550.54.15" in page
+    write_fleet(tmp_path / "alike", 5, Faults(), seed=4)
+    doc, done = fleet_json(str(tmp_path / "alike"))
+    assert done.returncode == 0 and doc["version_drift"] == [] and doc["version_outlier_nodes"] == []
+    assert "version outlier nodes: 0 of 5" in run_cli("fleet", str(tmp_path / "alike")).stdout
+
+
+def test_an_even_split_names_no_odd_node() -> None:
+    """Two nodes on one NCCL and two on another: there is no majority to be off, so nobody is named."""
+    from envcheck.cluster.fleet.drift import version_drift
+
+    nodes = [(f"n{i}", "H100", {"nccl": "2.27.7" if i < 2 else "2.21.5"}) for i in range(4)]
+    assert version_drift(nodes) == []
+    nodes.append(("n4", "H100", {"nccl": "2.27.7"}))
+    (drift,) = version_drift(nodes)
+    assert drift.odd == (("n2", "2.21.5"), ("n3", "2.21.5")) and drift.majority_nodes == 3

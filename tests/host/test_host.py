@@ -116,11 +116,28 @@ def test_host_command_for_real_on_this_host(tmp_path: Path) -> None:
         assert all(r["runs"] is None for r in doc["rows"])
 
 
-def test_host_without_a_matrix_still_reports_the_host(tmp_path: Path) -> None:
-    done = run_cli("host", env={**os.environ, "ENVCHECK_MATRIX": str(tmp_path / "none.toml")})
-    assert done.returncode == 0 and "no matrix at" in done.stdout and "Docker GPU setup:" in done.stdout
+def test_host_with_a_missing_or_broken_matrix_is_a_usage_error(tmp_path: Path) -> None:
+    """A matrix that is not there or not valid is bad input: one line naming it, exit 2, never exit 0."""
+    missing = run_cli("host", env={**os.environ, "ENVCHECK_MATRIX": str(tmp_path / "none.toml")})
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "none.toml" in missing.stderr
+    assert missing.stdout == ""
     bad = run_cli("host", "--matrix", str(tmp_path / "nope.toml"))
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no such file" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not found" in bad.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text("schema_version = 1\n[[rows]]\nid = 'x'\n")
+    done = run_cli("host", "--matrix", str(broken))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "broken.toml" in done.stderr
+    listing = run_cli("matrix", "list", env={**os.environ, "ENVCHECK_MATRIX": str(broken)})
+    assert listing.returncode == 2 and listing.stderr.count("\n") == 1
+
+
+def test_the_shipped_matrix_is_the_clones_matrix() -> None:
+    """One source of truth: docker/matrix.toml is a link to the package data an installed envcheck reads."""
+    from envcheck.images.matrix import SHIPPED
+
+    clone = ROOT / "docker" / "matrix.toml"
+    assert clone.is_symlink() and clone.resolve() == SHIPPED.resolve()
+    assert load_matrix(default_matrix_path()).rows == load_matrix(clone).rows
 
 
 def test_host_with_gpus_prints_driver_gpus_and_verdicts(
@@ -404,3 +421,21 @@ def test_yaml_without_pyyaml_is_one_line_and_json_still_reads(
     assert "reading YAML needs PyYAML" in info.value.message and "--format json" in info.value.message
     (tmp_path / "c.json").write_text(json.dumps({"services": {"a": {"image": "x"}}}))
     assert read_document(str(tmp_path / "c.json"), "compose file") == {"services": {"a": {"image": "x"}}}
+
+
+def test_an_arm64_host_is_offered_only_the_rows_with_an_arm64_image() -> None:
+    """On aarch64 (a GH200 or GB200 host) rows built for amd64 only do not run, GPU or not, and say why; the rows
+    whose tag is a multi-platform manifest with linux/arm64 are judged as on amd64 (the healthy twin)."""
+    from envcheck.host.rows import host_platform
+
+    assert host_platform("aarch64") == "linux/arm64" and host_platform("x86_64") == "linux/amd64"
+    rows = list(load_matrix(default_matrix_path()).rows)
+    gh200 = HostGpus("nvml", "580.95.05", "13.0", [(9, 0)], ["NVIDIA GH200 480GB"], listed=[])
+    verdicts = {v["row"]: v for v in row_verdicts(gh200, rows, "linux/arm64")}
+    assert verdicts["2.14-cu130"]["runs"] is True and verdicts["2.11-cu130"]["runs"] is True
+    assert verdicts["2.10-cu130"]["runs"] is False
+    assert verdicts["2.10-cu130"]["why"] == "no linux/arm64 image: this row is built for linux/amd64 only"
+    on_amd64 = {v["row"]: v for v in row_verdicts(gh200, rows, "linux/amd64")}
+    assert on_amd64["2.10-cu130"]["runs"] is True and on_amd64["2.14-cu130"]["runs"] is True
+    no_gpu = {v["row"]: v for v in row_verdicts(HostGpus(), rows, "linux/arm64")}
+    assert no_gpu["2.14-cu130"]["runs"] is None and no_gpu["2.8-cu126"]["runs"] is False

@@ -75,7 +75,31 @@ def test_github_matrix_has_one_entry_per_row_and_target() -> None:
     assert entry["tags"].split(",")[0] == "2.8.0-cuda12.8-runtime"
     assert "TORCH_VERSION=2.8.0" in entry["build_args"].splitlines()
     assert entry["platforms"] == "linux/amd64"
+    latest = next(e for e in include if e["row"] == matrix_latest(matrix).id and e["target"] == "runtime")
+    assert latest["platforms"] == "linux/amd64,linux/arm64"
     json.dumps(include)
+
+
+def matrix_latest(matrix):  # type: ignore[no-untyped-def]
+    return next(r for r in matrix.rows if r.latest)
+
+
+def test_arm64_is_listed_exactly_where_pypi_ships_aarch64_cuda_wheels_of_the_rows_cuda(
+    tmp_path: Path,
+) -> None:
+    """torch 2.11-2.14 from PyPI (aarch64 wheels require cuda-toolkit 13.0.x) carry linux/arm64; the twin, a
+    download.pytorch.org row, is amd64 only; a 2.11 row asking arm64 for CUDA 12.8 is refused."""
+    matrix = load_matrix(ROOT / "docker" / "matrix.toml")
+    arm = {r.id for r in matrix.rows if "linux/arm64" in r.platforms}
+    assert arm == {"2.11-cu130", "2.12-cu130", "2.13-cu130", "2.14-cu130"}
+    assert all(r.platforms[0] == "linux/amd64" for r in matrix.rows)
+    row = GOOD_ROW.replace("2.9", "2.11").replace('"0.24.1"', '"0.26.0"').replace('"2.11.1"', '"2.11.0"')
+    row = row.replace('"12.8"', '"13.0"') + 'platforms = ["linux/amd64", "linux/arm64"]\n'
+    assert load_matrix(write(tmp_path, HEADER + row)).rows[0].platforms == ("linux/amd64", "linux/arm64")
+    cu128 = row.replace('"13.0"', '"12.8"').replace(
+        "https://pypi.org/simple", "https://download.pytorch.org/whl/cu128"
+    )
+    assert "no aarch64 CUDA 12.8 wheels on record" in error_of(tmp_path, HEADER + cu128)
 
 
 @pytest.mark.parametrize(
@@ -94,6 +118,18 @@ def test_github_matrix_has_one_entry_per_row_and_target() -> None:
         (('cuda = "12.8"', 'cuda = "12.8"\ntargets = ["runtime", "gui"]'), "targets", "unknown target"),
         (('cuda = "12.8"', 'cuda = "12.8"\npython = "python3"'), "python", "not a Python version"),
         (('cuda = "12.8"', 'cuda = "12.8"\nlatest = "yes"'), "latest", "not true or false"),
+        (('cuda = "12.8"', 'cuda = "12.8"\nplatforms = ["linux/s390x"]'), "platforms", "unknown platform"),
+        (
+            ('cuda = "12.8"', 'cuda = "12.8"\nplatforms = ["linux/arm64"]'),
+            "platforms",
+            "linux/amd64 included",
+        ),
+        # PyPI's aarch64 torch 2.9.1 is a CPU build: no arm64 CUDA image can come from it
+        (
+            ('cuda = "12.8"', 'cuda = "12.8"\nplatforms = ["linux/amd64", "linux/arm64"]'),
+            "platforms",
+            "no aarch64 CUDA 12.8 wheels on record for torch 2.9.1",
+        ),
     ],
 )
 def test_malformed_row_names_file_row_and_field(

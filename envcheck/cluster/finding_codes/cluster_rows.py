@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from envcheck.cluster.finding_codes.common_fixes import CONFIG, DRAIN, FLEET_FIX, NODE
-from envcheck.cluster.fleet import learn
+from envcheck.cluster.finding_codes.common_fixes import CONFIG, DRAIN, FLEET_FIX, IMAGE, NODE
+from envcheck.cluster.fleet import drift, learn
 from envcheck.collectives import crossnode, pair_verdict
 from envcheck.collectives.sweep import BUSBW_LOW
 from envcheck.core.findings import Code
@@ -86,6 +86,20 @@ _FLEET = [
         FLEET_FIX,
     )
     for code in learn.CODES
+] + [
+    Code(
+        drift.DRIVER_DRIFT,
+        "a node's NVIDIA driver differs from the driver of most nodes of its GPU model (it missed a rollout)",
+        NODE,
+        "bring the node to the majority's driver (or drain it) before it runs jobs with the others",
+    ),
+    Code(
+        drift.STACK_DRIFT,
+        "a node's CUDA, torch, NCCL or cuDNN differs from most nodes of its GPU model: mixed NCCL versions across "
+        "one job's ranks hang or fail its collectives",
+        IMAGE,
+        "run one image (or venv) on every node of a job: pull the fleet's tag by digest on this node",
+    ),
 ]
 
 _DEFAULT = [

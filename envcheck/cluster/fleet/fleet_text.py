@@ -26,6 +26,24 @@ def violation_line(v: dict[str, Any]) -> str:
     )
 
 
+def drift_line(d: dict[str, Any]) -> str:
+    """'NVIDIA H100 80GB HBM3 nccl: node-e has 2.21.5 where 4 node(s) have 2.27.3 [fleet.stack_drift]'."""
+    odd = ", ".join(f"{one_line(n['node'])} has {one_line(n['value'])}" for n in d["nodes"])
+    return (
+        f"{one_line(d['model'])} {d['field']}: {odd} where {d['majority_nodes']} node(s) have "
+        f"{one_line(d['majority'])} [{d['code']}]"
+    )
+
+
+def drift_lines(doc: dict[str, Any]) -> list[str]:
+    """The version drift section: nodes whose driver, CUDA, torch, NCCL or cuDNN differs from their model's majority."""
+    drift = doc.get("version_drift") or []
+    head = f"version outlier nodes: {len(doc.get('version_outlier_nodes') or [])} of {doc['read']['nodes']}"
+    return [head + ("" if drift else " (driver, CUDA, torch, NCCL, cuDNN agree per GPU model)")] + [
+        f"  {drift_line(d)}" for d in drift
+    ]
+
+
 def render_text(doc: dict[str, Any]) -> list[str]:
     """The lines `envcheck fleet` prints."""
     read = doc["read"]
@@ -64,6 +82,7 @@ def render_text(doc: dict[str, Any]) -> list[str]:
             + "; ".join(violation_line(v) for v in vs[:MAX_VIOLATIONS_SHOWN])
             + more
         )
+    lines += drift_lines(doc)
     lines.append("nodes per finding code:" if doc["codes"] else "nodes per finding code: none")
     lines += [f"  {one_line(code):<32} {count}" for code, count in doc["codes"].items()]
     return lines

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck.cluster.fleet.drift import report_versions
 from envcheck.core.result import Status
 
 SCOPES = {
@@ -45,6 +46,8 @@ class FleetNode:
     source: str
     metrics: tuple[Metric, ...]
     codes: tuple[str, ...]
+    model: str = ""  # the GPU model (the most common one), "" without a GPU
+    versions: tuple[tuple[str, str], ...] = ()  # (driver|cuda|torch|nccl|cudnn, version) from a run report
 
 
 class NotAReport(ValueError):
@@ -122,6 +125,8 @@ def _run_node(doc: Mapping[str, Any], source: str) -> FleetNode:
         source,
         tuple(metrics),
         tuple(dict.fromkeys(codes)),
+        Counter(names).most_common(1)[0][0] if names else "",
+        report_versions(facts),
     )
 
 

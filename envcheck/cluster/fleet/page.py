@@ -135,7 +135,24 @@ def render_html(survey: Survey) -> str:
             + "<br>".join(_e(violation_line(v)) for v in o["violations"])
             + "</td></tr>"
         )
-    body.append("</table><h2>Nodes per finding code</h2><table><tr><th>code</th><th>nodes</th></tr>")
+    body.append("</table><h2>Version drift</h2>")
+    if doc["version_drift"]:
+        body.append(
+            "<table><tr><th>GPU model</th><th>version</th><th>majority</th><th>nodes that differ</th></tr>"
+        )
+        body += [
+            f"<tr><td>{_e(d['model'])}</td><td>{_e(d['field'])}</td><td>{_e(d['majority'])} "
+            f'({d["majority_nodes"]} nodes)</td><td class="bad">'
+            + "<br>".join(f"{_e(n['node'])}: {_e(n['value'])}" for n in d["nodes"])
+            + f" [{_e(d['code'])}]</td></tr>"
+            for d in doc["version_drift"]
+        ]
+        body.append("</table>")
+    else:
+        body.append(
+            '<p class="note">Driver, CUDA, torch, NCCL and cuDNN agree across each GPU model\'s nodes.</p>'
+        )
+    body.append("<h2>Nodes per finding code</h2><table><tr><th>code</th><th>nodes</th></tr>")
     body += [f"<tr><td>{_e(c)}</td><td>{n}</td></tr>" for c, n in doc["codes"].items()]
     body.append("</table>")
     head = (

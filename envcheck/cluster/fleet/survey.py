@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.cluster.fleet.drift import Drift, version_drift
 from envcheck.cluster.fleet.learn import (
     Baseline,
     GroupResult,
@@ -34,6 +35,7 @@ class Survey:
     duplicates: list[str]
     groups: list[GroupResult] = field(default_factory=list)
     stored: str | None = None  # the stored baseline judged against, instead of learning one
+    drift: list[Drift] = field(default_factory=list)  # per GPU model, nodes off the majority's versions
 
     @property
     def violations(self) -> list[Violation]:
@@ -74,6 +76,7 @@ def survey(
     for group, members in by_group(nodes.values()).items():
         given = None if stored is None else dict(stored.get(group, {}))
         result.groups.append(judge_group(group, members, rule, given))
+    result.drift = version_drift((n.node, n.model, dict(n.versions)) for n in result.nodes if n.model)
     return result
 
 
@@ -86,6 +89,10 @@ def to_dict(s: Survey) -> dict[str, Any]:
     from envcheck import __version__
 
     outliers = s.outlier_nodes()
+    drifted = sorted({node for d in s.drift for node, _ in d.odd})
+    codes = code_counts(s.nodes, s.violations)
+    for d in s.drift:
+        codes[d.code] = codes.get(d.code, 0) + len(d.odd)
     return {
         "kind": "envcheck-fleet",
         "schema_version": FLEET_SCHEMA_VERSION,
@@ -137,6 +144,8 @@ def to_dict(s: Survey) -> dict[str, Any]:
             }
             for node, vs in outliers.items()
         ],
-        "codes": code_counts(s.nodes, s.violations),
-        "exit_code": ExitCode.FAILED if outliers else ExitCode.OK,
+        "version_drift": [d.to_dict() for d in s.drift],
+        "version_outlier_nodes": drifted,
+        "codes": dict(sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "exit_code": ExitCode.FAILED if outliers or drifted else ExitCode.OK,
     }

@@ -330,3 +330,24 @@ def test_a_revoked_device_cgroup_is_eperm_and_replays_from_a_bundle(tmp_path: Pa
     assert available["status"] == "fail" and available["fault_class"] == "node"
     assert "open() is refused (EPERM)" in available["summary"] and "daemon-reload" in available["summary"]
     assert "create-dev-char-symlinks --create-all" in available["remediation"]
+
+
+def test_each_measured_finding_carries_the_code_its_result_has() -> None:
+    """A container started without --gpus: the result's code is cuda.container, and so is its finding's in `measured`
+    (a JSON report used to show the layer's finding with code "" beside the result's own cuda.container); the
+    healthy twin has no findings to disagree with."""
+    cuda = {
+        "available": False,
+        "gpus": [],
+        "visible_devices": None,
+        **{k: v for k, v in layers(device_nodes=[], proc_driver=False, driver_cuda=None).__dict__.items()},
+    }
+    result = cuda_available_verdict(cuda, make_context(allow_cpu=True))
+    assert result.code == "cuda.container", result
+    codes = [f["code"] for f in result.measured["findings"]]
+    assert codes[0] == result.code and all(codes), codes
+    healthy = cuda_available_verdict(
+        {**cuda, "available": True, "gpus": ["NVIDIA H100"], "torch_cuda": "12.8", "nvml_gpus": None},
+        make_context(allow_cpu=False),
+    )
+    assert healthy.status.value == "pass" and "findings" not in healthy.measured
