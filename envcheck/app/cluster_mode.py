@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from envcheck.app.output import stdout_gone
 from envcheck.cluster import slurm_node, streaks
 from envcheck.cluster.own import own_failure
-from envcheck.cluster.policy import Decision, Mode, decide, reclassify
+from envcheck.cluster.policy import Decision, ModeName, decide, reclassify
 from envcheck.cluster.prometheus import render
 from envcheck.core.errors import ExitCode, UsageError
 from envcheck.core.result import Result
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--for",
         dest="for_mode",
-        choices=[m.value for m in Mode],
+        choices=[m.value for m in ModeName],
         metavar="MODE",
         help="exit policy for a cluster: prolog (Slurm Prolog/Epilog), health (Slurm HealthCheckProgram: "
         "drains and resumes the node, within 60 s), preflight (Kubernetes), npd "
@@ -82,14 +82,14 @@ def streak_count(text: str) -> int:
     return int(text)
 
 
-def mode_of(args: argparse.Namespace) -> Mode | None:
+def mode_of(args: argparse.Namespace) -> ModeName | None:
     """The cluster mode `--for` names, or None."""
-    return Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+    return ModeName(args.for_mode) if getattr(args, "for_mode", None) else None
 
 
 def adjust(args: argparse.Namespace, results: Sequence[Result]) -> list[Result]:
     """Results as the cluster mode classes them (a node that lost its GPUs is a node fault)."""
-    mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+    mode = ModeName(args.for_mode) if getattr(args, "for_mode", None) else None
     return reclassify(results, mode, getattr(args, "expect_gpus", None))
 
 
@@ -98,11 +98,11 @@ def apply_budget(args: argparse.Namespace) -> None:
     terminate normally within 60 seconds"): the checks get at most HEALTH_CHECKS_S, whatever --timeout says.
     --drain-after and --resume-after belong to health mode alone (bad input elsewhere: exit 2 before any check)."""
     for flag in ("drain_after", "resume_after"):
-        if getattr(args, flag, None) is not None and mode_of(args) is not Mode.HEALTH:
+        if getattr(args, flag, None) is not None and mode_of(args) is not ModeName.HEALTH:
             raise UsageError(
                 f"--{flag.replace('_', '-')} applies to --for health only (the health check's streaks)"
             )
-    if mode_of(args) is Mode.HEALTH and (args.timeout is None or args.timeout > HEALTH_CHECKS_S):
+    if mode_of(args) is ModeName.HEALTH and (args.timeout is None or args.timeout > HEALTH_CHECKS_S):
         if args.timeout is not None:
             _say(
                 f"envcheck: warning: --timeout {args.timeout:g} capped to {HEALTH_CHECKS_S:g} s: slurmd kills a "
@@ -113,15 +113,15 @@ def apply_budget(args: argparse.Namespace) -> None:
 
 
 def _slurm(
-    mode: Mode, decision: Decision, results: Sequence[Result], resume_hold: str | None = None
+    mode: ModeName, decision: Decision, results: Sequence[Result], resume_hold: str | None = None
 ) -> list[str]:
     """The prolog keeps its verdict for the health check (no Slurm command: the prolog guide's rule); the health
     check drains or resumes the node itself (cluster.slurm_node), a resume held until enough clean runs
     (`resume_hold`, from cluster.streaks)."""
-    if mode is Mode.PROLOG and ("SLURM_JOB_ID" in os.environ or "SLURMD_NODENAME" in os.environ):
+    if mode is ModeName.PROLOG and ("SLURM_JOB_ID" in os.environ or "SLURMD_NODENAME" in os.environ):
         problem = slurm_node.remember_prolog(decision.reason if decision.code else None, os.environ)
         return [problem] if problem else []
-    if mode is Mode.HEALTH:
+    if mode is ModeName.HEALTH:
         for line in slurm_node.act(
             decision.reason if decision.code else "", results, os.environ, resume_hold
         ):
@@ -129,10 +129,10 @@ def _slurm(
     return []
 
 
-def _prolog_usage_error(mode: Mode | None) -> tuple[str, ...]:
+def _prolog_usage_error(mode: ModeName | None) -> tuple[str, ...]:
     """The health check repeats, on every run, a usage error of this node's prolog (which exited 0 so as not to drain
     the node: docs/cluster.md): a warning line, and ("prolog",) for the metrics file that both of them write."""
-    if mode is not Mode.HEALTH:
+    if mode is not ModeName.HEALTH:
         return ()
     problem = slurm_node.prolog_usage_error(os.environ)
     if problem is None:
@@ -179,10 +179,12 @@ def finish(
     """Apply --for (exit code, reason line, warnings) and write --prometheus; returns the exit code. `own` are
     envcheck's own failures so far (a report not written, the table not shown): in a cluster mode each is a
     warning that never drains the node; outside one they are the caller's to raise."""
-    mode = Mode(args.for_mode) if getattr(args, "for_mode", None) else None
+    mode = ModeName(args.for_mode) if getattr(args, "for_mode", None) else None
     problems = list(own)
     resume_hold = None
-    if mode is Mode.HEALTH:  # the hook: soft findings and resumes judged over runs, before the policy decides
+    if (
+        mode is ModeName.HEALTH
+    ):  # the hook: soft findings and resumes judged over runs, before the policy decides
         held = _streaks(args, results)
         results, resume_hold = held.results, held.resume_hold
         problems += held.problems
@@ -194,7 +196,7 @@ def finish(
             _say(f"envcheck: warning: {line}", sys.stderr)
         if decision.reason:
             said = _say(decision.reason, out)  # npd's message, the prolog's log, the pod's log
-        elif mode is Mode.NPD:
+        elif mode is ModeName.NPD:
             said = _say(
                 "envcheck: node OK" if decision.code == ExitCode.OK else "envcheck: could not judge the node",
                 out,

@@ -22,7 +22,7 @@ import pytest
 
 from envcheck.app.cluster_mode import finish
 from envcheck.cluster.own import guarded
-from envcheck.cluster.policy import Mode
+from envcheck.cluster.policy import ModeName
 from envcheck.core.result import Result, Status
 
 pytest.importorskip("prometheus_client")
@@ -265,7 +265,9 @@ def test_a_crash_before_the_verdict_never_drains(
 
     from envcheck.app.guard import save_traceback
 
-    assert [guarded(m, body, lambda: save_traceback("envcheck")) for m in Mode if m.value in EXPECTED] == [
+    assert [
+        guarded(m, body, lambda: save_traceback("envcheck")) for m in ModeName if m.value in EXPECTED
+    ] == [
         0,
         0,
         2,
