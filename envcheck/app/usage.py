@@ -51,8 +51,8 @@ def _metrics(argv: Sequence[str], mode: ModeName, code: int) -> str | None:
     path = option_value(argv, "--prometheus")
     if not path:
         return None
-    from envcheck.app.cluster_mode import textfile_path
     from envcheck.app.output import WriteError, write_output
+    from envcheck.app.run_args import textfile_path
     from envcheck.cluster.prometheus import render_usage_error
 
     try:
