@@ -65,8 +65,9 @@ class Handler(Generic[R]):
     run: Callable[[R], int]
 
     def typed(self, parsed: argparse.Namespace) -> R:
-        """The request of this command from argparse's values (its fields, each by name), its files checked."""
-        values = vars(parsed)
+        """The request of this command from argparse's values (its fields, each by name; a list of values becomes a
+        tuple, so the request stays as parsed), its files checked."""
+        values = {name: tuple(v) if isinstance(v, list) else v for name, v in vars(parsed).items()}
         request = self.request(
             **{field.name: values[field.name] for field in dataclasses.fields(self.request)}
         )
