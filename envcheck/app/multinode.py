@@ -42,9 +42,16 @@ class DistributedRequest(SharedRunFlags):
 def parse_args(argv: list[str]) -> DistributedRequest:
     """The entry point's options (a subset of `envcheck run`, validated by the same argument types; a bad
     value is one line and exit 2). `--timeout` here is how long a rank may make no progress."""
+    parsed = build_parser().parse_args(argv)
+    handler: Handler[DistributedRequest] = parsed.handler
+    return handler.typed(parsed)
+
+
+def build_parser() -> Parser:
+    """The entry point's parser; its handler runs this rank."""
     parser = Parser(prog="torchrun ... -m envcheck.distributed", description=__doc__)
     # The shared run flags; --timeout means a rank's allowed silence here, and only rank 0 writes --json/--junit,
-    # so only rank 0 judges those paths (in _main: another node need not have the folder).
+    # so only rank 0 judges those paths (in run_rank: another node need not have the folder).
     add_shared_run_arguments(
         parser,
         timeout_default=120.0,
@@ -58,7 +65,8 @@ def parse_args(argv: list[str]) -> DistributedRequest:
         help="also measure all-reduce busbw between every pair of nodes (dist.pairs; --level full "
         "runs it anyway) and name a slow node against --min-busbw, or else against the others",
     )
-    return Handler(DistributedRequest, run_rank).typed(parser.parse_args(argv))
+    parser.set_defaults(handler=Handler(DistributedRequest, run_rank))
+    return parser
 
 
 def render(results: list[Result], request: DistributedRequest) -> None:
