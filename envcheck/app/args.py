@@ -1,4 +1,5 @@
-"""Argument types and the shared flags of every front door: a bad value is one line and exit 2, never a traceback."""
+"""The parser of every front door and its argument types: a bad value is one line and exit 2, never a traceback
+(each command's flags are declared beside its request: run_args.py, fleet.py, ...)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import stat
 import tempfile
 from pathlib import Path
 
-from envcheck.core.check import MEMORY_FRACTION
 from envcheck.core.errors import UsageError
 from envcheck.core.text import one_line
 
@@ -205,130 +205,3 @@ def output_dir(text: str) -> str:
     if not os.access(existing, os.W_OK | os.X_OK) or os.statvfs(existing).f_flag & os.ST_RDONLY:
         raise argparse.ArgumentTypeError(f"cannot write in {existing}")
     return text
-
-
-STDOUT_REPORTS = ("json", "junit", "bundle")
-
-
-FILE_OUTPUTS = ("json", "junit", "bundle", "prometheus")
-
-
-def check_stdout(args: argparse.Namespace) -> None:
-    """At most one report may go to stdout ('-'), so stdout stays one parseable document; and no two reports
-    may name the same file (one would silently replace the other)."""
-    dashes = [f"--{name}" for name in STDOUT_REPORTS if getattr(args, name, None) == "-"]
-    if len(dashes) > 1:
-        raise UsageError(f"{' and '.join(dashes)} both write to stdout; give all but one a file path")
-    seen: dict[str, str] = {}
-    for name in FILE_OUTPUTS:
-        path = getattr(args, name, None)
-        if not isinstance(path, str) or path == "-":
-            continue
-        key = os.path.realpath(path)
-        if key in seen:
-            raise UsageError(
-                f"{seen[key]} and --{name} both name {one_line(path)}; give each report its own file"
-            )
-        seen[key] = f"--{name}"
-
-
-def report_on_stdout(args: argparse.Namespace) -> bool:
-    """Whether a report goes to stdout (then the table goes to stderr)."""
-    return any(getattr(args, name, None) == "-" for name in STDOUT_REPORTS)
-
-
-def add_shared_run_arguments(
-    parser: argparse.ArgumentParser,
-    *,
-    timeout_default: float | None = None,
-    timeout_help: str = "cap the whole run",
-    check_outputs: bool = True,
-) -> None:
-    """The run flags `envcheck run` and the torchrun entry (`python -m envcheck.distributed`) share, declared
-    once: --level, --allow-cpu, --json, --junit, --timeout, --min-busbw, --min-busbw-at, --strict-perf.
-
-    Where the torchrun entry differs it says so: its `--timeout` is how long a rank may make no progress
-    (and the process-group timeout), not a cap on the whole run (`timeout_default`, `timeout_help`); and it
-    passes `check_outputs=False`: only rank 0 writes the reports, so the other ranks must not judge the path."""
-    parser.add_argument(
-        "--level",
-        choices=["quick", "full"],
-        default="quick",
-        help="quick (default) or full (adds the slower checks, e.g. the dist.busbw sweep)",
-    )
-    parser.add_argument(
-        "--allow-cpu",
-        action="store_true",
-        help="no GPU is fine: GPU checks skip, cuda.available warns, distributed checks use gloo",
-    )
-    out = output_path if check_outputs else str
-    parser.add_argument("--json", type=out, metavar="PATH", help="write JSON ('-' = stdout only)")
-    parser.add_argument("--junit", type=out, metavar="PATH", help="write JUnit XML")
-    parser.add_argument(
-        "--timeout", type=positive_float, default=timeout_default, metavar="SECONDS", help=timeout_help
-    )
-    parser.add_argument(
-        "--min-busbw",
-        type=positive_float,
-        metavar="GBPS",
-        help="warn when all-reduce bus bandwidth is below this",
-    )
-    parser.add_argument(
-        "--min-busbw-at",
-        type=message_size,
-        metavar="SIZE",
-        help="the all-reduce message size the --min-busbw floor was measured at (e.g. 16G, as "
-        "nccl-tests' -b/-e): judged only against a sweep row of that size; default: the peak",
-    )
-    parser.add_argument(
-        "--strict-perf", action="store_true", help="make --min-busbw and perf.relative failures, not warnings"
-    )
-
-
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `envcheck run`: the shared run flags, plus selection and the single-node settings."""
-    add_shared_run_arguments(parser)
-    parser.add_argument("--only", type=names, metavar="NAMES", help="comma-separated check names to run")
-    parser.add_argument(
-        "--skip", type=names, metavar="NAMES", help="comma-separated check names to leave out"
-    )
-    parser.add_argument(
-        "--expect-gpus", type=non_negative_int, metavar="N", help="fail unless N GPUs are visible"
-    )
-    parser.add_argument(
-        "--cpu-ranks",
-        type=rank_count,
-        default=2,
-        metavar="N",
-        help="gloo ranks for the CPU distributed check (default 2)",
-    )
-    from envcheck.cluster.node_profiles import profile_arg
-
-    parser.add_argument(
-        "--profile",
-        type=profile_arg,
-        metavar="FILE|NAME",
-        help="what this node type must have (TOML file, or built-in: h100-sxm-8, h200-8, a100-sxm-8, "
-        "a100-80gb-sxm-8, l40s, b200-8); --expect-gpus and --min-busbw override its values",
-    )
-    parser.add_argument(
-        "--profile-floors",
-        action="store_true",
-        help="also apply the profile's absolute performance floors (its busbw floor, at the message "
-        "size it states); off by default: perf.relative and envcheck fleet judge without them",
-    )
-    parser.add_argument(
-        "--memory-fraction",
-        type=fraction,
-        default=MEMORY_FRACTION,
-        metavar="F",
-        help="fraction of each GPU's memory cuda.devices allocates (default %(default)s)",
-    )
-    parser.add_argument(
-        "--perf-margin",
-        type=percent,
-        default=10.0,
-        metavar="PCT",
-        help="perf.relative (--level full): name a GPU or GPU pair more than PCT%% below the node's best "
-        "of the same kind (default %(default)g, gpu-fryer's; --strict-perf makes it a failure)",
-    )

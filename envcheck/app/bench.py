@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.app.args import (
@@ -20,6 +21,7 @@ from envcheck.app.args import (
     thread_count,
 )
 from envcheck.app.output import WriteError, write_output
+from envcheck.app.requests import Handler, Request
 from envcheck.core.check import (
     BenchOptions,
     CheckOptions,
@@ -31,6 +33,27 @@ from envcheck.core.check import (
 )
 from envcheck.core.errors import ExitCode, FatalError, UsageError
 from envcheck.core.result import Result, Status
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchRequest(Request):
+    """`envcheck bench`'s arguments."""
+
+    quick: bool
+    json: str | None
+    plots: str | None
+    baseline: str | None
+    threshold: float
+    timeout: float | None
+    allow_cpu: bool
+    cpu_threads: int | None
+    only: str | None
+    cpu_ranks: int
+    perf_margin: float
+
+    def outputs(self) -> dict[str, str | None]:
+        """--json."""
+        return {"--json": self.json}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -87,19 +110,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=10.0,
         help="bench.relative: name a GPU or pair more than PCT%% below the node's best (default %(default)g)",
     )
-    p.set_defaults(handler=bench_main)
+    p.set_defaults(handler=Handler(BenchRequest, bench_main))
 
 
-def _validate(args: argparse.Namespace) -> None:
-    if args.threshold < 0:
-        raise UsageError(f"--threshold {args.threshold:g}: must be >= 0 (a percentage, e.g. --threshold 10)")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout {args.timeout:g}: must be a positive number of seconds")
-    if args.cpu_threads is not None and args.cpu_threads < 1:
-        raise UsageError(f"--cpu-threads {args.cpu_threads}: must be at least 1")
-    if args.cpu_ranks < 2:
-        raise UsageError(f"--cpu-ranks {args.cpu_ranks}: an all-reduce needs at least 2 ranks")
-    if args.plots:  # before any work, not after the whole bench ran
+def _validate(request: BenchRequest) -> None:
+    if request.threshold < 0:
+        raise UsageError(
+            f"--threshold {request.threshold:g}: must be >= 0 (a percentage, e.g. --threshold 10)"
+        )
+    if request.timeout is not None and request.timeout <= 0:
+        raise UsageError(f"--timeout {request.timeout:g}: must be a positive number of seconds")
+    if request.cpu_threads is not None and request.cpu_threads < 1:
+        raise UsageError(f"--cpu-threads {request.cpu_threads}: must be at least 1")
+    if request.cpu_ranks < 2:
+        raise UsageError(f"--cpu-ranks {request.cpu_ranks}: an all-reduce needs at least 2 ranks")
+    if request.plots:  # before any work, not after the whole bench ran
         try:
             import matplotlib  # noqa: F401
         except ImportError:
@@ -117,7 +142,7 @@ def units_to_run(cuda: bool, only: str | None) -> tuple[CheckSpec, ...]:
     return GPU_UNITS if cuda else CPU_UNITS
 
 
-def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
+def run_bench(request: BenchRequest, progress: Any = None) -> dict[str, Any]:
     """Run the probe, then the GPU units (or the CPU variants), and return the bench document."""
     from envcheck.checks import HOOKS
     from envcheck.core.runner import Runner
@@ -125,54 +150,56 @@ def run_bench(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     from envcheck.perf.report import build_document
     from envcheck.perf.units import PROBE
 
-    _validate(args)
-    baseline = load_baseline(args.baseline) if args.baseline else None
+    _validate(request)
+    baseline = load_baseline(request.baseline) if request.baseline else None
     # The workers' GPU idle check counts this process and its descendants as envcheck's own.
     options = CheckOptions(
-        bench=BenchOptions(cpu_threads=args.cpu_threads, envcheck_pid=os.getpid()),
-        dist=DistOptions(cpu_ranks=args.cpu_ranks),
-        perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)),
+        bench=BenchOptions(cpu_threads=request.cpu_threads, envcheck_pid=os.getpid()),
+        dist=DistOptions(cpu_ranks=request.cpu_ranks),
+        perf=PerfOptions(margin_pct=request.perf_margin),
     )
-    ctx = Context(level=Level.QUICK if args.quick else Level.FULL, allow_cpu=args.allow_cpu, options=options)
-    with Runner(ctx, total_timeout_s=args.timeout, hooks=HOOKS) as runner:
+    ctx = Context(
+        level=Level.QUICK if request.quick else Level.FULL, allow_cpu=request.allow_cpu, options=options
+    )
+    with Runner(ctx, total_timeout_s=request.timeout, hooks=HOOKS) as runner:
         probe = runner.run_one(PROBE)
         if probe.status is not Status.PASS:
             raise FatalError(f"bench could not start: {probe.reason or probe.summary}", ExitCode.FAILED)
         device = dict(probe.measured)
-        if not device.get("cuda") and not args.allow_cpu:
+        if not device.get("cuda") and not request.allow_cpu:
             raise UsageError(
                 "no CUDA device is visible; pass --allow-cpu to measure the CPU variants instead"
             )
-        units = units_to_run(bool(device.get("cuda")), args.only)
+        units = units_to_run(bool(device.get("cuda")), request.only)
         results: list[Result] = []
         for spec in units:
             if progress is not None:
                 progress(f"running {spec.name} ...")
             results.append(runner.run_one(spec))
-    doc = build_document(device, results, args.quick)
+    doc = build_document(device, results, request.quick)
     if baseline is not None:
-        doc["regressions"] = regressions(doc["figures"], baseline["figures"], args.threshold)
+        doc["regressions"] = regressions(doc["figures"], baseline["figures"], request.threshold)
     bad = doc["regressions"] or any(r.status is Status.ERROR for r in results)
     doc["exit_code"] = ExitCode.FAILED if bad else ExitCode.OK
     return doc
 
 
-def bench_main(args: argparse.Namespace) -> int:
+def bench_main(request: BenchRequest) -> int:
     """Handler for `envcheck bench`; returns the exit code (usage errors print one line, exit 2)."""
     from rich.console import Console
 
     from envcheck.perf.plots import write_plots
     from envcheck.perf.report import render_notes, render_table
 
-    to_stdout = args.json == "-"
+    to_stdout = request.json == "-"
     console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 150)
     err = Console(stderr=True)
     try:
-        doc = run_bench(args, progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))
+        doc = run_bench(request, progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))
         try:
-            plots = write_plots(doc["figures"], args.plots) if args.plots else []
+            plots = write_plots(doc["figures"], request.plots) if request.plots else []
         except OSError as exc:
-            raise WriteError(f"cannot write the plots into {args.plots}: {exc.strerror or exc}") from None
+            raise WriteError(f"cannot write the plots into {request.plots}: {exc.strerror or exc}") from None
     except FatalError as exc:
         print(f"envcheck bench: {exc.message}", file=sys.stderr)
         return exc.exit_code
@@ -181,9 +208,9 @@ def bench_main(args: argparse.Namespace) -> int:
         console.print(line, markup=False)
     for path in plots:
         console.print(f"plot written: {path}", markup=False)
-    if args.json:
+    if request.json:
         try:
-            write_output(args.json, json.dumps(doc, indent=2) + "\n")
+            write_output(request.json, json.dumps(doc, indent=2) + "\n")
         except FatalError as exc:
             print(f"envcheck bench: {exc.message}", file=sys.stderr)
             return exc.exit_code

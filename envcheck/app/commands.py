@@ -1,4 +1,7 @@
-"""What `run`, `list` and `facts` do once their arguments are parsed."""
+"""`envcheck run`, `list` and `facts`: their parsers, their requests and what they do.
+
+`cmd_run` reads as the run goes: request -> mode (envcheck.app.cluster_mode.Mode) -> context -> runner -> results ->
+mode.decide -> reports -> the mode's verdict and exit code."""
 
 from __future__ import annotations
 
@@ -8,17 +11,20 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from envcheck import __version__
-from envcheck.app import cluster_mode as cluster
-from envcheck.app.guard import save_traceback
+from envcheck.app.args import output_path, positive_float
+from envcheck.app.cluster_mode import Mode
 from envcheck.app.output import Terminal, raise_failures, write_reports
 from envcheck.app.render import show_and_write, terminal
+from envcheck.app.requests import Handler, Request
+from envcheck.app.run_args import RunRequest, add_cluster_arguments, add_run_arguments
 from envcheck.checks.node.path import node_facts, node_specs, warm_node
-from envcheck.cluster.own import guarded
 from envcheck.core.check import (
     CheckOptions,
     Context,
@@ -30,56 +36,84 @@ from envcheck.core.check import (
 )
 from envcheck.core.errors import ExitCode, FatalError
 from envcheck.core.redact import redact_deep
+from envcheck.core.result import Result
 from envcheck.core.run_report import RunReport
 from envcheck.core.runner import Runner
 from envcheck.core.selection import parse_names, select
 from envcheck.core.signals import Interrupted
 from envcheck.core.text import one_line, visible
-from envcheck.report.summary import exit_code
 from envcheck.report.table import print_facts, print_report
 
 
-def context_from_args(args: argparse.Namespace) -> Context:
-    """Build the run context from parsed `run` arguments: a --profile's values, overridden by explicit flags
-    (--expect-gpus, --min-busbw); `args.expect_gpus` is set to the result, so the cluster policy sees it too."""
-    profile = getattr(args, "profile", None) or ProfileOptions()
-    if args.expect_gpus is None:
-        args.expect_gpus = profile.gpu_count
+@dataclass(frozen=True, kw_only=True)
+class FactsRequest(Request):
+    """`envcheck facts`: where to write them, the worker's timeout, and a bundle for `envcheck explain`."""
+
+    json: str | None
+    timeout: float
+    bundle: str | None
+
+    def outputs(self) -> dict[str, str | None]:
+        """--json and --bundle."""
+        return {"--json": self.json, "--bundle": self.bundle}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `run`, `list` and `facts`."""
+    run = sub.add_parser("run", help="run the checks (the default)")
+    add_run_arguments(run)
+    add_cluster_arguments(run)
+    run.set_defaults(handler=Handler(RunRequest, cmd_run))
+    listing = sub.add_parser("list", help="list every check with its level and needs")
+    listing.set_defaults(handler=Handler(Request, cmd_list))
+    facts = sub.add_parser("facts", help="print the environment facts")
+    facts.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
+    facts.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS")
+    facts.add_argument(
+        "--bundle", type=output_path, metavar="FILE", help="write a bundle for `envcheck explain`"
+    )
+    facts.set_defaults(handler=Handler(FactsRequest, cmd_facts))
+
+
+def run_context(request: RunRequest, mode: Mode) -> Context:
+    """The run context of a request: a --profile's values, overridden by explicit flags (--expect-gpus,
+    --min-busbw); the mode's selection (the node path or the torch path) and name for the checks."""
+    profile = request.profile or ProfileOptions()
     # A profile's absolute floor is opt-in (--profile-floors): perf.relative and envcheck fleet judge without one.
-    floor = profile.busbw_floor_gbps if getattr(args, "profile_floors", False) else None
-    min_busbw = args.min_busbw if args.min_busbw is not None else floor
+    floor = profile.busbw_floor_gbps if request.profile_floors else None
+    min_busbw = request.min_busbw if request.min_busbw is not None else floor
     # A floor carries the message size it was measured at: the profile's, unless --min-busbw replaced the floor
     # (then its size is --min-busbw-at's, or none: the peak). --min-busbw-at alone re-sizes the profile's floor.
-    at = getattr(args, "min_busbw_at", None)
-    if at is None and args.min_busbw is None:
+    at = request.min_busbw_at
+    if at is None and request.min_busbw is None:
         at = profile.busbw_floor_bytes
     return Context(
-        level=Level(args.level),
-        allow_cpu=args.allow_cpu,
-        expect_gpus=args.expect_gpus,
+        level=Level(request.level),
+        allow_cpu=request.allow_cpu,
+        expect_gpus=request.expect_gpus if request.expect_gpus is not None else profile.gpu_count,
         options=CheckOptions(
             dist=DistOptions(
-                cpu_ranks=args.cpu_ranks,
+                cpu_ranks=request.cpu_ranks,
                 min_busbw_gbps=min_busbw,
                 min_busbw_at_bytes=at,
-                strict_perf=args.strict_perf,
+                strict_perf=request.strict_perf,
             ),
-            devices=DeviceOptions(memory_fraction=args.memory_fraction),
+            devices=DeviceOptions(memory_fraction=request.memory_fraction),
             profile=profile,
-            perf=PerfOptions(margin_pct=getattr(args, "perf_margin", 10.0)),
-            node_path=node_path(args, profile),
-            cluster_mode=getattr(args, "for_mode", None),
+            perf=PerfOptions(margin_pct=request.perf_margin),
+            node_path=mode.node_path(parse_names(request.only), profile),
+            cluster_mode=mode.name.value if mode.name else None,
         ),
     )
 
 
-def floors_note(args: argparse.Namespace) -> str | None:
+def floors_note(request: RunRequest) -> str | None:
     """What a profile's absolute floor means when --profile-floors applies it: the message size it was measured at."""
-    profile = getattr(args, "profile", None)
-    if not getattr(args, "profile_floors", False) or profile is None or profile.busbw_floor_gbps is None:
+    profile = request.profile
+    if not request.profile_floors or profile is None or profile.busbw_floor_gbps is None:
         return None
-    if args.min_busbw is not None:
-        return f"--min-busbw {args.min_busbw:g} replaces profile {profile.profile}'s busbw floor"
+    if request.min_busbw is not None:
+        return f"--min-busbw {request.min_busbw:g} replaces profile {profile.profile}'s busbw floor"
     size = profile.busbw_floor_bytes
     if size is None:
         return (
@@ -90,20 +124,6 @@ def floors_note(args: argparse.Namespace) -> str | None:
         f"--profile-floors: profile {profile.profile}'s busbw floor {profile.busbw_floor_gbps:g} GB/s was measured at "
         f"a {size / 2**30:g} GiB all-reduce message; dist.busbw judges it only at that size"
     )
-
-
-def node_path(args: argparse.Namespace, profile: ProfileOptions) -> bool:
-    """`--for prolog|npd` without --only (unless the profile's level is "torch"), or --only naming checks of the
-    spec group "node" alone (node.cuda_driver, node.profile): the torch-free node path."""
-    only = parse_names(getattr(args, "only", None))
-    if (
-        only
-    ):  # `--only node.cuda_driver,node.profile`: the same torch-free path, for checks whose spec says so
-        from envcheck.checks import registry
-
-        specs = registry()
-        return all(name in specs and specs[name].group == "node" for name in only)
-    return getattr(args, "for_mode", None) in ("prolog", "npd", "health") and profile.level == "node"
 
 
 @contextlib.contextmanager
@@ -119,35 +139,45 @@ def swept() -> Iterator[None]:
         sweep_after_run(started)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """Run the selected checks and render every requested report; under --for, envcheck's own failures never
-    drain the node (envcheck.cluster.own)."""
-    mode = cluster.mode_of(args)
-    cluster.apply_budget(args)
-    return (
-        _run(args) if mode is None else guarded(mode, lambda: _run(args), lambda: save_traceback("envcheck"))
-    )
+def cmd_run(request: RunRequest) -> int:
+    """Run the selected checks and render every requested report, inside the mode `--for` names (under --for,
+    envcheck's own failures never drain the node: Mode.guard)."""
+    mode = Mode.of(request)
+    return mode.guard(lambda: _run(request, mode))
 
 
-def _run(args: argparse.Namespace) -> int:
-    ctx = context_from_args(args)
-    if note := floors_note(args):
-        with contextlib.suppress(OSError, ValueError):
-            print(f"envcheck: note: {note}", file=sys.stderr, flush=True)
+def _run(request: RunRequest, mode: Mode) -> int:
+    ctx = run_context(request, mode)
+    if note := floors_note(request):
+        _note(note)
     # With --json - or --junit -, stdout carries that report alone (with --for, the verdict line); the table
     # goes to stderr.
-    console = terminal(args, to_stderr=bool(getattr(args, "for_mode", None)))
-    with swept(), Runner(ctx, total_timeout_s=args.timeout) as runner:
+    console = terminal(request, to_stderr=mode.table_to_stderr)
+    results, facts = _checks(ctx, request, mode, console)
+    verdict = mode.decide(results, ctx.expect_gpus)
+    report = RunReport(results=verdict.results, facts=facts, context=ctx)
+    # every report is attempted whatever happened to the table or the others; under --for their failures are
+    # envcheck's own (a warning, never a drain: cluster.own), without --for one line and exit 3
+    failures = show_and_write(report, request, console)
+    return mode.deliver(verdict, facts, failures)
+
+
+def _checks(
+    ctx: Context, request: RunRequest, mode: Mode, console: Terminal
+) -> tuple[list[Result], dict[str, Any]]:
+    """The runner: the selected checks, within the mode's budget, and the facts."""
+    with swept(), Runner(ctx, total_timeout_s=mode.timeout) as runner:
         if not ctx.options.node_path:
             runner.start()  # torch imports in the fork server while the checks are loaded and selected
         from envcheck.checks import HOOKS, registry
 
         runner.hooks = HOOKS
+        only, skip = parse_names(request.only), parse_names(request.skip)
         if ctx.options.node_path:  # --for prolog|npd: the node checks inline, no fork server, no torch
-            specs = node_specs(registry(), parse_names(args.only), parse_names(args.skip))
+            specs = node_specs(registry(), only, skip)
         else:
             runner.prefetch_facts()  # in a worker of their own, beside the checks (off the GPU lane)
-            specs = select(registry(), ctx.level, parse_names(args.only), parse_names(args.skip))
+            specs = select(registry(), ctx.level, only, skip)
         try:
             with warm_node(runner.time_left()) if ctx.options.node_path else contextlib.nullcontext():
                 results = runner.run(specs)
@@ -160,17 +190,16 @@ def _run(args: argparse.Namespace) -> int:
         for (
             note
         ) in runner.notes:  # e.g. no writable temp dir for the run's private one: the run went on without
-            with contextlib.suppress(OSError, ValueError):
-                print(f"envcheck: note: {one_line(note)}", file=sys.stderr, flush=True)
-    results = cluster.adjust(args, results)
-    report = RunReport(results=results, facts=facts, context=ctx)
-    # every report is attempted whatever happened to the table or the others; under --for their failures are
-    # envcheck's own (a warning, never a drain: cluster.own), without --for one line and exit 3
-    failures = show_and_write(report, args, console)
-    return cluster.finish(args, results, facts, exit_code(results), failures)
+            _note(one_line(note))
+    return results, facts
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def _note(text: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(f"envcheck: note: {text}", file=sys.stderr, flush=True)
+
+
+def cmd_list(request: Request) -> int:
     """Print every check with its level, needs and timeout."""
     from envcheck.checks import registry
 
@@ -196,18 +225,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def cmd_facts(args: argparse.Namespace) -> int:
+def cmd_facts(request: FactsRequest) -> int:
     """Collect and print (or write) the environment facts."""
-    if getattr(args, "bundle", None):  # `facts --bundle FILE`: envcheck.explain captures
-        return cmd_bundle(args)
+    if request.bundle:  # `facts --bundle FILE`: envcheck.explain captures
+        return cmd_bundle(request.bundle, request.timeout)
     from envcheck.checks import HOOKS
 
-    with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
+    with Runner(Context(), total_timeout_s=request.timeout, hooks=HOOKS) as runner:
         facts = runner.facts()
-    if args.json != "-":
+    if request.json != "-":
         print_facts(facts, Terminal(highlight=False))
     raise_failures(
-        write_reports([(args.json, lambda: json.dumps(redact_deep(facts), indent=2, default=str) + "\n")])
+        write_reports([(request.json, lambda: json.dumps(redact_deep(facts), indent=2, default=str) + "\n")])
     )
     if set(facts) == {"error"}:  # the worker crashed or timed out: nothing was collected
         error = facts["error"]
@@ -217,7 +246,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def cmd_bundle(args: argparse.Namespace) -> int:
+def cmd_bundle(path: str, timeout: float) -> int:
     """`envcheck facts --bundle FILE`: capture the diagnosis inputs in an isolated worker, with the facts."""
     from envcheck.app.output import write_output
     from envcheck.checks import HOOKS
@@ -226,15 +255,13 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     from envcheck.core.runner import Runner
     from envcheck.evidence.bundle import CAPTURE_SPEC, make_bundle
 
-    with Runner(Context(), total_timeout_s=args.timeout, hooks=HOOKS) as runner:
+    with Runner(Context(), total_timeout_s=timeout, hooks=HOOKS) as runner:
         (result,) = runner.run([CAPTURE_SPEC])
         facts = runner.facts() if result.status is Status.PASS else {}
     if result.status is not Status.PASS:
         raise FatalError(f"could not capture the bundle: {result.summary}", exit_code=ExitCode.INTERNAL)
     bundle = make_bundle(dict(result.measured["bundle"]), facts, __version__)
-    write_output(args.bundle, json.dumps(bundle, indent=2, default=str) + "\n")
-    if args.bundle != "-":
-        print(
-            f"wrote {args.bundle}: explain it anywhere with `envcheck explain {args.bundle}`", file=sys.stderr
-        )
+    write_output(path, json.dumps(bundle, indent=2, default=str) + "\n")
+    if path != "-":
+        print(f"wrote {path}: explain it anywhere with `envcheck explain {path}`", file=sys.stderr)
     return ExitCode.OK

@@ -3,6 +3,24 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+
+from envcheck.app.requests import Handler, Request
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExplainRequest(Request):
+    """`envcheck explain BUNDLE`: the bundle, the verdict flags `run` shares, and the reports."""
+
+    bundle: str
+    allow_cpu: bool
+    expect_gpus: int | None
+    json: str | None
+    junit: str | None
+
+    def outputs(self) -> dict[str, str | None]:
+        """--json and --junit, and the bundle they must not replace."""
+        return {"--json": self.json, "--junit": self.junit, "BUNDLE": self.bundle}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,10 +37,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     explain.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
     explain.add_argument("--junit", type=output_path, metavar="PATH", help="write JUnit XML")
-    explain.set_defaults(handler=cmd_explain)
+    explain.set_defaults(handler=Handler(ExplainRequest, cmd_explain))
 
 
-def cmd_explain(args: argparse.Namespace) -> int:
+def cmd_explain(request: ExplainRequest) -> int:
     """Replay the bundle's diagnosis and render it as `run` would; exit as `run` would have."""
     from envcheck.app.output import raise_failures
     from envcheck.app.render import show_and_write, terminal
@@ -32,8 +50,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from envcheck.evidence.replay import explain_bundle
     from envcheck.report.summary import exit_code
 
-    bundle = load_bundle(args.bundle)
-    ctx = Context(allow_cpu=args.allow_cpu, expect_gpus=args.expect_gpus)
+    bundle = load_bundle(request.bundle)
+    ctx = Context(allow_cpu=request.allow_cpu, expect_gpus=request.expect_gpus)
     results = explain_bundle(bundle, ctx)
     facts = bundle.get("facts") or {}
     report = RunReport(
@@ -41,7 +59,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         facts={
             **facts,
             "bundle": {
-                "file": args.bundle,
+                "file": request.bundle,
                 "envcheck_version": bundle.get("envcheck_version"),
                 "env": bundle.get("env", {}),
                 "libraries": bundle["cuda"].get("libraries", []),
@@ -49,5 +67,5 @@ def cmd_explain(args: argparse.Namespace) -> int:
         },
         context=ctx,
     )
-    raise_failures(show_and_write(report, args, terminal(args)))
+    raise_failures(show_and_write(report, request, terminal(request)))
     return exit_code(results)

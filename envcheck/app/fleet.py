@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 
 from envcheck.app.args import non_negative_float, output_path, percent
 from envcheck.app.output import raise_failures, write_reports
+from envcheck.app.requests import Handler, Request
 from envcheck.core.errors import UsageError
 
 MAX_BASELINE_BYTES = 4 << 20
@@ -18,6 +20,24 @@ def _count(text: str) -> int:
     if not (text.isascii() and text.isdigit()) or not 2 <= int(text) <= 100000:
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of nodes from 2 up (e.g. 3)")
     return int(text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetRequest(Request):
+    """`envcheck fleet`'s arguments."""
+
+    reports: tuple[str, ...]
+    json: str | None
+    html: str | None
+    write_baseline: str | None
+    baseline: str | None
+    margin: float
+    z: float
+    min_nodes: int
+
+    def outputs(self) -> dict[str, str | None]:
+        """--json."""
+        return {"--json": self.json}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,7 +90,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N",
         help="learn a metric's baseline only from N or more nodes (default 3)",
     )
-    p.set_defaults(handler=fleet_main)
+    p.set_defaults(handler=Handler(FleetRequest, fleet_main))
 
 
 def _stored(spec: str) -> tuple[str, object]:
@@ -97,7 +117,7 @@ def _stored(spec: str) -> tuple[str, object]:
         raise UsageError(f"--baseline {spec}: not UTF-8 text") from None
 
 
-def fleet_main(args: argparse.Namespace) -> int:
+def fleet_main(request: FleetRequest) -> int:
     """Handler: 0 no outlier, 1 outliers found, 2 bad input, 3 an output could not be written."""
     from envcheck.cluster.fleet.baseline_file import render as render_baseline
     from envcheck.cluster.fleet.fleet_text import render_text
@@ -106,28 +126,28 @@ def fleet_main(args: argparse.Namespace) -> int:
     from envcheck.cluster.fleet.sources import FleetInputError, load
     from envcheck.cluster.fleet.survey import survey, to_dict
 
-    if args.baseline and args.write_baseline:
+    if request.baseline and request.write_baseline:
         raise UsageError(
             "--baseline and --write-baseline: judge against a stored baseline or learn a new one, not both"
         )
-    if sum(1 for r in args.reports if r == "-") > 1:
+    if sum(1 for r in request.reports if r == "-") > 1:
         raise UsageError("stdin (-) given more than once")
-    rule = Rule(margin_pct=args.margin, z_max=args.z, min_nodes=args.min_nodes)
+    rule = Rule(margin_pct=request.margin, z_max=request.z, min_nodes=request.min_nodes)
     try:
-        stored_name, stored = _stored(args.baseline) if args.baseline else (None, None)
-        result = survey(load(args.reports), rule, stored, stored_name)  # type: ignore[arg-type]
+        stored_name, stored = _stored(request.baseline) if request.baseline else (None, None)
+        result = survey(load(request.reports), rule, stored, stored_name)  # type: ignore[arg-type]
     except FleetInputError as exc:
         raise UsageError(str(exc)) from None
     doc = to_dict(result)
-    out = sys.stderr if args.json == "-" else sys.stdout
+    out = sys.stderr if request.json == "-" else sys.stdout
     for line in render_text(doc):
         print(line, file=out)
     raise_failures(
         write_reports(
             [
-                (args.json, lambda: json.dumps(doc, indent=2) + "\n"),
-                (args.html, lambda: render_html(result)),
-                (args.write_baseline, lambda: render_baseline(result.groups, rule, len(result.nodes))),
+                (request.json, lambda: json.dumps(doc, indent=2) + "\n"),
+                (request.html, lambda: render_html(result)),
+                (request.write_baseline, lambda: render_baseline(result.groups, rule, len(result.nodes))),
             ]
         )
     )

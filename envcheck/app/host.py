@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.app.args import output_path
+from envcheck.app.requests import Handler, Request
 from envcheck.core.errors import ExitCode
 from envcheck.core.text import visible
 from envcheck.host.collect import collect
@@ -76,16 +78,29 @@ def print_host(doc: dict[str, Any]) -> None:
     console.print(table)
 
 
-def cmd_host(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, kw_only=True)
+class HostRequest(Request):
+    """`envcheck host`'s arguments."""
+
+    matrix: str | None
+    compose: str | None
+    json: str | None
+
+    def outputs(self) -> dict[str, str | None]:
+        """--json."""
+        return {"--json": self.json}
+
+
+def cmd_host(request: HostRequest) -> int:
     """`envcheck host`: 0 (it reports), 1 when --compose FILE has a GPU request problem, 2 on bad input."""
 
     from envcheck.app.output import write_output
 
-    doc = collect(args.matrix, args.compose)
+    doc = collect(request.matrix, request.compose)
     code = ExitCode.FAILED if doc.get("compose", {}).get("problems") else ExitCode.OK
-    if args.json:
-        write_output(args.json, json.dumps(doc, indent=2) + "\n")  # atomic; a failure is one line, exit 3
-        if args.json == "-":
+    if request.json:
+        write_output(request.json, json.dumps(doc, indent=2) + "\n")  # atomic; a failure is one line, exit 3
+        if request.json == "-":
             return code
     print_host(doc)
     return code
@@ -109,4 +124,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="lint this compose file's GPU requests (capabilities without compute; exit 1 when one is wrong)",
     )
     host.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
-    host.set_defaults(handler=cmd_host)
+    host.set_defaults(handler=Handler(HostRequest, cmd_host))

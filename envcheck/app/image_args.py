@@ -1,4 +1,5 @@
-"""What `envcheck image ...` and `envcheck matrix ...` share: their common flags and what those flags select.
+"""What `envcheck image ...` and `envcheck matrix ...` share: their common flags, the requests of the image and matrix
+commands they make up, and what those flags select.
 
 The three image front doors import this module and never each other's private names (images.py registers,
 image_commands.py and image_publish.py act), so no import circle runs among them.
@@ -7,16 +8,106 @@ image_commands.py and image_publish.py act), so no import circle runs among them
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck.app.args import names, output_path, positive_float
+from envcheck.app.requests import Handler, Request
 from envcheck.core.errors import UsageError
 from envcheck.images.docker_run import RunOptions
 from envcheck.images.matrix import Matrix, default_matrix_path, load_matrix
 from envcheck.images.matrix_rules import TARGETS
 
-Handler = Callable[[argparse.Namespace], int]
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixRequest(Request):
+    """--matrix and --repo (matrix_arg): `envcheck matrix list`."""
+
+    matrix: Path | None
+    repo: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinsRequest(MatrixRequest):
+    """`envcheck matrix pins`: one row (default: the latest)."""
+
+    row: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowsRequest(MatrixRequest):
+    """The matrix flags with --row and --target (row_target_args): `envcheck matrix github`."""
+
+    row: str | None
+    target: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GithubRequest(RowsRequest):
+    """`envcheck matrix github [--per-platform]`."""
+
+    per_platform: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class SbomRequest(RowsRequest):
+    """`envcheck image sbom IMAGE --out FILE [--record FILE --row ID --target T]`."""
+
+    image: str
+    out: Path
+    record: Path | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyFlags(Request):
+    """The flags of a run of envcheck inside an image (verify_args)."""
+
+    allow_cpu: bool
+    timeout: float
+    shm_size: str
+    ipc_host: bool
+    level: str
+    only: str | None
+    skip: str | None
+    json: str | None
+    junit: str | None
+
+    def outputs(self) -> dict[str, str | None]:
+        """--json and --junit."""
+        return {"--json": self.json, "--junit": self.junit}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageVerifyRequest(VerifyFlags):
+    """`envcheck image verify IMAGE...`."""
+
+    images: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixVerifyRequest(RowsRequest, VerifyFlags):
+    """`envcheck matrix verify`: the built images of the selected rows and targets."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageBuildRequest(RowsRequest):
+    """`envcheck image build`."""
+
+    all: bool
+    base_image: str | None
+    offline: bool
+    ca_bundle: Path | None
+    network: str | None
+    installer: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelhouseRequest(MatrixRequest):
+    """`envcheck image wheelhouse --row ID`."""
+
+    row: str
+    dest: Path | None
+    no_devel: bool
 
 
 def matrix_arg(parser: argparse.ArgumentParser) -> None:
@@ -56,33 +147,33 @@ def verify_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def needs_subcommand(parser: argparse.ArgumentParser, choices: str) -> Handler:
+def needs_subcommand(parser: argparse.ArgumentParser, choices: str) -> Handler[Request]:
     """The handler of a command given without its subcommand: a usage error naming the choices."""
 
-    def call(args: argparse.Namespace) -> int:
+    def call(request: Request) -> int:
         raise UsageError(f"`{parser.prog}` needs a subcommand: {choices}")
 
-    return call
+    return Handler(Request, call)
 
 
-def selected_matrix(args: argparse.Namespace) -> Matrix:
+def selected_matrix(request: MatrixRequest) -> Matrix:
     """The matrix named by --matrix, ENVCHECK_MATRIX or the repository default."""
-    return load_matrix(args.matrix or default_matrix_path())
+    return load_matrix(request.matrix or default_matrix_path())
 
 
-def run_options(args: argparse.Namespace) -> RunOptions:
+def run_options(request: VerifyFlags) -> RunOptions:
     """Container settings from the shared verify flags."""
-    if args.timeout <= 0:
+    if request.timeout <= 0:
         raise UsageError("--timeout must be positive")
-    inner = ["--level", args.level]
-    if args.only:
-        inner += ["--only", args.only]
-    if args.skip:
-        inner += ["--skip", args.skip]
+    inner = ["--level", request.level]
+    if request.only:
+        inner += ["--only", request.only]
+    if request.skip:
+        inner += ["--skip", request.skip]
     return RunOptions(
-        allow_cpu=args.allow_cpu,
-        timeout_s=args.timeout,
-        ipc_host=args.ipc_host,
-        shm_size=args.shm_size,
+        allow_cpu=request.allow_cpu,
+        timeout_s=request.timeout,
+        ipc_host=request.ipc_host,
+        shm_size=request.shm_size,
         envcheck_args=tuple(inner),
     )

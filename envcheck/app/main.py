@@ -1,4 +1,5 @@
-"""The `envcheck` command: its parser (plugins register their own subcommands) and `main(argv) -> int`."""
+"""The `envcheck` command: its parser (each command module registers its own subcommands, each with its handler and
+the request it takes: envcheck.app.requests) and `main(argv) -> int`."""
 
 from __future__ import annotations
 
@@ -9,20 +10,20 @@ from typing import Protocol
 
 from envcheck import __version__
 from envcheck.app import bench, commands, explain, fleet, host, images
-from envcheck.app.args import Parser, add_run_arguments, check_stdout, output_path, positive_float
-from envcheck.app.cluster_mode import add_arguments as add_cluster_arguments
+from envcheck.app.args import Parser
 from envcheck.app.guard import guard
 from envcheck.core.errors import UsageError
 
 
 class CommandPlugin(Protocol):
-    """A module that adds its own subcommands, each with its handler function (`set_defaults(handler=fn)`)."""
+    """A module that adds its own subcommands, each with its handler (`set_defaults(handler=Handler(Request, fn))`)."""
 
     def register(self, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
 
 
-# Subcommands that live in their own modules, reached by reference (mypy checks each against the Protocol).
-PLUGINS: tuple[CommandPlugin, ...] = (bench, images, host, explain, fleet)
+# The modules that add subcommands, in the order `envcheck --help` lists them, reached by reference (mypy checks
+# each against the Protocol).
+PLUGINS: tuple[CommandPlugin, ...] = (commands, bench, images, host, explain, fleet)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,22 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
         dest="command", parser_class=Parser
     )
-    run = sub.add_parser("run", help="run the checks (the default)")
-    add_run_arguments(run)
-    add_cluster_arguments(run)
-    run.set_defaults(handler=commands.cmd_run)
-    listing = sub.add_parser("list", help="list every check with its level and needs")
-    listing.set_defaults(handler=commands.cmd_list)
-    facts = sub.add_parser("facts", help="print the environment facts")
-    facts.add_argument("--json", type=output_path, metavar="PATH", help="write JSON ('-' = stdout only)")
-    facts.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS")
-    facts.add_argument(
-        "--bundle", type=output_path, metavar="FILE", help="write a bundle for `envcheck explain`"
-    )
-    facts.set_defaults(handler=commands.cmd_facts)
     for plugin in PLUGINS:
         plugin.register(sub)
-    parser.set_defaults(subcommands=tuple(sub.choices))  # the "no command given" message lists what is there
+    # no subcommand: no handler, and the message lists what is there
+    parser.set_defaults(handler=None, subcommands=tuple(sub.choices))
     return parser
 
 
@@ -60,12 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def call() -> int:
         try:
-            args = build_parser().parse_args(args_list)
-            check_stdout(args)
-            handler = getattr(args, "handler", None)
-            if handler is None:
-                raise UsageError(f"no command given; choose one of {', '.join(args.subcommands)}")
-            return int(handler(args))
+            parsed = build_parser().parse_args(args_list)
+            if parsed.handler is None:
+                raise UsageError(f"no command given; choose one of {', '.join(parsed.subcommands)}")
+            return int(
+                parsed.handler(parsed)
+            )  # the handler types the request (envcheck.app.requests), then runs
         except (
             UsageError
         ) as exc:  # in a node mode, a mistyped flag must neither drain the node nor pass unseen

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from rich.console import Console
 
@@ -94,6 +95,17 @@ def stdout_gone() -> None:
         os.close(devnull)
     except OSError:
         pass
+
+
+def say(line: str, out: TextIO) -> str | None:
+    """Print one line and flush it; the problem in words when the stream is full or closed."""
+    try:
+        print(line, file=out, flush=True)
+    except (OSError, ValueError) as exc:
+        if out is sys.stdout:
+            stdout_gone()  # the interpreter's last flush must not fail again (exit 120)
+        return f"{'stdout' if out is sys.stdout else 'stderr'} not written: {getattr(exc, 'strerror', None) or exc}"
+    return None
 
 
 _STDOUT_CLOSED = False

@@ -18,11 +18,11 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from envcheck.cluster.own import SLURMD_SCRIPTS, usage_error_code
-from envcheck.cluster.policy import Mode
+from envcheck.cluster.policy import ModeName
 from envcheck.core.errors import ExitCode, UsageError
 from envcheck.core.text import one_line
 
-MODES = {m.value: m for m in Mode}
+MODES = {m.value: m for m in ModeName}
 
 
 def option_value(argv: Sequence[str], flag: str) -> str | None:
@@ -38,21 +38,21 @@ def option_value(argv: Sequence[str], flag: str) -> str | None:
     return found
 
 
-def node_mode(argv: Sequence[str], env: Mapping[str, str]) -> Mode | None:
+def node_mode(argv: Sequence[str], env: Mapping[str, str]) -> ModeName | None:
     """The node mode the command was meant to run in: `--for`'s value, else the prolog when slurmd started it."""
     named = MODES.get(option_value(argv, "--for") or "")
     if named is not None:
         return named
-    return Mode.PROLOG if env.get("SLURM_SCRIPT_CONTEXT") in SLURMD_SCRIPTS else None
+    return ModeName.PROLOG if env.get("SLURM_SCRIPT_CONTEXT") in SLURMD_SCRIPTS else None
 
 
-def _metrics(argv: Sequence[str], mode: Mode, code: int) -> str | None:
+def _metrics(argv: Sequence[str], mode: ModeName, code: int) -> str | None:
     """Write the usage error's textfile where `--prometheus` points, when that path is itself valid; a problem."""
     path = option_value(argv, "--prometheus")
     if not path:
         return None
-    from envcheck.app.cluster_mode import textfile_path
     from envcheck.app.output import WriteError, write_output
+    from envcheck.app.run_args import textfile_path
     from envcheck.cluster.prometheus import render_usage_error
 
     try:

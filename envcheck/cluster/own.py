@@ -13,7 +13,7 @@ import resource
 import sys
 from collections.abc import Callable, Mapping
 
-from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, OK, USAGE, Mode
+from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, OK, USAGE, ModeName
 from envcheck.core.errors import ExitCode, FatalError, UsageError, process_start_problem
 from envcheck.core.text import one_line
 
@@ -26,7 +26,7 @@ SLURMD_SCRIPTS = frozenset({"prolog_slurmd", "epilog_slurmd"})
 MIN_NOFILE = 64
 
 
-def own_failure(mode: Mode | None, code: int, what: str) -> int:
+def own_failure(mode: ModeName | None, code: int, what: str) -> int:
     """One warning line (when stderr takes it) and the exit code that keeps the node's verdict. Outside a cluster
     mode it is the run's error: one line, exit 3 (FatalError, printed by the app's handler)."""
     if mode is None:
@@ -39,7 +39,7 @@ def own_failure(mode: Mode | None, code: int, what: str) -> int:
         )
     except (OSError, ValueError):  # a full or closed stderr: nothing more to say
         pass
-    if mode is Mode.NPD:
+    if mode is ModeName.NPD:
         return code if code == NODE_FAULT else NPD_UNKNOWN
     return code
 
@@ -90,7 +90,9 @@ def raise_nofile() -> str | None:
     )
 
 
-def guarded(mode: Mode, body: Callable[[], int], save_bug: Callable[[], str | None] = lambda: None) -> int:
+def guarded(
+    mode: ModeName, body: Callable[[], int], save_bug: Callable[[], str | None] = lambda: None
+) -> int:
     """Run a cluster-mode `run`: bad input (2) and signals pass through; any other failure before the verdict is
     envcheck's own (one line; prolog and preflight 0, npd 2), never a traceback and never a drain."""
     problem = raise_nofile()
@@ -106,7 +108,7 @@ def guarded(mode: Mode, body: Callable[[], int], save_bug: Callable[[], str | No
         return own_failure(mode, 0, describe(exc, save_bug))
 
 
-def usage_error_code(mode: Mode | None, env: Mapping[str, str]) -> int:
+def usage_error_code(mode: ModeName | None, env: Mapping[str, str]) -> int:
     """The exit code of envcheck's own usage error (a mistyped flag, a bad value) in a node mode (docs/cluster.md,
     "Usage errors in node modes"). Under slurmd's prolog or epilog it is 0: the same mistake is in every node's
     prolog, and a non-zero code would drain every node that gets a job; the error is reported instead (stderr, the
@@ -115,4 +117,4 @@ def usage_error_code(mode: Mode | None, env: Mapping[str, str]) -> int:
     preflight (the Job fails: its own command is wrong, no retry on another node can help)."""
     if env.get("SLURM_SCRIPT_CONTEXT") in SLURMD_SCRIPTS:
         return OK
-    return USAGE if mode is not Mode.NPD else NPD_UNKNOWN
+    return USAGE if mode is not ModeName.NPD else NPD_UNKNOWN

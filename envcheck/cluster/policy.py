@@ -41,8 +41,8 @@ LOST_GPU_FIX = (
 )  # scontrol's Reason= is free text; keep it one short line
 
 
-class Mode(str, enum.Enum):
-    """Who reads the exit code."""
+class ModeName(str, enum.Enum):
+    """`--for`'s value: who reads the exit code (what the mode does around a run: envcheck.app.cluster_mode.Mode)."""
 
     PROLOG = "prolog"  # also the Epilog
     PREFLIGHT = "preflight"
@@ -79,7 +79,7 @@ def _lost_gpu(result: Result, expect_gpus: int | None) -> bool:
     return isinstance(gpus, int) and gpus < expect_gpus
 
 
-def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | None) -> list[Result]:
+def reclassify(results: Sequence[Result], mode: ModeName | None, expect_gpus: int | None) -> list[Result]:
     """In prolog, health and npd mode, a node that shows fewer GPUs than it must have (--expect-gpus) is a node
     fault: the admin said how many it has, so the missing ones are lost (fallen off the bus, driver unloaded).
 
@@ -87,7 +87,9 @@ def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | 
     `config`: that is how envcheck's own container was started (an npd DaemonSet without the nvidia runtime, a
     containerised slurmd), and says nothing of the node's GPUs. In preflight mode (a pod) the pod spec can still be
     at fault: kept `config`."""
-    if mode not in (Mode.PROLOG, Mode.NPD, Mode.HEALTH) or any(r.code == CONTAINER for r in results):
+    if mode not in (ModeName.PROLOG, ModeName.NPD, ModeName.HEALTH) or any(
+        r.code == CONTAINER for r in results
+    ):
         return list(results)  # a container given no GPU counts none: that says nothing of the node's GPUs
     out = []
     for r in results:
@@ -100,7 +102,7 @@ def reclassify(results: Sequence[Result], mode: Mode | None, expect_gpus: int | 
     return out
 
 
-def decide(results: Sequence[Result], mode: Mode) -> Decision:
+def decide(results: Sequence[Result], mode: ModeName) -> Decision:
     """The exit code and messages for `mode`; see docs/cluster.md for the table."""
     bad = [r for r in results if r.status.is_bad]
     node = [r for r in bad if r.fault_class is FaultClass.NODE]
@@ -111,16 +113,16 @@ def decide(results: Sequence[Result], mode: Mode) -> Decision:
     )
     if node:
         code = {
-            Mode.PROLOG: NODE_FAULT,
-            Mode.NPD: NODE_FAULT,
-            Mode.HEALTH: NODE_FAULT,
-            Mode.PREFLIGHT: PREFLIGHT_NODE,
+            ModeName.PROLOG: NODE_FAULT,
+            ModeName.NPD: NODE_FAULT,
+            ModeName.HEALTH: NODE_FAULT,
+            ModeName.PREFLIGHT: PREFLIGHT_NODE,
         }[mode]
         more = f" (+{len(node) - 1} more node faults)" if len(node) > 1 else ""
         reason = one_line(node[0], REASON_MAX - len(more)) + more  # the whole line stays within REASON_MAX
         return Decision(code, reason, warnings)
     # Image and config faults never fail a node's gate, in any mode: exit 0 with the warnings in the job's output.
-    if mode is Mode.NPD and any(
+    if mode is ModeName.NPD and any(
         r.fault_class is None or r.code in LIMIT_CODES | DEPLOYMENT_CODES for r in bad
     ):
         return Decision(NPD_UNKNOWN, "", warnings)

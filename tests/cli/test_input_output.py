@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.app import args, output
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, request_of, run_cli
 
 CPU_SAFE = "container.shm,container.limits"
 
@@ -224,9 +223,9 @@ def test_facts_that_collected_nothing_exit_non_zero(
             return {"error": {"absent": "facts could not be collected: the worker was killed by SIGKILL"}}
 
     monkeypatch.setattr(commands, "Runner", DeadRunner)
-    args = argparse.Namespace(bundle=None, json="-", timeout=5.0)
+    request = request_of("facts", "--json", "-", "--timeout", "5")
     with pytest.raises(FatalError, match="killed by SIGKILL") as info:
-        commands.cmd_facts(args)
+        commands.cmd_facts(request)
     assert info.value.exit_code == 1
     assert json.loads(capsys.readouterr().out)["error"]  # the record is still written
 

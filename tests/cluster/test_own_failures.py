@@ -9,7 +9,6 @@ FIFO, and `setpriv` to a non-root uid for RLIMIT_NPROC (root ignores it). The sc
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -20,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from envcheck.app.cluster_mode import finish
+from envcheck.app.cluster_mode import Mode
 from envcheck.cluster.own import guarded
-from envcheck.cluster.policy import Mode
+from envcheck.cluster.policy import ModeName
 from envcheck.core.result import Result, Status
+from tests.helpers import request_of
 
 pytest.importorskip("prometheus_client")
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,11 +232,13 @@ def test_a_small_process_limit_is_never_a_node_fault(
 def test_a_failed_metrics_write_never_drains(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str, expected: int
 ) -> None:
-    blocker = tmp_path / "file"
+    blocker = tmp_path / "textfile"
+    blocker.mkdir()
+    cluster = Mode.of(request_of("run", "--for", mode, "--prometheus", str(blocker / "envcheck.prom")))
+    blocker.rmdir()  # the textfile folder is gone by the time the metrics are written
     blocker.write_text("")
-    args = argparse.Namespace(for_mode=mode, prometheus=str(blocker / "envcheck.prom"), json=None, junit=None)
     ok = [Result(Status.PASS, "fine", name="gpu.health")]
-    assert finish(args, ok, {}, 0) == expected
+    assert cluster.deliver(cluster.decide(ok, None), {}) == expected
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(f"envcheck: warning: metrics not written to {blocker}/envcheck.prom")
@@ -265,7 +267,9 @@ def test_a_crash_before_the_verdict_never_drains(
 
     from envcheck.app.guard import save_traceback
 
-    assert [guarded(m, body, lambda: save_traceback("envcheck")) for m in Mode if m.value in EXPECTED] == [
+    assert [
+        guarded(m, body, lambda: save_traceback("envcheck")) for m in ModeName if m.value in EXPECTED
+    ] == [
         0,
         0,
         2,

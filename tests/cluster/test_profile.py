@@ -19,8 +19,9 @@ import pytest
 
 from envcheck.checks.node.profile_match import capture, verdict
 from envcheck.cluster.node_profiles import BUILT_IN, built_in, load
-from envcheck.core.check import ProfileOptions
+from envcheck.core.check import Context, ProfileOptions
 from envcheck.core.result import Status
+from tests.helpers import request_of
 from tests.staging import nvml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,40 +169,40 @@ def test_each_mismatch_has_its_own_code(
     assert got.measured["codes"] == [code]
 
 
-def test_flags_override_the_profile(tmp_path: Path) -> None:
-    from envcheck.app.commands import context_from_args
-    from envcheck.app.main import build_parser
+def _context(*argv: str) -> Context:
+    """The run context `envcheck run ARGV` derives from its request and mode."""
+    from envcheck.app.cluster_mode import Mode
+    from envcheck.app.commands import run_context
 
-    args = build_parser().parse_args(
-        ["run", "--for", "prolog", "--profile", "h100-sxm-8", "--min-busbw", "300"]
-    )
-    ctx = context_from_args(args)
+    request = request_of("run", *argv)
+    return run_context(request, Mode.of(request))
+
+
+def test_flags_override_the_profile(tmp_path: Path) -> None:
+    ctx = _context("--for", "prolog", "--profile", "h100-sxm-8", "--min-busbw", "300")
     assert ctx.expect_gpus == 8 and ctx.options.dist.min_busbw_gbps == 300.0 and ctx.options.node_path
     # The profile's absolute busbw floor is opt-in (issue 36: Azure's 431 GB/s was measured at a 16 GiB message, the
     # sweep stops at 1 GiB, so applied by default it warned on healthy nodes): without --profile-floors, no floor.
-    args = build_parser().parse_args(["run", "--profile", "h200-8", "--expect-gpus", "4"])
-    ctx = context_from_args(args)
+    ctx = _context("--profile", "h200-8", "--expect-gpus", "4")
     assert ctx.expect_gpus == 4 and ctx.options.dist.min_busbw_gbps is None and not ctx.options.node_path
-    args = build_parser().parse_args(["run", "--profile", "h200-8", "--profile-floors"])
-    assert context_from_args(args).options.dist.min_busbw_gbps == 431.0
+    assert _context("--profile", "h200-8", "--profile-floors").options.dist.min_busbw_gbps == 431.0
 
 
 def test_a_profile_floor_is_opt_in_and_states_its_message_size(tmp_path: Path) -> None:
     from envcheck.app.commands import floors_note
-    from envcheck.app.main import build_parser
 
-    note = floors_note(build_parser().parse_args(["run", "--profile", "h100-sxm-8", "--profile-floors"]))
+    note = floors_note(request_of("run", "--profile", "h100-sxm-8", "--profile-floors"))
     assert note == (
         "--profile-floors: profile h100-sxm-8's busbw floor 460 GB/s was measured at a 16 GiB all-reduce "
         "message; dist.busbw judges it only at that size"
     )
-    assert floors_note(build_parser().parse_args(["run", "--profile", "h100-sxm-8"])) is None
+    assert floors_note(request_of("run", "--profile", "h100-sxm-8")) is None
     for name in built_in():  # every built-in floor states its size
         profile = load(name)
         assert (profile.busbw_floor_gbps is None) == (profile.busbw_floor_bytes is None), name
     site = tmp_path / "site.toml"
     site.write_text("gpu_count = 8\nbusbw_floor_gbps = 400.0\n")
-    unsized = floors_note(build_parser().parse_args(["run", "--profile", str(site), "--profile-floors"]))
+    unsized = floors_note(request_of("run", "--profile", str(site), "--profile-floors"))
     assert unsized == (
         "--profile-floors: profile site's busbw floor 400 GB/s states no message size; dist.busbw "
         "compares it with its sweep's peak"

@@ -8,13 +8,13 @@ in docs/cluster.md); the drain and resume go through the real slurmctld and are 
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from envcheck.app.cluster_mode import HEALTH_CHECKS_S, apply_budget
+from envcheck.app.cluster_mode import HEALTH_CHECKS_S, Mode
 from tests.cluster.test_slurm import health_check
+from tests.helpers import request_of
 from tests.helpers.slurm import Cluster
 
 FAULT = ("--expect-gpus", "1", "--only", "cuda.available")  # no GPU here: a node that must have one lost it
@@ -62,9 +62,8 @@ def test_a_node_an_admin_drained_is_never_touched(cluster: Cluster, tmp_path: Pa
 def test_the_health_check_budget_fits_slurmds_60_seconds(
     given: float | None, expected: float, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = argparse.Namespace(for_mode="health", timeout=given)
-    apply_budget(args)
-    assert args.timeout == expected and HEALTH_CHECKS_S + 2 * 5 + 10 <= 60  # checks + 2 Slurm calls + start
+    mode = Mode.of(request_of("run", "--for", "health", *(["--timeout", f"{given:g}"] if given else [])))
+    assert mode.timeout == expected and HEALTH_CHECKS_S + 2 * 5 + 10 <= 60  # checks + 2 Slurm calls + start
     assert ("capped to 40 s: slurmd kills a HealthCheckProgram after 60 s" in capsys.readouterr().err) == (
         given == 300
     )

@@ -1,22 +1,21 @@
 """No flapping (envcheck.cluster.streaks, envcheck.cluster.severity): soft findings drain after N runs in a row, hard
 ones at once, resumes wait for M clean runs. Real: the streak logic, the state file on disk, the exit policy and the
-health mode's finish(); staged: the results (the real Slurm run is tests/cluster/test_slurm_flapping.py)."""
+health mode (envcheck.app.cluster_mode.Health); staged: the results (the real Slurm run is tests/cluster/test_slurm_flapping.py)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from envcheck.app.cluster_mode import finish
+from envcheck.app.cluster_mode import Mode
 from envcheck.cluster.severity import HARD, SEVERITY, SOFT, all_soft, severity
 from envcheck.cluster.streaks import Policy, State, apply, hold, is_hard, is_soft, load, save, state_path
 from envcheck.core.result import Result, Status, failed, passed, warned
 from envcheck.perf.relative import judge
-from tests.helpers import run_cli
+from tests.helpers import request_of, run_cli
 
 SLOW = warned(
     "all_reduce busbw peak 0.06 GB/s, below the 0.25 GB/s floor", fault_class="node", code="perf.busbw_low"
@@ -169,19 +168,21 @@ def test_the_health_mode_hook_decides_the_exit_code_over_runs(
     monkeypatch.setenv("ENVCHECK_SLURM_STATE", str(tmp_path / "slurm-prolog.json"))
     monkeypatch.setenv("SLURMD_NODENAME", "nowhere")
     monkeypatch.setenv("PATH", str(tmp_path))  # no sinfo here: the node is left as it is, which the hook says
-    args = argparse.Namespace(
-        for_mode="health", prometheus=None, json=None, junit=None, drain_after=2, resume_after=None
-    )
-    assert finish(args, [SLOW], {}, 0) == 0
+    mode = Mode.of(request_of("run", "--for", "health", "--drain-after", "2"))
+
+    def health_run(results: list[Result]) -> int:
+        return mode.deliver(mode.decide(results, None), {})
+
+    assert health_run([SLOW]) == 0
     first = capsys.readouterr()
     assert "envcheck: warning: [node] dist.busbw: " in first.err and "(soft: 1 of 2 health runs" in first.err
-    assert finish(args, [SLOW], {}, 0) == 1
+    assert health_run([SLOW]) == 1
     second = capsys.readouterr()
     assert (
         second.out.startswith("[node] dist.busbw: all_reduce busbw peak 0.06 GB/s")
         and "(in 2 health runs" in second.out
     )
-    assert finish(args, [LOST], {}, 0) == 1  # hard: at once
+    assert health_run([LOST]) == 1  # hard: at once
 
 
 @pytest.mark.parametrize(

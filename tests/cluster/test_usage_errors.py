@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from envcheck.app.usage import node_mode, option_value
-from envcheck.cluster.policy import Mode
+from envcheck.cluster.policy import ModeName
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPO = ("--timout", "60")
@@ -37,9 +37,9 @@ def test_the_mode_is_read_from_the_arguments_argparse_stopped_at() -> None:
         option_value(["run", "--for", "npd", "--for=prolog"], "--for") == "prolog"
     )  # the last wins, as argparse
     assert option_value(["run", "--", "--for", "npd"], "--for") is None
-    assert node_mode(["run", "--for", "health"], {}) is Mode.HEALTH
+    assert node_mode(["run", "--for", "health"], {}) is ModeName.HEALTH
     assert node_mode(["run", "--fro", "prolog"], {}) is None
-    assert node_mode(["run", "--fro", "prolog"], {"SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}) is Mode.PROLOG
+    assert node_mode(["run", "--fro", "prolog"], {"SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}) is ModeName.PROLOG
     assert node_mode(["run"], {"SLURM_SCRIPT_CONTEXT": "prolog_task"}) is None  # a TaskProlog drains nothing
 
 

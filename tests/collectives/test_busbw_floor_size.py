@@ -19,7 +19,7 @@ from envcheck.app.args import message_size
 from envcheck.collectives import sweep
 from envcheck.core.check import DistOptions
 from envcheck.core.result import Status
-from tests.helpers import run_check
+from tests.helpers import request_of, run_check
 
 MIB, GIB = 1 << 20, 1 << 30
 AZURE_H100 = DistOptions(min_busbw_gbps=460.0, min_busbw_at_bytes=16 * GIB)
@@ -94,11 +94,12 @@ def test_the_floors_size_is_swept_when_the_memory_budget_allows() -> None:
 
 
 def test_the_profile_floor_carries_its_size_and_flags_override_it() -> None:
-    from envcheck.app.commands import context_from_args
-    from envcheck.app.main import build_parser
+    from envcheck.app.cluster_mode import Mode
+    from envcheck.app.commands import run_context
 
     def dist(*argv: str) -> DistOptions:
-        return context_from_args(build_parser().parse_args(["run", *argv])).options.dist
+        request = request_of("run", *argv)
+        return run_context(request, Mode.of(request)).options.dist
 
     # The profile's floor applies only with --profile-floors (issue 36: absolute floors are opt-in); it keeps its size.
     assert dist("--profile", "h100-sxm-8").min_busbw_gbps is None

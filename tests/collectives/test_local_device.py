@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.collectives.torchrun import local_device, local_rank_problem, local_world_size
+from envcheck.collectives.local_gpu import local_device, local_rank_problem, local_world_size
 from tests.helpers import ROOT
 
 

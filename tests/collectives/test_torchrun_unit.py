@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from envcheck.collectives import torchrun
+from envcheck.collectives.local_gpu import local_rank_problem
 from envcheck.collectives.rank_watch import GRACE_S, Monitor, SideChannel
 
 
@@ -19,12 +19,12 @@ class Clock:
 
 def test_local_rank_beyond_the_visible_gpus_is_named() -> None:
     """SIMULATED GPU count: NCCL with LOCAL_RANK 2 on a node where only 2 GPUs are visible."""
-    assert torchrun.local_rank_problem(1, 2, None) is None
-    problem = torchrun.local_rank_problem(2, 2, "0,1")
+    assert local_rank_problem(1, 2, None) is None
+    problem = local_rank_problem(2, 2, "0,1")
     assert problem is not None
     assert "LOCAL_RANK 2" in problem and "only 2 GPU(s) visible" in problem
     assert "CUDA_VISIBLE_DEVICES='0,1'" in problem and "--nproc-per-node 2" in problem
-    assert "CUDA_VISIBLE_DEVICES=unset" in (torchrun.local_rank_problem(0, 0, None) or "")
+    assert "CUDA_VISIBLE_DEVICES=unset" in (local_rank_problem(0, 0, None) or "")
 
 
 def _monitor(world: int, stall_s: float = 10.0) -> tuple[Monitor, SideChannel, Clock]:

@@ -7,7 +7,7 @@ and the one NVML fake, is tests/staging."""
 from __future__ import annotations
 
 from tests.helpers.checks import make_context, no_gpu_env, run_check, run_spec
-from tests.helpers.cli import HEALTHY_H100, ROOT, load_report, run_cli
+from tests.helpers.cli import HEALTHY_H100, ROOT, load_report, request_of, run_cli
 from tests.helpers.processes import (
     descendants,
     kill_leftovers,
@@ -25,6 +25,7 @@ __all__ = [
     "make_context",
     "no_gpu_env",
     "processes_with_marker",
+    "request_of",
     "run_check",
     "run_cli",
     "run_spec",

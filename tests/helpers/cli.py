@@ -38,3 +38,11 @@ def load_report(text: str) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads(text)
     validate_report(doc)
     return doc
+
+
+def request_of(*argv: str) -> Any:
+    """The typed request `envcheck ARGV` becomes, built where `main` builds it (envcheck.app.requests.Handler)."""
+    from envcheck.app.main import build_parser
+
+    parsed = build_parser().parse_args(list(argv))
+    return parsed.handler.typed(parsed)

@@ -21,9 +21,9 @@ def test_runs_on_pull_requests_and_pushes(wf: dict) -> None:
     assert "pull_request_target" not in wf["on"]
 
 
-def test_lint_job_runs_ruff_and_mypy(wf: dict) -> None:
+def test_lint_job_runs_ruff_its_formatter_check_and_mypy(wf: dict) -> None:
     runs = _runs(wf["jobs"]["lint"])
-    assert "ruff check" in runs and "mypy" in runs
+    assert "ruff check" in runs and "ruff format --check" in runs and "mypy" in runs
 
 
 def test_tests_run_on_a_cpu_runner_without_the_docker_tests(wf: dict) -> None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from envcheck.checks.libraries.causes import LibraryFinding, duplicate_finding, shadow_finding
 from envcheck.checks.libraries.inputs import (
     MISSING_LIBRARY,
     SYMBOL_LIBS,
@@ -20,100 +19,13 @@ from envcheck.checks.libraries.inputs import (
     same_release,
     stem,
 )
+from envcheck.checks.libraries.section_view import SectionView
 from envcheck.core.check import Context
-from envcheck.core.findings import Finding
 from envcheck.core.result import FaultClass, Result, failed, passed, skipped, warned
 from envcheck.core.versions import release
 
 
-@dataclass(frozen=True, kw_only=True)
-class LibraryFinding(Finding):
-    """One cause (the code is the check's own): and whether it breaks torch (`fatal`: FAIL, else WARN)."""
-
-    fatal: bool = False
-
-
-class _View:
-    """Lookups over a captured section."""
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self.data = data
-        self.pins: dict[str, str] = dict(data.get("pins", {}))
-        self.dists: list[dict[str, Any]] = list(data.get("dists", []))
-        self.owners: dict[str, list[dict[str, Any]]] = {}
-        for d in self.dists:
-            for lib in d["libs"]:
-                self.owners.setdefault(lib["path"], []).append(d)
-
-    def pinned(self, family: str) -> tuple[str, str] | None:
-        """(name, version) torch pins in `family`."""
-        return next(((n, v) for n, v in self.pins.items() if dist_family(n) == family), None)
-
-    def shipping(self, lib_stem: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """(dist, lib) for every wheel copy of `lib_stem`."""
-        return [(d, lib) for d in self.dists for lib in d["libs"] if stem(lib["path"]) == lib_stem]
-
-    def wheel_copy(self, lib_stem: str) -> str:
-        """'DIST VERSION ships PATH' for the pinned (else first) wheel copy, or what should ship it."""
-        copies = self.shipping(lib_stem)
-        family = family_of(lib_stem) or ""
-        pin = self.pinned(family)
-        copies.sort(key=lambda c: not (pin and c[0]["name"] == canonicalize_name(pin[0])))
-        if copies:
-            d, lib = copies[0]
-            return f"the wheel's copy is {lib['path']} ({d['name']} {d['version']})"
-        return f"torch pins {pin[0]}=={pin[1]}, which is not installed" if pin else "no wheel ships it"
-
-    def search_hit(self, real: str | None, lib_stem: str) -> tuple[str, str] | None:
-        """('LD_PRELOAD' | 'LD_LIBRARY_PATH', entry) offering `real` (or, without it, any copy of `lib_stem`)."""
-        for p in self.data.get("ld_preload", []):
-            if (real and p == real) or (not real and stem(p) == lib_stem):
-                return "LD_PRELOAD", p
-        for d in self.data.get("ld_library_path", []):
-            for name, target in d["libs"].items():
-                if (real and (target == real or os.path.join(d["dir"], name) == real)) or (
-                    not real and stem(name) == lib_stem
-                ):
-                    return "LD_LIBRARY_PATH", d["dir"]
-        return None
-
-    def drop_fix(self, var: str, entry: str) -> str:
-        """`export VAR=rest` (or `unset VAR`) without `entry`."""
-        if var == "LD_PRELOAD":
-            rest = [p for p in self.data.get("ld_preload", []) if p != entry]
-            return f"export LD_PRELOAD='{' '.join(rest)}'" if rest else "unset LD_PRELOAD"
-        rest = [d["dir"] for d in self.data.get("ld_library_path", []) if d["dir"] != entry]
-        return f"export LD_LIBRARY_PATH={':'.join(rest)}" if rest else "unset LD_LIBRARY_PATH"
-
-
-def _shadow(view: _View, path: str, lib_stem: str, fatal: bool, what: str) -> LibraryFinding:
-    """A library found outside the wheels: which search entry offered it, and the fix."""
-    hit = view.search_hit(path or None, lib_stem)
-    copy = view.wheel_copy(lib_stem)
-    if hit:
-        var, entry = hit
-        return LibraryFinding(
-            f"{what} from {var} ({entry}): {copy}",
-            f"{view.drop_fix(var, entry)}  # remove {entry} so torch loads the wheel's {lib_stem}",
-            FaultClass.CONFIG,
-            fatal=fatal,
-        )
-    pin = view.pinned(family_of(lib_stem) or "")
-    fix = (
-        f"pip install --force-reinstall --no-deps {pin[0]}=={pin[1]}  # the {lib_stem} torch pins"
-        if pin
-        else "pip install --force-reinstall torch  # restores the NVIDIA wheels torch pins"
-    )
-    return LibraryFinding(
-        f"{what} (not from a wheel, nor from LD_LIBRARY_PATH/LD_PRELOAD: ld.so.cache or a system "
-        f"path won): {copy}",
-        fix,
-        FaultClass.IMAGE,
-        fatal=fatal,
-    )
-
-
-def import_finding(view: _View, error: str) -> LibraryFinding:
+def import_finding(view: SectionView, error: str) -> LibraryFinding:
     """The library cause of a failed `import torch`, from its error text."""
     first = error.strip().splitlines()[0][:300] if error.strip() else "import failed"
     missing = MISSING_LIBRARY.search(error)
@@ -178,7 +90,7 @@ def import_finding(view: _View, error: str) -> LibraryFinding:
             f"torch cannot import: {who} needs {symbol}, which the {lib_stem} the loader found lacks (older)"
         )
         if view.search_hit(None, lib_stem):
-            return _shadow(view, "", lib_stem, True, what + "; it came")
+            return shadow_finding(view, "", lib_stem, True, what + "; it came")
         family = family_of(lib_stem) or ""
         doubled = [d for d in view.dists if dist_family(d["name"]) == family]
         if len(doubled) > 1:
@@ -197,47 +109,9 @@ def import_finding(view: _View, error: str) -> LibraryFinding:
     )
 
 
-def duplicate_finding(
-    view: _View, family: str, dists: list[dict[str, Any]], fatal: bool = False, why: str = ""
-) -> LibraryFinding:
-    """Several distributions of one family: which to uninstall, and the kept one to restore if files are shared."""
-    pin = view.pinned(family)
-    keep = next((d for d in dists if pin and d["name"] == canonicalize_name(pin[0])), None)
-    if keep is None:  # nothing pinned (CPU-only torch): keep the newest CUDA (no -cuNN suffix: CUDA 13 on)
-        keep = max(dists, key=_cuda_major)
-    drop = [d["name"] for d in dists if d is not keep]
-    paths = {lib["path"] for lib in keep["libs"]}
-    shared = sorted(
-        {lib["path"] for d in dists if d is not keep for lib in d["libs"] if lib["path"] in paths}
-    )
-    names = ", ".join(f"{d['name']} {d['version']}" for d in dists)
-    problem = f"{len(dists)} {family} distributions are installed ({names})"
-    if pin:
-        problem += f"; torch pins {pin[0]}=={pin[1]}"
-    if shared:
-        foreign = [
-            d["name"]
-            for d in dists
-            if d is not keep and any(lib["path"] == shared[0] and lib["state"] == "ok" for lib in d["libs"])
-        ]
-        problem += f"; they share {shared[0]}" + (f", which holds {foreign[0]}'s bytes" if foreign else "")
-    users = sorted({u for n in drop for u in view.data.get("required_by", {}).get(n, []) if u != "torch"})
-    fix = f"pip uninstall -y {' '.join(drop)}"
-    if shared:
-        fix += f" && pip install --force-reinstall --no-deps {keep['name']}=={pin[1] if pin else keep['version']}"
-    if users:
-        fix += f"  # first check {', '.join(users)}, which require(s) {', '.join(drop)}"
-    return LibraryFinding(f"{why}: {problem}" if why else problem, fix, FaultClass.IMAGE, fatal=fatal)
-
-
-def _cuda_major(dist: Mapping[str, Any]) -> int:
-    m = re.search(r"-cu(\d+)$", dist["name"])
-    return int(m.group(1)) if m else 13
-
-
 def findings(data: Mapping[str, Any]) -> tuple[list[LibraryFinding], list[dict[str, Any]]]:
     """Every cause found, worst first, and a row per loaded NVIDIA library (what won, and the pin)."""
-    view = _View(data)
+    view = SectionView(data)
     found: list[LibraryFinding] = []
     if data.get("import_error"):
         found.append(import_finding(view, data["import_error"]))
@@ -268,7 +142,7 @@ def findings(data: Mapping[str, Any]) -> tuple[list[LibraryFinding], list[dict[s
                 else ""
             )
             what = f"{lib_stem} {version or '(version unknown)'} is loaded from {path}{differs}"
-            found.append(_shadow(view, path, lib_stem, False, what))
+            found.append(shadow_finding(view, path, lib_stem, False, what))
         elif owner is None and pin:
             found.append(
                 LibraryFinding(

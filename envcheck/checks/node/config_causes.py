@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.cuda.finding import CAPABILITIES, CONTAINER, VISIBLE_DEVICES
-from envcheck.checks.cuda.layers import CAPABILITIES_FIX, unchecked_uuids, visible_devices_problem
+from envcheck.checks.cuda.layers import CAPABILITIES_FIX
+from envcheck.checks.cuda.visible_devices import unchecked_uuids, visible_devices_problem
 from envcheck.core.findings import Finding
 from envcheck.core.result import FaultClass
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks.dcgm import dcgm_diag
-from envcheck.cluster.policy import NODE_FAULT, OK, Mode, decide
+from envcheck.cluster.policy import NODE_FAULT, OK, ModeName, decide
 from envcheck.core.check import Context, Level
 from envcheck.core.result import FaultClass, Result, Status
 from tests.checks.dcgm import documents as d
@@ -60,7 +60,7 @@ def test_a_failed_dcgm_test_is_a_node_fault_naming_the_test_gpu_and_text(bin_dir
     assert result.summary.startswith(
         "DCGM test 'GPU Memory' (Hardware) failed on GPU 1 (serial 1652223012346): Found 4 faulty memory elements"
     )
-    assert decide([result], Mode.PROLOG).code is NODE_FAULT
+    assert decide([result], ModeName.PROLOG).code is NODE_FAULT
 
 
 def test_a_failing_gpu_is_named_by_its_pci_address(
@@ -84,7 +84,7 @@ def test_a_setting_dcgm_flags_warns_and_never_drains(bin_dir: Path) -> None:
     result, _ = run(bin_dir, d.GB10_4_2_3)
     assert result.status is Status.WARN and result.code == "dcgm.config"
     assert "Persistence mode for GPU 0 is disabled" in result.summary
-    assert decide([result], Mode.PROLOG).code is OK and decide([result], Mode.NPD).code is OK
+    assert decide([result], ModeName.PROLOG).code is OK and decide([result], ModeName.NPD).code is OK
 
 
 def test_a_dcgmi_that_does_not_answer_names_a_hung_hostengine(bin_dir: Path) -> None:
@@ -112,7 +112,7 @@ def test_a_run_dcgm_could_not_finish_cannot_be_judged(bin_dir: Path, output: str
     result, _ = run(bin_dir, output)
     assert result.status is Status.ERROR and result.fault_class is None and result.code == "dcgm.no_result"
     assert result.summary.startswith("cannot judge: dcgmi diag -r 1 -j")
-    assert decide([result], Mode.PROLOG).code is OK
+    assert decide([result], ModeName.PROLOG).code is OK
 
 
 def test_a_mig_configuration_dcgm_refuses_skips_naming_mig(bin_dir: Path) -> None:
