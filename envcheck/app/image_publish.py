@@ -72,9 +72,12 @@ class PublishRunRequest(PlanRequest, PublishVerifyRequest, PromoteRequest):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MergeRequest(PlanRequest):
+class MergeRequest(PublishState, MatrixRequest):
     """`publish merge`: each platform's stage state (PLATFORM=DIR) joined under the row's staging tag."""
 
+    row: str
+    target: str
+    registry: str
     part: tuple[str, ...]
 
 
@@ -159,7 +162,7 @@ def register(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="PLATFORM=DIR",
         help="a platform and its stage's state dir",
     )
-    merge.set_defaults(handler=Handler(MergeRequest, cmd_merge), local=None, date=None, platform=None)
+    merge.set_defaults(handler=Handler(MergeRequest, cmd_merge))
     sig = psub.add_parser("check-signature", help="does IMAGE pass a containers policy.json (e.g. signedBy)?")
     sig.add_argument("image", metavar="IMAGE", help="registry reference, e.g. ghcr.io/org/envcheck:TAG")
     sig.add_argument("--policy", type=Path, required=True, help="containers-policy.json")
@@ -263,8 +266,11 @@ def cmd_merge(request: MergeRequest) -> int:
         if not sep or not folder:
             raise UsageError(f"--part {part!r}: give PLATFORM=DIR, e.g. linux/arm64=staged-arm64")
         given[platform] = Path(folder)
-    plan = _plan(request)
-    staged = merge(plan, parts_of(selected_matrix(request).row(request.row), given), request.state_dir())
+    from envcheck.images.publish_plan import make_plan
+
+    matrix = selected_matrix(request)
+    plan = make_plan(matrix, request.row, request.target, request.registry, repo=request.repo)
+    staged = merge(plan, parts_of(matrix.row(request.row), given), request.state_dir())
     print(f"staged {staged.ref} ({staged.repository}:{staged.staging_tag}: {', '.join(sorted(given))})")
     return ExitCode.OK
 
