@@ -15,15 +15,15 @@ import pytest
 
 from tests.helpers.rank_faults import RANK_HOOK
 from tests.helpers.slurm import ROOT, Cluster
+from tests.staging import host_root
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
 def prolog(*args: str, env: str = "") -> str:
-    """A prolog body running `envcheck run --for prolog ARGS` from this checkout (the prolog's PATH is bare)."""
-    cmd = " ".join(
-        shlex.quote(a) for a in (sys.executable, "-m", "envcheck", "run", "--for", "prolog", *args)
-    )
+    """A prolog body running `envcheck run --for prolog ARGS` from this checkout (the prolog's PATH is bare), as on
+    the host: where this machine is itself a container, without its mark (tests/staging/host_root.py)."""
+    cmd = host_root.shell(str(ROOT), [sys.executable, "-m", "envcheck", "run", "--for", "prolog", *args])
     return f"cd {shlex.quote(str(ROOT))} && {env} PYTHONPATH={shlex.quote(str(ROOT))} {cmd}"
 
 
@@ -58,23 +58,21 @@ def test_node_fault_in_prolog_drains_the_node_and_the_health_check_names_it(
         time.sleep(0.2)
     assert cluster.state() in ("drained", "draining", "drain")
     assert cluster.reason() == "Prolog error"
-    assert json.loads(state.read_text())["reason"].startswith("[node] cuda.available: 1 GPU(s) expected")
+    kept = json.loads(state.read_text())["reason"]
+    assert kept.startswith("[node] cuda.available:") and "no NVIDIA driver is loaded on this host" in kept
     # The HealthCheckProgram (which may call scontrol) puts envcheck's reason where `sinfo -R` shows it.
     health = health_check(cluster, "--expect-gpus", "1", "--only", "cuda.available", state=state)
     assert health.returncode == 1, health.stderr
-    assert cluster.reason().startswith("envcheck: [node] cuda.available: 1 GPU(s) expected, none visible")
+    assert cluster.reason().startswith(
+        "envcheck: [node] cuda.available: CUDA is not available: no /dev/nvidia*"
+    )
 
 
 def health_check(cluster: Cluster, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
-    """The HealthCheckProgram as slurmd starts it (root, on the node; the script sets SLURMD_NODENAME)."""
+    """The HealthCheckProgram as slurmd starts it (root, on the node, as on a host: tests/staging/host_root.py; the
+    script sets SLURMD_NODENAME)."""
     return cluster.run(
-        sys.executable,
-        "-m",
-        "envcheck",
-        "run",
-        "--for",
-        "health",
-        *args,
+        *host_root.command(str(ROOT), [sys.executable, "-m", "envcheck", "run", "--for", "health", *args]),
         env={"SLURMD_NODENAME": cluster.node, "ENVCHECK_SLURM_STATE": str(state)},
     )
 

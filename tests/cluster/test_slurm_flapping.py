@@ -18,6 +18,7 @@ import pytest
 
 from tests.cluster.multinode import MultiCluster
 from tests.helpers.slurm import ROOT
+from tests.staging import host_root
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 NODE = "n1"
@@ -27,18 +28,10 @@ HARD_GONE = ("--allow-cpu", "--only", "cuda.available")
 
 
 def health(cluster: MultiCluster, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """n1's HealthCheckProgram as slurmd starts it there (root, n1's network, SLURMD_NODENAME=n1)."""
-    cmd = [
-        "nsenter",
-        f"--net=/run/netns/{cluster.node_ns(NODE)}",
-        sys.executable,
-        "-m",
-        "envcheck",
-        "run",
-        "--for",
-        "health",
-        *args,
-    ]
+    """n1's HealthCheckProgram as slurmd starts it there (root, n1's network, SLURMD_NODENAME=n1, as on a host:
+    tests/staging/host_root.py)."""
+    envcheck = [sys.executable, "-m", "envcheck", "run", "--for", "health", *args]
+    cmd = ["nsenter", f"--net=/run/netns/{cluster.node_ns(NODE)}", *host_root.command(str(ROOT), envcheck)]
     done = subprocess.run(
         cmd,
         env={
@@ -132,7 +125,9 @@ def test_a_hard_fault_drains_at_once_and_resumes_after_two_clean_runs(
     first = health(two_nodes, state, *HARD)
     assert first.returncode == 1 and f"node {NODE} drained: envcheck: [node] cuda.available:" in first.stderr
     two_nodes.wait_states({NODE: "drained"}, timeout=15)
-    assert two_nodes.reasons()[NODE].startswith("envcheck: [node] cuda.available: 1 GPU(s) expected")
+    assert two_nodes.reasons()[NODE].startswith(
+        "envcheck: [node] cuda.available: CUDA is not available: no /dev"
+    )
     once = health(two_nodes, state, *HARD_GONE)
     assert "stays drained: cuda.available passes, clean run 1 of 2 before a resume" in once.stderr
     assert drained(two_nodes)

@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from tests.staging import host_root
 from tests.staging.libcuda import build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,19 +55,7 @@ VERSION = (
     f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER}  Release Build  "
     "(dvs-builder@U22-I3-AF03-09-1)  Tue Sep 23 09:11:41 UTC 2025\nGCC version:  gcc version 12.2.0\n"
 )
-# A root for a host shape on a machine that is a container: every top-level entry of / bound in again (with what the
-# staging mounted below it), but /.dockerenv, the container's mark that envcheck reads (probe.system.in_container).
-ROOT_COPY = "/run/envcheck-host-root"
-HOST_ROOT = [
-    f"mkdir -p {ROOT_COPY}",
-    f"mount -t tmpfs envcheck-stage-root {ROOT_COPY}",
-    'for e in /* /.[!.]*; do n=${e#/}; { [ -e "$e" ] || [ -L "$e" ]; } || continue; '
-    "case $n in .dockerenv|run) continue;; esac; "
-    f'if [ -L "$e" ]; then ln -s "$(readlink "$e")" "{ROOT_COPY}/$n"; '
-    f'elif [ -d "$e" ]; then mkdir "{ROOT_COPY}/$n" && mount --rbind "$e" "{ROOT_COPY}/$n"; '
-    f'else touch "{ROOT_COPY}/$n" && mount --bind "$e" "{ROOT_COPY}/$n"; fi; done',
-    f"mkdir {ROOT_COPY}/run && mount --rbind /run {ROOT_COPY}/run",
-]
+ROOT_COPY = "/run/envcheck-host-root"  # the host root of a host shape (tests/staging/host_root.py)
 UVM_MAJOR = 510  # dynamic on a real host; any free major works for a node nothing opens
 
 
@@ -257,14 +246,14 @@ class Staged:
         if node.how in ("toolkit", "cdi"):
             steps.append("touch /run/.containerenv")
         if self.hides_container():
-            steps += HOST_ROOT
+            steps += host_root.steps(ROOT_COPY)
         steps.append('exec "$@"')
         return "\n".join(steps)
 
     def hides_container(self) -> bool:
         """A host shape staged on a machine that is itself a container (this one has /.dockerenv): the process
         runs in a root without the container's mark, as a process on the host runs."""
-        return self.node.how in ("host", "cgroup") and os.path.exists("/.dockerenv")
+        return self.node.how in ("host", "cgroup") and host_root.needed()
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment of a process on this node (the toolkit's variables in a container)."""
@@ -319,8 +308,7 @@ class Staged:
         with self._cgroup() as join:  # joined after the node is built: the device nodes exist before the job
             script = self.script().replace('exec "$@"', join + 'exec "$@"')
             if self.hides_container():
-                chroot = shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin") or "chroot"
-                argv = [chroot, ROOT_COPY, "/bin/sh", "-c", 'cd "$0" && exec "$@"', str(self.folder), *argv]
+                argv = host_root.chroot_argv(ROOT_COPY, str(self.folder), argv)
             full = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "staged", *argv]
             return subprocess.run(
                 full,

@@ -55,7 +55,9 @@ def cuda_available_verdict(cuda: Mapping[str, Any], ctx: Context) -> Result:
             fix,
             measured=measured,
             expected={"cuda_available": True},
-            fault_class=findings[0].fault_class,
+            # the run was told no GPU is needed here (--allow-cpu): the caveat is how it was run, nobody's fault,
+            # and never a node's (a health check's soft node finding, a reason to keep a node drained)
+            fault_class=FaultClass.CONFIG,
             code=finding_code(findings[0]),
         )
     return failed(

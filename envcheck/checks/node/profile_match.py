@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.gpu_health.xid import pci_key
+from envcheck.checks.node.config_causes import no_gpu_given
 from envcheck.core.check import Context, ProfileOptions
 from envcheck.core.result import FaultClass, Result, failed, first_of, passed, skipped
 from envcheck.probe.gpu_access import Allocation, allocation, read_access
@@ -222,14 +223,18 @@ def _no_gpu(data: Mapping[str, Any], count: int, code: str, kind: str, node_mode
         if isinstance(bus, list)
         else f"the PCI bus cannot be read ({bus})"
     )
+    given = no_gpu_given(access or {})
+    if given:  # envcheck's own container was started without GPUs: that says nothing of the node's
+        return failed(
+            f"{kind}: {count} GPU(s) expected: {given.problem}",
+            given.fix,
+            measured={k: data.get(k) for k in ("pci_gpus", "nvml_error", "access")},
+            fault_class=given.fault_class,
+            code=given.code,
+        )
     fix = (
         "load the NVIDIA driver (modprobe nvidia; nvidia-smi), or reinstall it; " if driver else ""
     ) + LOST_FIX.format(pci=bus[0] if isinstance(bus, list) and bus else "<address>")
-    if driver and (access or {}).get("in_container"):  # seen from inside a container: maybe only its spec
-        fix += (
-            "; in a container, it may only have been started without GPU access: docker run --gpus all, or a "
-            "pod with runtimeClassName: nvidia and NVIDIA_VISIBLE_DEVICES=all"
-        )
     # The node modes run on the host (or a DaemonSet given every GPU): none there is the node's, as cuda.available's
     # no-driver finding is (cluster.policy.reclassify); in a pod's preflight it is the pod spec's.
     return failed(
