@@ -7,8 +7,11 @@ Which instance an event belongs to follows from when the driver prints it (check
   not the log kept the start lines (a grepped log, a wrapped ring buffer, a bundle from another machine lose them);
 - a banner replaces the instance before it: that instance's events (an Xid 79 before a reload) no longer apply;
   a start line with no banner after it is a load that failed or is still running: the old instance is gone too;
-- "GPU at PCI:...: GPU-<uuid>" is printed once per GPU object, just before its first Xid: any event of that GPU
-  before it happened to an earlier object of the GPU (a reset, a reload);
+- "GPU at PCI:...: GPU-<uuid>" is printed once per GPU object, just before its first Xid: that GPU's Xids before it
+  happened to an earlier object of the GPU (a reset, a teardown at last close); what the driver said of its start
+  stands;
+- the driver numbers its GPU instances ("GPU6") at first open, anew after a reload: a number is tied to an address
+  only by a record that says both, within one load;
 - Xid 154's last recovery action per GPU is its current one ("None": nothing left to do).
 The cursor (the last run's /dev/kmsg sequence number) and the time window apply to Xids, which are events in time.
 What the driver said of a GPU that failed to start is the state of this instance and is judged whatever the cursor.
@@ -89,7 +92,8 @@ _PLACED_BY_INIT = ("gsp_boot", "firmware_missing", "open_module_unsupported", "g
 
 
 def _event(record: Record) -> _Event | str | None:
-    """The record's event, 'start'/'banner' for a load's markers, ('attach', key) for a GPU attach; None otherwise."""
+    """The record's event; 'start' or 'banner' for a load's markers; 'attach:<PCI key>' for a GPU's UUID line; None
+    for any other record."""
     xid = parse_xid(record.flat)
     if xid is not None:
         index = _GSP_INDEX.search(xid["text"])
