@@ -138,3 +138,25 @@ RM_STATUS = {
     0x79: "RISC-V (GSP) error",
     0xFFFF: "generic error",
 }
+
+# The fixes of the probe's counts and of a load that failed, by message kind.
+COUNT_FIX = {
+    "probe_failed": REBOOT_FIX + "; lspci -vv -s {pci}",
+    "probe_not_called": (
+        "another kernel driver owns the GPU (lspci -k -s {pci}: 'Kernel driver in use'): blacklist nouveau "
+        "(/etc/modprobe.d/blacklist-nouveau.conf, update-initramfs -u) or unbind vfio-pci, then reboot"
+    ),
+    "no_devices": "the nvidia module did not load: dmesg | grep NVRM says why; fix that cause and reboot",
+}
+
+
+def count_problem(kind: str, devices: int, driver: str | None) -> str:
+    """The problem a probe count (failed, not called) or a failed load states."""
+    if kind == "probe_failed":
+        return f"the driver's probe failed for {devices} GPU(s): on the PCI bus, not taken by the driver"
+    if kind == "probe_not_called":
+        owner = f" ({driver} owns it)" if driver else ""
+        return (
+            f"another kernel driver owns {devices} NVIDIA GPU(s){owner}: the nvidia module never probed them"
+        )
+    return "the nvidia module's load failed: it initialised no GPU"

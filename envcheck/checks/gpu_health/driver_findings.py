@@ -18,14 +18,15 @@ from typing import Any
 from envcheck.checks.gpu_health.driver_causes import (
     CAUSES,
     CLAIMED,
+    COUNT_FIX,
     INIT_STATUS,
     LOAD_FAILED,
     NVSWITCH_FATAL,
     PROBE_FAILED,
-    REBOOT_FIX,
     RM_STATUS,
     RUNTIME,
     Cause,
+    count_problem,
 )
 from envcheck.checks.gpu_health.node import PASSED_THROUGH, GpuFinding, given
 from envcheck.checks.gpu_health.xid import pci_key
@@ -234,9 +235,9 @@ def _probe_counts(
             where_ = f"PCI {key}.0" if key else "GPUs"
             out.append(
                 GpuFinding(
-                    f"{_count_problem(kind, devices, drivers.get(address or ''))}; kernel log: "
+                    f"{count_problem(kind, devices, drivers.get(address or ''))}; kernel log: "
                     f"{entry.get('text', '')}",
-                    _COUNT_FIX[kind].format(pci=f"{key}.0" if key else "<PCI address>"),
+                    COUNT_FIX[kind].format(pci=f"{key}.0" if key else "<PCI address>"),
                     FaultClass.NODE,
                     code={"probe_failed": PROBE_FAILED, "probe_not_called": CLAIMED}.get(kind, LOAD_FAILED),
                     rank=1 if kind == "no_devices" else 0,
@@ -245,16 +246,6 @@ def _probe_counts(
                 )
             )
     return out
-
-
-_COUNT_FIX = {
-    "probe_failed": REBOOT_FIX + "; lspci -vv -s {pci}",
-    "probe_not_called": (
-        "another kernel driver owns the GPU (lspci -k -s {pci}: 'Kernel driver in use'): blacklist nouveau "
-        "(/etc/modprobe.d/blacklist-nouveau.conf, update-initramfs -u) or unbind vfio-pci, then reboot"
-    ),
-    "no_devices": "the nvidia module did not load: dmesg | grep NVRM says why; fix that cause and reboot",
-}
 
 
 def legacy_target(data: Mapping[str, Any]) -> str | None:
@@ -278,17 +269,6 @@ def _untaken(data: Mapping[str, Any], named: set[str]) -> list[str]:
         for a in (bus if isinstance(bus, list) else [])
         if isinstance(a, str) and (key := pci_key(a)) and key not in taken | named
     ]
-
-
-def _count_problem(kind: str, devices: int, driver: str | None) -> str:
-    if kind == "probe_failed":
-        return f"the driver's probe failed for {devices} GPU(s): on the PCI bus, not taken by the driver"
-    if kind == "probe_not_called":
-        owner = f" ({driver} owns it)" if driver else ""
-        return (
-            f"another kernel driver owns {devices} NVIDIA GPU(s){owner}: the nvidia module never probed them"
-        )
-    return "the nvidia module's load failed: it initialised no GPU"
 
 
 def bus_is_named(data: Mapping[str, Any]) -> set[str]:
