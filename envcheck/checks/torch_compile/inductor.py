@@ -9,6 +9,7 @@ The pre-flight probes name the user's own directories.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Any
@@ -20,13 +21,19 @@ from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
 from envcheck.reference.devices import check_devices, on_device
 
-# Inductor settings for the check's tiny graph (two CPU kernels), set in its own worker. A cold cache costs
-# one C++ compile per vector-ISA probe, one per kernel, and, with precompiled headers on (torch's default), one
-# more of ATen's whole vectorisation header into a ~150 MB .pch, the largest of them all (bench/compile_phases.py:
-# 8-33 s of a 30-80 s cold compile on 2 cores); with two kernels it never pays back. compile_threads=1 compiles
-# in this process: with more, torch starts a compile-worker pool (one process per core, each importing torch)
-# for a graph with nothing to compile in parallel.
-COMPILE_SETTINGS: dict[str, Any] = {"compile_threads": 1, "cpp_cache_precompile_headers": False}
+# Inductor settings of the compile checks. They share one worker ("compile") and, within a run, one cache (the
+# worker's private temp dir, or the user's TORCHINDUCTOR_CACHE_DIR): the vector-ISA probes, one precompiled header and
+# about twenty kernels (this check's two, compile.max_autotune's three, compile.train_step's fourteen), so what one
+# compile pays the next one reuses. Precompiled headers (torch's default): ATen's vectorisation header is parsed once
+# into a .pch (8-20 s on 2 cores) and each kernel then compiles in about 1.3 s instead of 3-8 s (issue 43,
+# bench/compile_phases.py: the group's cold CPU time fell from about 88 s to 44 s). compile_threads: the kernels of
+# one graph (the training step's fourteen) compile side by side, in at most 8 worker processes (each imports torch).
+COMPILE_SETTINGS: dict[str, Any] = {
+    "compile_threads": max(
+        1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    ),
+    "cpp_cache_precompile_headers": True,
+}
 # What Inductor reports of its own compile time (torch._dynamo.utils.calculate_time_spent), kept per device.
 PHASES = (
     "entire_frame_compile",
