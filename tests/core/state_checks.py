@@ -96,3 +96,18 @@ def leaves_inference_mode_open(ctx: Context) -> Result:
     mode.__enter__()
     LEFT_OPEN.append(mode)  # a reference: its guard would close the mode when collected
     return passed("inference mode left open", measured={"pid": os.getpid()})
+
+
+def probes_optree(ctx: Context) -> Result:
+    """What torch.compile does on a host without optree: import torch.utils._cxx_pytree, which fails at its first line
+    (`import optree`) and torch goes on without it."""
+    import importlib.util
+
+    try:
+        import torch.utils._cxx_pytree  # noqa: F401
+    except ImportError:
+        pass
+    return passed(
+        "optree probed",
+        measured={"pid": os.getpid(), "optree": importlib.util.find_spec("optree") is not None},
+    )

@@ -85,3 +85,16 @@ def test_put_back_names_what_moved_and_leaves_nothing_moved() -> None:
     assert {"default dtype", "deterministic algorithms", "deterministic debug mode"} <= set(moved)
     assert stuck == []
     assert torch.get_default_dtype() is before and not torch.are_deterministic_algorithms_enabled()
+
+
+def test_torchs_optional_optree_probe_keeps_the_worker() -> None:
+    """torch.compile imports torch.utils._cxx_pytree, which fails without optree: an optional probe, not a
+    half-changed process. Counting it replaced the compile worker after every compile check (Dynamo's import and
+    Inductor's ISA probes paid again each time: compile.cpu_isa 49-61 s on the H100 proof). Its twin, a module that
+    fails part-way, still replaces the worker (tests/core/test_poisoned_worker.py)."""
+    probed, after = run(spec(state_checks.probes_optree), spec(state_checks.reads_state))
+    if probed.measured["optree"]:
+        import pytest
+
+        pytest.skip("optree is installed here: torch.utils._cxx_pytree imports")
+    assert after.measured["pid"] == probed.measured["pid"]

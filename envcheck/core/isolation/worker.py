@@ -111,9 +111,28 @@ class ImportWatch:
                 found = importlib.util.find_spec(name) is not None  # its parent is imported: nothing runs
             except (ImportError, ValueError):
                 found = False
-            if found:
+            if found and not _optional_probe(name):
                 failed.append(name)
         return failed
+
+
+# Modules torch imports only to find out whether an optional package is there: each fails at its first line when the
+# package is absent, before it changes anything, and torch goes on without it. Such a failure is no half-changed
+# process: counting it replaced the compile worker after every compile check (torch.compile imports the optree-backed
+# pytree), so each one paid Dynamo's import and Inductor's ISA probes again (on the H100 proof's torch 2.11, six probes
+# each importing torch: compile.cpu_isa 49-61 s after compile.inductor).
+OPTIONAL_PROBES = {"torch.utils._cxx_pytree": "optree"}
+
+
+def _optional_probe(name: str) -> bool:
+    """Whether the failed import of `name` is one of OPTIONAL_PROBES with its package really absent."""
+    package = OPTIONAL_PROBES.get(name)
+    if package is None:
+        return False
+    try:
+        return importlib.util.find_spec(package) is None
+    except (ImportError, ValueError):
+        return True
 
 
 _watch: list[ImportWatch] = []  # this process's one watch, made at its first check
