@@ -25,13 +25,14 @@ from envcheck.reference.devices import check_devices, on_device
 # worker's private temp dir, or the user's TORCHINDUCTOR_CACHE_DIR): the vector-ISA probes, one precompiled header and
 # about twenty kernels (this check's two, compile.max_autotune's three, compile.train_step's fourteen), so what one
 # compile pays the next one reuses. Precompiled headers (torch's default): ATen's vectorisation header is parsed once
-# into a .pch (8-20 s on 2 cores) and each kernel then compiles in about 1.3 s instead of 3-8 s (issue 43,
-# bench/compile_phases.py: the group's cold CPU time fell from about 88 s to 44 s). compile_threads: the kernels of
-# one graph (the training step's fourteen) compile side by side, in at most 8 worker processes (each imports torch).
+# into a .pch (8-20 s on 2 cores) and each kernel then compiles in about 1.3 s instead of 3-8 s. compile_threads: on a
+# host with cores to spare (8 or more) the kernels of one graph (the training step's fourteen) compile side by side in
+# up to 8 worker processes (each imports torch); on a small host the other lanes of the run use the cores, and a pool
+# only adds its imports (2 cores, issue 43: the group took 45 s wall and 45 s CPU in-process, 50 s and 48 s with a
+# pool of 2; it took 101 s and 81 s before).
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 COMPILE_SETTINGS: dict[str, Any] = {
-    "compile_threads": max(
-        1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
-    ),
+    "compile_threads": 1 if _CORES < 8 else min(8, _CORES // 2),
     "cpp_cache_precompile_headers": True,
 }
 # What Inductor reports of its own compile time (torch._dynamo.utils.calculate_time_spent), kept per device.
