@@ -9,32 +9,18 @@ The pre-flight probes name the user's own directories.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from typing import Any
 
 from envcheck.checks.torch_compile import toolchain as probes
 from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, preflight_cause
+from envcheck.checks.torch_compile.settings import COMPILE_SETTINGS, apply_settings
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
 from envcheck.reference.devices import check_devices, on_device
 
-# Inductor settings of the compile checks. They share one worker ("compile") and, within a run, one cache (the
-# worker's private temp dir, or the user's TORCHINDUCTOR_CACHE_DIR): the vector-ISA probes, one precompiled header and
-# about twenty kernels (this check's two, compile.max_autotune's three, compile.train_step's fourteen), so what one
-# compile pays the next one reuses. Precompiled headers (torch's default): ATen's vectorisation header is parsed once
-# into a .pch (8-20 s on 2 cores) and each kernel then compiles in about 1.3 s instead of 3-8 s. compile_threads: on a
-# host with cores to spare (8 or more) the kernels of one graph (the training step's fourteen) compile side by side in
-# up to 8 worker processes (each imports torch); on a small host the other lanes of the run use the cores, and a pool
-# only adds its imports (2 cores, issue 43: the group took 45 s wall and 45 s CPU in-process, 50 s and 48 s with a
-# pool of 2; it took 101 s and 81 s before).
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-COMPILE_SETTINGS: dict[str, Any] = {
-    "compile_threads": 1 if _CORES < 8 else min(8, _CORES // 2),
-    "cpp_cache_precompile_headers": True,
-}
 # What Inductor reports of its own compile time (torch._dynamo.utils.calculate_time_spent), kept per device.
 PHASES = (
     "entire_frame_compile",
@@ -185,8 +171,7 @@ def compile_inductor(ctx: Context) -> Result:
     from torch._dynamo import config as dynamo_config
     from torch._inductor import config as inductor_config
 
-    for key, value in COMPILE_SETTINGS.items():
-        setattr(inductor_config, key, value)
+    apply_settings()
     dynamo_config.suppress_errors = False  # TORCHDYNAMO_SUPPRESS_ERRORS=1 would hide failures behind eager
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     ev = evidence(gpus)
@@ -194,7 +179,7 @@ def compile_inductor(ctx: Context) -> Result:
         "cxx": ev.cxx.found if ev.cxx else None,
         "cxx_version": ev.cxx.version if ev.cxx else None,
         "dirs": {d.role: d.path for d in ev.dirs},
-        "inductor_settings": COMPILE_SETTINGS,
+        "inductor_settings": COMPILE_SETTINGS | {"cpp.vec_isa_ok": inductor_config.cpp.vec_isa_ok},
         "devices": {},
     }
     if ev.cc:

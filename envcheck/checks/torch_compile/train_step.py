@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 
-from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS
+from envcheck.checks.torch_compile.settings import apply_settings
 from envcheck.core.check import Context
 from envcheck.core.result import Result
 from envcheck.reference.compare import Comparison, compare, comparisons_result
@@ -125,10 +125,7 @@ def step_comparisons(device: str, backend: str, opt_name: str) -> list[Compariso
 
 def compile_train_step(ctx: Context) -> Result:
     """Forward, backward and optimizer step under torch.compile match eager on identical inputs, every backend."""
-    from torch._inductor import config as inductor_config
-
-    for key, value in COMPILE_SETTINGS.items():
-        setattr(inductor_config, key, value)
+    apply_settings()
     comparisons: list[Comparison] = []
     problems: list[str] = []
     with numerics_mode():

@@ -144,7 +144,7 @@ def test_the_one_probe_pick_is_inductors_own(tmp_path: Path, capability: str | N
     claims, 8-10 s cold here, a minute on torch 2.11's H100 host); the selection must stay Inductor's, in a fresh
     interpreter (Inductor's list cached from an earlier pick would make it Inductor's by construction)."""
     code = (
-        "from envcheck.checks.torch_compile.isa import pick\n"
+        "from envcheck.checks.torch_compile.settings import pick\n"
         "from torch._inductor.cpu_vec_isa import pick_vec_isa, valid_vec_isa_list\n"
         "ours = pick(); assert valid_vec_isa_list.cache_info().currsize == 0, 'pick() built the whole list'\n"
         "theirs = pick_vec_isa(); print(ours, (type(theirs).__name__ if theirs else None, theirs.bit_width()))"
