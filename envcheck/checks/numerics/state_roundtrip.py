@@ -51,7 +51,7 @@ def configs(device: str) -> tuple[list[Config], str]:
     """(optimizer, kwargs, description) from optim_db, or from optim.differential's option sets."""
     import torch
 
-    optim_db, why = load_internal("common_optimizers", "optim_db", PINNED)
+    optim_db, why = load_internal("common_optimizers", "optim_db", PINNED, environment_raises=True)
     if optim_db is not None:
         from torch.testing._internal.common_optimizers import (
             _get_optim_inputs_including_global_cliquey_kwargs,
