@@ -61,7 +61,9 @@ def test_the_hardened_shape_gives_the_same_verdicts_in_any_order() -> None:
     environment's finding, the same in every order, and nothing crashes (the ERROR of the hardened proof)."""
     home = os.path.expanduser("~")
     hardened = Hardening(
-        readonly=("/tmp", "/var/tmp", home), uid=UID, env={**no_gpu_env(), "HOME": home, "PYTHONPATH": str(ROOT)}
+        readonly=("/tmp", "/var/tmp", home),
+        uid=UID,
+        env={**no_gpu_env(), "HOME": home, "PYTHONPATH": str(ROOT)},
     )
     by_order = {}
     for order in ORDERS[:2]:
