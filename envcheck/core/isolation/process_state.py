@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.core.isolation.knobs import FROZEN, knobs
+from envcheck.core.isolation.knobs import FROZEN, Knob, knobs
 
 PASSES = 3  # setting one knob may move another (the matmul precision sets cuBLAS's fp32_precision): set again
 
@@ -50,6 +50,30 @@ def reset_cuda() -> list[str]:
     return failed
 
 
+class Unread(str):
+    """A knob whose getter raised (a numpy that does not work, a private API that changed): compared, never set."""
+
+
+def _read(knob: Knob) -> Any:
+    try:
+        return knob.get()
+    except Exception as exc:
+        return Unread(f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")
+
+
+def _unread(name: str, saved: Saved) -> bool:
+    return isinstance(saved.values.get(name), Unread)
+
+
+def _all_knobs() -> list[Knob]:
+    """Every knob, or none where even listing them fails (a torch or numpy half-importable here): nothing is set back
+    then, and the worker is replaced only for the reasons it always was."""
+    try:
+        return knobs()
+    except Exception:
+        return []
+
+
 def _same(a: Any, b: Any) -> bool:
     try:
         return bool(a == b)
@@ -66,18 +90,20 @@ class Saved:
     @classmethod
     def take(cls) -> Saved:
         """Read every knob now."""
-        return cls({k.name: k.get() for k in knobs()})
+        return cls({k.name: _read(k) for k in _all_knobs()})
 
     def changed(self) -> list[str]:
         """The knobs whose value differs from the saved one (a knob that appeared since, e.g. Inductor's config once
         imported, has no saved value: it is not named)."""
-        return [k.name for k in knobs() if k.name in self.values and not _same(k.get(), self.values[k.name])]
+        return [
+            k.name for k in _all_knobs() if k.name in self.values and not _same(_read(k), self.values[k.name])
+        ]
 
     def put_back(self) -> tuple[list[str], list[str]]:
         """Set every changed knob back, and CUDA's state to fresh. Returns (what had changed, what is still not as
         saved: a read-only knob, or one whose setter failed)."""
         moved = self.changed()
-        by_name = {k.name: k for k in knobs()}
+        by_name = {k.name: k for k in _all_knobs()}
         still = moved
         for _ in range(PASSES if moved else 0):
             unfreeze = by_name.get(FROZEN)
@@ -87,7 +113,11 @@ class Saved:
                 warnings.simplefilter("ignore")
                 for name in still:
                     knob = by_name[name]
-                    if knob.set is not None and name not in (FROZEN, "warnings.filters"):
+                    if (
+                        knob.set is not None
+                        and name not in (FROZEN, "warnings.filters")
+                        and not _unread(name, self)
+                    ):
                         with contextlib.suppress(Exception):
                             knob.set(self.values[name])
             for name in ("warnings.filters", FROZEN):  # outside catch_warnings, which would undo the filters
