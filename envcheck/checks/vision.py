@@ -1,28 +1,23 @@
-"""torchvision: installed, built for this torch and its CUDA, and its C++ ops registered and correct."""
+"""torchvision: installed, built for this torch and its CUDA, and its C++ ops registered and correct (what is installed,
+and its ops library found without importing the package: vision_install.py; version pairing: vision_pairing.py)."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.metadata
-import importlib.util
 import traceback
-from dataclasses import dataclass
 from typing import Any
 
 from envcheck.checks.cuda.live_errors import WORKER_RESTART
-from envcheck.checks.image import image_fix, read_declared
+from envcheck.checks.vision_install import Installed, LoadedOps, installed, ops_library
 from envcheck.checks.vision_pairing import (
     build_mismatch,
     cuda_mismatch,
     cuda_text,
-    fix_command,
     matching_torchvision,
     pair_fix,
     pairing_problem,
-    torch_pin,
 )
 from envcheck.core.check import CheckSpec, Context, Level, Needs
-from envcheck.core.result import FaultClass, Result, failed, passed, skipped, warned
+from envcheck.core.result import FaultClass, Result, failed, passed, warned
 
 
 def _ops_problem(ops: Any, device: str) -> str | None:
@@ -51,17 +46,6 @@ def _ops_problem(ops: Any, device: str) -> str | None:
     return None
 
 
-def declared_torchvision() -> tuple[str | None, dict[str, Any] | None]:
-    """The torchvision an envcheck image declares (None when none is declared), and the declaration."""
-    try:
-        declared = read_declared()
-    except (OSError, ValueError):  # an unreadable declaration is image.versions' finding, not ours
-        return None, None
-    if not declared or not declared.get("torchvision"):
-        return None, declared
-    return str(declared["torchvision"]), declared
-
-
 # Fix for a failure whose cause is not versions: reinstalling would not help, so say what to look at.
 NOT_VERSIONS_FIX = (
     "torch and torchvision pair, so reinstalling will not help: look for what else changes them "
@@ -70,99 +54,7 @@ NOT_VERSIONS_FIX = (
 )
 
 
-# torchvision's compiled ops library: `_C_stable` since 0.29 (built on torch's stable ABI), `_C` before.
-OPS_LIBRARIES = ("_C_stable", "_C")
-
-
-def ops_library() -> str | None:
-    """The path of torchvision's compiled ops library, found the way torchvision.extension finds it, without
-    importing the torchvision package (whose import costs about as much as torch's own: it pulls in
-    torch._dynamo and torch.onnx); None when none of the known names is there (a layout this envcheck does
-    not know: vision.ops then imports the package instead)."""
-    spec = importlib.util.find_spec("torchvision")
-    folders = list(spec.submodule_search_locations or []) if spec else []
-    details = (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES)
-    for folder in folders:
-        for name in OPS_LIBRARIES:
-            found = importlib.machinery.FileFinder(folder, details).find_spec(name)
-            if found is not None and found.origin:
-                return found.origin
-    return None
-
-
-class LoadedOps:
-    """torchvision's operators called through torch.ops, as torchvision.ops calls them (same arguments)."""
-
-    def nms(self, boxes: Any, scores: Any, iou_threshold: float) -> Any:
-        import torch
-
-        return torch.ops.torchvision.nms(boxes, scores, iou_threshold)
-
-    def roi_align(
-        self,
-        feats: Any,
-        rois: Any,
-        output_size: int,
-        spatial_scale: float,
-        sampling_ratio: int,
-        aligned: bool,
-    ) -> Any:
-        import torch
-
-        return torch.ops.torchvision.roi_align(
-            feats, rois, spatial_scale, output_size, output_size, sampling_ratio, aligned
-        )
-
-
-@dataclass
-class _Installed:
-    """The torchvision found beside torch: its version, the torch it pins, the fix to offer, the image's
-    declared torchvision (None outside an envcheck image), and what the result will carry."""
-
-    version: str
-    pin: str | None
-    fix: str | None
-    want: Any
-    measured: dict[str, object]
-
-
-def _installed() -> _Installed | Result:
-    """The torchvision installed, or the verdict that ends the check early (torchvision absent)."""
-    import torch
-
-    want, declared = declared_torchvision()
-    # Inside an image that declares torchvision, the fix is the image's own pins: the same one image.versions gives.
-    tv_fix = image_fix(declared) if want and declared else fix_command(torch.__version__)
-    try:
-        tv_version = importlib.metadata.version("torchvision")
-    except importlib.metadata.PackageNotFoundError:
-        if want:
-            return failed(
-                f"torchvision is not installed, but this image declares torchvision {want}",
-                tv_fix,
-                expected={"torchvision": want},
-                fault_class=FaultClass.IMAGE,
-            )
-        return skipped(
-            "torchvision is not installed and no envcheck image declares it (install it to check it: "
-            f"{fix_command(torch.__version__).split(' from ONE')[0]})"
-        )
-    pin = torch_pin(importlib.metadata.requires("torchvision") or [])
-    return _Installed(
-        tv_version,
-        pin,
-        tv_fix,
-        want,
-        {
-            "torch": torch.__version__,
-            "torchvision": tv_version,
-            "torch_cuda": torch.version.cuda,
-            "torchvision_requires_torch": pin,
-        },
-    )
-
-
-def _import_failure(tv: _Installed, torch_version: str, exc: BaseException, what: str) -> Result:
+def _import_failure(tv: Installed, torch_version: str, exc: BaseException, what: str) -> Result:
     tv_version, pin, tv_fix, measured = tv.version, tv.pin, tv.fix, tv.measured
     chain: list[BaseException] = [exc]
     while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 5:
@@ -189,7 +81,7 @@ def _import_failure(tv: _Installed, torch_version: str, exc: BaseException, what
     )
 
 
-def _judge(ops: Any, tv: _Installed, tv_cuda: str | None, how: str) -> Result:
+def _judge(ops: Any, tv: Installed, tv_cuda: str | None, how: str) -> Result:
     """The verdict once torchvision's ops are loaded: CUDA pairing, then nms/roi_align exact on every device."""
     import torch
 
@@ -250,7 +142,7 @@ def vision_ops(ctx: Context) -> Result:
     level does not pay for importing the whole package (vision.import does that at the full level)."""
     import torch
 
-    tv = _installed()
+    tv = installed()
     if isinstance(tv, Result):
         return tv
     library = ops_library()
@@ -272,7 +164,7 @@ def vision_import(ctx: Context) -> Result:
     nms/roi_align give exact answers through its Python API."""
     import torch
 
-    tv = _installed()
+    tv = installed()
     if isinstance(tv, Result):
         return tv
     try:

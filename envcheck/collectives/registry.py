@@ -8,7 +8,16 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from envcheck.collectives import all_gather, all_reduce, broadcast, ddp, pairs, sweep, sync_batchnorm
+from envcheck.collectives import (
+    all_gather,
+    all_reduce,
+    broadcast,
+    ddp,
+    ddp_buffers,
+    pairs,
+    sweep,
+    sync_batchnorm,
+)
 from envcheck.collectives.rank_context import RankContext
 from envcheck.core.check import DistOptions
 from envcheck.core.result import Result
@@ -32,6 +41,7 @@ COLLECTIVES: Mapping[str, Collective] = MappingProxyType(
         "sweep": sweep,
         "pairs": pairs,
         "ddp": ddp,
+        "ddp_buffers": ddp_buffers,
         "sync_batchnorm": sync_batchnorm,
     }
 )

@@ -15,17 +15,15 @@ from envcheck.core import signals
 from envcheck.core.check import CheckSpec, Context, Hooks, reference
 from envcheck.core.execute import execute
 from envcheck.core.hardening import runtime_cause
+from envcheck.core.isolation import early
 from envcheck.core.isolation.failure import FailureKind, WorkerFailure, failure_result
 from envcheck.core.isolation.protocol import Op
 from envcheck.core.isolation.server_handle import START_TIMEOUT_S, ServerHandle
 from envcheck.core.isolation.worker_handle import WorkerHandle
 from envcheck.core.lanes import plan
 from envcheck.core.result import Result, errored
+from envcheck.core.run_facts import FactsCollector
 
-FACTS_TIMEOUT_S = 30.0
-# Facts are collected in a worker of their own, off the GPU lane: they read device properties, NVML and the
-# toolchain, and never create a CUDA context (envcheck.probe.facts), so they may overlap any GPU group.
-FACTS_GROUP = "facts"
 PRELOAD_TIMEOUT_S = 120.0  # importing torchvision & co. once; a hang here ends the fork server
 
 
@@ -59,12 +57,15 @@ class Runner:
         self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s
         self._total = total_timeout_s
         self._share_gpu = (not gpu_present()) if share_gpu is None else share_gpu
-        self._server = ServerHandle(env, start_timeout_s, run_deadline=self._deadline)
+        # the server the entry point started before the command line was read (envcheck.core.isolation.early), when
+        # this Runner would start the same one: the process's environment and the default start-up timeout
+        adopted = early.adopt() if env is None and start_timeout_s == START_TIMEOUT_S else None
+        self._server = adopted or ServerHandle(env, start_timeout_s, run_deadline=self._deadline)
+        self._server.run_deadline = self._deadline
         self._workers: dict[str, WorkerHandle] = {}
         self._lock = threading.Lock()
         self._aborted = False
-        self._facts: dict[str, Any] | None = None
-        self._facts_thread: threading.Thread | None = None
+        self._facts = FactsCollector(lambda: self.hooks.facts, self._worker, self.release, self._left)
         self.finished: list[Result] = []  # in the order they finished, for a report of an interrupted run
 
     def __enter__(self) -> Runner:
@@ -94,6 +95,8 @@ class Runner:
             with self._lock:
                 workers = list(self._workers.values())
                 self._workers.clear()
+            for worker in workers:  # all at once: each exits while the next is asked
+                worker.ask_to_exit()
             for worker in workers:
                 worker.close()
             self._server.close()
@@ -176,9 +179,8 @@ class Runner:
                             record(index, self.run_one(spec))
                     if n < len(lane) - 1:
                         self.release(group)
-            except (
-                Exception
-            ) as exc:  # envcheck's own failure (or a limit it hit): the lane's unrun checks say so
+            # envcheck's own failure (or a limit it hit): the lane's unrun checks say so
+            except Exception as exc:
                 if self._aborted:
                     return
                 cause = runtime_cause(exc, "envcheck could not run this check") or errored(
@@ -190,9 +192,8 @@ class Runner:
                             record(index, cause.named(spec.name, 0.0))
 
         def preload() -> None:
-            for (
-                _
-            ) in lanes:  # the first worker of every lane is forked before the server spends time importing
+            # the first worker of every lane is forked before the server spends time importing
+            for _ in lanes:
                 first_forks.acquire()
             try:
                 if not self._aborted:
@@ -206,6 +207,10 @@ class Runner:
 
         if groups:
             self.start()  # its torch import overlaps the inline checks (a no-op when it was started earlier)
+        # the fork server imports the check modules (torch-free at import; they import the check registry, about
+        # 0.3 s) before its first fork, so every lane's worker inherits them: each of five or six workers importing
+        # them itself cost a quick run on 2 cores about 0.6 s (issue 43)
+        self._server.import_first(sorted({spec.func.__module__ for spec in specs if spec.isolated}))
         threads = [threading.Thread(target=run_lane, args=(lane,), daemon=True) for lane in lanes]
         if not preloaded.is_set():  # only a later GPU group is forked after the first ones
             threads.append(threading.Thread(target=preload, daemon=True))
@@ -213,9 +218,7 @@ class Runner:
         for thread in threads:
             try:
                 thread.start()
-            except (
-                RuntimeError
-            ):  # "can't start new thread": a small `ulimit -u`/pids.max; run it here instead
+            except RuntimeError:  # "can't start new thread": a small `ulimit -u`/pids.max; run it here
                 inline.append(thread)
         for index, spec in enumerate(specs):
             if not spec.isolated:
@@ -290,38 +293,8 @@ class Runner:
 
     def prefetch_facts(self) -> None:
         """Start collecting the facts now, in their own worker beside the checks; `facts()` then waits for them."""
-        if self.hooks.facts is None or self._facts_thread is not None:
-            return
-        self._facts_thread = threading.Thread(target=self._collect_facts, daemon=True)
-        self._facts_thread.start()
+        self._facts.prefetch()
 
     def facts(self) -> dict[str, Any]:
         """The environment facts, collected in a worker of their own (torch import and CUDA stay out of here)."""
-        if self.hooks.facts is None:
-            return {"error": {"absent": "facts were not asked for (no facts hook)"}}
-        if self._facts_thread is None:
-            self._collect_facts()
-        else:
-            while self._facts_thread.is_alive():
-                self._facts_thread.join(0.2)  # short joins keep Ctrl-C and SIGTERM responsive
-        return (
-            self._facts
-            if self._facts is not None
-            else {"error": {"absent": "facts could not be collected: envcheck was interrupted"}}
-        )
-
-    def _collect_facts(self) -> None:
-        assert self.hooks.facts is not None  # both callers check it
-        left = self._left()
-        timeout = FACTS_TIMEOUT_S if left is None else max(1.0, min(FACTS_TIMEOUT_S, left))
-        try:
-            reply = self._worker(FACTS_GROUP).request(
-                {"op": Op.FACTS, "func": reference(self.hooks.facts)}, timeout
-            )
-        except Exception as exc:  # an abort closed the worker's pipes under this thread
-            reply = WorkerFailure(FailureKind.EXIT, f"{type(exc).__name__}: {exc}")
-        if isinstance(reply, WorkerFailure):
-            self._facts = {"error": {"absent": f"facts could not be collected: {reply.reason}"}}
-        else:
-            self._facts = reply["facts"]
-        self.release(FACTS_GROUP)
+        return self._facts.result()

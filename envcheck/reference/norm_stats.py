@@ -1,7 +1,8 @@
 """Normalization statistics and dropout's affine map in closed form, as the torch.nn documentation states them:
 BatchNorm normalizes with the biased batch variance and tracks r <- (1 - m)·r + m·stat with the unbiased one (m =
 1/num_batches_tracked when momentum is None); InstanceNorm with track_running_stats tracks the batch mean of the
-per-instance statistics; eval normalizes with the running statistics. AlphaDropout keeps SELU's mean and variance."""
+per-instance statistics; eval normalizes with the running statistics, or, without track_running_stats, with the batch's
+(the instance's) own, as in training. AlphaDropout keeps SELU's mean and variance."""
 
 from __future__ import annotations
 
@@ -12,10 +13,16 @@ ALPHA, LAMBDA = 1.6732632423543772848170429916717, 1.050700987355480493419334985
 
 
 def norm_reference(
-    instance: bool, batches: list[Tensor], momentum: float | None, affine: Tensor | None, eps: float
+    instance: bool,
+    batches: list[Tensor],
+    momentum: float | None,
+    affine: Tensor | None,
+    eps: float,
+    tracking: bool = True,
 ) -> tuple[list[Tensor], Tensor, Tensor, Tensor]:
-    """Train-mode outputs of every batch (BatchNorm, or InstanceNorm with track_running_stats), then running mean,
-    running var, and the eval output of the last batch (from the running statistics)."""
+    """Train-mode outputs of every batch (BatchNorm, or InstanceNorm), then running mean, running var (their initial
+    zeros and ones without `tracking`), and the eval output of the last batch (from the running statistics; without
+    `tracking`, from its own, the last train output)."""
     import torch
 
     channels = batches[0].shape[1]
@@ -32,12 +39,14 @@ def norm_reference(
             if affine is None
             else y * affine[0].view(1, -1, *[1] * (x.dim() - 2)) + affine[1].view(1, -1, *[1] * (x.dim() - 2))
         )
-        m = 1.0 / t if momentum is None else momentum
+        m = (1.0 / t if momentum is None else momentum) if tracking else 0.0
         batch_mean = mean.reshape(-1, channels).mean(0) if instance else mean.reshape(-1)
         batch_var = (
             (var * n / (n - 1)).reshape(-1, channels).mean(0) if instance else (var * n / (n - 1)).reshape(-1)
         )
         rm, rv = (1 - m) * rm + m * batch_mean, (1 - m) * rv + m * batch_var
+    if not tracking:
+        return outs, rm, rv, outs[-1]
     shape = (1, -1, *[1] * (batches[-1].dim() - 2))
     y = (batches[-1] - rm.view(shape)) / (rv.view(shape) + eps).sqrt()
     if affine is not None:

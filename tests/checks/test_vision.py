@@ -188,7 +188,7 @@ def test_missing_torchvision_fails_when_the_image_declares_it_with_the_images_ow
     and image.versions must offer the same fix, never opposite ones."""
     import importlib.util
 
-    from envcheck.checks import image, vision
+    from envcheck.checks import image, vision_install
 
     if importlib.util.find_spec("torchvision") is not None:
         pytest.skip("torchvision is installed in this venv")
@@ -202,7 +202,7 @@ def test_missing_torchvision_fails_when_the_image_declares_it_with_the_images_ow
         "cuda": "cpu",
         "index_url": "https://download.pytorch.org/whl/cpu",
     }
-    monkeypatch.setattr(vision, "read_declared", lambda: declared)
+    monkeypatch.setattr(vision_install, "read_declared", lambda: declared)
     result = run_check("vision.ops", isolated=False)
     assert result.status is Status.FAIL and result.fault_class == "image"
     assert "this image declares torchvision 0.28.0" in result.summary
@@ -297,7 +297,7 @@ def test_ops_library_is_found_under_each_torchvision_layout(
     out as each release ships it; the library files are empty stand-ins (only their names are read)."""
     import importlib
 
-    from envcheck.checks.vision import ops_library
+    from envcheck.checks.vision_install import ops_library
 
     package = tmp_path / "torchvision"
     package.mkdir()

@@ -28,6 +28,7 @@ PART_1 = [
     "run-quick-warm",
     "run-full-cold",
     "run-full-warm",
+    "two-checks",
     "prolog",
     "npd",
     "prolog-node",
@@ -215,6 +216,14 @@ def test_the_summary_lists_cuda_margins_above_0_3_and_names_missed_targets(tmp_p
             "code": None,
             "measured": {"gelu backward@cuda:0/float64": {"error": 1e-6, "tolerance": 1e-5, "margin": 0.1}},
         },
+        {"name": "modules.train_eval", "status": "pass", "duration_s": 3.0, "summary": "2731 comparisons"},
+        {
+            "name": "train.state_roundtrip",
+            "status": "fail",
+            "duration_s": 12.0,
+            "summary": "Adam(...) bfloat16 cuda:0->cpu parameters differ",
+            "measured": {"device_pairs": ["cpu->cpu", "cuda:0->cuda:0", "cpu->cuda:0", "cuda:0->cpu"]},
+        },
     ]
     (folder / "run-full-cold.json").write_text(json.dumps({"verdict": "pass", "results": results}))
     sys.path.insert(0, str(ROOT / "bench"))
@@ -229,7 +238,12 @@ def test_the_summary_lists_cuda_margins_above_0_3_and_names_missed_targets(tmp_p
         and "cpu/bfloat16" not in text.split("## Numerics margins")[1].split("##")[0]
     )
     assert "| run-quick-cold | 0 | 9.5 | <= 8 s: missed |" in text
-    assert "| run-full-cold | 0 | 29.0 | <= 30 s: met |" in text
+    assert "| run-full-cold | 0 | 29.0 | <= 60 s: met |" in text
+    assert "- run-full-cold: 1 of 4 checks ERROR or FAIL" in text
+    assert "  - train.state_roundtrip: FAIL Adam(...) bfloat16 cuda:0->cpu parameters differ" in text
+    assert "- modules.train_eval: PASS in 3.0 s: 2731 comparisons" in text
+    assert "(device pairs: cpu->cpu, cuda:0->cuda:0, cpu->cuda:0, cuda:0->cpu)" in text
+    assert "- run-quick-warm: not run: no step run-quick-warm in this proof" in text
     assert "| npd | - | - | not run: part 2 of the proof |" in text
 
 

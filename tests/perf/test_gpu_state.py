@@ -17,7 +17,7 @@ import pytest
 
 from envcheck.perf import gpu_state
 from envcheck.perf.gpu_state import idle_state
-from envcheck.perf.units import judged
+from envcheck.perf.unit_run import judged
 from tests.perf.h100 import h100_run
 from tests.staging import nvml
 

@@ -13,8 +13,8 @@ import pytest
 
 from envcheck.perf.matmul import fitting_sizes, matmul_bytes
 from envcheck.perf.memory import MIB, device_copy_bytes, device_copy_figures, device_copy_sizes
+from envcheck.perf.unit_run import headline
 from envcheck.perf.unit_timing import Timing
-from envcheck.perf.units import headline
 from tests.perf.h100 import h100_figure
 
 H100_L2, H200_L2 = 50 * MIB, 60 * MIB

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from envcheck.collectives import all_gather, all_reduce, broadcast, ddp, sync_batchnorm
+from envcheck.collectives import all_gather, all_reduce, broadcast, ddp, ddp_buffers, sync_batchnorm
 from envcheck.collectives.common import (Launcher, choose_ranks, correctness_check, launch_failure,
                                          launch_with_bisection)
 from envcheck.collectives.launch import LaunchPlan, launch
@@ -59,7 +59,8 @@ def ddp_differential(ctx: Context, launcher: Launcher = launch) -> Result:
     if isinstance(chosen, Result):
         return chosen
     backend, world = chosen
-    judges = {"ddp": ddp.judge, "sync_batchnorm": sync_batchnorm.judge}  # by reference, keyed by the ranks' step
+    # by reference, keyed by the ranks' step
+    judges = {"ddp": ddp.judge, "ddp_buffers": ddp_buffers.judge, "sync_batchnorm": sync_batchnorm.judge}
     steps = tuple(judges)
     left = DDP_TIMEOUT_S - 5.0 - (time.monotonic() - began)
     plan = LaunchPlan(backend, world, steps, max(5.0, min(DDP_DEADLINE_S, left)), start="fork")

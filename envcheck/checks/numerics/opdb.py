@@ -10,26 +10,28 @@ OpInfo's skips and expected failures for this device type take a comparison out 
 fails gradcheck's reentrancy check (cuDNN's non-deterministic accumulation) warns, as autograd.gradcheck does.
 
 op_db is internal API: this check is pinned to the torch versions of the matrix (PINNED) and skips with the reason
-anywhere else, or when the import or an OpInfo's shape changed. Its import needs `expecttest` only for a TestCase
-base class; when that test-only package is absent a stand-in module is registered (unittest.TestCase).
+anywhere else, or when the import or an OpInfo's shape changed (envcheck.reference.torch_db loads it: a stand-in for
+the test-only `expecttest`, torch.backends' flags unfrozen after). The autocast dtypes: opdb_autocast.py.
 Forward bound: an op over inputs of at most K elements is at most K + 8 operations deep (sums, dot products: Higham
 2002 eq. 3.5 gives γ_K·|a|·|b|), so |err| <= (K + 8)·u·(1 + max|ref|), u = float32 eps/2.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.checks.numerics.autograd import nondeterministic_warning
+from envcheck.checks.numerics.opdb_autocast import autocast_problems
 from envcheck.checks.numerics.opdb_grad import derivative_problem
+from envcheck.checks.numerics.opinfo_calls import first_float, op_function
 from envcheck.checks.numerics.opinfo_settings import BACKWARD, DOUBLE_BACKWARD, FORWARD, decorations
 from envcheck.core.check import Context
 from envcheck.core.result import Result, skipped
 from envcheck.reference.compare import Comparison, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
+from envcheck.reference.torch_db import load_internal
 
 PINNED = ("2.11", "2.13", "2.14")
 MAX_SAMPLES = 2
@@ -70,101 +72,18 @@ TRAINING_OPS = (
     "cumsum",
     "nn.functional.avg_pool2d",
 )
-# torch.amp docs, "Autocast Op Reference": ops that run in the lower precision, and ops that autocast to float32.
-LOWER = {
-    "matmul",
-    "mm",
-    "bmm",
-    "addmm",
-    "nn.functional.linear",
-    "nn.functional.conv1d",
-    "nn.functional.conv2d",
-    "nn.functional.scaled_dot_product_attention",
-}
-FLOAT32 = {
-    "cuda": {
-        "softmax",
-        "log_softmax",
-        "nn.functional.layer_norm",
-        "nn.functional.group_norm",
-        "sum",
-        "cumsum",
-        "nn.functional.mse_loss",
-        "nn.functional.nll_loss",
-        "nn.functional.cross_entropy",
-        "nn.functional.kl_div",
-        "nn.functional.smooth_l1_loss",
-        "nn.functional.huber_loss",
-        "nn.functional.binary_cross_entropy_with_logits",
-        "nn.functional.softplus",
-    },
-    "cpu": {
-        "nn.functional.mse_loss",
-        "nn.functional.nll_loss",
-        "nn.functional.smooth_l1_loss",
-        "nn.functional.huber_loss",
-        "nn.functional.kl_div",
-        "nn.functional.binary_cross_entropy_with_logits",
-    },
-}
 
 
 def load_op_db() -> tuple[list[Any] | None, str]:
-    """The OpInfos for TRAINING_OPS, or None and why not."""
-    import torch
-
-    version = ".".join(torch.__version__.split(".")[:2])
-    if version not in PINNED:
-        return (
-            None,
-            f"op_db is internal API, pinned to torch {', '.join(PINNED)}; this is torch {torch.__version__}",
-        )
-    try:
-        import expecttest  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError:
-        import types
-        import unittest
-
-        stand_in = types.ModuleType("expecttest")
-        stand_in.TestCase = unittest.TestCase  # type: ignore[attr-defined]
-        sys.modules["expecttest"] = stand_in
-    try:
-        from torch.testing._internal.common_methods_invocations import op_db
-    except Exception as exc:
-        return None, f"torch.testing._internal.common_methods_invocations did not import: {exc!r}"[:300]
-    # common_utils freezes torch.backends flags for its test runner (disable_global_flags); undo that here.
-    flags = getattr(getattr(torch.backends, "flags_frozen", None), "__globals__", {})
-    if "__allow_nonbracketed_mutation_flag" in flags:
-        flags["__allow_nonbracketed_mutation_flag"] = True
+    """The OpInfos for TRAINING_OPS, or None and why not (envcheck.reference.torch_db: pinned, the expecttest
+    stand-in, torch.backends' flags unfrozen)."""
+    op_db, why = load_internal("common_methods_invocations", "op_db", PINNED)
+    if op_db is None:
+        return None, why.replace("common_methods_invocations.op_db is", "op_db is")
     infos = [o for o in op_db if o.name in TRAINING_OPS and not getattr(o, "variant_test_name", "")]
     if not infos or not all(hasattr(o, a) for o in infos for a in ("sample_inputs", "supports_autograd")):
         return None, "op_db's OpInfo shape changed (no sample_inputs/supports_autograd)"
     return infos, ""
-
-
-def resolve(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
-    """The op by its public name, looked up now (so a replaced function is what gets checked)."""
-    import torch
-
-    obj: Any = torch
-    for part in name.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return fallback
-    return obj  # type: ignore[no-any-return]
-
-
-def op_function(info: Any) -> Callable[..., Any]:
-    """OpInfo wrappers (lambdas) call the public op by name themselves; bare ops are looked up by name now."""
-    return info.op if getattr(info.op, "__name__", "") == "<lambda>" else resolve(info.name, info.op)
-
-
-def _first_float(out: Any) -> Any:
-    import torch
-
-    if isinstance(out, (tuple, list)):
-        return next((o for o in out if isinstance(o, torch.Tensor) and o.is_floating_point()), None)
-    return out if isinstance(out, torch.Tensor) and out.is_floating_point() else None
 
 
 def _cast(v: Any, dtype: Any) -> Any:
@@ -218,11 +137,11 @@ def op_comparisons(info: Any, device: str) -> OpFindings:
     for k, s in enumerate(samples):
         label = f"{info.name}[sample {k}]"
         try:
-            ref = _first_float(fn(s.input, *s.args, **s.kwargs))
+            ref = first_float(fn(s.input, *s.args, **s.kwargs))
         except (RuntimeError, TypeError, ValueError):
             continue  # a float64 sample this op does not take here: nothing to compare against
         try:
-            got = _first_float(
+            got = first_float(
                 fn(
                     _cast(s.input, torch.float32),
                     *_cast(s.args, torch.float32),
@@ -253,26 +172,6 @@ def op_comparisons(info: Any, device: str) -> OpFindings:
                 problem = derivative_problem(info, fn, s, device, double, label)
                 found.problems += [problem] if problem else []
     return found
-
-
-def autocast_problems(info: Any, device: str) -> list[str]:
-    """The op's output dtype under autocast vs the documented op list."""
-    import torch
-
-    kind = device.split(":")[0]
-    low = torch.bfloat16 if kind == "cpu" else torch.float16
-    want = low if info.name in LOWER else torch.float32 if info.name in FLOAT32.get(kind, set()) else None
-    if want is None:
-        return []
-    fn = op_function(info)
-    s = next(iter(info.sample_inputs(device, torch.float32)))
-    with torch.autocast(kind, dtype=low):
-        out = _first_float(fn(s.input, *s.args, **s.kwargs))
-    if out is not None and out.dtype != want:
-        return [
-            f"{info.name} under autocast({kind}, {low}) returned {out.dtype}, the autocast op reference says {want}"
-        ]
-    return []
 
 
 def ops_opdb(ctx: Context, load: Callable[[], tuple[list[Any] | None, str]] = load_op_db) -> Result:

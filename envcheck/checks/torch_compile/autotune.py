@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 from envcheck.checks.torch_compile.causes import Cause, classify, preflight_cause
-from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS, error_text, evidence
+from envcheck.checks.torch_compile.inductor import error_text, evidence
+from envcheck.checks.torch_compile.settings import apply_settings
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
@@ -119,8 +120,7 @@ def compile_max_autotune(ctx: Context) -> Result:
     import torch
     from torch._inductor import config as inductor_config
 
-    for key, value in COMPILE_SETTINGS.items():
-        setattr(inductor_config, key, value)
+    apply_settings()
     # TORCHINDUCTOR_AUTOTUNE_MULTI_DEVICE=1 benchmarks on every visible GPU, another job's too: here only on the one
     if hasattr(inductor_config, "autotune_multi_device"):
         inductor_config.autotune_multi_device = False

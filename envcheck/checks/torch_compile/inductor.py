@@ -15,18 +15,12 @@ from typing import Any
 
 from envcheck.checks.torch_compile import toolchain as probes
 from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, preflight_cause
+from envcheck.checks.torch_compile.settings import COMPILE_SETTINGS, apply_settings
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
 from envcheck.reference.devices import check_devices, on_device
 
-# Inductor settings for the check's tiny graph (two CPU kernels), set in its own worker. A cold cache costs
-# one C++ compile per vector-ISA probe, one per kernel, and, with precompiled headers on (torch's default), one
-# more of ATen's whole vectorisation header into a ~150 MB .pch, the largest of them all (bench/compile_phases.py:
-# 8-33 s of a 30-80 s cold compile on 2 cores); with two kernels it never pays back. compile_threads=1 compiles
-# in this process: with more, torch starts a compile-worker pool (one process per core, each importing torch)
-# for a graph with nothing to compile in parallel.
-COMPILE_SETTINGS: dict[str, Any] = {"compile_threads": 1, "cpp_cache_precompile_headers": False}
 # What Inductor reports of its own compile time (torch._dynamo.utils.calculate_time_spent), kept per device.
 PHASES = (
     "entire_frame_compile",
@@ -177,8 +171,7 @@ def compile_inductor(ctx: Context) -> Result:
     from torch._dynamo import config as dynamo_config
     from torch._inductor import config as inductor_config
 
-    for key, value in COMPILE_SETTINGS.items():
-        setattr(inductor_config, key, value)
+    apply_settings()
     dynamo_config.suppress_errors = False  # TORCHDYNAMO_SUPPRESS_ERRORS=1 would hide failures behind eager
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     ev = evidence(gpus)
@@ -186,7 +179,7 @@ def compile_inductor(ctx: Context) -> Result:
         "cxx": ev.cxx.found if ev.cxx else None,
         "cxx_version": ev.cxx.version if ev.cxx else None,
         "dirs": {d.role: d.path for d in ev.dirs},
-        "inductor_settings": COMPILE_SETTINGS,
+        "inductor_settings": COMPILE_SETTINGS | {"cpp.vec_isa_ok": inductor_config.cpp.vec_isa_ok},
         "devices": {},
     }
     if ev.cc:

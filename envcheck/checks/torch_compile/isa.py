@@ -1,6 +1,7 @@
-"""compile.cpu_isa: the vectorized CPU ISA Inductor picks for its C++ kernels (torch._inductor.cpu_vec_isa.pick_vec_isa,
-which compiles a probe per ISA the CPU claims), as PyTorch's release smoke test requires one ("Can't detect vectorized
-ISA for CPU"). Without one, every compiled CPU kernel is scalar."""
+"""compile.cpu_isa: the vectorized CPU ISA Inductor picks for its C++ kernels, as PyTorch's release smoke test requires
+one ("Can't detect vectorized ISA for CPU"). Without one, every compiled CPU kernel is scalar. How the pick is made
+with one probe instead of one per ISA: settings.py.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.checks.torch_compile.causes import Cause, classify, preflight_cause
-from envcheck.checks.torch_compile.inductor import COMPILE_SETTINGS, error_text, evidence
+from envcheck.checks.torch_compile.inductor import error_text, evidence
+from envcheck.checks.torch_compile.settings import apply_settings, pick
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed, warned
 from envcheck.core.rundir import user_paths
@@ -80,22 +82,11 @@ def isa_verdict(
     )
 
 
-def pick() -> tuple[str | None, int]:
-    """What Inductor picks here: (ISA class name or None, bit width)."""
-    from torch._inductor.cpu_vec_isa import pick_vec_isa
-
-    isa = pick_vec_isa()
-    return (type(isa).__name__, int(isa.bit_width())) if isa else (None, 0)
-
-
 def compile_cpu_isa(ctx: Context) -> Result:
-    """Inductor picks a vector ISA for CPU kernels (its probes compile and run here)."""
+    """Inductor picks a vector ISA for CPU kernels (its probe compiles and runs here)."""
     import os
 
-    from torch._inductor import config as inductor_config
-
-    for key, value in COMPILE_SETTINGS.items():
-        setattr(inductor_config, key, value)
+    apply_settings(probe_isa=False)
     try:
         isa, bits = pick()
         cause = None if isa else preflight_cause(evidence(0))

@@ -4,6 +4,7 @@ import, ask it to fork a worker or preload modules, stop it. Every request is bo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -23,10 +24,14 @@ from envcheck.core.isolation.failure import (
     tail,
 )
 from envcheck.core.isolation.forkserver import FDS_ENV, MAX_MESSAGE
+from envcheck.core.isolation.protocol import Op
 from envcheck.core.scratch import scratch_file
 
 START_TIMEOUT_S = 30.0  # from spawning the server to its first word: only a hung site-packages takes longer
 IMPORT_TIMEOUT_S = 180.0  # then for `import torch` (5 s on a fast host, a minute on a cold network disk)
+
+
+Retired = tuple[subprocess.Popen[bytes], "socket.socket | None", "int | None", "IO[bytes] | None"]
 
 
 class ServerHandle:
@@ -42,7 +47,9 @@ class ServerHandle:
         self._env = env
         self._start_timeout_s = start_timeout_s
         self._import_timeout_s = import_timeout_s
-        self._run_deadline = run_deadline
+        self.run_deadline = (
+            run_deadline  # bounds its start-up (set by the Runner that adopts an early server)
+        )
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
@@ -55,10 +62,9 @@ class ServerHandle:
         self.run_dir: str | None = None  # the run's private temp dir (envcheck.core.rundir), once spawned
         self.no_run_dir: str | None = None  # why there is none
         # Servers replaced after a failed preload: alive until the run ends, for the workers forked from them.
-        self._retired: list[
-            tuple[subprocess.Popen[bytes], socket.socket | None, int | None, IO[bytes] | None]
-        ] = []
+        self._retired: list[Retired] = []
         self._made_run_dir = False
+        self._first_imports: list[str] = []  # modules to import before the next fork (import_first)
 
     @property
     def pid(self) -> int | None:
@@ -146,55 +152,33 @@ class ServerHandle:
             return self._failure
         if self._proc is None:
             return WorkerFailure(FailureKind.START, "the worker server was closed")
-        run_deadline = self._run_deadline if self._run_deadline is not None else float("inf")
+        run_deadline = self.run_deadline if self.run_deadline is not None else float("inf")
+        stages = (  # (done, what it waits for, its limit, what a missed limit means)
+            (self._hello, "started", self._start_timeout_s, f"the worker did not start within "
+             f"{self._start_timeout_s:g}s: something in site-packages (a .pth file, sitecustomize) hangs at import"),
+            (self.ready is not None, "imported torch", self._start_timeout_s + self._import_timeout_s,
+             f"the worker did not import torch within {self._import_timeout_s:g}s"),
+        )  # fmt: skip
         try:
-            if not self._hello:
-                limit = self._spawned_at + self._start_timeout_s
-                if self._recv(min(run_deadline, limit)) is None:
-                    if time.monotonic() < limit:
-                        return WorkerFailure(
-                            FailureKind.TIMEOUT,
-                            "timed out: the whole-run --timeout was reached while the worker started",
-                            tail(self._log),
-                            run_deadline=True,
-                        )
-                    self._fail(
-                        WorkerFailure(
-                            FailureKind.START,
-                            f"the worker did not start within {self._start_timeout_s:g}s: something in site-packages"
-                            " (a .pth file, sitecustomize) hangs at import",
-                            tail(self._log),
-                        )
-                    )
+            for done, what, limit_s, missed in stages:
+                if done:
+                    continue
+                limit = self._spawned_at + limit_s
+                message = self._recv(min(run_deadline, limit))
+                if message is None and time.monotonic() < limit:
+                    text = f"timed out: the whole-run --timeout was reached while the worker {what}"
+                    return WorkerFailure(FailureKind.TIMEOUT, text, tail(self._log), run_deadline=True)
+                if message is None:
+                    self._fail(WorkerFailure(FailureKind.START, missed, tail(self._log)))
                     return self._failure
-                self._hello = True
-            if self.ready is None:
-                limit = self._spawned_at + self._start_timeout_s + self._import_timeout_s
-                ready = self._recv(min(run_deadline, limit))
-                if ready is None:
-                    if time.monotonic() < limit:
-                        return WorkerFailure(
-                            FailureKind.TIMEOUT,
-                            "timed out: the whole-run --timeout was reached while the worker imported torch",
-                            tail(self._log),
-                            run_deadline=True,
-                        )
-                    self._fail(
-                        WorkerFailure(
-                            FailureKind.START,
-                            f"the worker did not import torch within {self._import_timeout_s:g}s",
-                            tail(self._log),
-                        )
-                    )
-                    return self._failure
-                self.ready = ready
+                if what == "started":
+                    self._hello = True
+                else:
+                    self.ready = message
         except (EOFError, ValueError):
             code = self._proc.wait(timeout=5) if self._proc is not None else None
-            self._fail(
-                WorkerFailure(
-                    FailureKind.START, f"the worker exited at start-up (exit code {code})", tail(self._log)
-                )
-            )
+            text = f"the worker exited at start-up (exit code {code})"
+            self._fail(WorkerFailure(FailureKind.START, text, tail(self._log)))
             return self._failure
         return None
 
@@ -208,9 +192,16 @@ class ServerHandle:
         """Send one request (with `fds`) once the server is ready; its answer, or why there is none."""
         with self._lock:
             self._spawn()
+            began = time.monotonic()
             failure = self._wait_ready()
             if failure is not None:
                 return failure
+            # the wait for the server's torch import is the run's fixed cost, never the request's (issue 43)
+            run_deadline = self.run_deadline if self.run_deadline is not None else float("inf")
+            if self._first_imports and message.get("op") == Op.FORK:
+                self._import_first_now(min(run_deadline, time.monotonic() + IMPORT_TIMEOUT_S))
+            waited = time.monotonic() - began
+            deadline = min(deadline + waited, run_deadline)
             assert self._sock is not None
             try:
                 socket.send_fds(self._sock, [json.dumps(message).encode()], list(fds))
@@ -230,6 +221,19 @@ class ServerHandle:
                 )
                 return self._failure  # type: ignore[return-value]
             return answer
+
+    def import_first(self, modules: list[str]) -> None:
+        """Import `modules` (light ones: the check modules) in the server before its next fork: workers inherit them."""
+        with self._lock:
+            self._first_imports = list(modules)
+
+    def _import_first_now(self, deadline: float) -> None:
+        """The pending first imports (under the lock, the server ready); a failure is each check's to name."""
+        assert self._sock is not None
+        modules, self._first_imports = self._first_imports, []
+        with contextlib.suppress(EOFError, OSError, ValueError):  # the FORK that follows meets a dead server
+            socket.send_fds(self._sock, [json.dumps({"op": Op.PRELOAD, "modules": modules}).encode()], [])
+            self._recv(deadline)
 
     def retire(self) -> None:
         """Fork later workers from a fresh server: this one's preload failed part-way, so what it imported is

@@ -25,6 +25,7 @@ from typing import Any
 from envcheck.core import rundir
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.execute import jsonable, run_check
+from envcheck.core.isolation.process_state import Saved
 from envcheck.core.isolation.protocol import Op
 
 PR_SET_PDEATHSIG = 1
@@ -110,9 +111,28 @@ class ImportWatch:
                 found = importlib.util.find_spec(name) is not None  # its parent is imported: nothing runs
             except (ImportError, ValueError):
                 found = False
-            if found:
+            if found and not _optional_probe(name):
                 failed.append(name)
         return failed
+
+
+# Modules torch imports only to find out whether an optional package is there: each fails at its first line when the
+# package is absent, before it changes anything, and torch goes on without it. Such a failure is no half-changed
+# process: counting it replaced the compile worker after every compile check (torch.compile imports the optree-backed
+# pytree), so each one paid Dynamo's import and Inductor's ISA probes again (on the H100 proof's torch 2.11, six probes
+# each importing torch: compile.cpu_isa 49-61 s after compile.inductor).
+OPTIONAL_PROBES = {"torch.utils._cxx_pytree": "optree"}
+
+
+def _optional_probe(name: str) -> bool:
+    """Whether the failed import of `name` is one of OPTIONAL_PROBES with its package really absent."""
+    package = OPTIONAL_PROBES.get(name)
+    if package is None:
+        return False
+    try:
+        return importlib.util.find_spec(package) is None
+    except (ImportError, ValueError):
+        return True
 
 
 _watch: list[ImportWatch] = []  # this process's one watch, made at its first check
@@ -125,13 +145,26 @@ def import_watch() -> ImportWatch:
     return _watch[0]
 
 
+_saved: list[Saved] = []  # this process's global state as it was before its first check
+
+
+def saved_state() -> Saved:
+    """The process-global state (envcheck.core.isolation.process_state) as this worker found it before its first
+    check: every check starts from it, whatever ran before it here."""
+    if not _saved:
+        _saved.append(Saved.take())
+    return _saved[0]
+
+
 def _handle(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == Op.CHECK:
         spec = resolve_spec(request)
+        saved = saved_state()
         watch = import_watch()
         watch.start()
         outcome = run_check(spec, Context.from_dict(request["context"]), _hook(request, "diagnose"))
+        moved, stuck = saved.put_back()  # the next check starts from the state this worker started with
         result = outcome.result
         # A check that raised, or whose imports failed (even one it caught), may have left this process
         # half-changed (an operator half-registered, a module half-imported): the next check gets a fresh worker,
@@ -142,10 +175,15 @@ def _handle(request: dict[str, Any]) -> dict[str, Any]:
         replace = (
             outcome.raised
             or bool(watch.failures())
+            or bool(stuck)  # state that could not be put back (a context left open): a fresh fork has none
             or result.restart_worker
             or bool(recycle and recycle(text))
         )
-        return {"result": jsonable(result.to_dict()), "recycle": replace}
+        return {
+            "result": jsonable(result.to_dict()),
+            "recycle": replace,
+            "state": {"put_back": moved, "stuck": stuck},
+        }
     if op == Op.FACTS:
         return {"facts": jsonable(resolve(request["func"])())}
     if op == Op.PING:

@@ -159,11 +159,16 @@ class WorkerHandle:
         if self._pid is not None:
             kill_group(self._pid)
 
+    def ask_to_exit(self) -> None:
+        """Close the child's request pipe: it leaves its loop and exits (`close` then waits for it)."""
+        if self._pid is not None and self._req >= 0:
+            close_fds(self._req)
+            self._req = -1
+
     def close(self) -> None:
         """Ask the child to exit (close its request pipe), then make sure its group is gone."""
         if self._pid is not None:
-            close_fds(self._req)
-            self._req = -1
+            self.ask_to_exit()
             self._exit_code(5)
         self.kill()  # the group is gone (and a GPU context released) before the next GPU group is forked
         if self._log is not None:

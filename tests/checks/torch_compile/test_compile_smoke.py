@@ -138,6 +138,29 @@ def test_cpu_isa_names_the_isa_inductor_picks(tmp_path: Path, env: dict[str, str
     )
 
 
+@pytest.mark.parametrize("capability", [None, "avx2", "default"])
+def test_the_one_probe_pick_is_inductors_own(tmp_path: Path, capability: str | None) -> None:
+    """compile.cpu_isa builds only the ISA it selects (issue 43: Inductor's own pick builds a probe for every ISA the CPU
+    claims, 8-10 s cold here, a minute on torch 2.11's H100 host); the selection must stay Inductor's, in a fresh
+    interpreter (Inductor's list cached from an earlier pick would make it Inductor's by construction)."""
+    code = (
+        "from envcheck.checks.torch_compile.settings import pick\n"
+        "from torch._inductor.cpu_vec_isa import pick_vec_isa, valid_vec_isa_list\n"
+        "ours = pick(); assert valid_vec_isa_list.cache_info().currsize == 0, 'pick() built the whole list'\n"
+        "theirs = pick_vec_isa(); print(ours, (type(theirs).__name__ if theirs else None, theirs.bit_width()))"
+    )
+    env = {**no_gpu_env(), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "c"), "TMPDIR": str(tmp_path)}
+    env.pop("ATEN_CPU_CAPABILITY", None)
+    if capability:
+        env["ATEN_CPU_CAPABILITY"] = capability
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    ours, theirs = done.stdout.strip().rsplit(") (", 1)
+    assert ours + ")" == "(" + theirs, done.stdout
+
+
 def test_cpu_isa_switched_off_is_config(tmp_path: Path, env: dict[str, str]) -> None:
     result = run("compile.cpu_isa", tmp_path, {**env, "ATEN_CPU_CAPABILITY": "default"})
     assert (

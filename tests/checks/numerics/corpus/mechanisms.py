@@ -10,6 +10,7 @@ import torch
 from tests.checks.numerics.corpus import injectors as inj
 from tests.checks.numerics.corpus import scripts as s
 from tests.checks.numerics.corpus.model import PT, Mechanism, _m
+from tests.checks.numerics.corpus.state_mechanisms import STATE_CORPUS
 from tests.checks.numerics.corpus.step_mechanisms import STEP_CORPUS
 
 P = functools.partial
@@ -284,6 +285,6 @@ CORPUS: tuple[Mechanism, ...] = (
 )
 
 
-CORPUS = CORPUS + STEP_CORPUS  # the training-step classes (issue 35)
+CORPUS = CORPUS + STEP_CORPUS + STATE_CORPUS  # the training-step classes (issue 35), module state (issue 43)
 
 __all__ = ["CORPUS", "PT", "Mechanism"]
