@@ -11,7 +11,7 @@ import argparse
 import os
 import time
 
-from envcheck.checks import numerics
+from envcheck import numerics
 from envcheck.core.check import Context, Level
 from envcheck.core.execute import execute
 from envcheck.core.runner import Runner

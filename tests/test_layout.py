@@ -15,6 +15,7 @@ PACKAGE = ROOT / "envcheck"
 # A room may import its own floor and the floors below it (a higher number is a higher floor).
 # perf (the measurement units: timing, matmul, memory copies, peaks) sits beside collectives, below checks, so a
 # check can measure with the same units `envcheck bench` uses (perf.relative); `envcheck bench` itself is app/bench.
+# numerics (the training step's arithmetic against reference/) is a room of checks beside checks, on its floor.
 FLOORS = {
     "core": 0,
     "probe": 1,
@@ -22,6 +23,7 @@ FLOORS = {
     "reference": 2,
     "perf": 2,
     "checks": 3,
+    "numerics": 3,
     "evidence": 4,
     "report": 4,
     "cluster": 4,
@@ -204,7 +206,7 @@ COMPUTED_IMPORTS_ALLOWED = {
     "envcheck/core/isolation/forkserver.py",
     # names from torch's own option databases (torch.optim.<module>, torch.testing._internal.<module>): torch's
     # namespace, as torch's data names it, not envcheck's code
-    "envcheck/checks/numerics/optim_differential.py",
+    "envcheck/numerics/optim_differential.py",
     "envcheck/reference/torch_db.py",
 }
 

@@ -1,7 +1,8 @@
 """The explicit check registry: every check module is listed here, in report order.
 
 To add a domain, write `envcheck/checks/<domain>.py` exposing `CHECKS: tuple[CheckSpec, ...]`
-and add it to `_MODULES`. Nothing is discovered by import-time magic.
+and add it to `_MODULES`. Nothing is discovered by import-time magic. The training step's numerics are a room of their
+own beside this one (envcheck/numerics, against envcheck/reference), registered here like any domain.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
+from envcheck import numerics
 from envcheck.checks import (
     build,
     container,
@@ -23,7 +25,6 @@ from envcheck.checks import (
     linalg,
     network,
     node,
-    numerics,
     numpy_interop,
     perf,
     runtime,

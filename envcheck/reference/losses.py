@@ -1,7 +1,7 @@
 """Independent float64 references for torch.nn.functional losses, built from exp/log/sum only (they share no code
 with the losses under test), as the torch.nn loss documentation pages define them: CrossEntropyLoss with weight,
 ignore_index, label_smoothing and probability targets; NLLLoss; BCEWithLogitsLoss with weight and pos_weight; the
-smooth L1 / Huber kernel. Used by losses.reference (envcheck.checks.numerics.loss_reference)."""
+smooth L1 / Huber kernel. Used by losses.reference (envcheck.numerics.loss_reference)."""
 
 from __future__ import annotations
 

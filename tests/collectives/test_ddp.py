@@ -14,8 +14,8 @@ from envcheck.collectives import ddp
 from envcheck.core.check import Context, DistOptions, Level
 from envcheck.core.result import Status
 from envcheck.reference.compare import compare
-from tests.checks.numerics.corpus.step_injectors import allreduce_hook_without_division, fp16_hook_sums_first
 from tests.helpers import processes_with_marker, run_check
+from tests.numerics.corpus.step_injectors import allreduce_hook_without_division, fp16_hook_sums_first
 
 FULL = Context(level=Level.FULL, allow_cpu=True)
 

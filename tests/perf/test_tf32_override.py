@@ -1,7 +1,7 @@
 """A TF32 figure is never presented as float32 (nor the reverse): the swap is measured, the variables name it.
 
 No GPU here: the matmul probe's verdicts are given (the probe itself is tested for real on CPU, and with
-TF32 rounding simulated, in tests/checks/numerics/test_autograd_faults.py); the peaks are the H100 SXM
+TF32 rounding simulated, in tests/numerics/test_autograd_faults.py); the peaks are the H100 SXM
 entry the real H100 run used (tests/perf/data/h100_bench_quick.json).
 """
 

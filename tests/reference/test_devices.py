@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import torch
 
-from envcheck.checks.numerics import state_roundtrip
 from envcheck.checks.torch_compile.causes import Evidence
 from envcheck.core.check import CheckSpec
 from envcheck.core.result import Status
+from envcheck.numerics import state_roundtrip
 from envcheck.reference import devices
 from envcheck.reference.devices import check_devices, cuda_devices, numerics_mode, peer_device
 from tests.helpers import make_context, run_spec

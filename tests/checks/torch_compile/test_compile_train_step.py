@@ -1,6 +1,6 @@
 """compile.train_step through the real engine (its own "compile" worker, Inductor's cache in the run's temp dir):
 the healthy twin on this machine's torch and C++ compiler. The injected fault (a wrong softmax-backward
-decomposition, pytorch#152309) is in the corpus (tests/checks/numerics/corpus/step_mechanisms.py)."""
+decomposition, pytorch#152309) is in the corpus (tests/numerics/corpus/step_mechanisms.py)."""
 
 from __future__ import annotations
 

@@ -8,33 +8,33 @@ from __future__ import annotations
 
 import dataclasses
 
-from envcheck.checks.numerics.activation_grads import autograd_activations
-from envcheck.checks.numerics.amp_dynamics import amp_dynamics
-from envcheck.checks.numerics.amp_training import amp_training_convergence
-from envcheck.checks.numerics.attention_backends import attention_reference
-from envcheck.checks.numerics.autocast_dtypes import amp_autocast_dtypes
-from envcheck.checks.numerics.autograd import autograd_device_agreement, autograd_gradcheck
-from envcheck.checks.numerics.autograd_mechanics import autograd_mechanics
-from envcheck.checks.numerics.averaging import swa_averaging
-from envcheck.checks.numerics.checkpointing import train_checkpointing
-from envcheck.checks.numerics.clip_options import train_clip_options
-from envcheck.checks.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
-from envcheck.checks.numerics.embedding_options import embedding_reference
-from envcheck.checks.numerics.grad_accumulation import train_grad_accumulation
-from envcheck.checks.numerics.grad_scaler import amp_grad_scaler
-from envcheck.checks.numerics.inplace_detection import autograd_inplace_detection
-from envcheck.checks.numerics.linear_vjp import autograd_linear_vjp
-from envcheck.checks.numerics.loss_reference import losses_reference
-from envcheck.checks.numerics.low_precision import lowp_reductions
-from envcheck.checks.numerics.lr_schedules import sched_closed_form
-from envcheck.checks.numerics.modes import modules_train_eval
-from envcheck.checks.numerics.opdb import ops_opdb
-from envcheck.checks.numerics.optim_differential import optim_differential
-from envcheck.checks.numerics.resume import train_resume
-from envcheck.checks.numerics.scaled_clipping import amp_clip_after_unscale
-from envcheck.checks.numerics.second_order import autograd_second_order
-from envcheck.checks.numerics.state_roundtrip import train_state_roundtrip
 from envcheck.core.check import CheckSpec, Level, Needs
+from envcheck.numerics.activation_grads import autograd_activations
+from envcheck.numerics.amp_dynamics import amp_dynamics
+from envcheck.numerics.amp_training import amp_training_convergence
+from envcheck.numerics.attention_backends import attention_reference
+from envcheck.numerics.autocast_dtypes import amp_autocast_dtypes
+from envcheck.numerics.autograd import autograd_device_agreement, autograd_gradcheck
+from envcheck.numerics.autograd_mechanics import autograd_mechanics
+from envcheck.numerics.averaging import swa_averaging
+from envcheck.numerics.checkpointing import train_checkpointing
+from envcheck.numerics.clip_options import train_clip_options
+from envcheck.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
+from envcheck.numerics.embedding_options import embedding_reference
+from envcheck.numerics.grad_accumulation import train_grad_accumulation
+from envcheck.numerics.grad_scaler import amp_grad_scaler
+from envcheck.numerics.inplace_detection import autograd_inplace_detection
+from envcheck.numerics.linear_vjp import autograd_linear_vjp
+from envcheck.numerics.loss_reference import losses_reference
+from envcheck.numerics.low_precision import lowp_reductions
+from envcheck.numerics.lr_schedules import sched_closed_form
+from envcheck.numerics.modes import modules_train_eval
+from envcheck.numerics.opdb import ops_opdb
+from envcheck.numerics.optim_differential import optim_differential
+from envcheck.numerics.resume import train_resume
+from envcheck.numerics.scaled_clipping import amp_clip_after_unscale
+from envcheck.numerics.second_order import autograd_second_order
+from envcheck.numerics.state_roundtrip import train_state_roundtrip
 
 TORCH = Needs(torch=True)
 

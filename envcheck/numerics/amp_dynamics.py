@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.checks.numerics.grad_scaler import PlainSGD, real_grad_scaler
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.numerics.grad_scaler import PlainSGD, real_grad_scaler
 from envcheck.reference.compare import Comparison, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
 

@@ -6,9 +6,9 @@ import contextlib
 import math
 from typing import Any
 
-from envcheck.checks.numerics.grad_scaler import MakeScaler, real_grad_scaler
 from envcheck.core.check import Context
 from envcheck.core.result import Result, failed, first_of, passed
+from envcheck.numerics.grad_scaler import MakeScaler, real_grad_scaler
 from envcheck.reference.compare import scalar_measured
 from envcheck.reference.devices import cuda_devices, native_bf16, numerics_mode
 from envcheck.reference.suspects import wrong_math_fix

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.autograd import nondet_tol_for
-from envcheck.checks.numerics.opinfo_settings import fast_mode
+from envcheck.numerics.autograd import nondet_tol_for
+from envcheck.numerics.opinfo_settings import fast_mode
 
 
 def _tensors_of(value: Any) -> list[Any]:

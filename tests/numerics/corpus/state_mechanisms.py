@@ -20,9 +20,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from tests.checks.numerics.corpus.injectors import patched
-from tests.checks.numerics.corpus.model import PT, Mechanism
-from tests.checks.numerics.corpus.scripts import flat
+from tests.numerics.corpus.injectors import patched
+from tests.numerics.corpus.model import PT, Mechanism
+from tests.numerics.corpus.scripts import flat
 
 STEPS = 20
 MODES, DDP = "modules.train_eval", "ddp.differential"

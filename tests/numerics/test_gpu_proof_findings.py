@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import torch
 
-from envcheck.checks.numerics import attention_backends as attention
-from envcheck.checks.numerics import inplace_detection, module_sweep, state_roundtrip
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Status
+from envcheck.numerics import attention_backends as attention
+from envcheck.numerics import inplace_detection, module_sweep, state_roundtrip
 from tests.helpers import ROOT
 
 LERP_ON_CUDA = (
@@ -196,7 +196,7 @@ def test_the_recurrent_bound_holds_every_error_cudnn_showed() -> None:
     """Replayed from the H100 run (call-4): each cuDNN RNN gradient that failed the one-step bound, with the
     tolerance that run computed, is inside it once the input's time steps multiply the depth (the input shapes, and
     so the steps, are the database's on any device; the values are not, so the run's own tolerance is used)."""
-    from envcheck.checks.numerics.opdb import PINNED
+    from envcheck.numerics.opdb import PINNED
     from envcheck.reference.torch_db import load_internal
 
     module_db, why = load_internal("common_modules", "module_db", PINNED)

@@ -1,4 +1,4 @@
-"""The fault corpus (tests/checks/numerics/corpus): every mechanism harms a real training script, and the full
+"""The fault corpus (tests/numerics/corpus): every mechanism harms a real training script, and the full
 level catches each one by its named check; the quick level's catch rate is printed (run with -s to see it)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import math
 import pytest
 import torch
 
-from envcheck.checks import numerics, registry
+from envcheck import numerics, registry
 from envcheck.core.check import Context, Level
 from envcheck.core.execute import execute
 from envcheck.core.result import Status
-from tests.checks.numerics.corpus.mechanisms import CORPUS, Mechanism
+from tests.numerics.corpus.mechanisms import CORPUS, Mechanism
 
 # Any registered check may be a mechanism's catcher (issue 35 added ddp.differential and compile.train_step, which live
 # outside the numerics package); the quick level's catch rate counts the numerics quick checks, as before (the DDP and

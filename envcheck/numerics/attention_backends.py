@@ -183,7 +183,7 @@ def sdpa_comparisons(device: str, quick: bool) -> tuple[list[Comparison], dict[s
 
 def attention_reference(ctx: Context) -> Result:
     """SDPA on every backend and nn.MultiheadAttention match float64 attention, on every device."""
-    from envcheck.checks.numerics.mha import mha_comparisons
+    from envcheck.numerics.mha import mha_comparisons
 
     quick = ctx.level is Level.QUICK
     comparisons: list[Comparison] = []

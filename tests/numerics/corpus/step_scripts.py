@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from tests.checks.numerics.corpus.scripts import flat
+from tests.numerics.corpus.scripts import flat
 
 STEPS = 20
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.checks.numerics.dropout_options import dropout_comparisons, not_judged
-from envcheck.checks.numerics.norm_options import norm_comparisons
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Result
+from envcheck.numerics.dropout_options import dropout_comparisons, not_judged
+from envcheck.numerics.norm_options import norm_comparisons
 from envcheck.reference.compare import Comparison, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
 
@@ -28,7 +28,7 @@ def modules_train_eval(ctx: Context) -> Result:
     option; full level sweeps torch's ModuleInfos whose train and eval differ, float32 vs float64, on every device."""
     import warnings
 
-    from envcheck.checks.numerics.module_sweep import module_sweep
+    from envcheck.numerics.module_sweep import module_sweep
 
     quick = ctx.level is Level.QUICK
     comparisons: list[Comparison] = []

@@ -7,11 +7,11 @@ import functools
 
 import torch
 
-from tests.checks.numerics.corpus import injectors as inj
-from tests.checks.numerics.corpus import scripts as s
-from tests.checks.numerics.corpus.model import PT, Mechanism, _m
-from tests.checks.numerics.corpus.state_mechanisms import STATE_CORPUS
-from tests.checks.numerics.corpus.step_mechanisms import STEP_CORPUS
+from tests.numerics.corpus import injectors as inj
+from tests.numerics.corpus import scripts as s
+from tests.numerics.corpus.model import PT, Mechanism, _m
+from tests.numerics.corpus.state_mechanisms import STATE_CORPUS
+from tests.numerics.corpus.step_mechanisms import STEP_CORPUS
 
 P = functools.partial
 OPT, LOSS, LOWP, AMP = "optim.differential", "losses.reference", "lowp.reductions", "amp.dynamics"

@@ -8,12 +8,12 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from envcheck.checks.numerics.checkpointing import train_checkpointing
-from envcheck.checks.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
-from envcheck.checks.numerics.grad_accumulation import train_grad_accumulation
-from envcheck.checks.numerics.resume import load_model_only, train_resume
 from envcheck.core.check import CheckSpec
 from envcheck.core.result import Result, Status
+from envcheck.numerics.checkpointing import train_checkpointing
+from envcheck.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
+from envcheck.numerics.grad_accumulation import train_grad_accumulation
+from envcheck.numerics.resume import load_model_only, train_resume
 from tests.helpers import run_spec
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from tests.checks.numerics.corpus.injectors import patched
+from tests.numerics.corpus.injectors import patched
 
 
 def fp16_hook_sums_first() -> contextlib.AbstractContextManager[None]:

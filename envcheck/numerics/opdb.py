@@ -22,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.checks.numerics.autograd import nondeterministic_warning
-from envcheck.checks.numerics.opdb_autocast import autocast_problems
-from envcheck.checks.numerics.opdb_grad import derivative_problem
-from envcheck.checks.numerics.opinfo_calls import first_float, op_function
-from envcheck.checks.numerics.opinfo_settings import BACKWARD, DOUBLE_BACKWARD, FORWARD, decorations
 from envcheck.core.check import Context
 from envcheck.core.result import Result, skipped
+from envcheck.numerics.autograd import nondeterministic_warning
+from envcheck.numerics.opdb_autocast import autocast_problems
+from envcheck.numerics.opdb_grad import derivative_problem
+from envcheck.numerics.opinfo_calls import first_float, op_function
+from envcheck.numerics.opinfo_settings import BACKWARD, DOUBLE_BACKWARD, FORWARD, decorations
 from envcheck.reference.compare import Comparison, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
 from envcheck.reference.torch_db import load_internal

@@ -11,12 +11,12 @@ import sys
 import pytest
 import torch
 
-from envcheck.checks.numerics import attention_backends as attention
-from envcheck.checks.numerics import embedding_options as embedding
-from envcheck.checks.numerics import lr_schedules as schedulers
-from envcheck.checks.numerics import mha, state_roundtrip
 from envcheck.core.check import Context, Level
 from envcheck.core.result import Status
+from envcheck.numerics import attention_backends as attention
+from envcheck.numerics import embedding_options as embedding
+from envcheck.numerics import lr_schedules as schedulers
+from envcheck.numerics import mha, state_roundtrip
 from envcheck.reference import schedulers as closed
 from envcheck.reference.attention import sdpa_reference
 from tests.helpers import ROOT
@@ -76,7 +76,7 @@ def test_state_configs_fall_back_when_optim_db_is_not_pinned(monkeypatch: pytest
 
 
 def test_module_sweep_skips_with_its_reason_on_an_unpinned_torch(monkeypatch: pytest.MonkeyPatch) -> None:
-    from envcheck.checks.numerics.module_sweep import module_sweep
+    from envcheck.numerics.module_sweep import module_sweep
 
     monkeypatch.setattr(torch, "__version__", "9.9.0")
     comps, problems, info = module_sweep("cpu")

@@ -6,9 +6,9 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.numerics.grad_scaler import real_grad_scaler
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.numerics.grad_scaler import real_grad_scaler
 from envcheck.reference.compare import Comparison, compare, comparisons_result
 from envcheck.reference.devices import check_devices, numerics_mode
 

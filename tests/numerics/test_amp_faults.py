@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import torch
 
-from envcheck.checks.numerics.amp_training import convergence_problems
-from envcheck.checks.numerics.autocast_dtypes import amp_autocast_dtypes
-from envcheck.checks.numerics.grad_scaler import amp_grad_scaler
-from envcheck.checks.numerics.scaled_clipping import MAX_NORM, amp_clip_after_unscale
 from envcheck.core.check import CheckSpec
 from envcheck.core.result import Result, Status
+from envcheck.numerics.amp_training import convergence_problems
+from envcheck.numerics.autocast_dtypes import amp_autocast_dtypes
+from envcheck.numerics.grad_scaler import amp_grad_scaler
+from envcheck.numerics.scaled_clipping import MAX_NORM, amp_clip_after_unscale
 from tests.helpers import run_spec
 
 
@@ -107,7 +107,7 @@ def test_bf16_targets_only_gpus_with_native_bf16(
 ) -> None:
     """No GPU: one mocked cuda:0 whose torch.cuda.is_bf16_supported() says True through emulation (V100/T4 on
     recent torch) unless asked with including_emulation=False; older torch without that flag: capability."""
-    from envcheck.checks.numerics import amp_training, autocast_dtypes
+    from envcheck.numerics import amp_training, autocast_dtypes
 
     def with_flag(including_emulation: bool = True) -> bool:
         return including_emulation or capability >= (8, 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.checks.numerics.opinfo_calls import first_float, op_function
+from envcheck.numerics.opinfo_calls import first_float, op_function
 
 # torch.amp docs, "Autocast Op Reference": ops that run in the lower precision, and ops that autocast to float32.
 LOWER = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.checks import numerics, registry
+from envcheck import numerics, registry
 from envcheck.core.result import Status
 from tests.helpers import run_check
 

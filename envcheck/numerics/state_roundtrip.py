@@ -24,9 +24,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from envcheck.checks.numerics.opdb import PINNED
 from envcheck.core.check import Context
 from envcheck.core.result import Result
+from envcheck.numerics.opdb import PINNED
 from envcheck.reference.checkpoint import by_hand, through_file
 from envcheck.reference.compare import Comparison, compare
 from envcheck.reference.devices import check_devices, numerics_mode, peer_device
@@ -75,7 +75,7 @@ def configs(device: str) -> tuple[list[Config], str]:
                 ):
                     out.append((name, {**oi.kwargs, "foreach": True}, f"{oi.desc} & foreach"))
         return out, "optim_db"
-    from envcheck.checks.numerics.optim_differential import OPTIONS
+    from envcheck.numerics.optim_differential import OPTIONS
 
     return [
         (n, {"lr": lr, **o}, "optim.differential option set")

@@ -8,18 +8,18 @@ from typing import Any
 
 import torch
 
-from envcheck.checks.numerics.autograd import (
+from envcheck.core.check import CheckSpec
+from envcheck.core.result import Status
+from envcheck.numerics.autograd import (
     autograd_device_agreement,
     autograd_gradcheck,
     gradcheck_findings,
     gradcheck_result,
     nondet_tol_for,
 )
-from envcheck.checks.numerics.autograd_mechanics import MechanicsParts, autograd_mechanics
-from envcheck.checks.numerics.linear_vjp import autograd_linear_vjp, linear_vjp_comparisons
-from envcheck.checks.numerics.second_order import second_order_findings
-from envcheck.core.check import CheckSpec
-from envcheck.core.result import Status
+from envcheck.numerics.autograd_mechanics import MechanicsParts, autograd_mechanics
+from envcheck.numerics.linear_vjp import autograd_linear_vjp, linear_vjp_comparisons
+from envcheck.numerics.second_order import second_order_findings
 from envcheck.reference.autograd_ops import OP_SET, OpCase
 from envcheck.reference.compare import comparisons_result
 from tests.helpers import run_spec

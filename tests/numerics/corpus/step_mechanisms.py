@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 
-from tests.checks.numerics.corpus import step_injectors as inj
-from tests.checks.numerics.corpus import step_scripts as s
-from tests.checks.numerics.corpus.model import PT, Mechanism
+from tests.numerics.corpus import step_injectors as inj
+from tests.numerics.corpus import step_scripts as s
+from tests.numerics.corpus.model import PT, Mechanism
 
 P = functools.partial
 DDP, MODES, ATT, SCHED = "ddp.differential", "modules.train_eval", "attention.reference", "sched.closed_form"

@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 import torch
 
-from envcheck.checks.numerics import opdb
-from envcheck.checks.numerics.autograd import NONDET_TOL, nondet_tol_for
-from envcheck.checks.numerics.opinfo_settings import (
+from envcheck.core.result import Status
+from envcheck.numerics import opdb
+from envcheck.numerics.autograd import NONDET_TOL, nondet_tol_for
+from envcheck.numerics.opinfo_settings import (
     BACKWARD,
     DOUBLE_BACKWARD,
     FORWARD,
     decorations,
     fast_mode,
 )
-from envcheck.core.result import Status
 from tests.helpers import make_context
 
 opdb.load_op_db()  # registers the expecttest stand-in where that test-only package is absent

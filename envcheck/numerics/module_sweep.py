@@ -18,7 +18,7 @@ import copy
 import warnings
 from typing import Any
 
-from envcheck.checks.numerics.opdb import PINNED
+from envcheck.numerics.opdb import PINNED
 from envcheck.reference.compare import Comparison, compare
 from envcheck.reference.module_twin import cast, floats, without_dropout
 from envcheck.reference.torch_db import load_internal
