@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from envcheck import numerics, registry
+from envcheck import numerics
+from envcheck.checks import registry
 from envcheck.core.check import Context, Level
 from envcheck.core.execute import execute
 from envcheck.core.result import Status

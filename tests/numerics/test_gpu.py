@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck import numerics, registry
+from envcheck import numerics
+from envcheck.checks import registry
 from envcheck.core.result import Status
 from tests.helpers import run_check
 
