@@ -19,6 +19,7 @@ API mismatch makes NVML's init fail with NVML_ERROR_LIB_RM_VERSION_MISMATCH; ano
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,24 +123,24 @@ def as_kmsg(texts: list[str]) -> list[str]:
     return [f"4,{n},{1_000_000 + n * 1000},-;{escape(t)}" for n, t in enumerate(texts, start=100)]
 
 
-def as_dmesg(texts: list[str]) -> list[str]:
-    """util-linux dmesg lines: `[seconds] text`, a record's further lines indented under its text."""
+def _indented(texts: list[str], prefix: Callable[[int], str]) -> list[str]:
+    """One line per record under its prefix, the record's further lines indented to its text."""
     out = []
     for n, text in enumerate(texts):
         first, *rest = text.split("\n")
-        stamp = f"[{1 + n / 1000:12.6f}] "
-        out += [stamp + first, *(" " * len(stamp) + r for r in rest)]
+        head = prefix(n)
+        out += [head + first, *(" " * len(head) + r for r in rest)]
     return out
+
+
+def as_dmesg(texts: list[str]) -> list[str]:
+    """util-linux dmesg lines: `[seconds] text`, a record's further lines indented under its text."""
+    return _indented(texts, lambda n: f"[{1 + n / 1000:12.6f}] ")
 
 
 def as_journal(texts: list[str]) -> list[str]:
     """journalctl -k lines: `Mon DD HH:MM:SS host kernel: text`, further lines indented under the text."""
-    out = []
-    for n, text in enumerate(texts):
-        first, *rest = text.split("\n")
-        prefix = f"Nov 27 10:{n // 60 % 60:02d}:{n % 60:02d} gpu-node kernel: "
-        out += [prefix + first, *(" " * len(prefix) + r for r in rest)]
-    return out
+    return _indented(texts, lambda n: f"Nov 27 10:{n // 60 % 60:02d}:{n % 60:02d} gpu-node kernel: ")
 
 
 FORMS = {"kmsg": as_kmsg, "dmesg": as_dmesg, "journal": as_journal}
