@@ -182,4 +182,4 @@ def test_a_preflight_without_gpu_access_is_the_pods_spec(tmp_path_factory: pytes
     assert done.returncode == 0 and results["node.profile"]["fault_class"] == "config", _verdict(
         done, results
     )
-    assert "started without GPU access" in results["node.profile"]["remediation"]
+    assert "docker run --gpus all" in results["node.profile"]["remediation"], _verdict(done, results)

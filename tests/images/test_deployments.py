@@ -375,8 +375,15 @@ def test_pytorchjob_runs_torchrun_across_master_and_worker(
 
 def test_the_issues_own_command_now_writes_its_textfile(docker_client: Any, runtime_image: str) -> None:
     """Issue 32's report: `docker run --rm <runtime image> envcheck run --for npd --prometheus /tmp/envcheck.prom`
-    exited 2 ("needs prometheus_client") in an image without the cluster extra. Now it judges and writes."""
+    exited 2 ("needs prometheus_client") in an image without the cluster extra. Now it runs its checks and writes.
+    This container is given no GPU (no NVIDIA runtime here; the image sets NVIDIA_VISIBLE_DEVICES=all): npd answers
+    "unknown" (2, not a usage error) with the container's configuration named, and claims no node fault."""
     script = "envcheck run --for npd --prometheus /tmp/envcheck.prom; rc=$?; cat /tmp/envcheck.prom; exit $rc"
     code, out, err = run_streams(docker_client, runtime_image, ["sh", "-c", script], timeout_s=300)
-    assert code in (0, 1), err[-2000:]  # a verdict, never bad input (2)
+    assert code == 2 and out.startswith("envcheck: could not judge the node"), out + err[-2000:]
+    assert "usage error" not in err, err[-2000:]
     assert "needs prometheus_client" not in err and 'envcheck_usage_error{mode="npd"} 0.0' in out, out + err
+    assert (
+        'envcheck_finding{check="node.cuda_driver",code="cuda.container",fault_class="config"} 1.0' in out
+    ), out
+    assert "envcheck_node_fault 0.0" in out, out

@@ -4,10 +4,13 @@ DirectoryOrCreate makes it), Debian's prometheus-node-exporter reads the textfil
 Debian's prometheus scrapes it, evaluating docs/monitoring/envcheck-alerts.yaml; every query of the Grafana dashboard
 (docs/monitoring/envcheck-dashboard.json) runs against it.
 
-Two nodes, two node_exporters: the DaemonSet's container (no GPU here: a healthy node whose GPU checks skip) and a
-node whose fault is staged (the torch-free npd run with a stand-in libcuda.so.1 whose cuInit answers 802, in a
-private mount namespace with the device nodes: tests/cluster/documented.py). Only the second is alerted on. Then the
-DaemonSet with a mistyped flag: its loop exits with the usage error, and the alert for it fires.
+Three nodes, three node_exporters: the DaemonSet's container, which no NVIDIA runtime gives a GPU here (as where the
+runtime ignores NVIDIA_VISIBLE_DEVICES: envcheck cannot judge the node from it, says so as its container's
+configuration and claims no node fault), a healthy staged node, and a node whose fault is staged (the torch-free npd
+run with a stand-in libcuda.so.1 whose cuInit answers 802, in a private mount namespace with the device nodes:
+tests/cluster/documented.py). Only the faulty node gets the node-fault alert, only the DaemonSet's the "could not
+judge" one, the healthy node none. Then the DaemonSet with a mistyped flag: its loop exits with the usage error, and
+the alert for it fires.
 
 Real: Docker, the image, envcheck, node_exporter, Prometheus (loopback, free ports, data in a temp dir, stopped by
 PID), its rule evaluation and query API. Staged: the GPU layer of the faulty node; `runtimeClassName: nvidia` (no
@@ -56,33 +59,36 @@ def nodes(
 ) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("monitoring")
     base.chmod(0o755)
-    daemonset, faulty = base / "daemonset-node", base / "faulty-node"
-    for folder in (daemonset, faulty):
+    daemonset, healthy, faulty = base / "daemonset-node", base / "healthy-node", base / "faulty-node"
+    for folder in (daemonset, healthy, faulty):
         folder.mkdir(mode=0o755)  # root-owned 0755, as kubelet's DirectoryOrCreate
     ds = start_daemonset(docker_client, runtime_image, daemonset)
     try:
         wait_for(lambda: (daemonset / PROM).exists(), 120, "the DaemonSet's textfile")
-        stage = staged_node(base, build(base), STUB_INIT="802")
-        done = subprocess.run(
-            [
-                "/bin/sh",
-                "-c",
-                f"{stage} {sys.executable} -m envcheck run --for npd --prometheus "
-                f"{faulty / PROM} --timeout 600",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-        )
-        assert done.returncode == 1 and done.stdout.startswith("[node] "), done.stdout + done.stderr
-        with stack(base, {"daemonset": daemonset, "faulty": faulty}) as s:
-            wait_for(lambda: len(s.query("envcheck_build_info")) == 2, 60, "both textfiles scraped")
+        libdir = build(base)
+        for folder, stub, code in ((healthy, {}, 0), (faulty, {"STUB_INIT": "802"}, 1)):
+            done = subprocess.run(
+                [
+                    "/bin/sh",
+                    "-c",
+                    f"{staged_node(base, libdir, **stub)} {sys.executable} -m envcheck run --for npd --prometheus "
+                    f"{folder / PROM} --timeout 600",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=ROOT,
+                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+            )
+            assert done.returncode == code, done.stdout + done.stderr
+        assert done.stdout.startswith("[node] "), done.stdout + done.stderr
+        dirs = {"daemonset": daemonset, "healthy": healthy, "faulty": faulty}
+        with stack(base, dirs) as s:
+            wait_for(lambda: len(s.query("envcheck_build_info")) == 3, 60, "the three textfiles scraped")
             yield {
                 "stack": s,
                 "daemonset": ds,
-                "dirs": {"daemonset": daemonset, "faulty": faulty},
+                "dirs": dirs,
                 "client": docker_client,
                 "image": runtime_image,
             }
@@ -96,27 +102,31 @@ def test_the_daemonset_loop_writes_its_textfile_and_keeps_running(nodes: dict[st
     ds.reload()
     assert ds.status == "running"  # sleeping its 30 minutes, not exited
     logs = ds.logs().decode(errors="replace")
-    assert "Traceback" not in logs and "could not judge" not in logs and "usage error" not in logs, logs
-    assert (
-        ds.logs(stderr=False).decode().splitlines()[0] == "envcheck: node OK"
-    )  # npd's verdict (table: stderr)
+    assert "Traceback" not in logs and "usage error" not in logs, logs
+    # npd's verdict (table: stderr): "unknown", with the container's configuration named, not the node's fault
+    assert ds.logs(stderr=False).decode().splitlines()[0] == "envcheck: could not judge the node", logs
+    assert "[config] node.cuda_driver: this container was given no GPU" in logs, logs
     text = (nodes["dirs"]["daemonset"] / PROM).read_text()
-    assert 'envcheck_exit_code{mode="npd"} 0.0' in text and "envcheck_node_fault 0.0" in text
+    assert 'envcheck_exit_code{mode="npd"} 2.0' in text and "envcheck_node_fault 0.0" in text, text
+    assert 'envcheck_usage_error{mode="npd"} 0.0' in text, text
+    assert (
+        'envcheck_finding{check="node.cuda_driver",code="cuda.container",fault_class="config"} 1.0' in text
+    ), text
 
 
 def test_node_exporter_and_prometheus_carry_the_series(nodes: dict[str, Any]) -> None:
     s: Stack = nodes["stack"]
-    healthy, faulty = s.instance("daemonset"), s.instance("faulty")
-    assert (
-        s.value("node_textfile_scrape_error", healthy) == 0
-        and s.value("node_textfile_scrape_error", faulty) == 0
-    )
-    assert s.value("envcheck_node_fault", healthy) == 0 and s.value("envcheck_node_fault", faulty) == 1
-    assert s.value('envcheck_exit_code{mode="npd"}', faulty) == 1
-    assert s.value('envcheck_usage_error{mode="npd"}', healthy) == 0
-    failing = s.query('envcheck_check_status{status="fail"} == 1')
-    assert {r["metric"]["instance"] for r in failing} == {faulty}
-    assert 0 <= time.time() - (s.value("envcheck_last_run_timestamp_seconds", healthy) or 0) < 600
+    daemonset, healthy, faulty = s.instance("daemonset"), s.instance("healthy"), s.instance("faulty")
+    for node in (daemonset, healthy, faulty):
+        assert s.value("node_textfile_scrape_error", node) == 0, node
+        assert s.value('envcheck_usage_error{mode="npd"}', node) == 0, node
+        assert 0 <= time.time() - (s.value("envcheck_last_run_timestamp_seconds", node) or 0) < 600, node
+    assert [s.value("envcheck_node_fault", n) for n in (daemonset, healthy, faulty)] == [0, 0, 1]
+    assert [s.value('envcheck_exit_code{mode="npd"}', n) for n in (daemonset, healthy, faulty)] == [2, 0, 1]
+    node_faults = s.query('envcheck_check_fault{fault_class="node"} == 1')
+    assert {r["metric"]["instance"] for r in node_faults} == {faulty}
+    given_no_gpu = s.query('envcheck_finding{code="cuda.container",fault_class="config"} == 1')
+    assert {r["metric"]["instance"] for r in given_no_gpu} == {daemonset}  # the DaemonSet's own deployment
 
 
 def test_the_alert_rules_load_and_fire_only_for_the_faulty_node(nodes: dict[str, Any]) -> None:
@@ -134,7 +144,11 @@ def test_the_alert_rules_load_and_fire_only_for_the_faulty_node(nodes: dict[str,
     (alert,) = s.alerts("EnvcheckNodeFault")
     assert alert["labels"]["instance"] == s.instance("faulty") and alert["state"] == "firing"
     assert alert["labels"]["check"] == "node.cuda_driver" and alert["labels"]["code"].startswith("cuda.")
-    for quiet in ("EnvcheckImageFault", "EnvcheckMetricsStale", "EnvcheckOwnFailure", "EnvcheckUsageError"):
+    # the DaemonSet's container, given no GPU, could not judge its node: pending for the rule's `for: 1h`
+    wait_for(lambda: s.alerts("EnvcheckOwnFailure"), 30, "EnvcheckOwnFailure")
+    (own,) = s.alerts("EnvcheckOwnFailure")
+    assert own["labels"]["instance"] == s.instance("daemonset") and own["state"] == "pending", own
+    for quiet in ("EnvcheckImageFault", "EnvcheckMetricsStale", "EnvcheckUsageError"):
         assert s.alerts(quiet) == [], quiet
 
 
@@ -145,7 +159,7 @@ def test_every_dashboard_query_runs_on_the_real_series(nodes: dict[str, Any]) ->
     nodes_found = s.query(
         "group by (instance) (envcheck_build_info)"
     )  # label_values(envcheck_build_info, instance)
-    assert len(nodes_found) == 2 and "envcheck_build_info" in variable["definition"]
+    assert len(nodes_found) == 3 and "envcheck_build_info" in variable["definition"]
     empty = []
     for panel in dashboard["panels"]:
         for target in panel["targets"]:
@@ -154,13 +168,9 @@ def test_every_dashboard_query_runs_on_the_real_series(nodes: dict[str, Any]) ->
             )  # raises on a PromQL error
             if not rows:
                 empty.append(panel["title"])
-    # what these two nodes cannot have: no run here measures busbw or matmul TFLOP/s, and neither node has an image
-    # finding; every other panel shows their data (the node path's GPU count too: node.cuda_driver's)
-    assert set(empty) <= {
-        "All-reduce bus bandwidth (dist.busbw)",
-        "Matmul TFLOP/s",
-        "Image and config findings (the users', never the node's)",
-    }, empty
+    # what these nodes cannot have: no run here measures busbw or matmul TFLOP/s; every other panel shows their data
+    # (the node path's GPU count too: node.cuda_driver's; the config findings: the DaemonSet's container's)
+    assert set(empty) <= {"All-reduce bus bandwidth (dist.busbw)", "Matmul TFLOP/s"}, empty
     (faults,) = [p for p in dashboard["panels"] if p["title"] == "Nodes with a node fault"]
     assert s.query(faults["targets"][0]["expr"].replace("$instance", ".*"))[0]["value"][1] == "1"
 
@@ -197,6 +207,12 @@ def test_the_docs_promql_examples_run_and_find_the_faulty_node(nodes: dict[str, 
     answers = {q: s.query(q) for q in queries}  # each must parse and run
     (faulty,) = answers["envcheck_node_fault == 1"]
     assert faulty["metric"]["instance"] == s.instance("faulty")
-    assert {r["metric"]["instance"] for r in answers['envcheck_check_status{status="fail"} == 1']} == {
-        faulty["metric"]["instance"]
-    }
+
+    def where(query: str) -> set[str]:
+        (asked,) = [q for q in queries if q.startswith(query)]
+        return {r["metric"]["instance"] for r in answers[asked]}
+
+    assert where('envcheck_check_status{status="fail"}') == {faulty["metric"]["instance"]}
+    # the DaemonSet's pod now ends in a usage error (the test before this one): its exit 2 is not "could not judge"
+    assert s.value('envcheck_exit_code{mode="npd"}', s.instance("daemonset")) == 2
+    assert where('envcheck_exit_code{mode="npd"} == 2') == set()
