@@ -42,7 +42,8 @@ def test_the_sbatch_example_runs_torchrun_across_both_nodes(two_nodes: MultiClus
         "--export=ALL,SLURM_GPUS_ON_NODE=2",
         str(script),
         timeout=400,
-        env={"PATH": f"{venv_bin}:{two_nodes.env['PATH']}"},
+        # TMPDIR: torchrun's agent leaves a $TMPDIR/torchelastic_* tree per node and never removes it
+        env={"PATH": f"{venv_bin}:{two_nodes.env['PATH']}", "TMPDIR": str(tmp_path)},
     )
     job_id = done.stdout.split()[-1] if done.stdout.split() else "?"
     out = next(iter(tmp_path.glob("slurm-*.out")), None)

@@ -98,6 +98,9 @@ def test_torchrun_c10d_rendezvous_across_nodes(two_nodes: MultiCluster, tmp_path
         "--json",
         str(report),
         timeout=150,
+        env={
+            "TMPDIR": str(tmp_path)
+        },  # torchrun's agent leaves a $TMPDIR/torchelastic_* tree and never removes it
     )
     assert done.returncode == 0, done.stdout + done.stderr
     results = {r["name"]: r for r in json.loads(report.read_text())["results"]}
