@@ -55,52 +55,29 @@ def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
     if done.returncode != 0 and any(m in done.stderr for m in NO_INDEX):
         pytest.skip("no package index reachable for rich/packaging")
     assert done.returncode == 0, done.stderr
-    where = subprocess.run(
-        [str(venv / "bin/python"), "-c", "import envcheck, sys; print(envcheck.__file__)"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=tmp_path,
-    )
+
+    def installed(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """The installed wheel's command (`python` or `envcheck`), outside any clone."""
+        return subprocess.run(
+            [str(venv / "bin" / argv[0]), *argv[1:]],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=tmp_path,
+        )
+
+    where = installed("python", "-c", "import envcheck, sys; print(envcheck.__file__)", timeout=60)
     assert where.stdout.startswith(str(venv)), (
         where.stdout + where.stderr
     )  # the wheel's copy, not the checkout
-    version = subprocess.run(
-        [str(venv / "bin/envcheck"), "--version"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=tmp_path,
-    )
+    version = installed("envcheck", "--version", timeout=60)
     assert version.returncode == 0 and version.stdout.startswith("envcheck "), version.stderr
-    host = subprocess.run(
-        [str(venv / "bin/envcheck"), "host"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-    )
+    host = installed("envcheck", "host")
     assert host.returncode == 0, host.stderr
     # no clone here: the rows come from the matrix inside the wheel
     assert "Docker GPU setup:" in host.stdout and "2.14-cu130" in host.stdout, host.stdout
-    shipped = subprocess.run(
-        [str(venv / "bin/envcheck"), "matrix", "list"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-    )
+    shipped = installed("envcheck", "matrix", "list")
     assert shipped.returncode == 0 and "latest-runtime" in shipped.stdout, shipped.stderr
-    rows = subprocess.run(
-        [str(venv / "bin/envcheck"), "host", "--matrix", str(ROOT / "docker/matrix.toml")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-    )
+    rows = installed("envcheck", "host", "--matrix", str(ROOT / "docker/matrix.toml"))
     assert rows.returncode == 0 and "2.14-cu130" in rows.stdout, rows.stderr
