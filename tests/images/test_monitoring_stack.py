@@ -127,6 +127,10 @@ def test_node_exporter_and_prometheus_carry_the_series(nodes: dict[str, Any]) ->
     assert {r["metric"]["instance"] for r in node_faults} == {faulty}
     given_no_gpu = s.query('envcheck_finding{code="cuda.container",fault_class="config"} == 1')
     assert {r["metric"]["instance"] for r in given_no_gpu} == {daemonset}  # the DaemonSet's own deployment
+    could_not_judge = s.query(
+        'envcheck_exit_code{mode="npd"} == 2 unless envcheck_usage_error == 1'
+    )  # the docs'
+    assert {r["metric"]["instance"] for r in could_not_judge} == {daemonset}
 
 
 def test_the_alert_rules_load_and_fire_only_for_the_faulty_node(nodes: dict[str, Any]) -> None:
