@@ -19,11 +19,6 @@ from envcheck.images.publish_state import Staged, load_staged, save_staged
 from envcheck.images.skopeo import REGISTRY_FAILED
 
 
-def arch_of(platform: str) -> str:
-    """`linux/arm64` -> `arm64` (the staging tag's suffix)."""
-    return platform.split("/", 1)[1] if "/" in platform else platform
-
-
 def index_platforms(index: Mapping[str, Any]) -> dict[str, str]:
     """platform (os/arch) -> digest of each image an OCI index or Docker manifest list names; attestation manifests
     (platform unknown/unknown) are left out."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envcheck.core.errors import ExitCode, FatalError, UsageError
+from envcheck.core.errors import ExitCode, FatalError
 
 SYFT_TIMEOUT_S = 900.0  # a 6 GB CUDA image takes about a minute here; a hung engine must not hang the build
 # The packages a reader asks about first, by their names in the SBOM (a wheel's name, Debian's for python3).
@@ -76,17 +76,6 @@ def make_sbom(image: str, out: Path, syft: str | None = None) -> dict[str, Any]:
         raise FatalError(f"syft could not read {image}: {said}", ExitCode.FAILED)
     doc: dict[str, Any] = json.loads(tmp.read_text())
     os.replace(tmp, out)
-    return doc
-
-
-def load_sbom(path: Path) -> dict[str, Any]:
-    """An SPDX JSON document; a usage error naming the file otherwise."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: not an SPDX JSON SBOM: {exc}") from None
-    if not isinstance(doc, dict) or not str(doc.get("spdxVersion", "")).startswith("SPDX-"):
-        raise UsageError(f"{path}: not an SPDX JSON SBOM (no spdxVersion)")
     return doc
 
 
