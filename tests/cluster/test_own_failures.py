@@ -10,6 +10,7 @@ FIFO, and `setpriv` to a non-root uid for RLIMIT_NPROC (root ignores it). The sc
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -222,10 +223,12 @@ def test_a_small_process_limit_is_never_a_node_fault(
     done, _ = runs["nproc"]
     assert done.returncode == 2, done.stdout + done.stderr
     assert "[node]" not in done.stdout + done.stderr
-    assert (
-        "envcheck: warning: [config] dist.all_reduce: gloo ranks could not start their processes or threads: "
-        "the process/thread limit (nproc 10/10 for uid 4242"
-    ) in done.stderr
+    # where EAGAIN strikes first depends on timing: in gloo's ranks, or in the check's own worker (seen under load)
+    assert re.search(
+        r"envcheck: warning: \[config\] dist\.all_reduce: (gloo ranks could not start their processes or threads"
+        r"|the check could not run): the process/thread limit \(nproc 10/10 for uid 4242",
+        done.stderr,
+    ), done.stderr
 
 
 @pytest.mark.parametrize("mode, expected", [("prolog", 0), ("preflight", 0), ("npd", 2)])
