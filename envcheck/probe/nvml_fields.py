@@ -19,8 +19,11 @@ from envcheck.probe.system import absent
 
 T = TypeVar("T")
 NOT_SUPPORTED = "not supported"
+# NVML's codes that mean the driver cannot answer, not that the GPU is in a bad state (nvml.h): NOT_SUPPORTED 3,
+# FUNCTION_NOT_FOUND 13 (a driver older than the call), ARGUMENT_VERSION_MISMATCH 25 (a structure newer than the
+# driver), DEPRECATED 26 (a field id the driver no longer answers).
+CANNOT_ANSWER = frozenset({3, 13, 25, 26})
 COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
-NVLINK_MAX = 18  # NVML_NVLINK_MAX_LINKS (nvml.h) for Hopper and Blackwell
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class Missing:
     error: str
     not_supported: bool = False
     code: int | None = None  # NVML's return code, when the bindings gave one
+
+    NO_CALL = "not in these NVML bindings"
 
     def absent(self) -> dict[str, str]:
         """The bundle's marker: absent('not supported') or absent('<call>: <error>')."""
@@ -65,7 +70,11 @@ class Fields:
 
     def __init__(self, pynvml: Any) -> None:
         self.pynvml = pynvml
-        self._not_supported = getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3)
+
+    @staticmethod
+    def unsupported(code: object) -> bool:
+        """Whether NVML's return code says the driver or GPU cannot answer (absence, never a verdict)."""
+        return code in CANNOT_ANSWER
 
     def const(self, name: str, default: int) -> int:
         """An NVML constant from the bindings (older bindings lack some)."""
@@ -75,7 +84,7 @@ class Fields:
         """convert(pynvml.call(*args)), or why not."""
         fn = getattr(self.pynvml, call, None)
         if fn is None:
-            return Missing(call, "not in these NVML bindings")
+            return Missing(call, Missing.NO_CALL)
         try:
             return convert(fn(*args))
         except Exception as exc:  # pynvml.NVMLError and its subclasses; odd values from old bindings
@@ -83,7 +92,7 @@ class Fields:
             return Missing(
                 call,
                 str(exc) or type(exc).__name__,
-                code == self._not_supported,
+                self.unsupported(code),
                 code if isinstance(code, int) and not isinstance(code, bool) else None,
             )
 
@@ -260,13 +269,3 @@ class Fields:
                 for p in procs
             ],
         )
-
-    def nvlinks(self, h: Any) -> list[int]:
-        """Each NVLink's state (1 up), up to the GPU's last link (none: no NVLink)."""
-        links: list[int] = []
-        for link in range(NVLINK_MAX):
-            state = self.read("nvmlDeviceGetNvLinkState", h, link, convert=int)
-            if isinstance(state, Missing):  # past the GPU's last link, or no NVLink at all
-                break
-            links.append(state)
-        return links

@@ -15,6 +15,7 @@ from envcheck.core.result import FaultClass, Result, failed, first_of, passed, s
 from envcheck.probe.gpu_access import Allocation, allocation, read_access
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml
 from envcheck.probe.nvml_fields import Fields, Missing, value
+from envcheck.probe.nvml_health import link_states
 from envcheck.probe.pci import SYSFS_PCI, pci_gpus
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
@@ -61,7 +62,7 @@ def _gpu(fields: Fields, i: int) -> dict[str, Any]:
         "pci": value(fields.pci_bus(h)),
         "pcie_gen_max": value(fields.pcie(h, current=False, width=False)),
         "pcie_width": value(fields.pcie(h, current=True, width=True)),
-        "nvlinks": fields.nvlinks(h),
+        "nvlinks": link_states(fields, h),
     }
 
 
