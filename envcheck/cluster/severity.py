@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from envcheck.checks.cuda import MEMORY_LEAKED
 from envcheck.checks.cuda.live_errors import GPU_UNUSABLE
 from envcheck.checks.dcgm import HOSTENGINE_HANG
-from envcheck.checks.gpu_health.node import FELL_OFF_BUS, GPU_HEALTH, GPU_INIT_SLOW, GPU_LOST, NVML_HANG
+from envcheck.checks.gpu_health.node import FELL_OFF_BUS, GPU_INIT_SLOW, GPU_LOST, NVML_HANG
 from envcheck.checks.node import driver_api
 from envcheck.checks.node.profile_match import NODE_GPU_COUNT
 from envcheck.collectives.sweep import BUSBW_LOW
@@ -42,7 +42,6 @@ SEVERITY: dict[str, Severity] = {
     # the node lost hardware or its driver is wedged
     GPU_LOST: HARD,  # a GPU on the PCI bus that NVML no longer lists, or fewer GPUs than --expect-gpus
     FELL_OFF_BUS: HARD,
-    GPU_HEALTH: HARD,  # gpu.health's failures: uncorrectable ECC, pending retirement or remap, remap failure
     NVML_HANG: HARD,
     driver_api.INIT_HANG: HARD,
     # a first initialisation over its budget only warns (a cold start); it fails only when it overran in two runs

@@ -172,7 +172,8 @@ class Fields:
     def clock_events(self, h: Any) -> int | Missing:
         """nvmlClocksEventReason* bits; bindings or drivers older than the rename answer the throttle-reasons call."""
         events = self.read("nvmlDeviceGetCurrentClocksEventReasons", h, convert=int)
-        if isinstance(events, Missing) and not events.not_supported:
+        # the older call where the newer one is not in the bindings or the driver (13: FUNCTION_NOT_FOUND)
+        if isinstance(events, Missing) and (not events.not_supported or events.code == 13):
             older = self.read("nvmlDeviceGetCurrentClocksThrottleReasons", h, convert=int)
             return older if not isinstance(older, Missing) or older.not_supported else events
         return events

@@ -146,15 +146,23 @@ def nvlinks(fields: Fields, h: Any) -> dict[str, Any] | Missing:
             links.append(entry)
             continue
         entry["active"] = state == 1
-        for name, counter in NVLINK_COUNTERS.items():
-            got = fields.read("nvmlDeviceGetNvLinkErrorCounter", h, link, counter, convert=int)
-            if not isinstance(got, Missing):
-                entry[name] = got
-        failed = field(fields, h, (FI_LINK_RECOVERY_FAILED, link))
-        if not isinstance(failed, Missing):
-            entry["recovery_failed"] = failed
+        entry.update(link_counters(fields, h, link))
         links.append(entry)
     return {"count": count, "links": links}
+
+
+def link_counters(fields: Fields, h: Any, link: int) -> dict[str, int]:
+    """One link's error counters NVML answers (replay, recovery, crc_flit, crc_data, ecc_data; recovery_failed on
+    NVLink5), cumulative since they were last reset."""
+    out: dict[str, int] = {}
+    for name, counter in NVLINK_COUNTERS.items():
+        got = fields.read("nvmlDeviceGetNvLinkErrorCounter", h, link, counter, convert=int)
+        if not isinstance(got, Missing):
+            out[name] = got
+    failed = field(fields, h, (FI_LINK_RECOVERY_FAILED, link))
+    if not isinstance(failed, Missing):
+        out["recovery_failed"] = failed
+    return out
 
 
 def virtualization(fields: Fields, h: Any) -> str | Missing:

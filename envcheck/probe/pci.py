@@ -13,6 +13,9 @@ import os
 SYSFS_PCI = "/sys/bus/pci/devices"
 NVIDIA = "0x10de"
 GPU_CLASSES = ("0x0300", "0x0302")
+NVSWITCH_CLASS = (
+    "0x0680"  # PCI class "bridge, other": how an NVSwitch enumerates (lspci: "Bridge: NVIDIA ...")
+)
 
 
 def _read(path: str) -> str:
@@ -34,6 +37,21 @@ def pci_gpus(root: str = SYSFS_PCI) -> list[str] | str:
         for name in names
         if _read(os.path.join(root, name, "vendor")) == NVIDIA
         and _read(os.path.join(root, name, "class"))[:6] in GPU_CLASSES
+    ]
+
+
+def pci_nvswitches(root: str = SYSFS_PCI) -> list[str] | str:
+    """Sorted PCI addresses of NVIDIA NVSwitch functions (a board whose GPUs are wired to each other by NVLink), or
+    why sysfs cannot tell."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError as exc:
+        return f"{root}: {exc.strerror}"
+    return [
+        name
+        for name in names
+        if _read(os.path.join(root, name, "vendor")) == NVIDIA
+        and _read(os.path.join(root, name, "class"))[:6] == NVSWITCH_CLASS
     ]
 
 

@@ -34,7 +34,15 @@ _FIELDS: dict[str, tuple[type | None, ...]] = {
     "processes": (list,),
     "memory": (dict,),
     "compute_mode": (str,),
-    "mig": (bool,),
+    "mig": (bool, dict),
+    "fabric": (dict,),
+    "nvlink": (dict,),
+    "virtualization": (str, dict),
+    "vgpu_license": (dict,),
+    "recovery_action": (int, dict),
+    "inforom_valid": (bool, dict),
+    "repair_pending": (dict,),
+    "slowdown": (dict,),
 }
 
 # One driver message's entry (checks.gpu_health.kernel_events): the kind, the GPU it names if any, and its details.
@@ -78,6 +86,10 @@ def validate(data: Any, where: str) -> None:
             "overruns": (int,),
             "pci_drivers": (dict,),
             "versions": (dict,),
+            "drained": (dict,),
+            "nvswitches": (list, str),
+            "modules": (dict, str),
+            "daemons": (dict,),
         },
     )
     require(

@@ -4,23 +4,43 @@ or row remapping) is recorded as `absent('not supported')`; any other error as i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from envcheck.checks.gpu_health.kernel_events import capture_xids
+from envcheck.checks.gpu_health.xid import pci_key
+from envcheck.probe import nvml_health
+from envcheck.probe.daemons import daemons
 from envcheck.probe.driver_versions import kernel_module_version, userspace_version
 from envcheck.probe.gpu_access import read_access
 from envcheck.probe.gpu_usage import usage
 from envcheck.probe.kernel_log import KMSG
+from envcheck.probe.modules import nvidia_modules
 from envcheck.probe.nvml import NVML_BUDGET_S, hang_text, read_nvml, warmup
 from envcheck.probe.nvml_fields import Fields, Missing, or_absent
-from envcheck.probe.pci import SYSFS_PCI, pci_drivers, pci_gpus
+from envcheck.probe.pci import SYSFS_PCI, pci_drivers, pci_gpus, pci_nvswitches
 
 _INIT_HINTS: dict[Any, str] = {
     18: " (the loaded kernel module is not the user-space driver's version: an upgrade without a reboot)",
     12: " (no NVIDIA driver here, or libnvidia-ml.so.1 is not mounted into the container)",
-    9: " (the nvidia kernel module is not loaded)",
 }
+
+
+def _module_hint(modules: dict[str, str] | str) -> str:
+    """NVML's 'Driver Not Loaded' beside what the kernel itself lists (/proc/modules), which decides."""
+    if isinstance(modules, str):
+        return f" (whether the nvidia module is loaded: {modules})"
+    if "nvidia" not in modules:
+        return " (/proc/modules lists no nvidia module)"
+    return f" (yet /proc/modules lists the nvidia module, {modules['nvidia']}: NVML cannot reach it)"
+
+
+# nvmlClocksEventReason* bits that may mean a fault (nvml.h): HW slowdown 0x8, HW thermal 0x40, HW power brake 0x80.
+# nvml.h: HW slowdown "may be also reported during PState or clock change", so one sample is not enough: a GPU showing
+# one is sampled again after SLOWDOWN_WINDOW_S, with the slowdowns' cumulative durations (fields 269-271) both times.
+FAULT_SLOWDOWNS = 0x8 | 0x40 | 0x80
+SLOWDOWN_WINDOW_S = 1.0
 
 
 def _gpu(fields: Fields, i: int) -> dict[str, Any]:
@@ -50,14 +70,68 @@ def _gpu(fields: Fields, i: int) -> dict[str, Any]:
         gpu[key] = fields.pcie(h, current, width)
     gpu["clock_events"] = fields.clock_events(h)
     gpu["temperature_c"] = fields.temperature(h)
+    gpu["mig"] = fields.mig(h)
+    gpu["fabric"] = nvml_health.fabric(fields, h)
+    gpu["nvlink"] = nvml_health.nvlinks(fields, h)
+    gpu["virtualization"] = nvml_health.virtualization(fields, h)
+    if gpu["virtualization"] == "vgpu":
+        gpu["vgpu_license"] = nvml_health.vgpu_license(fields, h)
+    gpu["recovery_action"] = nvml_health.field(fields, h, nvml_health.FI_RECOVERY_ACTION)
+    gpu["inforom_valid"] = nvml_health.inforom(fields, h)
+    gpu["repair_pending"] = nvml_health.repair_pending(fields, h)
     gpu = {k: or_absent(v) for k, v in gpu.items()}
     gpu.update(usage(fields, h))  # who holds it: a busy GPU is another job's, not a fault
     return gpu
 
 
-def _nvml_state(state: dict[str, Any]) -> Callable[[Any, dict[str, Any]], None]:
+def _counting(gpu: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GPU's NVLinks whose error counters are not zero (those a second sample reads again)."""
+    info = gpu.get("nvlink")
+    entries = info.get("links") if isinstance(info, dict) else None
+    return [
+        e
+        for e in entries or []
+        if any(isinstance(e.get(k), int) and e[k] for k in nvml_health.NVLINK_COUNTERS)
+    ]
+
+
+def _second_sample(fields: Fields, gpus: list[dict[str, Any]], began: float) -> None:
+    """What one reading cannot tell, read again SLOWDOWN_WINDOW_S after the first: a fault slowdown in the clock
+    events (`slowdown`: the reasons again and the slowdowns' cumulative durations before and after), and NVLink error
+    counters that are not zero (each link's `again` and `window_s`): a count that grew within the window is a link
+    failing now, one that did not is history. A healthy GPU is read once."""
+    slow = [
+        g
+        for g in gpus
+        if isinstance(g.get("clock_events"), int) and g["clock_events"] & FAULT_SLOWDOWNS and "error" not in g
+    ]
+    counting = {g["index"]: _counting(g) for g in gpus if "error" not in g}
+    counting = {i: links for i, links in counting.items() if links}
+    if not slow and not counting:
+        return
+    handles = {g["index"]: fields.handle(g["index"]) for g in gpus if g in slow or g["index"] in counting}
+    before = {g["index"]: nvml_health.slowdown_ns(fields, handles[g["index"]]) for g in slow}
+    time.sleep(max(0.0, SLOWDOWN_WINDOW_S - (time.monotonic() - began)))
+    window = round(time.monotonic() - began, 3)
+    for g in slow:
+        h = handles[g["index"]]
+        again = fields.clock_events(h)
+        g["slowdown"] = {
+            "events_again": again if isinstance(again, int) else None,
+            "ns_before": before[g["index"]],
+            "ns_after": nvml_health.slowdown_ns(fields, h),
+            "window_s": window,
+        }
+    for index, links in counting.items():
+        for entry in links:
+            entry["again"] = nvml_health.link_counters(fields, handles[index], entry["link"])
+            entry["window_s"] = window
+
+
+def _nvml_state(state: dict[str, Any], bus: list[str]) -> Callable[[Any, dict[str, Any]], None]:
     """The NVML body filling `state`: nvml_error, driver_version, and gpus one by one (`progress`: the call and
-    the GPU being read, for the evidence of a hang)."""
+    the GPU being read, for the evidence of a hang); of the GPUs on the PCI bus NVML does not list, whether each
+    was drained on purpose (`drained`)."""
 
     def fill(pynvml: Any, progress: dict[str, Any]) -> None:
         fields = Fields(pynvml)
@@ -68,22 +142,31 @@ def _nvml_state(state: dict[str, Any]) -> Callable[[Any, dict[str, Any]], None]:
         if isinstance(count, Missing):
             state["nvml_error"] = f"NVML cannot count the GPUs: {count.absent()['absent']}"
             return
+        began = time.monotonic()
         for i in range(count):
             progress.update(gpu=i, call=f"NVML reads of GPU {i}")
             state["gpus"].append(_gpu(fields, i))
+        progress.update(gpu=None, call="nvmlDeviceGetCurrentClocksEventReasons (a second sample)")
+        _second_sample(fields, state["gpus"], began)
+        listed = {pci_key(g["pci"]) for g in state["gpus"] if isinstance(g.get("pci"), str)}
+        progress.update(call="nvmlDeviceQueryDrainState")
+        for address in bus:
+            if pci_key(address) not in listed:
+                state["drained"][address] = or_absent(nvml_health.drained(fields, address))
         progress.update(gpu=None, call=None)
 
     return fill
 
 
-def _unavailable(state: dict[str, Any]) -> Callable[[BaseException], None]:
+def _unavailable(state: dict[str, Any], modules: dict[str, str] | str) -> Callable[[BaseException], None]:
     def unavailable(exc: BaseException) -> None:
         code = getattr(exc, "value", None)
         state["nvml_code"] = code if isinstance(code, int) and not isinstance(code, bool) else None
+        hint = _module_hint(modules) if code == 9 else _INIT_HINTS.get(code, "")
         state["nvml_error"] = (
             "NVML bindings not installed (pip install nvidia-ml-py)"
             if isinstance(exc, ImportError)
-            else f"NVML could not start: {exc}{_INIT_HINTS.get(getattr(exc, 'value', None), '')}"
+            else f"NVML could not start: {exc}{hint}"
         )
 
     return unavailable
@@ -95,24 +178,38 @@ def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str =
 
     NVML runs through probe.nvml.read_nvml (a thread with a time budget): a GPU in a bad state can hang NVML
     calls, and then the kernel log and the GPUs read so far still come back, with the hang named."""
-    state: dict[str, Any] = {"nvml_error": None, "nvml_code": None, "driver_version": None, "gpus": []}
+    state: dict[str, Any] = {
+        "nvml_error": None,
+        "nvml_code": None,
+        "driver_version": None,
+        "gpus": [],
+        "drained": {},
+    }
+    bus = pci_gpus(sysfs)
+    modules = nvidia_modules()
     out: dict[str, Any] = {
         "kernel_log": capture_xids(kmsg),
-        "pci_gpus": pci_gpus(sysfs),
+        "pci_gpus": bus,
         "pci_drivers": pci_drivers(sysfs),
+        "nvswitches": pci_nvswitches(sysfs),
         "access": read_access(),
+        "modules": modules,
+        "daemons": daemons(),
     }
     warm = (
         warmup()
     )  # the node path's hold on NVML (probe.nvml.warm_up): how long the first initialisation took
     if warm is not None and warm.error is None:
         out["warmup"] = {"budget_s": warm.budget_s, "seconds": warm.seconds, "hang": warm.hang}
-    got = read_nvml(_nvml_state(state), _unavailable(state), nvml_budget_s)
+    got = read_nvml(
+        _nvml_state(state, bus if isinstance(bus, list) else []), _unavailable(state, modules), nvml_budget_s
+    )
     out.update(
         nvml_error=state["nvml_error"],
         nvml_code=state["nvml_code"],
         driver_version=state["driver_version"],
         gpus=list(state["gpus"]),
+        drained=dict(state["drained"]),
         nvml_hung=None,
         nvml_hang=got.hang,
     )

@@ -4,10 +4,11 @@ ECC, a degraded PCIe link, clock slowdowns, persistence mode; and what each Xid 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.gpu_health.node import GPU_HEALTH, GPU_LOST, PERSISTENCE_FIX, GpuFinding
+from envcheck.checks.gpu_health import fabric_findings, state_findings
+from envcheck.checks.gpu_health.node import GPU_LOST, PERSISTENCE_FIX, GpuFinding
 from envcheck.checks.gpu_health.xid import XidMeaning, escalated, meaning_of, pci_key
 from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_usage import foreign
@@ -15,6 +16,12 @@ from envcheck.probe.system import is_absent
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 PERSISTENCE_OFF = "gpu.persistence_off"
+ECC_UNCORRECTABLE = "gpu.ecc_uncorrectable"
+ROW_REMAP_FAILED = "gpu.row_remap_failed"
+ROW_REMAP_PENDING = "gpu.row_remap_pending"
+RETIREMENT_PENDING = "gpu.retirement_pending"
+PCIE_DEGRADED = "gpu.pcie_degraded"
+CLOCKS_SLOWDOWN = "gpu.clocks_slowdown"
 
 # nvmlClocksEventReason* bits (nvml.h; the deprecated ClocksThrottleReason* bits have the same values).
 GPU_IDLE = 0x1
@@ -41,6 +48,14 @@ NOT_SUPPORTED_NAMES = {  # NVML fields a GPU may lack, by their key's first word
     "clock": "clock events",
     "persistence": "persistence mode",
     "temperature": "temperature",
+    "mig": "MIG",
+    "fabric": "NVLink fabric",
+    "nvlink": "NVLink",
+    "virtualization": "virtualization mode",
+    "vgpu": "vGPU licence",
+    "recovery": "recovery action",
+    "inforom": "InfoROM",
+    "repair": "repair status",
 }
 
 
@@ -122,42 +137,77 @@ def xid_findings(
     return out
 
 
-def gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]], windowed: bool) -> list[GpuFinding]:
-    """The findings of one GPU NVML lists, its Xids (`events`) first."""
+@dataclass(frozen=True)
+class NodeView:
+    """What the node says around one GPU: whether its NVLinks are wired (fabric_findings.wired) and what was read
+    of nvidia-fabricmanager."""
+
+    wired: bool = False
+    fabric_manager: str = "whether nvidia-fabricmanager runs was not read"
+
+
+def gpu_findings(
+    gpu: Mapping[str, Any],
+    events: list[Mapping[str, Any]],
+    windowed: bool,
+    node: NodeView = NodeView(),
+    notes: list[str] | None = None,
+) -> list[GpuFinding]:
+    """The findings of one GPU NVML lists, its Xids (`events`) first; where two sources disagree, the note saying
+    which was followed goes to `notes`."""
     i, name, who = str(gpu["index"]), label(gpu), f"GPU {gpu['index']}"
     key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
     pci = f"{key}.0" if key else "<PCI address>"  # lspci's and nvidia-smi's domain:bus:device.function
-    out = xid_findings(events, name, who, i, windowed)
+    # NVML's recovery action is the driver's state now; the kernel log's Xid 154 what it asked then.
+    xid154 = [e for e in events if int(e.get("xid", 0)) == 154]
+    found, note = state_findings.recovery(gpu, xid154)
+    if note and notes is not None:
+        notes.append(f"GPU {i}: {note}")
+    read_now = isinstance(gpu.get("recovery_action"), int) and not isinstance(
+        gpu.get("recovery_action"), bool
+    )
+    out = xid_findings([e for e in events if not (read_now and e in xid154)], name, who, i, windowed)
 
-    def add(rank: int, problem: str, fix: str, code: str = GPU_HEALTH) -> None:
+    def add(rank: int, problem: str, fix: str, code: str) -> None:
         out.append(
             GpuFinding(
                 problem, fix.format(i=i, pci=pci), FaultClass.NODE, code=code, rank=rank, gpu=name, who=who
             )
         )
 
+    for f in [
+        *found,
+        *state_findings.licence(gpu),
+        *state_findings.inforom(gpu),
+        *state_findings.repairs(gpu),
+    ]:
+        add(f.rank, f.problem, f.fix, f.code)
+    for lf in [*fabric_findings.fabric(gpu, node.fabric_manager), *fabric_findings.links(gpu, node.wired)]:
+        add(lf.rank, lf.problem, lf.fix, lf.code)
     lost = [v["absent"] for v in gpu.values() if is_absent(v) and any(t in v["absent"] for t in LOST)]
     if isinstance(gpu.get("error"), str) or lost:
-        add(0, f"NVML cannot read it: {gpu.get('error') or lost[0]}", LOST_FIX)
-        out[-1] = replace(out[-1], code=GPU_LOST)
+        add(0, f"NVML cannot read it: {gpu.get('error') or lost[0]}", LOST_FIX, GPU_LOST)
     rows = as_dict(gpu.get("remapped_rows"))
     if rows.get("failure") is True:
         add(
             1,
             "row remapping failed: the GPU memory has no spare rows left for new errors",
             "drain and RMA the GPU (nvidia-smi -q -d ROW_REMAPPER -i {i}: Remapping Failure Occurred: Yes)",
+            ROW_REMAP_FAILED,
         )
     if rows.get("pending") is True:
         add(
             1,
             "a memory row remap is pending: it takes effect at the next GPU reset",
             f"drain, then {RESET} or reboot; nvidia-smi -q -d ROW_REMAPPER -i {{i}}",
+            ROW_REMAP_PENDING,
         )
     if gpu.get("retired_pages_pending") is True:
         add(
             1,
             "memory pages are pending retirement: they take effect at the next GPU reset or driver reload",
             f"drain, then {RESET} or reboot; nvidia-smi -q -d PAGE_RETIREMENT -i {{i}}",
+            RETIREMENT_PENDING,
         )
     volatile = _int(gpu.get("ecc_volatile_uncorrected"))
     if volatile:
@@ -165,11 +215,12 @@ def gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]], window
             1,
             f"{volatile} uncorrectable ECC error(s) since the driver loaded",
             f"drain; nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i {{i}}; {RESET}; RMA if they recur",
+            ECC_UNCORRECTABLE,
         )
     events_mask = _int(gpu.get("clock_events"))
     width, width_max = _int(gpu.get("pcie_width")), _int(gpu.get("pcie_width_max"))
     if width and width_max and width < width_max:
-        add(3, f"PCIe link runs at x{width}, below its x{width_max} maximum", PCIE_FIX)
+        add(3, f"PCIe link runs at x{width}, below its x{width_max} maximum", PCIE_FIX, PCIE_DEGRADED)
     gen, gen_max = _int(gpu.get("pcie_gen")), _int(gpu.get("pcie_gen_max"))
     # An idle GPU drops its link generation to save power; only one under another process's load below its maximum
     # is degraded. A GPU that is not idle with no process on it is envcheck's own lane (the CUDA probe's copy just
@@ -188,30 +239,67 @@ def gpu_findings(gpu: Mapping[str, Any], events: list[Mapping[str, Any]], window
             f"PCIe link runs at gen {gen}, below its gen {gen_max} maximum while the GPU is busy "
             f"(pid {loaded[0].get('pid')})",
             PCIE_FIX,
+            PCIE_DEGRADED,
         )
-    slow = [name for bit, name in SLOWDOWNS.items() if events_mask and events_mask & bit]
-    if slow:
+    slowdown = sustained_slowdowns(gpu)
+    if slowdown:
         temp = _int(gpu.get("temperature_c"))
-        thermal = events_mask is not None and bool(events_mask & (HW_THERMAL | SW_THERMAL))
-        brake = events_mask is not None and bool(events_mask & HW_POWER_BRAKE)
+        names = [SLOWDOWNS[bit] for bit in slowdown]
+        thermal = bool({HW_THERMAL, SW_THERMAL} & set(slowdown))
         fix = (
             "check cooling: fans, airflow, inlet temperature (nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i {i})"
             if thermal
             else "the chassis asserted power brake: check the PSUs and power delivery "
             "(nvidia-smi -q -d POWER,PERFORMANCE -i {i})"
-            if brake
+            if HW_POWER_BRAKE in slowdown
             else "nvidia-smi -q -d PERFORMANCE -i {i} names the cause; check cooling and power delivery"
         )
-        add(4, f"clocks held down by {', '.join(slow)}" + (f" at {temp} C" if temp is not None else ""), fix)
+        window = as_dict(gpu.get("slowdown")).get("window_s")
+        held = f" through a {window:.1f} s window" if isinstance(window, (int, float)) else ""
+        add(
+            4,
+            f"clocks held down by {', '.join(names)}{held}" + (f" at {temp} C" if temp is not None else ""),
+            fix,
+            CLOCKS_SLOWDOWN,
+        )
     if gpu.get("persistence") is False:
         add(
             5,
             "persistence mode is off: the driver tears the GPU down between clients, so every job start pays "
             "its initialisation",
             PERSISTENCE_FIX,
-            code=PERSISTENCE_OFF,
+            PERSISTENCE_OFF,
         )
     return out
+
+
+# The slowdowns' cumulative-duration fields (probe.nvml_health.FI_SLOWDOWN_NS) by reason bit; HW slowdown has none.
+_DURATION = {SW_THERMAL: "sw_thermal", HW_THERMAL: "hw_thermal", HW_POWER_BRAKE: "hw_power_brake"}
+
+
+def sustained_slowdowns(gpu: Mapping[str, Any]) -> list[int]:
+    """The slowdown reasons that held through capture's second sample: still set after the window, or whose
+    cumulative duration grew in it. One sample is not enough: nvml.h says HW slowdown 'may be also reported during
+    PState or clock change'."""
+    first = _int(gpu.get("clock_events"))
+    second = as_dict(gpu.get("slowdown"))
+    if not first or not second:
+        return []
+    again = _int(second.get("events_again")) or 0
+    before, after = as_dict(second.get("ns_before")), as_dict(second.get("ns_after"))
+    held = []
+    for bit in SLOWDOWNS:
+        if not first & bit:
+            continue
+        name = _DURATION.get(bit)
+        grew = (
+            name is not None
+            and _int(after.get(name)) is not None
+            and (after[name] or 0) > (before.get(name) or 0)
+        )
+        if again & bit or grew:
+            held.append(bit)
+    return held
 
 
 def busy(gpus: Sequence[Mapping[str, Any]]) -> list[str]:

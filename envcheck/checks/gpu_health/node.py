@@ -32,7 +32,6 @@ SLOW_RANK = 4  # a first slow start warns; a repeated one, or a thread stuck in 
 
 
 PASSED_THROUGH = ("vfio-pci", "pci-stub")  # sysfs drivers that hold a GPU for a virtual machine
-GPU_HEALTH = "gpu.health"  # the code of a GPU finding that names none of its own
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,6 +162,13 @@ def bus_findings(
     return out
 
 
+def drained(data: Mapping[str, Any]) -> list[str]:
+    """The GPUs (PCI addresses) NVML does not list because an operator drained them (nvmlDeviceQueryDrainState):
+    'Any new NVML process will no longer see this GPU' (nvml.h), so their absence is not a loss."""
+    raw = data.get("drained")
+    return sorted(a for a, v in raw.items() if v is True) if isinstance(raw, dict) else []
+
+
 def given(data: Mapping[str, Any]) -> Allocation:
     """The GPUs this process was given, from the captured access facts (a bundle without them: the whole node)."""
     access = data.get("access")
@@ -214,6 +220,7 @@ def missing_findings(
         and pci_key(a) not in explained
         and drivers.get(a) not in PASSED_THROUGH
         and alloc.ours(pci_key(a) or "")
+        and a not in drained(data)
     ]
     scope = (
         f"{len(gpus)} of {len(pci_gpus)} GPUs"

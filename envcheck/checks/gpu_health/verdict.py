@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.gpu_health.driver_findings import bus_is_named, driver_findings, quiet
+from envcheck.checks.gpu_health.fabric_findings import fabric_manager_text, wired
 from envcheck.checks.gpu_health.gpu_findings import (
     NOT_SUPPORTED_NAMES,
+    NodeView,
     as_dict,
     busy,
     gpu_findings,
@@ -18,6 +20,7 @@ from envcheck.checks.gpu_health.node import (
     GPU_LOST,
     GpuFinding,
     bus_findings,
+    drained,
     given,
     hang_finding,
     hidden,
@@ -46,9 +49,17 @@ DRAIN_RANK = (
 )
 
 
-def _findings(data: Mapping[str, Any], ctx: Context) -> list[GpuFinding]:
+def node_view(data: Mapping[str, Any], gpus: list[dict[str, Any]]) -> NodeView:
+    """What the node says around each GPU: whether its NVLinks are wired, what was read of the fabric manager."""
+    switches = data.get("nvswitches")
+    count = len(switches) if isinstance(switches, list) else 0
+    return NodeView(wired(gpus, count), fabric_manager_text(data.get("daemons")))
+
+
+def _findings(data: Mapping[str, Any], ctx: Context, notes: list[str]) -> list[GpuFinding]:
     """Every finding: each GPU NVML lists (its fields and Xids), NVML hangs and slow starts, the kernel log's driver
-    messages, GPUs lost from NVML, Xids of GPUs NVML no longer lists, and the driver's two halves' versions."""
+    messages, GPUs lost from NVML, Xids of GPUs NVML no longer lists, and the driver's two halves' versions; where two
+    sources disagree, `notes` says which was followed."""
     gpus = [g for g in data.get("gpus") or [] if isinstance(g, dict)]
     log = as_dict(data.get("kernel_log"))
     by_pci: dict[str, list[Mapping[str, Any]]] = {}
@@ -58,9 +69,10 @@ def _findings(data: Mapping[str, Any], ctx: Context) -> list[GpuFinding]:
     windowed = as_dict(log.get("window")).get("since_s") is not None
     findings: list[GpuFinding] = []
     named = bus_is_named(data)  # GPUs whose failure the kernel log explains: its finding names the cause
+    view = node_view(data, gpus)
     for gpu in gpus:
         key = pci_key(gpu["pci"]) if isinstance(gpu.get("pci"), str) else None
-        own = gpu_findings(gpu, by_pci.pop(key, []) if key else [], windowed)
+        own = gpu_findings(gpu, by_pci.pop(key, []) if key else [], windowed, view, notes)
         findings += [f for f in own if not (key in named and f.code == GPU_LOST)]
     slow = hang_finding(data) or warmup_finding(data)
     findings += [slow] if slow else []
@@ -99,7 +111,8 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
     gpus = [g for g in data.get("gpus") or [] if isinstance(g, dict)]
     log = as_dict(data.get("kernel_log"))
     events = [e for e in log.get("xid") or [] if isinstance(e, dict)]
-    findings = _findings(data, ctx)
+    notes: list[str] = []
+    findings = _findings(data, ctx, notes)
     alloc = given(data)
     nvml_error = data.get("nvml_error")
     not_here = hidden(data)
@@ -114,6 +127,8 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
         "given": alloc.describe(),
         "not_given": not_here,
         "busy": in_use,
+        "drained": drained(data),
+        "disagreements": notes,
     }
     if isinstance(data.get("warmup"), dict):
         measured["init_s"] = data["warmup"].get("seconds")
@@ -155,7 +170,7 @@ def verdict(data: Mapping[str, Any], ctx: Context) -> Result:
             )
         return skipped(why, measured=measured)
     return passed(
-        _healthy(gpus, events, log, data), measured=measured | {"not_supported": _unsupported(gpus)}
+        _healthy(gpus, events, log, data, notes), measured=measured | {"not_supported": _unsupported(gpus)}
     )
 
 
@@ -171,27 +186,63 @@ def _unsupported(gpus: list[dict[str, Any]]) -> list[str]:
 
 
 def _healthy(
-    gpus: list[dict[str, Any]], events: list[dict[str, Any]], log: Mapping[str, Any], data: Mapping[str, Any]
+    gpus: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    log: Mapping[str, Any],
+    data: Mapping[str, Any],
+    notes: list[str],
 ) -> str:
     """The summary of a pass: what was checked, and what was seen that is not the node's."""
     alloc, not_here = given(data), hidden(data)
-    notes = [
+    said = [
         f"Xid history unknown ({log['error']})"
         if log.get("error")
         else (f"kernel log: {len(events)} kind(s) of Xid" if events else "kernel log: no Xid")
     ]
     if not_here:
-        notes.append(
+        said.append(
             f"{len(not_here)} of the node's GPUs are not this process's ({alloc.describe()}): not judged"
         )
-    notes += busy(gpus)
+    said += busy(gpus)
     unsupported = _unsupported(gpus)
     if unsupported:
-        notes.append(f"not supported here: {', '.join(unsupported)}")
+        said.append(f"not supported here: {', '.join(unsupported)}")
     apps = [f"Xid {e['xid']} {e.get('count', 1)}x" for e in events if meaning_of(e["xid"]).rank is None]
     if apps:
-        notes.append(f"{', '.join(apps)} (application errors, not the node)")
-    return (
-        f"{len(gpus)} GPU(s) healthy by NVML (persistence mode, ECC, retired pages, remapped rows, PCIe "
-        f"link, clock slowdowns); {'; '.join(notes)}"
-    )
+        said.append(f"{', '.join(apps)} (application errors, not the node)")
+    away = drained(data)
+    if away:
+        said.append(f"{len(away)} GPU(s) drained by an operator (NVML's drain state: {', '.join(away[:4])})")
+    said += notes
+    return f"{len(gpus)} GPU(s) healthy by NVML ({', '.join(_read(gpus))}); {'; '.join(said)}"
+
+
+# What a pass names as checked: each field's words, and the key NVML answered it in (absent: not read, not named).
+_JUDGED = (
+    ("persistence mode", "persistence"),
+    ("ECC", "ecc_volatile_uncorrected"),
+    ("retired pages", "retired_pages_pending"),
+    ("remapped rows", "remapped_rows"),
+    ("PCIe link", "pcie_width"),
+    ("clock slowdowns", "clock_events"),
+    ("NVLink fabric", "fabric"),
+    ("NVLinks", "nvlink"),
+    ("recovery action", "recovery_action"),
+    ("InfoROM", "inforom_valid"),
+    ("vGPU licence", "vgpu_license"),
+)
+
+
+def _read(gpus: list[dict[str, Any]]) -> list[str]:
+    """The fields NVML answered on at least one GPU, by name: a pass names only what was read. A fabric in state
+    'not supported' and a GPU without NVLinks were read, but there is nothing of them to judge."""
+
+    def answered(g: dict[str, Any], key: str) -> bool:
+        value = g.get(key)
+        if key == "fabric":
+            return isinstance(value, dict) and value.get("state") not in (None, 0)
+        if key == "nvlink":
+            return isinstance(value, dict) and isinstance(value.get("count"), int) and value["count"] > 0
+        return key in g and not is_absent(value)
+
+    return [name for name, key in _JUDGED if any(answered(g, key) for g in gpus)] or ["no field answered"]

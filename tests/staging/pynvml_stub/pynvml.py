@@ -35,6 +35,7 @@ NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_GPU_IS_LOST = 15
 NVML_ERROR_UNKNOWN = 999
+NVML_FEATURE_DISABLED, NVML_FEATURE_ENABLED = 0, 1
 NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM, NVML_CLOCK_MEM = 0, 1, 2
 NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC = 0, 1
 NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 0, 1
@@ -47,8 +48,12 @@ _TEXT = {
     9: "Driver Not Loaded",
     12: "NVML Shared Library Not Found",
     13: "Function Not Found",
+    14: "Corrupted infoROM",
     15: "GPU is lost",
+    16: "GPU requires restart",
     18: "Driver/library version mismatch",  # NVML_ERROR_LIB_RM_VERSION_MISMATCH, as nvidia-smi prints it
+    23: "Insufficient Resources",
+    25: "Argument version mismatch",
     999: "Unknown Error",
 }
 _LOCK = threading.Lock()
@@ -241,8 +246,19 @@ def nvmlDeviceGetMaxPcieLinkWidth(h: dict[str, Any]) -> int:
     return int(_override(h, "pcie_width_max", 16))
 
 
+def _in_order(h: dict[str, Any], name: str, value: Any) -> Any:
+    """A value given as a list is answered one element per call, in order (the last one repeats): a counter that
+    grows between two samples."""
+    if not isinstance(value, list):
+        return value
+    key = f"{h.get('uuid') or h.get('bus')}:{name}"
+    taken = _READINGS.get(key, 0)
+    _READINGS[key] = taken + 1
+    return value[min(taken, len(value) - 1)]
+
+
 def nvmlDeviceGetCurrentClocksEventReasons(h: dict[str, Any]) -> int:
-    return int(_override(h, "clock_events", 1))  # 0x1: GPU idle
+    return int(_in_order(h, "clock_events", _override(h, "clock_events", 1)))  # 0x1: GPU idle
 
 
 def nvmlDeviceGetCurrentClocksThrottleReasons(h: dict[str, Any]) -> int:
@@ -326,11 +342,146 @@ def nvmlDeviceGetMigDeviceHandleByIndex(h: dict[str, Any], index: int) -> dict[s
     return {**h, "uuid": f"MIG-{str(h.get('uuid', 'GPU-0'))[4:]}"}
 
 
+HGX_LINKS = [1] * 18  # an HGX H100's GPU: 18 NVLinks, all active
+
+
 def nvmlDeviceGetNvLinkState(h: dict[str, Any], link: int) -> int:
-    links = _override(h, "nvlinks", None)
+    links = _override(h, "nvlinks", HGX_LINKS)
     if link >= len(links):
-        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
-    return int(links[link])
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)  # nvml.h: "if device or link is invalid"
+    value = links[link]
+    if isinstance(value, dict):  # one link answering with an error
+        raise NVMLError(int(value["nvml_error"]))
+    return int(value)
+
+
+_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc_data")  # nvmlNvLinkErrorCounter_t 0..4
+
+
+def nvmlDeviceGetNvLinkErrorCounter(h: dict[str, Any], link: int, counter: int) -> int:
+    links = _override(h, "nvlinks", HGX_LINKS)
+    if link >= len(links):
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    counts = (_gpu(h).get("nvlink_counters") or {}).get(str(link), {})
+    return int(_in_order(h, f"nvlink{link}.{counter}", counts.get(_COUNTERS[counter], 0)))
+
+
+class _Value(types.SimpleNamespace):
+    """c_nvmlValue_t's union: every member holds the value."""
+
+
+def nvmlDeviceGetFieldValues(h: dict[str, Any], ids: list[Any]) -> list[Any]:
+    """Each field from the GPU's "fields" (by id, or "id:scope"; a list answers in order, {"nvml_error": n} fails
+    that entry); NVML_FI_DEV_NVLINK_LINK_COUNT (91) is the length of its "nvlinks", the recovery action (230) None;
+    any other field answers NOT_SUPPORTED in its entry, as NVML does."""
+    gpu = _gpu(h)
+    given = gpu.get("fields") or {}
+    out = []
+    for fid in ids:
+        field_id, scope = fid if isinstance(fid, tuple) else (fid, 0)
+        key = f"{field_id}:{scope}" if isinstance(fid, tuple) else str(field_id)
+        defaults = {
+            "91": len(gpu.get("nvlinks") or HGX_LINKS) if gpu.get("nvlinks", 0) is not None else 0,
+            "230": 0,
+        }
+        value = given.get(key, defaults.get(key))
+        rc, number = 0, 0
+        if value is None:
+            rc = NVML_ERROR_NOT_SUPPORTED
+        elif isinstance(value, dict):
+            rc = int(value["nvml_error"])
+        else:
+            number = int(_in_order(h, f"field{key}", value))
+        member = _Value(
+            dVal=float(number),
+            uiVal=number,
+            ulVal=number,
+            ullVal=number,
+            sllVal=number,
+            siVal=number,
+            usVal=number,
+        )
+        out.append(
+            types.SimpleNamespace(fieldId=field_id, scopeId=scope, nvmlReturn=rc, valueType=3, value=member)
+        )
+    return out
+
+
+# NVML_GPU_FABRIC_STATE_COMPLETED with status success, the health an H100 on 580 reports (none: mask 0)
+HGX_FABRIC = {"state": 3, "status": 0, "health_mask": 0, "health_summary": 0}
+
+
+def _fill_fabric(h: dict[str, Any], info: Any, versioned: bool) -> None:
+    fabric = _override(h, "fabric", HGX_FABRIC)
+    struct = info._obj  # ctypes.byref(...) as the bindings pass it
+    if versioned:
+        version = struct.version >> 24
+        if version > int(fabric.get("max_version", 3)):
+            raise NVMLError(25)  # NVML_ERROR_ARGUMENT_VERSION_MISMATCH: a driver older than the structure
+    struct.state = int(fabric["state"])
+    struct.status = int(fabric.get("status", 0))
+    struct.cliqueId = int(fabric.get("clique_id", 0))
+    if versioned:
+        struct.healthMask = int(fabric.get("health_mask", 0))
+        if hasattr(struct, "healthSummary"):
+            struct.healthSummary = int(fabric.get("health_summary", 0))
+
+
+def nvmlDeviceGetGpuFabricInfoV(h: dict[str, Any], info: Any) -> int:
+    _fill_fabric(h, info, versioned=True)
+    return 0
+
+
+def nvmlDeviceGetGpuFabricInfo(h: dict[str, Any], info: Any) -> int:
+    _fill_fabric(h, info, versioned=False)
+    return 0
+
+
+def nvmlDeviceGetVirtualizationMode(h: dict[str, Any]) -> int:
+    return int(_override(h, "virtualization_mode", 0))  # NVML_GPU_VIRTUALIZATION_MODE_NONE: bare metal
+
+
+def nvmlDeviceGetGridLicensableFeatures_v4(h: dict[str, Any]) -> Any:
+    """From "vgpu_license": {"supported": bool, "features": [{"code", "product", "enabled", "licensed"}]}."""
+    lic = _override(h, "vgpu_license", {"supported": False, "features": []})
+    features = [
+        types.SimpleNamespace(
+            featureCode=int(f.get("code", 4)),
+            productName=_text(f.get("product", "NVIDIA Virtual Compute Server")),
+            featureEnabled=int(bool(f.get("enabled"))),
+            featureState=int(bool(f.get("licensed"))),
+            licenseExpiry=types.SimpleNamespace(status=int(f.get("expiry_status", 2))),
+        )
+        for f in lic["features"]
+    ]
+    return types.SimpleNamespace(
+        isGridLicenseSupported=int(bool(lic["supported"])),
+        licensableFeaturesCount=len(features),
+        gridLicensableFeatures=features,
+    )
+
+
+def nvmlDeviceValidateInforom(h: dict[str, Any]) -> None:
+    if _override(h, "inforom", "valid") == "corrupt":
+        raise NVMLError(14)  # NVML_ERROR_CORRUPTED_INFOROM
+
+
+def nvmlDeviceGetRepairStatus(h: dict[str, Any]) -> tuple[int, int]:
+    channel, tpc = _override(h, "repair_pending", [0, 0])
+    return int(channel), int(tpc)
+
+
+class nvmlPciInfo_t(types.SimpleNamespace):
+    """The PCI-info structure nvmlDeviceQueryDrainState takes (busId as bytes)."""
+
+    busId = b""
+
+
+def nvmlDeviceQueryDrainState(info: Any) -> int:
+    """NVML_FEATURE_ENABLED (1) for a GPU the state lists under "drained" (PCI addresses as sysfs writes them)."""
+    bus = info.busId.decode() if isinstance(info.busId, bytes) else str(info.busId)
+    wanted = bus.lower()[4:] if len(bus.split(":")[0]) == 8 else bus.lower()
+    return int(any(str(d).lower() == wanted for d in _state().get("drained", [])))
 
 
 def _lacking() -> list[str]:
