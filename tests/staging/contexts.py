@@ -40,6 +40,11 @@ XID13 = (
     "NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, "
     "TPC 7, SM 0): Illegal Instruction Parameter"
 )
+# The forum thread of XID120 in tests/checks/gpu_health/test_gpu_health.py (NVIDIA developer forums, RTX PRO 6000
+# Blackwell), re-addressed to GPU 3 (0000:5d:00) here: the driver asked for a GPU reset.
+XID154 = (
+    "NVRM: Xid (PCI:0000:5d:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"
+)
 # A job holding a GPU as PyTorch's caching allocator leaves it: ~78 of 80 GiB in use by one python process.
 JOB = {"processes": [{"pid": 4242, "used_mib": 79000}], "memory_used_mib": 79500}
 
@@ -350,6 +355,137 @@ CASES: tuple[Case, ...] = (
         NPD,
         0,
         statuses={"node.cuda_driver": "pass", "gpu.health": "pass"},
+    ),
+    # NVML's health surface (probe.nvml_health): each node state with the deployment that must see it, and a twin.
+    Case(
+        "whole node, NVLink fabric registration not started (fabric manager down)",
+        Node(eight_gpus(**{f"g{i}": {"nvml": {"fabric": {"state": 1}}} for i in range(8)}), kmsg=BOOT),
+        HOST,
+        1,
+        codes={"gpu.health": "gpu.fabric_not_started"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "whole node, fabric completed with an error status (Insufficient Resources)",
+        Node(eight_gpus(g2={"nvml": {"fabric": {"state": 3, "status": 23}}}), kmsg=BOOT),
+        ("--for", "health", "--expect-gpus", "8"),
+        1,
+        codes={"gpu.health": "gpu.fabric_failed"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "whole node, two NVLinks of GPU 2 down, no profile given",
+        Node(eight_gpus(g2={"nvml": {"nvlinks": [1, 1, 1, 0] + [1] * 13 + [0]}}), kmsg=BOOT),
+        ("--for", "prolog"),
+        1,
+        codes={"gpu.health": "gpu.nvlink_down"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "PCIe node without NVLink bridges (no NVSwitch, no fabric, every link inactive)",
+        Node(
+            eight_gpus(**{f"g{i}": {"nvml": {"fabric": None, "nvlinks": [0] * 12}} for i in range(8)}),
+            nvswitches=0,
+            kmsg=BOOT,
+        ),
+        ("--for", "prolog"),
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "container given GPU 3 (toolkit), its NVLinks all down on an NVSwitch board",
+        Node(eight_gpus(g3={"nvml": {"nvlinks": [0] * 18}}), given=(3,), how="toolkit", kmsg=BOOT),
+        (*IN_POD, "gpu.health", "--expect-gpus", "1"),
+        10,  # preflight: a node fault is exit 10 (the pod's node is broken)
+        codes={"gpu.health": "gpu.nvlink_down"},
+        twin_of="container given GPU 3 (toolkit), healthy",
+    ),
+    Case(
+        "whole node, NVML's recovery action on GPU 4 is Drain and Reset",
+        Node(eight_gpus(g4={"nvml": {"fields": {"230": 4}}}), kmsg=BOOT),
+        NPD,
+        1,
+        codes={"gpu.health": "gpu.recovery_action"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "whole node, the log's Xid 154 asked for a reset, NVML's action now None (reset since)",
+        Node(eight_gpus(), kmsg=kmsg(NVLINK_START, LOAD, XID154)),
+        HOST,
+        0,
+        statuses={"gpu.health": "pass"},
+        twin_of="whole node, NVML's recovery action on GPU 4 is Drain and Reset",
+    ),
+    Case(
+        "vGPU guest, the licence not acquired",
+        Node(
+            eight_gpus(
+                g0={
+                    "nvml": {
+                        "virtualization_mode": 2,
+                        "vgpu_license": {
+                            "supported": True,
+                            "features": [{"enabled": True, "licensed": False}],
+                        },
+                    }
+                }
+            ),
+            given=(0,),
+            how="toolkit",
+            nvswitches=0,
+            kmsg=BOOT,
+        ),
+        (*IN_POD, "gpu.health", "--expect-gpus", "1"),
+        10,  # preflight: a node fault is exit 10 (the pod's node is broken)
+        codes={"gpu.health": "gpu.vgpu_unlicensed"},
+        twin_of="vGPU guest, licensed",
+    ),
+    Case(
+        "vGPU guest, licensed",
+        Node(
+            eight_gpus(
+                g0={
+                    "nvml": {
+                        "virtualization_mode": 2,
+                        "vgpu_license": {
+                            "supported": True,
+                            "features": [{"enabled": True, "licensed": True}],
+                        },
+                    }
+                }
+            ),
+            given=(0,),
+            how="toolkit",
+            nvswitches=0,
+            kmsg=BOOT,
+        ),
+        (*IN_POD, "gpu.health", "--expect-gpus", "1"),
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "whole node, GPU 7 drained by the operator (NVML lists 7)",
+        Node(eight_gpus(g7={"nvml": {"drained": True}}), kmsg=BOOT),
+        ("--for", "prolog"),
+        0,
+        statuses={"gpu.health": "pass"},
+        twin_of="whole node, a GPU lost while idle (NVML: GPU is lost)",
+    ),
+    Case(
+        "health check beside a job, a slowdown seen once (a clock change), not again",
+        Node(eight_gpus(**_busy(), g5={"nvml": {"clock_events": [0x8, 0x0]}}), kmsg=BOOT),
+        ("--for", "health", "--expect-gpus", "8"),
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "health check beside a job, a HW thermal slowdown that holds",
+        Node(eight_gpus(**_busy(), g5={"nvml": {"clock_events": 0x48, "temperature_c": 93}}), kmsg=BOOT),
+        ("--for", "health", "--expect-gpus", "8"),
+        0,
+        codes={"gpu.health": "gpu.clocks_slowdown"},
+        statuses={"gpu.health": "warn"},
+        twin_of="health check beside a job, a slowdown seen once (a clock change), not again",
     ),
     Case(
         "node agent with NVIDIA_DRIVER_CAPABILITIES=utility (no libcuda, no /dev/nvidia-uvm)",

@@ -98,6 +98,7 @@ class Node:
     )
     libcuda: bool = True  # False: no libcuda.so.1 in the process (NVIDIA_DRIVER_CAPABILITIES without compute)
     uvm: bool = True  # False: no /dev/nvidia-uvm (the toolkit injects it only with the compute capability)
+    nvswitches: int = 4  # an HGX H100 baseboard's NVSwitches, on the PCI bus as NVIDIA bridges (class 0x0680)
 
     def with_(self, **changes: Any) -> Node:
         """A copy with some fields changed."""
@@ -145,6 +146,11 @@ class Staged:
                 g.bound and not (pci / g.bus / "driver").is_symlink()
             ):  # sysfs: a link to /sys/bus/pci/drivers/<name>
                 (pci / g.bus / "driver").symlink_to(f"../../../bus/pci/drivers/{g.bound}")
+        for n in range(node.nvswitches):
+            switch = pci / f"0000:{0x05 + n:02x}:00.0"
+            switch.mkdir(exist_ok=True)
+            (switch / "vendor").write_text("0x10de\n")
+            (switch / "class").write_text("0x068000\n")
         audio = pci / (node.gpus[0].bus[:-1] + "1")  # the GPU's audio function: NVIDIA, but not a GPU
         audio.mkdir(exist_ok=True)
         (audio / "vendor").write_text("0x10de\n")
@@ -184,6 +190,8 @@ class Staged:
                     "init_hang": node.nvml_init_hang,
                     **({"init": {"nvml_error": node.nvml_init_code}} if node.nvml_init_code else {}),
                     "gpus": gpus,
+                    # GPUs an operator drained (nvmlDeviceModifyDrainState): NVML lists them no more
+                    "drained": [g["bus"] for g in gpus if g.get("drained")],
                 }
             )
         )

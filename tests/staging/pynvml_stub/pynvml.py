@@ -82,11 +82,14 @@ def _state() -> dict[str, Any]:
 
 def _visible() -> list[dict[str, Any]]:
     state = _state()
+    listed = [
+        g for g in state["gpus"] if not g.get("drained")
+    ]  # nvml.h: a drained GPU is seen by no new process
     if (
         state.get("device_nodes", True) is False
     ):  # in-process use: every GPU of the state, whatever /dev holds
-        return list(state["gpus"])
-    return [g for g in state["gpus"] if os.access(f"/dev/nvidia{g['minor']}", os.R_OK | os.W_OK)]
+        return listed
+    return [g for g in listed if os.access(f"/dev/nvidia{g['minor']}", os.R_OK | os.W_OK)]
 
 
 def _raise_if_error(value: Any) -> Any:
