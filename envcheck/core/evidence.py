@@ -36,3 +36,4 @@ class Source:
     rule: str
     tests: tuple[str, ...]
     qualifies: str = ""
+    key: str = ""  # the word its tests name it by (a captured field), where they name no code of it

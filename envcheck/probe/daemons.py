@@ -11,7 +11,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.probe.gpu_access import host_pid_namespace
+from envcheck.probe.system import host_pid_namespace
 
 
 @dataclass(frozen=True)

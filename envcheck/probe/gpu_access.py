@@ -23,15 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from envcheck.probe.daemons import PERSISTENCED, daemon_state
 from envcheck.probe.pci import bus_key
-from envcheck.probe.system import in_container
+from envcheck.probe.system import host_pid_namespace, in_container
 
 DEV = "/dev"
 PROC_NVIDIA = "/proc/driver/nvidia"
 MOUNTINFO = "/proc/self/mountinfo"
-# nvidia-persistenced's socket (its --help: "/var/run/nvidia-persistenced/socket"); /var/run is /run on current
-# distributions. Present while the daemon keeps every GPU initialised between clients.
-PERSISTENCED = ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket")
 _MINOR = re.compile(r"^Device Minor:\s*(\d+)", re.M)
 _UUID = re.compile(r"^GPU UUID:\s*(\S+)", re.M)
 _MODEL = re.compile(r"^Model:\s*(.+?)\s*$", re.M)
@@ -113,16 +111,6 @@ def proc_view(proc: str = PROC_NVIDIA, mountinfo: str = MOUNTINFO) -> str:
     return "host"
 
 
-def host_pid_namespace() -> bool:
-    """True when this process sees the host's processes (kthreadd is pid 2 only in the initial PID namespace):
-    only then does NVML's process list show every process on a GPU."""
-    try:
-        with open("/proc/2/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip() == "kthreadd"
-    except OSError:
-        return False
-
-
 def read_access(dev: str = DEV, proc: str = PROC_NVIDIA, mountinfo: str = MOUNTINFO) -> dict[str, Any]:
     """Every fact `allocation()` reads, as JSON-able data (a bundle section can replay it)."""
     contained = in_container()
@@ -136,7 +124,8 @@ def read_access(dev: str = DEV, proc: str = PROC_NVIDIA, mountinfo: str = MOUNTI
         "driver_capabilities": os.environ.get("NVIDIA_DRIVER_CAPABILITIES"),
         "in_container": contained is True,
         "host_pid_namespace": host_pid_namespace(),
-        "persistenced": any(os.path.exists(p) for p in PERSISTENCED),
+        # alive by its process or a socket that accepts (probe.daemons), not by a socket file a dead daemon left
+        "persistenced": daemon_state(PERSISTENCED)["alive"] is True,
     }
 
 

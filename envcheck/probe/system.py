@@ -97,6 +97,17 @@ def nvidia_device_nodes(dev: str = "/dev") -> list[str]:
         return []
 
 
+def host_pid_namespace() -> bool:
+    """True when this process sees the host's processes (kthreadd is pid 2 only in the initial PID namespace):
+    only then does NVML's process list show every process on a GPU, and a daemon's absence from /proc mean it is
+    not running."""
+    try:
+        with open("/proc/2/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip() == "kthreadd"
+    except OSError:
+        return False
+
+
 def in_container() -> bool | dict[str, str]:
     """Whether this process runs inside a container (docker, podman, containerd, kubernetes).
 

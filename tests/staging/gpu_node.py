@@ -8,8 +8,9 @@ What is staged (nothing outside the namespace sees it), and only because it cann
 - /proc/driver/nvidia: a tmpfs with `version` and `gpus/<bus>/information` for every GPU the driver took, as the
   host's procfs lists them; in a toolkit container a second tmpfs mounted exactly there with the given GPUs only
   (libnvidia-container's mount_procfs/mount_procfs_gpu);
+- /sys/module: the driver's modules (nvidia, nvidia_uvm, nvidia_modeset), each with initstate "live", or none;
 - /dev/kmsg: a regular file of kernel-log records (`prio,seq,usec,-;text`), or none at all;
-- /run: a tmpfs (nvidia-persistenced's socket when persistence is on, /run/.containerenv in a container, the
+- /run: a tmpfs (nvidia-persistenced's socket, listened on, when persistence is on, /run/.containerenv in a container, the
   stand-ins' record of who holds the GPUs initialised);
 - the driver's libraries: tests/staging/libcuda.py (C) on LD_LIBRARY_PATH and tests/staging/pynvml_stub on
   PYTHONPATH, both answering from this node's state with CUDA's and NVML's real codes.
@@ -170,6 +171,10 @@ class Staged:
                     f"Bus Location: \t {g.bus}\nDevice Minor: \t {g.minor}\nGPU Excluded:\t No\n"
                 )
         (f / "kmsg").write_text("".join(line + "\n" for line in node.kmsg or []))
+        for name in ("nvidia", "nvidia_uvm", "nvidia_modeset") if node.driver else ():
+            (f / "modules" / name).mkdir(parents=True, exist_ok=True)
+            (f / "modules" / name / "initstate").write_text("live\n")
+        (f / "modules").mkdir(exist_ok=True)
         gpus = []
         for g in node.gpus:
             if g.in_driver:
@@ -227,6 +232,8 @@ class Staged:
             "mkdir /dev/shm",
             "mount -t tmpfs envcheck-stage-shm /dev/shm",
             f"mount --bind {q(str(f / 'pci'))} /sys/bus/pci/devices",
+            # the kernel's module list (probe.modules reads /sys/module/<name>/initstate): the driver's modules
+            f"mount --bind {q(str(f / 'modules'))} /sys/module",
             "mount -t tmpfs envcheck-stage-run /run",
             "mkdir -p /run/stub-gpu-warm",
         ]
@@ -250,7 +257,18 @@ class Staged:
                     f"cp -r {q(str(f / 'proc-toolkit'))}/. /proc/driver/nvidia/",
                 ]
         if node.persistence and node.driver:
-            steps += ["mkdir /run/nvidia-persistenced", "touch /run/nvidia-persistenced/socket"]
+            # nvidia-persistenced's socket, listened on (a socket file alone would be a dead daemon's): a listener
+            # that dies with the process it precedes (PR_SET_PDEATHSIG), since the shell execs into it below
+            listen = (
+                "import ctypes, signal, socket; ctypes.CDLL(None).prctl(1, 9); "
+                "s = socket.socket(socket.AF_UNIX); s.bind('/run/nvidia-persistenced/socket'); s.listen(8); "
+                "signal.pause()"
+            )
+            steps += [
+                "mkdir /run/nvidia-persistenced",
+                f"{q(sys.executable)} -c {q(listen)} &",
+                "while [ ! -S /run/nvidia-persistenced/socket ]; do sleep 0.01; done",
+            ]
         if node.how in ("toolkit", "cdi"):
             steps.append("touch /run/.containerenv")
         if self.hides_container():

@@ -17,8 +17,8 @@ from envcheck.checks.cuda.verdict import cuda_available_verdict, cuda_devices_re
 from envcheck.core.check import CheckSpec, Context, Needs
 from envcheck.core.result import FaultClass, Result, failed, passed, skipped
 from envcheck.core.section import Section
-from envcheck.probe.gpu_access import host_pid_namespace
 from envcheck.probe.gpu_usage import foreign, holder, nvml_gpus, read_usage
+from envcheck.probe.system import host_pid_namespace
 from envcheck.reference.devices import pci_key
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).

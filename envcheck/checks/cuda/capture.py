@@ -19,6 +19,7 @@ from envcheck.checks.cuda.layers import IMPORT_FAILED
 from envcheck.core.errors import UsageError
 from envcheck.core.section import is_one_of, type_names
 from envcheck.probe.gpu_usage import nvml_gpus
+from envcheck.probe.modules import nvidia_modules
 from envcheck.probe.system import (
     driver_cuda_version,
     in_container,
@@ -53,6 +54,10 @@ OPTIONAL_CUDA_KEYS: dict[str, tuple[type | None, ...]] = {
     "nvml_gpus": (list, str),
     "device_access": (dict, None),  # {"nvidia0": "EPERM"}
     "char_symlinks_missing": (list, None),
+    "kernel_modules": (
+        dict,
+        str,
+    ),  # the kernel's NVIDIA modules by state (probe.modules), or why it cannot be read
 }
 
 
@@ -104,6 +109,7 @@ def capture_cuda() -> dict[str, Any]:
         driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"),
         libraries=loaded_libraries(),
         cu_init=None if isinstance(lib, str) or out["available"] else cu_init(lib),
+        kernel_modules=nvidia_modules(),
     )
     nvml = nvml_gpus()
     out.update(nvml_gpus=nvml, nvml_error=first_nvml_error(nvml))

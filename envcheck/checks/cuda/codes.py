@@ -7,6 +7,7 @@ import re
 
 from envcheck.checks.cuda.finding import CudaLayers, LayerFinding
 from envcheck.core.result import FaultClass
+from envcheck.probe.modules import module_loaded
 
 # CUDA driver errors as torch's warning shows them ("CUDA initialization: ... Error 802: system not yet
 # initialized"): the cause each code means on a host, its fix, and who must act.
@@ -80,13 +81,15 @@ def version_skew(layers: CudaLayers) -> tuple[str, str] | None:
     return (kernel.group(1), user) if kernel and user and kernel.group(1) != user else None
 
 
-def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
-    """Error 999's likely causes on the host, checked one by one: (cause, fix) for the first one found."""
+def unknown_error_cause(layers: CudaLayers) -> tuple[str, str, FaultClass | None] | None:
+    """Error 999's likely causes on the host, checked one by one: (cause, fix, the class when it is not the
+    code's own) for the first one found."""
     if "gpu is lost" in (layers.nvml_error or "").lower():
         return (
             f"NVML reports {layers.nvml_error}: the GPU has fallen off the bus (PCIe link or hardware fault)",
             "drain the node and reboot it (nvidia-smi shows 'GPU is lost'); check dmesg for Xid 79 and the "
             "GPU's seating, power and PCIe link",
+            None,
         )
     skew = version_skew(layers)
     if skew:
@@ -94,13 +97,41 @@ def unknown_error_cause(layers: CudaLayers) -> tuple[str, str] | None:
             f"the loaded kernel module is {skew[0]} (/proc/driver/nvidia/version) but libcuda is "
             f"{skew[1]}: the driver was upgraded without a reboot (or a stale libcuda is first on the path)",
             "reboot the host (or reload the nvidia modules) so the kernel module matches libcuda",
+            None,
         )
     if layers.device_nodes and "nvidia-uvm" not in layers.device_nodes:
-        return (
-            "/dev/nvidia-uvm is missing: the nvidia_uvm kernel module is not loaded (CUDA needs it)",
-            "on the host: modprobe nvidia-uvm (or nvidia-modprobe -u -c0), then restart the container",
-        )
+        return uvm_missing(layers.kernel_modules, layers.in_container)
     return None
+
+
+def uvm_missing(modules: object, contained: bool) -> tuple[str, str, FaultClass | None]:
+    """(cause, fix, CONFIG where it is the container's) for a missing /dev/nvidia-uvm (CUDA needs it), from the kernel's own module list, which decides
+    whether nvidia_uvm is loaded: the node alone proves nothing (it is created on first use, nvidia-modprobe -u -c0;
+    'It's possible nvidia-uvm is not created by just loading the module', google/go-tpm-tools#925; a container is
+    given it only with the compute capability)."""
+    loaded = module_loaded(modules, "nvidia_uvm")
+    where = "this container was not given it" if contained else "the device node was never created"
+    if loaded is True:
+        return (
+            f"/dev/nvidia-uvm is missing, though the kernel lists nvidia_uvm as loaded: {where} (CUDA needs it)",
+            "run the container with NVIDIA_DRIVER_CAPABILITIES including compute (or --device /dev/nvidia-uvm)"
+            if contained
+            else "nvidia-modprobe -u -c0 (creates /dev/nvidia-uvm and /dev/nvidia-uvm-tools)",
+            FaultClass.CONFIG if contained else None,
+        )
+    if loaded is False:
+        return (
+            "/dev/nvidia-uvm is missing and the kernel lists no nvidia_uvm module: it is not loaded (CUDA "
+            "needs it)",
+            "on the host: modprobe nvidia-uvm (or nvidia-modprobe -u -c0)"
+            + (", then restart the container" if contained else ""),
+            None,
+        )
+    return (
+        f"/dev/nvidia-uvm is missing (CUDA needs it); whether nvidia_uvm is loaded was not read ({modules})",
+        "on the host: lsmod | grep nvidia_uvm; modprobe nvidia-uvm (or nvidia-modprobe -u -c0)",
+        None,
+    )
 
 
 def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> LayerFinding | None:
@@ -117,6 +148,7 @@ def cuda_code_finding(error: str | None, layers: CudaLayers | None = None) -> La
             f"CUDA error {code} ({'unknown error' if code == 999 else 'driver combination'}): {cause[0]}"
         )
         fix = cause[1]
+        fault = cause[2] or fault
     elif code == 999 and layers:
         problem += (
             " (checked and ruled out: a GPU lost in NVML, kernel module vs libcuda version"

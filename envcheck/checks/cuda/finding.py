@@ -35,6 +35,9 @@ class CudaLayers:
     char_symlinks_missing: list[str] | None = (
         None  # host only: nodes without a /dev/char/<major>:<minor> link
     )
+    kernel_modules: dict[str, str] | str | None = (
+        None  # the kernel's NVIDIA modules (probe.modules), or why unread
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,12 +28,12 @@ _INIT_HINTS: dict[Any, str] = {
 
 
 def _module_hint(modules: dict[str, str] | str) -> str:
-    """NVML's 'Driver Not Loaded' beside what the kernel itself lists (/proc/modules), which decides."""
+    """NVML's 'Driver Not Loaded' beside what the kernel itself lists (/sys/module, /proc/modules), which decides."""
     if isinstance(modules, str):
         return f" (whether the nvidia module is loaded: {modules})"
     if "nvidia" not in modules:
-        return " (/proc/modules lists no nvidia module)"
-    return f" (yet /proc/modules lists the nvidia module, {modules['nvidia']}: NVML cannot reach it)"
+        return " (the kernel lists no nvidia module)"
+    return f" (yet the kernel lists the nvidia module, {modules['nvidia']}: NVML cannot reach it)"
 
 
 # nvmlClocksEventReason* bits that may mean a fault (nvml.h): HW slowdown 0x8, HW thermal 0x40, HW power brake 0x80.

@@ -17,6 +17,7 @@ from envcheck.checks.gpu_health.driver_findings import quiet as passed_through
 from envcheck.checks.gpu_health.node import GpuFinding
 from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.result import FaultClass
+from envcheck.probe.modules import module_loaded
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 API_MISMATCH = "driver.api_mismatch"
@@ -160,16 +161,24 @@ def nvml_down_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
             )
         ]
     code = data.get("nvml_code")
-    if (
+    # The kernel's own module list decides "not loaded"; NVML's code 9 and a missing /proc/driver/nvidia are proxies
+    # that a module loaded but unreachable (a container, a broken procfs) also shows.
+    loaded = module_loaded(data.get("modules"), "nvidia")
+    if loaded is not True and (
         code == NOT_LOADED_CODE
         or any(w in nvml for w in _NOT_LOADED_WORDS)
         or (not nodes and access.get("proc_view") == "absent")
     ):
         if bus and not contained:
+            said = (
+                "the kernel lists no nvidia module"
+                if loaded is False
+                else f"{nvml or 'no /proc/driver/nvidia'}; the kernel's module list was not read"
+            )
             return [
                 _node(
                     f"the nvidia kernel module is not loaded, but {len(bus)} NVIDIA GPU(s) are on the PCI bus "
-                    f"({', '.join(bus[:4])}{', ...' if len(bus) > 4 else ''}): {nvml or 'no /proc/driver/nvidia'}",
+                    f"({', '.join(bus[:4])}{', ...' if len(bus) > 4 else ''}): {said}",
                     NOT_LOADED_FIX,
                     NOT_LOADED,
                 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.checks.cuda.codes import CUDA_CODES
+from envcheck.checks.cuda.codes import CUDA_CODES, uvm_missing
 from envcheck.checks.cuda.live_errors import GPU_UNUSABLE
 from envcheck.checks.node.config_causes import libcuda_cause, no_device_cause, no_gpu_given, uvm_cause
 from envcheck.core.findings import Finding
@@ -156,8 +156,10 @@ def verdict(data: Mapping[str, Any], budget_s: float = CUDA_BUDGET_S) -> Result:
         if cause:
             return _config(cause, measured, said)
         if code == UNKNOWN and "nvidia-uvm" not in dev:
-            problem += "; /dev/nvidia-uvm is missing: the nvidia_uvm module is not loaded"
-            fix = "modprobe nvidia-uvm (or nvidia-modprobe -u -c0); " + fix
+            uvm, uvm_fix, uvm_class = uvm_missing(data.get("modules"), access.get("in_container") is True)
+            problem += f"; {uvm}"
+            fix = f"{uvm_fix}; {fix}"
+            fault = uvm_class or fault
         if code == NO_DEVICE:
             visible = access.get("cuda_visible_devices")
             seen = (

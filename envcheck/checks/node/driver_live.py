@@ -10,6 +10,7 @@ from envcheck.probe.cuda_driver import CUDA_BUDGET_S, probe
 from envcheck.probe.gpu_access import allocation, read_access
 from envcheck.probe.gpu_usage import foreign, nvml_gpus, read_usage
 from envcheck.probe.hang import stuck_in_kernel
+from envcheck.probe.modules import nvidia_modules
 from envcheck.probe.node_state import count_overrun
 from envcheck.probe.nvml import NVML_BUDGET_S, init_budget, warmup
 from envcheck.probe.pci import pci_gpus
@@ -42,6 +43,7 @@ def cuda_driver(ctx: Context) -> Result:
     data = probe(budget, skip=skip)
     data["usage"] = usage
     data["access"] = read_access()
+    data["modules"] = nvidia_modules()
     done = data.get("done")
     if isinstance(done, dict) and (done.get("init") or not done.get("gpus")):  # why CUDA sees no GPU: MIG?
         data["nvml"] = nvml_gpus(min(NVML_BUDGET_S, max(1.0, budget))) if probe_nvml() else None

@@ -97,16 +97,59 @@ def test_999_names_a_driver_upgraded_without_reboot() -> None:
     assert "reboot" in found[0]["fix"]
 
 
-def test_999_names_a_missing_nvidia_uvm() -> None:
-    """Staged: versions agree, but /dev/nvidia-uvm is absent (nvidia_uvm not loaded)."""
+# The kernel's module list decides whether nvidia_uvm is loaded; the missing node alone does not ("It's possible nvidia-uvm is
+# not created by just loading the module", google/go-tpm-tools#925; bvaisvil/zenith#79: /dev/nvidia-uvm "is sometimes
+# not present if no app has been used that uses those APIs").
+UVM_LOADED = {"nvidia": "Live", "nvidia_uvm": "Live"}
+
+
+@pytest.mark.parametrize(
+    "modules, contained, words, fix, fault",
+    [
+        (
+            {"nvidia": "Live"},
+            False,
+            "the kernel lists no nvidia_uvm module: it is not loaded",
+            "modprobe",
+            "node",
+        ),
+        (
+            UVM_LOADED,
+            False,
+            "lists nvidia_uvm as loaded: the device node was never created",
+            "nvidia-modprobe -u",
+            "node",
+        ),
+        (
+            UVM_LOADED,
+            True,
+            "lists nvidia_uvm as loaded: this container was not given it",
+            "compute",
+            "config",
+        ),
+        (
+            "neither /sys/module nor /proc/modules cannot be read",
+            False,
+            "whether nvidia_uvm is loaded was not read",
+            "lsmod",
+            "node",
+        ),
+    ],
+)
+def test_999_names_a_missing_nvidia_uvm_by_what_the_kernel_lists(
+    modules: object, contained: bool, words: str, fix: str, fault: str
+) -> None:
+    """Staged: versions agree, /dev/nvidia-uvm is absent; the kernel's module list says why."""
     found = _replay(
         torch_error=E999,
         device_nodes=["nvidia0", "nvidiactl"],
         proc_driver_version=PROC_VERSION.format(v="580.159.04"),
         libraries=[LIBCUDA.format(v="580.159.04")],
+        kernel_modules=modules,
+        in_container=contained,
     )
-    assert "/dev/nvidia-uvm is missing" in found[0]["problem"] and "modprobe nvidia-uvm" in found[0]["fix"]
-    assert found[0]["fault_class"] == "node"
+    assert "/dev/nvidia-uvm is missing" in found[0]["problem"] and words in found[0]["problem"]
+    assert fix in found[0]["fix"] and found[0]["fault_class"] == fault
 
 
 # https://github.com/JosephKJ/OWOD/issues/81: nvidia-smi "Unable to determine the device handle for GPU
