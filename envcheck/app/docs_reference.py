@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from envcheck.app.docs_codes import codes_page
+from envcheck.app.docs_evidence import evidence_page
 from envcheck.app.docs_markdown import HEADER, _anchor, _table, _text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,6 +190,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "matrix.md": matrix_page,
     "codes.md": codes_page,
     "contents.md": contents_page,
+    "evidence.md": evidence_page,
 }
 
 

@@ -13,8 +13,9 @@ from envcheck.probe.modules import module_loaded
 # initialized"): the cause each code means on a host, its fix, and who must act.
 CUDA_CODES: dict[int, tuple[str, str, FaultClass]] = {
     802: (
-        "CUDA error 802 (system not yet initialized): on NVSwitch systems (HGX/DGX) nvidia-fabricmanager is not "
-        "running, or its version differs from the driver's",
+        "CUDA error 802 (system not yet initialized): on NVSwitch systems (HGX/DGX) the GPUs' NVLink fabric "
+        "registration is not complete (the fabric manager not running, still training, or of another version than "
+        "the driver; gpu.health reads the fabric state and the daemon)",
         "on the host: systemctl enable --now nvidia-fabricmanager, with the fabricmanager package of exactly the "
         "driver's version (nvidia-smi -q | grep -i fabric shows the state)",
         FaultClass.NODE,

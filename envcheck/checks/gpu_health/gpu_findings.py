@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.gpu_health import fabric_findings, state_findings
+from envcheck.checks.gpu_health import clock_findings, fabric_findings, state_findings
+from envcheck.checks.gpu_health.clock_findings import GPU_IDLE
 from envcheck.checks.gpu_health.node import GPU_LOST, PERSISTENCE_FIX, GpuFinding
 from envcheck.checks.gpu_health.xid import XidMeaning, escalated, meaning_of, pci_key
 from envcheck.core.result import FaultClass
@@ -21,18 +22,7 @@ ROW_REMAP_FAILED = "gpu.row_remap_failed"
 ROW_REMAP_PENDING = "gpu.row_remap_pending"
 RETIREMENT_PENDING = "gpu.retirement_pending"
 PCIE_DEGRADED = "gpu.pcie_degraded"
-CLOCKS_SLOWDOWN = "gpu.clocks_slowdown"
 
-# nvmlClocksEventReason* bits (nvml.h; the deprecated ClocksThrottleReason* bits have the same values).
-GPU_IDLE = 0x1
-HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x8, 0x20, 0x40, 0x80
-# Only these warn: idle, application clocks, SW power cap and sync boost are normal operation.
-SLOWDOWNS = {
-    HW_THERMAL: "HW thermal slowdown",
-    HW_POWER_BRAKE: "HW power brake slowdown",
-    SW_THERMAL: "SW thermal slowdown",
-    HW_SLOWDOWN: "HW slowdown",
-}
 LOST = ("GPU is lost", "GPU requires restart")  # NVML errors that are the GPU's own state, not the query's
 RESET = "nvidia-smi -r -i {i} (GPU reset)"
 LOST_FIX = f"drain; {RESET} or reboot the node; RMA if it recurs"
@@ -241,27 +231,9 @@ def gpu_findings(
             PCIE_FIX,
             PCIE_DEGRADED,
         )
-    slowdown = sustained_slowdowns(gpu)
-    if slowdown:
-        temp = _int(gpu.get("temperature_c"))
-        names = [SLOWDOWNS[bit] for bit in slowdown]
-        thermal = bool({HW_THERMAL, SW_THERMAL} & set(slowdown))
-        fix = (
-            "check cooling: fans, airflow, inlet temperature (nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i {i})"
-            if thermal
-            else "the chassis asserted power brake: check the PSUs and power delivery "
-            "(nvidia-smi -q -d POWER,PERFORMANCE -i {i})"
-            if HW_POWER_BRAKE in slowdown
-            else "nvidia-smi -q -d PERFORMANCE -i {i} names the cause; check cooling and power delivery"
-        )
-        window = as_dict(gpu.get("slowdown")).get("window_s")
-        held = f" through a {window:.1f} s window" if isinstance(window, (int, float)) else ""
-        add(
-            4,
-            f"clocks held down by {', '.join(names)}{held}" + (f" at {temp} C" if temp is not None else ""),
-            fix,
-            CLOCKS_SLOWDOWN,
-        )
+    slow = clock_findings.slowdown(gpu)
+    if slow is not None:
+        add(4, slow[0], slow[1], clock_findings.CLOCKS_SLOWDOWN)
     if gpu.get("persistence") is False:
         add(
             5,
@@ -271,35 +243,6 @@ def gpu_findings(
             PERSISTENCE_OFF,
         )
     return out
-
-
-# The slowdowns' cumulative-duration fields (probe.nvml_health.FI_SLOWDOWN_NS) by reason bit; HW slowdown has none.
-_DURATION = {SW_THERMAL: "sw_thermal", HW_THERMAL: "hw_thermal", HW_POWER_BRAKE: "hw_power_brake"}
-
-
-def sustained_slowdowns(gpu: Mapping[str, Any]) -> list[int]:
-    """The slowdown reasons that held through capture's second sample: still set after the window, or whose
-    cumulative duration grew in it. One sample is not enough: nvml.h says HW slowdown 'may be also reported during
-    PState or clock change'."""
-    first = _int(gpu.get("clock_events"))
-    second = as_dict(gpu.get("slowdown"))
-    if not first or not second:
-        return []
-    again = _int(second.get("events_again")) or 0
-    before, after = as_dict(second.get("ns_before")), as_dict(second.get("ns_after"))
-    held = []
-    for bit in SLOWDOWNS:
-        if not first & bit:
-            continue
-        name = _DURATION.get(bit)
-        grew = (
-            name is not None
-            and _int(after.get(name)) is not None
-            and (after[name] or 0) > (before.get(name) or 0)
-        )
-        if again & bit or grew:
-            held.append(bit)
-    return held
 
 
 def busy(gpus: Sequence[Mapping[str, Any]]) -> list[str]:

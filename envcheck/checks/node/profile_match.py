@@ -1,6 +1,5 @@
-"""node.profile: this node is the node type its profile says (GPU model and count, driver floor, PCIe link, NVLinks
-up), read from NVML (probe.nvml.read_nvml, budgeted) and the PCI bus (probe.pci), without torch. A mismatch is
-named with a stable code; a missing GPU by the PCI address the bus still shows."""
+"""node.profile: the node is the type its profile says (GPU model and count, driver floor, PCIe link, NVLinks up), from
+NVML (budgeted) and the PCI bus, without torch; a mismatch has a stable code, a missing GPU its bus address."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from envcheck.checks.dcgm import CONFIG as DCGM_CONFIG
 from envcheck.checks.dcgm import HOSTENGINE_DOWN, HOSTENGINE_HANG, NO_RESULT
+from envcheck.checks.gpu_health import clock_findings as clock
 from envcheck.checks.gpu_health import driver_causes as driver
 from envcheck.checks.gpu_health import fabric_findings as fabric
 from envcheck.checks.gpu_health import gpu_findings as gpu
@@ -49,7 +50,7 @@ _GPU = [
         "reseat the GPU and its riser; lspci -vv -s <pci> | grep -E 'LnkCap|LnkSta'",
     ),
     Code(
-        gpu.CLOCKS_SLOWDOWN,
+        clock.CLOCKS_SLOWDOWN,
         "clocks held down by a thermal, power-brake or HW slowdown through a second sample (NVML's clock events "
         "and their cumulative durations): a warning",
         NODE,

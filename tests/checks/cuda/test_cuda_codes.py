@@ -71,7 +71,12 @@ def _replay(**cuda: Any) -> list[Any]:
 @pytest.mark.parametrize(
     "text, problem, fix, fault",
     [
-        (E802, "nvidia-fabricmanager is not running", "systemctl enable --now nvidia-fabricmanager", "node"),
+        (
+            E802,
+            "NVLink fabric registration is not complete",
+            "systemctl enable --now nvidia-fabricmanager",
+            "node",
+        ),
         (E803, "the libcuda in use is not the kernel driver's", "/proc/driver/nvidia/version", "node"),
         (E804, "a cuda-compat libcuda is in use", "drop the forward-compat libcuda", "image"),
     ],

@@ -1,21 +1,20 @@
-"""What gpu.health reads on a node, source by source (envcheck.core.evidence): each NVML query, each file under /proc,
-/sys and /dev, each daemon; the kernel log's catalogues are declared beside their parsers (log_evidence)."""
+"""What gpu.health reads of NVML, query by query (envcheck.core.evidence); host_sources declares the rest."""
 
 from __future__ import annotations
 
 from envcheck.checks.cuda.finding import CAPABILITIES, CONTAINER
-from envcheck.checks.gpu_health import driver_causes as causes
+from envcheck.checks.gpu_health import clock_findings as clock
 from envcheck.checks.gpu_health import fabric_findings as fabric
 from envcheck.checks.gpu_health import gpu_findings as gpu
 from envcheck.checks.gpu_health import node, nvml_down
 from envcheck.checks.gpu_health import state_findings as state
-from envcheck.checks.gpu_health.verdict import KERNEL_LOG_UNREADABLE
 from envcheck.core.evidence import Kind, Source
 
 NVML_H = "nvml.h (NVML 13.3.29, NVIDIA/go-nvml gen/nvml/nvml.h)"
 DCGM = "DCGM 4.6 modules/health/DcgmHealthWatch.cpp"
 HEALTH_TESTS = ("tests/checks/gpu_health/test_gpu_health.py",)
-SURFACE_TESTS = ("tests/checks/gpu_health/test_nvml_surface.py", "tests/cluster/test_shared_nodes.py")
+SURFACE = "tests/checks/gpu_health/test_nvml_surface.py"
+SURFACE_TESTS = (SURFACE, "tests/cluster/test_shared_nodes.py")
 NODE_TESTS = ("tests/cluster/test_shared_nodes.py",)
 
 
@@ -84,9 +83,9 @@ NVML_SOURCES: tuple[Source, ...] = (
         key="pcie_width",
     ),
     _nvml(
-        "nvmlDeviceGetCurrentClocksEventReasons (older: ...ClocksThrottleReasons) and fields 269-271",
+        "nvmlDeviceGetCurrentClocksEventReasons (older: nvmlDeviceGetCurrentClocksThrottleReasons), fields 269-271",
         "the clock-event reasons, sampled again after one second with the slowdowns' cumulative durations",
-        (gpu.CLOCKS_SLOWDOWN,),
+        (clock.CLOCKS_SLOWDOWN,),
         f"{NVML_H}: HW slowdown 'may be also reported during PState or clock change'; {DCGM} MonitorThermal and "
         "MonitorPower: violation time growing in the window WARN; gpud hw-slowdown: events in 6 of 10 minutes",
         (*HEALTH_TESTS, *SURFACE_TESTS),
@@ -123,7 +122,7 @@ NVML_SOURCES: tuple[Source, ...] = (
         (fabric.NVLINK_ERRORS,),
         f"{DCGM} MonitorNVLink4Fields (an error within the window FAILs; CRC at 100/s, DcgmGPUHardwareLimits.h) "
         "and MonitorNVLinkErrorFields (failed recoveries FAIL)",
-        SURFACE_TESTS,
+        (SURFACE,),
         key="nvlink_counters",
     ),
     _nvml(
@@ -148,7 +147,7 @@ NVML_SOURCES: tuple[Source, ...] = (
         "whether the InfoROM validates (NVML_ERROR_CORRUPTED_INFOROM 14)",
         (state.INFOROM_CORRUPT,),
         f"{DCGM} MonitorInforom: invalid WARN",
-        SURFACE_TESTS,
+        (SURFACE,),
         key="inforom",
     ),
     _nvml(
@@ -156,7 +155,7 @@ NVML_SOURCES: tuple[Source, ...] = (
         "channel and TPC repairs pending a GPU reset",
         (state.REPAIR_PENDING,),
         f"{NVML_H} nvmlRepairStatus_t (nvidia-ml-py 13.580 and newer)",
-        SURFACE_TESTS,
+        (SURFACE,),
         key="repair_pending",
     ),
     _nvml(
@@ -169,13 +168,36 @@ NVML_SOURCES: tuple[Source, ...] = (
         key="drained",
     ),
     _nvml(
-        "nvmlDeviceGetComputeRunningProcesses / GetGraphicsRunningProcesses / GetMemoryInfo / GetComputeMode",
+        "nvmlDeviceGetComputeRunningProcesses, nvmlDeviceGetGraphicsRunningProcesses, nvmlDeviceGetMemoryInfo, "
+        "nvmlDeviceGetComputeMode",
         "who holds each GPU and how much of its memory",
         (),
         "a GPU busy with another job is not a fault (probe.gpu_usage)",
         (*HEALTH_TESTS, *NODE_TESTS),
         qualifies=f"{gpu.PCIE_DEGRADED} (a slow link counts only under load), node.cuda_driver's busy GPUs",
         key="processes",
+    ),
+    _nvml(
+        "nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion, nvmlDeviceGetName, nvmlDeviceGetUUID, "
+        "nvmlDeviceGetPciInfo, nvmlDeviceGetHandleByUUID, nvmlDeviceGetCudaComputeCapability, "
+        "nvmlDeviceGetTemperature, nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex",
+        "each GPU's identity (name, UUID, PCI address, compute capability, MIG devices), the driver's version, the "
+        "temperature beside a slowdown",
+        (),
+        "names the GPU in every finding by its index, UUID and PCI address; the PCI address ties NVML's GPU to the "
+        "kernel log's and the bus's",
+        (*HEALTH_TESTS, *NODE_TESTS),
+        qualifies="every finding's GPU; gpu.lost (a GPU on the bus that NVML's PCI addresses lack)",
+        key="uuid",
+    ),
+    _nvml(
+        "nvmlDeviceGetClockInfo, nvmlDeviceGetPowerUsage, nvmlDeviceGetUtilizationRates",
+        "clocks, power draw and utilisation, sampled while envcheck's own benchmarks load a GPU",
+        (),
+        "figures beside a measurement (perf.*, bench), never a verdict of their own",
+        ("tests/perf/test_gpu_state.py",),
+        qualifies="perf.* findings' figures (a slow GPU's clocks and power)",
+        key="clock",
     ),
     _nvml(
         "nvmlDeviceGetMigMode",
@@ -187,82 +209,3 @@ NVML_SOURCES: tuple[Source, ...] = (
         key="mig",
     ),
 )
-
-FILE_SOURCES: tuple[Source, ...] = (
-    Source(
-        "/sys/bus/pci/devices/*/{vendor,class,driver}",
-        Kind.FILE,
-        "the NVIDIA GPUs (class 0x0300, 0x0302) and NVSwitches (0x0680) on the PCI bus, and the driver bound to each",
-        (node.GPU_LOST, nvml_down.NOT_LOADED),
-        "sysfs is not namespaced: the hardware's own list, whatever the driver says; vfio-pci GPUs are a VM's",
-        (*HEALTH_TESTS, *NODE_TESTS),
-        qualifies=f"{fabric.NVLINK_DOWN}: NVSwitches say the node's NVLinks are wired",
-        key="pci_gpus",
-    ),
-    Source(
-        "/proc/driver/nvidia/version, /proc/driver/nvidia/gpus/*/information",
-        Kind.FILE,
-        "the loaded kernel module's version; each GPU the driver took (minor, UUID, excluded)",
-        (nvml_down.API_MISMATCH,),
-        "kernel-open/nvidia/nv-procfs.c; the container toolkit's tmpfs over it lists only the given GPUs "
-        "(libnvidia-container nvc_mount.c)",
-        ("tests/checks/gpu_health/test_kernel_events.py", *NODE_TESTS),
-        key="kernel_module",
-    ),
-    Source(
-        "/sys/module/<name>/initstate (else /proc/modules)",
-        Kind.FILE,
-        "the kernel's own list of loaded modules (nvidia, nvidia_uvm, ...)",
-        (nvml_down.NOT_LOADED,),
-        "Documentation/ABI/testing/sysfs-module, kernel/module/procfs.c m_show; not namespaced (a container reads "
-        "the host's); the direct source for "
-        "'not loaded', where a missing /proc/driver/nvidia or /dev node is a proxy",
-        ("tests/probe/test_modules_daemons.py",),
-        key="modules",
-    ),
-    Source(
-        "/dev/nvidia*, /proc/self/mountinfo, NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES",
-        Kind.FILE,
-        "which GPUs this process was given: access(2) on each device node (EPERM: a device cgroup), the toolkit's "
-        "tmpfs at /proc/driver/nvidia, the toolkit's variables",
-        (node.GPU_LOST,),
-        "probe.gpu_access: a GPU not given is never judged, never lost",
-        ("tests/probe/test_gpu_access.py", *NODE_TESTS),
-        key="given",
-    ),
-    Source(
-        "/dev/kmsg (or a saved dmesg, journal or syslog)",
-        Kind.FILE,
-        "the kernel log's records, read without blocking after the last run's cursor",
-        (KERNEL_LOG_UNREADABLE, node.FELL_OFF_BUS, causes.INIT_FAILED),
-        "Documentation/ABI/testing/dev-kmsg; the catalogues each record is judged by are listed as kernel-log "
-        "sources",
-        ("tests/probe/test_log_records.py", "tests/checks/gpu_health/test_field_corpus.py"),
-        key="kernel_log",
-    ),
-)
-
-DAEMON_SOURCES: tuple[Source, ...] = (
-    Source(
-        "nvidia-fabricmanager (an nv-fabricmanager process)",
-        Kind.DAEMON,
-        "whether the fabric manager runs: its process where the host's processes are visible",
-        (),
-        "a daemon is alive when its process is (gpud's proxy is port 6666 open)",
-        ("tests/checks/gpu_health/test_nvml_surface.py", "tests/probe/test_modules_daemons.py"),
-        qualifies=f"{fabric.FABRIC_NOT_STARTED}: names the fabric manager's state",
-        key="nvidia-fabricmanager",
-    ),
-    Source(
-        "nvidia-persistenced (its process, or its socket accepting a connection)",
-        Kind.DAEMON,
-        "whether the persistence daemon keeps the GPUs initialised: a live process or a socket that accepts",
-        (),
-        "a socket file outlives a daemon killed without cleanup (connect(2): ECONNREFUSED)",
-        ("tests/probe/test_modules_daemons.py",),
-        qualifies=f"{node.GPU_INIT_SLOW}: the first initialisation's budget (cold without the daemon)",
-        key="nvidia-persistenced",
-    ),
-)
-
-EVIDENCE: tuple[Source, ...] = (*NVML_SOURCES, *FILE_SOURCES, *DAEMON_SOURCES)
