@@ -4,6 +4,7 @@ envcheck tree (or two: before and after), with the time each run took. Needs roo
     python bench/shared_node_matrix.py                       # this checkout
     python bench/shared_node_matrix.py --before /tmp/old     # a column for another checkout of envcheck
     python bench/shared_node_matrix.py --cold-ms 6000        # one cold 8-GPU prolog at 6 s per GPU, timed
+    python bench/shared_node_matrix.py --match fabric        # only the contexts whose name says "fabric"
 
 What is staged and what is real: tests/staging/gpu_node.py. No figure here is a GPU's.
 """
@@ -48,6 +49,9 @@ def main() -> int:
     parser.add_argument(
         "--cold-ms", type=int, help="time one cold 8-GPU prolog with this cold start per GPU (ms)"
     )
+    parser.add_argument(
+        "--match", default="", help="only the contexts whose name contains one of these texts (a|b|c)"
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="envcheck-matrix-"))
     try:
@@ -65,7 +69,8 @@ def main() -> int:
         trees.append(("after", ROOT))
         print("| context | expected | " + " | ".join(name for name, _ in trees) + " |")
         print("|---|---|" + "---|" * len(trees))
-        for case in CASES:
+        wanted = [w.lower() for w in args.match.split("|")]
+        for case in [c for c in CASES if any(w in c.name.lower() for w in wanted)]:
             cells = []
             for _, tree in trees:
                 text, took = verdict(case, tree, folder)

@@ -79,13 +79,14 @@ class Mode:
 
     def node_path(self, only: Sequence[str], profile: ProfileOptions) -> bool:
         """Whether the run takes the torch-free node path (the node checks inline: no fork server, no torch): for
-        `--only` naming checks of the spec group "node" alone (node.cuda_driver, node.profile) in any mode; else on
-        the node itself unless the profile's level is "torch"."""
+        `--only` naming node-path checks alone (those with a node_order: node.cuda_driver, gpu.health, dcgm.diag,
+        node.profile; an epilog's `--only gpu.health,dcgm.diag`) in any mode; else on the node itself unless the
+        profile's level is "torch"."""
         if only:
             from envcheck.checks import registry
 
             specs = registry()
-            return all(name in specs and specs[name].group == "node" for name in only)
+            return all(name in specs and specs[name].node_order is not None for name in only)
         return self.on_node and profile.level == "node"
 
     def guard(self, body: Callable[[], int]) -> int:

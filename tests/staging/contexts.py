@@ -58,6 +58,8 @@ BOOT = kmsg(NVLINK_START, LOAD)
 HOST = ("--for", "prolog", "--expect-gpus", "8")
 IN_POD = ("--for", "preflight", "--only")
 NPD = ("--for", "npd")  # the node-problem-detector plugin: a DaemonSet's container given every GPU
+# docs/cluster.md's epilog, after a job: the node a job broke, caught before the next job lands
+EPILOG = ("--for", "prolog", "--level", "full", "--only", "gpu.health,dcgm.diag", "--timeout", "250")
 AGENT = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 
 
@@ -415,6 +417,21 @@ CASES: tuple[Case, ...] = (
         0,
         statuses={"gpu.health": "pass"},
         twin_of="whole node, NVML's recovery action on GPU 4 is Drain and Reset",
+    ),
+    Case(
+        "epilog after a job, the driver asks to drain GPU 6 and reset it (NVML's recovery action)",
+        Node(eight_gpus(g6={"nvml": {"fields": {"230": 4}}}), kmsg=BOOT),
+        EPILOG,
+        1,
+        codes={"gpu.health": "gpu.recovery_action"},
+        twin_of="epilog after a job, healthy",
+    ),
+    Case(
+        "epilog after a job, healthy",
+        Node(eight_gpus(), kmsg=BOOT),
+        EPILOG,
+        0,
+        statuses={"gpu.health": "pass"},
     ),
     Case(
         "vGPU guest, the licence not acquired",
