@@ -4,7 +4,9 @@ off the bus or failed to start, the driver's two halves), NVSwitch, DCGM."""
 from __future__ import annotations
 
 from envcheck.checks.dcgm import CONFIG as DCGM_CONFIG
-from envcheck.checks.dcgm import HOSTENGINE_DOWN, HOSTENGINE_HANG, NO_RESULT
+from envcheck.checks.dcgm import HOSTENGINE_DOWN, HOSTENGINE_HANG, HOSTENGINE_UNREACHABLE, NO_RESULT
+from envcheck.checks.dcgm.health_verdict import OVERALL_ONLY as DCGM_HEALTH_OVERALL
+from envcheck.checks.dcgm.health_verdict import UNREAD as DCGM_HEALTH_UNREAD
 from envcheck.checks.gpu_health import driver_causes as driver
 from envcheck.checks.gpu_health import fabric_findings as fabric
 from envcheck.checks.gpu_health import gpu_findings as gpu
@@ -176,9 +178,40 @@ _GPU = [
     ),
     Code(
         HOSTENGINE_DOWN,
-        "the DCGM host engine is not running or unreachable",
+        "the DCGM host engine is not running: dcgmi cannot connect and no nv-hostengine process is among the "
+        "host's processes",
         CONFIG,
         "systemctl enable --now nvidia-dcgm (nv-hostengine)",
+    ),
+    Code(
+        HOSTENGINE_UNREACHABLE,
+        "dcgmi cannot connect to the DCGM host engine, yet an nv-hostengine process runs (another address, still "
+        "starting) or this PID namespace cannot show whether one does (a container)",
+        CONFIG,
+        "compare nv-hostengine's address (-b/-p, --domain-socket) with dcgmi's --host; systemctl status nvidia-dcgm",
+    ),
+    Code(
+        "dcgm.health.<system>",
+        "an incident of a DCGM health-watch system (pcie, nvlink, memory, inforom, thermal, power, driver, "
+        "nvswitch_nonfatal, nvswitch_fatal, connectx; xid: a devastating XID DCGM reports under no one system): "
+        "DCGM's Failure fails and drains, its Warning warns",
+        NODE,
+        "DCGM's own next step, from its message (in the result); on a Failure drain until dcgmi health -c reads "
+        "Healthy",
+    ),
+    Code(
+        DCGM_HEALTH_OVERALL,
+        "DCGM's overall health is Warning or Failure and dcgmi printed no incident for it (dcgmi 2.1-2.3 drops "
+        "each entity's last system)",
+        NODE,
+        "read the incidents with a newer dcgmi (dcgmi health -g g -c) or run dcgmi diag -r 2",
+    ),
+    Code(
+        DCGM_HEALTH_UNREAD,
+        "dcgmi gave no health report envcheck could read (an error on every group, or a result word it does not "
+        "know)",
+        None,
+        "run dcgmi health -g g -c by hand and read its output",
     ),
     Code(
         NO_RESULT,
