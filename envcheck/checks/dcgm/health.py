@@ -45,7 +45,7 @@ def _budget(ctx: Context) -> float:
 def _version(dcgmi: str, ctx: Context) -> tuple[int, ...] | None:
     """dcgmi's own version (`dcgmi -v` prints "Version : 2.3.4" from DcgmBuildInfo before connecting): which
     writer printed the document."""
-    got = run_in_child([dcgmi, "-v"], _budget(ctx), "dcgmi -v", env=dict(os.environ))
+    got = run_in_child([dcgmi, "-v"], min(_budget(ctx), 5.0), "dcgmi -v", env=dict(os.environ))
     m = re.search(r"^Version\s*:\s*(\d+(?:\.\d+)*)", got.value or "", re.M)
     return tuple(int(p) for p in m.group(1).split(".")) if m else None
 

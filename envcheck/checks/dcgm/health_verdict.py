@@ -158,7 +158,8 @@ def line(i: Incident) -> str:
 def fix(i: Incident, letter: str) -> str:
     """DCGM's own next step, then what a failure asks of the node."""
     step = i.message.next_step.rstrip(". ")
-    said = f"DCGM's next step: {step}" if step else "see DCGM's message"
+    code = f" for DCGM_FR_{i.message.name}" if i.message.name else ""
+    said = f"DCGM's next step{code}: {step}" if step else f"see DCGM's message{code}"
     if WORDS.get(i.health) != "fail":
         return f"{said} (DCGM rates it a warning: no drain)"
     out = f"{said}; drain the node until `dcgmi health -g {letter} -c` reads Healthy"
