@@ -78,6 +78,7 @@ def _counts(rows: Sequence[tuple[str, str]]) -> dict[str, int]:
 def evidence_page() -> str:
     """The whole map: a summary, the sources, then each peer and catalogue side by side."""
     from envcheck.checks import EVIDENCE
+    from envcheck.checks.dcgm.dcgm_sources import HEALTH_SYSTEMS
     from envcheck.checks.gpu_health.log_coverage import sxid_coverage, xid_coverage
     from envcheck.checks.peer_coverage import DCGM_ROWS, GPUD_ROWS
 
@@ -118,6 +119,18 @@ def evidence_page() -> str:
         )
         + "\n\n"
         + _peer(DCGM_ROWS, "system")
+        + "\n"
+        + _text(
+            "Through `dcgm.health`, where DCGM runs and an operator set its watches (DCGM's own word on each system):"
+        )
+        + "\n\n"
+        + _table(
+            ("system", "DCGM enum", "what DCGM's rule judges", "envcheck's code", "envcheck's verdict"),
+            [
+                (h.name, f"`{h.enum}` ({h.value:#x})", h.judges, f"`{h.code}`", h.verdict)
+                for h in HEALTH_SYSTEMS
+            ],
+        )
         + "\n### NVIDIA's Xid catalogue\n\n"
         + _table(
             ("Xid", "NVIDIA's name", "NVIDIA's resolution", "envcheck", "how"),

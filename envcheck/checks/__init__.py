@@ -33,6 +33,7 @@ from envcheck.checks import (
     vision_decoders,
 )
 from envcheck.checks.cuda.live_errors import busy_gpu_finding, sticky_cuda_error
+from envcheck.checks.dcgm import dcgm_sources
 from envcheck.checks.gpu_health import host_sources
 from envcheck.checks.node import node_sources
 from envcheck.core.check import CheckSpec, Hooks
@@ -78,7 +79,7 @@ SECTIONS: tuple[Section, ...] = (
 
 # Every source the node path reads, declared beside the checks that read it (envcheck.core.evidence): the evidence
 # map (docs/reference/evidence.md) is rendered from these.
-EVIDENCE: tuple[Source, ...] = (*host_sources.EVIDENCE, *node_sources.EVIDENCE)
+EVIDENCE: tuple[Source, ...] = (*host_sources.EVIDENCE, *node_sources.EVIDENCE, *dcgm_sources.EVIDENCE)
 
 
 # The check layer's policies, which the engine calls by reference (core imports nothing from checks).

@@ -56,6 +56,7 @@ SEVERITY: dict[str, Severity] = {
     "cuda.error.*": HARD,
     "xid.*": HARD,  # the Xid catalogue decides which Xids fail (drain) and which only warn
     "dcgm.diag.*": HARD,
+    "dcgm.health.*": HARD,  # DCGM's health watch said Failure (its Warning never drains)
     HOSTENGINE_HANG: HARD,
     "profile.*": HARD,  # the node is not the node type it must be (GPU count, model, links, driver)
     "dist.busbw.fail": HARD,  # a #wrong element in the all-reduce sweep: data corruption

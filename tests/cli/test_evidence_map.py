@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.app.docs_evidence import evidence_page
+from envcheck.app.docs_markdown import _cell
 from envcheck.checks import EVIDENCE
 from envcheck.checks.gpu_health.log_coverage import xid_coverage
 from envcheck.checks.peer_coverage import DCGM_ROWS, GPUD_ROWS
@@ -101,7 +102,7 @@ def test_the_page_summarises_each_peer_and_lists_every_source() -> None:
     page = evidence_page()
     assert "| leptonai/gpud components |" in page and "| DCGM health-watch systems |" in page
     for source in EVIDENCE:
-        assert f"`{source.name}`" in page
+        assert _cell(f"`{source.name}`") in page, source.name  # as the table writes a code span
 
 
 def test_the_map_is_in_the_sites_navigation() -> None:

@@ -66,6 +66,13 @@ def test_installs_and_runs_without_torch(bare_venv: Path, tmp_path: Path) -> Non
     assert "pip install nvidia-ml-py" in results["gpu.health"]["reason"]
     # The torch-free checks skip here for their own reasons (no NVML bindings, no --profile, no dcgmi, the node
     # path's driver probe left to --for): every other skip is for the missing torch.
-    torch_free = ("image.versions", "gpu.health", "node.cuda_driver", "node.profile", "dcgm.diag")
+    torch_free = (
+        "image.versions",
+        "gpu.health",
+        "node.cuda_driver",
+        "node.profile",
+        "dcgm.diag",
+        "dcgm.health",
+    )
     skipped = [r for r in results.values() if r["status"] == "skip" and r["name"] not in torch_free]
     assert skipped and all("torch is not installed" in r["reason"] for r in skipped)

@@ -23,9 +23,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.checks.dcgm import health_documents as watch
 from tests.checks.dcgm.documents import V3_3_9
 from tests.cluster.documented import CLUSTER, documented_command, fill, launcher, node_script, staged_node
 from tests.helpers.slurm import Cluster
+from tests.staging import dcgmi
 from tests.staging.libcuda import build
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -136,9 +138,10 @@ def test_documented_prolog_drains_a_node_fault_health_names_it_and_resumes_it(
 
 
 def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_path: Path) -> None:
-    """The epilog of docs/cluster.md (its code block: `--level full --only gpu.health,dcgm.diag`) after a real job;
-    DCGM's level 2 fails GPU 1 (a stand-in dcgmi prints DCGM's own failure document): slurmd drains the node with its
-    "Epilog error". Its healthy twin (a DCGM that passes) leaves the node idle."""
+    """The epilog of docs/cluster.md (its code block: `--level full --only gpu.health,dcgm.health,dcgm.diag`) after a
+    real job; DCGM's level 2 fails GPU 1, or DCGM's Driver watch fails GPU 0 while the diagnostic passes (a stand-in
+    dcgmi prints DCGM's own documents, tests/staging/dcgmi.py): slurmd drains the node with its "Epilog error". Its
+    healthy twin (DCGM's diagnostic and watches passing) leaves the node idle."""
     text = (CLUSTER.parent / "cluster.md").read_text()
     (command,) = re.findall(r"^Epilog=.*\n```\n\n```sh\n(.+)\n```", text, flags=re.M)
     script = tmp_path / "epilog.sh"
@@ -147,12 +150,23 @@ def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_pat
     )
     script.chmod(0o755)
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     passing = json.dumps({"DCGM GPU Diagnostic": {"test_categories": []}})
-    for verdict, doc in (("pass", passing), ("fail", V3_3_9)):  # V3_3_9: DCGM isolates GPU 1's faulty memory
-        (tmp_path / "dcgm.json").write_text(doc)
-        (bin_dir / "dcgmi").write_text(f"#!/bin/sh\ncat {tmp_path / 'dcgm.json'}\n")
-        (bin_dir / "dcgmi").chmod(0o755)
+    reset = watch.report_24([watch.Incident(0, watch.DRIVER, watch.FAIL, watch.recovery_reset(0))])
+    cases = (
+        ("pass", passing, watch.HEALTHY_263, ""),
+        (
+            "fail",
+            V3_3_9,
+            watch.HEALTHY_263,
+            "[node] dcgm.diag: DCGM test 'GPU Memory' (Hardware) failed on GPU 1",
+        ),
+        ("fail", passing, reset, "[node] dcgm.health: DCGM health watch Driver: Failure on GPU 0"),
+    )  # V3_3_9: DCGM isolates GPU 1's faulty memory
+    for verdict, doc, watches, said in cases:
+        answers: dict[str, tuple[int, str] | str] = {f"health -g {g} -c -j": (0, watches) for g in "gas"}
+        dcgmi.install(
+            bin_dir, {**answers, "-v": (0, watch.version_output("4.6.0")), "diag -r 2 -j": (0, doc)}
+        )
         cluster.set_prolog(f"PATH={bin_dir}:/usr/bin:/bin exec {script}", kind="epilog")
         ran, err = job(cluster)
         assert ran, err  # the epilog runs after the job
@@ -164,9 +178,8 @@ def test_documented_epilog_drains_the_node_a_job_broke(cluster: Cluster, tmp_pat
                 cluster, "epilog"
             )
             assert cluster.reason() == "Epilog error"
-            assert "[node] dcgm.diag: DCGM test 'GPU Memory' (Hardware) failed on GPU 1" in log(
-                cluster, "epilog"
-            )
+            assert said in log(cluster, "epilog"), log(cluster, "epilog")
+            cluster.resume()
 
 
 @pytest.mark.parametrize(

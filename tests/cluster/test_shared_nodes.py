@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.checks.dcgm.health_documents import HEALTHY_263
+from tests.staging import dcgmi
 from tests.staging.contexts import BOOT, CASES, HOST, JOB, Case
 from tests.staging.gpu_node import Node, eight_gpus, staged_node
 
@@ -53,14 +55,12 @@ def test_every_broken_twin_names_a_healthy_context() -> None:
     assert any(c.exit_code == 0 for c in CASES) and any(c.exit_code != 0 for c in CASES)
 
 
-def _dcgmi(folder: Path, output: str) -> Path:
-    """A stand-in dcgmi (DCGM cannot run here) that records its arguments and prints a DCGM 4.x document."""
+def _dcgmi(folder: Path, output: str, call: str) -> Path:
+    """A stand-in dcgmi (DCGM cannot run here, tests/staging/dcgmi.py) that records its arguments, prints a DCGM
+    4.x diagnostic document for `call` and DCGM's healthy health report (NVIDIA/DCGM#263) on every group."""
     bin_dir = folder / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "out.json").write_text(output)
-    script = bin_dir / "dcgmi"
-    script.write_text(f'#!/bin/sh\necho "$@" >> {bin_dir}/calls\ncat {bin_dir}/out.json\n')
-    script.chmod(0o755)
+    answers: dict[str, tuple[int, str] | str] = {f"health -g {g} -c -j": (0, HEALTHY_263) for g in "gas"}
+    dcgmi.install(bin_dir, {**answers, call: (0, output)})
     return bin_dir
 
 
@@ -104,11 +104,11 @@ def test_dcgm_runs_only_on_the_gpus_no_other_job_holds(
     """A job holds some GPUs (NVML's processes); the prolog's dcgm.diag passes `-i` with the others, or skips when
     none is free, so DCGM's 'busy or unavailable' on another job's GPU is never read as this node's fault."""
     folder = tmp_path_factory.mktemp("dcgm")
-    bin_dir = _dcgmi(folder, _diag(status, 5))
+    bin_dir = _dcgmi(folder, _diag(status, 5), expect_call or "diag -r 1 -j")
     node = Node(eight_gpus(**{f"g{i}": {"nvml": JOB, "ctx_code": 2} for i in held}), kmsg=BOOT)
     with staged_node(node, folder) as staged:
         done, results = staged.envcheck(*HOST, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
-    calls = (bin_dir / "calls").read_text().strip() if (bin_dir / "calls").exists() else ""
+    calls = "\n".join(c for c in dcgmi.calls(bin_dir) if c.startswith("diag"))
     assert calls == expect_call and done.returncode == exit_code, _verdict(done, results)
     if not expect_call:
         assert (

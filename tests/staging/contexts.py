@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tests.checks.dcgm import documents as diag_docs
+from tests.checks.dcgm import health_documents as health_docs
 from tests.staging.gpu_node import Node, eight_gpus
 
 # NVIDIA/NVSentinel#155 (a newer driver: no Xid line for it), for the GPU at 0000:b3:00.0 (GPU 6 here), as /dev/kmsg
@@ -59,7 +61,16 @@ HOST = ("--for", "prolog", "--expect-gpus", "8")
 IN_POD = ("--for", "preflight", "--only")
 NPD = ("--for", "npd")  # the node-problem-detector plugin: a DaemonSet's container given every GPU
 # docs/cluster.md's epilog, after a job: the node a job broke, caught before the next job lands
-EPILOG = ("--for", "prolog", "--level", "full", "--only", "gpu.health,dcgm.diag", "--timeout", "250")
+EPILOG = (
+    "--for",
+    "prolog",
+    "--level",
+    "full",
+    "--only",
+    "gpu.health,dcgm.health,dcgm.diag",
+    "--timeout",
+    "250",
+)
 AGENT = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 
 
@@ -77,6 +88,49 @@ class Case:
     statuses: dict[str, str] = field(default_factory=dict)  # check -> status
     runs: int = 1  # run it this many times on the same node (a repeated overrun); the last run is judged
     twin_of: str = ""  # the healthy case this one breaks
+
+
+def _dcgm(
+    health: str | None, version: str = "4.6.0", diag: str = "diag -r 1 -j"
+) -> dict[str, tuple[int, str] | str]:
+    """The node's DCGM as its dcgmi answers (staged: tests/staging/dcgmi.py): health watches set on -g g with this
+    document (None: set nowhere, NVIDIA/DCGM#176's answer on every group), and a diagnostic that passes (NVIDIA/DCGM#215's
+    8-GPU document)."""
+    unset = (health_docs.NOT_ENABLED_RC, health_docs.NOT_ENABLED_176)
+    answers: dict[str, tuple[int, str] | str] = {f"health -g {g} -c -j": unset for g in "as"}
+    answers["health -g g -c -j"] = unset if health is None else (0, health)
+    answers["-v"] = (0, health_docs.version_output(version))
+    answers[diag] = (0, diag_docs.DIAGNOSTIC_8_GPUS_4X)
+    return answers
+
+
+_I = health_docs.Incident
+DCGM_HEALTHY = _dcgm(health_docs.HEALTHY_263)
+# DCGM 4.5+'s Driver watch: NVML's recovery action for GPU 5 is GPU_RESET (DcgmHealthWatch.cpp MonitorGpuRecoveryAction).
+DCGM_RESET = _dcgm(
+    health_docs.report_24([_I(5, health_docs.DRIVER, health_docs.FAIL, health_docs.recovery_reset(5))])
+)
+DCGM_DBE = _dcgm(health_docs.report_24([_I(2, health_docs.MEM, health_docs.FAIL, health_docs.dbe(2))]))
+DCGM_PENDING = _dcgm(
+    health_docs.report_24([_I(3, health_docs.MEM, health_docs.WARN, health_docs.pending(3))])
+)
+DCGM_SWITCH = _dcgm(
+    health_docs.report_24(
+        [
+            _I(
+                1,
+                health_docs.NVSWITCH_FATAL,
+                health_docs.FAIL,
+                health_docs.nvswitch_fatal(1),
+                health_docs.FE_SWITCH,
+            )
+        ]
+    )
+)
+# dcgmi 2.3.4 prints only Overall Health for one GPU's one incident (its writer drops an entity's last system).
+DCGM_2X = _dcgm(
+    health_docs.report_21([_I(4, health_docs.MEM, health_docs.FAIL, health_docs.dbe(4))]), "2.3.4"
+)
 
 
 def _busy(exclusive: bool = False) -> dict[str, dict[str, object]]:
@@ -550,6 +604,91 @@ CASES: tuple[Case, ...] = (
         2,
         codes={"node.cuda_driver": "cuda.container"},
         twin_of="node agent (npd DaemonSet), every GPU, healthy",
+    ),
+    # DCGM's health watches beside its diagnostic, on the node path of each node mode.
+    Case(
+        "whole node, DCGM healthy (watches set) and its diagnostic passing",
+        Node(eight_gpus(), kmsg=BOOT, dcgmi=DCGM_HEALTHY),
+        HOST,
+        0,
+        statuses={"dcgm.health": "pass", "dcgm.diag": "pass"},
+    ),
+    Case(
+        "whole node, DCGM's Driver watch fails GPU 5 (reset required) while its short diagnostic passes",
+        Node(eight_gpus(), kmsg=BOOT, dcgmi=DCGM_RESET),
+        HOST,
+        1,
+        codes={"dcgm.health": "dcgm.health.driver"},
+        statuses={"dcgm.diag": "pass"},
+        twin_of="whole node, DCGM healthy (watches set) and its diagnostic passing",
+    ),
+    Case(
+        "whole node, DCGM 2.3.4's dcgmi: Overall Health Failure, no incident row",
+        Node(eight_gpus(), kmsg=BOOT, dcgmi=DCGM_2X),
+        HOST,
+        1,
+        codes={"dcgm.health": "dcgm.health.overall"},
+        twin_of="whole node, DCGM healthy (watches set) and its diagnostic passing",
+    ),
+    Case(
+        "whole node, DCGM's health watches not set",
+        Node(eight_gpus(), kmsg=BOOT, dcgmi=_dcgm(None)),
+        HOST,
+        0,
+        statuses={"dcgm.health": "skip", "dcgm.diag": "pass"},
+    ),
+    Case(
+        "busy node, a job holds all 8 GPUs, health check, DCGM healthy",
+        Node(
+            eight_gpus(**{f"g{i}": {"nvml": JOB, "ctx_code": 2} for i in range(8)}),
+            kmsg=BOOT,
+            dcgmi=DCGM_HEALTHY,
+        ),
+        ("--for", "health", "--expect-gpus", "8"),
+        0,
+        statuses={"dcgm.health": "pass", "dcgm.diag": "skip"},
+    ),
+    Case(
+        "busy node, a job holds all 8 GPUs, health check, DCGM's memory watch fails GPU 2 (DBE)",
+        Node(
+            eight_gpus(**{f"g{i}": {"nvml": JOB, "ctx_code": 2} for i in range(8)}), kmsg=BOOT, dcgmi=DCGM_DBE
+        ),
+        ("--for", "health", "--expect-gpus", "8"),
+        1,
+        codes={"dcgm.health": "dcgm.health.memory"},
+        statuses={"dcgm.diag": "skip"},
+        twin_of="busy node, a job holds all 8 GPUs, health check, DCGM healthy",
+    ),
+    Case(
+        "node agent (npd DaemonSet), DCGM healthy",
+        Node(eight_gpus(), how="toolkit", env=AGENT, kmsg=BOOT, dcgmi=DCGM_HEALTHY),
+        NPD,
+        0,
+        statuses={"dcgm.health": "pass", "dcgm.diag": "pass"},
+    ),
+    Case(
+        "node agent (npd DaemonSet), DCGM warns of a pending page retirement",
+        Node(eight_gpus(), how="toolkit", env=AGENT, kmsg=BOOT, dcgmi=DCGM_PENDING),
+        NPD,
+        0,
+        codes={"dcgm.health": "dcgm.health.memory"},
+        statuses={"dcgm.health": "warn"},
+        twin_of="node agent (npd DaemonSet), DCGM healthy",
+    ),
+    Case(
+        "node agent (npd DaemonSet), DCGM's NVSwitch watch reports fatal errors",
+        Node(eight_gpus(), how="toolkit", env=AGENT, kmsg=BOOT, dcgmi=DCGM_SWITCH),
+        NPD,
+        1,
+        codes={"dcgm.health": "dcgm.health.nvswitch_fatal"},
+        twin_of="node agent (npd DaemonSet), DCGM healthy",
+    ),
+    Case(
+        "node agent (npd DaemonSet), DCGM's health watches not set",
+        Node(eight_gpus(), how="toolkit", env=AGENT, kmsg=BOOT, dcgmi=_dcgm(None)),
+        NPD,
+        0,
+        statuses={"dcgm.health": "skip"},
     ),
     Case(
         "a process given one MIG instance (CUDA_VISIBLE_DEVICES=MIG-...)",

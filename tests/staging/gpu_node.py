@@ -13,7 +13,8 @@ What is staged (nothing outside the namespace sees it), and only because it cann
 - /run: a tmpfs (nvidia-persistenced's socket, listened on, when persistence is on, /run/.containerenv in a container, the
   stand-ins' record of who holds the GPUs initialised);
 - the driver's libraries: tests/staging/libcuda.py (C) on LD_LIBRARY_PATH and tests/staging/pynvml_stub on
-  PYTHONPATH, both answering from this node's state with CUDA's and NVML's real codes.
+  PYTHONPATH, both answering from this node's state with CUDA's and NVML's real codes;
+- DCGM, where a case gives one: a stand-in dcgmi on PATH (tests/staging/dcgmi.py) answering with DCGM's documents.
 Real: the mount namespace, the device nodes and the kernel's access checks on them, a real cgroup-v1 device
 controller for the Slurm shape (EPERM from the kernel), envcheck's processes, budgets, kills and /proc state.
 """
@@ -36,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from tests.staging import host_root
+from tests.staging import dcgmi, host_root
 from tests.staging.libcuda import build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,6 +101,8 @@ class Node:
     libcuda: bool = True  # False: no libcuda.so.1 in the process (NVIDIA_DRIVER_CAPABILITIES without compute)
     uvm: bool = True  # False: no /dev/nvidia-uvm (the toolkit injects it only with the compute capability)
     nvswitches: int = 4  # an HGX H100 baseboard's NVSwitches, on the PCI bus as NVIDIA bridges (class 0x0680)
+    # A stand-in dcgmi's answers (tests/staging/dcgmi.py: command line -> (exit status, output)); None: no dcgmi.
+    dcgmi: dict[str, tuple[int, str] | str] | None = None
 
     def with_(self, **changes: Any) -> Node:
         """A copy with some fields changed."""
@@ -175,6 +178,8 @@ class Staged:
             (f / "modules" / name).mkdir(parents=True, exist_ok=True)
             (f / "modules" / name / "initstate").write_text("live\n")
         (f / "modules").mkdir(exist_ok=True)
+        if node.dcgmi is not None:
+            dcgmi.install(f / "bin", node.dcgmi)
         gpus = []
         for g in node.gpus:
             if g.in_driver:
@@ -323,6 +328,8 @@ class Staged:
             )
         elif node.how == "cgroup" and node.given is not None:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(node.given)))  # Slurm renumbers
+        if node.dcgmi is not None:
+            env["PATH"] = f"{self.folder / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
         env.update(node.env)
         env.update(extra or {})
         return env

@@ -6,7 +6,11 @@ it (diag_json) and judged by DCGM's own error severities (verdict): a failed tes
 naming the GPU's PCI address, a setting DCGM flags is `dcgm.config` (a warning, never a drain), and a refused, cut-off
 or empty run cannot be judged. dcgmi that does not answer within the budget is a hung nv-hostengine
 (`dcgm.hostengine_hang`, with the stuck process's state); under MIG the check skips (DCGM's diagnostic does not run on
-MIG instances). No dcgmi on PATH: skipped with the reason.
+MIG instances). No dcgmi on PATH: skipped with the reason. dcgmi that cannot connect is read beside the node's
+processes (hostengine): not running, running but not answering, or not visible from a container.
+
+dcgm.health (envcheck.checks.dcgm.health) reads DCGM's health watches beside it; both run on the node path, health
+first, and the cluster policy takes the worse of the two by fault class.
 """
 
 from __future__ import annotations
@@ -14,25 +18,39 @@ from __future__ import annotations
 import os
 import shutil
 
+from envcheck.checks.dcgm.dcgm_sources import EVIDENCE, HEALTH_SYSTEMS
 from envcheck.checks.dcgm.diag_json import Unread
 from envcheck.checks.dcgm.document import parse
+from envcheck.checks.dcgm.health import dcgm_health
+from envcheck.checks.dcgm.hostengine import (
+    HOSTENGINE_DOWN,
+    HOSTENGINE_HANG,
+    HOSTENGINE_UNREACHABLE,
+    cannot_connect,
+    connection_result,
+    hang_result,
+)
 from envcheck.checks.dcgm.verdict import CONFIG, NO_RESULT, verdict
 from envcheck.core.check import CheckSpec, Context
-from envcheck.core.result import FaultClass, Result, errored, failed, skipped
+from envcheck.core.result import Result, errored, skipped
 from envcheck.probe.gpu_usage import foreign, holder, read_usage
-from envcheck.probe.hang import describe, run_in_child
+from envcheck.probe.hang import run_in_child
 from envcheck.probe.system import is_absent, run_command
 
-# Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
-HOSTENGINE_DOWN = "dcgm.hostengine_down"
-HOSTENGINE_HANG = "dcgm.hostengine_hang"
-__all__ = ["CONFIG", "HOSTENGINE_DOWN", "HOSTENGINE_HANG", "NO_RESULT", "dcgm_diag"]
+# Finding codes this package emits (each one is in envcheck.cluster.finding_codes.TABLE).
+__all__ = [
+    "CONFIG",
+    "EVIDENCE",
+    "HEALTH_SYSTEMS",
+    "HOSTENGINE_DOWN",
+    "HOSTENGINE_HANG",
+    "HOSTENGINE_UNREACHABLE",
+    "NO_RESULT",
+    "dcgm_diag",
+    "dcgm_health",
+]
 
 BUDGET_S = {1: 60.0, 2: 240.0}  # level 1 takes seconds, level 2 about two minutes (NVIDIA's reference)
-HANG_FIX = (
-    "nv-hostengine is hung: systemctl restart nvidia-dcgm (or kill nv-hostengine and start it again); "
-    "if it hangs again, nvidia-smi -q (does the driver answer?) and dmesg | grep -i xid; drain and reboot"
-)
 
 
 def mig_gpus() -> list[str]:
@@ -67,13 +85,8 @@ def _in_use() -> tuple[list[str], list[int], dict[str, str]]:
 def _unread(got: Unread, call: str, text: str, returncode: object, measured: dict[str, object]) -> Result:
     """No test to judge: a host engine that is down, DCGM refusing MIG, DCGM's own runtime error, a cut-off or
     missing document. None of them is evidence against the node."""
-    if "Unable to connect to host engine" in text or "unable to establish a connection" in text:
-        return errored(
-            f"{call}: nv-hostengine is not running here ({' '.join(text.split())[:160]})",
-            measured=measured,
-            code=HOSTENGINE_DOWN,
-            remediation="start it: systemctl enable --now nvidia-dcgm (or nv-hostengine)",
-        )
+    if cannot_connect(text):
+        return connection_result(call, text, measured)
     if got.refusal is not None:
         measured["runtime_error"] = got.refusal
         if "MIG" in got.refusal:  # NvidiaValidationSuite.cpp: "Cannot run diagnostic: ... MIG ..."
@@ -116,14 +129,7 @@ def dcgm_diag(ctx: Context) -> Result:
     got = run_in_child([dcgmi, "diag", "-r", str(level), "-j", *only], budget, call, env=dict(os.environ))
     measured: dict[str, object] = {"level": level, "budget_s": budget, "busy": busy}
     if got.hang is not None:
-        measured["hang"] = got.hang
-        return failed(
-            f"{describe(got.hang)}: nv-hostengine is not answering",
-            HANG_FIX,
-            measured=measured,
-            fault_class=FaultClass.NODE,
-            code=HOSTENGINE_HANG,
-        )
+        return hang_result(got.hang, measured)
     measured["returncode"] = got.progress.get("returncode")
     read = parse(got.value or "")
     if isinstance(read, Unread):
@@ -132,6 +138,18 @@ def dcgm_diag(ctx: Context) -> Result:
 
 
 CHECKS = (
+    # Before dcgm.diag: the watches rate the last 60 s of samples, and the diagnostic's own load (power, clocks)
+    # would show in them. It loads nothing, so it needs no GPU to itself.
+    CheckSpec(
+        "dcgm.health",
+        dcgm_health,
+        "DCGM's health watches as the operator set them (dcgmi health -c -j on -g g, a, s), "
+        "judged by DCGM's own health results",
+        timeout_s=40,
+        group="dcgm",
+        uses_gpu=False,
+        node_order=2,
+    ),
     CheckSpec(
         "dcgm.diag",
         dcgm_diag,
@@ -140,6 +158,6 @@ CHECKS = (
         timeout_s=BUDGET_S[2] + 10,
         group="dcgm",
         uses_gpu=True,
-        node_order=2,
+        node_order=3,
     ),
 )

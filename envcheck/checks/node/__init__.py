@@ -29,6 +29,6 @@ CHECKS = (
         isolated=False,
         group="node",
         uses_gpu=False,
-        node_order=3,
+        node_order=4,
     ),
 )

@@ -31,7 +31,8 @@ def node_specs(
     if unknown:
         raise UsageError(f"unknown check name(s): {', '.join(unknown)}; valid names: {', '.join(registry)}")
     # The specs' node_order (data on each spec): the driver API, NVML's hardware state and the kernel log, DCGM's
-    # own diagnostic where dcgmi is installed (it skips elsewhere), then the profile and --expect-gpus.
+    # health watches and its own diagnostic where dcgmi is installed (they skip elsewhere), then the profile and
+    # --expect-gpus.
     on_path = sorted(
         (s for s in registry.values() if s.node_order is not None), key=lambda s: s.node_order or 0
     )

@@ -1,7 +1,8 @@
 """The one table of finding codes (one row per code or code family: code, meaning, fault class, fix), gathered from
 the named constants of the modules that emit them, and `markdown()`, which renders it as the codes reference page.
 Cluster policy and severity read codes from here, never as literals of their own. The rows live beside their domain:
-cuda_rows (the CUDA layers, the node profile), gpu_rows (a GPU's hardware and driver state), software_rows (runtime,
+cuda_rows (the CUDA layers, the node profile), gpu_rows (a GPU's presence, the kernel log, DCGM), nvml_rows (what NVML
+says of a GPU: memory, links, fabric, recovery, licence), software_rows (runtime,
 compile, image), cluster_rows (collectives, performance, fleet, the catch-all).
 
 A family writes its variable part in angle brackets (`xid.<xid>`, `cuda.error.<code>`); `lookup` finds a code's row.
@@ -12,10 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from envcheck.cluster.finding_codes import cluster_rows, cuda_rows, gpu_rows, software_rows
+from envcheck.cluster.finding_codes import cluster_rows, cuda_rows, gpu_rows, nvml_rows, software_rows
 from envcheck.core.findings import Code
 
-TABLE: tuple[Code, ...] = (*cuda_rows.ROWS, *gpu_rows.ROWS, *software_rows.ROWS, *cluster_rows.ROWS)
+TABLE: tuple[Code, ...] = (
+    *cuda_rows.ROWS,
+    *gpu_rows.ROWS,
+    *nvml_rows.ROWS,
+    *software_rows.ROWS,
+    *cluster_rows.ROWS,
+)
 _PLACEHOLDER = re.compile(r"<[^>]+>")
 
 

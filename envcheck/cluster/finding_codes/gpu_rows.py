@@ -4,14 +4,12 @@ off the bus or failed to start, the driver's two halves), NVSwitch, DCGM."""
 from __future__ import annotations
 
 from envcheck.checks.dcgm import CONFIG as DCGM_CONFIG
-from envcheck.checks.dcgm import HOSTENGINE_DOWN, HOSTENGINE_HANG, NO_RESULT
-from envcheck.checks.gpu_health import clock_findings as clock
+from envcheck.checks.dcgm import HOSTENGINE_DOWN, HOSTENGINE_HANG, HOSTENGINE_UNREACHABLE, NO_RESULT
+from envcheck.checks.dcgm.health_verdict import OVERALL_ONLY as DCGM_HEALTH_OVERALL
+from envcheck.checks.dcgm.health_verdict import UNREAD as DCGM_HEALTH_UNREAD
 from envcheck.checks.gpu_health import driver_causes as driver
-from envcheck.checks.gpu_health import fabric_findings as fabric
-from envcheck.checks.gpu_health import gpu_findings as gpu
 from envcheck.checks.gpu_health import node as gpu_node
 from envcheck.checks.gpu_health import nvml_down
-from envcheck.checks.gpu_health import state_findings as state
 from envcheck.checks.gpu_health.gpu_findings import PERSISTENCE_OFF
 from envcheck.checks.gpu_health.verdict import KERNEL_LOG_FIX, KERNEL_LOG_UNREADABLE
 from envcheck.checks.node import config_causes
@@ -19,105 +17,6 @@ from envcheck.cluster.finding_codes.common_fixes import CONFIG, DRAIN, IMAGE, NO
 from envcheck.core.findings import Code
 
 _GPU = [
-    Code(
-        gpu.ECC_UNCORRECTABLE,
-        "uncorrectable ECC errors since the driver loaded (NVML's volatile count)",
-        NODE,
-        "drain; nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i <i>; nvidia-smi -r -i <i>; RMA if they recur",
-    ),
-    Code(
-        gpu.ROW_REMAP_FAILED,
-        "row remapping failed: no spare memory rows left (NVML's remapped rows)",
-        NODE,
-        "drain and RMA the GPU",
-    ),
-    Code(
-        gpu.ROW_REMAP_PENDING,
-        "a memory row remap waits for the next GPU reset (NVML's remapped rows)",
-        NODE,
-        "drain, then nvidia-smi -r -i <i> or reboot",
-    ),
-    Code(
-        gpu.RETIREMENT_PENDING,
-        "memory pages wait for retirement at the next GPU reset or driver reload (NVML)",
-        NODE,
-        "drain, then nvidia-smi -r -i <i> or reboot",
-    ),
-    Code(
-        gpu.PCIE_DEGRADED,
-        "the GPU's PCIe link runs narrower than its maximum, or slower while the GPU is busy (NVML)",
-        NODE,
-        "reseat the GPU and its riser; lspci -vv -s <pci> | grep -E 'LnkCap|LnkSta'",
-    ),
-    Code(
-        clock.CLOCKS_SLOWDOWN,
-        "clocks held down by a thermal, power-brake or HW slowdown through a second sample (NVML's clock events "
-        "and their cumulative durations): a warning",
-        NODE,
-        "check cooling and power delivery (nvidia-smi -q -d TEMPERATURE,POWER,PERFORMANCE -i <i>)",
-    ),
-    Code(
-        fabric.FABRIC_NOT_STARTED,
-        "the GPU's NVLink fabric registration has not started (NVML fabric state): no NVLink peer-to-peer",
-        NODE,
-        fabric.FM_FIX,
-    ),
-    Code(
-        fabric.FABRIC_IN_PROGRESS,
-        "the GPU's NVLink fabric registration is still in progress (NVML fabric state): a warning",
-        NODE,
-        fabric.FM_FIX,
-    ),
-    Code(
-        fabric.FABRIC_FAILED,
-        "the GPU's NVLink fabric registration completed with an error status (NVML)",
-        NODE,
-        fabric.FABRIC_FIX,
-    ),
-    Code(
-        fabric.FABRIC_DEGRADED,
-        "the GPU's NVLink fabric health reports degraded bandwidth, an unhealthy route, a recovery in progress or an "
-        "incorrect configuration (NVML's health mask and summary)",
-        NODE,
-        fabric.FABRIC_FIX,
-    ),
-    Code(
-        fabric.NVLINK_DOWN,
-        "NVLinks of the GPU are down, below its own link count (NVML), where the node's NVLinks are wired",
-        NODE,
-        fabric.LINK_FIX.replace("{i}", "<i>"),
-    ),
-    Code(
-        fabric.NVLINK_ERRORS,
-        "NVLink replay or recovery errors within the sample window, CRC errors at 100/s or more, or failed link "
-        "recoveries (fail); counts with no new error in the window (warn)",
-        NODE,
-        fabric.LINK_FIX.replace("{i}", "<i>"),
-    ),
-    Code(
-        state.RECOVERY_ACTION,
-        "NVML's recovery action for the GPU asks for a reset, a reboot or a drain",
-        NODE,
-        "do what the action says: nvidia-smi -r -i <i>, or reboot the node; drain first",
-    ),
-    Code(
-        state.VGPU_UNLICENSED,
-        "a vGPU guest's licensable feature is enabled but not licensed (NVML): compute degrades after 20 minutes",
-        NODE,
-        "license the VM (NVIDIA License System client token, nvidia-gridd)",
-    ),
-    Code(
-        state.INFOROM_CORRUPT,
-        "NVML says the GPU's InfoROM is corrupted: a warning",
-        NODE,
-        "nvidia-smi -q -d INFOROM -i <i>; reflash the InfoROM; RMA if it recurs",
-    ),
-    Code(
-        state.REPAIR_PENDING,
-        "a channel or TPC repair waits for the next GPU reset (NVML)",
-        NODE,
-        "drain, then nvidia-smi -r -i <i>",
-    ),
     Code(
         gpu_node.GPU_LOST,
         "a GPU on the PCI bus that NVML no longer lists, or fewer GPUs than the node must have",
@@ -177,9 +76,40 @@ _GPU = [
     ),
     Code(
         HOSTENGINE_DOWN,
-        "the DCGM host engine is not running or unreachable",
+        "the DCGM host engine is not running: dcgmi cannot connect and no nv-hostengine process is among the "
+        "host's processes",
         CONFIG,
         "systemctl enable --now nvidia-dcgm (nv-hostengine)",
+    ),
+    Code(
+        HOSTENGINE_UNREACHABLE,
+        "dcgmi cannot connect to the DCGM host engine, yet an nv-hostengine process runs (another address, still "
+        "starting) or this PID namespace cannot show whether one does (a container)",
+        CONFIG,
+        "compare nv-hostengine's address (-b/-p, --domain-socket) with dcgmi's --host; systemctl status nvidia-dcgm",
+    ),
+    Code(
+        "dcgm.health.<system>",
+        "an incident of a DCGM health-watch system (pcie, nvlink, memory, inforom, thermal, power, driver, "
+        "nvswitch_nonfatal, nvswitch_fatal, connectx; xid: a devastating XID DCGM reports under no one system): "
+        "DCGM's Failure fails and drains, its Warning warns",
+        NODE,
+        "DCGM's own next step, from its message (in the result); on a Failure drain until dcgmi health -c reads "
+        "Healthy",
+    ),
+    Code(
+        DCGM_HEALTH_OVERALL,
+        "DCGM's overall health is Warning or Failure and dcgmi printed no incident for it (dcgmi 2.1-2.3 drops "
+        "each entity's last system)",
+        NODE,
+        "read the incidents with a newer dcgmi (dcgmi health -g g -c) or run dcgmi diag -r 2",
+    ),
+    Code(
+        DCGM_HEALTH_UNREAD,
+        "dcgmi gave no health report envcheck could read (an error on every group, or a result word it does not "
+        "know)",
+        None,
+        "run dcgmi health -g g -c by hand and read its output",
     ),
     Code(
         NO_RESULT,

@@ -87,7 +87,8 @@ def test_a_setting_dcgm_flags_warns_and_never_drains(bin_dir: Path) -> None:
     assert decide([result], ModeName.PROLOG).code is OK and decide([result], ModeName.NPD).code is OK
 
 
-def test_a_dcgmi_that_does_not_answer_names_a_hung_hostengine(bin_dir: Path) -> None:
+def test_a_dcgmi_that_does_not_answer_names_a_hung_hostengine(bin_dir: Path, hostengine: int) -> None:
+    """nv-hostengine's process runs (tests/checks/dcgm/conftest.py); with none, see test_hostengine."""
     stand_in(bin_dir, "dcgmi", "exec sleep 30")
     began = time.monotonic()
     result = dcgm_diag(Context(deadline=time.monotonic() + 4.0))  # budget: 4 s left minus 2 s of margin

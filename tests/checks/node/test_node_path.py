@@ -125,7 +125,7 @@ def test_the_prolog_runs_without_importing_torch(libdir: Path, tmp_path: Path) -
     report = json.loads(done.stdout)
     assert report["facts"]["envcheck"] == {"path": "node (torch-free)", "torch_imported": False}
     by_name = {r["name"]: r for r in report["results"]}
-    assert list(by_name) == ["node.cuda_driver", "gpu.health", "dcgm.diag", "node.profile"]
+    assert list(by_name) == ["node.cuda_driver", "gpu.health", "dcgm.health", "dcgm.diag", "node.profile"]
     assert by_name["node.cuda_driver"]["status"] == "pass"
 
 
