@@ -26,8 +26,8 @@ def _read(path: str) -> str:
         return ""
 
 
-def pci_gpus(root: str = SYSFS_PCI) -> list[str] | str:
-    """Sorted PCI addresses ('0000:b3:00.0') of NVIDIA display/3D functions, or why sysfs cannot tell."""
+def _functions(root: str, classes: tuple[str, ...]) -> list[str] | str:
+    """Sorted PCI addresses of NVIDIA functions whose class starts with one of `classes`, or why sysfs cannot tell."""
     try:
         names = sorted(os.listdir(root))
     except OSError as exc:
@@ -36,23 +36,19 @@ def pci_gpus(root: str = SYSFS_PCI) -> list[str] | str:
         name
         for name in names
         if _read(os.path.join(root, name, "vendor")) == NVIDIA
-        and _read(os.path.join(root, name, "class"))[:6] in GPU_CLASSES
+        and _read(os.path.join(root, name, "class"))[:6] in classes
     ]
+
+
+def pci_gpus(root: str = SYSFS_PCI) -> list[str] | str:
+    """Sorted PCI addresses ('0000:b3:00.0') of NVIDIA display/3D functions, or why sysfs cannot tell."""
+    return _functions(root, GPU_CLASSES)
 
 
 def pci_nvswitches(root: str = SYSFS_PCI) -> list[str] | str:
     """Sorted PCI addresses of NVIDIA NVSwitch functions (a board whose GPUs are wired to each other by NVLink), or
     why sysfs cannot tell."""
-    try:
-        names = sorted(os.listdir(root))
-    except OSError as exc:
-        return f"{root}: {exc.strerror}"
-    return [
-        name
-        for name in names
-        if _read(os.path.join(root, name, "vendor")) == NVIDIA
-        and _read(os.path.join(root, name, "class"))[:6] == NVSWITCH_CLASS
-    ]
+    return _functions(root, (NVSWITCH_CLASS,))
 
 
 def bus_key(address: str) -> str:

@@ -133,6 +133,13 @@ DCGM_2X = _dcgm(
 )
 
 
+def _vgpu_guest(licensed: bool) -> Node:
+    """A VM given one vGPU (no NVSwitch in a guest), whose compute licence NVML reports as acquired or not."""
+    lic = {"supported": True, "features": [{"enabled": True, "licensed": licensed}]}
+    gpu = {"nvml": {"virtualization_mode": 2, "vgpu_license": lic}}
+    return Node(eight_gpus(g0=gpu), given=(0,), how="toolkit", nvswitches=0, kmsg=BOOT)
+
+
 def _busy(exclusive: bool = False) -> dict[str, dict[str, object]]:
     nvml = {**JOB, "compute_mode": 3} if exclusive else JOB
     return {f"g{i}": {"nvml": nvml, "ctx_code": 46 if exclusive else 2} for i in range(4)}
@@ -489,23 +496,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "vGPU guest, the licence not acquired",
-        Node(
-            eight_gpus(
-                g0={
-                    "nvml": {
-                        "virtualization_mode": 2,
-                        "vgpu_license": {
-                            "supported": True,
-                            "features": [{"enabled": True, "licensed": False}],
-                        },
-                    }
-                }
-            ),
-            given=(0,),
-            how="toolkit",
-            nvswitches=0,
-            kmsg=BOOT,
-        ),
+        _vgpu_guest(licensed=False),
         (*IN_POD, "gpu.health", "--expect-gpus", "1"),
         10,  # preflight: a node fault is exit 10 (the pod's node is broken)
         codes={"gpu.health": "gpu.vgpu_unlicensed"},
@@ -513,23 +504,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "vGPU guest, licensed",
-        Node(
-            eight_gpus(
-                g0={
-                    "nvml": {
-                        "virtualization_mode": 2,
-                        "vgpu_license": {
-                            "supported": True,
-                            "features": [{"enabled": True, "licensed": True}],
-                        },
-                    }
-                }
-            ),
-            given=(0,),
-            how="toolkit",
-            nvswitches=0,
-            kmsg=BOOT,
-        ),
+        _vgpu_guest(licensed=True),
         (*IN_POD, "gpu.health", "--expect-gpus", "1"),
         0,
         statuses={"gpu.health": "pass"},
