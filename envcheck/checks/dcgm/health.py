@@ -22,10 +22,15 @@ from envcheck.checks.dcgm.diag_json import Unread
 from envcheck.checks.dcgm.health_doc import HealthDocument
 from envcheck.checks.dcgm.health_verdict import UNREAD, verdict
 from envcheck.checks.dcgm.hostengine import cannot_connect, connection_result, hang_result
+from envcheck.checks.gpu_health.fabric_findings import wired
 from envcheck.core.check import Context
 from envcheck.core.result import Result, errored, skipped
+from envcheck.probe import nvml_health
 from envcheck.probe.gpu_usage import read_usage
 from envcheck.probe.hang import run_in_child
+from envcheck.probe.nvml import NVML_BUDGET_S, read_nvml
+from envcheck.probe.nvml_fields import Fields, Missing, or_absent
+from envcheck.probe.pci import SYSFS_PCI, pci_nvswitches
 
 BUDGET_S = 10.0  # per dcgmi call: a health check reads retained samples and answers in well under a second
 # DCGM's built-in groups an operator sets watches on (dcgmi/CommandLineParser.cpp, CheckGroupIdArgument).
@@ -70,6 +75,46 @@ def _pci() -> dict[str, str]:
     return {str(u.get("index", 0)): key for key, u in usage.items()}
 
 
+NVLINK_DOWN_WORDS = (
+    "NvLink link"  # DCGM_FR_NVLINK_DOWN's message: "GPU %u's NvLink link %d is currently down"
+)
+
+
+def entity_rows(doc: HealthDocument) -> list[Any]:
+    """Every system row of a document (to look for a link-down message before reading NVML about it)."""
+    return [row for entity in doc.entities for row in entity.systems]
+
+
+def nvlinks_wired(sysfs: str = SYSFS_PCI) -> bool | None:
+    """Whether the node's NVLinks are wired by its own evidence (fabric_findings.wired: NVSwitches on the PCI bus,
+    a GPU registered with a fabric, a GPU with a link up); None when NVML cannot tell."""
+    switches = pci_nvswitches(sysfs)
+    count = len(switches) if isinstance(switches, list) else 0
+    if count:
+        return True
+    state: dict[str, Any] = {"gpus": []}
+
+    def body(pynvml: Any, progress: dict[str, Any]) -> None:
+        fields = Fields(pynvml)
+        total = fields.count()
+        for i in range(total if isinstance(total, int) else 0):
+            h = fields.handle(i)
+            if isinstance(h, Missing):
+                continue
+            progress.update(call=f"NVML fabric and NVLinks of GPU {i}", gpu=i)
+            state["gpus"].append(
+                {
+                    "fabric": or_absent(nvml_health.fabric(fields, h)),
+                    "nvlink": or_absent(nvml_health.nvlinks(fields, h)),
+                }
+            )
+
+    got = read_nvml(body, lambda exc: state.update(error=str(exc)), NVML_BUDGET_S)
+    if got.hang is not None or state.get("error") or not state["gpus"]:
+        return None
+    return wired(state["gpus"], count)
+
+
 def dcgm_health(ctx: Context) -> Result:
     """Read DCGM's health watches on its built-in groups and judge each incident by DCGM's own health result."""
     dcgmi = shutil.which("dcgmi")
@@ -109,7 +154,8 @@ def dcgm_health(ctx: Context) -> Result:
         measured["dcgmi_version"] = ".".join(map(str, version)) if version else None
         old = unhealthy and old_writer(version, docs)
         measured["writer"] = "2.1-2.3 (entity keys are health values)" if old else "2.4.7+"
-        return verdict(docs, old, measured, _pci() if unhealthy else {})
+        down = any(NVLINK_DOWN_WORDS in " ".join(e.text for e in entity_rows(d)) for d in docs.values())
+        return verdict(docs, old, measured, _pci() if unhealthy else {}, nvlinks_wired() if down else None)
     if not_set:  # a group another one could not be read on (its error noted) holds no watches either way
         return skipped(
             f"DCGM's health watches are not enabled on {', '.join(f'-g {g}' for g in not_set)}: {WATCH_FIX}",

@@ -168,11 +168,38 @@ def fix(i: Incident, letter: str) -> str:
     return out + (f"; dcgmi diag -r 3 -i {i.gpu} for detail" if i.gpu is not None else "")
 
 
+NVLINK_DOWN_CODE = 14  # DCGM_FR_NVLINK_DOWN: "GPU %u's NvLink link %d is currently down"
+UNWIRED = (
+    "the node's NVLinks are not wired (no NVSwitch on the PCI bus, no GPU registered with a fabric, no GPU with a "
+    "link up, per the bus and NVML): DCGM's rule fails any link that is down, and every link of a PCIe GPU without "
+    "its bridge is (NVIDIA/NVSentinel#1481: DCGM 3.3.7 on A100 PCIe); the bus's and NVML's direct evidence is "
+    "followed: a warning"
+)
+
+
+def _unwired(found: Sequence[Incident], wired: bool | None) -> tuple[list[Incident], list[Incident]]:
+    """(the incidents to judge as DCGM rated them, the link-down Failures a node without wired NVLinks cannot
+    have): where the bus and NVML say nothing is wired (wired is False), a link 'down' is a link that never was."""
+    if wired is not False:
+        return list(found), []
+    down = [i for i in found if i.message.code == NVLINK_DOWN_CODE and WORDS.get(i.health) == "fail"]
+    return [i for i in found if i not in down], down
+
+
 def verdict(
-    docs: Mapping[str, HealthDocument], old: bool, measured: dict[str, Any], pci: Mapping[str, str]
+    docs: Mapping[str, HealthDocument],
+    old: bool,
+    measured: dict[str, Any],
+    pci: Mapping[str, str],
+    wired: bool | None = None,
 ) -> Result:
-    """The check's result from each DCGM group's document (by dcgmi's group letter)."""
-    found = merged([i for letter, doc in docs.items() for i in incidents(doc, letter, old, pci)])
+    """The check's result from each DCGM group's document (by dcgmi's group letter); `wired` is whether the node's
+    NVLinks are wired by its own evidence (None: not read)."""
+    found, unwired = _unwired(
+        merged([i for letter, doc in docs.items() for i in incidents(doc, letter, old, pci)]), wired
+    )
+    if unwired:
+        measured["disagreements"] = [f"{line(i)}: {UNWIRED}" for i in unwired]
     measured["incidents"] = [record(i) for i in found]
     notes = [n for n in (severity_note(i) for i in found) if n]
     if notes:
@@ -190,7 +217,7 @@ def verdict(
             fault_class=FaultClass.NODE,
             code=f"{FAMILY}.{first.system}",
         )
-    if overall == "fail":
+    if overall == "fail" and not unwired:  # dismissed link-down rows are the incidents behind it
         return failed(
             _overall_only("Failure", old),
             _OVERALL_FIX,
@@ -206,11 +233,14 @@ def verdict(
             code=UNREAD,
             remediation=f"read it by hand: dcgmi health -g {letter} -c",
         )
-    if by["warn"]:
-        first = by["warn"][0]
+    if by["warn"] or unwired:
+        first = (by["warn"] or unwired)[0]
+        said = [line(i) for i in by["warn"]] + [f"{line(i)}: {UNWIRED}" for i in unwired]
         return warned(
-            first_of([line(i) for i in by["warn"]]),
-            fix(first, first.groups[0]),
+            first_of(said),
+            "nvidia-smi nvlink -s (are any links wired?); if this GPU has an NVLink bridge, reseat it"
+            if first in unwired
+            else fix(first, first.groups[0]),
             measured=measured,
             fault_class=FaultClass.NODE,
             code=f"{FAMILY}.{first.system}",

@@ -162,6 +162,30 @@ def test_a_gpu_is_named_by_its_pci_address(
     assert result.measured["incidents"][0]["dcgm_fr"] == "DCGM_FR_VOLATILE_DBE_DETECTED (4)"
 
 
+def test_a_link_down_on_a_node_without_wired_nvlinks_is_not_followed(
+    bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVIDIA/NVSentinel#1481: DCGM 3.3.7 failed all 12 NVLinks of A100 PCIe GPUs without a bridge. This machine's
+    PCI bus has no NVSwitch; NVML (the stand-in) says no GPU has a fabric or a link up: the direct evidence that
+    nothing is wired is followed, the disagreement said, and the node is not drained."""
+    pcie = {"name": "NVIDIA A100 80GB PCIe", "fabric": None, "nvlinks": [0] * 12}
+    nvml.install(monkeypatch, tmp_path / "nvml", nvml.state(nvml.gpu(0, **pcie), nvml.gpu(1, **pcie)))
+    result = check(bin_dir, answers(g=(0, h.report_24([I(1, h.NVLINK, h.FAIL, h.nvlink_down(1, 3))]))))
+    assert (result.status, result.code) == (Status.WARN, "dcgm.health.nvlink"), result.summary
+    assert "not wired" in result.summary and "NVIDIA/NVSentinel#1481" in result.measured["disagreements"][0]
+    assert decide([result], ModeName.PROLOG).code is OK
+
+
+def test_a_link_down_where_the_nvlinks_are_wired_stands(
+    bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The twin: an HGX GPU's other links are up (the stand-in's default), so DCGM's link-down Failure drains."""
+    nvml.install(monkeypatch, tmp_path / "nvml", nvml.state(nvml.gpu(0), nvml.gpu(1)))
+    result = check(bin_dir, answers(g=(0, h.report_24([I(1, h.NVLINK, h.FAIL, h.nvlink_down(1, 3))]))))
+    assert (result.status, result.code) == (Status.FAIL, "dcgm.health.nvlink"), result.summary
+    assert "disagreements" not in result.measured
+
+
 def test_the_watch_is_followed_where_dcgms_error_table_rates_the_code_otherwise(bin_dir: Path) -> None:
     """A pending page retirement: the watch says Warning, dcgmErrorMeta rates DCGM_FR_PENDING_PAGE_RETIREMENTS RESET."""
     result = check(bin_dir, answers(g=(0, h.report_24([I(3, h.MEM, h.WARN, h.pending(3))]))))
