@@ -5,6 +5,8 @@ rendered elsewhere (docs/reference/evidence.md)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from envcheck.checks.gpu_health import driver_causes as causes
 from envcheck.checks.gpu_health import node, nvml_down, reset_messages, sxid
 from envcheck.checks.gpu_health.nvlink5 import NVLINK5
@@ -131,13 +133,29 @@ DRIVER_ONLY = {
 }
 
 
+class CoverageRow(NamedTuple):
+    """One number of a catalogue: NVIDIA's name, NVIDIA's class or resolution bucket, and envcheck's verdict."""
+
+    number: int
+    name: str
+    nvidia: str
+    verdict: str
+
+    @property
+    def status(self) -> str:
+        """'judged' (a finding can drain or warn), 'read' (the application's: never a node finding) or 'not'."""
+        if self.verdict.startswith("read"):
+            return "read"
+        return "not" if self.verdict.startswith("not judged") else "judged"
+
+
 def _verdict(rank: int | None) -> str:
     if rank is None:
         return "not judged"
     return "drain" if rank <= 1 else "warn"
 
 
-def xid_coverage() -> list[tuple[int, str, str, str]]:
+def xid_coverage() -> list[CoverageRow]:
     """One row per Xid of NVIDIA's catalogue (1-172) and of the driver beyond it (173-176): (number, NVIDIA's name,
     NVIDIA's buckets (immediate / investigatory), envcheck's verdict)."""
     rows = []
@@ -186,7 +204,7 @@ def xid_coverage() -> list[tuple[int, str, str, str]]:
             verdict += "; names the link(s) that did not train"
         if xid in XID_154_LINKED:
             verdict += "; followed by Xid 154 from R565"
-        rows.append((xid, name, bucket, verdict))
+        rows.append(CoverageRow(xid, name, bucket, verdict))
     return rows
 
 
@@ -198,7 +216,7 @@ def _sxid_words(number: int, tags: set[str]) -> str:
     return _SAID[judged.verdict] if judged else "no finding"
 
 
-def sxid_coverage() -> list[tuple[int, str, str, str]]:
+def sxid_coverage() -> list[CoverageRow]:
     """One row per SXid of the driver's list: (number, NVIDIA's name, NVIDIA's class (the Fabric Manager guide's, and
     the driver's tag), envcheck's verdict by what the line carries)."""
     rows = []
@@ -217,5 +235,5 @@ def sxid_coverage() -> list[tuple[int, str, str, str]]:
             f"tagged Fatal or Severity 1: drain; tagged Non-fatal: {_sxid_words(number, {'Non-fatal'})}; "
             f"untagged: {_sxid_words(number, set())}"
         )
-        rows.append((number, name, cls or "not classed by NVIDIA", verdict))
+        rows.append(CoverageRow(number, name, cls or "not classed by NVIDIA", verdict))
     return rows

@@ -30,6 +30,7 @@ def test_xid_coverage_has_one_row_per_catalogue_number() -> None:
     assert "decoded per the sheet's row" in by[149][3] and by[149][2].startswith("WORKFLOW_NVLINK5_ERR")
     assert by[167][3].startswith("warn") and "no bucket" in by[167][2]
     assert "not in the catalogue" in by[175][2]
+    assert (by[79].status, by[43].status, by[14].status) == ("judged", "read", "not")
 
 
 def test_sxid_coverage_has_one_row_per_sxid_with_its_verdict() -> None:
