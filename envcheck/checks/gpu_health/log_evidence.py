@@ -31,6 +31,7 @@ LOG_SOURCES: tuple[Source, ...] = (
         f"{SOURCE} (Xid-Catalog.xlsx, sheets 'Xids' and 'Resolution Buckets'); the Xid printer, "
         "src/nvidia/src/kernel/gpu/rc/kernel_rc.c",
         (_EVENTS, _CORPUS, _RECORDS, "tests/checks/gpu_health/test_xid_catalogue.py"),
+        key="xid",
     ),
     Source(
         "NVIDIA Xid 144-150 Decode sheet",
@@ -42,6 +43,7 @@ LOG_SOURCES: tuple[Source, ...] = (
         "Xid-Catalog.xlsx sheet 'Xid 144-150 Decode' (checks.gpu_health.nvlink5_sheet); the record format "
         "NVLINK_MSE_LEGACY_XID_MESSAGE_FMT; field records from leptonai/gpud and NVIDIA/NVSentinel",
         ("tests/checks/gpu_health/test_nvlink5.py", _CORPUS, _CONTEXTS),
+        key="XID_154_EVAL",
     ),
     Source(
         "Xid 154 (the driver's recovery action)",
@@ -52,6 +54,7 @@ LOG_SOURCES: tuple[Source, ...] = (
         "src/nvidia/src/kernel/gpu/gpu.c (_gpuRefreshRecoveryActionInLock, _gpuRecoveryActionName); "
         "ctrl2080gpu.h NV2080_CTRL_GPU_RECOVERY_ACTION_*",
         (_EVENTS, "tests/checks/gpu_health/test_nvlink5.py", _CORPUS),
+        key="recovery action",
     ),
     Source(
         "NVIDIA SXid catalogue (NVSwitch)",
