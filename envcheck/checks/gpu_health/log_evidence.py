@@ -18,7 +18,6 @@ from envcheck.core.evidence import Kind, Source
 _CORPUS = "tests/checks/gpu_health/test_field_corpus.py"
 _EVENTS = "tests/checks/gpu_health/test_kernel_events.py"
 _CONTEXTS = "tests/cluster/test_shared_nodes.py"
-_RECORDS = "tests/probe/test_log_records.py"
 
 LOG_SOURCES: tuple[Source, ...] = (
     Source(
@@ -30,7 +29,7 @@ LOG_SOURCES: tuple[Source, ...] = (
         ("xid.<xid>", "xid.<xid>.repeated"),
         f"{SOURCE} (Xid-Catalog.xlsx, sheets 'Xids' and 'Resolution Buckets'); the Xid printer, "
         "src/nvidia/src/kernel/gpu/rc/kernel_rc.c",
-        (_EVENTS, _CORPUS, _RECORDS, "tests/checks/gpu_health/test_xid_catalogue.py"),
+        (_EVENTS, _CORPUS, "tests/checks/gpu_health/test_xid_catalogue.py"),
         key="xid",
     ),
     Source(
@@ -43,7 +42,7 @@ LOG_SOURCES: tuple[Source, ...] = (
         "Xid-Catalog.xlsx sheet 'Xid 144-150 Decode' (checks.gpu_health.nvlink5_sheet); the record format "
         "NVLINK_MSE_LEGACY_XID_MESSAGE_FMT; field records from leptonai/gpud and NVIDIA/NVSentinel",
         ("tests/checks/gpu_health/test_nvlink5.py", _CORPUS, _CONTEXTS),
-        key="XID_154_EVAL",
+        key="144-150 Decode",
     ),
     Source(
         "Xid 154 (the driver's recovery action)",
@@ -83,7 +82,8 @@ LOG_SOURCES: tuple[Source, ...] = (
         ),
         "kernel-open/nvidia/nv.c, nv-pci.c; src/nvidia/arch/nvalloc/unix/src/osapi.c (checks.gpu_health."
         "driver_messages)",
-        (_EVENTS, _CORPUS, _CONTEXTS, _RECORDS),
+        (_EVENTS, _CORPUS, _CONTEXTS),
+        key="probe",
     ),
     Source(
         "the driver's open and runtime messages",
@@ -103,6 +103,7 @@ LOG_SOURCES: tuple[Source, ...] = (
         "src/nvidia/arch/nvalloc/unix/src/osinit.c, osapi.c; src/nvidia/src/kernel/gpu/gsp/kernel_gsp.c "
         "(checks.gpu_health.runtime_messages)",
         (_EVENTS, _CORPUS, _CONTEXTS),
+        key="RmInitAdapter",
     ),
     Source(
         "reset-required assertions",
@@ -114,6 +115,7 @@ LOG_SOURCES: tuple[Source, ...] = (
         "kernel_rc_watchdog_callback.c, kern_gpu_error_cont_ga100.c (_gpuGenerateErrorLog); field records "
         "NVIDIA/open-gpu-kernel-modules#1045, #1118",
         ("tests/checks/gpu_health/test_reset_messages.py", _CORPUS, _CONTEXTS),
+        key="PMU has halted",
     ),
     Source(
         "NVLink discovery and training failures",
@@ -124,6 +126,7 @@ LOG_SOURCES: tuple[Source, ...] = (
         "src/nvidia/src/kernel/gpu/nvlink (kernel_nvlink.c, kernel_nvlinkcorelibtrain.c, arch/hopper, "
         "arch/blackwell), gpu_fabric_probe.c; field records leptonai/gpud nvlink/kmsg_test.go",
         ("tests/checks/gpu_health/test_reset_messages.py", _CORPUS, _CONTEXTS),
+        key="postRxDetLinkMask",
     ),
 )
 
@@ -145,6 +148,11 @@ class CoverageRow(NamedTuple):
     verdict: str
 
     @property
+    def how(self) -> str:
+        """envcheck's verdict, as the evidence map's 'how' column."""
+        return self.verdict
+
+    @property
     def status(self) -> str:
         """'judged' (a finding can drain or warn), 'read' (the application's: never a node finding) or 'not'."""
         if self.verdict.startswith("read"):
@@ -155,7 +163,7 @@ class CoverageRow(NamedTuple):
 def _verdict(rank: int | None) -> str:
     if rank is None:
         return "not judged"
-    return "drain" if rank <= 1 else "warn"
+    return "drains (a node FAIL)" if rank <= 1 else "warns (a node WARN)"
 
 
 def xid_coverage() -> list[CoverageRow]:
@@ -178,7 +186,7 @@ def xid_coverage() -> list[CoverageRow]:
         if xid in NVLINK5:
             verdict = (
                 "decoded per the sheet's row: RESET_GPU drains, IGNORE and XID_154_EVAL do not; no fields or no "
-                "row: the driver's Xid 154, else warn"
+                "row: the driver's Xid 154, else warns"
             )
         elif xid == 154:
             verdict = (
@@ -200,7 +208,7 @@ def xid_coverage() -> list[CoverageRow]:
         else:
             verdict = _verdict(rank)
             if xid in CATALOG and not CATALOG[xid][2]:
-                verdict += " (no NVIDIA bucket: never a drain)"
+                verdict += ", no NVIDIA bucket: never a drain"
         if xid in (94, 95):
             verdict += "; 'RST: Yes' or 'D-RST: Yes' in the record drains"
         if xid in (74, 136):
@@ -211,7 +219,7 @@ def xid_coverage() -> list[CoverageRow]:
     return rows
 
 
-_SAID = {"fatal": "drain", "reset": "drain (reset every GPU and NVSwitch)", "warn": "warn"}
+_SAID = {"fatal": "drains", "reset": "drains (reset every GPU and NVSwitch)", "warn": "warns"}
 
 
 def _sxid_words(number: int, tags: set[str]) -> str:
@@ -235,7 +243,7 @@ def sxid_coverage() -> list[CoverageRow]:
             if part
         )
         verdict = (
-            f"tagged Fatal or Severity 1: drain; tagged Non-fatal: {_sxid_words(number, {'Non-fatal'})}; "
+            f"tagged Fatal or Severity 1: drains; tagged Non-fatal: {_sxid_words(number, {'Non-fatal'})}; "
             f"untagged: {_sxid_words(number, set())}"
         )
         rows.append(CoverageRow(number, name, cls or "not classed by NVIDIA", verdict))

@@ -13,7 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from envcheck.cluster.finding_codes import cluster_rows, cuda_rows, gpu_rows, log_rows, nvml_rows, software_rows
+from envcheck.cluster.finding_codes import (
+    cluster_rows,
+    cuda_rows,
+    gpu_rows,
+    log_rows,
+    nvml_rows,
+    software_rows,
+)
 from envcheck.core.findings import Code
 
 TABLE: tuple[Code, ...] = (

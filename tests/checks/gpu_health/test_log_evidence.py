@@ -26,9 +26,9 @@ def test_xid_coverage_has_one_row_per_catalogue_number() -> None:
     rows = xid_coverage()
     assert [r[0] for r in rows] == list(range(1, 177))
     by = {r[0]: r for r in rows}
-    assert by[79][3].startswith("drain") and by[43][3] == "read: the application's"
+    assert by[79].how.startswith("drains") and by[43][3] == "read: the application's"
     assert "decoded per the sheet's row" in by[149][3] and by[149][2].startswith("WORKFLOW_NVLINK5_ERR")
-    assert by[167][3].startswith("warn") and "no bucket" in by[167][2]
+    assert by[167][3].startswith("warns") and "no bucket" in by[167][2]
     assert "not in the catalogue" in by[175][2]
     assert (by[79].status, by[43].status, by[14].status) == ("judged", "read", "not")
 
@@ -37,7 +37,7 @@ def test_sxid_coverage_has_one_row_per_sxid_with_its_verdict() -> None:
     rows = sxid_coverage()
     assert [r[0] for r in rows] == sorted(SXIDS)
     by = {r[0]: r for r in rows}
-    assert by[20034][3].endswith("untagged: drain") and "fatal (port/partition)" in by[20034][2]
+    assert by[20034][3].endswith("untagged: drains") and "fatal (port/partition)" in by[20034][2]
     assert by[22013][3].endswith("untagged: no finding")
-    assert "tagged Non-fatal: warn" in by[12028][3]
-    assert by[26006][3].endswith("untagged: drain") and "free text" in by[26006][2]
+    assert "tagged Non-fatal: warns" in by[12028][3]
+    assert by[26006][3].endswith("untagged: drains") and "free text" in by[26006][2]
