@@ -79,7 +79,7 @@ def evidence_page() -> str:
     """The whole map: a summary, the sources, then each peer and catalogue side by side."""
     from envcheck.checks import EVIDENCE
     from envcheck.checks.dcgm.dcgm_sources import HEALTH_SYSTEMS
-    from envcheck.checks.gpu_health.log_coverage import sxid_coverage, xid_coverage
+    from envcheck.checks.gpu_health.log_evidence import sxid_coverage, xid_coverage
     from envcheck.checks.peer_coverage import DCGM_ROWS, GPUD_ROWS
 
     xids, sxids = xid_coverage(), sxid_coverage()

@@ -43,14 +43,14 @@ GPUD_ROWS: tuple[PeerRow, ...] = (
         "accelerator-nvidia-error-xid",
         "/dev/kmsg Xid lines; 144-150 decoded by the sheet's fields",
         "Fatal Xids unhealthy, escalation after 2 reboots",
-        codes=("xid.<xid>", "xid.<xid>.repeated"),
+        codes=("xid.<xid>", "xid.<xid>.repeated", "xid.<xid>.undecoded"),
     ),
     PeerRow(
         GPUD,
         "accelerator-nvidia-error-sxid",
         "/dev/kmsg SXid lines",
         "by SXid number only (the line's tag not read)",
-        codes=("nvswitch.fatal",),
+        codes=("nvswitch.fatal", "nvswitch.reset_required", "nvswitch.warning"),
     ),
     PeerRow(
         GPUD,
@@ -69,7 +69,7 @@ GPUD_ROWS: tuple[PeerRow, ...] = (
         "accelerator-nvidia-nvlink",
         "NVML link state for links up to NVLINK_MAX_LINKS, DL counters, P2P status per pair; post-Rx-detect kmsg",
         "no GPU with all links up, no P2P pair; counters are metrics only",
-        codes=("gpu.nvlink_down", "gpu.nvlink_errors"),
+        codes=("gpu.nvlink_down", "gpu.nvlink_errors", "nvlink.training_failed"),
     ),
     PeerRow(
         GPUD,
@@ -249,7 +249,7 @@ DCGM_ROWS: tuple[PeerRow, ...] = (
         "NVSwitch non-fatal (0x400)",
         "SXid non-fatal counts on switch entities",
         "WARN",
-        codes=("nvswitch.fatal",),
+        codes=("nvswitch.warning",),
     ),
     PeerRow(
         DCGM_HEALTH,

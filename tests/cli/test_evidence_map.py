@@ -13,7 +13,7 @@ import pytest
 from envcheck.app.docs_evidence import evidence_page
 from envcheck.app.docs_markdown import _cell
 from envcheck.checks import EVIDENCE
-from envcheck.checks.gpu_health.log_coverage import xid_coverage
+from envcheck.checks.gpu_health.log_evidence import sxid_coverage, xid_coverage
 from envcheck.checks.peer_coverage import DCGM_ROWS, GPUD_ROWS
 from envcheck.cluster.finding_codes import lookup
 from envcheck.core.evidence import Kind
@@ -30,12 +30,15 @@ EMITTED = re.compile(r'^([A-Z][A-Z_]+) = "((?:gpu|driver|nvml|nvswitch|node|prof
 
 def _with_its_data(path: Path) -> str:
     """A test module's text and that of the suite's modules it imports (its cases: tests/staging/contexts.py for
-    tests/cluster/test_shared_nodes.py)."""
+    tests/cluster/test_shared_nodes.py, the field corpus's records for tests/checks/gpu_health/test_field_corpus.py)."""
     text = path.read_text()
     for module in re.findall(r"^from (tests(?:\.\w+)+) import", text, re.M):
         data = ROOT / (module.replace(".", "/") + ".py")
         if data.is_file():
             text += data.read_text()
+            cases = data.with_name("field_records")  # the field corpus's cases, which its loader reads
+            if data.name == "field_corpus.py" and cases.is_dir():
+                text += "".join(p.read_text() for p in sorted(cases.glob("*.toml")))
     return text
 
 
@@ -94,8 +97,16 @@ def test_every_xid_of_nvidias_catalogue_has_a_row_and_a_verdict() -> None:
 
     rows = {r.number: r for r in xid_coverage()}
     assert set(CATALOG) | set(UNUSED) <= set(rows)
-    assert all(r.status in ("judged", "read") for r in rows.values())
+    assert all(r.status in ("judged", "read", "not") and r.how for r in rows.values())
     assert rows[79].how.startswith("drains") and rows[13].status == "read"
+    assert all(r.status == "not" for r in rows.values() if r.how.startswith("not judged"))  # the row says why
+
+
+def test_every_sxid_of_the_drivers_list_has_a_row_and_a_verdict() -> None:
+    from envcheck.checks.gpu_health.sxid_catalog import SXIDS
+
+    rows = {r.number: r for r in sxid_coverage()}
+    assert set(rows) == set(SXIDS) and all(r.status == "judged" for r in rows.values())
 
 
 def test_the_page_summarises_each_peer_and_lists_every_source() -> None:

@@ -47,6 +47,38 @@ XID13 = (
 XID154 = (
     "NVRM: Xid (PCI:0000:5d:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"
 )
+# NVLink5 Xids as the driver prints them (field corpus 073 and 070: NVIDIA/NVSentinel's and leptonai/gpud's records),
+# moved to GPU 2 here (0000:3a:00 on the staged node). NVIDIA's 'Xid 144-150 Decode' sheet: 0x025525c6 is row 81
+# (NETIR_LINK_DOWN, RESET_GPU); 0x00086226/0x1 row 87 (NETIR_BER_EVENT, IGNORE); RLW_RXPIPE 0x8 row 26 (IGNORE);
+# RLW_SRC_TRACK XC1 0x8 row 31 (XID_154_EVAL, no Xid 154: the application's).
+XID149_LINK_DOWN = (
+    "NVRM: Xid (PCI:0000:3a:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 09 (0x025525c6 0x00000000 0x00000000 "
+    "0x00000000 0x00000000 0x00000000)"
+)
+NVLINK5_NONFATAL = (
+    "NVRM: Xid (PCI:0000:3a:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 03 (0x00086226 0x00000001 0x00000000 "
+    "0x00000000 0x00000000 0x00000000)",
+    "NVRM: Xid (PCI:0000:3a:00): 145, pid=876767, name=ray::WorkerDict, RLW_RXPIPE Nonfatal XC0 i0 Link 13 "
+    "(0x0409a0c2 0x00000008 0x00000001 0x00000000 0x00100000 0x00000004)",
+    "NVRM: Xid (PCI:0000:3a:00): 145, RLW_SRC_TRACK Nonfatal XC1 i0 Link 12 (0x040988e2 0x00000008 0x00000000 "
+    "0x00000000 0x00000000 0x00000000)",
+)
+# field corpus 075 (NVIDIA/NVSentinel's fixture): an NVSwitch's SOE halted, a free text with no Fatal/Non-fatal tag.
+SOE_HALTED = "nvidia-nvswitch0: SXid (PCI:0004:00:00.0): 26006, SOE HALTED"
+# field corpus 074 (NVIDIA/nvtrust#124): a non-fatal SXid group (tag, Severity 0, Data lines).
+SXID_NONFATAL = (
+    "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ interrupt",
+    "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44 Sub-engine instance 00",
+    "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002c, 0x0000002c, 0x00000000, 0x0000002c, "
+    "0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}",
+)
+# NVIDIA/open-gpu-kernel-modules#1118 (580.126.20): the driver marks a GPU for reset after back-to-back GSP timeouts.
+MARKED_FOR_RESET = (
+    "NVRM: nvAssertFailedNoLog: Assertion failed: Back to back GSP RPC timeout detected! GPU marked for reset @ "
+    "kernel_gsp.c:2387"
+)
+# field corpus 077 (leptonai/gpud's incident signature): NVLink discovery failed after receiver detect.
+POST_RXDET = "NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!"
 # A job holding a GPU as PyTorch's caching allocator leaves it: ~78 of 80 GiB in use by one python process.
 JOB = {"processes": [{"pid": 4242, "used_mib": 79000}], "memory_used_mib": 79500}
 
@@ -138,6 +170,14 @@ def _vgpu_guest(licensed: bool) -> Node:
     lic = {"supported": True, "features": [{"enabled": True, "licensed": licensed}]}
     gpu = {"nvml": {"virtualization_mode": 2, "vgpu_license": lic}}
     return Node(eight_gpus(g0=gpu), given=(0,), how="toolkit", nvswitches=0, kmsg=BOOT)
+
+
+def _after_boot(*texts: str) -> list[str]:
+    """The boot's records, then `texts` as /dev/kmsg records one second apart."""
+    return BOOT + [f"4,{20 + n},{(20 + n) * 1_000_000},-;{t}" for n, t in enumerate(texts)]
+
+
+HEALTH = ("--for", "health", "--expect-gpus", "8")
 
 
 def _busy(exclusive: bool = False) -> dict[str, dict[str, object]]:
@@ -402,6 +442,67 @@ CASES: tuple[Case, ...] = (
         HOST,
         1,
         codes={"gpu.health": "nvswitch.fatal"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "whole node, NVLink5 Xid 149 link down (decode sheet: RESET_GPU)",
+        Node(eight_gpus(), kmsg=_after_boot(XID149_LINK_DOWN)),
+        HOST,
+        1,
+        codes={"gpu.health": "xid.149"},
+        twin_of="whole node, NVLink5 Xids 149/145 non-fatal (decode sheet: IGNORE, XID_154_EVAL)",
+    ),
+    Case(
+        "whole node, NVLink5 Xids 149/145 non-fatal (decode sheet: IGNORE, XID_154_EVAL)",
+        Node(eight_gpus(), kmsg=_after_boot(*NVLINK5_NONFATAL)),
+        HOST,
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "health check, NVLink5 Xid 149 link down",
+        Node(eight_gpus(), kmsg=_after_boot(XID149_LINK_DOWN)),
+        HEALTH,
+        1,
+        codes={"gpu.health": "xid.149"},
+        twin_of="health check, NVLink5 Xids 149/145 non-fatal",
+    ),
+    Case(
+        "health check, NVLink5 Xids 149/145 non-fatal",
+        Node(eight_gpus(), kmsg=_after_boot(*NVLINK5_NONFATAL)),
+        HEALTH,
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "node agent (npd), an NVSwitch's SOE halted (SXid without a tag)",
+        Node(eight_gpus(), how="toolkit", env=AGENT, kmsg=_after_boot(SOE_HALTED)),
+        NPD,
+        1,
+        codes={"gpu.health": "nvswitch.fatal"},
+        twin_of="node agent (npd), an NVSwitch's non-fatal SXid 22013",
+    ),
+    Case(
+        "node agent (npd), an NVSwitch's non-fatal SXid 22013",
+        Node(eight_gpus(), how="toolkit", env=AGENT, kmsg=_after_boot(*SXID_NONFATAL)),
+        NPD,
+        0,
+        statuses={"gpu.health": "pass"},
+    ),
+    Case(
+        "whole node, the driver marks a GPU for reset (RM assertion)",
+        Node(eight_gpus(), kmsg=_after_boot(MARKED_FOR_RESET)),
+        HOST,
+        1,
+        codes={"gpu.health": "gpu.reset_required"},
+        twin_of="whole node, healthy",
+    ),
+    Case(
+        "whole node, NVLink discovery failed (post-RxDet link mask)",
+        Node(eight_gpus(), kmsg=_after_boot(POST_RXDET)),
+        HOST,
+        1,
+        codes={"gpu.health": "nvlink.training_failed"},
         twin_of="whole node, healthy",
     ),
     Case(

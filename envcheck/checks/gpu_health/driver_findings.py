@@ -1,7 +1,8 @@
 """What the driver said of GPUs that failed to start, as findings naming the GPU by PCI address: refused at probe
 (not supported, the wrong kernel module flavour, an invalid BAR), failed to initialise at first open (RmInitAdapter,
-with its GSP boot, firmware or power cause), GSP timeouts, fatal NVSwitch errors, and the probe's counts
-(checks.gpu_health.kernel_events finds them; driver_messages says where each format comes from).
+with its GSP boot, firmware or power cause), GSP timeouts, a reset the driver asks for, NVLink training and fabric
+failures (reset_messages), NVSwitch SXids (sxid), and the probe's counts (checks.gpu_health.kernel_events finds them;
+driver_messages says where each format comes from).
 
 One finding per GPU, from its most specific cause: a GPU the proprietary module cannot drive also fails RmInitAdapter
 (0x22:0x56), and that is the same fault, not a second one. A message that names the GPU by device minor is mapped to
@@ -21,7 +22,6 @@ from envcheck.checks.gpu_health.driver_causes import (
     COUNT_FIX,
     INIT_STATUS,
     LOAD_FAILED,
-    NVSWITCH_FATAL,
     PROBE_FAILED,
     RM_STATUS,
     RUNTIME,
@@ -29,9 +29,12 @@ from envcheck.checks.gpu_health.driver_causes import (
     count_problem,
 )
 from envcheck.checks.gpu_health.node import PASSED_THROUGH, GpuFinding, given
+from envcheck.checks.gpu_health.reset_messages import RESET_CAUSES
+from envcheck.checks.gpu_health.sxid import sxid_finding
 from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.core.result import FaultClass
 
+RUNTIME_CAUSES = {**RUNTIME, **RESET_CAUSES}  # the driver's messages after a GPU started, by kind
 _QUIET = ("vfio_bound", "excluded")  # a GPU deliberately not the driver's: for a VM, or excluded by the admin
 
 
@@ -163,28 +166,13 @@ def driver_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
             out.append(_finding(CAUSES[kind], entry, key, rank_of(key, CAUSES[kind].rank)))
     for entry in entries:
         kind, key = str(entry.get("kind")), where(entry, minors)
-        if kind in RUNTIME and ours(key):
-            out.append(_finding(RUNTIME[kind], entry, key, rank_of(key, RUNTIME[kind].rank)))
-        elif kind == "sxid" and entry.get("fatal") is True:
-            out.append(_sxid(entry, alloc.whole_node))
+        if kind in RUNTIME_CAUSES and ours(key):
+            cause = RUNTIME_CAUSES[kind]
+            out.append(_finding(cause, entry, key, rank_of(key, cause.rank)))
+        elif kind == "sxid" and (judged := sxid_finding(entry, alloc.whole_node)) is not None:
+            out.append(judged)
     named = {k for k in by_gpu if k} | quiet(data)
     return out + _probe_counts(entries, data, named, ours)
-
-
-def _sxid(entry: Mapping[str, Any], whole_node: bool) -> GpuFinding:
-    """A fatal NVSwitch error: the NVLink fabric every GPU of the node shares is degraded."""
-    switch = f"NVSwitch PCI {entry.get('pci')}.0" if entry.get("pci") else "an NVSwitch"
-    return GpuFinding(
-        f"fatal SXid {entry.get('sxid')} ({entry.get('count', 1)}x): the NVLink fabric is degraded; kernel log: "
-        f"{entry.get('text', '')}",
-        "drain; nvidia-smi nvlink -s (link states); restart nvidia-fabricmanager; reset the GPUs and NVSwitches "
-        "(nvidia-smi -r) or reboot the node; if it recurs, the baseboard's NVLink needs service",
-        FaultClass.NODE,
-        code=NVSWITCH_FATAL,
-        rank=1 if whole_node else 3,  # given some GPUs: whether this job crosses the switch is not known here
-        gpu=switch,
-        who=switch,
-    )
 
 
 def quiet(data: Mapping[str, Any]) -> set[str]:

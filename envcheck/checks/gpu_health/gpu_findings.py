@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.gpu_health import clock_findings, fabric_findings, state_findings
+from envcheck.checks.gpu_health import clock_findings, fabric_findings, state_findings, xid_fields
 from envcheck.checks.gpu_health.clock_findings import GPU_IDLE
 from envcheck.checks.gpu_health.node import GPU_LOST, PERSISTENCE_FIX, GpuFinding
 from envcheck.checks.gpu_health.xid import XidMeaning, escalated, meaning_of, pci_key
@@ -83,20 +83,28 @@ RECOVERY = {
 }
 
 
-def _meaning(event: Mapping[str, Any], windowed: bool) -> tuple[XidMeaning, str, str]:
-    """(what the Xid means here, its code, words on its cause): Xid 154 by the action it names, an Xid caused by a
-    previous one (45's "caused by previous Xid 79") as that one when it is the worse, a repeating application Xid
-    escalated inside an operator's window (since boot, other users' jobs add up to any count)."""
+def _meaning(
+    event: Mapping[str, Any], windowed: bool, siblings: Sequence[Mapping[str, Any]] = ()
+) -> tuple[XidMeaning, str, str]:
+    """(what the Xid means here, its code, words on its cause): Xid 154 by the action it names, an Xid by what its own
+    message says (checks.gpu_health.xid_fields, among the GPU's other Xids: `siblings`), an Xid caused by a previous
+    one (45's "caused by previous Xid 79") as that one when it is the worse, a repeating application Xid escalated
+    inside an operator's window (since boot, other users' jobs add up to any count)."""
     xid = int(event["xid"])
     m, code, why = meaning_of(xid), f"xid.{xid}", ""
-    action = event.get("action")
+    action = xid_fields.recovery_label(event)
     if xid == 154 and isinstance(action, str) and action in RECOVERY:
-        return RECOVERY[action], code, f": {action}"
+        return RECOVERY[action], code, f": {event.get('action') or action}"
+    own = xid_fields.judge(event, siblings)
+    if own is not None:
+        m, code = own.meaning, own.code
     cause = event.get("cause")
     if isinstance(cause, int) and cause != xid:
-        before = meaning_of(cause)
+        said = xid_fields.judge_cause(cause, siblings)
+        before = said.meaning if said else meaning_of(cause)
         if before.rank is not None and (m.rank is None or before.rank < m.rank):
-            m, code, why = before, f"xid.{cause}", f", caused by Xid {cause} ({before.meaning})"
+            code = said.code if said else f"xid.{cause}"
+            m, why = XidMeaning(f"caused by Xid {cause}: {before.meaning}", before.rank, before.fix), ""
     if windowed and (worse := escalated(xid, int(event.get("bursts") or 1))) is not None:
         m, code = worse, f"xid.{xid}.repeated"
     return m, code, why
@@ -108,7 +116,7 @@ def xid_findings(
     """One finding per Xid that the catalogue ranks, with the MIG instance the driver attributed it to."""
     out = []
     for e in events:
-        m, code, why = _meaning(e, windowed)
+        m, code, why = _meaning(e, windowed, events)
         if m.rank is None:
             continue
         mig = f" on MIG instance {e['mig']}" if isinstance(e.get("mig"), str) else ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from envcheck.checks.gpu_health import driver_causes as causes
 from envcheck.checks.gpu_health import fabric_findings as fabric
 from envcheck.checks.gpu_health import node, nvml_down
+from envcheck.checks.gpu_health.log_evidence import LOG_SOURCES
 from envcheck.checks.gpu_health.nvml_sources import HEALTH_TESTS, NODE_TESTS, NVML_SOURCES
 from envcheck.checks.gpu_health.verdict import KERNEL_LOG_UNREADABLE
 from envcheck.core.evidence import Kind, Source
@@ -61,46 +62,6 @@ FILE_SOURCES: tuple[Source, ...] = (
         "sources",
         ("tests/probe/test_log_records.py", "tests/checks/gpu_health/test_field_corpus.py"),
         key="kmsg",
-    ),
-)
-
-LOG_SOURCES: tuple[Source, ...] = (
-    Source(
-        "the kernel log: the driver's load, probe, open and runtime messages (driver_messages, runtime_messages)",
-        Kind.KERNEL_LOG,
-        "GPUs that failed to start and why, GSP timeouts, API mismatches, NVSwitch SXids, attach lines",
-        (
-            causes.BAR_INVALID,
-            causes.CLAIMED,
-            causes.FIRMWARE_MISSING,
-            causes.GSP_BOOT,
-            causes.GSP_TIMEOUT,
-            causes.INIT_FAILED,
-            causes.LOAD_FAILED,
-            causes.NVSWITCH_FATAL,
-            causes.OPEN_MODULE,
-            causes.POWER,
-            causes.PROBE_FAILED,
-            causes.PROPRIETARY_MODULE,
-            causes.UNSUPPORTED,
-            node.FELL_OFF_BUS,
-            nvml_down.API_MISMATCH,
-            nvml_down.FOREIGN_CLIENT,
-        ),
-        "NVIDIA/open-gpu-kernel-modules 595.45.04 (each pattern cites its file and function), verbatim field records "
-        "for the proprietary module's own messages",
-        ("tests/checks/gpu_health/test_kernel_events.py", "tests/checks/gpu_health/test_field_corpus.py"),
-        key="driver",
-    ),
-    Source(
-        "the kernel log: Xids, judged by NVIDIA's Xid catalogue",
-        Kind.KERNEL_LOG,
-        "each Xid record's number, GPU, MIG instance, process, the Xid it names as its cause, Xid 154's action",
-        ("xid.<xid>", "xid.<xid>.repeated"),
-        "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (Xid-Catalog.xlsx); the driver's "
-        "Xid printer, src/nvidia/src/kernel/gpu/rc/kernel_rc.c krcReportXid",
-        ("tests/checks/gpu_health/test_gpu_health.py", "tests/checks/gpu_health/test_field_corpus.py"),
-        key="xid",
     ),
 )
 

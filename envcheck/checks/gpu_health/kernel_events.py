@@ -27,12 +27,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.checks.gpu_health.driver_messages import LOAD_AND_PROBE, DriverMessage
+from envcheck.checks.gpu_health.reset_messages import RESET_AND_NVLINK, RESET_CAUSES
 from envcheck.checks.gpu_health.runtime_messages import OPEN_AND_RUNTIME
+from envcheck.checks.gpu_health.sxid import line_detail as sxid_line
+from envcheck.checks.gpu_health.sxid import merge as sxid_merge
 from envcheck.checks.gpu_health.xid import meaning_of, parse_xid, pci_key
+from envcheck.checks.gpu_health.xid_fields import record_key
 from envcheck.probe.kernel_log import KMSG, read_cursor, read_kernel_log, write_cursor
 from envcheck.probe.log_records import Record, messages, parse_records
 
-MESSAGES = (*LOAD_AND_PROBE, *OPEN_AND_RUNTIME)  # every message of the driver envcheck reads, in match order
+# every message of the driver envcheck reads, in match order
+MESSAGES = (*LOAD_AND_PROBE, *OPEN_AND_RUNTIME, *RESET_AND_NVLINK)
 MAX_EVENTS = 64  # distinct (GPU, Xid) pairs and driver events kept in a bundle
 RECOVERED = 0  # Xid 154's action code for "None"
 
@@ -76,15 +81,24 @@ class _Instance:
     def add(self, event: _Event) -> None:
         (self.pending if event.phase == "probe" else self.active).append(event)
 
-    def forget_xids(self, key: str) -> None:
-        """A GPU object was created again (a reset, a reload of the GPU): the Xids logged before it are another
-        object's. What the driver said of the GPU's start stands (the object exists, its init may still fail)."""
-        self.active = [e for e in self.active if not (e.pci == key and e.kind == "xid")]
+    def forget_xids(self, key: str, numbers: set[int]) -> None:
+        """A GPU object was created again (a reset, a reload of the GPU): the Xids logged before it, and the resets the
+        driver asked for (by its address, or by the instance `numbers` the log tied to it), are another object's.
+        What the driver said of the GPU's start stands (the object exists, its init may still fail)."""
+        self.active = [
+            e
+            for e in self.active
+            if not (
+                e.kind in _BEFORE_RESET
+                and (e.pci == key or (e.pci is None and e.detail.get("gpu_index") in numbers))
+            )
+        ]
 
     def events(self) -> list[_Event]:
         return (self.previous if self.reloading else []) + self.pending + self.active
 
 
+_BEFORE_RESET = ("xid", *RESET_CAUSES)  # what a GPU object created again (its UUID line) leaves behind
 _GSP_INDEX = re.compile(r"from GPU(\d+) GSP")
 # Cause lines RmInitAdapter prints before its failure line, which names the GPU (research: osinit.c's order is the
 # cause's NV_PRINTF, then "GPU <address>: RmInitAdapter failed!", then "rm_init_adapter failed, device minor N").
@@ -116,8 +130,7 @@ def _event(record: Record) -> _Event | str | None:
         if name in detail:
             detail[name] = int(detail[name])
     if message.kind == "sxid":
-        text = str(detail.pop("detail", ""))
-        detail["fatal"] = text.startswith("Fatal") or text.startswith("Severity 1 ")
+        detail.update(sxid_line(str(detail.pop("detail", ""))))
     return _Event(message.kind, message.phase, key, record, detail)
 
 
@@ -163,7 +176,8 @@ def scan(lines: Iterable[str], after_seq: int | None = None, since_s: float | No
             indexes.clear()
             unplaced = last = None
         elif isinstance(got, str):
-            instance.forget_xids(got.removeprefix("attach:"))
+            key = got.removeprefix("attach:")
+            instance.forget_xids(key, {n for n, k in indexes.items() if k == key})
         elif isinstance(got, _Event):
             if got.kind == "xid" and not _in_window(record, after_seq, since_s):
                 continue
@@ -210,14 +224,15 @@ def _near(a: Record, b: Record) -> bool:
 
 
 def _summary(events: list[_Event], last_seq: int | None, loads: int) -> dict[str, Any]:
-    xids: dict[tuple[str | None, int], dict[str, Any]] = {}
+    xids: dict[tuple[str | None, int, str | None], dict[str, Any]] = {}
     bus: dict[str | None, dict[str, Any]] = {}
     driver: dict[tuple[str, str | None, Any], dict[str, Any]] = {}
     moments: dict[Any, set[Any]] = {}
     for e in events:
         at = round(e.record.boot_s, 3) if e.record.boot_s is not None else None
         if e.kind == "xid":
-            slot: Any = (e.pci, e.detail["xid"])
+            # records of one Xid that its own fields judge apart (an NVLink5 Xid's sheet row) are kept apart
+            slot: Any = (e.pci, e.detail["xid"], record_key(e.detail["xid"], e.detail["text"]))
             entry = xids.setdefault(slot, {"pci": e.pci, "xid": e.detail["xid"], "count": 0})
             entry.update({k: v for k, v in e.detail.items() if k != "xid"})
             if (
@@ -230,14 +245,20 @@ def _summary(events: list[_Event], last_seq: int | None, loads: int) -> dict[str
         else:
             slot = (e.kind, e.pci, e.detail.get("minor", e.detail.get("gpu_index", e.detail.get("sxid"))))
             entry = driver.setdefault(slot, {"kind": e.kind, "pci": e.pci, "count": 0})
-            fatal = entry.get("fatal") is True
-            entry.update(e.detail)
-            if e.kind == "sxid":  # one SXid logs several lines: fatal when any of them says so
-                entry["fatal"] = fatal or e.detail.get("fatal") is True
+            if (
+                e.kind == "sxid"
+            ):  # one SXid logs several lines: its tags, links and most telling line together
+                sxid_merge(entry, e.detail, e.record.flat[:200])
+            else:
+                entry.update(e.detail)
         moments.setdefault(slot, set()).add(_moment(e.record))
-        text = e.detail["text"] if e.kind == "xid" else e.record.flat[:200]
-        if e.kind == "sxid" and "text" in entry and not e.detail.get("fatal"):
-            text = entry["text"]  # keep the line that says it is fatal, not the register dump after it
+        text = (
+            e.detail["text"]
+            if e.kind == "xid"
+            else entry["text"]
+            if e.kind == "sxid"
+            else e.record.flat[:200]
+        )
         entry.update(count=entry["count"] + 1, bursts=len(moments[slot]), text=text, boot_s=at)
     recovered = [k for k, v in xids.items() if k[1] == 154 and v.get("action_code") == RECOVERED]
     for k in recovered:  # the GPU's last recovery action is None: nothing left to do

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.checks.gpu_health.xid_catalog import BUCKET_RANK, BUCKETS, CATALOG, SOURCE, UNUSED
+from envcheck.checks.gpu_health.xid_catalog import BUCKET_RANK, BUCKETS, CATALOG, SOURCE, TRIGGER, UNUSED
 
 # The Xid printer (src/nvidia/src/kernel/gpu/rc/kernel_rc.c, krcReportXid): "NVRM: Xid (<attr>): %d, [pid=%s,
 # name=%s, ]<message>[ caused by previous Xid %d]", where <attr> is "PCI:%04x:%02x:%02x", with " GPU-I:%02u" and
@@ -151,7 +151,11 @@ def meaning_of(xid: int) -> XidMeaning:
         return XID_CATALOG[xid]
     if xid in CATALOG:
         mnemonic, description, now, later = CATALOG[xid]
-        fix = BUCKETS[now] + (f"; if it recurs: {BUCKETS[later]}" if later != now else "")
+        if not now:
+            return _no_bucket(xid, mnemonic, description)
+        fix = BUCKETS[now] + (f"; if it recurs: {BUCKETS[later]}" if later and later != now else "")
+        if now == "WORKFLOW_NVLINK5_ERR":  # what the number alone says; a record is decoded (xid_fields)
+            description += " (each record judged by its row of the 'Xid 144-150 Decode' sheet)"
         return XidMeaning(f"{description}, {mnemonic}", BUCKET_RANK.get(now, UNKNOWN_RANK), fix)
     if xid in UNUSED:
         return XidMeaning(
@@ -164,6 +168,20 @@ def meaning_of(xid: int) -> XidMeaning:
         UNKNOWN_RANK,
         f"look the code up in {SOURCE}; nvidia-smi -q -i {{i}}; {_RESET} if the GPU misbehaves",
     )
+
+
+NO_BUCKET_RANK = 3  # an Xid NVIDIA's catalogue lists without a resolution bucket: a warning, never a drain
+REENGAGED = 162  # PSHC_REENGAGED: a capability coming back, nothing to do
+
+
+def _no_bucket(xid: int, mnemonic: str, description: str) -> XidMeaning:
+    """An Xid the catalogue lists with no resolution bucket (162-172): no bucket is invented; its trigger text is the
+    fix where the catalogue has one. 171/172 add details to an Xid 48, which carries the verdict."""
+    said = f"{description}, {mnemonic}; NVIDIA's catalogue gives it no resolution bucket"
+    if xid == REENGAGED:
+        return XidMeaning(said, None)
+    fix = TRIGGER.get(xid) or f"nvidia-smi -q -i {{i}}; {BUCKETS['CONTACT_SUPPORT']} if it recurs"
+    return XidMeaning(said, NO_BUCKET_RANK, fix)
 
 
 def escalated(xid: int, bursts: int) -> XidMeaning | None:

@@ -3,8 +3,10 @@ catalogue's resolution buckets (immediate action, investigatory action), with ea
 
 Source: https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (the "Xids" and "Fault Resolution
 Buckets" sheets of https://docs.nvidia.com/Xid-Catalog.xlsx). Codes the catalogue marks "Unused" (deprecated, or
-Volta and older) are listed in UNUSED. Xids 162-172 have no bucket in the catalogue; their action is its
-trigger text, shortened.
+Volta and older) are listed in UNUSED. Xids 162-172 have no bucket in the catalogue (columns I and J of rows 163-173
+are empty): their buckets are empty here too, and TRIGGER keeps the catalogue's trigger text where it has one
+(checks.gpu_health.xid judges them without inventing a bucket). The buckets only the "Xid 144-150 Decode" sheet uses
+are defined here from the catalogue's "Resolution Buckets" sheet (checks.gpu_health.nvlink5 decodes those Xids).
 
 Over 300 lines: one table of NVIDIA's data, kept whole in the sheet's order so it can be compared with its source
 row by row.
@@ -39,6 +41,19 @@ BUCKETS: dict[str, str] = {
     "XID_137_FLOW": "an illegal NVLink peer access, usually the application: run it under compute-sanitizer",
     "SYMPATHETIC_REPORT_SOLO": "a sympathetic error: resolve the others first; report it if seen alone",
     "N/A": "informational: follow the other Xid's action",
+    # The decode sheet's buckets ("Resolution Buckets" rows 27-34).
+    "XID_154_EVAL": "if an Xid 154 is seen along with this error, take that action; if not, restart the application",
+    "CHECK_NVLINK_FAILURE_FLOW": "if a link went down in the partition within the last 30 seconds, a by-product of "
+    "that: investigate it; if not, report the issue",
+    "REPORT_ISSUE (if seen >1 per day)": "report the issue if it is seen more than once a day",
+    "INVESTIGATE_SW_USER_LINK_SI": "investigate software or a user action if unexpected; then the link's signal "
+    "integrity",
+    "INVESTIGATE_PEER_DEVICE": "the peer device took the link down (peer reset, sleep, disable, thermal or force "
+    "event): investigate the peer",
+    "INVESTIGATE_HOST": "check other logs: likely a secondary indicator of an action or fault (possibly out of band)",
+    "INVESTIGATE_LINK_SI_AND_CABLES": "a cable, temperature, transceiver or seating fault: check the link's signal "
+    "integrity and cables (GB200 resiliency service flow)",
+    "INVESTIGATE_SW/USER": "investigate software or a user action if unexpected",
 }
 
 # code: (mnemonic, NVIDIA's description, immediate bucket, investigatory bucket)
@@ -50,8 +65,18 @@ CATALOG: dict[int, tuple[str, str, str, str]] = {
         "RESTART_APP",
         "CHECK_APP/CUDA",
     ),
-    13: ("ROBUST_CHANNEL_GR_EXCEPTION", "Graphics Engine Exception", "RESTART_APP", "WORKFLOW_XID_13"),
-    14: ("ROBUST_CHANNEL_FAKE_ERROR", "Fake or injected error from userspace", "IGNORE", "CONTACT_SUPPORT"),
+    13: (
+        "ROBUST_CHANNEL_GR_EXCEPTION / ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY",
+        "Graphics Engine Exception",
+        "RESTART_APP",
+        "WORKFLOW_XID_13",
+    ),
+    14: (
+        "ROBUST_CHANNEL_FAKE_ERROR",
+        "Unused (fake or injected error from userspace)",
+        "IGNORE",
+        "CONTACT_SUPPORT",
+    ),
     25: (
         "ROBUST_CHANNEL_GR_ILLEGAL_NOTIFY",
         "Invalid or illegal push buffer stream",
@@ -199,7 +224,7 @@ CATALOG: dict[int, tuple[str, str, str, str]] = {
     137: ("NVLINK_PRIV_ERR", "NVLink Privilege Error", "IGNORE", "XID_137_FLOW"),
     140: ("UNRECOVERABLE_ECC_ERROR_ESCAPE", "ECC Unrecovered Error", "RESET_GPU", "CONTACT_SUPPORT"),
     141: ("ROBUST_CHANNEL_FAST_PATH_ERROR", "CUDA Fast Path Error", "IGNORE", "CONTACT_SUPPORT"),
-    142: ("ROBUST_CHANNEL_NVENC3_ERROR", "NVENC3 Error", "CONTACT_SUPPORT", "CONTACT_SUPPORT"),
+    142: ("ROBUST_CHANNEL_NVENC3_ERROR", "NVENC3 Error", "CONTACT_SUPPORT", ""),  # no investigatory bucket
     143: ("GPU_INIT_ERROR", "GPU Initialization Error", "RESET_GPU", "CONTACT_SUPPORT"),
     **{
         n: (f"NVLINK_{u}_ERROR", f"NVLINK: {u} Error", "WORKFLOW_NVLINK5_ERR", "WORKFLOW_NVLINK5_ERR")
@@ -234,53 +259,23 @@ CATALOG: dict[int, tuple[str, str, str, str]] = {
     159: ("ROBUST_CHANNEL_CHI_NON_DATA_ERROR", "CHI Non-Data Error", "CHECK_UVM", "SYMPATHETIC_REPORT_SOLO"),
     160: ("CHANNEL_RETIREMENT_EVENT", "Channel Retirement Event", "IGNORE", "INVESTIGATE_SW"),
     161: ("CHANNEL_RETIREMENT_FAILURE", "Channel Retirement Failure", "IGNORE", "INVESTIGATE_SW"),
-    # 162-172: the catalogue gives no bucket; the action is its trigger text (or none).
-    162: ("PSHC_REENGAGED", "Power Smoothing HW Circuitry capability reengaged", "IGNORE", "IGNORE"),
-    163: (
-        "PSHC_DISENGAGED",
-        "Power Smoothing HW Circuitry capability disengaged",
-        "IGNORE",
-        "CONTACT_SUPPORT",
-    ),
-    164: (
-        "PSHC_LOW_LIFETIME",
-        "Power Smoothing HW Circuitry low lifetime reached",
-        "IGNORE",
-        "CONTACT_SUPPORT",
-    ),
-    165: (
-        "PSHC_ZERO_LIFETIME",
-        "Power Smoothing HW Circuitry lifetime exhausted",
-        "IGNORE",
-        "CONTACT_SUPPORT",
-    ),
+    # 162-172: the catalogue gives no bucket (TRIGGER has its trigger text, where there is one).
+    162: ("PSHC_REENGAGED", "Power Smoothing HW Circuitry capability reengaged", "", ""),
+    163: ("PSHC_DISENGAGED", "Power Smoothing HW Circuitry capability disengaged", "", ""),
+    164: ("PSHC_LOW_LIFETIME", "Power Smoothing HW Circuitry low lifetime reached", "", ""),
+    165: ("PSHC_ZERO_LIFETIME", "Power Smoothing HW Circuitry lifetime exhausted", "", ""),
     166: (
         "NVLINK_SECURE_CRYPTO_ERR",
-        "CC traffic seen before the link was configured for encryption",
-        "CONTACT_SUPPORT",
-        "CONTACT_SUPPORT",
+        "CC traffic seen prior to link properly being configured for encrypted traffic",
+        "",
+        "",
     ),
-    167: ("PCIE_FATAL_TIMEOUT", "PCIe fatal timeout", "RESET_GPU", "CONTACT_SUPPORT"),
-    168: (
-        "REDUCED_GPU_MEMORY_CAPACITY",
-        "Errors found in WPR (write protected region); enable ECC",
-        "CONTACT_SUPPORT",
-        "CONTACT_SUPPORT",
-    ),
-    169: ("SEC2_HALT_ERROR", "Internal micro-controller halt", "RESET_GPU", "CONTACT_SUPPORT"),
-    170: ("NVLINK_SECURE_OTHER", "Interrupt seen in CC mode", "CONTACT_SUPPORT", "CONTACT_SUPPORT"),
-    171: (
-        "UNCORRECTABLE_DRAM_ERROR",
-        "Uncorrectable DRAM error (details of an Xid 48)",
-        "WORKFLOW_XID_48",
-        "WORKFLOW_XID_48",
-    ),
-    172: (
-        "UNCORRECTABLE_SRAM_ERROR",
-        "Uncorrectable SRAM error (details of an Xid 48)",
-        "WORKFLOW_XID_48",
-        "WORKFLOW_XID_48",
-    ),
+    167: ("PCIE_FATAL_TIMEOUT", "PCIE_FATAL_TIMEOUT", "", ""),
+    168: ("REDUCED_GPU_MEMORY_CAPACITY", "Errors found in WPR (write protected region)", "", ""),
+    169: ("SEC2_HALT_ERROR", "Internal micro-controller halt", "", ""),
+    170: ("NVLINK_SECURE_OTHER", "Interrupt seen in CC mode", "", ""),
+    171: ("UNCORRECTABLE_DRAM_ERROR", "Additional to Xid 48: details of the fault (DRAM)", "", ""),
+    172: ("UNCORRECTABLE_SRAM_ERROR", "Additional to Xid 48: details of the fault (SRAM)", "", ""),
 }
 
 UNUSED: tuple[int, ...] = (
@@ -355,7 +350,7 @@ BUCKET_RANK: dict[str, int | None] = {
     "RESET_GPU": 1,
     "WORKFLOW_XID_48": 1,
     "WORKFLOW_NVLINK_ERR": 1,
-    "WORKFLOW_NVLINK5_ERR": 1,
+    "WORKFLOW_NVLINK5_ERR": 2,  # the number alone; each record is decoded (checks.gpu_health.nvlink5)
     "CHECK_MECHANICALS": 1,
     "RESTART_VM": 2,
     "UPDATE_SWFW": 2,
@@ -364,4 +359,27 @@ BUCKET_RANK: dict[str, int | None] = {
     "RESTART_APP": None,
     "IGNORE": None,
     "WORKFLOW_XID_45": None,
+    "XID_154_EVAL": None,  # the Xid 154 the driver logs with it is judged on its own; without one: the application
 }
+
+# The catalogue's trigger text for the Xids it gives no bucket (Xids sheet, column L, rows 164-167, 169, 171).
+TRIGGER: dict[int, str] = {
+    163: "No GPU reset required. If power smoothing functionality is desired, the customer needs to resolve the "
+    "thermal events. If disabled due to timeout, reload the driver or reset the GPU.",
+    164: "Monitor power swings and expect to replace GPUs if power smoothing is desired. Power smoothing "
+    "functionality will be disabled soon. Investigate if power swings are acceptable, and if not, take action.",
+    165: "Replace GPUs if power swings are not acceptable, and power smoothing is desired. Power smoothing will be "
+    "disabled by the driver and power swings will occur. Analyze datacenter infrastructure to ensure ability to "
+    "absorb power swings.",
+    166: "Applicable to CC (confidential computing) mode only.",
+    168: "Should only be seen when ECC is disabled. Either ECC should be enabled (to enable row-remapping) or boot "
+    "re-attempted with shifted WPR.",
+    170: "Applicable to CC (confidential computing) mode only.",
+}
+
+# The catalogue's "Xid 154 linkage" (Xids sheet, column K; "Customer User Guide" row 9: "if the Code is also expected
+# to trigger an Xid 154 condition representing the derived Data Center resolution"): from driver R565 (CUDA 12.7)
+# unless noted, 109/143/160/161 from R570/R575, 158/159 with the Xid itself.
+XID_154_LINKED: frozenset[int] = frozenset(
+    (48, 62, 63, 64, 74, 79, 94, 95, 109, 110, 120, 136, 143, *range(144, 151), 155, 156, 158, 159, 160, 161)
+)

@@ -2,8 +2,8 @@
 the named constants of the modules that emit them, and `markdown()`, which renders it as the codes reference page.
 Cluster policy and severity read codes from here, never as literals of their own. The rows live beside their domain:
 cuda_rows (the CUDA layers, the node profile), gpu_rows (a GPU's presence, the kernel log, DCGM), nvml_rows (what NVML
-says of a GPU: memory, links, fabric, recovery, licence), software_rows (runtime,
-compile, image), cluster_rows (collectives, performance, fleet, the catch-all).
+says of a GPU: memory, links, fabric, recovery, licence), log_rows (the driver's catalogues in the kernel log),
+software_rows (runtime, compile, image), cluster_rows (collectives, performance, fleet, the catch-all).
 
 A family writes its variable part in angle brackets (`xid.<xid>`, `cuda.error.<code>`); `lookup` finds a code's row.
 """
@@ -13,13 +13,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from envcheck.cluster.finding_codes import cluster_rows, cuda_rows, gpu_rows, nvml_rows, software_rows
+from envcheck.cluster.finding_codes import (
+    cluster_rows,
+    cuda_rows,
+    gpu_rows,
+    log_rows,
+    nvml_rows,
+    software_rows,
+)
 from envcheck.core.findings import Code
 
 TABLE: tuple[Code, ...] = (
     *cuda_rows.ROWS,
     *gpu_rows.ROWS,
     *nvml_rows.ROWS,
+    *log_rows.ROWS,
     *software_rows.ROWS,
     *cluster_rows.ROWS,
 )

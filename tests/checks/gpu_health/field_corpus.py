@@ -34,7 +34,7 @@ PROBE_CAUSES = ("fell_off_bus_probe", "probe_failed", "bar_invalid", "other", "p
 OPEN_CAUSES = ("init_failed", "gsp_boot")
 _STAMP = re.compile(
     r"^(\[\s*[+\d][^\]]*\]|\[[A-Z][a-z]{2} [^\]]+\]|[A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d\S*|"
-    r"\d{4}-\d\d-\d\dT\S+|(?:\S+: )?kern:\s*\w+:\s*\[[^\]]+\]:|\d+,\d+,\d+,)"
+    r"\d{4}-\d\d-\d\dT\S+|(?:\S+: )?kern:\s*\w+:\s*\[[^\]]+\]:|\d+,\d+,\d+,|[a-z]+\s*:\s*[a-z]+\s*:\s*\d{4}-\d\d-\d\dT\S+)"
 )
 
 
@@ -82,6 +82,7 @@ def _text(line: str) -> str:
         r"^(?:[A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d\S*|\d{4}-\d\d-\d\dT\S+)\s+(?:\S+\s+)?kernel:\s?", "", line
     )
     line = re.sub(r"^\[\s*\d+\.\d+\]\s?", "", line)  # a syslog line that kept the kernel's stamp
+    line = re.sub(r"^[a-z]+\s*:\s*[a-z]+\s*:\s*\d{4}-\d\d-\d\dT\S+\s", "", line)  # dmesg -x --time-format iso
     return line.replace("#012", "\n").replace("#011", "\t").replace("\\x0a", "\n").rstrip()
 
 

@@ -152,7 +152,9 @@ def test_an_xid_caused_by_an_earlier_one_is_judged_as_that_one() -> None:
     found = scan(kmsg(XID45))
     assert found["xid"][0]["cause"] == 149
     result = judge(found, gpus=[gpu(0, "00000000:DC:00.0")])
-    assert result.code == "xid.149" and "caused by Xid 149" in result.summary
+    # the 149's own record is not in the log: NVIDIA's decode sheet cannot judge it, so it warns (not a drain)
+    assert result.code == "xid.149.undecoded" and "caused by Xid 149" in result.summary
+    assert result.status is Status.WARN
     plain = judge(
         scan(kmsg(XID45.replace(", caused by previous Xid 149", ""))), gpus=[gpu(0, "00000000:DC:00.0")]
     )
