@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from envcheck.checks.gpu_health.kernel_events import capture_xids
+from envcheck.checks.gpu_health.log_capture import capture_xids
 from envcheck.checks.gpu_health.xid import pci_key
 from envcheck.probe import nvml_health
 from envcheck.probe.daemons import daemons

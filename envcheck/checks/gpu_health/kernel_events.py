@@ -19,9 +19,7 @@ What the driver said of a GPU that failed to start is the state of this instance
 
 from __future__ import annotations
 
-import os
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +31,6 @@ from envcheck.checks.gpu_health.sxid import line_detail as sxid_line
 from envcheck.checks.gpu_health.sxid import merge as sxid_merge
 from envcheck.checks.gpu_health.xid import meaning_of, parse_xid, pci_key
 from envcheck.checks.gpu_health.xid_fields import record_key
-from envcheck.probe.kernel_log import KMSG, read_cursor, read_kernel_log, write_cursor
 from envcheck.probe.log_records import Record, messages, parse_records
 
 # every message of the driver envcheck reads, in match order
@@ -280,38 +277,3 @@ def _moment(record: Record) -> Any:
     if record.boot_s is not None:
         return int(record.boot_s)
     return record.stamp or record.flat
-
-
-def capture_xids(
-    path: str = KMSG, state_file: str | None = None, window_s: float | None = None
-) -> dict[str, Any]:
-    """The kernel log's GPU events within the window, or why there are none to tell.
-
-    `state_file` (ENVCHECK_XID_STATE) keeps the last run's cursor (boot id and /dev/kmsg sequence number),
-    replaced atomically; `window_s` (ENVCHECK_XID_WINDOW_S) ignores Xids older than that many seconds."""
-    state_file = state_file if state_file is not None else os.environ.get("ENVCHECK_XID_STATE") or None
-    window_s = window_s if window_s is not None else _float(os.environ.get("ENVCHECK_XID_WINDOW_S"))
-    lines, why = read_kernel_log(path)
-    cursor = read_cursor(state_file) if state_file else None
-    since = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - window_s) if window_s else None
-    found = scan(lines, cursor, since)
-    out = {
-        "source": path,
-        "error": why,
-        "xid": found["xid"],
-        "bus": found["bus"],
-        "driver": found["driver"],
-        "window": {"after_seq": cursor, "since_s": round(since, 3) if since is not None else None},
-    }
-    if state_file and why is None and found["last_seq"] is not None:
-        note = write_cursor(state_file, found["last_seq"])
-        if note:
-            out["cursor_error"] = note
-    return out
-
-
-def _float(text: str | None) -> float | None:
-    try:
-        return float(text) if text else None
-    except ValueError:
-        return None

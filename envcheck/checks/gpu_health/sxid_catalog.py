@@ -1,6 +1,6 @@
 """NVIDIA's NVSwitch SXids, as data: every SXid number of the driver's enum, how the driver tags its lines, and the
-class and recovery NVIDIA's Fabric Manager user guide gives it, kept whole so it can be compared with its sources row
-by row (over 400 lines: one table).
+class and recovery NVIDIA's Fabric Manager user guide gives it. Over 300 lines: one table, kept whole so it can be
+compared with its sources row by row.
 
 Sources: the numbers and names, NVSWITCH_ERR_<name> in src/common/nvswitch/interface/ctrl_dev_nvswitch.h (NVIDIA/
 open-gpu-kernel-modules 595.45.04; group bases such as 10000 left out); the tag, from the reporting macro each number
