@@ -112,13 +112,27 @@ def field_values(fields: Fields, h: Any, ids: list[Any]) -> list[int | Missing] 
         if rc != 0:
             out.append(Missing("nvmlDeviceGetFieldValues", f"NVML error {rc}", fields.unsupported(rc), rc))
             continue
-        value = entry.value
-        kind = int(getattr(entry, "valueType", 1))
-        # NVML_VALUE_TYPE_*: 0 double, 1 unsigned int, 2 unsigned long, 3 unsigned long long, 4 signed long long,
-        # 5 signed int, 6 unsigned short
-        attr = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(kind)
-        out.append(int(getattr(value, attr or "ullVal")))
+        out.append(_number(entry))
     return out
+
+
+# NVML_VALUE_TYPE_*: 0 double, 1 unsigned int, 2 unsigned long, 3 unsigned long long, 4 signed long long,
+# 5 signed int, 6 unsigned short
+_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
+def _number(entry: Any) -> int | Missing:
+    """One entry's value by its valueType. nvidia-ml-py up to 12.550 declares c_nvmlValue_t without usVal: an
+    unsigned short is then the union's low 16 bits (its first member's bytes, little-endian). A value that is no
+    number (a NaN double) is said, not raised: the reader must not end on one field."""
+    kind = int(getattr(entry, "valueType", 1))
+    value = entry.value
+    try:
+        if kind == 6 and not hasattr(value, "usVal"):
+            return int(value.ullVal) & 0xFFFF
+        return int(getattr(value, _MEMBERS.get(kind, "ullVal")))
+    except (AttributeError, TypeError, ValueError, OverflowError) as exc:
+        return Missing("nvmlDeviceGetFieldValues", f"value of type {kind} unreadable: {exc}")
 
 
 def field(fields: Fields, h: Any, fid: Any) -> int | Missing:
@@ -230,7 +244,11 @@ def drained(fields: Fields, pci: str) -> bool | Missing:
         return Missing("nvmlDeviceQueryDrainState", Missing.NO_CALL)
     info = make()
     try:
-        info.busId = ("0000" + pci.upper() if len(pci.split(":")[0]) == 4 else pci).encode()
+        domain, bus, rest = pci.split(":")
+        # NVML documents the numeric domain, bus and device as the address; the string is filled too, for a
+        # driver that reads it (nvml.h's 'domain:bus:device.function' with an 8-digit domain, upper case)
+        info.domain, info.bus, info.device = int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
+        info.busId = f"{int(domain, 16):08X}:{bus.upper()}:{rest.upper()}".encode()
     except (AttributeError, TypeError, ValueError):
         return Missing("nvmlDeviceQueryDrainState", "cannot build the PCI address")
     return fields.read("nvmlDeviceQueryDrainState", info, convert=lambda v: int(v) == 1)

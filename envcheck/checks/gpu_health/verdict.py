@@ -88,7 +88,13 @@ def _findings(data: Mapping[str, Any], ctx: Context, notes: list[str]) -> list[G
     findings += mismatch_findings(data)
     node_mode = ctx.options.cluster_mode in NODE_MODES
     blind = data.get("nvml_error") or not gpus  # NVML cannot start, or lists no GPU
-    if node_mode and blind and not any(f.rank <= DRAIN_RANK for f in findings):
+    # envcheck's own reader failing after NVML started is no cause of an NVML that cannot start
+    if (
+        node_mode
+        and blind
+        and not data.get("reader_error")
+        and not any(f.rank <= DRAIN_RANK for f in findings)
+    ):
         findings += nvml_down_findings(data)
     if log.get("error") and node_mode:
         findings.append(
