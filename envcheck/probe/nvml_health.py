@@ -255,15 +255,20 @@ def drained(fields: Fields, pci: str) -> bool | Missing:
 
 
 def link_states(fields: Fields, h: Any) -> list[int]:
-    """Each NVLink's state (1 active, 0 inactive) below the GPU's own link count; where NVML cannot give the
-    count (bindings or a driver without field values), the links up to the first that NVML does not answer."""
-    got = nvlinks(fields, h)
-    if not isinstance(got, Missing):
-        return [1 if link.get("active") else 0 for link in got["links"]]
+    """Each NVLink's state (1 active, 0 inactive or unreadable) below the GPU's own link count; where NVML cannot
+    give the count (bindings or a driver without field values), the links up to the first that NVML does not
+    answer. States only: a node profile needs no error counters (six more calls a link)."""
+    count = field(fields, h, FI_NVLINK_LINK_COUNT)
+    known = not isinstance(count, Missing)
     states: list[int] = []
-    for link in range(NVLINK_MAX_LINKS):
+    for link in range(
+        NVLINK_MAX_LINKS if isinstance(count, Missing) else min(max(count, 0), NVLINK_MAX_LINKS)
+    ):
         state = fields.read("nvmlDeviceGetNvLinkState", h, link, convert=int)
-        if isinstance(state, Missing):  # past the GPU's last link, or no NVLink at all
-            break
-        states.append(state)
+        if isinstance(state, Missing):
+            if not known:  # past the GPU's last link, or no NVLink at all
+                break
+            states.append(0)
+            continue
+        states.append(1 if state == 1 else 0)
     return states
