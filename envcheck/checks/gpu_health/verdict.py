@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.gpu_health.driver_findings import bus_is_named, driver_findings, quiet
-from envcheck.checks.gpu_health.fabric_findings import fabric_manager_text, wired
+from envcheck.checks.gpu_health.fabric_findings import fabric_manager_text, most_up, wired
 from envcheck.checks.gpu_health.gpu_findings import (
     NOT_SUPPORTED_NAMES,
     NodeView,
@@ -53,7 +53,7 @@ def node_view(data: Mapping[str, Any], gpus: list[dict[str, Any]]) -> NodeView:
     """What the node says around each GPU: whether its NVLinks are wired, what was read of the fabric manager."""
     switches = data.get("nvswitches")
     count = len(switches) if isinstance(switches, list) else 0
-    return NodeView(wired(gpus, count), fabric_manager_text(data.get("daemons")))
+    return NodeView(wired(gpus, count), fabric_manager_text(data.get("daemons")), most_up(gpus))
 
 
 def _findings(data: Mapping[str, Any], ctx: Context, notes: list[str]) -> list[GpuFinding]:
