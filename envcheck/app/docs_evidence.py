@@ -56,7 +56,11 @@ def _peer(rows: Sequence[object], what: str) -> str:
             r.status,
             _classes(r.codes)
             if r.codes
-            else (", ".join(f"`{k}`" for k in r.reads) if r.reads else r.why_not),
+            else (
+                ", ".join(f"`{k}`" for k in r.reads) + (f": {r.why_not}" if r.why_not else "")
+                if r.reads
+                else r.why_not
+            ),
         )
         for r in rows
         if isinstance(r, PeerRow)

@@ -177,9 +177,10 @@ DCGM_ROWS: tuple[PeerRow, ...] = (
     PeerRow(
         DCGM_HEALTH,
         "PCIe (0x1)",
-        "PCIe replay counter, link generation and width",
-        "replays per minute over a per-generation rate: WARN",
-        codes=("gpu.pcie_degraded",),
+        "PCIe replay counter; link generation and width only to scale its limit",
+        "replays per minute over ceil(rate x lanes) for the generation: WARN",
+        why_not=f"envcheck reads no replay counter: {_NO_WINDOW}; a link below its maximum width or generation "
+        "is judged instead (gpu.pcie_degraded), a signal DCGM's PCIe watch does not judge",
     ),
     PeerRow(
         DCGM_HEALTH,
@@ -233,9 +234,12 @@ DCGM_ROWS: tuple[PeerRow, ...] = (
     PeerRow(
         DCGM_HEALTH,
         "Power (0x100)",
-        "power violation time, board power",
+        "power violation time (NVML field 74: the SW power cap's), board power",
         "violation time grew: WARN; power unreadable: WARN",
-        codes=("gpu.clocks_slowdown",),
+        reads=("slowdown",),
+        why_not="the SW power cap is read with the clock-event reasons but never judged: nvml.h, clocks "
+        "'optimized to ensure not to exceed currently set power limits' (policy; a busy GPU at its limit is "
+        "healthy); envcheck judges the HW power brake (bit 0x80, field 271) instead, which this watch does not",
     ),
     PeerRow(
         DCGM_HEALTH,
@@ -264,12 +268,5 @@ DCGM_ROWS: tuple[PeerRow, ...] = (
         "ConnectX health and uncorrectable error status",
         "not OK: WARN; fatal bits: FAIL",
         why_not="network adapters are the cross-node checks' (envcheck.distributed); the node path judges GPUs",
-    ),
-    PeerRow(
-        DCGM_HEALTH,
-        "PCIe replay rate",
-        "PCIE_REPLAY_TOTAL per minute",
-        "over ceil(rate x lanes): WARN",
-        why_not=_NO_WINDOW,
     ),
 )

@@ -112,13 +112,27 @@ def field_values(fields: Fields, h: Any, ids: list[Any]) -> list[int | Missing] 
         if rc != 0:
             out.append(Missing("nvmlDeviceGetFieldValues", f"NVML error {rc}", fields.unsupported(rc), rc))
             continue
-        value = entry.value
-        kind = int(getattr(entry, "valueType", 1))
-        # NVML_VALUE_TYPE_*: 0 double, 1 unsigned int, 2 unsigned long, 3 unsigned long long, 4 signed long long,
-        # 5 signed int, 6 unsigned short
-        attr = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(kind)
-        out.append(int(getattr(value, attr or "ullVal")))
+        out.append(_number(entry))
     return out
+
+
+# NVML_VALUE_TYPE_*: 0 double, 1 unsigned int, 2 unsigned long, 3 unsigned long long, 4 signed long long,
+# 5 signed int, 6 unsigned short
+_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
+def _number(entry: Any) -> int | Missing:
+    """One entry's value by its valueType. nvidia-ml-py up to 12.550 declares c_nvmlValue_t without usVal: an
+    unsigned short is then the union's low 16 bits (its first member's bytes, little-endian). A value that is no
+    number (a NaN double) is said, not raised: the reader must not end on one field."""
+    kind = int(getattr(entry, "valueType", 1))
+    value = entry.value
+    try:
+        if kind == 6 and not hasattr(value, "usVal"):
+            return int(value.ullVal) & 0xFFFF
+        return int(getattr(value, _MEMBERS.get(kind, "ullVal")))
+    except (AttributeError, TypeError, ValueError, OverflowError) as exc:
+        return Missing("nvmlDeviceGetFieldValues", f"value of type {kind} unreadable: {exc}")
 
 
 def field(fields: Fields, h: Any, fid: Any) -> int | Missing:
@@ -230,22 +244,31 @@ def drained(fields: Fields, pci: str) -> bool | Missing:
         return Missing("nvmlDeviceQueryDrainState", Missing.NO_CALL)
     info = make()
     try:
-        info.busId = ("0000" + pci.upper() if len(pci.split(":")[0]) == 4 else pci).encode()
+        domain, bus, rest = pci.split(":")
+        # NVML documents the numeric domain, bus and device as the address; the string is filled too, for a
+        # driver that reads it (nvml.h's 'domain:bus:device.function' with an 8-digit domain, upper case)
+        info.domain, info.bus, info.device = int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
+        info.busId = f"{int(domain, 16):08X}:{bus.upper()}:{rest.upper()}".encode()
     except (AttributeError, TypeError, ValueError):
         return Missing("nvmlDeviceQueryDrainState", "cannot build the PCI address")
     return fields.read("nvmlDeviceQueryDrainState", info, convert=lambda v: int(v) == 1)
 
 
 def link_states(fields: Fields, h: Any) -> list[int]:
-    """Each NVLink's state (1 active, 0 inactive) below the GPU's own link count; where NVML cannot give the
-    count (bindings or a driver without field values), the links up to the first that NVML does not answer."""
-    got = nvlinks(fields, h)
-    if not isinstance(got, Missing):
-        return [1 if link.get("active") else 0 for link in got["links"]]
+    """Each NVLink's state (1 active, 0 inactive or unreadable) below the GPU's own link count; where NVML cannot
+    give the count (bindings or a driver without field values), the links up to the first that NVML does not
+    answer. States only: a node profile needs no error counters (six more calls a link)."""
+    count = field(fields, h, FI_NVLINK_LINK_COUNT)
+    known = not isinstance(count, Missing)
     states: list[int] = []
-    for link in range(NVLINK_MAX_LINKS):
+    for link in range(
+        NVLINK_MAX_LINKS if isinstance(count, Missing) else min(max(count, 0), NVLINK_MAX_LINKS)
+    ):
         state = fields.read("nvmlDeviceGetNvLinkState", h, link, convert=int)
-        if isinstance(state, Missing):  # past the GPU's last link, or no NVLink at all
-            break
-        states.append(state)
+        if isinstance(state, Missing):
+            if not known:  # past the GPU's last link, or no NVLink at all
+                break
+            states.append(0)
+            continue
+        states.append(1 if state == 1 else 0)
     return states

@@ -119,3 +119,29 @@ def test_the_page_summarises_each_peer_and_lists_every_source() -> None:
 def test_the_map_is_in_the_sites_navigation() -> None:
     assert "reference/evidence.md" in (ROOT / "mkdocs.yml").read_text()
     assert Path(ROOT / "docs" / "reference" / "evidence.md").is_file()
+
+
+# The NVML read each DCGM health-watch rule rests on (DCGM 4.6 modules/health/DcgmHealthWatch.cpp; the DCGM field's
+# NVML source from dcgmlib/src/dcgm_fields.cpp): MonitorPCIe judges DCGM_FI_DEV_PCIE_REPLAY_COUNTER
+# (nvmlDeviceGetPcieReplayCounter; generation and width only scale its limit, GetExpectedPcieReplayRate);
+# MonitorPower DCGM_FI_DEV_POWER_VIOLATION (NVML field 74, the SW power cap's time); MonitorThermal
+# DCGM_FI_DEV_THERMAL_VIOLATION (NVML's thermal policy time, field 269 in nvml.h's translation table);
+# MonitorInforom nvmlDeviceValidateInforom; MonitorGpuRecoveryAction field 230.
+DCGM_RESTS_ON = {
+    "PCIe (0x1)": "nvmlDeviceGetPcieReplayCounter",
+    "Power (0x100)": "field 74",
+    "Thermal (0x80)": "269",
+    "InfoROM (0x40)": "nvmlDeviceValidateInforom",
+    "Driver (0x200)": "(230)",
+}
+
+
+@pytest.mark.parametrize("signal, read", sorted(DCGM_RESTS_ON.items()))
+def test_a_dcgm_system_is_judged_only_where_envcheck_reads_the_signal_it_judges(
+    signal: str, read: str
+) -> None:
+    """A row is 'judged' when envcheck judges the same signal, not another one under the same system's name: a
+    narrow PCIe link is not a replay rate, a HW power brake is not the SW power cap's time."""
+    row = next(r for r in DCGM_ROWS if r.signal == signal)
+    declared = " ".join(s.name for s in EVIDENCE if s.kind is Kind.NVML)
+    assert row.status != "judged" or read in declared, f"{signal}: judged, but no source reads {read}"

@@ -207,3 +207,17 @@ def test_a_profile_floor_is_opt_in_and_states_its_message_size(tmp_path: Path) -
         "--profile-floors: profile site's busbw floor 400 GB/s states no message size; dist.busbw "
         "compares it with its sweep's peak"
     )
+
+
+def test_a_mig_gpus_links_are_not_held_to_the_profile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """NVML reports a MIG-enabled GPU's NVLinks as down (DCGM 4.5.0, DcgmHealthWatch.cpp MonitorNVLinkStatus:
+    "Bug 200682374 - NVML reports links to MIG enabled GPUs as down"): gpu.health does not judge them, and the
+    profile, which only adds expectations, must not drain the node for them either. Its twin, the same links down
+    without MIG, is test_each_mismatch_has_its_own_code's profile.nvlink_down."""
+    state = nvml_node(links_down={2: list(range(18))})
+    state["gpus"][2]["mig"] = True
+    nvml.install(monkeypatch, tmp_path / "nvml", state)
+    got = verdict(capture(5, str(sysfs(tmp_path))), load("h100-sxm-8"))
+    assert got.status is Status.PASS, got.summary

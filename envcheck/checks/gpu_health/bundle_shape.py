@@ -75,6 +75,7 @@ def validate(data: Any, where: str) -> None:
         {
             "nvml_error": (str, None),
             "nvml_code": (int, None),
+            "reader_error": (bool,),
             "driver_version": (str, dict, None),
             "gpus": (list,),
             "kernel_log": (dict,),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.checks.gpu_health.log_capture import capture_xids
@@ -84,48 +85,67 @@ def _gpu(fields: Fields, i: int) -> dict[str, Any]:
     return gpu
 
 
+# The NVLink counters whose growth a rule judges (checks.gpu_health.fabric_findings, after DCGM's NVLink4 watch):
+# replays, recoveries, CRC errors. The data ECC counter is read, but judged by none: no reason to wait on it.
+GROWTH_JUDGED = ("replay", "recovery", "crc_flit", "crc_data")
+
+
 def _counting(gpu: dict[str, Any]) -> list[dict[str, Any]]:
-    """The GPU's NVLinks whose error counters are not zero (those a second sample reads again)."""
+    """The GPU's NVLinks whose judged error counters are not zero (those a second sample reads again)."""
     info = gpu.get("nvlink")
     entries = info.get("links") if isinstance(info, dict) else None
-    return [
-        e
-        for e in entries or []
-        if any(isinstance(e.get(k), int) and e[k] for k in nvml_health.NVLINK_COUNTERS)
-    ]
+    return [e for e in entries or [] if any(isinstance(e.get(k), int) and e[k] for k in GROWTH_JUDGED)]
 
 
-def _second_sample(fields: Fields, gpus: list[dict[str, Any]], began: float) -> None:
-    """What one reading cannot tell, read again SLOWDOWN_WINDOW_S after the first: a fault slowdown in the clock
-    events (`slowdown`: the reasons again and the slowdowns' cumulative durations before and after), and NVLink error
-    counters that are not zero (each link's `again` and `window_s`): a count that grew within the window is a link
-    failing now, one that did not is history. A healthy GPU is read once."""
-    slow = [
-        g
-        for g in gpus
-        if isinstance(g.get("clock_events"), int) and g["clock_events"] & FAULT_SLOWDOWNS and "error" not in g
-    ]
-    counting = {g["index"]: _counting(g) for g in gpus if "error" not in g}
+def _slowing(gpu: dict[str, Any]) -> bool:
+    """Whether the GPU's first clock-event reading shows a fault slowdown (one a second sample must confirm)."""
+    events = gpu.get("clock_events")
+    return isinstance(events, int) and bool(events & FAULT_SLOWDOWNS) and "error" not in gpu
+
+
+@dataclass(frozen=True)
+class FirstReading:
+    """When a GPU's first reading began and ended, and its slowdowns' cumulative durations then (a GPU showing a
+    fault slowdown only)."""
+
+    began: float
+    ended: float
+    ns: dict[str, int]
+
+
+def _second_sample(fields: Fields, gpus: list[dict[str, Any]], first: dict[int, FirstReading]) -> None:
+    """What one reading cannot tell, read again at least SLOWDOWN_WINDOW_S after each GPU's own first reading (a
+    node whose GPUs take longer than the window to read would otherwise read its last GPUs again at once): a fault
+    slowdown in the clock events (`slowdown`: the reasons again and the slowdowns' cumulative durations at the first
+    reading and now), and NVLink error counters that are not zero (each link's `again`). `window_s` is that GPU's
+    own, from the start of its first reading: a count that grew within it is a link failing now, one that did not
+    is history. A GPU with no fault slowdown and no counted NVLink error is read once; one that has either waits."""
+    slow = [g for g in gpus if _slowing(g) and g["index"] in first]
+    counting = {g["index"]: _counting(g) for g in gpus if "error" not in g and g["index"] in first}
     counting = {i: links for i, links in counting.items() if links}
-    if not slow and not counting:
+    again_for = {g["index"] for g in slow} | set(counting)
+    if not again_for:
         return
-    handles = {g["index"]: fields.handle(g["index"]) for g in gpus if g in slow or g["index"] in counting}
-    before = {g["index"]: nvml_health.slowdown_ns(fields, handles[g["index"]]) for g in slow}
-    time.sleep(max(0.0, SLOWDOWN_WINDOW_S - (time.monotonic() - began)))
-    window = round(time.monotonic() - began, 3)
+    due = max(first[i].ended for i in again_for) + SLOWDOWN_WINDOW_S
+    time.sleep(max(0.0, due - time.monotonic()))
+    handles = {i: fields.handle(i) for i in again_for}
+
+    def window(index: int) -> float:
+        return round(time.monotonic() - first[index].began, 3)
+
     for g in slow:
         h = handles[g["index"]]
         again = fields.clock_events(h)
         g["slowdown"] = {
             "events_again": again if isinstance(again, int) else None,
-            "ns_before": before[g["index"]],
+            "ns_before": first[g["index"]].ns,
             "ns_after": nvml_health.slowdown_ns(fields, h),
-            "window_s": window,
+            "window_s": window(g["index"]),
         }
     for index, links in counting.items():
         for entry in links:
             entry["again"] = nvml_health.link_counters(fields, handles[index], entry["link"])
-            entry["window_s"] = window
+            entry["window_s"] = window(index)
 
 
 def _nvml_state(state: dict[str, Any], bus: list[str]) -> Callable[[Any, dict[str, Any]], None]:
@@ -134,6 +154,17 @@ def _nvml_state(state: dict[str, Any], bus: list[str]) -> Callable[[Any, dict[st
     was drained on purpose (`drained`)."""
 
     def fill(pynvml: Any, progress: dict[str, Any]) -> None:
+        try:
+            read(pynvml, progress)
+        except Exception as exc:  # envcheck's own fault reading NVML's answers: never a GPU lost
+            state["nvml_error"] = (
+                f"envcheck could not read NVML's answer in {progress.get('call')} ({type(exc).__name__}: "
+                f"{exc}): what followed was not read"
+            )
+            # NVML itself started: none of the causes of an NVML that cannot start applies
+            state["reader_error"] = True
+
+    def read(pynvml: Any, progress: dict[str, Any]) -> None:
         fields = Fields(pynvml)
         progress["call"] = "nvmlSystemGetDriverVersion"
         state["driver_version"] = or_absent(fields.driver_version())
@@ -142,12 +173,17 @@ def _nvml_state(state: dict[str, Any], bus: list[str]) -> Callable[[Any, dict[st
         if isinstance(count, Missing):
             state["nvml_error"] = f"NVML cannot count the GPUs: {count.absent()['absent']}"
             return
-        began = time.monotonic()
+        first: dict[int, FirstReading] = {}
         for i in range(count):
             progress.update(gpu=i, call=f"NVML reads of GPU {i}")
-            state["gpus"].append(_gpu(fields, i))
+            began = time.monotonic()
+            gpu = _gpu(fields, i)
+            # the slowdowns' durations with the first reading, so the window between the two is the GPU's own
+            ns = nvml_health.slowdown_ns(fields, fields.handle(i)) if _slowing(gpu) else {}
+            state["gpus"].append(gpu)
+            first[i] = FirstReading(began, time.monotonic(), ns)
         progress.update(gpu=None, call="nvmlDeviceGetCurrentClocksEventReasons (a second sample)")
-        _second_sample(fields, state["gpus"], began)
+        _second_sample(fields, state["gpus"], first)
         listed = {pci_key(g["pci"]) for g in state["gpus"] if isinstance(g.get("pci"), str)}
         progress.update(call="nvmlDeviceQueryDrainState")
         for address in bus:
@@ -215,6 +251,8 @@ def capture(kmsg: str = KMSG, nvml_budget_s: float = NVML_BUDGET_S, sysfs: str =
     )
     # after NVML's attempt, so the library it loaded (if any) names the user-space version
     out["versions"] = {"kernel_module": kernel_module_version(), "userspace": userspace_version()}
+    if state.get("reader_error"):
+        out["reader_error"] = True
     if got.hang is not None:  # the reader is left behind as a daemon thread: it ends with this process
         at = got.progress.get("gpu")
         out.update(

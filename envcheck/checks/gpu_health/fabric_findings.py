@@ -9,11 +9,14 @@ The rules follow NVIDIA's own health watches (DCGM 4.6, modules/health/DcgmHealt
   capacity" WARN as gpud rates them (DCGM does not read the summary). State "not supported" (a GPU without fabric, a
   PCIe card, an H200 without NVSwitch) is no finding; nvml.h: the status "must be checked only if state returns
   complete";
-- links (MonitorNVLinkStatus): a link below the GPU's count that is down FAILs, except on a GPU in MIG mode ("NVML
-  reports links to MIG enabled GPUs as down", DCGM 4.5.0+). A GPU whose links are ALL down is judged only where the
-  node says its NVLinks are wired (NVSwitches on the PCI bus, a fabric, or another GPU with links up): a PCIe card
-  without its bridge has every link inactive and is healthy (NVIDIA/NVSentinel#1481: DCGM's NVLINK_DOWN on all 12
-  links of A100 PCIe GPUs);
+- links (MonitorNVLinkStatus): a link below the GPU's count that is down FAILs where an NVSwitch baseboard wires
+  every link (NVSwitches on the PCI bus, or a GPU registered with an NVLink fabric), except on a GPU in MIG mode
+  ("NVML reports links to MIG enabled GPUs as down", DCGM 4.5.0+). On PCIe cards the count is the chip's, not the
+  bridges': a bridged H100 PCIe pair wires 12 of 18 links and shows the other 6 inactive on a healthy node
+  (HPE-Japan-Presales/e-learning gpu/h100/mgmt_gpu_on_dl380agen11.md), and a card without a bridge shows all of
+  them inactive (NVIDIA/NVSentinel#1481: DCGM's NVLINK_DOWN on all 12 links of A100 PCIe GPUs). There a GPU is
+  judged against the node's other GPUs of the same product, and warns when it has fewer links up (NVML does not
+  know which bridges are fitted; a node profile states the count expected);
 - counters (MonitorNVLink4Fields, a window of a minute): a replay or recovery error within the window FAILs, CRC
   errors at 100 or more per second FAIL ("RM has informed us that CRC errors only matter at rates of 100+ per
   second", DcgmGPUHardwareLimits.h), fewer WARN; Blackwell's failed link recoveries (field 214) FAIL. envcheck's
@@ -106,9 +109,19 @@ def links_up(gpu: Mapping[str, Any]) -> int:
 
 
 def wired(gpus: Sequence[Mapping[str, Any]], nvswitches: int) -> bool:
-    """Whether the node's evidence says its GPUs' NVLinks are wired: NVSwitches on the PCI bus, a GPU registered
-    with a fabric, or a GPU with a link up."""
-    return nvswitches > 0 or any(fabric_supported(g) or links_up(g) for g in gpus)
+    """Whether the node's evidence says an NVSwitch baseboard wires every NVLink of its GPUs: NVSwitches on the PCI
+    bus, or a GPU registered with an NVLink fabric. A link up proves only that link: bridged PCIe cards wire some."""
+    return nvswitches > 0 or any(fabric_supported(g) for g in gpus)
+
+
+def most_up(gpus: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The most NVLinks up on any GPU of each product (by NVML's name) on the node, MIG GPUs aside."""
+    out: dict[str, int] = {}
+    for g in gpus:
+        name = g.get("name")
+        if isinstance(name, str) and g.get("mig") is not True:
+            out[name] = max(out.get(name, 0), links_up(g))
+    return out
 
 
 def fabric(gpu: Mapping[str, Any], fabric_manager: str) -> list[LinkFinding]:
@@ -187,8 +200,11 @@ def fabric(gpu: Mapping[str, Any], fabric_manager: str) -> list[LinkFinding]:
     return out
 
 
-def links(gpu: Mapping[str, Any], node_wired: bool) -> list[LinkFinding]:
-    """The findings of the GPU's own links: down ones, and error counters."""
+def links(
+    gpu: Mapping[str, Any], node_wired: bool, peers_up: Mapping[str, int] | None = None
+) -> list[LinkFinding]:
+    """The findings of the GPU's own links: down ones (against the count where the node is switched, against the
+    most links up on a GPU of the same product (`peers_up`) where it is not), and error counters."""
     info = _dict(gpu.get("nvlink"))
     count = info.get("count")
     entries = [e for e in info.get("links") or [] if isinstance(e, dict)]
@@ -197,13 +213,23 @@ def links(gpu: Mapping[str, Any], node_wired: bool) -> list[LinkFinding]:
     out: list[LinkFinding] = []
     down = [e["link"] for e in entries if e.get("active") is False]
     up = [e["link"] for e in entries if e.get("active") is True]
-    if down and gpu.get("mig") is not True and (up or node_wired):
-        where = "" if up else " (every link: the node's other evidence says its NVLinks are wired)"
+    shown = ", ".join(map(str, down[:18]))
+    best = (peers_up or {}).get(str(gpu.get("name")), 0)
+    if down and gpu.get("mig") is not True and node_wired:
+        where = "" if up else " (every link: the node's NVSwitches or fabric wire them)"
+        out.append(
+            LinkFinding(
+                NVLINK_DOWN, 1, f"{len(down)} of its {count} NVLinks are down{where}: link {shown}", LINK_FIX
+            )
+        )
+    elif down and gpu.get("mig") is not True and len(up) < best:
         out.append(
             LinkFinding(
                 NVLINK_DOWN,
-                1,
-                f"{len(down)} of its {count} NVLinks are down{where}: link {', '.join(map(str, down[:18]))}",
+                3,
+                f"{len(up)} of its {count} NVLinks up, where another GPU of the same product on this node has "
+                f"{best} (no NVSwitch: the links its bridges wire are not known to NVML; a node profile states the "
+                f"count expected): link {shown} inactive",
                 LINK_FIX,
             )
         )

@@ -4,7 +4,7 @@ ECC, a degraded PCIe link, clock slowdowns, persistence mode; and what each Xid 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.checks.gpu_health import clock_findings, fabric_findings, state_findings, xid_fields
@@ -137,11 +137,12 @@ def xid_findings(
 
 @dataclass(frozen=True)
 class NodeView:
-    """What the node says around one GPU: whether its NVLinks are wired (fabric_findings.wired) and what was read
-    of nvidia-fabricmanager."""
+    """What the node says around one GPU: whether an NVSwitch baseboard wires its NVLinks (fabric_findings.wired),
+    what was read of nvidia-fabricmanager, and the most NVLinks up on a GPU of each product (fabric_findings.most_up)."""
 
     wired: bool = False
     fabric_manager: str = "whether nvidia-fabricmanager runs was not read"
+    peers_up: Mapping[str, int] = field(default_factory=dict)  # fabric_findings.most_up
 
 
 def gpu_findings(
@@ -180,7 +181,10 @@ def gpu_findings(
         *state_findings.repairs(gpu),
     ]:
         add(f.rank, f.problem, f.fix, f.code)
-    for lf in [*fabric_findings.fabric(gpu, node.fabric_manager), *fabric_findings.links(gpu, node.wired)]:
+    for lf in [
+        *fabric_findings.fabric(gpu, node.fabric_manager),
+        *fabric_findings.links(gpu, node.wired, node.peers_up),
+    ]:
         add(lf.rank, lf.problem, lf.fix, lf.code)
     lost = [v["absent"] for v in gpu.values() if is_absent(v) and any(t in v["absent"] for t in LOST)]
     if isinstance(gpu.get("error"), str) or lost:

@@ -170,8 +170,11 @@ def nvml_down_findings(data: Mapping[str, Any]) -> list[GpuFinding]:
         or (not nodes and access.get("proc_view") == "absent")
     ):
         if bus and not contained:
+            listed = _dict(data.get("modules")).get("nvidia")
             said = (
-                "the kernel lists no nvidia module"
+                f"the kernel lists the nvidia module as {listed}, not live"
+                if isinstance(listed, str)
+                else "the kernel lists no nvidia module"
                 if loaded is False
                 else f"{nvml or 'no /proc/driver/nvidia'}; the kernel's module list was not read"
             )

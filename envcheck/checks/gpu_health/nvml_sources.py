@@ -111,9 +111,11 @@ NVML_SOURCES: tuple[Source, ...] = (
         "nvmlDeviceGetFieldValues: NVML_FI_DEV_NVLINK_LINK_COUNT (91), nvmlDeviceGetNvLinkState",
         "the GPU's own NVLink count and each of its links' state",
         (fabric.NVLINK_DOWN,),
-        f"{DCGM} MonitorNVLinkStatus: a Down link FAILs, none of a MIG GPU's; NVIDIA/NVSentinel#1481 (all links "
-        "of a PCIe card without a bridge are inactive)",
-        SURFACE_TESTS,
+        f"{DCGM} MonitorNVLinkStatus: a Down link FAILs, none of a MIG GPU's, where NVSwitches wire every link; "
+        "PCIe cards against their peers of the same product (HPE-Japan-Presales/e-learning gpu/h100/"
+        "mgmt_gpu_on_dl380agen11.md: a bridged H100 PCIe pair, 12 of 18 links active; NVIDIA/NVSentinel#1481: "
+        "all links of a PCIe card without a bridge are inactive)",
+        (*SURFACE_TESTS, "tests/checks/gpu_health/test_pcie_bridges.py"),
         key="nvlink",
     ),
     _nvml(

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envcheck.checks.gpu_health.driver_findings import bus_is_named, driver_findings, quiet
-from envcheck.checks.gpu_health.fabric_findings import fabric_manager_text, wired
+from envcheck.checks.gpu_health.fabric_findings import fabric_manager_text, most_up, wired
 from envcheck.checks.gpu_health.gpu_findings import (
     NOT_SUPPORTED_NAMES,
     NodeView,
@@ -53,7 +53,7 @@ def node_view(data: Mapping[str, Any], gpus: list[dict[str, Any]]) -> NodeView:
     """What the node says around each GPU: whether its NVLinks are wired, what was read of the fabric manager."""
     switches = data.get("nvswitches")
     count = len(switches) if isinstance(switches, list) else 0
-    return NodeView(wired(gpus, count), fabric_manager_text(data.get("daemons")))
+    return NodeView(wired(gpus, count), fabric_manager_text(data.get("daemons")), most_up(gpus))
 
 
 def _findings(data: Mapping[str, Any], ctx: Context, notes: list[str]) -> list[GpuFinding]:
@@ -88,7 +88,13 @@ def _findings(data: Mapping[str, Any], ctx: Context, notes: list[str]) -> list[G
     findings += mismatch_findings(data)
     node_mode = ctx.options.cluster_mode in NODE_MODES
     blind = data.get("nvml_error") or not gpus  # NVML cannot start, or lists no GPU
-    if node_mode and blind and not any(f.rank <= DRAIN_RANK for f in findings):
+    # envcheck's own reader failing after NVML started is no cause of an NVML that cannot start
+    if (
+        node_mode
+        and blind
+        and not data.get("reader_error")
+        and not any(f.rank <= DRAIN_RANK for f in findings)
+    ):
         findings += nvml_down_findings(data)
     if log.get("error") and node_mode:
         findings.append(

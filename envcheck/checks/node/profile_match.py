@@ -62,6 +62,7 @@ def _gpu(fields: Fields, i: int) -> dict[str, Any]:
         "pcie_gen_max": value(fields.pcie(h, current=False, width=False)),
         "pcie_width": value(fields.pcie(h, current=True, width=True)),
         "nvlinks": link_states(fields, h),
+        "mig": fields.mig(h) is True,  # NVML reports a MIG GPU's links as down: they are not judged
     }
 
 
@@ -177,7 +178,7 @@ def findings(
             )
     for g in gpus:
         links = g.get("nvlinks")
-        if p.nvlink_links and isinstance(links, list):
+        if p.nvlink_links and isinstance(links, list) and g.get("mig") is not True:
             up = sum(1 for s in links if s == 1)
             if up < p.nvlink_links:
                 down = [n for n, s in enumerate(links) if s != 1]

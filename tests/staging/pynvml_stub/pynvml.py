@@ -475,15 +475,22 @@ def nvmlDeviceGetRepairStatus(h: dict[str, Any]) -> tuple[int, int]:
 
 
 class nvmlPciInfo_t(types.SimpleNamespace):
-    """The PCI-info structure nvmlDeviceQueryDrainState takes (busId as bytes)."""
+    """The PCI-info structure nvmlDeviceQueryDrainState takes (busId as bytes; domain, bus, device numbers)."""
 
     busId = b""
+    domain = bus = device = 0
 
 
 def nvmlDeviceQueryDrainState(info: Any) -> int:
-    """NVML_FEATURE_ENABLED (1) for a GPU the state lists under "drained" (PCI addresses as sysfs writes them)."""
+    """NVML_FEATURE_ENABLED (1) for a GPU the state lists under "drained" (PCI addresses as sysfs writes them). The
+    address is the numeric domain, bus and device, the busId string only when they are all zero, as NVIDIA's own
+    NVML mock reads it (NVIDIA/k8s-test-infra pkg/gpu/mocknvml/engine, pciLocation: "The numeric fields are what
+    NVML documents, but a caller may fill only the busId string")."""
+    numbers = (int(getattr(info, "domain", 0)), int(getattr(info, "bus", 0)), int(getattr(info, "device", 0)))
     bus = info.busId.decode() if isinstance(info.busId, bytes) else str(info.busId)
     wanted = bus.lower()[4:] if len(bus.split(":")[0]) == 8 else bus.lower()
+    if any(numbers):
+        wanted = f"{numbers[0]:04x}:{numbers[1]:02x}:{numbers[2]:02x}.0"
     return int(any(str(d).lower() == wanted for d in _state().get("drained", [])))
 
 
