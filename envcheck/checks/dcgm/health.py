@@ -86,8 +86,8 @@ def entity_rows(doc: HealthDocument) -> list[Any]:
 
 
 def nvlinks_wired(sysfs: str = SYSFS_PCI) -> bool | None:
-    """Whether the node's NVLinks are wired by its own evidence (fabric_findings.wired: NVSwitches on the PCI bus,
-    a GPU registered with a fabric, a GPU with a link up); None when NVML cannot tell."""
+    """Whether an NVSwitch baseboard wires the node's NVLinks by its own evidence (fabric_findings.wired: NVSwitches
+    on the PCI bus, a GPU registered with a fabric); None when NVML cannot tell."""
     switches = pci_nvswitches(sysfs)
     count = len(switches) if isinstance(switches, list) else 0
     if count:

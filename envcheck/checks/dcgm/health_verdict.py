@@ -170,10 +170,9 @@ def fix(i: Incident, letter: str) -> str:
 
 NVLINK_DOWN_CODE = 14  # DCGM_FR_NVLINK_DOWN: "GPU %u's NvLink link %d is currently down"
 UNWIRED = (
-    "the node's NVLinks are not wired (no NVSwitch on the PCI bus, no GPU registered with a fabric, no GPU with a "
-    "link up, per the bus and NVML): DCGM's rule fails any link that is down, and every link of a PCIe GPU without "
-    "its bridge is (NVIDIA/NVSentinel#1481: DCGM 3.3.7 on A100 PCIe); the bus's and NVML's direct evidence is "
-    "followed: a warning"
+    "no NVSwitch baseboard wires this node's NVLinks (none on the PCI bus, no GPU registered with a fabric, per the "
+    "bus and NVML): DCGM's rule fails any link that is down, and a PCIe GPU's links without a bridge are (NVIDIA/"
+    "NVSentinel#1481: DCGM 3.3.7 on A100 PCIe); the bus's and NVML's direct evidence is followed: a warning"
 )
 
 

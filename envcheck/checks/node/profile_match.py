@@ -42,9 +42,7 @@ def _nvml_body(state: dict[str, Any]) -> Any:
         state["driver_version"] = driver
         progress["call"] = "nvmlDeviceGetCount"
         count = fields.count()
-        if isinstance(count, Missing):
-            return
-        for i in range(count):
+        for i in range(count if isinstance(count, int) else 0):
             progress.update(call=f"NVML reads of GPU {i}", gpu=i)
             state["gpus"].append(_gpu(fields, i))
 

@@ -166,13 +166,15 @@ def test_a_link_down_on_a_node_without_wired_nvlinks_is_not_followed(
     bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """NVIDIA/NVSentinel#1481: DCGM 3.3.7 failed all 12 NVLinks of A100 PCIe GPUs without a bridge. This machine's
-    PCI bus has no NVSwitch; NVML (the stand-in) says no GPU has a fabric or a link up: the direct evidence that
+    PCI bus has no NVSwitch; NVML (the stand-in) says no GPU is registered with a fabric: the direct evidence that
     nothing is wired is followed, the disagreement said, and the node is not drained."""
     pcie = {"name": "NVIDIA A100 80GB PCIe", "fabric": None, "nvlinks": [0] * 12}
     nvml.install(monkeypatch, tmp_path / "nvml", nvml.state(nvml.gpu(0, **pcie), nvml.gpu(1, **pcie)))
     result = check(bin_dir, answers(g=(0, h.report_24([I(1, h.NVLINK, h.FAIL, h.nvlink_down(1, 3))]))))
     assert (result.status, result.code) == (Status.WARN, "dcgm.health.nvlink"), result.summary
-    assert "not wired" in result.summary and "NVIDIA/NVSentinel#1481" in result.measured["disagreements"][0]
+    assert (
+        "no NVSwitch baseboard" in result.summary and "NVSentinel#1481" in result.measured["disagreements"][0]
+    )
     assert decide([result], ModeName.PROLOG).code is OK
 
 
