@@ -239,10 +239,10 @@ def drained(fields: Fields, pci: str) -> bool | Missing:
     """Whether the GPU at this PCI address was drained with nvmlDeviceModifyDrainState: 'Any new NVML process will no
     longer see this GPU' (nvml.h), so a drained GPU is absent from NVML's list without being lost."""
     pynvml = fields.pynvml
-    make = getattr(pynvml, "nvmlPciInfo_t", None)
-    if make is None:
+    info_type = getattr(pynvml, "nvmlPciInfo_t", None)
+    if info_type is None:
         return Missing("nvmlDeviceQueryDrainState", Missing.NO_CALL)
-    info = make()
+    info = info_type()
     try:
         domain, bus, rest = pci.split(":")
         # NVML documents the numeric domain, bus and device as the address; the string is filled too, for a
