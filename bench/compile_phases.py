@@ -7,7 +7,7 @@ header included) that compiles the check's function (sin * w, sum, relu; fwd + b
 is wrapped (CXX) to count its invocations and add up their seconds: the ISA probes, the precompiled header
 and the kernels. Variants:
   default    torch's own settings (compile_threads = min(32, cpu count): a compile-worker pool when > 1)
-  threads1   compile_threads = 1 (in-process compile, what the check set before issue 27)
+  threads1   compile_threads = 1 (in-process compile, what the check once set on every host)
   threads16  compile_threads = 16 (a 16-core host's default, simulated on any host)
   check      what compile.inductor sets now (envcheck.checks.torch_compile.settings.COMPILE_SETTINGS)
 Prints wall, first-call (fwd compile) and backward seconds, g++ count and seconds, with the load average;

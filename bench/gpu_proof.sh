@@ -4,7 +4,7 @@
 #   bash bench/gpu_proof.sh [--part 1|2|all] OUTDIR       (make gpu-proof PROOF_DIR=... PROOF_PART=...)
 #
 # Part 1, the runs: host facts (nvidia-smi -q: driver, persistence); `envcheck run --level quick` and `--level full`,
-# each cold then warm, with JSON and JUnit (issue 43: the full level must end with no ERROR and no FAIL on a healthy
+# each cold then warm, with JSON and JUnit (the full level must end with no ERROR and no FAIL on a healthy
 # GPU, quick <= 8 s, full <= 60 s cold); modules.train_eval and train.state_roundtrip on their own (two-checks); `--for prolog` and `--for npd` on the real driver (NVML, cuInit,
 # contexts); gpu.health at idle and under a matmul load; the busy GPU (a process holding 90% of the free memory
 # while `--for prolog` runs: it must not drain); the one-GPU LOCAL_RANK case (LOCAL_RANK=1 with one visible GPU, as
@@ -182,7 +182,7 @@ step 1 run-quick-warm 120 "${envcheck[@]}" run --level quick "${cpu_flag[@]}" --
 step 1 run-full-cold 240 "${envcheck[@]}" run --level full "${cpu_flag[@]}" --json "$dir/run-full-cold.json" \
     --junit "$dir/run-full-cold.xml"
 step 1 run-full-warm 240 "${envcheck[@]}" run --level full "${cpu_flag[@]}" --json "$dir/run-full-warm.json"
-# The two checks verified on CPU only since their last fix (issue 43): shown on their own, whatever the full run did
+# The two checks verified on CPU only since their last fix: shown on their own, whatever the full run did
 step 1 two-checks 240 "${envcheck[@]}" run --level full --only modules.train_eval,train.state_roundtrip \
     "${cpu_flag[@]}" --json "$dir/two-checks.json"
 step 1 prolog 90 "${envcheck[@]}" run --for prolog "${cpu_flag[@]}" --json "$dir/prolog.json"

@@ -1,5 +1,6 @@
-"""The shape of envcheck/ in figures (issue 34's before/after): string-wired sites, FaultClass enum vs string uses,
-the largest modules, runs of 3+ blank lines, import circles. Reads the source (ast), imports nothing of it.
+"""The shape of envcheck/ in figures (a refactor's before/after): string-wired sites, FaultClass enum vs
+string uses, the largest modules, runs of 3+ blank lines, import circles. Reads the source (ast), imports
+nothing of it.
 
 Usage: python bench/house_figures.py [--top N]. Prints figures; asserts nothing (tests/test_layout.py does).
 """

@@ -1,6 +1,6 @@
 """`envcheck run --level quick --allow-cpu` against a bare `import torch`, in the same session.
 
-The goal (issue 17): the quick run costs at most 1.5x a bare `import torch`, in wall time and in CPU time.
+The goal: the quick run costs at most 1.5x a bare `import torch`, in wall time and in CPU time.
 Runs alternate (bare import, quick run) so that both see the same machine load; prints medians and the
 ratios, and the per-check wall times of the quick run. CPU time is user + system of the process and every
 descendant it waited for (os.wait4). Prints figures; asserts nothing.

@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers import ROOT
 
-# "issue 35", "issues 25 and 35", "issue #8", "seeds/002", "seeds via": the project's own bookkeeping.
+# A project issue number in any spelling (one or several, with or without '#') and the seed documents' names:
+# the project's own bookkeeping.
 OWN_BOOKKEEPING = re.compile(r"\bissues? #?\d+|\bseeds?/\d|\bseeds via\b", re.IGNORECASE)
 # The committed GPU proof folders are raw logs of one run, kept unedited (mkdocs lists them outside the nav).
 RAW_EVIDENCE = ROOT / "docs" / "gpu-evidence"

@@ -1,4 +1,4 @@
-"""envcheck's own failures in a cluster mode: never evidence against the node (issue 23).
+"""envcheck's own failures in a cluster mode: never evidence against the node.
 
 A report or metrics file that cannot be written, a full or closed stderr/stdout, and the job user's resource limits
 (`ulimit -n`, `ulimit -u`: envcheck cannot open its files or start its workers) are envcheck's problem. In every

@@ -209,7 +209,7 @@ class Runner:
             self.start()  # its torch import overlaps the inline checks (a no-op when it was started earlier)
         # the fork server imports the check modules (torch-free at import; they import the check registry, about
         # 0.3 s) before its first fork, so every lane's worker inherits them: each of five or six workers importing
-        # them itself cost a quick run on 2 cores about 0.6 s (issue 43)
+        # them itself cost a quick run on 2 cores about 0.6 s
         self._server.import_first(sorted({spec.func.__module__ for spec in specs if spec.isolated}))
         threads = [threading.Thread(target=run_lane, args=(lane,), daemon=True) for lane in lanes]
         if not preloaded.is_set():  # only a later GPU group is forked after the first ones

@@ -19,7 +19,7 @@ from envcheck.reference.devices import check_devices, numerics_mode
 
 # STEPS: the documented rule's scale last changes at update 203 (the second climb back to float32's top after the inf
 # run ending at 161); two growth intervals more show that it stays there (a scaler that grows past the top reaches inf
-# within one interval). The 96 steps beyond that the check once ran repeated the same top (issue 43).
+# within one interval). The 96 steps beyond that the check once ran repeated the same top and only cost time.
 STEPS, INTERVAL, LR, MAX_NORM = 203 + 2 * 7 + 1, 7, 0.05, 0.5
 INF_AT = frozenset({3, 4, 40, 41, 42, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161})
 CAST_TOL = {"atol": 1e-6, "rtol": 1e-6}  # the same low-precision arithmetic twice: identical in practice

@@ -1,7 +1,7 @@
 """Silent-correctness bugs of released torch versions that the numerics checks find on a healthy install, each cited:
 a failure that matches one on an affected version is that bug (WARN: upgrade to the release that fixed it, or, where
 no release fixes it yet, avoid the option), not a fault of this host; any other failure stays a FAIL. Found by the
-option-space checks of issue 35 on torch 2.13.0 (CPU) and re-tested on 2.14.1.
+option-space checks on torch 2.13.0 (CPU) and re-tested on 2.14.1.
 """
 
 from __future__ import annotations
@@ -62,9 +62,10 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         r"^Adagrad\(.*: KeyError: '(sum|step)'",
         "2.12",
     ),
-    # The two below were found by the GPU proof of issue 33 on an H100, torch 2.11.0+cu130, with no upstream report
-    # found; each cites the CUDA source of the op, and docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3/call-3/
-    # holds the measurement (diag.py.txt, the script; diag.txt, its output).
+    # The two below were found by the GPU proof (bench/gpu_proof.sh) on an H100, torch 2.11.0+cu130, with no
+    # upstream report found; each cites the CUDA source of the op, and
+    # docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3/call-3/ holds the measurement
+    # (diag.py.txt, the script; diag.txt, its output).
     KnownBug(
         "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/ForeachTernaryOp.cu",
         "on CUDA, _foreach_lerp_ with a scalar or scalar-list weight changes its tensors without bumping their "

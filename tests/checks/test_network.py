@@ -1,4 +1,4 @@
-"""net.ifname (issue 16): a socket variable naming an interface that does not exist, read as each library reads it.
+"""net.ifname: a socket variable naming an interface that does not exist, read as each library reads it.
 
 Real: the live check and the bundle round trip run on this host's own interfaces (getifaddrs), with the variables
 set for real. Staged (only what this host cannot have): the captured dicts of hosts with other interfaces and

@@ -1,11 +1,11 @@
-"""A check's verdict does not depend on what ran before it in its worker (issue 43, item 5).
+"""A check's verdict does not depend on what ran before it in its worker.
 
 Real: the engine, one worker holding every isolated check of the full level (tests/checks/order_driver.py), real
 torch, real compiles, real gloo ranks; in the hardened shape, the kernel's read-only bind mounts of the temp dirs and
 HOME and a uid without a passwd entry (tests/hardened/staging). Staged: nothing; no GPU is used (CUDA hidden). The
 orders: the registry's, reversed, and a shuffle; each check's status and code must be the same in every order.
-Before issue 43 the hardened run ended modules.train_eval in ERROR once ops.opdb had frozen torch.backends' flags,
-and train.state_roundtrip passed or warned by what ran before it.
+The hardened run used to end modules.train_eval in ERROR after ops.opdb had frozen torch.backends' flags, and
+train.state_roundtrip passed or warned by what ran before it.
 """
 
 from __future__ import annotations

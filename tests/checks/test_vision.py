@@ -168,7 +168,8 @@ def test_build_mismatch_reads_the_loaders_reason(error: str, cause: str | None) 
 
 
 def test_missing_torchvision_skips_with_the_reason() -> None:
-    """Real: this venv has torch and no torchvision, and no /etc/envcheck/image.json (issue 16: was a FAIL)."""
+    """Real: this venv has torch and no torchvision, and no /etc/envcheck/image.json (this was once a FAIL: an
+    optional library that is not installed is no fault)."""
     import importlib.util
 
     if importlib.util.find_spec("torchvision") is not None:

@@ -1,4 +1,4 @@
-"""Hostile content and failing outputs end to end (issue 28), with the real CLI in a subprocess: a broken pipe
+"""Hostile content and failing outputs end to end, with the real CLI in a subprocess: a broken pipe
 or a full stdout is one line and exit 3 after every report was written; ESC/CSI/OSC and undecodable bytes from
 the environment reach neither the terminal nor the JUnit/Prometheus files raw; one path given twice and bench's
 bad inputs are refused at parse time (exit 2)."""

@@ -1,4 +1,4 @@
-"""Issue 11: every input and every output path gives one clear line, a non-zero exit, nothing left behind."""
+"""Every input and every output path gives one clear line, a non-zero exit, nothing left behind."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 (docs/cluster/slurm-health.sh) started as slurmd starts it, each read from its doc file with its placeholders filled
 (tests/cluster/documented.py).
 
-They assert the deployment contract, not the node path's internals (issue 31 changes those): the exit code, whether
+They assert the deployment contract, not the node path's internals (which may change): the exit code, whether
 slurmd drains the node, the reason `sinfo -R` shows, that the metrics file is written, and what a usage error does.
 
 Real: slurmctld, slurmd, munged, srun, sinfo, scontrol; the prolog and epilog run by slurmd as root with Slurm's own

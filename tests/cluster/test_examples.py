@@ -91,9 +91,9 @@ def test_prolog_script_is_shellcheck_clean(script: str) -> None:
 
 
 def test_the_node_agent_requests_no_gpu_and_sees_them_as_nvidias_monitors_do() -> None:
-    """Issue 31: `nvidia.com/gpu: 8` kept every GPU of every node from the workloads (or stayed Pending on a busy
-    node). dcgm-exporter's and gpu-feature-discovery's DaemonSets request none: the nvidia runtime class and
-    NVIDIA_VISIBLE_DEVICES=all give the container every GPU of the node."""
+    """A node agent requesting `nvidia.com/gpu: 8` kept every GPU of every node from the workloads (or stayed
+    Pending on a busy node). dcgm-exporter's and gpu-feature-discovery's DaemonSets request none: the nvidia
+    runtime class and NVIDIA_VISIBLE_DEVICES=all give the container every GPU of the node."""
     (ds,) = docs(EXAMPLES / "daemonset-textfile.yaml")
     spec = ds["spec"]["template"]["spec"]
     assert spec["runtimeClassName"] == "nvidia"

@@ -9,7 +9,7 @@ Seen here first with dist.busbw's peak (gloo over each node's loopback, slowed b
 slowed node fell 5 to 20x, but healthy nodes measured on this shared 2-core machine spread from 0.3 to 1.9 GB/s, so
 its MAD was as wide as the fault and the rule (rightly) named no one. The single-threaded matmul's median of
 repetitions stayed within 3% across healthy nodes in most runs, but not in a fresh-clone CI run beside other work (15 to
-101 GFLOP/s, issue 43): every node now runs in a cgroup that outweighs the rest of the machine, so the only thing that
+101 GFLOP/s): every node now runs in a cgroup that outweighs the rest of the machine, so the only thing that
 slows a node is the quota.
 """
 
@@ -66,7 +66,7 @@ def cpu_group(name: str, quota: bool) -> tuple[Path, Path]:
 def shielded_with_quota(cluster: MultiCluster, slowed: str) -> Iterator[None]:
     """Every node's slurmd (and so every job step it starts from now on) in a cgroup of its own that the other work on
     this machine cannot take CPU from, and the `slowed` node's under a 20% CPU quota as well. A test that judges
-    measured speed must make the difference it looks for larger than any load can hide (issue 43: on a busy 2-core
+    measured speed must make the difference it looks for larger than any load can hide (on a busy 2-core
     machine healthy nodes measured 15 to 101 GFLOP/s, and the quota's node was no outlier): the healthy nodes now
     measure the CPU, not the load, and only the quota slows the slowed one."""
     groups: list[tuple[Path, Path]] = []

@@ -5,7 +5,7 @@ a listener holding the port, a node-local environment (another envcheck on one n
 node), a rank that never starts, libfaketime shifting one node's wall clock. Baseline without the roll call
 (seen here): with n1 missing from n2's /etc/hosts and --timeout 10, every rank died after 44 s with
 `DistNetworkError: The client socket has timed out after 30000ms while trying to connect to (n1, 20016)` and
-no report (the issue saw 88 s with the default timeout).
+no report (88 s with the default timeout).
 """
 
 from __future__ import annotations

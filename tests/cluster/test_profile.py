@@ -1,4 +1,4 @@
-"""Node profiles (issue 23, item 3): built-in data with a source per value, bad files as one line (exit 2), and a
+"""Node profiles: built-in data with a source per value, bad files as one line (exit 2), and a
 node that differs from its profile named by a stable code.
 
 Simulated, and only that: NVML (the one NVML fake, tests/staging/nvml.py, answering as an 8-GPU node would; no
@@ -181,7 +181,7 @@ def _context(*argv: str) -> Context:
 def test_flags_override_the_profile(tmp_path: Path) -> None:
     ctx = _context("--for", "prolog", "--profile", "h100-sxm-8", "--min-busbw", "300")
     assert ctx.expect_gpus == 8 and ctx.options.dist.min_busbw_gbps == 300.0 and ctx.options.node_path
-    # The profile's absolute busbw floor is opt-in (issue 36: Azure's 431 GB/s was measured at a 16 GiB message, the
+    # The profile's absolute busbw floor is opt-in (Azure's 431 GB/s was measured at a 16 GiB message, the
     # sweep stops at 1 GiB, so applied by default it warned on healthy nodes): without --profile-floors, no floor.
     ctx = _context("--profile", "h200-8", "--expect-gpus", "4")
     assert ctx.expect_gpus == 4 and ctx.options.dist.min_busbw_gbps is None and not ctx.options.node_path

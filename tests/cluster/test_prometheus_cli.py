@@ -85,7 +85,7 @@ def test_prolog_node_fault_exit_reason_and_textfile(tmp_path: Path) -> None:
 
 
 def test_an_image_fault_warns_and_exits_0_in_every_mode(tmp_path: Path) -> None:
-    """Image and config faults never fail a node's gate (issue 14): a warning in the job's output, exit 0."""
+    """Image and config faults never fail a node's gate: a warning in the job's output, exit 0."""
     args = ("run", "--allow-cpu", "--only", "image.versions,container.shm")
     prolog = envcheck(*args, "--for", "prolog", env={"ENVCHECK_IMAGE": "1"})
     assert prolog.returncode == 0, prolog.stderr

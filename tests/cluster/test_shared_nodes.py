@@ -1,4 +1,4 @@
-"""Healthy shared nodes stay in service, broken ones do not (issue 31): every deployment context of
+"""Healthy shared nodes stay in service, broken ones do not: every deployment context of
 tests/staging/contexts.py, and its broken twin, on a staged 8-GPU node, through `envcheck run` as the documented
 deployments run it (prolog and health on the host; a pod's or a job's preflight inside its allocation).
 
@@ -154,7 +154,7 @@ def test_a_full_gpu_is_busy_when_someone_holds_it_and_the_node_only_when_nobody_
     code: str | None,
     said: str,
 ) -> None:
-    """Issue 31: cuda.devices failed every GPU of a running PyTorch job (the caching allocator holds ~95%) as a
+    """cuda.devices once failed every GPU of a running PyTorch job (the caching allocator holds ~95%) as a
     node fault. Now: a visible holder or a PID namespace that hides the holders is busy; the host's full view
     with no process at all is leaked memory, the node's."""
     import sys

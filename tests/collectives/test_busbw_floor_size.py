@@ -1,8 +1,8 @@
 """dist.busbw compares a busbw floor only with a sweep row of the message size the floor was measured at.
 
 Azure's floors (460 GB/s on 8x H100, 431 on 8x H200) are 16 GiB all-reduces (`all_reduce_perf -b 16G -e 16G`);
-busbw grows with the message size, so the sweep's 1 GiB peak of a healthy node is below them. Before issue 33 the
-peak was compared with the floor and every healthy 8-GPU node warned.
+busbw grows with the message size, so the sweep's 1 GiB peak of a healthy node is below them. dist.busbw once
+compared that peak with the floor, and every healthy 8-GPU node warned.
 
 What is real and what is staged: `judge` is the real verdict, fed rows shaped as the ranks report them. The rows'
 figures are staged (no GPU here): a sweep that stops at 1 GiB with a busbw below 460 at every size, as on a
@@ -101,7 +101,7 @@ def test_the_profile_floor_carries_its_size_and_flags_override_it() -> None:
         request = request_of("run", *argv)
         return run_context(request, Mode.of(request)).options.dist
 
-    # The profile's floor applies only with --profile-floors (issue 36: absolute floors are opt-in); it keeps its size.
+    # The profile's floor applies only with --profile-floors (absolute floors are opt-in); it keeps its size.
     assert dist("--profile", "h100-sxm-8").min_busbw_gbps is None
     floors = dist("--profile", "h100-sxm-8", "--profile-floors")
     assert (floors.min_busbw_gbps, floors.min_busbw_at_bytes) == (460.0, 16 * GIB)

@@ -87,8 +87,8 @@ def test_verdict_passes_identical_replicas_within_tolerance() -> None:
 
 
 def test_option_space_covers_every_pair_of_option_values() -> None:
-    """Issue 43: every pair of values of two options meets in some case (the product's 128 cases cost a full run
-    about 15 s of CPU), with the two large-gradient fp16 cases; the held bugs' pairs are among them."""
+    """Every pair of values of two options meets in some case (the product's 128 cases cost a full run about
+    15 s of CPU), with the two large-gradient fp16 cases; the held bugs' pairs are among them."""
     import itertools
 
     grid = [c for c in ddp.cases() if c.scale == 1]

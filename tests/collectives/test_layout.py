@@ -62,9 +62,8 @@ def test_every_collective_module_has_a_rank_side_and_a_judge() -> None:
 
 def test_a_new_collective_is_one_module(monkeypatch: pytest.MonkeyPatch) -> None:
     """A module with run() and judge() and its line in the registry is all the ranks and the judging need.
-    (Issue 34 changed this test: a collective was found by importing `envcheck.collectives.<step>`, a computed
-    name; it is now reached through the typed registry, so the new module is registered, not planted in
-    sys.modules.)"""
+    (A collective is reached through the typed registry, never by importing a computed name such as
+    `envcheck.collectives.<step>`, so the new module is registered, not planted in sys.modules.)"""
     name = f"{package.__name__}.fake_reduce_scatter"
     fake = types.ModuleType(name)
     fake.run = lambda rc: {"elements": 3, "wrong": 0, "rank": rc.rank}  # type: ignore[attr-defined]

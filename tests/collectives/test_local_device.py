@@ -2,7 +2,7 @@
 
 Under `srun --gpus-per-task=1` (which implies `--gpu-bind=per_task:1`) every task sees one GPU, its own, as device 0;
 `cuda:LOCAL_RANK` then fails on every rank above 0 of a healthy node ("CUDA error: invalid device ordinal",
-ACEsuit/mace#435). Before issue 33 `python -m envcheck.distributed` refused such a rank ("LOCAL_RANK 1 has no GPU").
+ACEsuit/mace#435). `python -m envcheck.distributed` once refused such a rank ("LOCAL_RANK 1 has no GPU").
 """
 
 from __future__ import annotations

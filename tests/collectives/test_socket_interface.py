@@ -1,4 +1,4 @@
-"""dist.* name a socket variable that selects no interface as the cause of a failed rank init (issue 16).
+"""dist.* name a socket variable that selects no interface as the cause of a failed rank init.
 
 Real: the gloo ranks run for real with GLOO_SOCKET_IFNAME naming a missing interface and fail with gloo's own
 error. Staged (NCCL cannot run here, no GPU): NCCL launch outcomes whose rank error is the real text from public

@@ -1,4 +1,4 @@
-"""Issue 11: the launcher's /tmp/envcheck-dist-* work directories never outlive their launch."""
+"""The launcher's /tmp/envcheck-dist-* work directories never outlive their launch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A check starts from the state its worker started with, whatever ran before it there (issue 43, item 5).
+"""A check starts from the state its worker started with, whatever ran before it there.
 
 Real: the engine's fork server and worker, real torch, the real calls that change each knob (tests/core/state_checks);
 nothing is staged. Each fault check leaves process-global state changed; the reader after it must see the state the

@@ -1,4 +1,4 @@
-"""Issue 11: one redaction rule for every env var envcheck reports (facts, runtime env, bundles)."""
+"""One redaction rule for every env var envcheck reports (facts, runtime env, bundles)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11: a process that cannot be started (fork fails under a low `ulimit -u`) is an `error` result naming
+"""A process that cannot be started (fork fails under a low `ulimit -u`) is an `error` result naming
 the cause, never a traceback or a dead fork server."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_a_launch_whose_rank_cannot_fork_is_an_error_result(
     plan = launch_mod.LaunchPlan("gloo", 2, ("allreduce",), 10.0, start="fork")
     spec = CheckSpec(name="dist.fake", func=lambda ctx: launch_mod.launch(plan), description="x")  # type: ignore[arg-type,return-value]
     result = execute(spec, Context())
-    # issue 22: the process limit is the container's configuration, never envcheck's crash nor the node's fault
+    # the process limit is the container's configuration, never envcheck's crash nor the node's fault
     assert result.status is Status.FAIL and result.code == "runtime.nproc_low"
     assert result.fault_class is FaultClass.CONFIG
     assert result.summary.startswith(

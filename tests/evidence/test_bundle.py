@@ -1,4 +1,4 @@
-"""Capture and replay (issue 16): `envcheck facts --bundle FILE`, then `envcheck explain FILE` anywhere.
+"""Capture and replay: `envcheck facts --bundle FILE`, then `envcheck explain FILE` anywhere.
 
 Real: the round trip runs the real capture on this host (CPU torch, no GPU) through the real engine, and compares
 with `envcheck run` of the same checks. The healthy H100 bundle is built from the real proof run's evidence (see

@@ -76,7 +76,7 @@ print("ok")
 def test_docker_default_nofile_is_healthy() -> None:
     """Healthy twin of the low-nofile case: 1024 soft / 524288 hard is what Docker >= 25 (moby/moby#45534) and
     containerd >= 2.0 (containerd/containerd#8924) give every container. Real: the kernel's limit (prlimit), a real
-    8-worker DataLoader (the premise: it runs there) and envcheck's container.runtime. Before issue 33 this warned
+    8-worker DataLoader (the premise: it runs there) and envcheck's container.runtime. This once warned
     (runtime.nofile_low at any soft limit below 4096): every healthy container warned."""
     premise = python(DOCKER_DEFAULT_NOFILE, DATALOADER_8_WORKERS)
     assert premise.returncode == 0 and "ok" in premise.stdout, premise.stderr[-2000:]

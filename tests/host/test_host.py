@@ -167,7 +167,7 @@ def test_host_with_gpus_prints_driver_gpus_and_verdicts(
     assert rows["2.14-cu130"]["runs"] is False and "needs >= 580" in rows["2.14-cu130"]["why"]
 
 
-# --- containers: compose GPU requests, CDI specs, /dev/char links (issue 16) -----------------------------------
+# --- containers: compose GPU requests, CDI specs, /dev/char links -------------------------------------------
 # Real-world: `capabilities: [gpu, utility]` leaves libcuda.so.1 out (https://github.com/mudler/LocalAI/issues/11973,
 # https://github.com/weaviate/weaviate/issues/1736); Docker derives NVIDIA_DRIVER_CAPABILITIES from the request's
 # NVIDIA capabilities (moby daemon/nvidia_linux.go). Stale CDI specs after a driver upgrade

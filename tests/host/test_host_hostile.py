@@ -1,8 +1,8 @@
 """`envcheck host` and `envcheck image verify` show outside text escaped: no terminal sequence reaches the screen.
 
-The sequences are the ones the issue-28 probe used: an OSC 8 hyperlink (`ESC ] 8 ;; URL ESC \\`, which makes
-text a link to anywhere) and CSI clear-screen (`ESC [ 2J`). rich's own markup escape() leaves ESC alone, and
-rich strips only BEL, BS, VT, FF and CR, so before core.text.visible both reached the terminal raw.
+The sequences are an OSC 8 hyperlink (`ESC ] 8 ;; URL ESC \\`, which makes text a link to anywhere) and CSI
+clear-screen (`ESC [ 2J`). rich's own markup escape() leaves ESC alone, and rich strips only BEL, BS, VT, FF
+and CR, so before core.text.visible both reached the terminal raw.
 """
 
 from __future__ import annotations

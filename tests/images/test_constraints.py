@@ -1,4 +1,4 @@
-"""The image keeps its torch (issue 32): /etc/pip/constraint.txt pins the torch stack, PIP_CONSTRAINT and
+"""The image keeps its torch: /etc/pip/constraint.txt pins the torch stack, PIP_CONSTRAINT and
 UV_CONSTRAINT point at it, a real `pip install` / `uv pip install` of a package needing another torch fails with the
 installer's own message and leaves torch as it was, a package that accepts the image's torch installs, and the
 documented override (`PIP_CONSTRAINT= ...`) lifts it.

@@ -373,9 +373,9 @@ def test_pytorchjob_runs_torchrun_across_master_and_worker(
     assert results["dist.pairs"]["status"] != "error"  # two nodes: the pairwise test has something to pair
 
 
-def test_the_issues_own_command_now_writes_its_textfile(docker_client: Any, runtime_image: str) -> None:
-    """Issue 32's report: `docker run --rm <runtime image> envcheck run --for npd --prometheus /tmp/envcheck.prom`
-    exited 2 ("needs prometheus_client") in an image without the cluster extra. Now it runs its checks and writes.
+def test_the_npd_prometheus_command_writes_its_textfile(docker_client: Any, runtime_image: str) -> None:
+    """`docker run --rm <runtime image> envcheck run --for npd --prometheus /tmp/envcheck.prom` once exited 2
+    ("needs prometheus_client") in an image without the cluster extra. Now it runs its checks and writes.
     This container is given no GPU (no NVIDIA runtime here; the image sets NVIDIA_VISIBLE_DEVICES=all): npd answers
     "unknown" (2, not a usage error) with the container's configuration named, and claims no node fault."""
     script = "envcheck run --for npd --prometheus /tmp/envcheck.prom; rc=$?; cat /tmp/envcheck.prom; exit $rc"

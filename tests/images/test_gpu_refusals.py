@@ -1,4 +1,4 @@
-"""The daemon's GPU refusals, in the words users met them, mapped to cause, fix and fault class (issue 16).
+"""The daemon's GPU refusals, in the words users met them, mapped to cause, fix and fault class.
 
 Simulated: the daemon's error (no NVIDIA toolkit, driver, CDI spec or old driver can be staged in this engine);
 each text is copied from the public report named beside it. Real: the docker SDK's APIError carrying the text, the

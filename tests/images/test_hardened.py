@@ -1,4 +1,4 @@
-"""The runtime image under hardened `docker run` flags (issue 22's matrix), on the real engine.
+"""The runtime image under hardened `docker run` flags, on the real engine.
 
 Each case runs one container (tests/helpers/containers.py's helper: a timeout, always removed). Inside it, first the
 premise: the real job (torch.compile, a DataLoader with workers, Triton's cache, getpass as torch asks) breaks there,

@@ -187,7 +187,7 @@ def test_wheelhouse_downloads_the_row_from_its_index_and_envcheck_deps_from_pypi
 def test_the_images_install_envcheck_with_the_extras_its_documented_modes_need() -> None:
     """The image's deps layer (docker/install-envcheck-deps.sh) and the wheelhouse's list (ENVCHECK_DEPS) are one list,
     and it holds the `nvml` and `cluster` extras: `envcheck run --for npd --prometheus FILE`, which the DaemonSet runs,
-    failed with exit 2 ("needs prometheus_client") in an image without the cluster extra (issue 32)."""
+    failed with exit 2 ("needs prometheus_client") in an image without the cluster extra."""
     import re
 
     import tomllib
@@ -205,7 +205,7 @@ def test_the_images_install_envcheck_with_the_extras_its_documented_modes_need()
     assert sorted(wanted) == sorted(build.ENVCHECK_DEPS)
 
 
-# Issue 11: the validator must reject what would inject lines into CI or hang the reader.
+# The validator must reject what would inject lines into CI or hang the reader.
 def test_a_newline_in_index_url_cannot_inject_build_args(tmp_path: Path) -> None:
     evil = (
         GOOD_ROW.replace('"2.9-cu128"', '"2.9-cu130"')

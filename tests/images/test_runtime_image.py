@@ -133,7 +133,7 @@ def test_image_versions_fails_after_pip_installing_another_torch(
     wheels = sorted(Path("/opt/wheels").glob("torch-2.13.0+cpu-*.whl"))
     if not wheels:
         pytest.skip("no torch-2.13.0+cpu wheel in /opt/wheels to install into the derived image")
-    # The image's pip constraints (issue 32) refuse this replacement; the drift is made on purpose with the override
+    # The image's pip constraints refuse this replacement; the drift is made on purpose with the override
     # docs/images.md gives (PIP_CONSTRAINT emptied), as a user who means it would.
     container = docker_client.containers.run(
         runtime_image,

@@ -15,8 +15,8 @@ from envcheck.core.execute import execute
 from envcheck.core.result import Status
 from tests.numerics.corpus.mechanisms import CORPUS, Mechanism
 
-# Any registered check may be a mechanism's catcher (issue 35 added ddp.differential and compile.train_step, which live
-# outside the numerics package); the quick level's catch rate counts the numerics quick checks, as before (the DDP and
+# Any registered check may be a mechanism's catcher (ddp.differential and compile.train_step live outside
+# the numerics package); the quick level's catch rate counts the numerics quick checks, as before (the DDP and
 # compile checks are full level only).
 SPECS = dict(registry())
 QUICK = [s for s in numerics.CHECKS if s.level is Level.QUICK]

@@ -1,4 +1,4 @@
-"""What the H100 proof of issue 33 found (docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3/call-3, torch
+"""What the GPU proof on an H100 found (docs/gpu-evidence/2026-11-24-nvidia-h100-80gb-hbm3/call-3, torch
 2.11.0+cu130), judged here on the CPU: each of the five checks that misjudged a healthy GPU gets the CUDA behaviour
 injected at the seam where the check reads it, and must not fail; its fault twin, the same injection where it is a
 fault, must still fail. Staged: the CUDA behaviour (replayed from the measurement); real: torch, the checks."""

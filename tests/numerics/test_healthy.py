@@ -24,7 +24,7 @@ def test_all_numerics_checks_are_registered() -> None:
 @pytest.mark.parametrize("name", [s.name for s in numerics.CHECKS if not s.needs.cuda])
 def test_healthy_cpu_check_passes(results: dict[str, Result], name: str) -> None:
     result = results[name]
-    # Issue 35: a healthy torch may itself carry a cited silent-correctness bug that an option space reaches (torch
+    # A healthy torch may itself carry a cited silent-correctness bug that an option space reaches (torch
     # 2.13 CPU: pytorch#190063 in embedding_bag, pytorch#191763 in fused SGD); that is a WARN naming the bug, and
     # nothing else may differ. Every other check still passes outright.
     known = result.measured.get("known_upstream_bugs")

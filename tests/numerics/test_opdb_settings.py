@@ -5,7 +5,7 @@ play what only a GPU shows: a backward whose last bits differ between two runs (
 the reason conv1d/2d/3d declare `gradcheck_nondet_tol`), an op whose gradient is defined on a subspace (as eigh
 reads one triangle: PyTorch wraps such ops with `gradcheck_wrapper_hermitian_input`), an op that PyTorch expects to
 fail its gradient test on a device, and a float32 kernel that needs the OpInfo's own tolerance. Everything else is
-the real check on this machine's torch (CPU). Before issue 33 each of these failed with "derivatives differ ...
+the real check on this machine's torch (CPU). Each of these once failed with "derivatives differ ...
 reinstall torch" or a forward mismatch.
 """
 

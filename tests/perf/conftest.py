@@ -1,7 +1,7 @@
 """One helper to run `envcheck bench` the way the CLI does (argparse + handler), in this process.
 
-The units still run in spawned bench workers. Once the lead's `envcheck.app.main` registers the
-subcommand, `tests.helpers.run_cli("bench", ...)` drives the same handler.
+The units still run in spawned bench workers. `tests.helpers.run_cli("bench", ...)` drives the same handler
+through `python -m envcheck` (envcheck.app.main registers the subcommand).
 """
 
 from __future__ import annotations

@@ -57,8 +57,8 @@ def test_unravel_matches_torch() -> None:
 
 
 def test_every_comparison_records_its_margin() -> None:
-    """The margin is the worst element's error over its own tolerance (issue 33: the GPU proof lists the ones
-    above 0.3); a zero tolerance gives inf for any error, and exact agreement 0."""
+    """The margin is the worst element's error over its own tolerance (the GPU proof's summary lists the
+    ones above 0.3); a zero tolerance gives inf for any error, and exact agreement 0."""
     from envcheck.reference.compare import margin, scalar_measured
 
     c = compare(

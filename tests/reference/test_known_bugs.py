@@ -113,9 +113,10 @@ FUSED_SGD = "SGD(momentum 0.9 & fused; lr=0.1, momentum=0.9, fused=True) bfloat1
 
 
 def test_an_intermittent_bug_is_named_whether_this_run_met_it_or_not() -> None:
-    """pytorch#191763 reads memory it never wrote: on torch 2.13 a fused-SGD bfloat16 run passes or fails with what the
-    allocator hands out, so with what ran before in the worker (train.state_roundtrip passed or warned by order, issue
-    43). On an affected torch the verdict is the WARN either way; on 2.14 a pass is a pass."""
+    """pytorch#191763 reads memory it never wrote: on torch 2.13 a fused-SGD bfloat16 run passes or fails with
+    what the allocator hands out, so with what ran before in the worker (train.state_roundtrip once passed or
+    warned by the order of the checks). On an affected torch the verdict is the WARN either way; on 2.14 a
+    pass is a pass."""
     same = compare(torch.tensor([1.0]), torch.tensor([1.0]), op=FUSED_SGD, **WRONG)  # type: ignore[arg-type]
     differs = compare(torch.tensor([1.0]), torch.tensor([2.0]), op=FUSED_SGD, **WRONG)  # type: ignore[arg-type]
     met, missed = (

@@ -92,7 +92,7 @@ def busy_gpu_finding(
         "wait for the other job on that GPU to end (nvidia-smi lists it), or as root set the default "
         "compute mode: nvidia-smi -i <index> -c DEFAULT (on Slurm, request the GPU for this job)"
     )
-    if exclusive:  # another process holds an exclusive GPU: busy, not broken (issue 31: never a node fault)
+    if exclusive:  # another process holds an exclusive GPU: busy, not broken, so never a node fault
         problem = (
             f"{subject} is busy or unavailable (cudaErrorDevicesUnavailable): {mode_text}; an "
             "EXCLUSIVE_PROCESS GPU admits one process, and another process already holds it"

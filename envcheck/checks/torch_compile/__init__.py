@@ -57,7 +57,7 @@ CHECKS = (
         group="compile",
         preload=("torch._dynamo",),
     ),
-    # issue 35: the whole step (model forward/backward and optimizer step) per backend, against eager; three
+    # The whole step (model forward/backward and optimizer step) per backend, against eager; three
     # Inductor compiles (model, two optimizer steps) on a cold cache are most of its time.
     CheckSpec(
         "compile.train_step",

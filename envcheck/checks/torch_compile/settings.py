@@ -23,8 +23,8 @@ from typing import Any
 # into a .pch (8-20 s on 2 cores) and each kernel then compiles in about 1.3 s instead of 3-8 s. compile_threads: on a
 # host with cores to spare (8 or more) the kernels of one graph (the training step's fourteen) compile side by side in
 # up to 8 worker processes (each imports torch); on a small host the other lanes of the run use the cores, and a pool
-# only adds its imports (2 cores, issue 43: the group took 45 s wall and 45 s CPU in-process, 50 s and 48 s with a
-# pool of 2; it took 101 s and 81 s before).
+# only adds its imports (measured on 2 cores: the group took 45 s wall and 45 s CPU in-process, 50 s and 48 s
+# with a pool of 2; it took 101 s and 81 s before).
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 COMPILE_SETTINGS: dict[str, Any] = {
     "compile_threads": 1 if _CORES < 8 else min(8, _CORES // 2),

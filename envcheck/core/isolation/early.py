@@ -1,7 +1,7 @@
 """The fork server started before the command line is read, so its `import torch` overlaps envcheck's own start.
 
 `python -m envcheck run ...` spends about 0.4 s importing the front door and the check registry before the Runner
-exists (the quick level's whole budget beyond a bare `import torch` is about 0.7 s on 2 cores, issue 43). The entry
+exists (the quick level's whole budget beyond a bare `import torch` is about 0.7 s on 2 cores). The entry
 point (`envcheck.__main__.main`) calls `start_early(argv)` first: when the words ask for a run of the torch checks it
 spawns the fork server there and then, with the process's environment, exactly as the Runner would; the Runner of
 that run adopts it (`adopt`). Any other command, or a run the Runner will not make with these defaults (a node mode:

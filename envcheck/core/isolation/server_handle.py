@@ -196,7 +196,7 @@ class ServerHandle:
             failure = self._wait_ready()
             if failure is not None:
                 return failure
-            # the wait for the server's torch import is the run's fixed cost, never the request's (issue 43)
+            # the server's torch import is the run's fixed cost, never taken from a request's timeout
             run_deadline = self.run_deadline if self.run_deadline is not None else float("inf")
             if self._first_imports and message.get("op") == Op.FORK:
                 self._import_first_now(min(run_deadline, time.monotonic() + IMPORT_TIMEOUT_S))

@@ -1,4 +1,4 @@
-"""GPU device nodes that exist but cannot be opened, and the capabilities a GPU request must carry (issue 16).
+"""GPU device nodes that exist but cannot be opened, and the capabilities a GPU request must carry.
 
 Real-world cases:
 - A running container loses its GPUs after `systemctl daemon-reload` on a host whose Docker uses the systemd cgroup
@@ -12,9 +12,10 @@ Real-world cases:
   (https://github.com/mudler/LocalAI/issues/11973, https://github.com/weaviate/weaviate/issues/1736).
 
 Simulated: no NVIDIA driver exists here, so the /dev/nvidia* nodes (major 195) have nothing behind them and NVML
-and libcuda are absent. Real: the nodes themselves (mknod in a private mount namespace), the kernel refusing open()
-(a nodev mount gives EACCES; a cgroup-v1 device cgroup with `c 195:* m`, the rule issue 251 shows after the reload,
-gives EPERM), envcheck's capture in a spawned worker, the CLI, the bundle and its replay.
+and libcuda are absent. Real: the nodes themselves (mknod in a private mount namespace), the kernel refusing
+open() (a nodev mount gives EACCES; a cgroup-v1 device cgroup with `c 195:* m`, the rule
+NVIDIA/nvidia-container-toolkit#251 shows after the reload, gives EPERM), envcheck's capture in a spawned
+worker, the CLI, the bundle and its replay.
 """
 
 from __future__ import annotations
@@ -289,8 +290,9 @@ def test_the_capture_records_each_refused_node() -> None:
 
 @contextmanager
 def _device_cgroup_after_reload() -> Iterator[Path]:
-    """A cgroup-v1 devices cgroup holding what issue 251 shows after the reload: `c 195:* m` (mknod only), plus
-    the devices any container keeps (1:* mem, 5:* tty, 136:* pts). Removed afterwards."""
+    """A cgroup-v1 devices cgroup holding what NVIDIA/nvidia-container-toolkit#251 shows after the reload:
+    `c 195:* m` (mknod only), plus the devices any container keeps (1:* mem, 5:* tty, 136:* pts). Removed
+    afterwards."""
     root = Path("/sys/fs/cgroup/devices")
     if not (root / "devices.deny").exists():
         pytest.skip("no cgroup-v1 devices controller here (cgroup v2 enforces device rules with eBPF)")

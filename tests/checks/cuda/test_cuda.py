@@ -58,7 +58,7 @@ def test_cpu_only_torch_is_named_with_its_fix() -> None:
     if os.path.isdir("/proc/driver/nvidia") or any(n.startswith("nvidia") for n in os.listdir("/dev")):
         pytest.skip("this host has an NVIDIA driver; the GPU-host case is the diagnosis unit test below")
     (torch_finding,) = [f for f in _findings() if f["layer"] == "torch"]
-    # A CPU-only torch on a host with no GPU is what the install is, not something to reinstall (issue 16).
+    # A CPU-only torch on a host with no GPU is what the install is, not something to reinstall.
     assert "CPU is what this install is" in torch_finding["problem"], torch_finding
     assert "pip install" not in torch_finding["fix"] and "--allow-cpu" in torch_finding["fix"]
 

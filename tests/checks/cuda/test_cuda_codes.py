@@ -1,4 +1,4 @@
-"""CUDA init errors by code (issue 16), replayed from bundles that carry the real texts users posted.
+"""CUDA init errors by code, replayed from bundles that carry the real texts users posted.
 
 Simulated: each case is the real healthy H100 bundle (tests/checks/fixtures, from the proof run) with the
 layers of the failing host staged in it (torch's warning text quoted from the cited issue, cuInit's result,

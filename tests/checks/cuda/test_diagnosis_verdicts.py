@@ -1,4 +1,4 @@
-"""Issue 16: fault classes, and the false verdicts removed (each test fails on the code before the fix).
+"""Fault classes, and the false verdicts removed (each test fails on the code before the fix).
 
 What is real and what is injected is said in each test. This host: 2 CPUs, no GPU, torch CPU build, no
 torchvision.
@@ -113,7 +113,7 @@ def test_image_class_installed_versions_drifted() -> None:
     assert result.status is Status.FAIL and result.fault_class == "image"
 
 
-# Files others own in this round (issue 16 coordination); their failure sites still need a class.
+# Files let off the rule below while their failure sites still lack a class (none now).
 NOT_YET_CLASSIFIED: set[str] = set()
 
 

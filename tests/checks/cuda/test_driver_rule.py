@@ -1,4 +1,4 @@
-"""The driver rule follows CUDA's minor-version compatibility (issue 16): majors first, then that major's floor.
+"""The driver rule follows CUDA's minor-version compatibility: majors first, then that major's floor.
 
 Floors: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (13.x >= 580,
 12.x >= 525[.60.13]). Simulated: every layer is staged in a CudaLayers (driver CUDA version as cuDriverGetVersion

@@ -1,6 +1,6 @@
 """The CUDA diagnosis end to end on a simulated GPU host: `envcheck run --only cuda.available` reads a real /dev,
 a real /proc/driver/nvidia/version and a real dlopen'ed libcuda.so.1, all staged in a private mount namespace
-(the recipe in shared/GUIDE.md and issue 16).
+(the recipe in shared/GUIDE.md).
 
 What is simulated, and why: this machine has no GPU and no NVIDIA driver. So, inside `unshare -m` (root only),
 /dev is a tmpfs holding the usual nodes plus the case's /dev/nvidia* character nodes (major 195, nvidia-uvm on

@@ -1,4 +1,4 @@
-"""CUDA_VISIBLE_DEVICES naming a UUID no GPU has, and MIG's one-device-per-process rule (issue 16).
+"""CUDA_VISIBLE_DEVICES naming a UUID no GPU has, and MIG's one-device-per-process rule.
 
 Simulated: the real healthy H100 bundle (tests/checks/fixtures, from the proof run) with NVML's view staged in
 it: that host's real GPU UUID (evidence proof2 host.txt), or an A100 in MIG mode. The capture side reads a

@@ -1,4 +1,4 @@
-"""Fleet evidence (issue 23): hangs as evidence, the whole Xid catalogue, a windowed kernel log, fallen-off-the-bus
+"""Fleet evidence: hangs as evidence, the whole Xid catalogue, a windowed kernel log, fallen-off-the-bus
 lines, PCI sysfs against NVML, repeating application Xids.
 
 Simulated, and only that: NVML (no driver can exist here: a pynvml module whose call blocks) and a driver call
@@ -139,7 +139,7 @@ PROBE_FAILED = "NVRM: The NVIDIA probe routine failed for 1 device(s)."
 
 
 def test_a_gpu_lost_at_probe_before_the_banner_belongs_to_this_load() -> None:
-    """Issue 31: the probe's failures precede the banner of the same load; a window that starts at the banner
+    """The probe's failures precede the banner of the same load; a window that starts at the banner
     passed a node that came up with 7 of its 8 GPUs. An earlier load's Xid stays outside the window."""
     earlier = kmsg(10, 1_000_000, XID79)  # the previous driver instance's GPU at 2b
     load = [
@@ -179,7 +179,7 @@ def test_an_application_xid_repeating_on_one_gpu_escalates_inside_the_operators_
 
 
 def test_application_xids_since_boot_never_escalate_without_a_window() -> None:
-    """Issue 31: on a shared node three jobs of three users each hitting Xid 13 since boot are three applications'
+    """On a shared node three jobs of three users each hitting Xid 13 since boot are three applications'
     bugs, not a GPU's: without ENVCHECK_XID_WINDOW_S set by the operator, no count escalates."""
     burst = [XID13.replace("11:43:09", f"11:4{n}:09") for n in range(9)]
     result = judge(data(gpu(0, "00000000:CB:00.0"), xid=scan(burst)["xid"]))

@@ -1,4 +1,4 @@
-"""gpu.health (issue 16): NVML hardware state and the kernel log's Xids, as warnings naming the GPU.
+"""gpu.health: NVML hardware state and the kernel log's Xids, as warnings naming the GPU.
 
 What is simulated, and only that: NVML. This machine has no NVIDIA GPU or driver, so NVML cannot exist here; the
 one NVML fake (tests/staging/nvml.py: a stand-in `pynvml` loaded in this process or first on a child's PYTHONPATH)
@@ -91,7 +91,8 @@ XID149 = (
 # https://github.com/Bumblebee-Project/Bumblebee/issues/677 (dmesg)
 XID31 = "[24128.834365] NVRM: Xid (PCI:0000:01:00): 31, Ch 00000003, engmask 00000101, intr 10000000"
 # A /dev/kmsg record is "prio,seq,usec since boot,flags;text" plus " KEY=value" continuation lines
-# (https://www.kernel.org/doc/Documentation/ABI/testing/dev-kmsg); the text is issue 1151's line.
+# (https://www.kernel.org/doc/Documentation/ABI/testing/dev-kmsg); the text is the line of
+# NVIDIA/open-gpu-kernel-modules#1151.
 KMSG79 = (
     "4,1311,1843308145,-;NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.\n SUBSYSTEM=pci\n"
     " DEVICE=+pci:0000:2b:00.0\n"
@@ -149,7 +150,7 @@ BUSY = 0x0  # no clock event reason: the GPU is running at full clocks
             "PCIe link runs at x8, below its x16 maximum",
             "lspci -vv -s 0000:3b:00.0 | grep -E 'LnkCap|LnkSta'",
         ),
-        # Busy with another job's process (issue 31: not idle alone is not load; envcheck's own probe wakes the link).
+        # Busy with another job's process (not idle alone is not load: envcheck's own probe wakes the link).
         (
             {
                 "pcie_gen": 3,
@@ -285,7 +286,7 @@ def test_uncorrectable_ecc_outranks_a_degraded_link_and_throttling() -> None:
         (
             {"pcie_gen": 3, "clock_events": BUSY},
             "not idle with no process on it: envcheck's own CUDA probe just woke "
-            "the link (issue 31), it retrains up in its own time",
+            "the link, it retrains up in its own time",
         ),
         (
             {
@@ -813,8 +814,9 @@ def test_live_check_through_the_engine_warns_on_a_simulated_sick_gpu(fake_nvml: 
 def test_an_xid_79_in_this_hosts_kernel_log_is_found_by_the_live_check(
     fake_nvml: Callable[..., Path], tmp_path: Path
 ) -> None:
-    """In a private mount namespace, a file holding issue 1151's real Xid 79 record is bind-mounted over
-    /dev/kmsg; the simulated NVML lists the GPU at that PCI address. The live check reads the real path."""
+    """In a private mount namespace, a file holding NVIDIA/open-gpu-kernel-modules#1151's real Xid 79 record
+    is bind-mounted over /dev/kmsg; the simulated NVML lists the GPU at that PCI address. The live check reads
+    the real path."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a private mount namespace")
     log = tmp_path / "kmsg"

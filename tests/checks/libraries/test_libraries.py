@@ -1,4 +1,4 @@
-"""libs.cuda (issue 16, libraries): duplicate NVIDIA distributions, LD_LIBRARY_PATH shadowing, loaded vs pinned.
+"""libs.cuda: duplicate NVIDIA distributions, LD_LIBRARY_PATH shadowing, loaded vs pinned.
 
 What is real here: importlib.metadata over dist-info directories written to a temp site dir (METADATA, RECORD with
 real sizes and hashes), packaging's marker evaluation, shared libraries compiled with gcc, the dynamic loader's

@@ -1,4 +1,4 @@
-"""The torch-free node path (issue 23, item 4): node.cuda_driver through the CUDA driver API in a budgeted child.
+"""The torch-free node path: node.cuda_driver through the CUDA driver API in a budgeted child.
 
 Simulated, and only that: libcuda.so.1 (a stand-in built from C, tests/staging/libcuda.py: no NVIDIA driver can
 exist here), and a driver call stuck in the kernel (the stand-in's cuInit vfork()s, so the kernel really holds the
@@ -203,7 +203,7 @@ def _refused(code: int, name: str) -> dict[str, object]:
 def test_a_refused_context_is_busy_only_with_evidence_of_a_holder(
     usage: object, status: Status, code: str | None
 ) -> None:
-    """Issue 31: CUDA_ERROR_DEVICES_UNAVAILABLE (46) on a GPU in EXCLUSIVE_PROCESS mode, OUT_OF_MEMORY on a GPU whose
+    """CUDA_ERROR_DEVICES_UNAVAILABLE (46) on a GPU in EXCLUSIVE_PROCESS mode, OUT_OF_MEMORY on a GPU whose
     memory a job holds: busy, not broken. The same code on an idle GPU in DEFAULT mode is the node's; with no NVML
     to ask, a warning that says so (never a drain on a guess)."""
     got = verdict({**_refused(46, "CUDA_ERROR_DEVICES_UNAVAILABLE"), "usage": usage})

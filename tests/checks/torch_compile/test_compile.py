@@ -89,8 +89,8 @@ def _env(**changes: str | None) -> dict[str, str]:
 def test_healthy_host_passes_and_reports_figures(scratch: Path) -> None:
     """A cold cache (fresh TMPDIR and TORCHINDUCTOR_CACHE_DIR) and CXX a wrapper script around g++ (as on the
     H100 host of docs/gpu-evidence, whose g++ wraps `g++-real`): it compiles, and leaves nothing behind. The ~150 MB
-    precompiled header Inductor writes under $TMPDIR/torchinductor_$USER (the compile checks share it since issue
-    43: about twenty kernels pay it back) goes in the worker's private temp dir and leaves with the run."""
+    precompiled header Inductor writes under $TMPDIR/torchinductor_$USER (the compile checks share it:
+    about twenty kernels pay it back) goes in the worker's private temp dir and leaves with the run."""
     cache, tmp = scratch / "inductor", scratch / "tmp"
     tmp.mkdir()
     wrapper = scratch / "gxx"

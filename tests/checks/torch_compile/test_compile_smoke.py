@@ -140,9 +140,10 @@ def test_cpu_isa_names_the_isa_inductor_picks(tmp_path: Path, env: dict[str, str
 
 @pytest.mark.parametrize("capability", [None, "avx2", "default"])
 def test_the_one_probe_pick_is_inductors_own(tmp_path: Path, capability: str | None) -> None:
-    """compile.cpu_isa builds only the ISA it selects (issue 43: Inductor's own pick builds a probe for every ISA the CPU
-    claims, 8-10 s cold here, a minute on torch 2.11's H100 host); the selection must stay Inductor's, in a fresh
-    interpreter (Inductor's list cached from an earlier pick would make it Inductor's by construction)."""
+    """compile.cpu_isa builds only the ISA it selects (Inductor's own pick builds a probe for every ISA the
+    CPU claims, 8-10 s cold here, a minute on torch 2.11's H100 host); the selection must stay Inductor's, in
+    a fresh interpreter (Inductor's list cached from an earlier pick would make it Inductor's by
+    construction)."""
     code = (
         "from envcheck.checks.torch_compile.settings import pick\n"
         "from torch._inductor.cpu_vec_isa import pick_vec_isa, valid_vec_isa_list\n"

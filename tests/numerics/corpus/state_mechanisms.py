@@ -1,4 +1,4 @@
-"""The module-state part of the fault corpus (issue 43): normalization layers under their running-statistics options,
+"""The module-state part of the fault corpus: normalization layers under their running-statistics options,
 dropout and normalization on unbatched input, and DDP's handling of buffers; each mechanism cited, injected where the
 original bug lived, with a training script whose outcome it changes. Appended to CORPUS (mechanisms.py).
 

@@ -1,4 +1,4 @@
-"""Fault injectors for the training-step classes of the corpus (issue 35): each re-creates a historical PyTorch bug
+"""Fault injectors for the training-step classes of the corpus: each re-creates a historical PyTorch bug
 where it lived (a DDP communication hook, F.dropout2d, BatchNorm's momentum handling, F.scaled_dot_product_attention,
 F.multi_head_attention_forward, SequentialLR, Optimizer.load_state_dict's cast policy, F.embedding/embedding_bag,
 clip_grad_norm_, torch._foreach_norm, AveragedModel, the EMA averaging function, Inductor's softmax-backward

@@ -1,4 +1,4 @@
-"""The training-step part of the fault corpus (issue 35): DDP, modules with modes, attention, LR schedulers, state
+"""The training-step part of the fault corpus: DDP, modules with modes, attention, LR schedulers, state
 round trips, embeddings, clipping, weight averaging and the compiled step; each mechanism cited, injected where the
 original bug lived (step_injectors.py) and shown to harm a training run (step_scripts.py). Appended to CORPUS.
 

@@ -1,4 +1,4 @@
-"""Ground-truth training scripts for the training-step mechanisms of the corpus (issue 35): each trains a tiny model
+"""Ground-truth training scripts for the training-step mechanisms of the corpus: each trains a tiny model
 the way a user would (DDP on two real gloo ranks, dropout and BatchNorm models, attention with masks, schedulers and
 checkpoint resumes, embeddings, clipping, weight averaging, a compiled model) and returns what the training produced,
 so a mechanism's harm is a changed outcome."""
