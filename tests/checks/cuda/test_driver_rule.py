@@ -45,11 +45,11 @@ def _diagnose(
         # the same major, below its floor (a 12.0 driver older than 525.60.13 reports 12.0)
         (12000, "525.53", "12.1", None, "driver", "below CUDA 12.x's floor 525.60.13"),
         # a lower minor with another cause present: never the driver
-        (12020, "535.54.03", "12.8", E802, "cuda-init", "nvidia-fabricmanager"),
+        (12020, "535.54.03", "12.8", E802, "cuda-init", "fabric registration is not complete"),
         # a lower minor and nothing else: named, as what minor-version compatibility mostly allows
         (12020, "535.54.03", "12.8", None, "driver", "minor-version compatibility allows"),
         # a newer driver: never the driver
-        (13000, "580.95.05", "12.6", E802, "cuda-init", "nvidia-fabricmanager"),
+        (13000, "580.95.05", "12.6", E802, "cuda-init", "fabric registration is not complete"),
     ],
 )
 def test_driver_rule(
