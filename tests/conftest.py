@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# The images the Docker tests share, built once per session (tests/images and tests/compose use them).
+pytest_plugins = ["tests.helpers.image_fixtures"]
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ["PYTHONPATH"] = (
     str(Path(__file__).resolve().parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", "")
