@@ -1,6 +1,8 @@
 """Markers: `gpu` and `docker` skip visibly when the hardware or engine is absent.
 
-CI sets ENVCHECK_REQUIRE_DOCKER=1, which turns a docker skip into a failure.
+CI sets ENVCHECK_REQUIRE_DOCKER=1, which turns a docker skip into a failure. `make test` runs the suite in two phases
+(ENVCHECK_TEST_PHASE: `parallel`, then `serial`); each test's kind (the marker that puts it in a phase) and markers go
+into the junit file as properties, and each phase writes its own junit file, for bench/suite_cost.py.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+# The images the Docker tests share, built once per session (tests/images and tests/compose use them).
+pytest_plugins = ["tests.helpers.image_fixtures"]
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ["PYTHONPATH"] = (
     str(Path(__file__).resolve().parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", "")
@@ -20,6 +25,30 @@ os.environ["PYTHONPATH"] = (
 # Every run report rendered by a test, in this process or a child envcheck, is validated against
 # envcheck/report/report_schema.json (json_report.to_json_dict reads this).
 os.environ["ENVCHECK_VALIDATE_REPORTS"] = "1"
+
+
+# The markers that keep a test out of the parallel phase of `make test` (the Makefile's SERIAL_TESTS), first match
+# naming its kind; the others are `parallel`.
+SERIAL_KINDS = ("docker", "slurm", "timing")
+REPORTED_MARKERS = ("docker", "slurm", "timing", "slow", "gpu")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `make test`, each phase writes its own junit file (`X.xml` becomes `X-parallel.xml`, `X-serial.xml`):
+    PYTEST_ARGS reaches both phases, and the second would overwrite the first's. Before junitxml reads the path."""
+    phase = os.environ.get("ENVCHECK_TEST_PHASE", "")
+    path = getattr(config.option, "xmlpath", None)
+    if phase and path and not hasattr(config, "workerinput"):
+        stem, dot, ext = path.rpartition(".")
+        config.option.xmlpath = f"{stem}-{phase}.{ext}" if dot else f"{path}-{phase}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = [m for m in REPORTED_MARKERS if item.get_closest_marker(m) is not None]
+        kind = next((m for m in SERIAL_KINDS if m in names), "parallel")
+        item.user_properties += [("kind", kind), ("markers", ",".join(names))]
 
 
 @pytest.fixture(scope="session", autouse=True)

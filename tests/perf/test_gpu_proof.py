@@ -131,6 +131,7 @@ def test_the_two_parts_split_the_steps_between_two_device_calls(tmp_path: Path) 
     assert (out / "gpu-proof-part2.tar.gz").exists()
 
 
+@pytest.mark.timing  # the budget and the hang bound are wall-clock seconds
 def test_a_hung_step_is_killed_and_the_rest_skip_inside_the_budget(tmp_path: Path) -> None:
     began = time.monotonic()
     proc, _ = _proof(tmp_path, budget_s=25, env={"HANG_ON": "--level quick --json"})

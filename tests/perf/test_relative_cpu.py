@@ -46,6 +46,7 @@ NOISE_MARGIN = 60.0
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # real measured speed: alone on the machine, as the margins above were measured
 @pytest.mark.parametrize("slow", ["0", "1"])
 def test_a_real_cpu_device_under_a_quota_is_named_and_the_other_is_not(
     slow: str, quota_cgroup: Path, monkeypatch: pytest.MonkeyPatch
@@ -62,6 +63,7 @@ def test_a_real_cpu_device_under_a_quota_is_named_and_the_other_is_not(
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_two_real_identical_cpu_devices_are_not_blamed() -> None:
     result = judge(device_figures(DEVICES, ("matmul.float32",), rounds=5), margin_pct=NOISE_MARGIN)
     values = {f["subject"]: f["rounds"] for f in result.measured["figures"]}

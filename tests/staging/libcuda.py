@@ -22,8 +22,11 @@ own (cuda.h's CUresult enum, docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__T
 
 from __future__ import annotations
 
+import atexit
+import functools
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -153,13 +156,23 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
 
 
 def build(folder: Path) -> Path:
-    """Compile the stand-in into folder/libcuda.so.1 (skips visibly without a C compiler)."""
+    """Put the stand-in at folder/libcuda.so.1, with its source beside it (skips visibly without a C compiler)."""
     if not shutil.which("cc"):
         pytest.skip("no C compiler for the stand-in libcuda.so.1")
     (folder / "stub_libcuda.c").write_text(SOURCE)
+    shutil.copy(_compiled(), folder / "libcuda.so.1")
+    return folder
+
+
+@functools.cache
+def _compiled() -> Path:
+    """The stand-in compiled once per test process (every staged node loads the same library)."""
+    where = Path(tempfile.mkdtemp(prefix="envcheck-stub-libcuda-"))
+    atexit.register(shutil.rmtree, where, True)
+    (where / "stub_libcuda.c").write_text(SOURCE)
     subprocess.run(
-        ["cc", "-shared", "-fPIC", "-o", str(folder / "libcuda.so.1"), str(folder / "stub_libcuda.c")],
+        ["cc", "-shared", "-fPIC", "-o", str(where / "libcuda.so.1"), str(where / "stub_libcuda.c")],
         check=True,
         timeout=60,
     )
-    return folder
+    return where / "libcuda.so.1"

@@ -143,6 +143,8 @@ def test_standalone_healthy_run_writes_json(tmp_path: Path) -> None:
                                                                    "dist.collectives": "pass"}
 
 
+# Timing: "within the timeout" is measured on the wall clock, torchrun's and its ranks' torch imports included.
+@pytest.mark.timing
 def test_dead_rank_still_gives_a_json_report_naming_it(tmp_path: Path) -> None:
     """Rank 1 exits mid all-reduce. The old code had no report at all (findings travelled over gloo)."""
     code, out, took = _torchrun_standalone(tmp_path, fault="rank=1:exit")
@@ -155,6 +157,7 @@ def test_dead_rank_still_gives_a_json_report_naming_it(tmp_path: Path) -> None:
     assert {"rank": 1, "state": "dead", "last_phase": "ready"} in result["measured"]["ranks"]
 
 
+@pytest.mark.timing
 def test_stalled_rank_is_named_within_the_timeout(tmp_path: Path) -> None:
     """Rank 1 hangs as the all-reduce starts. The old code took 2x --timeout and wrote no report."""
     code, out, took = _torchrun_standalone(tmp_path, fault="rank=1:hang")
