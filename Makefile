@@ -67,13 +67,14 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 
 # The static checks side by side (each one's output kept together), then the whole suite in two phases. First, in
 # parallel (pytest-xdist, TEST_WORKERS workers), every test that can share the machine; then, one at a time, those
-# that need it to themselves (SERIAL_TESTS: Docker builds and containers, Slurm clusters, timing). The two marker
-# expressions are each other's complement, so every test runs exactly once. Both phases run (unless phase 1 was
-# interrupted or given bad arguments); `make test` fails when either fails (pytest's exit 5, "no test selected",
-# passes for one phase: PYTEST_ARGS may name one kind of test only). Each phase writes its own --junitxml file
+# that need it to themselves (SERIAL_TESTS: Docker builds and containers, Slurm clusters, timing, the host's
+# process table). The two marker expressions are each other's complement, so every test runs exactly once. Both
+# phases run (unless phase 1 was interrupted or given bad arguments); `make test` fails when either fails (pytest's
+# exit 5, "no test selected", passes for one phase: PYTEST_ARGS may name one kind of test only). Each phase writes
+# its own --junitxml file
 # (tests/conftest.py). SERIAL_READY: a command that must pass before phase 2 (.ci/run's waits for the wheelhouse it
 # prepares while phase 1 runs); when it fails, phase 2 still runs and `make test` fails.
-SERIAL_TESTS := docker or slurm or timing
+SERIAL_TESTS := docker or slurm or timing or host
 TEST_WORKERS ?= auto
 TEST_DIST ?= loadscope
 SERIAL_READY ?= true

@@ -29,8 +29,8 @@ os.environ["ENVCHECK_VALIDATE_REPORTS"] = "1"
 
 # The markers that keep a test out of the parallel phase of `make test` (the Makefile's SERIAL_TESTS), first match
 # naming its kind; the others are `parallel`.
-SERIAL_KINDS = ("docker", "slurm", "timing")
-REPORTED_MARKERS = ("docker", "slurm", "timing", "slow", "gpu")
+SERIAL_KINDS = ("docker", "slurm", "timing", "host")
+REPORTED_MARKERS = ("docker", "slurm", "timing", "host", "slow", "gpu")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -77,7 +77,7 @@ def make_test(tmp_path: Path, codes: dict[str, int], *extra: str) -> tuple[int, 
     return done.returncode, log.read_text().splitlines() if log.exists() else [], done.stdout + done.stderr
 
 
-SERIAL = "docker or slurm or timing"
+SERIAL = "docker or slurm or timing or host"
 
 
 def test_make_test_runs_the_parallel_phase_then_the_serial_one_with_complementary_markers(

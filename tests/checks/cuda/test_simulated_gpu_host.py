@@ -139,7 +139,9 @@ NODES = ["nvidiactl:195,255", "nvidia0:195,0", "nvidia-uvm:510,0", "nvidia-uvm-t
 def test_802_on_a_simulated_nvswitch_host_names_fabricmanager(tmp_path: Path) -> None:
     """torch's warning text from https://github.com/hiyouga/LlamaFactory/issues/7888; cuInit answers 802."""
     result = _run_case(tmp_path, warning=E802, cu_init=802, nodes=NODES)
-    assert "CUDA error 802" in result["summary"] and "fabric registration is not complete" in result["summary"], result
+    assert (
+        "CUDA error 802" in result["summary"] and "fabric registration is not complete" in result["summary"]
+    ), result
     assert "systemctl enable --now nvidia-fabricmanager" in result["remediation"]
     assert result["fault_class"] == "node"
     layers = [f["layer"] for f in result["measured"]["findings"]]

@@ -21,6 +21,9 @@ from envcheck.core.result import FaultClass, Result, Status
 from tests.checks.dcgm import documents as d
 from tests.staging import nvml
 
+# Some verdicts here rest on whether an nv-hostengine process runs, which other tests start and stop.
+pytestmark = pytest.mark.host
+
 NO_ENGINE = (
     "Error: unable to establish a connection to the specified host: localhost\n"
     "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n"

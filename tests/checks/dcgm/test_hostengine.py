@@ -28,6 +28,9 @@ from envcheck.probe.gpu_access import host_pid_namespace
 from tests.checks.dcgm import health_documents as h
 from tests.staging import dcgmi
 
+# Each verdict here rests on which nv-hostengine processes the host runs; tests/checks/dcgm/conftest.py starts one.
+pytestmark = pytest.mark.host
+
 ROOT = Path(__file__).resolve().parents[3]
 CHECKS = {"dcgm.health": dcgm_health, "dcgm.diag": dcgm_diag}
 ANSWERS: dict[str, tuple[int, str] | str] = {
@@ -79,6 +82,7 @@ def test_a_running_hostengine_that_does_not_answer_is_not_called_down(
 CHILD = """
 import json, time
 from envcheck.checks.dcgm import {fn}
+
 r = {fn}(__import__("envcheck.core.check", fromlist=["Context"]).Context(deadline=time.monotonic() + 20))
 print(json.dumps({{"code": r.code, "summary": r.summary, "pids": r.measured["hostengine"]["pids"]}}))
 """
