@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -131,6 +132,28 @@ def views(
     for t in threads:
         t.join(REMOTE_S + 2)
     return dict(out)
+
+
+def started_late(env: Mapping[str, str], timeout_s: float) -> str | None:
+    """For a rank refused by the store's port: when Slurm started this step longer ago than rank 0 waits, the
+    refusals mean rank 0 has most likely given up already. Both times are the controller's (the step's StartTime,
+    and its clock now through sdiag), so this node's own clock does not enter."""
+    step = step_of(env)
+    if step is None:
+        return None
+    fields = slurm_view.step(*step) or {}
+    start = slurm_view.slurm_time(fields.get("StartTime", ""))
+    clock = slurm_view.controller_clock()
+    if start is None or clock is None:
+        return None
+    late = time.time() - clock.offset_s - start
+    if late <= timeout_s:
+        return None
+    return (
+        f"the store's port refuses connections, and this rank is {late:.0f}s past the start of step "
+        f"{step[0]}.{step[1]} ({fields['StartTime']}, Slurm's clock), more than rank 0's --timeout {timeout_s:g}s: "
+        "rank 0 has most likely given up already (its report names the ranks it missed)"
+    )
 
 
 def gone(view: Mapping[str, Any], rank: int) -> bool:

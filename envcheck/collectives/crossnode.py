@@ -5,12 +5,14 @@ Causes, most basic first, each only from its own evidence: a rank that never arr
 there: no task, a task still running something else, envcheck stuck before the store), the store's port held on
 rank 0's node (by which process) or filtered by a firewall (which node, which port), MASTER_ADDR that does not
 resolve on some nodes (or resolves there to a stale address), MASTER_ADDR that names a host other than rank 0's
-node; then the variables, versions and clocks of the nodes (envcheck.collectives.crossnode_env).
+node; then the variables, versions and clocks of the nodes (envcheck.collectives.crossnode_env). The first two
+are in envcheck.collectives.crossnode_reach.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from envcheck.collectives.crossnode_codes import (
@@ -31,6 +33,7 @@ from envcheck.collectives.crossnode_env import (
     interface_result,
     versions_result,
 )
+from envcheck.collectives.crossnode_reach import blocked_result, missing_result, ranks_text, store_of
 from envcheck.collectives.look import plain
 from envcheck.core.result import FaultClass, Result, Status, failed, warned
 from envcheck.probe import port_owner
@@ -51,98 +54,6 @@ __all__ = [
     "SKEW_WARN_S",
 ]
 Arrivals = Mapping[int, Mapping[str, Any]]
-LISTED = 8
-
-
-def _node_of(rank: int, arrivals: Arrivals, layout: list[str] | None) -> str:
-    if rank in arrivals:
-        return str(arrivals[rank]["node"])
-    return layout[rank] if layout and rank < len(layout) else "an unknown node (not an srun step)"
-
-
-def _store(master: Mapping[str, Any]) -> str:
-    return f"{master['name']}:{master['port']}"
-
-
-def _ranks(ranks: list[int], arrivals: Arrivals, layout: list[str] | None) -> str:
-    named = ", ".join(f"rank {r} (on {_node_of(r, arrivals, layout)})" for r in ranks[:LISTED])
-    return named + (f" and {len(ranks) - LISTED} more" if len(ranks) > LISTED else "")
-
-
-def _task_words(view: Mapping[str, Any], rank: int, timeout_s: float) -> tuple[str, str]:
-    """(what Slurm's look saw of `rank` on its node, the fix)."""
-    node = view["node"]
-    tasks = [t for t in view["view"]["tasks"] if t["rank"] == rank]
-    if not tasks:
-        return (
-            f"Slurm's look on {node} finds no process of rank {rank} in this step: its task ended before it "
-            "reached the store",
-            f"rank {rank}'s own output says why it ended (`srun -l` labels each line with its rank; its exit code is "
-            "in srun's `task N: Exited` line)",
-        )
-    leaf = next((t for t in tasks if t["leaf"]), tasks[-1])
-    if leaf["envcheck"]:
-        return (
-            f"envcheck runs there (pid {leaf['pid']}, for {leaf['age_s']:g}s, state {leaf['state']}) but had not "
-            f"reached the store, and {node} reaches it: it is stuck before the store (importing torch?)",
-            f"on {node}: `py-spy dump --pid {leaf['pid']}` shows where; a slow or hung file system (torch on NFS) "
-            "is the usual cause",
-        )
-    return (
-        f"its task is running `{leaf['command']}` (pid {leaf['pid']}, for {leaf['age_s']:g}s): envcheck had not "
-        f"started there within --timeout {timeout_s:g}s",
-        f"what runs before envcheck in rank {rank}'s task on {node} (a wrapper, a prolog, a container pull) delays "
-        "it: start envcheck first, or raise --timeout",
-    )
-
-
-def _missing(
-    world: int,
-    arrivals: Arrivals,
-    master: Mapping[str, Any],
-    layout: list[str] | None,
-    views: Mapping[str, Mapping[str, Any]],
-    timeout_s: float,
-) -> Result | None:
-    missing = [r for r in range(world) if r not in arrivals]
-    if not missing:
-        return None
-    first, node = missing[0], _node_of(missing[0], arrivals, layout)
-    view = views.get(node)
-    seen = (
-        f"; {master['name']} resolves to {', '.join(master['addresses'])} on {master['node']}"
-        if master.get("addresses")
-        else ""
-    )
-    fix = (
-        f"that rank's own line in the job's output says why; on {node}: `getent hosts {master['name']}` and "
-        f"`python -c 'import socket; socket.create_connection((\"{master['name']}\", {master['port']}), 5)'`"
-    )
-    said = seen
-    if view and view.get("view"):
-        said, fix = _task_words(view, first, timeout_s)
-        said = f": {said}"
-    elif view:
-        state = view.get("state") or {}
-        where = ", ".join(f"{k}={state[k]}" for k in ("State", "Reason") if state.get(k))
-        said = (
-            f": Slurm could not look on {node} ({view.get('error')}){f'; scontrol: {where}' if where else ''}"
-        )
-    return failed(
-        f"{_ranks(missing, arrivals, layout)} never reached the rendezvous store {_store(master)} within "
-        f"{timeout_s:g}s{said}",
-        fix,
-        measured={
-            "missing_ranks": missing,
-            "nodes": sorted({_node_of(r, arrivals, layout) for r in missing}),
-            "arrived": len(arrivals),
-            "world_size": world,
-            "store": _store(master),
-            "slurm_views": dict(views),
-        },
-        fault_class=FaultClass.NODE,
-        code=MISSING_RANK,
-    )
 
 
 def port_result(master: Mapping[str, Any]) -> Result | None:
@@ -236,52 +147,12 @@ def _elsewhere(arrivals: Arrivals, master: Mapping[str, Any]) -> Result | None:
     )
     return failed(
         f"MASTER_ADDR {name!r} resolves to {', '.join(addrs)}{points}, not to {node}, where rank 0 runs: no rank "
-        f"can host the rendezvous store at {_store(master)}",
+        f"can host the rendezvous store at {store_of(master)}",
         f"set MASTER_ADDR to rank 0's node ({node}: under srun, the first of `scontrol show hostnames "
         "$SLURM_JOB_NODELIST`), or leave it unset under srun (envcheck then takes the step's first node)",
         measured={"name": name, "addresses": addrs, "rank0_node": node, "nodes": [node, *itself]},
         fault_class=FaultClass.CONFIG,
         code=MASTER_ELSEWHERE,
-    )
-
-
-def _blocked(
-    arrivals: Arrivals, master: Mapping[str, Any], views: Mapping[str, Mapping[str, Any]]
-) -> Result | None:
-    """A node that cannot connect to the port rank 0 serves, at an address of rank 0's node."""
-    own = set(master.get("own", []))
-    cut: dict[str, dict[str, Any]] = {}
-    for node, view in views.items():
-        connect = (view.get("view") or {}).get("connect") or {}
-        if connect and all(connect.values()):
-            cut[node] = {"connect": connect, "witness": view["view"].get("witness", {})}
-    for f in arrivals.values():
-        reach = f.get("reach") or {}
-        failed_here = {
-            a: why
-            for a, why in reach.get("tried", {}).items()
-            if plain(a) in own and plain(a) != plain(str(reach.get("address")))
-        }
-        if reach.get("via_fallback") and failed_here and f["node"] not in cut:
-            cut[str(f["node"])] = {"connect": failed_here, "witness": {}, "reached": reach.get("address")}
-    if not cut:
-        return None
-    port, node = master["port"], master["node"]
-    words = []
-    for where, seen in sorted(cut.items()):
-        tried = "; ".join(f"{a}:{port}: {why}" for a, why in seen["connect"].items() if why)
-        answers = [a for a, why in (seen["witness"].get("errors") or {}).items() if why is None]
-        slurmd = f"; {answers[0]} answers on slurmd's port {seen['witness']['port']}" if answers else ""
-        words.append(f"from {where}: {tried}{slurmd}")
-    return failed(
-        f"{', '.join(sorted(cut))} cannot connect to the rendezvous port {port} on {node} while rank 0 listens "
-        f"there ({'; '.join(words)}): a firewall on {node} (or on the way out of {', '.join(sorted(cut))}) filters "
-        f"port {port}",
-        f"allow TCP {port} (MASTER_PORT) into {node} from the job's nodes (`iptables -S` / `nft list ruleset` on "
-        f"{node} shows the rule), or set MASTER_PORT to a port the firewall lets through",
-        measured={"port": port, "node": node, "from_nodes": sorted(cut), "seen": cut},
-        fault_class=FaultClass.NODE,
-        code=PORT_BLOCKED,
     )
 
 
@@ -315,17 +186,25 @@ def judge_roll_call(
     """One dist.rendezvous result naming every cause found, most basic first (None when the roll call is clean)."""
     views = views or {}
     timeout = timeout_s if timeout_s is not None else waited_s
-    blocked = _blocked(arrivals, master, views)
+    blocked = blocked_result(arrivals, master, views)
     cut = set(blocked.measured["from_nodes"] if blocked else [])
-    missing = _missing(
-        world, arrivals, master, layout, {n: v for n, v in views.items() if n not in cut}, timeout
+    missing = missing_result(
+        world, arrivals, master, layout, {n: v for n, v in views.items() if n not in cut}, timeout, waited_s
     )
+    if blocked and missing and set(missing.measured["nodes"]) <= cut:  # the filter is why they never arrived
+        ranks = ranks_text(missing.measured["missing_ranks"], arrivals, layout)
+        blocked = replace(
+            blocked,
+            summary=f"{ranks} never reached the rendezvous store: {blocked.summary}",
+            measured={**blocked.measured, "missing_ranks": missing.measured["missing_ranks"]},
+        )
+        missing = None
     found = [
         r
         for r in (
             port_result(master),
             blocked,
-            None if blocked and missing and set(missing.measured["nodes"]) <= cut else missing,
+            missing,
             _unresolved(arrivals, master),
             _elsewhere(arrivals, master),
             interface_result(arrivals),

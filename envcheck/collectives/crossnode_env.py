@@ -23,6 +23,11 @@ SKEW_FAIL_S = 15.0  # keep_alive_interval x keep_alive_max_attempt: torch elasti
 VERSION_KEYS = ("torch", "nccl", "envcheck", "python")
 
 
+def _said(problem: Mapping[str, Any]) -> str:
+    """The variable's verdict without its leading `VAR=value: ` (the summary names them once)."""
+    return str(problem["text"]).removeprefix(f"{problem['var']}={problem['value']}: ")
+
+
 def interface_result(arrivals: Arrivals) -> Result | None:
     """A variable that selects nothing usable on some node: FAIL when this run's backend reads it, WARN when it
     does not (it breaks a job on the other backend) or when the library falls back (NCCL_IB_HCA: TCP sockets)."""
@@ -36,7 +41,7 @@ def interface_result(arrivals: Arrivals) -> Result | None:
     chosen = breaking or bad
     (node, var), first = next(iter(chosen.items()))
     nodes = sorted({n for n, _ in chosen})
-    named = "; ".join(f"on {n}: {p['text']}" for (n, _), p in chosen.items())
+    named = "; ".join(f"on {n}: {_said(p)}" for (n, _), p in chosen.items())
     measured = {"problems": list(bad.values()), "nodes": nodes}
     if breaking:
         return failed(

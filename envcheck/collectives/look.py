@@ -26,12 +26,14 @@ from types import MappingProxyType
 from typing import Any
 
 from envcheck.collectives.crossnode_codes import (
+    CLOCK_SKEW,
     INTERFACE,
     MASTER_ELSEWHERE,
     PORT_BLOCKED,
     PORT_TAKEN,
     UNRESOLVED,
 )
+from envcheck.collectives.crossnode_env import SKEW_FAIL_S
 from envcheck.collectives.interface_rules import judge_variable
 from envcheck.collectives.rendezvous import resolve
 from envcheck.collectives.transport import is_loopback, transport_view
@@ -42,7 +44,9 @@ from envcheck.probe.slurm_layout import rank_nodes
 
 RESOLVE_S = 3.0
 SELF_CONNECT_S = 1.0
-BACKEND_VARS = MappingProxyType({"gloo": ("GLOO_SOCKET_IFNAME",), "nccl": ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")})
+BACKEND_VARS = MappingProxyType(
+    {"gloo": ("GLOO_SOCKET_IFNAME",), "nccl": ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")}
+)
 
 
 @dataclass
@@ -242,4 +246,11 @@ def own_problem(look: Look, hosting: bool) -> dict[str, str] | None:
     used = [p for p in look.interfaces if p["used"] and p["status"] == "fail"]
     if used:
         return {"code": INTERFACE, "text": used[0]["text"]}
+    offset = float((look.clock or {}).get("offset_s", 0.0))
+    if abs(offset) >= SKEW_FAIL_S:
+        return {
+            "code": CLOCK_SKEW,
+            "text": f"{look.node}'s clock is {abs(offset):.1f}s {'ahead of' if offset > 0 else 'behind'} the Slurm "
+            "controller's",
+        }
     return None

@@ -82,7 +82,17 @@ def tasks(job: str, step: str, node: str, ranks: set[int]) -> list[dict[str, Any
     for t in found:
         t["leaf"] = t["pid"] not in parents  # what the rank's task is doing now
         t["envcheck"] = "envcheck.distributed" in str(t["command"])
+        t["torch_loaded"] = _maps_torch(str(t["pid"])) if t["envcheck"] else None
     return found
+
+
+def _maps_torch(pid: str) -> bool | None:
+    """Whether the process has torch's library mapped yet (still importing it, or past that)."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="ascii", errors="replace") as f:
+            return any("libtorch" in line for line in f)
+    except OSError:
+        return None
 
 
 def look(job: str, step: str, ranks: set[int], name: str, port: int, to: list[str]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ CONNECT_S = 2.0
 RESOLVE_S = 5.0
 WITNESS_S = 1.0
 DROPS_BEFORE_WITNESS = 2
+REFUSED_ASK_S = 3.0
 SLURMD_PORT = 6818  # slurm.conf's SlurmdPort default
 
 
@@ -107,10 +108,14 @@ def reach_store(
     found: tuple[list[str], str | None] | None = None,
     fallback: str | None = None,
     say: Callable[[str], None] | None = None,
+    refused: Callable[[], str | None] | None = None,
 ) -> Reach:
     """Connect to the name's addresses (or, when they fail, to `fallback`) until the budget is spent; `problem`
-    says why not when nothing answered. `say` gets one line as soon as a firewall on the port is evident."""
-    deadline = time.monotonic() + budget_s
+    says why not when nothing answered. `say` gets one line as soon as a firewall on the port is evident, or
+    as soon as `refused` (asked once, after REFUSED_ASK_S of nothing but refusals) explains them."""
+    began = time.monotonic()
+    deadline = began + budget_s
+    asked = refused is None
     reach = Reach(name=name, port=port, node=socket.gethostname(), fallback=fallback)
     reach.addresses, reach.resolve_error = found if found is not None else resolve(name, port)
     drops: dict[str, int] = {}
@@ -133,6 +138,11 @@ def reach_store(
             drops[address] = drops.get(address, 0) + why.startswith("no answer")
             if drops[address] == DROPS_BEFORE_WITNESS and reach.witness is None:
                 _witness(reach, address, say)
+        if not asked and time.monotonic() - began >= REFUSED_ASK_S and not any(drops.values()):
+            asked = True
+            why = refused() if refused else None
+            if why and say:
+                say(why)
         if time.monotonic() + RETRY_S >= deadline:
             break
         time.sleep(RETRY_S)

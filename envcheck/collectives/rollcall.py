@@ -11,6 +11,7 @@ missing (envcheck.collectives.absent); then it judges (envcheck.collectives.cros
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from envcheck.collectives import absent
 from envcheck.collectives.look import Look
 from envcheck.collectives.rendezvous import Reach, reach_store, slurm_node_addr
 
@@ -115,7 +117,15 @@ def reach(look: Look, world: int, timeout_s: float, said: Callable[[str], None])
     fallback = "127.0.0.1" if look.rank0_node == look.node else look.rank0_addr
     if fallback is None and not look.addresses:
         fallback = slurm_node_addr(look.name)  # the name may be a Slurm node whose NodeAddr answers
-    found = reach_store(look.name, look.port, timeout_s, (look.addresses, look.resolve_error), fallback, said)
+    found = reach_store(
+        look.name,
+        look.port,
+        timeout_s,
+        (look.addresses, look.resolve_error),
+        fallback,
+        said,
+        lambda: absent.started_late(os.environ, timeout_s),
+    )
     if found.address is None:
         raise Unreachable(f"rank {look.rank} on {found.node}: {found.problem}")
     budget = max(1.0, min(HANDSHAKE_S, timeout_s - (time.monotonic() - began)))

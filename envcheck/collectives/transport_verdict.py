@@ -116,6 +116,18 @@ def _rate(link: Mapping[str, Any], key: str) -> float | None:
     return link["bytes"] / took / MB if took else None
 
 
+def _shaping(found: Mapping[str, Any]) -> str:
+    """`tbf rate 50 Mbit/s`, `netem delay 100 ms`: tc's JSON options (rates in bytes/s, times in us) in words."""
+    options = found.get("options") or {}
+    words = [str(found.get("kind"))]
+    if isinstance(options.get("rate"), (int, float)):
+        words.append(f"rate {options['rate'] * 8 / 1e6:g} Mbit/s")
+    delay = options.get("delay")
+    if isinstance(delay, dict) and isinstance(delay.get("delay"), (int, float)):
+        words.append(f"delay {delay['delay'] * 1000:g} ms")
+    return " ".join(words)
+
+
 def _slow(links: list[dict[str, Any]], views: Mapping[str, Mapping[str, Any]]) -> Result | None:
     rated: list[tuple[str, str, float, float]] = []  # (sender, receiver, MB/s, seconds)
     for link in links:
