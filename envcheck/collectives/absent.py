@@ -25,6 +25,7 @@ from typing import Any
 from envcheck.collectives import remote_look
 from envcheck.probe import slurm_view
 
+IMPORTED_AT = time.time()  # about when envcheck began in this process (the entry imports this before torch)
 REMOTE_S = 10.0
 MAX_NODES = 8
 ERROR_CHARS = 300
@@ -135,9 +136,9 @@ def views(
 
 
 def started_late(env: Mapping[str, str], timeout_s: float) -> str | None:
-    """For a rank refused by the store's port: when Slurm started this step longer ago than rank 0 waits, the
-    refusals mean rank 0 has most likely given up already. Both times are the controller's (the step's StartTime,
-    and its clock now through sdiag), so this node's own clock does not enter."""
+    """For a rank that the store's port refused all along: whether envcheck began in it more than --timeout after
+    Slurm started the step (the step's StartTime is the controller's clock; this node's offset from it, through
+    sdiag, corrects our own), so that it came too late for rank 0, which waits --timeout for arrivals."""
     step = step_of(env)
     if step is None:
         return None
@@ -146,13 +147,13 @@ def started_late(env: Mapping[str, str], timeout_s: float) -> str | None:
     clock = slurm_view.controller_clock()
     if start is None or clock is None:
         return None
-    late = time.time() - clock.offset_s - start
+    late = IMPORTED_AT - clock.offset_s - start
     if late <= timeout_s:
         return None
     return (
-        f"the store's port refuses connections, and this rank is {late:.0f}s past the start of step "
+        f"the store's port refused every connection, and envcheck began here {late:.0f}s after Slurm started step "
         f"{step[0]}.{step[1]} ({fields['StartTime']}, Slurm's clock), more than rank 0's --timeout {timeout_s:g}s: "
-        "rank 0 has most likely given up already (its report names the ranks it missed)"
+        "this rank started too late (rank 0's report names the ranks it missed)"
     )
 
 

@@ -182,6 +182,7 @@ def judge_roll_call(
     seen_at: Mapping[int, float],
     views: Mapping[str, Mapping[str, Any]] | None = None,
     timeout_s: float | None = None,
+    cut_short: bool = False,
 ) -> Result | None:
     """One dist.rendezvous result naming every cause found, most basic first (None when the roll call is clean)."""
     views = views or {}
@@ -189,7 +190,14 @@ def judge_roll_call(
     blocked = blocked_result(arrivals, master, views)
     cut = set(blocked.measured["from_nodes"] if blocked else [])
     missing = missing_result(
-        world, arrivals, master, layout, {n: v for n, v in views.items() if n not in cut}, timeout, waited_s
+        world,
+        arrivals,
+        master,
+        layout,
+        {n: v for n, v in views.items() if n not in cut},
+        timeout,
+        waited_s,
+        cut_short,
     )
     if blocked and missing and set(missing.measured["nodes"]) <= cut:  # the filter is why they never arrived
         ranks = ranks_text(missing.measured["missing_ranks"], arrivals, layout)

@@ -41,7 +41,9 @@ def interface_result(arrivals: Arrivals) -> Result | None:
     chosen = breaking or bad
     (node, var), first = next(iter(chosen.items()))
     nodes = sorted({n for n, _ in chosen})
-    named = "; ".join(f"on {n}: {_said(p)}" for (n, _), p in chosen.items())
+    named = (
+        _said(first) if len(chosen) == 1 else "; ".join(f"on {n}: {_said(p)}" for (n, _), p in chosen.items())
+    )
     measured = {"problems": list(bad.values()), "nodes": nodes}
     if breaking:
         return failed(

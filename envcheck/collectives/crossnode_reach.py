@@ -63,6 +63,11 @@ def _task_words(view: Mapping[str, Any], rank: int, timeout_s: float) -> tuple[s
     )
 
 
+def _gone(view: Mapping[str, Any] | None, rank: int) -> bool:
+    seen = (view or {}).get("view")
+    return seen is not None and not any(t["rank"] == rank for t in seen["tasks"])
+
+
 def missing_result(
     world: int,
     arrivals: Arrivals,
@@ -71,8 +76,13 @@ def missing_result(
     views: Mapping[str, Mapping[str, Any]],
     timeout_s: float,
     waited_s: float,
+    cut_short: bool = False,
 ) -> Result | None:
+    """The ranks that never arrived. When rank 0 stopped before its deadline (another cause was known), only a rank
+    whose task Slurm shows gone is claimed: the others may still have been starting."""
     missing = [r for r in range(world) if r not in arrivals]
+    if cut_short:
+        missing = [r for r in missing if _gone(views.get(node_of(r, arrivals, layout)), r)]
     if not missing:
         return None
     first, node = missing[0], node_of(missing[0], arrivals, layout)

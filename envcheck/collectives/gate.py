@@ -25,6 +25,7 @@ from envcheck.collectives.crossnode import judge_roll_call, port_result
 from envcheck.collectives.crossnode_codes import NAME
 from envcheck.collectives.look import Look, look_here, srun_direct
 from envcheck.collectives.rollcall import (
+    REACH_TIMEOUTS,
     WORD_MARGIN_S,
     Joined,
     Unreachable,
@@ -118,7 +119,7 @@ def enter(rank: int, world: int, timeout_s: float, report: Report, backend: str 
             store, found = reach(look, world, timeout_s, said)
         except Unreachable as exc:
             said(str(exc).partition(": ")[2] or str(exc))
-            time.sleep(max(0.0, began + timeout_s + WORD_MARGIN_S - time.monotonic()))
+            time.sleep(max(0.0, began + REACH_TIMEOUTS * timeout_s + WORD_MARGIN_S - time.monotonic()))
             return Gate(store=None, code=1)
     publish(store, look, found)
     if rank != 0:
@@ -145,6 +146,7 @@ def enter(rank: int, world: int, timeout_s: float, report: Report, backend: str 
         joined.seen_at,
         joined.views,
         timeout_s,
+        joined.cut_short,
     )
     if verdict is not None and verdict.status is Status.FAIL:
         return _stop(store, "envcheck/rollcall", report, verdict)

@@ -26,7 +26,6 @@ CONNECT_S = 2.0
 RESOLVE_S = 5.0
 WITNESS_S = 1.0
 DROPS_BEFORE_WITNESS = 2
-REFUSED_ASK_S = 3.0
 SLURMD_PORT = 6818  # slurm.conf's SlurmdPort default
 
 
@@ -47,7 +46,9 @@ class Reach:
 
     @property
     def via_fallback(self) -> bool:
-        return self.address is not None and self.address == self.fallback
+        """The store answered at rank 0's node's address, not at one of the name's own."""
+        own = {a.removeprefix("::ffff:") for a in self.addresses}
+        return self.address is not None and self.address.removeprefix("::ffff:") not in own
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "via_fallback": self.via_fallback}
@@ -108,14 +109,10 @@ def reach_store(
     found: tuple[list[str], str | None] | None = None,
     fallback: str | None = None,
     say: Callable[[str], None] | None = None,
-    refused: Callable[[], str | None] | None = None,
 ) -> Reach:
     """Connect to the name's addresses (or, when they fail, to `fallback`) until the budget is spent; `problem`
-    says why not when nothing answered. `say` gets one line as soon as a firewall on the port is evident, or
-    as soon as `refused` (asked once, after REFUSED_ASK_S of nothing but refusals) explains them."""
-    began = time.monotonic()
-    deadline = began + budget_s
-    asked = refused is None
+    says why not when nothing answered. `say` gets one line as soon as a firewall on the port is evident."""
+    deadline = time.monotonic() + budget_s
     reach = Reach(name=name, port=port, node=socket.gethostname(), fallback=fallback)
     reach.addresses, reach.resolve_error = found if found is not None else resolve(name, port)
     drops: dict[str, int] = {}
@@ -138,11 +135,6 @@ def reach_store(
             drops[address] = drops.get(address, 0) + why.startswith("no answer")
             if drops[address] == DROPS_BEFORE_WITNESS and reach.witness is None:
                 _witness(reach, address, say)
-        if not asked and time.monotonic() - began >= REFUSED_ASK_S and not any(drops.values()):
-            asked = True
-            why = refused() if refused else None
-            if why and say:
-                say(why)
         if time.monotonic() + RETRY_S >= deadline:
             break
         time.sleep(RETRY_S)

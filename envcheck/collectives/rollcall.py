@@ -27,6 +27,7 @@ from envcheck.collectives.rendezvous import Reach, reach_store, slurm_node_addr
 ARRIVE, WORD = "envcheck/arrive/", "envcheck/rollcall"
 WORD_MARGIN_S = 10.0  # the others wait this long beyond rank 0's roll call for its word
 HANDSHAKE_S = 5.0  # a listener that accepts but answers no c10d handshake within this is not a store
+REACH_TIMEOUTS = 2  # a rank waits this many --timeout for rank 0's store to answer at all
 GATHER_S = 5.0  # once a cause is known, how much longer rank 0 waits for the others' findings
 EARLY_S = 5.0  # when rank 0 first asks Slurm about the ranks still missing
 
@@ -46,6 +47,7 @@ class Joined:
     waited_s: float = 0.0
     seen_at: dict[int, float] = field(default_factory=dict)  # rank 0's wall clock when each arrival appeared
     views: dict[str, dict[str, Any]] = field(default_factory=dict)  # Slurm's view of the missing ranks' nodes
+    cut_short: bool = False  # rank 0 stopped before its deadline because a cause was already known
 
 
 def versions() -> dict[str, str | None]:
@@ -117,17 +119,16 @@ def reach(look: Look, world: int, timeout_s: float, said: Callable[[str], None])
     fallback = "127.0.0.1" if look.rank0_node == look.node else look.rank0_addr
     if fallback is None and not look.addresses:
         fallback = slurm_node_addr(look.name)  # the name may be a Slurm node whose NodeAddr answers
-    found = reach_store(
-        look.name,
-        look.port,
-        timeout_s,
-        (look.addresses, look.resolve_error),
-        fallback,
-        said,
-        lambda: absent.started_late(os.environ, timeout_s),
-    )
+    # Rank 0 opens the store only once its own start (importing torch) is over, then waits --timeout for arrivals:
+    # wait for it up to twice the timeout, so that a slow start of rank 0 is not taken for its absence.
+    budget = REACH_TIMEOUTS * timeout_s
+    found = reach_store(look.name, look.port, budget, (look.addresses, look.resolve_error), fallback, said)
     if found.address is None:
-        raise Unreachable(f"rank {look.rank} on {found.node}: {found.problem}")
+        refused_only = found.tried and all(
+            why.startswith("connection refused") for why in found.tried.values()
+        )
+        late = absent.started_late(os.environ, timeout_s) if refused_only else None
+        raise Unreachable(f"rank {look.rank} on {found.node}: {late or found.problem}")
     budget = max(1.0, min(HANDSHAKE_S, timeout_s - (time.monotonic() - began)))
     try:
         store = dist.TCPStore(
@@ -177,7 +178,10 @@ def collect(
                 if cause_at is None and has_cause(joined.arrivals[r]):
                     cause_at = time.monotonic()
         now = time.monotonic()
-        if not waiting or now >= deadline or (cause_at is not None and now >= cause_at + GATHER_S):
+        if not waiting or now >= deadline:
+            break
+        if cause_at is not None and now >= cause_at + GATHER_S:
+            joined.cut_short = True
             break
         if not asked and now >= early and joined.layout:
             asked = True

@@ -148,9 +148,7 @@ def _slow(links: list[dict[str, Any]], views: Mapping[str, Mapping[str, Any]]) -
     nodes = shaped or (sorted(senders) if len(senders) == 1 else sorted(senders | {d[1] for d in slow}))
     figures = ", ".join(f"{a}→{b} {r:.1f} MB/s" for a, b, r, _ in slow)
     why = "; ".join(
-        f"{n}'s {views[n].get('iface')} is shaped by tc ({views[n]['shaping']['kind']} "
-        f"{views[n]['shaping'].get('options', {})})"
-        for n in shaped
+        f"{n}'s {views[n].get('iface')} is shaped by tc ({_shaping(views[n]['shaping'])})" for n in shaped
     )
     return warned(
         f"slow link at {', '.join(nodes)}: {figures}, against {best:.0f} MB/s on the fastest direction"

@@ -79,10 +79,14 @@ def controller_clock(timeout_s: float = CALL_S) -> ControllerClock | None:
     began = time.monotonic()
     out = _run("sdiag", timeout_s=timeout_s)
     took = time.monotonic() - began
-    if out is None:
-        return None
-    match = _SDIAG_AT.search(out)
-    if match is None:
+    epoch = sdiag_epoch(out or "")
+    if epoch is None:
         return None
     middle = before + took / 2
-    return ControllerClock(offset_s=middle - (int(match.group(1)) + 0.5), round_trip_s=took)
+    return ControllerClock(offset_s=middle - (epoch + 0.5), round_trip_s=took)  # the epoch is a whole second
+
+
+def sdiag_epoch(text: str) -> int | None:
+    """The controller's epoch in sdiag's header (None when sdiag said no data)."""
+    match = _SDIAG_AT.search(text)
+    return int(match.group(1)) if match else None
