@@ -26,6 +26,7 @@ from envcheck.collectives.crossnode_codes import NAME
 from envcheck.collectives.look import Look, look_here, srun_direct
 from envcheck.collectives.rollcall import (
     REACH_TIMEOUTS,
+    WORD,
     WORD_MARGIN_S,
     Joined,
     Unreachable,
@@ -149,7 +150,7 @@ def enter(rank: int, world: int, timeout_s: float, report: Report, backend: str 
         joined.cut_short,
     )
     if verdict is not None and verdict.status is Status.FAIL:
-        return _stop(store, "envcheck/rollcall", report, verdict)
+        return _stop(store, WORD, report, verdict)
     extra = [verdict] if verdict else []
     ranks = probers(joined.arrivals)
     if len(ranks) < 2:
@@ -172,7 +173,7 @@ def enter(rank: int, world: int, timeout_s: float, report: Report, backend: str 
 
 def _follow(store: Any, rank: int, look: Look, timeout_s: float, backend: str) -> Gate:
     """A rank other than 0: wait for rank 0's word, take part in the transport probe when asked."""
-    kind, value = _word(hear(store, timeout_s))
+    kind, value = _word(hear(store, timeout_s + absent.REMOTE_S))  # rank 0 may ask Slurm before it speaks
     if kind == "stop":
         return Gate(store=None, code=value)
     if kind == "probe":

@@ -28,6 +28,8 @@ REFUSED_TRIES = 3
 TIMEOUT_TRIES = 2
 XFER_S = 3.0
 CHUNK = 1 << 16
+ALL_PAIRS_UP_TO = 16  # nodes; gloo itself connects every pair, but 1 MiB each way over n² pairs is not free
+NEIGHBOURS = 2
 ROUND_S = CONNECT_S * TIMEOUT_TRIES * 4 + XFER_S * 2 + 5.0  # the longest a prober waits for the others
 
 
@@ -37,6 +39,15 @@ def probers(arrivals: dict[int, dict[str, Any]]) -> list[int]:
     for rank in sorted(arrivals):
         first.setdefault(str(arrivals[rank]["node"]), rank)
     return sorted(first.values())
+
+
+def neighbours(rank: int, ranks: list[int]) -> set[int]:
+    """The probers this one may connect to: all of them up to ALL_PAIRS_UP_TO nodes; beyond, the nearest
+    NEIGHBOURS on each side in rank order (every node's own links are still probed, in O(n) connections)."""
+    if len(ranks) <= ALL_PAIRS_UP_TO:
+        return set(ranks) - {rank}
+    at = ranks.index(rank)
+    return {ranks[(at + d) % len(ranks)] for d in range(-NEIGHBOURS, NEIGHBOURS + 1) if d} - {rank}
 
 
 def _family(address: str) -> int:
@@ -191,8 +202,9 @@ def run_round(
         peers = {r: json.loads(store.get(f"{PROBE}at/{r}")) for r in ranks if r != rank}
     except (RuntimeError, OSError):
         peers = {}
+    near = neighbours(rank, ranks)
     for peer, there in peers.items():
-        if there["node"] == node or not there.get("port") or at.get("port") is None:
+        if peer not in near or there["node"] == node or not there.get("port") or at.get("port") is None:
             continue
         if initiates(
             (str(at["address"]), int(at["port"])), (str(there["address"]), int(there["port"])), backend

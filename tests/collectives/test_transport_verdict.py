@@ -118,3 +118,13 @@ def test_a_short_pause_on_a_fast_link_is_not_slow() -> None:
     arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12")}
     result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", {**FAST, "up_s": 0.05}))  # 20 MB/s, but 50 ms
     assert result.status is Status.PASS, result.summary
+
+
+def test_a_large_job_probes_each_nodes_neighbours_not_every_pair() -> None:
+    from envcheck.collectives.transport_probe import neighbours
+
+    small = list(range(0, 16 * 8, 8))  # 16 nodes, 8 ranks each: every pair
+    assert neighbours(0, small) == set(small) - {0}
+    large = list(range(0, 64 * 8, 8))
+    assert neighbours(0, large) == {8, 16, 64 * 8 - 8, 64 * 8 - 16}
+    assert all(len(neighbours(r, large)) == 4 for r in large)
