@@ -159,18 +159,15 @@ def test_interface_variable_naming_what_one_node_lacks(two_nodes: MultiCluster, 
     assert cause["duration_s"] <= TIMEOUT_S, cause
 
 
-def test_an_nccl_variable_a_gloo_run_does_not_read_only_warns(
-    two_nodes: MultiCluster, tmp_path: Path
-) -> None:
-    run = run_dist(two_nodes, tmp_path, on("n2", "export NCCL_SOCKET_IFNAME=ib0"))
-    assert run.returncode == 0, (
-        run.out
-    )  # gloo never reads it: the run passes, and says what an NCCL job will meet
+def test_nccl_variables_a_gloo_run_does_not_read_only_warn(two_nodes: MultiCluster, tmp_path: Path) -> None:
+    # NCCL_SOCKET_IFNAME names an interface n2 lacks; NCCL_IB_HCA names an HCA on a node with none (NCCL would fall
+    # back to sockets). gloo reads neither: the run passes, and says what an NCCL job on n2 will meet.
+    run = run_dist(two_nodes, tmp_path, on("n2", "export NCCL_SOCKET_IFNAME=ib0 NCCL_IB_HCA=mlx5_0"))
+    assert run.returncode == 0, run.out
     cause = the_cause(run, "dist.rendezvous", "dist.rendezvous.interface")
-    assert (
-        cause["status"] == "warn"
-        and "NCCL_SOCKET_IFNAME=ib0 on n2 selects nothing usable" in cause["summary"]
-    )
+    assert cause["status"] == "warn" and cause["measured"]["nodes"] == ["n2"], cause
+    assert "NCCL_SOCKET_IFNAME=ib0 on n2 selects nothing usable" in cause["summary"], cause
+    assert "NCCL_IB_HCA=mlx5_0 but this host shows no InfiniBand devices" in cause["summary"], cause
     assert run.results["dist.all_reduce"]["status"] == "pass"
 
 
