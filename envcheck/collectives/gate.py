@@ -56,6 +56,7 @@ class Gate:
     store: Any
     code: int = 0
     warnings: list[Result] = field(default_factory=list)
+    clean: bool = True  # False: a thread is stuck in a c10d call, so the process must leave with os._exit
 
 
 def _could_not_host(look: Look, exc: BaseException, took: float) -> Result:
@@ -121,7 +122,7 @@ def enter(rank: int, world: int, timeout_s: float, report: Report, backend: str 
         except Unreachable as exc:
             said(str(exc).partition(": ")[2] or str(exc))
             time.sleep(max(0.0, began + REACH_TIMEOUTS * timeout_s + WORD_MARGIN_S - time.monotonic()))
-            return Gate(store=None, code=1)
+            return Gate(store=None, code=1, clean=not exc.stuck)
     publish(store, look, found)
     if rank != 0:
         return _follow(store, rank, look, timeout_s, backend)

@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +34,12 @@ EARLY_S = 5.0  # when rank 0 first asks Slurm about the ranks still missing
 
 
 class Unreachable(Exception):
-    """This rank cannot reach the store (or its port holds no c10d store): the message names why."""
+    """This rank cannot reach the store (or its port holds no c10d store): the message names why. `stuck` says a
+    c10d client is left blocked in a thread (the process must leave with os._exit)."""
+
+    def __init__(self, message: str, stuck: bool = False) -> None:
+        super().__init__(message)
+        self.stuck = stuck
 
 
 @dataclass
@@ -129,17 +135,28 @@ def reach(look: Look, world: int, timeout_s: float, said: Callable[[str], None])
         )
         late = absent.started_late(os.environ, timeout_s) if refused_only else None
         raise Unreachable(f"rank {look.rank} on {found.node}: {late or found.problem}")
-    budget = max(1.0, min(HANDSHAKE_S, timeout_s - (time.monotonic() - began)))
-    try:
-        store = dist.TCPStore(
-            found.address, look.port, world, is_master=False, timeout=timedelta(seconds=budget)
-        )
-    except (RuntimeError, OSError) as exc:  # DistNetworkError/DistStoreError are RuntimeErrors
-        first = str(exc).splitlines()[0][:300]
+    budget = max(1.0, min(HANDSHAKE_S, REACH_TIMEOUTS * timeout_s - (time.monotonic() - began)))
+    box: dict[str, Any] = {}
+
+    def connect() -> None:  # c10d's client pings after connecting and waits for the answer without a timeout
+        try:
+            box["store"] = dist.TCPStore(
+                found.address, look.port, world, is_master=False, timeout=timedelta(seconds=budget)
+            )
+        except (RuntimeError, OSError) as exc:  # DistNetworkError/DistStoreError are RuntimeErrors
+            box["error"] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+
+    thread = threading.Thread(target=connect, name="envcheck-store-client", daemon=True)
+    thread.start()
+    thread.join(budget + 1.0)
+    if "store" not in box:
+        why = box.get("error") or "it accepted the connection and never answered"
         raise Unreachable(
             f"rank {look.rank} on {found.node}: {look.name}:{look.port} ({found.address}) accepts connections but "
-            f"no c10d store answered there within {budget:g}s ({first}); another service may hold the port"
-        ) from None
+            f"no c10d store answered there within {budget:g}s ({why}); another service holds the port",
+            stuck=thread.is_alive(),
+        )
+    store = box["store"]
     store.set_timeout(timedelta(seconds=timeout_s))
     return store, found
 

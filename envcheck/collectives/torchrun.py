@@ -177,7 +177,7 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
         rank, world, opts.timeout_s, report, backend
     )  # look, roll call, transport probe: named stops
     if gate.store is None:
-        return gate.code, True
+        return gate.code, gate.clean
     if gate.warnings:
         report = _with(report, gate.warnings)
     store = gate.store

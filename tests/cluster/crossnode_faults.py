@@ -55,8 +55,10 @@ def run_dist(
     *srun: str,
     env: dict[str, str] | None = None,
     timeout_s: int = TIMEOUT_S,
+    kill_on_bad_exit: bool = True,
 ) -> Run:
-    """srun -N 2 (or `srun`) of envcheck.distributed behind a node-local shell `prelude`."""
+    """srun -N 2 (or `srun`) of envcheck.distributed behind a node-local shell `prelude`; the run must end (every
+    rank) within WALL_S, with or without `srun -K` ending the others when one rank fails."""
     report = tmp_path / "dist.json"
     report.unlink(missing_ok=True)
     cmd = shlex.join(
@@ -74,7 +76,12 @@ def run_dist(
     began = time.monotonic()
     proc = subprocess.Popen(
         cluster.client(
-            "srun", "-K", *(srun or ("-N", "2", "-n", "2")), "sh", "-c", f"{prelude}\nexec ${{WRAP:-}} {cmd}"
+            "srun",
+            *(["-K"] if kill_on_bad_exit else []),
+            *(srun or ("-N", "2", "-n", "2")),
+            "sh",
+            "-c",
+            f"{prelude}\nexec ${{WRAP:-}} {cmd}",
         ),
         env={**cluster.env, "MASTER_PORT": PORT, **(env or {})},
         stdout=subprocess.PIPE,
@@ -88,9 +95,11 @@ def run_dist(
                 written = time.monotonic() - began
             time.sleep(0.1)
     finally:
-        if proc.poll() is None:
+        hung = proc.poll() is None
+        if hung:
             proc.kill()
         out = proc.communicate(timeout=30)[0]
+    assert not hung, f"the run did not end within {WALL_S}s:\n{out}"
     written = written if written is not None else time.monotonic() - began
     assert report.exists(), f"no report after {written:.1f}s:\n{out}"
     assert "Traceback" not in out, out
