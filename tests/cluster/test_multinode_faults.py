@@ -116,9 +116,10 @@ def test_master_addr_naming_another_node(two_nodes: MultiCluster, tmp_path: Path
 
 def test_rendezvous_port_taken_on_the_first_node(two_nodes: MultiCluster, tmp_path: Path) -> None:
     # Without srun -K: the other rank, whose connection the holder accepts and never answers (c10d's client then
-    # waits for its ping forever), must still say why and end (it hung until killed before).
+    # waits for its ping forever), must still say why and end (it hung until killed before). It ends twice the
+    # timeout after it began, plus a margin: a short timeout keeps the test short (the cause needs no wait).
     with holder(two_nodes, "n1", PORT) as pid:
-        run = run_dist(two_nodes, tmp_path, kill_on_bad_exit=False)
+        run = run_dist(two_nodes, tmp_path, kill_on_bad_exit=False, timeout_s=6)
     cause = the_cause(run, "dist.rendezvous", "dist.rendezvous.port_taken")
     assert (
         "rank 1 on n2: n1:29561 (10.77.0.11) accepts connections but no c10d store answered there" in run.out
