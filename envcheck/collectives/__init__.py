@@ -7,7 +7,10 @@
   `all_reduce`, `all_gather`, `broadcast`, `sweep`, `pairs` (with `pair_verdict`, `tournament`), `ddp`,
   `sync_batchnorm`.
 - The multi-node entry (`python -m envcheck.distributed`): `torchrun` with its side channel and heartbeat watch
-  (`rank_watch`), the roll call before it (`rollcall`, `rendezvous`, `gate`, `crossnode`) and the interface rules
+  (`rank_watch`), and the gate before it (`gate`): each rank's look before the store (`look`), the roll call
+  (`rollcall`, `rendezvous`), Slurm's view of ranks that never arrived (`absent`, `remote_look`), their verdicts
+  (`crossnode`, `crossnode_reach`, `crossnode_env`, codes in `crossnode_codes`), the probe of the backend's own
+  connections between nodes (`transport`, `transport_probe`, `transport_verdict`) and the interface rules
   (`interface_rules`).
 
 The dist.* check specs, and the check bodies that launch a thin collective, are in envcheck/checks/dist.

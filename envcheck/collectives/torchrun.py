@@ -173,9 +173,11 @@ def run_this_rank(opts: TorchrunOptions, report: Report) -> tuple[int, bool]:
     rank, world, local = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
     use_nccl = torch.cuda.is_available() and not opts.allow_cpu
     backend = "nccl" if use_nccl else "gloo"
-    gate = enter(rank, world, opts.timeout_s, report)  # roll call: a cross-node fault stops here, named
+    gate = enter(
+        rank, world, opts.timeout_s, report, backend
+    )  # look, roll call, transport probe: named stops
     if gate.store is None:
-        return gate.code, True
+        return gate.code, gate.clean
     if gate.warnings:
         report = _with(report, gate.warnings)
     store = gate.store

@@ -26,7 +26,7 @@ _Ifaddrs._fields_ = [
     ("data", ctypes.c_void_p),
 ]
 
-IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x1, 0x8, 0x40
+IFF_UP, IFF_LOOPBACK, IFF_RUNNING, IFF_LOWER_UP = 0x1, 0x8, 0x40, 0x10000  # linux/if.h
 
 
 def interfaces() -> list[dict[str, Any]]:

@@ -56,6 +56,10 @@ def test_srun_two_nodes_runs_the_checks_across_the_link(two_nodes: MultiCluster,
     assert results["dist.all_reduce"]["status"] == "pass"
     assert results["dist.all_reduce"]["measured"]["world_size"] == 4  # type: ignore[index]
     assert results["dist.collectives"]["status"] == "pass"
+    # the healthy twin of every cross-node cause in the default shape: the look, the roll call and the transport
+    # probe claim nothing, and the probe's figures are in the report
+    assert "dist.rendezvous" not in results and results["dist.transport"]["status"] == "pass", results
+    assert results["dist.transport"]["measured"]["links"][0]["ok"], results["dist.transport"]
     crossed = link_bytes(two_nodes, "n2") - before
     assert crossed > 1 << 20, f"only {crossed} bytes crossed n2's link: the ranks did not talk across nodes"
 

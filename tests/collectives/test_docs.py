@@ -47,3 +47,26 @@ def test_doc_states_the_pairwise_numbers_the_code_uses() -> None:
     assert f"({pairs.CPU_PAIR_BYTES // MIB} MiB on CPU, {pairs.GPU_PAIR_BYTES // MIB} MiB on GPU)" in text
     assert f"as many calls as fit in about {pairs.PAIR_BUDGET_S:g} s (at most {pairs.MAX_ITERS};" in text
     assert f"Code `{pair_verdict.SLOW_CODE}`" in text and f"(`{pair_verdict.WRONG_CODE}`)" in text
+
+
+def _cause_table() -> str:
+    text = DOC.read_text()
+    start = text.index("| What the user sees without envcheck |")
+    return text[start : text.index("\n\n", start)]
+
+
+def test_the_cause_table_lists_every_cross_node_code_and_no_other() -> None:
+    from envcheck.cluster.finding_codes import TABLE
+
+    documented = set(re.findall(r"`(dist\.(?:rendezvous|transport)\.\w+)`", _cause_table()))
+    coded = {row.code for row in TABLE if row.code.startswith(("dist.rendezvous.", "dist.transport."))}
+    assert documented == coded
+
+
+def test_the_doc_states_the_roll_calls_waits_the_code_uses() -> None:
+    from envcheck.collectives.rollcall import EARLY_S, GATHER_S
+
+    text = _flat()
+    assert (
+        f"but only {GATHER_S:g} s more once a cause is known; {EARLY_S:g} s after it opened the store" in text
+    )

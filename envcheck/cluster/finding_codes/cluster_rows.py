@@ -4,47 +4,84 @@ from __future__ import annotations
 
 from envcheck.cluster.finding_codes.common_fixes import CONFIG, DRAIN, FLEET_FIX, IMAGE, NODE
 from envcheck.cluster.fleet import drift, learn
-from envcheck.collectives import crossnode, pair_verdict
+from envcheck.collectives import crossnode_codes as codes
+from envcheck.collectives import pair_verdict
 from envcheck.collectives.sweep import BUSBW_LOW
 from envcheck.core.findings import Code
 from envcheck.perf import relative
 
 _DIST = [
     Code(
-        crossnode.MISSING_RANK,
-        "a rank never joined the multi-node roll call",
+        codes.MISSING_RANK,
+        "a rank never joined the multi-node roll call (Slurm's look on its node says whether its task ran)",
         NODE,
-        "check the named node's network and that it ran the same command",
+        "read that rank's own line in the job output; check the named node and what runs before envcheck there",
     ),
     Code(
-        crossnode.UNRESOLVED,
-        "a node's name does not resolve from another node",
+        codes.UNRESOLVED,
+        "MASTER_ADDR does not resolve on some node, or resolves there to a stale address",
         NODE,
         "fix DNS or /etc/hosts on the named nodes",
     ),
     Code(
-        crossnode.INTERFACE,
-        "NCCL/gloo interface variables name no usable interface",
+        codes.MASTER_ELSEWHERE,
+        "MASTER_ADDR names a host that is not rank 0's node: no rank can host the store there",
+        CONFIG,
+        "set MASTER_ADDR to rank 0's node, or leave it unset under srun",
+    ),
+    Code(
+        codes.PORT_TAKEN,
+        "the rendezvous port is held on rank 0's node (the holding process is named)",
+        CONFIG,
+        "stop the leftover process, or pick another MASTER_PORT (or let envcheck derive it from the job id)",
+    ),
+    Code(
+        codes.PORT_BLOCKED,
+        "a firewall drops or rejects connections to the rendezvous port while rank 0 listens there",
+        NODE,
+        "allow TCP MASTER_PORT into rank 0's node from the job's nodes",
+    ),
+    Code(
+        codes.INTERFACE,
+        "NCCL/gloo interface variables (or NCCL_IB_HCA) select nothing usable on some node",
         CONFIG,
         "set NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to an interface every node has",
     ),
     Code(
-        crossnode.VERSIONS,
+        codes.VERSIONS,
         "the nodes run different torch, NCCL, envcheck or Python versions",
-        CONFIG,
+        IMAGE,
         "run the same image on every node",
     ),
     Code(
-        crossnode.CLOCK_SKEW,
-        "the nodes' clocks differ past torch elastic's keep-alive",
+        codes.CLOCK_SKEW,
+        "a node's clock differs from the Slurm controller's past torch elastic's keep-alive",
         NODE,
         "synchronise the clocks (chrony/NTP)",
     ),
     Code(
-        crossnode.PORT_TAKEN,
-        "the rendezvous port is taken on the master node",
-        CONFIG,
-        "pick another MASTER_PORT (or let envcheck derive it from the job id)",
+        codes.TRANSPORT_LOOPBACK,
+        "the backend's address on a node is a loopback address (its host name resolves to 127.0.1.1)",
+        NODE,
+        "map the host name to the node's own address in /etc/hosts, or set GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME",
+    ),
+    Code(
+        codes.TRANSPORT_NO_CARRIER,
+        "the interface the backend uses on a node is up but has no carrier",
+        NODE,
+        "check the cable or switch port, or point the backend at another interface",
+    ),
+    Code(
+        codes.TRANSPORT_BLOCKED,
+        "a firewall lets the rendezvous port through but not the backend's own (ephemeral) ports",
+        NODE,
+        "allow TCP between the job's nodes on the ephemeral port range, not only MASTER_PORT",
+    ),
+    Code(
+        codes.TRANSPORT_SLOW,
+        "a link between nodes is far slower than the others (a warning: slow is not broken)",
+        NODE,
+        "check the named node's traffic shaping (tc), link speed and errors (ethtool)",
     ),
     Code(
         pair_verdict.SLOW_CODE,

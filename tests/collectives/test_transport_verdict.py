@@ -1,0 +1,130 @@
+"""The transport probe's pure verdict (dist.transport) and gloo's connection rule; each cause is also built for real
+in tests/cluster/test_multinode_transport.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envcheck.collectives.transport_probe import initiates
+from envcheck.collectives.transport_verdict import judge_transport
+from envcheck.core.result import Status
+
+
+def arrival(node: str, address: str, how: str = "its host name", **kw: Any) -> dict[str, Any]:
+    view = {
+        "backend": "gloo",
+        "address": address,
+        "how": how,
+        "iface": "eth0",
+        "carrier": True,
+        "shaping": None,
+    }
+    return {"node": node, "look": {"transport": {**view, **kw}}}
+
+
+def probe(n1: str, n2: str, outcome: dict[str, Any]) -> tuple[dict[int, Any], dict[int, Any]]:
+    """n2 (rank 2) opened the connection to n1 (rank 0), as gloo's rule has it when n2's address is greater."""
+    at = {0: {"node": "n1", "address": n1, "port": 40001}, 2: {"node": "n2", "address": n2, "port": 40002}}
+    return at, {0: {}, 2: {"0": outcome}}
+
+
+FAST = {"ok": True, "connect_s": 0.0002, "up_s": 0.002, "down_s": 0.0015, "bytes": 1 << 20}
+
+
+def judge(arrivals: dict[int, Any], at: dict[int, Any], results: dict[int, Any]) -> Any:
+    return judge_transport(arrivals, at, results, "gloo", "n1:29500", 0.4)
+
+
+def test_gloo_lets_the_greater_address_open_each_connection() -> None:
+    assert initiates(("10.77.0.12", 5), ("10.77.0.11", 9), "gloo")
+    assert not initiates(("10.77.0.11", 9), ("10.77.0.12", 5), "gloo")
+    assert initiates(("127.0.1.1", 5), ("10.77.0.11", 9), "gloo")  # loopback is greater than 10.x
+    assert not initiates(("127.0.1.1", 5), ("192.168.0.2", 9), "gloo")  # and smaller than 192.168.x
+    assert initiates(("127.0.1.1", 9), ("127.0.1.1", 5), "gloo")  # same address: the port decides
+    assert initiates(("10.77.0.11", 9), ("10.77.0.12", 5), "nccl")  # NCCL connects both ways
+
+
+def test_links_that_open_are_a_figure() -> None:
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12")}
+    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", FAST))
+    assert result.status is Status.PASS and result.name == "dist.transport"
+    assert result.summary == (
+        "gloo's connections between nodes open: n2→n1 (10.77.0.12 → 10.77.0.11) connect 0.2 ms, 1 MiB 524/699 MB/s"
+    )
+
+
+def test_loopback_on_both_nodes_fails_naming_both() -> None:
+    arrivals = {
+        0: arrival("n1", "127.0.1.1", "its host name n1"),
+        2: arrival("n2", "127.0.1.1", "its host name n2"),
+    }
+    refused = {"ok": False, "error": "connection refused", "connect_s": 0.4}
+    result = judge(arrivals, *probe("127.0.1.1", "127.0.1.1", refused))
+    assert result.status is Status.FAIL and result.code == "dist.transport.loopback"
+    assert result.measured["nodes"] == ["n1", "n2"]
+    assert (
+        "n1's is 127.0.1.1, from its host name n1; n2's is 127.0.1.1, from its host name n2" in result.summary
+    )
+
+
+def test_loopback_on_the_connecting_node_only_warns() -> None:
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "127.0.1.1", "its host name n2")}
+    result = judge(arrivals, *probe("10.77.0.11", "127.0.1.1", FAST))
+    assert result.status is Status.WARN and result.code == "dist.transport.loopback"
+    assert result.measured["nodes"] == ["n2"] and "n2 opened every connection" in result.summary
+
+
+def test_an_interface_without_carrier_is_named_before_a_firewall() -> None:
+    arrivals = {
+        0: arrival("n1", "10.78.0.11"),
+        2: arrival("n2", "10.78.0.12", "GLOO_SOCKET_IFNAME=eth1", iface="eth1", carrier=False),
+    }
+    dropped = {"ok": False, "error": "no answer within 2s", "connect_s": 4.0}
+    result = judge(arrivals, *probe("10.78.0.11", "10.78.0.12", dropped))
+    assert result.status is Status.FAIL and result.code == "dist.transport.no_carrier"
+    assert result.measured["nodes"] == [
+        "n2"
+    ] and "n2's eth1 (10.78.0.12, chosen by GLOO_SOCKET_IFNAME=eth1)" in (result.summary)
+
+
+def test_a_dropped_connection_between_carrying_interfaces_is_a_firewall_on_the_listener() -> None:
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12")}
+    dropped = {"ok": False, "error": "no answer within 2s", "connect_s": 4.0}
+    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", dropped))
+    assert result.status is Status.FAIL and result.code == "dist.transport.blocked"
+    assert result.measured["nodes"] == ["n1"] and "causes" not in result.measured
+    assert "while every node reached the rendezvous store n1:29500" in result.summary
+
+
+def test_a_slow_direction_is_a_warning_naming_the_shaped_node() -> None:
+    tbf = {"kind": "tbf", "options": {"rate": 6250000, "burst": 4093, "lat": 50000}}
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12", shaping=tbf)}
+    slow = {**FAST, "up_s": 0.17}  # n2 -> n1 at 6 MB/s, n1 -> n2 at 700 MB/s
+    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", slow))
+    assert result.status is Status.WARN and result.code == "dist.transport.slow"
+    assert result.measured["nodes"] == ["n2"] and result.measured["slow"] == [
+        {"from": "n2", "to": "n1", "MBps": 6.17}
+    ]
+    assert "n2's eth0 is shaped by tc (tbf rate 50 Mbit/s)" in result.summary
+
+
+def test_a_slow_direction_without_shaping_names_its_sender() -> None:
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12")}
+    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", {**FAST, "down_s": 0.4}))
+    assert result.status is Status.WARN and result.measured["nodes"] == ["n1"], result.summary
+
+
+def test_a_short_pause_on_a_fast_link_is_not_slow() -> None:
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12")}
+    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", {**FAST, "up_s": 0.05}))  # 20 MB/s, but 50 ms
+    assert result.status is Status.PASS, result.summary
+
+
+def test_a_large_job_probes_each_nodes_neighbours_not_every_pair() -> None:
+    from envcheck.collectives.transport_probe import neighbours
+
+    small = list(range(0, 16 * 8, 8))  # 16 nodes, 8 ranks each: every pair
+    assert neighbours(0, small) == set(small) - {0}
+    large = list(range(0, 64 * 8, 8))
+    assert neighbours(0, large) == {8, 16, 64 * 8 - 8, 64 * 8 - 16}
+    assert all(len(neighbours(r, large)) == 4 for r in large)
