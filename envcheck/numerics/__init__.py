@@ -20,6 +20,7 @@ from envcheck.numerics.averaging import swa_averaging
 from envcheck.numerics.checkpointing import train_checkpointing
 from envcheck.numerics.clip_options import train_clip_options
 from envcheck.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
+from envcheck.numerics.dropout_structure import dropout_structure
 from envcheck.numerics.embedding_options import embedding_reference
 from envcheck.numerics.grad_accumulation import train_grad_accumulation
 from envcheck.numerics.grad_scaler import amp_grad_scaler
@@ -216,6 +217,16 @@ _SPECS: tuple[CheckSpec, ...] = (
         Level.QUICK,
         TORCH,
         timeout_s=180,
+    ),
+    CheckSpec(
+        "dropout.structure",
+        dropout_structure,
+        "which elements share one random draw: every dropout variant on every documented shape, SDPA, "
+        "MultiheadAttention and RNN dropout, binomial tests with a stated false-failure rate (quick: the modules' "
+        "documented shapes)",
+        Level.QUICK,
+        TORCH,
+        timeout_s=120,
     ),
     CheckSpec(
         "sched.closed_form",
