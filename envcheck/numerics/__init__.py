@@ -156,10 +156,12 @@ _SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         "losses.reference",
         losses_reference,
-        "cross_entropy (weight, ignore_index, label_smoothing, probabilities), nll, bce, mse/l1/huber, kl vs "
-        "float64 formulas",
+        "every loss over the product of its interacting options (cross_entropy/nll weight x ignore_index x "
+        "label_smoothing x reduction x shape, BCE weights, smooth L1/Huber, KL; full: CTC, margin and likelihood "
+        "losses) vs float64 formulas",
         Level.QUICK,
         TORCH,
+        timeout_s=120,
     ),
     CheckSpec(
         "lowp.reductions",
