@@ -214,8 +214,10 @@ _SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         "modules.train_eval",
         modules_train_eval,
-        "BatchNorm/InstanceNorm running stats and dropout variants in train() and eval() vs closed forms "
-        "(full: torch's ModuleInfos whose train and eval differ, float32 vs float64)",
+        "BatchNorm/InstanceNorm running stats and dropout variants in train() and eval() vs closed forms, and "
+        "options set on the live module (statistics frozen and resumed, momentum, eps, partial loads) vs a float64 "
+        "layer stepped alike (full: torch's ModuleInfos whose train and eval differ, float32 vs float64; attributes "
+        "set live vs a twin built with them)",
         Level.QUICK,
         TORCH,
         timeout_s=180,
