@@ -58,14 +58,18 @@ def _cases() -> list[tuple[str, str, Any, Any, Factory, tuple[int, ...]]]:
     return out
 
 
-def seeded(device_type: str, seed: int) -> None:
-    """Seed the generator a dropout on this device type draws from (torch.manual_seed would also queue a seed for
-    every lazy accelerator backend, formatting a stack trace for each: ~2 ms a call)."""
+def seeded(device: Any, seed: int) -> None:
+    """Seed the generator a dropout on `device` draws from: the CPU one, or that GPU's own (torch.manual_seed would
+    also queue a seed for every lazy accelerator backend, formatting a stack trace for each: ~2 ms a call, and
+    torch.cuda.manual_seed seeds only the current GPU)."""
     import torch
 
     torch.default_generator.manual_seed(seed)
-    if device_type == "cuda":
-        torch.cuda.manual_seed(seed)
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        torch.cuda.default_generators[
+            dev.index if dev.index is not None else torch.cuda.current_device()
+        ].manual_seed(seed)
 
 
 def _run(module: Any, x: Any, training: bool, seed: int) -> tuple[Any, Any, list[Any]]:
@@ -77,7 +81,7 @@ def _run(module: Any, x: Any, training: bool, seed: int) -> tuple[Any, Any, list
     module.zero_grad(set_to_none=True)
     x = x.clone().requires_grad_(x.is_floating_point())
     source = x.clone() if x.is_floating_point() else x  # in-place dropout writes into what it is given
-    seeded(x.device.type, seed)
+    seeded(x.device, seed)
     if isinstance(module, torch.nn.MultiheadAttention):
         out = module(source, source, source, need_weights=False)[0]
     else:
