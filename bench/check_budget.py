@@ -50,6 +50,7 @@ CHECK_BUDGET_S = {
     "train.state_roundtrip": 6.0,
     "attention.reference": 3.0,
     "modules.train_eval": 3.0,
+    "losses.reference": 2.0,  # every combination of the interacting options (387 cases at full level)
     "autograd.gradcheck": 4.0,
     "amp.clip_after_unscale": 5.0,
     "optim.differential": 2.0,

@@ -20,6 +20,7 @@ from envcheck.numerics.averaging import swa_averaging
 from envcheck.numerics.checkpointing import train_checkpointing
 from envcheck.numerics.clip_options import train_clip_options
 from envcheck.numerics.clipping import train_clip_grad_norm, train_clip_grad_value
+from envcheck.numerics.dropout_structure import dropout_structure
 from envcheck.numerics.embedding_options import embedding_reference
 from envcheck.numerics.grad_accumulation import train_grad_accumulation
 from envcheck.numerics.grad_scaler import amp_grad_scaler
@@ -155,10 +156,12 @@ _SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         "losses.reference",
         losses_reference,
-        "cross_entropy (weight, ignore_index, label_smoothing, probabilities), nll, bce, mse/l1/huber, kl vs "
-        "float64 formulas",
+        "every loss over the product of its interacting options (cross_entropy/nll weight x ignore_index x "
+        "label_smoothing x reduction x shape, BCE weights, smooth L1/Huber, KL; full: CTC, margin and likelihood "
+        "losses) vs float64 formulas",
         Level.QUICK,
         TORCH,
+        timeout_s=120,
     ),
     CheckSpec(
         "lowp.reductions",
@@ -211,11 +214,23 @@ _SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         "modules.train_eval",
         modules_train_eval,
-        "BatchNorm/InstanceNorm running stats and dropout variants in train() and eval() vs closed forms "
-        "(full: torch's ModuleInfos whose train and eval differ, float32 vs float64)",
+        "BatchNorm/InstanceNorm running stats and dropout variants in train() and eval() vs closed forms, and "
+        "options set on the live module (statistics frozen and resumed, momentum, eps, partial loads) vs a float64 "
+        "layer stepped alike (full: torch's ModuleInfos whose train and eval differ, float32 vs float64; attributes "
+        "set live vs a twin built with them)",
         Level.QUICK,
         TORCH,
         timeout_s=180,
+    ),
+    CheckSpec(
+        "dropout.structure",
+        dropout_structure,
+        "which elements share one random draw: every dropout variant on every documented shape, SDPA, "
+        "MultiheadAttention and RNN dropout, binomial tests with a stated false-failure rate (quick: the modules' "
+        "documented shapes)",
+        Level.QUICK,
+        TORCH,
+        timeout_s=120,
     ),
     CheckSpec(
         "sched.closed_form",

@@ -21,7 +21,14 @@ from envcheck.reference import schedulers as closed
 from envcheck.reference.attention import sdpa_reference
 from tests.helpers import ROOT
 
-QUICK_NEW = ("attention.reference", "modules.train_eval", "embedding.reference", "swa.averaging")
+QUICK_NEW = (
+    "attention.reference",
+    "modules.train_eval",
+    "embedding.reference",
+    "swa.averaging",
+    "dropout.structure",
+    "losses.reference",
+)
 
 
 def test_sdpa_reference_equals_torch_math_in_float64() -> None:

@@ -10,6 +10,7 @@ import torch
 from tests.numerics.corpus import injectors as inj
 from tests.numerics.corpus import scripts as s
 from tests.numerics.corpus.model import PT, Mechanism, _m
+from tests.numerics.corpus.option_mechanisms import OPTION_CORPUS
 from tests.numerics.corpus.state_mechanisms import STATE_CORPUS
 from tests.numerics.corpus.step_mechanisms import STEP_CORPUS
 
@@ -285,6 +286,7 @@ CORPUS: tuple[Mechanism, ...] = (
 )
 
 
-CORPUS = CORPUS + STEP_CORPUS + STATE_CORPUS  # the training-step classes (issue 35), module state (issue 43)
+# the training-step classes, module state, and the option classes (live state, draw structure, interacting options)
+CORPUS = CORPUS + STEP_CORPUS + STATE_CORPUS + OPTION_CORPUS
 
 __all__ = ["CORPUS", "PT", "Mechanism"]
