@@ -11,15 +11,13 @@ from envcheck.checks.gpu_health.node import GPU_HEALTH, GPU_LOST, PERSISTENCE_FI
 from envcheck.checks.gpu_health.xid import XidMeaning, escalated, meaning_of, pci_key
 from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_usage import foreign
+from envcheck.probe.nvml_fields import GPU_IDLE, HW_POWER_BRAKE, HW_SLOWDOWN, HW_THERMAL, SW_THERMAL
 from envcheck.probe.system import is_absent
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 PERSISTENCE_OFF = "gpu.persistence_off"
 
-# nvmlClocksEventReason* bits (nvml.h; the deprecated ClocksThrottleReason* bits have the same values).
-GPU_IDLE = 0x1
-HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x8, 0x20, 0x40, 0x80
-# Only these warn: idle, application clocks, SW power cap and sync boost are normal operation.
+# Of NVML's clock-event reasons (probe.nvml_fields), only these warn: idle, application clocks, SW power cap and sync boost are normal operation.
 SLOWDOWNS = {
     HW_THERMAL: "HW thermal slowdown",
     HW_POWER_BRAKE: "HW power brake slowdown",

@@ -82,7 +82,9 @@ def figure_metrics(figures: Any) -> Iterable[Metric]:
         yield Metric(name, scope, subject, value, _text(fig.get("unit"), 20), str(fig["better"]))
 
 
-def _group(gpu_names: list[str], cpus: Any) -> str:
+def group_name(gpu_names: list[str], cpus: Any) -> str:
+    """A node's group: '8x NVIDIA H100 80GB HBM3' (its GPUs' most common model and their count), or 'no GPU (N
+    CPUs)'; a burn finds its stored baseline by it too."""
     if not gpu_names:
         count = _number(cpus)
         return f"no GPU ({int(count)} CPUs)" if count else "no GPU"
@@ -121,7 +123,7 @@ def _run_node(doc: Mapping[str, Any], source: str) -> FleetNode:
     platform = _dict(facts.get("platform"))
     return FleetNode(
         host or Path(source).stem,
-        _group(names, platform.get("cpu_count")),
+        group_name(names, platform.get("cpu_count")),
         source,
         tuple(metrics),
         tuple(dict.fromkeys(codes)),
@@ -146,7 +148,7 @@ def _bench_node(doc: Mapping[str, Any], source: str) -> FleetNode:
     )
     return FleetNode(
         host or Path(source).stem,
-        _group(names, device.get("cpu_count")),
+        group_name(names, device.get("cpu_count")),
         source,
         tuple(figure_metrics(doc.get("figures"))),
         tuple(dict.fromkeys(codes)),
