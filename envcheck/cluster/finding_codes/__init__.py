@@ -2,7 +2,8 @@
 the named constants of the modules that emit them, and `markdown()`, which renders it as the codes reference page.
 Cluster policy and severity read codes from here, never as literals of their own. The rows live beside their domain:
 cuda_rows (the CUDA layers, the node profile), gpu_rows (a GPU's hardware and driver state), software_rows (runtime,
-compile, image), cluster_rows (collectives, performance, fleet, the catch-all).
+compile, image), cluster_rows (collectives, performance, fleet, the catch-all), burn_rows (the burn-in and its
+fleet checksums).
 
 A family writes its variable part in angle brackets (`xid.<xid>`, `cuda.error.<code>`); `lookup` finds a code's row.
 """
@@ -12,10 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from envcheck.cluster.finding_codes import cluster_rows, cuda_rows, gpu_rows, software_rows
+from envcheck.cluster.finding_codes import burn_rows, cluster_rows, cuda_rows, gpu_rows, software_rows
 from envcheck.core.findings import Code
 
-TABLE: tuple[Code, ...] = (*cuda_rows.ROWS, *gpu_rows.ROWS, *software_rows.ROWS, *cluster_rows.ROWS)
+TABLE: tuple[Code, ...] = (
+    *cuda_rows.ROWS,
+    *gpu_rows.ROWS,
+    *software_rows.ROWS,
+    *cluster_rows.ROWS,
+    *burn_rows.ROWS,
+)
 _PLACEHOLDER = re.compile(r"<[^>]+>")
 
 
