@@ -2,8 +2,8 @@
 workload until the coordinator says stop or the deadline passes; each result goes to the coordinator as a line on
 the pipe named in CONFIG (stdout and stderr are the worker's log).
 
-A round runs each workload on the inputs of seed round % SEEDS, `reps` calls (sized so a round takes about
-`round_s`), digests every output, and measures the error against the reference of each digest it has not seen
+A round is `round_s` of wall time, shared by the workloads: each runs on the inputs of seed round % SEEDS until its
+share is spent (at least one call), digests every output, and measures the error against the reference of each digest it has not seen
 before. Where there are two or more workers, a round starts with an all-reduce of the stop flag, so every worker
 stops after the same round and none is left waiting in a collective. CPU workers run one torch thread each, pinned to
 their core, so two workers compute the same bits. The stdin pipe is the lifeline: "stop" or its end stops the worker.
@@ -25,7 +25,6 @@ from envcheck.burn.workload import Device, Workload, digest, relative_error
 from envcheck.collectives.rank_hook import load_rank_hook
 
 SEEDS = 3  # a seed's inputs come back every third round: the repeat a lone GPU is compared with
-REPS_MAX = 1000
 HOOK_VAR = "ENVCHECK_BURN_HOOK"  # `/path/file.py:function`, called as hook(workload, worker, round, output)
 EXIT_AFTER_EOF_S = 10.0  # the coordinator is gone: stop, and exit even if a collective hangs
 
@@ -153,7 +152,6 @@ class Burner:
         self.cfg, self.device, self.workloads, self.send = cfg, device, workloads, send
         self.inputs: dict[tuple[str, int], Any] = {}
         self.seen: set[tuple[str, int, str]] = set()
-        self.per_call: dict[str, float] = {}
         self.hook: Callable[..., None] | None = load_rank_hook(os.environ.get(HOOK_VAR) or "", var=HOOK_VAR)
         self.collective = any(w.kind == "all_reduce" for w in workloads)
 
@@ -163,27 +161,22 @@ class Burner:
 
             torch.cuda.synchronize()
 
-    def _reps(self, work: Workload) -> int:
-        if work.kind == "all_reduce":
-            return 1  # every rank must make the same calls
-        target = float(self.cfg["round_s"]) / max(1, len(self.workloads))
-        last = self.per_call.get(work.name)
-        return 1 if not last else max(1, min(REPS_MAX, int(target / last)))
-
-    def one(self, work: Workload, rnd: int) -> None:
-        """Run `work` for round `rnd` and send its result."""
+    def one(self, work: Workload, rnd: int, until: float) -> None:
+        """Run `work` for round `rnd` until `until` (CLOCK_MONOTONIC; at least one call, exactly one for a
+        collective, which every rank must make alike) and send its result."""
         seed = rnd % SEEDS
         key = (work.name, seed)
         if key not in self.inputs:
             self.inputs[key] = work.make(self.device, seed)
         inputs = self.inputs[key]
-        reps, counts, errors, spent = self._reps(work), dict[str, int](), dict[str, float](), 0.0
-        for _ in range(reps):
+        calls, counts, errors, spent = 0, dict[str, int](), dict[str, float](), 0.0
+        while calls == 0 or (work.kind != "all_reduce" and time.monotonic() < until):
             self._sync()
             began = time.perf_counter()
             out = work.run(inputs)
             self._sync()
             spent += time.perf_counter() - began
+            calls += 1
             if self.hook is not None:
                 self.hook(work.name, int(self.cfg["index"]), rnd, out)
             dig = digest(out)
@@ -191,13 +184,12 @@ class Burner:
             if (work.name, seed, dig) not in self.seen:
                 self.seen.add((work.name, seed, dig))
                 errors[dig] = relative_error(out, work.reference(inputs))
-        self.per_call[work.name] = spent / reps
         self.send(
             type="result",
             w=work.name,
             r=rnd,
             s=seed,
-            n=reps,
+            n=calls,
             t=spent,
             work=work.work(inputs),
             d=counts,
@@ -218,11 +210,14 @@ class Burner:
         return bool(flag.item() > 0)
 
     def burn(self, stop: threading.Event) -> int:
-        """Rounds until stopped; how many ran."""
+        """Rounds until stopped; how many ran. A round is a slice of wall time (round_s), shared evenly by the
+        workloads, so a slow device makes fewer calls in it rather than holding its peers' rounds back."""
         rnd = 0
+        share = float(self.cfg["round_s"]) / max(1, len(self.workloads))
         while not self.stop_agreed(stop):
-            for work in self.workloads:
-                self.one(work, rnd)
+            began = time.monotonic()
+            for k, work in enumerate(self.workloads):
+                self.one(work, rnd, began + (k + 1) * share)
             rnd += 1
         return rnd
 

@@ -168,7 +168,7 @@ def judge(
         if deficit > margin_pct:
             slow = found.setdefault(i, Slow(i, deficit_pct=round(deficit, 1)))
             slow.how.append(
-                f"{deficit:.1f}% below the best of its {len(peers_of[i]) + 1} peers (median over workloads)"
+                f"{deficit:.1f}% below the best of the {len(peers_of[i]) + 1} devices of its model (median over workloads)"
             )
     for i in tally.workers:
         drop = _drop(tally, i)
