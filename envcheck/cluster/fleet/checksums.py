@@ -73,7 +73,8 @@ def report_checksums(result: Mapping[str, Any]) -> tuple[Checksum, ...]:
     for entry in result["measured"].get("checksums") or []:
         if not isinstance(entry, dict):
             continue
-        stack = entry.get("stack") if isinstance(entry.get("stack"), dict) else {}
+        raw = entry.get("stack")
+        stack: dict[str, Any] = raw if isinstance(raw, dict) else {}
         seeds = entry.get("seeds")
         fields = (_text(entry.get("model")), _text(entry.get("workload")), _text(entry.get("checksum"), 64))
         if all(fields) and isinstance(seeds, int) and not isinstance(seeds, bool):
