@@ -1,0 +1,161 @@
+"""`envcheck burn` as a user runs it: bad input is one line and exit 2 before any work; a healthy burn on CPU workers
+(this machine has no GPU: --allow-cpu) passes, writes a schema-valid report and a PNG, and keeps its budget; Ctrl-C
+gives the report of what finished (exit 130) and leaves no worker behind; `--for preflight` exits 10 for a node
+fault (a bit flipped in one worker's outputs by the test-only burn hook, tests/helpers/burn_faults.py) and 3, never
+10, when the burn itself failed.
+
+Real: the command, its worker processes, torch, gloo, the reports. Staged: nothing (CPU workers stand for GPUs).
+Cost: the usage errors run in this process (about 1 s); the four burns about 20 s each on this loaded 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envcheck.app.main import main
+from envcheck.core.errors import UsageError
+from tests.helpers import ROOT, burn_faults, load_report, processes_with_marker, request_of, run_cli, wait_for
+
+LIGHT = "matmul.float32,reduce,all_reduce"
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["burn", "--budget", "5x"], "'5x' is not a duration; give e.g. 90s, 15m, 4h or 1h30m"),
+        (["burn", "--budget", "0s"], "give a duration from 1s to 7d"),
+        (["burn", "--allow-cpu", "--only", "matmul,warp"], "--only warp: no such workload"),
+        (["burn", "--cpu-workers", "2"], "--cpu-workers applies to a CPU burn: add --allow-cpu"),
+        (["burn", "--for", "prolog"], "invalid choice: 'prolog'"),
+        (["burn", "--budget", "10s"], "no CUDA device is visible (torch.cuda.device_count() is 0)"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_before_any_work(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_two_reports_on_stdout_are_refused_where_the_request_is_built() -> None:
+    with pytest.raises(UsageError, match="--json and --junit both write to stdout"):
+        request_of("burn", "--json", "-", "--junit", "-")
+    assert request_of("burn", "--budget", "1h30m").budget == 5400.0
+
+
+@pytest.mark.slow
+def test_a_healthy_burn_passes_writes_its_report_and_plot_and_keeps_its_budget(tmp_path: Path) -> None:
+    began = time.monotonic()
+    done = run_cli(
+        "burn",
+        "--allow-cpu",
+        "--budget",
+        "15s",
+        "--only",
+        LIGHT,
+        "--json",
+        "-",
+        "--plots",
+        str(tmp_path),
+        timeout=120,
+    )
+    took = time.monotonic() - began
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = load_report(done.stdout)
+    status = {r["name"]: r["status"] for r in doc["results"]}
+    assert status == {"burn.corruption": "pass", "burn.accuracy": "pass", "burn.stragglers": "pass"}, (
+        done.stderr
+    )
+    assert doc["facts"]["burn"]["stopped_by"] == "budget" and doc["facts"]["burn"]["workers"] == len(
+        os.sched_getaffinity(0)
+    )
+    assert (tmp_path / "burn.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the budget counts from the command's start; after it: one round, the workers' grace, the report and the plot
+    assert took <= 15 + 10, took
+
+
+@pytest.mark.slow
+def test_ctrl_c_gives_the_report_so_far_and_leaves_no_worker(tmp_path: Path) -> None:
+    marker = f"envcheck-burn-test-{os.getpid()}"
+    report = tmp_path / "burn.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "burn",
+            "--allow-cpu",
+            "--budget",
+            "5m",
+            "--only",
+            LIGHT,
+            "--json",
+            str(report),
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "ENVCHECK_TEST_MARKER": marker},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert wait_for(lambda: len(processes_with_marker(marker)) > len(os.sched_getaffinity(0)), 60)
+        time.sleep(4)  # some rounds
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-2000:]
+    doc = load_report(report.read_text())
+    assert doc["facts"]["burn"]["stopped_by"] == "interrupt"
+    corruption = next(r for r in doc["results"] if r["name"] == "burn.corruption")
+    assert corruption["status"] == "pass" and sum(corruption["measured"]["results"].values()) > 0
+    assert "burn.corruption" in out  # the table of what finished
+    assert wait_for(lambda: processes_with_marker(marker) == [], 10), processes_with_marker(marker)
+
+
+@pytest.mark.slow
+def test_preflight_exits_10_for_a_gpu_that_flips_bits_and_names_it(tmp_path: Path) -> None:
+    env = {**os.environ, **burn_faults.env("worker=1:flip:0.2")}
+    done = run_cli(
+        "burn",
+        "--allow-cpu",
+        "--budget",
+        "15s",
+        "--only",
+        LIGHT,
+        "--for",
+        "preflight",
+        "--json",
+        str(tmp_path / "b.json"),
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 10, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1].startswith("[node] burn.corruption: CPU worker 1 (core "), (
+        done.stdout
+    )
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert next(r for r in doc["results"] if r["name"] == "burn.corruption")["code"] == "burn.sdc"
+
+
+@pytest.mark.slow
+def test_preflight_exits_3_not_10_when_the_burn_itself_failed() -> None:
+    env = {**os.environ, **burn_faults.env("worker=1:exit")}
+    done = run_cli(
+        "burn", "--allow-cpu", "--budget", "30s", "--only", LIGHT, "--for", "preflight", env=env, timeout=120
+    )
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "the burn could not judge the node (envcheck's own failure, not the node's)" in done.stderr
+    assert "[node]" not in done.stdout
