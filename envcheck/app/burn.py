@@ -13,6 +13,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from envcheck.app.args import duration, names, output_dir, output_path, percent, rank_count
 from envcheck.app.output import Terminal, raise_failures
@@ -20,7 +21,7 @@ from envcheck.app.render import show_and_write, terminal
 from envcheck.app.requests import Handler, Request
 from envcheck.core.errors import UsageError
 
-STARTUP_MAX_S = 60.0
+STARTUP_MAX_S = 60.0  # longer is no command's start-up: count from the call
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +106,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=Handler(BurnRequest, burn_main))
 
 
+def _startup() -> float:
+    """Seconds the `envcheck` command spent before the burn began: the budget counts from the command's start. A
+    burn called inside another program (a library call, a test) counts from the call."""
+    from envcheck.probe.system import process_age_s
+
+    argv0 = Path(sys.argv[0])
+    command = argv0.name == "envcheck" or (argv0.name == "__main__.py" and argv0.parent.name == "envcheck")
+    age = process_age_s() if command else None
+    return age if age is not None and age <= STARTUP_MAX_S else 0.0
+
+
 def _check(request: BurnRequest) -> None:
     from envcheck.burn import catalogue
 
@@ -125,12 +137,7 @@ def _check(request: BurnRequest) -> None:
 
 def burn_main(request: BurnRequest) -> int:
     """Handler: plan, burn, judge, report; the exit code (module docstring)."""
-    from envcheck.probe.system import process_age_s
-
-    # The budget counts from the command's start, its own start-up included (an age beyond STARTUP_MAX_S is a
-    # library call in a long-lived process, not a command's start-up)
-    age = process_age_s()
-    began = time.monotonic() - (age if age is not None and age <= STARTUP_MAX_S else 0.0)
+    began = time.monotonic() - _startup()
     _check(request)
     from envcheck.app.burn_gate import end_progress, exit_code, fleet_lines, load_baseline, progress_printer
     from envcheck.burn.coordinator import Coordinator
