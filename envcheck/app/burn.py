@@ -158,7 +158,7 @@ def burn_main(request: BurnRequest) -> int:
     except NoDevice as exc:
         raise UsageError(str(exc)) from None
     name, stored = load_baseline(request.baseline)
-    console = terminal(request)
+    console = terminal(request, to_stderr=request.for_mode is not None)  # a gate's stdout: its verdict line
     run = Coordinator(plan, progress_printer(plan, sys.stderr)).run()
     end_progress(sys.stderr)
     fleet = fleet_lines(stored, name, run)

@@ -169,13 +169,14 @@ class Burner:
         if key not in self.inputs:
             self.inputs[key] = work.make(self.device, seed)
         inputs = self.inputs[key]
-        calls, counts, errors, spent = 0, dict[str, int](), dict[str, float](), 0.0
+        calls, counts, errors, spent, cpu = 0, dict[str, int](), dict[str, float](), 0.0, 0.0
         while calls == 0 or (work.kind != "all_reduce" and time.monotonic() < until):
             self._sync()
-            began = time.perf_counter()
+            began, began_cpu = time.perf_counter(), time.process_time()
             out = work.run(inputs)
             self._sync()
             spent += time.perf_counter() - began
+            cpu += time.process_time() - began_cpu
             calls += 1
             if self.hook is not None:
                 self.hook(work.name, int(self.cfg["index"]), rnd, out)
@@ -191,6 +192,7 @@ class Burner:
             s=seed,
             n=calls,
             t=spent,
+            c=cpu,
             work=work.work(inputs),
             d=counts,
             e=errors,

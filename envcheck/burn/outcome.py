@@ -186,6 +186,14 @@ def straggler_result(
     }
     if not figs:
         return skipped("no workload finished a round: no throughput to compare", measured=measured)
+    excused = [s for s in found if s.excused]
+    found = [s for s in found if not s.excused]
+    note = "".join(
+        f"; {label(tally, s.worker, True)} measured {s.deficit_pct:g}% below, lost to the host's other work "
+        f"({s.excused})"
+        for s in excused
+    )
+    measured["excused"] = [asdict(s) for s in excused]
     if found:
         lines = [
             f"{label(tally, s.worker)}: {'; '.join(s.how)}"
@@ -214,7 +222,7 @@ def straggler_result(
             measured=measured,
         )
     return passed(
-        f"{devices} device(s) within {margin_pct:g}% of the node's best{against} over the whole burn",
+        f"{devices} device(s) within {margin_pct:g}% of the node's best{against} over the whole burn{note}",
         measured=measured,
     )
 

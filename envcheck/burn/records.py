@@ -48,6 +48,9 @@ class WorkerTally:
     error: str | None = None
     calls: Counter[str] = field(default_factory=Counter)
     seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    cpu_seconds: defaultdict[str, float] = field(
+        default_factory=lambda: defaultdict(float)
+    )  # this process's CPU
     work: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     # (workload, bucket) -> [work, seconds]: throughput over time
     timeline: dict[tuple[str, int], list[float]] = field(default_factory=dict)
@@ -56,6 +59,12 @@ class WorkerTally:
     def throughput(self, workload: str) -> float | None:
         """Work per second over the whole burn (FLOP/s or bytes/s), or None when it never ran."""
         return self.work[workload] / self.seconds[workload] if self.seconds[workload] > 0 else None
+
+    def cpu_throughput(self, workload: str) -> float | None:
+        """Work per second of the worker's own CPU time (a CPU worker: the core's speed, whatever else the host ran),
+        or None when not measured."""
+        cpu = self.cpu_seconds[workload]
+        return self.work[workload] / cpu if cpu > 0 else None
 
 
 @dataclass
@@ -109,6 +118,7 @@ class Tally:
         try:
             name, rnd, seed = str(rec["w"]), int(rec["r"]), int(rec["s"])
             calls, seconds, work = int(rec["n"]), float(rec["t"]), float(rec["work"])
+            cpu = float(rec.get("c") or 0.0)
             at = float(rec["at"]) - self.began
             counts = {str(d): int(c) for d, c in dict(rec["d"]).items()}
             errors = {str(d): float(e) for d, e in dict(rec.get("e") or {}).items()}
@@ -116,6 +126,7 @@ class Tally:
             raise BadRecord(f"worker {tally.index} wrote a malformed result ({exc}): {rec!r:.200}") from None
         tally.calls[name] += calls
         tally.seconds[name] += seconds
+        tally.cpu_seconds[name] += cpu
         tally.work[name] += work * calls
         tally.rounds = max(tally.rounds, rnd + 1)
         tally.last_at = max(tally.last_at, at)

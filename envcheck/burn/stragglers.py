@@ -5,7 +5,9 @@ sustained load, or slower than the fleet's baseline for its model; each named wi
 - Peers: for each workload (the collective aside: every rank of it waits for the slowest), a device's deficit is how
   far below the best device of its model it is; its deficit is the median over the workloads, so one noisy workload
   does not name it. More than `margin_pct` below: a straggler (gpu-fryer's rule, huggingface/gpu-fryer: "TFLOPS
-  tolerance (%) compared to best GPU", default 10).
+  tolerance (%) compared to best GPU", default 10). A CPU worker is judged as a core: slower per second of its own
+  CPU time, or held by its cgroup's quota; one that only got less of its core than its peers (other processes ran
+  there) is excused: that time went to the host's load, which says nothing of the core.
 - Sustained load: the median throughput of the last third of the burn against the first third, named only when the
   samples give a reason (a clock-event reason, a CPU quota), since a shared host's load also changes over time.
 - Fleet: the throughput against a stored baseline (`envcheck fleet --write-baseline`): worse than its median by more
@@ -62,12 +64,18 @@ class Slow:
     reasons: list[str] = field(default_factory=list)
     far: bool = False  # far outside the fleet: a failure
     deficit_pct: float = 0.0
+    excused: str | None = None  # slower for a reason outside the device (the host's load): not named
 
 
-def throughputs(tally: Tally) -> dict[int, dict[str, float]]:
-    """Work per second of each worker and workload over the whole burn."""
+def throughputs(tally: Tally, per_cpu_second: bool = False) -> dict[int, dict[str, float]]:
+    """Work per second of each worker and workload over the whole burn (of wall time, or of the worker's own CPU
+    time)."""
     return {
-        i: {w: t for w in worker.workloads if (t := worker.throughput(w)) is not None}
+        i: {
+            w: t
+            for w in worker.workloads
+            if (t := worker.cpu_throughput(w) if per_cpu_second else worker.throughput(w)) is not None
+        }
         for i, worker in tally.workers.items()
     }
 
@@ -79,7 +87,8 @@ def _median_share(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
 
 def reasons(rows: Sequence[Mapping[str, Any]], peers: Sequence[Mapping[str, Any]]) -> list[str]:
     """What a device's samples say held it back: NVML's clock-event reasons (with the share of samples, its hottest
-    temperature and its SM clock against its peers'), or its CPU quota and its share of a core."""
+    temperature and its SM clock against its peers'), or its CPU quota; then (not the device's own) its share of a
+    core against its peers'."""
     out = []
     events = [int(r["clock_events"]) for r in rows if isinstance(r.get("clock_events"), (int, float))]
     for bit in SLOWDOWN_BITS:
@@ -97,14 +106,22 @@ def reasons(rows: Sequence[Mapping[str, Any]], peers: Sequence[Mapping[str, Any]
         quota = next((r["quota_cpus"] for r in rows if r.get("quota_cpus") is not None), None)
         limit = f" of {quota:g} CPU" if isinstance(quota, (int, float)) else ""
         out.append(f"its cgroup's CPU quota{limit} throttled it {100 * throttled:.0f}% of the time")
+    load = host_load(rows, peers)
+    return [*out, load] if load else out
+
+
+def host_load(rows: Sequence[Mapping[str, Any]], peers: Sequence[Mapping[str, Any]]) -> str | None:
+    """A CPU worker that got less of its core than its peers (other processes ran there): the host's load."""
     got, peer_got = _median_share(rows, "cpu_share"), _median_share(peers, "cpu_share")
     if got is not None and peer_got and got < 0.9 * peer_got:
-        out.append(f"it got {100 * got:.0f}% of a core against {100 * peer_got:.0f}% for its peers")
-    return out
+        return f"it got {100 * got:.0f}% of a core against {100 * peer_got:.0f}% for its peers"
+    return None
 
 
-def _peer_deficits(tally: Tally, groups: Mapping[str, Sequence[int]]) -> dict[int, float]:
-    speeds = throughputs(tally)
+def _peer_deficits(
+    tally: Tally, groups: Mapping[str, Sequence[int]], per_cpu_second: bool = False
+) -> dict[int, float]:
+    speeds = throughputs(tally, per_cpu_second)
     out: dict[int, float] = {}
     for group in groups.values():
         members = [i for i in group if tally.workers[i].rounds >= MIN_ROUNDS]
@@ -163,17 +180,29 @@ def judge(
         rows.setdefault(int(row["worker"]), []).append(row)
     found: dict[int, Slow] = {}
     peers_of = {i: [j for j in members if j != i] for members in groups.values() for i in members}
-    deficits = _peer_deficits(tally, groups)
-    for i, deficit in deficits.items():
+    peer_rows = {i: [r for j in peers_of.get(i, []) for r in rows.get(j, [])] for i in tally.workers}
+    own = {
+        i: [
+            r for r in reasons(rows.get(i, []), peer_rows[i]) if r != host_load(rows.get(i, []), peer_rows[i])
+        ]
+        for i in tally.workers
+    }
+    per_cpu = _peer_deficits(tally, groups, per_cpu_second=True)
+    for i, deficit in _peer_deficits(tally, groups).items():
         if deficit > margin_pct:
             slow = found.setdefault(i, Slow(i, deficit_pct=round(deficit, 1)))
             slow.how.append(
                 f"{deficit:.1f}% below the best of the {len(peers_of[i]) + 1} devices of its model (median over workloads)"
             )
+            # A CPU worker's core is slow when it computes less per second of its own CPU time, or its cgroup's quota
+            # holds it back; one that merely got less of its core than its peers lost time to the host's other work.
+            if i in per_cpu and per_cpu[i] <= margin_pct and not own[i]:
+                slow.excused = host_load(rows.get(i, []), peer_rows[i]) or (
+                    f"per second of its own CPU time it is within {margin_pct:g}% of its peers"
+                )
     for i in tally.workers:
         drop = _drop(tally, i)
-        peer_rows = [r for j in peers_of.get(i, []) for r in rows.get(j, [])]
-        if drop is not None and drop > margin_pct and reasons(rows.get(i, []), peer_rows):
+        if drop is not None and drop > margin_pct and own[i]:
             found.setdefault(i, Slow(i)).how.append(
                 f"its throughput fell {drop:.1f}% from the first third to the last"
             )
@@ -196,6 +225,5 @@ def judge(
                     f"{workload} {value:.4g} {line.unit}, {worse:.1f}% below the fleet's median {line.median:.4g}"
                 )
     for i, slow in found.items():
-        peer_rows = [r for j in peers_of.get(i, []) for r in rows.get(j, [])]
-        slow.reasons = reasons(rows.get(i, []), peer_rows)
+        slow.reasons = reasons(rows.get(i, []), peer_rows[i])
     return sorted(found.values(), key=lambda s: (not s.far, -s.deficit_pct, s.worker))

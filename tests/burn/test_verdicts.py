@@ -40,6 +40,7 @@ def result(
     seconds: float = 1.0,
     at: float | None = None,
     work: float = 1e12,
+    cpu: float | None = None,
 ) -> None:
     t.take(
         worker,
@@ -51,6 +52,7 @@ def result(
                 "s": rnd % 3,
                 "n": sum(digests.values()),
                 "t": seconds,
+                "c": cpu,
                 "work": work,
                 "d": digests,
                 "e": errors or {},
@@ -61,12 +63,17 @@ def result(
 
 
 def rounds(
-    t: Tally, worker: int, count: int, odd: dict[int, str] | None = None, seconds: float = 1.0
+    t: Tally,
+    worker: int,
+    count: int,
+    odd: dict[int, str] | None = None,
+    seconds: float = 1.0,
+    cpu: float | None = None,
 ) -> None:
     """`count` rounds of worker: the good digest of each seed, except rounds in `odd` (round -> digest)."""
     for r in range(count):
         dig = (odd or {}).get(r, f"{r % 3}" + GOOD[1:])
-        result(t, worker, r, {dig: 1}, {dig: 1e-7 if dig[0] != "f" else 0.5}, seconds)
+        result(t, worker, r, {dig: 1}, {dig: 1e-7 if dig[0] != "f" else 0.5}, seconds, cpu=cpu)
 
 
 def test_one_flipped_bit_anywhere_changes_the_digest_and_equal_bits_give_equal_digests() -> None:
@@ -227,6 +234,25 @@ def test_a_cpu_worker_held_by_its_cgroup_quota_is_named_with_it() -> None:
         "its cgroup's CPU quota of 0.3 CPU throttled it 70% of the time",
         "it got 30% of a core against 99% for its peers",
     ]
+
+
+def test_a_cpu_worker_that_only_got_less_of_its_core_is_excused_not_named() -> None:
+    """Other processes took part of core 1: per second of its own CPU time it is as fast as its peer, and no quota
+    held it. The healthy twin of the quota case: the host's load is not the core's fault."""
+    t = tally(2, model="AMD EPYC")
+    rounds(t, 0, 6, seconds=1.0, cpu=0.95)
+    rounds(t, 1, 6, seconds=1.5, cpu=0.95)
+    rows = samples(0, 10, cpu_share=0.95, throttled_share=0.0)
+    rows += samples(1, 10, cpu_share=0.63, throttled_share=0.0)
+    (slow,) = stragglers.judge(t, rows, corruption.models(t))
+    assert slow.worker == 1 and slow.excused == "it got 63% of a core against 95% for its peers"
+    quota = tally(2, model="AMD EPYC")  # the same slowness from the worker's own cgroup quota is named
+    rounds(quota, 0, 6, seconds=1.0, cpu=0.95)
+    rounds(quota, 1, 6, seconds=1.5, cpu=0.95)
+    rows = samples(0, 10, cpu_share=0.95, throttled_share=0.0)
+    rows += samples(1, 10, cpu_share=0.63, throttled_share=0.3, quota_cpus=0.65)
+    (named,) = stragglers.judge(quota, rows, corruption.models(quota))
+    assert named.excused is None
 
 
 def test_against_the_fleet_a_gpu_outside_the_baseline_warns_and_far_outside_fails() -> None:
