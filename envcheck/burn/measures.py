@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envcheck.burn.coordinator import BurnRun
@@ -79,6 +79,33 @@ def figures(tally: Tally) -> list[dict[str, Any]]:
                 device_label=label(tally, i, True),
             )
             out.append(fig)
+    return out
+
+
+def sampled(tally: Tally, samples: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per device: min, median and max of each sampled metric (clocks, temperature, power, CPU share), and the share
+    of samples in which each NVML clock-event reason was set."""
+    from envcheck.probe.nvml_fields import CLOCK_EVENTS
+
+    by_worker: dict[int, list[Mapping[str, Any]]] = {}
+    for row in samples:
+        by_worker.setdefault(int(row["worker"]), []).append(row)
+    out: dict[str, dict[str, Any]] = {}
+    for worker, rows in sorted(by_worker.items()):
+        keys = sorted({k for r in rows for k in r if k not in ("at", "worker", "clock_events", "quota_cpus")})
+        entry: dict[str, Any] = {"samples": len(rows)}
+        for key in keys:
+            values = [float(r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+            if values:
+                entry[key] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
+        events = [int(r["clock_events"]) for r in rows if isinstance(r.get("clock_events"), (int, float))]
+        if events:
+            entry["clock_events"] = {
+                name: round(sum(1 for e in events if e & bit) / len(events), 3)
+                for bit, name in CLOCK_EVENTS.items()
+                if any(e & bit for e in events)
+            }
+        out[label(tally, worker, True)] = entry
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from envcheck.burn import corruption, stragglers
 from envcheck.burn.catalogue import every_workload
 from envcheck.burn.coordinator import BurnRun
-from envcheck.burn.measures import figures, label, units
+from envcheck.burn.measures import figures, label, sampled, units
 from envcheck.burn.records import Tally
 from envcheck.core.result import FaultClass, Result, errored, failed, passed, skipped, warned
 
@@ -183,6 +183,7 @@ def straggler_result(
         "figures": figs,
         "margin_pct": margin_pct,
         "baseline": baseline,
+        "samples": sampled(tally, samples),
     }
     if not figs:
         return skipped("no workload finished a round: no throughput to compare", measured=measured)

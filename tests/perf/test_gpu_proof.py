@@ -48,6 +48,7 @@ PART_1 = [
     "opdb-3",
 ]
 PART_2 = ["pytest-gpu", "bench-quick", "quick-phases", "pytest-rest"]
+PART_3 = ["burn"]
 
 STUB = """#!/usr/bin/env bash
 # Stand-in for python3: `-c` prints a GPU count; `-m envcheck run --level full` fails; a step named in
@@ -103,7 +104,7 @@ def test_every_step_is_recorded_and_a_failing_step_does_not_stop_the_proof(tmp_p
     proc, out = _proof(tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = _rows(proc.stdout)
-    assert list(rows) == PART_1 + PART_2
+    assert list(rows) == PART_1 + PART_2 + PART_3
     assert (
         "rc=1" in rows["run-full-cold"] and "rc=0" in rows["pytest-rest"]
     )  # steps after the failure still ran
@@ -142,7 +143,7 @@ def test_a_hung_step_is_killed_and_the_rest_skip_inside_the_budget(tmp_path: Pat
     assert (tmp_path / "interrupted").exists()  # interrupted as by Ctrl-C (SIGINT), so it could clean up
 
 
-@pytest.mark.parametrize("bad", [["--part", "3"], ["--bogus"], ["a", "b"]])
+@pytest.mark.parametrize("bad", [["--part", "4"], ["--bogus"], ["a", "b"]])
 def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, bad: list[str]) -> None:
     proc = subprocess.run(
         ["bash", str(SCRIPT), *bad], capture_output=True, text=True, timeout=30, check=False, cwd=tmp_path
@@ -156,7 +157,7 @@ def test_without_a_gpu_every_section_says_it_was_not_run_and_why(tmp_path: Path)
     assert proc.returncode == 4, proc.stdout + proc.stderr  # the caller reads "nothing was proven: no GPU"
     assert "Traceback" not in proc.stderr
     rows = _rows(proc.stdout)
-    assert list(rows) == PART_1 + PART_2
+    assert list(rows) == PART_1 + PART_2 + PART_3
     assert all("not run: no GPU visible: torch.cuda.device_count() is 0" in row for row in rows.values())
     summary = (out / "summary-partall.md").read_text()
     sections = summary.split("\n## ")[1:]
@@ -188,6 +189,29 @@ def test_a_cpu_rehearsal_of_a_smoke_subset_runs_the_real_steps(tmp_path: Path) -
     assert "| opdb-1 | pass |" in summary
     assert "One visible GPU, LOCAL_RANK=1" in summary and "exit 0, verdict pass" in summary
     assert "No CUDA comparison in opdb-1" in summary
+
+
+@pytest.mark.slow
+def test_a_cpu_rehearsal_of_the_burn_step_runs_the_real_burn_and_summarises_it(tmp_path: Path) -> None:
+    """Part 3 (the burn-in) on this CPU host: the real `envcheck burn --allow-cpu` for 40 s (PROOF_BURN_BUDGET: the
+    start-up counts in it, and took up to 25 s on this shared machine), its verdicts, figures and cost in the
+    summary. About 60 s."""
+    proc, out = _proof(
+        tmp_path,
+        "--part",
+        "3",
+        budget_s=150,
+        stub=False,
+        env={"CUDA_VISIBLE_DEVICES": "", "PROOF_ALLOW_CPU": "1", "PROOF_BURN_BUDGET": "40s"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = (out / "summary-part3.md").read_text()
+    assert "## burn-in: 2 minutes on every GPU" in summary
+    assert "| burn.corruption | pass |" in summary and "| burn.accuracy | pass |" in summary
+    assert "| matmul.float32 | CPU worker 0 |" in summary and "GFLOP/s" in summary
+    assert "| workload | s per call | share of compute | calls |" in summary
+    with tarfile.open(out / "gpu-proof-part3.tar.gz") as tar:
+        assert any(n.endswith("/burn-plots/burn.png") for n in tar.getnames())
 
 
 def test_the_summary_lists_cuda_margins_above_0_3_and_names_missed_targets(tmp_path: Path) -> None:
