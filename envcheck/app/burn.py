@@ -139,7 +139,8 @@ def burn_main(request: BurnRequest) -> int:
     """Handler: plan, burn, judge, report; the exit code (module docstring)."""
     began = time.monotonic() - _startup()
     _check(request)
-    from envcheck.app.burn_gate import end_progress, exit_code, fleet_lines, load_baseline, progress_printer
+    from envcheck.app.burn_gate import exit_code, fleet_lines, load_baseline
+    from envcheck.app.burn_progress import progress_printer
     from envcheck.burn.coordinator import Coordinator
     from envcheck.burn.measures import facts, timeline
     from envcheck.burn.outcome import results
@@ -160,7 +161,6 @@ def burn_main(request: BurnRequest) -> int:
     name, stored = load_baseline(request.baseline)
     console = terminal(request, to_stderr=request.for_mode is not None)  # a gate's stdout: its verdict line
     run = Coordinator(plan, progress_printer(plan, sys.stderr)).run()
-    end_progress(sys.stderr)
     fleet = fleet_lines(stored, name, run)
     found = results(run, margin_pct=request.margin, fleet=fleet, baseline=name, far_pct=request.far)
     skipped = {k: v for w in run.tally.workers.values() for k, v in w.skipped.items()}

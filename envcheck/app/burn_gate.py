@@ -1,25 +1,18 @@
-"""What `envcheck burn` decides around the burn: the fleet's baseline for this node's group, the progress line, and
-the exit code (a plain burn, or `--for preflight`, a Kubernetes Job's gate, by the cluster policy's fault classes)."""
+"""What `envcheck burn` decides around the burn: the fleet's baseline for this node's group, and the exit code (a plain burn, or `--for preflight`, a Kubernetes Job's gate, by the cluster policy's fault classes)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
 
 from envcheck.app.output import say
-from envcheck.burn.coordinator import BurnRun, Progress
-from envcheck.burn.plan import Plan
-from envcheck.burn.records import Tally
+from envcheck.burn.coordinator import BurnRun
 from envcheck.burn.stragglers import FleetLine
 from envcheck.cluster.fleet.baseline_file import Stored
 from envcheck.core.errors import ExitCode
 from envcheck.core.result import Result, Status
 from envcheck.core.signals import Interrupted
-
-BAR = 24
 
 
 def load_baseline(spec: str | None) -> tuple[str | None, Stored | None]:
@@ -52,45 +45,6 @@ def fleet_lines(stored: Stored | None, name: str | None, run: BurnRun) -> dict[s
             sys.stderr,
         )
     return lines
-
-
-def _line(plan: Plan, tally: Tally, elapsed: float) -> str:
-    done = min(1.0, elapsed / plan.budget_s) if plan.budget_s else 1.0
-    rounds = [w.rounds for w in tally.workers.values()]
-    ready = sum(1 for w in tally.workers.values() if w.workloads)
-    bar = "#" * int(done * BAR) + "." * (BAR - int(done * BAR))
-    what = (
-        f"rounds {min(rounds)}-{max(rounds)}"
-        if rounds and ready == len(plan.slots)
-        else f"starting {ready}/{len(plan.slots)}"
-    )
-    return f"burn [{bar}] {elapsed:5.0f}/{plan.budget_s:g} s  {len(plan.slots)} {plan.kind} device(s)  {what}"
-
-
-def progress_printer(plan: Plan, stream: TextIO) -> Progress:
-    """The progress line: redrawn in place on a terminal, else one line every tenth of the budget (at least 10 s)."""
-    tty = stream.isatty()
-    every = max(10.0, plan.budget_s / 10)
-    last = [0.0]
-
-    def show(tally: Tally, elapsed: float) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            if tty:
-                stream.write("\r" + _line(plan, tally, elapsed).ljust(100)[:100])
-                stream.flush()
-            elif elapsed - last[0] >= every:
-                last[0] = elapsed
-                print(_line(plan, tally, elapsed), file=stream, flush=True)
-
-    return show
-
-
-def end_progress(stream: TextIO) -> None:
-    """End the redrawn line (a terminal) before the report."""
-    if stream.isatty():
-        with contextlib.suppress(OSError, ValueError):
-            stream.write("\n")
-            stream.flush()
 
 
 def exit_code(results: Sequence[Result], run: BurnRun, mode: str | None, verdict_to_stderr: bool) -> int:

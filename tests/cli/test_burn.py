@@ -10,6 +10,7 @@ Cost: the usage errors run in this process (about 1 s); the four burns about 20 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -159,3 +160,52 @@ def test_preflight_exits_3_not_10_when_the_burn_itself_failed() -> None:
     assert done.returncode == 3, done.stderr[-3000:]
     assert "the burn could not judge the node (envcheck's own failure, not the node's)" in done.stderr
     assert "[node]" not in done.stdout
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_shows_each_device_its_figure_and_its_wrong_results_and_redraws_in_place() -> None:
+    from envcheck.app.burn_progress import progress_printer
+    from envcheck.burn.plan import Plan, Slot
+    from envcheck.burn.records import Tally
+
+    tally = Tally(began=0.0, bucket_s=1.0)
+    for i in range(2):
+        tally.take(
+            i, json.dumps({"type": "hello", "kind": "cuda", "index": i, "name": "H100", "model": "H100"})
+        )
+        tally.take(i, json.dumps({"type": "ready", "workloads": ["matmul.bfloat16"], "skipped": {}}))
+        for r in range(3):
+            digest = "a" * 32 if (i, r) != (1, 2) else "b" * 32  # GPU 1's third result differs
+            tally.take(
+                i,
+                json.dumps(
+                    {
+                        "type": "result",
+                        "w": "matmul.bfloat16",
+                        "r": r,
+                        "s": 0,
+                        "n": 1,
+                        "t": 0.5,
+                        "work": 3e14,
+                        "d": {digest: 1},
+                        "e": {},
+                        "at": r + 1.0,
+                    }
+                ),
+            )
+    plan = Plan((Slot("cuda:0"), Slot("cuda:1")), 60.0, began=0.0)
+    screen = _Terminal()
+    show = progress_printer(plan, screen)
+    show(tally, 30.0)
+    show(tally, 31.0)
+    first, second = screen.getvalue().split("\x1b[3F")
+    assert first.splitlines() == [
+        "\x1b[Kburn [############............]    30/60 s  2 cuda device(s)",
+        "\x1b[K  GPU 0          rounds      3  matmul.bfloat16       600 TFLOP/s  wrong 0",
+        "\x1b[K  GPU 1          rounds      3  matmul.bfloat16       600 TFLOP/s  wrong 1",
+    ]
+    assert second.startswith("\x1b[Kburn [############............]    31/60 s")
