@@ -192,7 +192,7 @@ class Burner:
             s=seed,
             n=calls,
             t=spent,
-            c=cpu,
+            c=cpu if self.device.kind == "cpu" else None,  # a GPU worker's CPU time says nothing of its GPU
             work=work.work(inputs),
             d=counts,
             e=errors,

@@ -118,7 +118,7 @@ class Tally:
         try:
             name, rnd, seed = str(rec["w"]), int(rec["r"]), int(rec["s"])
             calls, seconds, work = int(rec["n"]), float(rec["t"]), float(rec["work"])
-            cpu = float(rec.get("c") or 0.0)
+            cpu = float(rec.get("c") or 0.0)  # None from a GPU worker
             at = float(rec["at"]) - self.began
             counts = {str(d): int(c) for d, c in dict(rec["d"]).items()}
             errors = {str(d): float(e) for d, e in dict(rec.get("e") or {}).items()}

@@ -196,7 +196,8 @@ def judge(
             )
             # A CPU worker's core is slow when it computes less per second of its own CPU time, or its cgroup's quota
             # holds it back; one that merely got less of its core than its peers lost time to the host's other work.
-            if i in per_cpu and per_cpu[i] <= margin_pct and not own[i]:
+            cpu = tally.workers[i].hello.get("kind") == "cpu"
+            if cpu and i in per_cpu and per_cpu[i] <= margin_pct and not own[i]:
                 slow.excused = host_load(rows.get(i, []), peer_rows[i]) or (
                     f"per second of its own CPU time it is within {margin_pct:g}% of its peers"
                 )

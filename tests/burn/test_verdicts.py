@@ -18,6 +18,7 @@ from envcheck.probe.nvml_fields import HW_THERMAL, SW_POWER_CAP
 
 TOL = {"matmul.float32": 1e-4}
 GOOD, FLIPPED, STUCK = "a" * 32, "b" * 32, "c" * 32
+CPU = "AMD EPYC"  # a CPU worker's model
 
 
 def tally(workers: int, model: str = "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)") -> Tally:
@@ -25,7 +26,9 @@ def tally(workers: int, model: str = "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)") -
     for i in range(workers):
         t.take(
             i,
-            json.dumps({"type": "hello", "kind": "cuda", "index": i, "name": "NVIDIA H100", "model": model}),
+            json.dumps(
+                {"type": "hello", "kind": "cpu" if model == CPU else "cuda", "index": i, "model": model}
+            ),
         )
         t.take(i, json.dumps({"type": "ready", "workloads": ["matmul.float32"], "skipped": {}, "at": 1.0}))
     return t
@@ -223,7 +226,7 @@ def test_the_healthy_twin_gpus_within_the_margin_and_too_few_rounds_name_nobody(
 
 
 def test_a_cpu_worker_held_by_its_cgroup_quota_is_named_with_it() -> None:
-    t = tally(2, model="AMD EPYC")
+    t = tally(2, model=CPU)
     rounds(t, 0, 6)
     rounds(t, 1, 6, seconds=3.0)
     rows = samples(0, 10, cpu_share=0.99, throttled_share=0.0)
@@ -239,14 +242,14 @@ def test_a_cpu_worker_held_by_its_cgroup_quota_is_named_with_it() -> None:
 def test_a_cpu_worker_that_only_got_less_of_its_core_is_excused_not_named() -> None:
     """Other processes took part of core 1: per second of its own CPU time it is as fast as its peer, and no quota
     held it. The healthy twin of the quota case: the host's load is not the core's fault."""
-    t = tally(2, model="AMD EPYC")
+    t = tally(2, model=CPU)
     rounds(t, 0, 6, seconds=1.0, cpu=0.95)
     rounds(t, 1, 6, seconds=1.5, cpu=0.95)
     rows = samples(0, 10, cpu_share=0.95, throttled_share=0.0)
     rows += samples(1, 10, cpu_share=0.63, throttled_share=0.0)
     (slow,) = stragglers.judge(t, rows, corruption.models(t))
     assert slow.worker == 1 and slow.excused == "it got 63% of a core against 95% for its peers"
-    quota = tally(2, model="AMD EPYC")  # the same slowness from the worker's own cgroup quota is named
+    quota = tally(2, model=CPU)  # the same slowness from the worker's own cgroup quota is named
     rounds(quota, 0, 6, seconds=1.0, cpu=0.95)
     rounds(quota, 1, 6, seconds=1.5, cpu=0.95)
     rows = samples(0, 10, cpu_share=0.95, throttled_share=0.0)
@@ -271,3 +274,12 @@ def test_against_the_fleet_a_gpu_outside_the_baseline_warns_and_far_outside_fail
         stragglers.judge(t, [], corruption.models(t), fleet={"burn.matmul.float32": healthy}, scale=scale)
         == []
     )
+
+
+def test_a_slow_gpu_is_never_excused_by_its_cpu_time() -> None:
+    """A GPU worker's CPU time (spinning or sleeping in a synchronize) says nothing of its GPU: no excuse for it."""
+    t = tally(2)
+    rounds(t, 0, 6, seconds=1.0, cpu=0.95)
+    rounds(t, 1, 6, seconds=1.5, cpu=0.95)
+    (slow,) = stragglers.judge(t, [], corruption.models(t))
+    assert slow.worker == 1 and slow.excused is None
