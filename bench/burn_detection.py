@@ -70,16 +70,21 @@ def healthy(count: int, budget: float, workers: int) -> list[dict[str, Any]]:
     return out
 
 
-def detection(rate: float, runs: int, budget: float, workers: int) -> list[float | None]:
-    """Seconds to the first named wrong result of worker 1, per run (None: not named within the budget)."""
+def detection(rate: float, runs: int, budget: float, workers: int) -> tuple[list[float | None], list[float]]:
+    """Per run: seconds to the first named wrong result of worker 1 (None: not named within the budget), and worker
+    1's outputs per second of burning (what the rate multiplies)."""
     times: list[float | None] = []
+    per_s: list[float] = []
     for _ in range(runs):
-        _, found, _ = burn(budget, workers, f"worker=1:flip:{rate}")
+        run, found, _ = burn(budget, workers, f"worker=1:flip:{rate}")
         sdc = found["burn.corruption"]
         named = sdc.code == "burn.sdc" and sdc.summary.startswith("CPU worker 1 ")
         blamed_other = "CPU worker 0" in sdc.summary
         times.append(sdc.measured.get("first_wrong_at_s") if named and not blamed_other else None)
-    return times
+        worker = run.tally.workers.get(1)
+        if worker is not None and worker.ready_at is not None and worker.last_at > worker.ready_at:
+            per_s.append(sum(worker.calls.values()) / (worker.last_at - worker.ready_at))
+    return times, per_s
 
 
 def quota(pct: int, runs: int, budget: float, workers: int) -> list[tuple[str, str]]:
@@ -109,6 +114,8 @@ def main() -> int:
 
     print(f"\n== {args.healthy} healthy burns of {args.budget:g} s, every CPU workload ==")
     runs = healthy(args.healthy, args.budget, args.workers)
+    if not runs:
+        print("  none asked for (--healthy 0)")
     fails = Counter(n for r in runs for n, s in r["statuses"].items() if s in ("fail", "error"))
     warns = Counter(n for r in runs for n, s in r["statuses"].items() if s == "warn")
     failed = sum(1 for r in runs if any(s in ("fail", "error") for s in r["statuses"].values()))
@@ -117,7 +124,7 @@ def main() -> int:
         f"false positives: {failed} of {len(runs)} healthy burns failed {dict(fails) or ''}; {warned} warned "
         f"{dict(warns) or ''}"
     )
-    walls = [r["wall"] for r in runs]
+    walls = [r["wall"] for r in runs] or [0.0]
     print(
         f"wall time per burn: median {statistics.median(walls):.1f} s, max {max(walls):.1f} s "
         f"(budget {args.budget:g} s)"
@@ -136,14 +143,16 @@ def main() -> int:
         f"{args.fault_budget:g} s each =="
     )
     for rate in (float(r) for r in args.rates.split(",")):
-        times = detection(rate, args.runs, args.fault_budget, args.workers)
+        times, per_s = detection(rate, args.runs, args.fault_budget, args.workers)
         named = [t for t in times if t is not None]
         shown = ", ".join("missed" if t is None else f"{t:.1f}" for t in times)
         summary = (
             f"median {statistics.median(named):.1f} s, max {max(named):.1f} s" if named else "never named"
         )
+        outputs = statistics.median(per_s) if per_s else 0.0
         print(
-            f"  rate {rate:<6g}: named in {len(named)}/{len(times)} burns; detected at [{shown}] s; {summary}"
+            f"  rate {rate:<6g}: named in {len(named)}/{len(times)} burns; detected at [{shown}] s; {summary}; "
+            f"worker 1 made {outputs:.0f} outputs/s, so {rate * outputs:.2g} flips/s"
         )
 
     print(
