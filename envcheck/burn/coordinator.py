@@ -177,6 +177,22 @@ class Coordinator:
                 last_progress = now
                 self.progress(self.tally, now - self.plan.began)
         selector.close()
+        self._not_ready()
+
+    def _not_ready(self) -> None:
+        """Name every worker the budget ended before it was ready (joining the process group or preparing its
+        workloads took longer): envcheck could not burn it, which says nothing of its device yet."""
+        if self.stopped_by != "budget":
+            return
+        for w in self.workers:
+            tally = self.tally.worker(w.index)
+            if not tally.workloads and not tally.error:
+                step = "joining the others or preparing its workloads" if tally.hello else "starting"
+                last = (w.log_tail().strip().splitlines() or ["no output"])[-1]
+                self.problems.append(
+                    f"worker {w.index} ({self.plan.slots[w.index].device}) was still {step} when the budget ended "
+                    f"after {self.plan.budget_s:g} s (a longer --budget, or its log: {last})"
+                )
 
     def _started(self, now: float) -> bool:
         if now - self.plan.began < START_S:

@@ -150,3 +150,45 @@ def test_a_worker_under_a_cpu_quota_is_a_straggler_named_with_the_quota(
     assert slow.summary.startswith("CPU worker 1 "), slow.summary
     assert "its cgroup's CPU quota of 0.1 CPU throttled it" in slow.summary
     assert found["burn.corruption"].status is Status.PASS  # slow is not wrong
+
+
+def test_a_budget_spent_before_the_workers_were_ready_is_the_burns_own_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key in ("ENVCHECK_BURN_HOOK", burn_faults.ENV_VAR):
+        monkeypatch.delenv(key, raising=False)
+    plan = make_plan(
+        1.0, allow_cpu=True, cpu_workers=2, only=LIGHT, began=time.monotonic() - 1.0
+    )  # already over
+    run = Coordinator(plan).run()
+    found = {r.name: r for r in results(run)}
+    assert found["burn.corruption"].status is Status.ERROR and found["burn.corruption"].fault_class is None
+    # the workers fork in a tenth of a second: ready, but stopped before their first round (or, on a slower start,
+    # named as still starting)
+    said = " ".join(r.summary for r in found.values())
+    assert (
+        "the burn ended before a round finished" in said or "was still starting when the budget ended" in said
+    )
+    assert not any(r.fault_class is FaultClass.NODE for r in found.values())
+
+
+def test_workers_stuck_joining_are_named_and_the_budget_is_still_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As a node whose NCCL init hangs: the workers (forked from this process, so they run this patched join) never
+    get ready; the burn ends on time and says why, as its own failure."""
+    from envcheck.burn import loop
+
+    for key in ("ENVCHECK_BURN_HOOK", burn_faults.ENV_VAR):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(loop, "join", lambda cfg: time.sleep(3600))
+    began = time.monotonic()
+    run = Coordinator(make_plan(3.0, allow_cpu=True, cpu_workers=2, only=LIGHT)).run()
+    assert time.monotonic() - began < 3.0 + GRACE_S + 2
+    found = {r.name: r for r in results(run)}
+    own = found["burn.run"]
+    assert own.status is Status.ERROR and own.fault_class is None
+    assert (
+        "worker 0 (cpu) was still joining the others or preparing its workloads when the budget ended"
+        in own.summary
+    )
