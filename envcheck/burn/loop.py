@@ -235,7 +235,10 @@ def main(argv: list[str]) -> int:
             out.write(json.dumps(record) + "\n")
 
     stop = threading.Event()
-    threading.Thread(target=_lifeline, args=(stop, sys.stdin), daemon=True).start()
+    # fd 0 itself, not sys.stdin: a worker forked from a process whose sys.stdin was replaced (a test runner's
+    # capture) still reads its lifeline
+    lifeline = open(0, encoding="utf-8", errors="replace", closefd=False)
+    threading.Thread(target=_lifeline, args=(stop, lifeline), daemon=True).start()
     try:
         device = setup(cfg)
         send(type="hello", pid=os.getpid(), at=time.monotonic(), **describe(cfg, device))

@@ -86,6 +86,9 @@ class WorkerProcess:
             os.dup2(stdin, 0)
             os.dup2(log, 1)
             os.dup2(log, 2)
+            # the parent's stream objects may not write to fds 1 and 2 (a test runner's capture): the log's do
+            sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+            sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
             os.environ.clear()
             os.environ.update(env)
             from envcheck.burn import loop

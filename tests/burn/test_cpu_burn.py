@@ -192,3 +192,26 @@ def test_workers_stuck_joining_are_named_and_the_budget_is_still_kept(
         "worker 0 (cpu) was still joining the others or preparing its workloads when the budget ended"
         in own.summary
     )
+
+
+def test_ctrl_c_stops_the_workers_through_their_lifeline_and_keeps_what_finished(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C (KeyboardInterrupt in the coordinator, raised here from its progress callback once two rounds ran):
+    every worker is told to stop, finishes its round and says done; the burn is judged on what finished."""
+    for key in ("ENVCHECK_BURN_HOOK", burn_faults.ENV_VAR):
+        monkeypatch.delenv(key, raising=False)
+
+    def ctrl_c(tally: object, elapsed: float) -> None:
+        if min((w.rounds for w in run_tally.workers.values()), default=0) >= 2:
+            raise KeyboardInterrupt
+
+    coordinator = Coordinator(make_plan(120.0, allow_cpu=True, cpu_workers=2, only=LIGHT), ctrl_c)
+    run_tally = coordinator.tally
+    began = time.monotonic()
+    run = coordinator.run()
+    assert time.monotonic() - began < 60  # long before the 120 s budget
+    assert run.stopped_by == "interrupt" and isinstance(run.signal, KeyboardInterrupt)
+    assert all(w.done for w in run.tally.workers.values())  # stopped by their lifeline, not killed
+    found = {r.name: r for r in results(run)}
+    assert found["burn.corruption"].status is Status.PASS
