@@ -9,7 +9,7 @@ Staged: no GPU exists here, so every command gets `--allow-cpu` and a budget of 
 placeholder filled); a fault is a bit flipped in one worker's outputs by the test-only burn hook
 (tests/helpers/burn_faults.py); no Kubernetes cluster: kubectl's own steps (cordon, apply, wait, uncordon) are not
 run, `kubectl logs` is the container's output as the kubelet keeps it (stdout and stderr together).
-Cost: about 20 s per burn; the Slurm tests need root, slurm-wlm and munge (skipped with the reason otherwise).
+Cost: about 45 s per burn (a 40 s budget: the start-up counts in it); the Slurm tests need root, slurm-wlm and munge (skipped with the reason otherwise).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +31,8 @@ from tests.helpers.slurm import Cluster
 
 pytestmark = pytest.mark.slow
 SECTION = "## Burn-in: a gate after a repair or before a node joins (`envcheck burn`)"
-BUDGET = {"--budget 15m": "--allow-cpu --budget 20s"}  # the start-up (torch's import) counts in it
+# The start-up (Python, envcheck, torch's import) counts in the budget: up to 25 s on this shared 2-core machine.
+BUDGET = {"--budget 15m": "--allow-cpu --budget 40s"}
 FLIP = burn_faults.env("worker=1:flip:0.2")
 
 
@@ -47,8 +49,12 @@ def blocks(heading: str) -> list[list[str]]:
 def test_the_documented_burn_runs_as_written(tmp_path: Path) -> None:
     (command,) = blocks("")[0]
     command = fill(command, {"envcheck ": f"{launcher(tmp_path)} ", **BUDGET})
+    began = time.monotonic()
     done = subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    took = time.monotonic() - began
     assert done.returncode == 0, done.stderr[-3000:]
+    # the budget counts from the command's start; after it: one round, the workers' grace, the report and the plot
+    assert took <= 40 + 12, took
     assert load_report((tmp_path / "burn-gpu07.json").read_text())["verdict"] == "pass"
     assert (tmp_path / "burn-plots" / "burn.png").stat().st_size > 1000
 
@@ -74,7 +80,7 @@ def submit(cluster: Cluster, folder: Path, env: dict[str, str]) -> int:
         done = cluster.run("sh", "-c", line)
         assert done.returncode == 0, (line, done.stdout, done.stderr)
     done = cluster.run(
-        "sh", "-c", f"cd {folder} && {lines[2]}", env={"ENVCHECK_BURN_BUDGET": "20s", **env}, timeout=180
+        "sh", "-c", f"cd {folder} && {lines[2]}", env={"ENVCHECK_BURN_BUDGET": "40s", **env}, timeout=180
     )
     assert not cluster.run("squeue", "-h").stdout.strip(), "the burn job did not end"
     return done.returncode
