@@ -77,6 +77,9 @@ class Verdict:
         default_factory=dict
     )  # (model, workload) -> (sum, seeds)
     overflow: dict[tuple[int, str], int] = field(default_factory=dict)
+    agreed_error: dict[str, float] = field(
+        default_factory=dict
+    )  # workload -> worst error of what devices agreed on
 
     def wrong_workers(self) -> list[int]:
         """The devices with wrong results, most wrong results first."""
@@ -148,6 +151,8 @@ def judge(tally: Tally, tolerances: Mapping[str, float]) -> Verdict:
                 continue
             truths.setdefault((model, workload), {})[seed] = truth
             error = tally.errors.get((workload, seed, truth))
+            if error is not None:
+                verdict.agreed_error[workload] = max(verdict.agreed_error.get(workload, 0.0), error)
             if error is not None and error > tolerance:
                 verdict.inaccurate.append(Drift(model, workload, seed, error, tolerance))
             against = "peers" if len(present) > 1 else "repeats"

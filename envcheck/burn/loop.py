@@ -127,13 +127,16 @@ def join(cfg: dict[str, Any]) -> None:
 
 
 def prepare(device: Device, only: list[str]) -> tuple[list[Workload], dict[str, str]]:
-    """The workloads that run here, and why each other one cannot (not supported, or its first call raised)."""
+    """The workloads that run here, and why each other one cannot (not supported, or its first call or its reference
+    raised: an op this torch or device lacks, or one with no deterministic implementation here)."""
     runnable, skipped = [], {}
     for work in catalogue.chosen(only):
         why = work.supported(device)
         if why is None:
             try:
-                work.run(work.make(device, 0))
+                inputs = work.make(device, 0)
+                work.run(inputs)
+                work.reference(inputs)
             except Exception as exc:  # an op this torch or device lacks: said, never fatal
                 why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
         if why is None:

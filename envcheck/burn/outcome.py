@@ -24,6 +24,7 @@ from envcheck.burn.coordinator import BurnRun
 from envcheck.burn.measures import figures, label, sampled, units
 from envcheck.burn.records import Tally
 from envcheck.core.result import FaultClass, Result, errored, failed, passed, skipped, warned
+from envcheck.reference.matmul_precision import env_cause
 
 GPU_SDC_FIX = (
     "drain the node; nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i {i}; dcgmi diag -r 4 -i {i}; "
@@ -146,10 +147,9 @@ def _wrong_line(tally: Tally, verdict: corruption.Verdict, worker: int) -> str:
 
 
 def accuracy_result(tally: Tally, verdict: corruption.Verdict, tolerances: Mapping[str, float]) -> Result:
-    """burn.accuracy's result: the error of what the devices agreed on against the float64 reference."""
-    worst: dict[str, float] = {}
-    for (workload, _, _), error in tally.errors.items():
-        worst[workload] = max(worst.get(workload, 0.0), error if math.isfinite(error) else math.inf)
+    """burn.accuracy's result: the error of what the devices agreed on against the float64 reference (a wrong
+    result of one device is corruption's, not counted here)."""
+    worst = dict(verdict.agreed_error)
     measured = {
         "worst_error": {w: (e if math.isfinite(e) else "inf") for w, e in worst.items()},
         "tolerance": {w: tolerances.get(w) for w in worst},
@@ -158,10 +158,15 @@ def accuracy_result(tally: Tally, verdict: corruption.Verdict, tolerances: Mappi
         return skipped("no workload finished a round", measured=measured)
     if verdict.inaccurate:
         first = verdict.inaccurate[0]
+        # a float32 matmul or convolution run as TF32: the variable that asks for it, where one does (NGC's images)
+        cause = env_cause() if first.workload in ("matmul.float32", "conv.float32") else None
         return failed(
             f"every {first.model} device agrees on {first.workload}, but it is {first.error:.3g} from the float64 "
-            f"reference (tolerance {first.tolerance:g}; {len(verdict.inaccurate)} such workload-seed(s))",
-            INACCURATE_FIX,
+            f"reference (tolerance {first.tolerance:g}; {len(verdict.inaccurate)} such workload-seed(s))"
+            + (f"; {cause} in the environment makes float32 run as TF32" if cause else ""),
+            f"unset {cause.split('=')[0]} (the image sets it) to burn true float32"
+            if cause
+            else INACCURATE_FIX,
             measured={**measured, "inaccurate": [asdict(d) for d in verdict.inaccurate]},
             fault_class=FaultClass.IMAGE,
             code=corruption.INACCURATE,

@@ -283,3 +283,31 @@ def test_a_slow_gpu_is_never_excused_by_its_cpu_time() -> None:
     rounds(t, 1, 6, seconds=1.5, cpu=0.95)
     (slow,) = stragglers.judge(t, [], corruption.models(t))
     assert slow.worker == 1 and slow.excused is None
+
+
+def test_float32_agreed_outside_tolerance_names_the_tf32_override_that_asks_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NGC's images set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (reference/matmul_precision.py): every GPU then agrees on
+    a float32 matmul with TF32's error. The accuracy verdict says which variable asked for it; its twin without the
+    variable keeps the general fix."""
+    from envcheck.burn.outcome import INACCURATE_FIX, accuracy_result
+
+    t = tally(2)
+    for i in range(2):
+        for r in range(3):
+            result(t, i, r, {f"{r}" + GOOD[1:]: 1}, {f"{r}" + GOOD[1:]: 3e-3})
+    verdict = corruption.judge(t, TOL)
+    monkeypatch.setenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1")
+    found = accuracy_result(t, verdict, TOL)
+    assert (
+        found.code == "burn.inaccurate"
+        and found.fault_class is not None
+        and found.fault_class.value == "image"
+    )
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 in the environment makes float32 run as TF32" in found.summary
+    assert (
+        found.remediation == "unset TORCH_ALLOW_TF32_CUBLAS_OVERRIDE (the image sets it) to burn true float32"
+    )
+    monkeypatch.delenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")
+    assert accuracy_result(t, verdict, TOL).remediation == INACCURATE_FIX
