@@ -59,7 +59,7 @@ def _workload(dtype_name: str) -> Workload:
         name=name,
         unit="TFLOP/s",
         tolerance=TOLERANCE[dtype_name],
-        make=lambda device, seed: _inputs(name, dtype_name, device, seed),
+        inputs=lambda device, seed: _inputs(name, dtype_name, device, seed),
         run=_run,
         work=_work,
         reference=_reference,

@@ -54,7 +54,7 @@ def workloads() -> list[Workload]:
             name="all_reduce.float32",
             unit="GB/s",
             tolerance=0.0,
-            make=_make,
+            inputs=_make,
             run=_run,
             work=lambda x: x["x"].numel() * x["x"].element_size() * 2.0 * (x["world"] - 1) / x["world"],
             reference=lambda x: x["expected"],

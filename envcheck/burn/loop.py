@@ -134,7 +134,7 @@ def prepare(device: Device, only: list[str]) -> tuple[list[Workload], dict[str, 
         why = work.supported(device)
         if why is None:
             try:
-                inputs = work.make(device, 0)
+                inputs = work.inputs(device, 0)
                 work.run(inputs)
                 work.reference(inputs)
             except Exception as exc:  # an op this torch or device lacks: said, never fatal
@@ -170,7 +170,7 @@ class Burner:
         seed = rnd % SEEDS
         key = (work.name, seed)
         if key not in self.inputs:
-            self.inputs[key] = work.make(self.device, seed)
+            self.inputs[key] = work.inputs(self.device, seed)
         inputs = self.inputs[key]
         calls, counts, errors, spent, cpu = 0, dict[str, int](), dict[str, float](), 0.0, 0.0
         while calls == 0 or (work.kind != "all_reduce" and time.monotonic() < until):

@@ -31,7 +31,7 @@ def workloads() -> list[Workload]:
             name=name,
             unit="GB/s",
             tolerance=TOLERANCE,
-            make=make,
+            inputs=make,
             run=_run,
             work=lambda x: float(PASSES * x.numel() * x.element_size()),
             reference=lambda x: _run(x.double()),

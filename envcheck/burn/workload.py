@@ -38,7 +38,7 @@ class Workload:
     name: str
     unit: str  # 'TFLOP/s' or 'GB/s'
     tolerance: float
-    make: Callable[[Device, int], Any]  # (device, seed) -> inputs on the device
+    inputs: Callable[[Device, int], Any]  # (device, seed) -> the inputs on the device
     run: Callable[[Any], Tensor]  # inputs -> output
     work: Callable[[Any], float]  # inputs -> FLOPs or bytes of one call
     reference: Callable[[Any], Tensor]  # inputs -> the float64 reference (or the exact expected output)
