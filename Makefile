@@ -280,7 +280,7 @@ BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(ALLOW_CPU),--allow-cpu) $(if $(BASE
 .PHONY: bench bench-script gpu-proof
 PROOF_DIR ?= gpu-proof
 PROOF_PART ?= all
-gpu-proof: ## On a GPU host, no Docker: bench/gpu_proof.sh --part PROOF_PART (1, 2 or all) into PROOF_DIR
+gpu-proof: ## On a GPU host, no Docker: bench/gpu_proof.sh --part PROOF_PART (1, 2, 3 or all) into PROOF_DIR
 	bash bench/gpu_proof.sh --part $(PROOF_PART) $(PROOF_DIR)
 
 bench: $(VERIFY_DEPS) ## Measure performance (envcheck bench): QUICK=1 ALLOW_CPU=1 BASELINE=old.json THRESHOLD=10

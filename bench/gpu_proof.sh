@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU proof: everything one GPU can prove about envcheck, natively (no Docker), in one or two 10-minute calls.
 #
-#   bash bench/gpu_proof.sh [--part 1|2|all] OUTDIR       (make gpu-proof PROOF_DIR=... PROOF_PART=...)
+#   bash bench/gpu_proof.sh [--part 1|2|3|all] OUTDIR     (make gpu-proof PROOF_DIR=... PROOF_PART=...)
 #
 # Part 1, the runs: host facts (nvidia-smi -q: driver, persistence); `envcheck run --level quick` and `--level full`,
 # each cold then warm, with JSON and JUnit (the full level must end with no ERROR and no FAIL on a healthy
@@ -12,6 +12,8 @@
 # GPU; NGC's TF32 override.
 # Part 2, tests and figures: `pytest -m gpu`; `envcheck bench --quick` (figures against the datasheet peak);
 # bench/quick_phases.py (where a quick run's time goes); the rest of the non-Docker suite.
+# Part 3, the burn-in: `envcheck burn --budget 2m` on every GPU (docs/cluster.md: Burn-in): sustained TFLOP/s per
+# dtype against the peak table, clocks, temperature and power under load, bit-for-bit agreement, burn.png.
 #
 # Writes, in OUTDIR (the device tool's $OUT: at most 8 files come back, no deeper than 2 folders):
 #   gpu-proof-part<N>.tar.gz  the evidence folder <date>-<gpu>/ with every report and log; unpack it into
@@ -28,7 +30,7 @@
 # Environment: PYTHON (default python3), PROOF_BUDGET_S (per call, default 540), PROOF_DATE (the folder's date,
 # default today, UTC: give both parts the same), PROOF_ONLY (comma-separated step names: a smoke subset; the others
 # say "not selected"), PROOF_ALLOW_CPU=1 (rehearse the steps without a GPU, `--allow-cpu`: figures are not GPU
-# figures and the summary says so).
+# figures and the summary says so), PROOF_BURN_BUDGET (part 3's burn, default 2m).
 set -uo pipefail
 
 part=all
@@ -36,12 +38,12 @@ while [ $# -gt 0 ]; do
     case $1 in
         --part) part=${2:-}; shift 2 ;;
         --part=*) part=${1#--part=}; shift ;;
-        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
         -*) echo "gpu_proof.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
         *) break ;;
     esac
 done
-case $part in 1|2|all) ;; *) echo "gpu_proof.sh: --part must be 1, 2 or all, got '$part'" >&2; exit 2 ;; esac
+case $part in 1|2|3|all) ;; *) echo "gpu_proof.sh: --part must be 1, 2, 3 or all, got '$part'" >&2; exit 2 ;; esac
 [ $# -le 1 ] || { echo "gpu_proof.sh: one OUTDIR, got $# arguments (try --help)" >&2; exit 2; }
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -240,6 +242,9 @@ xdist=()
 step 2 pytest-rest 240 "$py" -m pytest -m "not gpu and not docker" -p no:cacheprovider -q -rs --continue-on-collection-errors "${xdist[@]}" \
     --junitxml "$dir/pytest-rest.xml" "$repo/tests/core" "$repo/tests/checks" "$repo/tests/cli" "$repo/tests/report" \
     "$repo/tests/perf"
+# --- part 3: the burn-in ------------------------------------------------------------------------------------------
+# 2 minutes on every GPU (the budget counts the start-up); the cap leaves room for the report and the plot.
+step 3 burn 200 "${envcheck[@]}" burn --budget "${PROOF_BURN_BUDGET:-2m}" "${cpu_flag[@]}" --json "$dir/burn.json" --plots "$dir/burn-plots"
 
 # --- the summary and what comes back ------------------------------------------------------------------------------
 note=${no_gpu:-$rehearsal}

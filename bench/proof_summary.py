@@ -279,6 +279,50 @@ def bench_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
     return [*lines, ""]
 
 
+def burn_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
+    """The burn-in (part 3): its verdicts, each device's sustained throughput per workload against the datasheet peak,
+    and its clocks, temperature and power under load, as burn.json says."""
+    lines = ["## burn-in: 2 minutes on every GPU", ""]
+    data = report(folder, "burn")
+    if data is None:
+        return [*lines, why_not(steps, "burn"), ""]
+    burn = (data.get("facts") or {}).get("burn") or {}
+    lines.append(
+        f"budget {burn.get('budget_s')} s, ran {burn.get('elapsed_s')} s, stopped by {burn.get('stopped_by')}, "
+        f"workers ready after {burn.get('started_after_s')} s; rounds {burn.get('rounds')}"
+    )
+    lines += ["", "| check | status | summary |", "|---|---|---|"]
+    lines += [f"| {r['name']} | {r['status']} | {r['summary']} |" for r in data.get("results", [])]
+    slow = next((r for r in data.get("results", []) if r.get("name") == "burn.stragglers"), {})
+    measured = slow.get("measured") or {}
+    lines += ["", "| workload | device | sustained | peak | % of peak |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {f.get('kind', '')[5:]} | {f.get('device_label')} | {f['value']} {f['unit']} | {f.get('peak') or '-'} | "
+        f"{f.get('pct_of_peak') or '-'} |"
+        for f in measured.get("figures", [])
+    ]
+    lines += [
+        "",
+        "| device | SM clock MHz (min/median/max) | temperature C (max) | power W (median) | clock events |",
+    ]
+    lines.append("|---|---|---|---|---|")
+    for device, s in (measured.get("samples") or {}).items():
+        clock = s.get("sm_clock_mhz") or {}
+        lines.append(
+            f"| {device} | {clock.get('min', '-')}/{clock.get('median', '-')}/{clock.get('max', '-')} | "
+            f"{(s.get('temperature_c') or {}).get('max', '-')} | {(s.get('power_w') or {}).get('median', '-')} | "
+            f"{s.get('clock_events') or '-'} |"
+        )
+    cost = burn.get("cost") or {}
+    if cost:
+        lines += ["", "| workload | s per call | share of compute | calls |", "|---|---|---|---|"]
+        lines += [
+            f"| {name} | {c['seconds_per_call']} | {c['share_pct']}% | {c['calls']} |"
+            for name, c in cost.items()
+        ]
+    return [*lines, ""]
+
+
 def pytest_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
     lines = ["## pytest", ""]
     for name in ("pytest-gpu", "pytest-rest"):
@@ -329,6 +373,7 @@ def summarise(folder: Path, note: str = "") -> str:
         *case_section(folder, steps, "preflight", "--for preflight"),
         *case_section(folder, steps, "npd", "--for npd"),
         *bench_section(folder, steps),
+        *burn_section(folder, steps),
         *pytest_section(folder, steps),
     ]
     return "\n".join(parts).rstrip() + "\n"

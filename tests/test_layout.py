@@ -24,6 +24,7 @@ FLOORS = {
     "perf": 2,
     "checks": 3,
     "numerics": 3,
+    "burn": 3,
     "evidence": 4,
     "report": 4,
     "cluster": 4,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -205,3 +206,26 @@ def output_dir(text: str) -> str:
     if not os.access(existing, os.W_OK | os.X_OK) or os.statvfs(existing).f_flag & os.ST_RDONLY:
         raise argparse.ArgumentTypeError(f"cannot write in {existing}")
     return text
+
+
+DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+DURATION_MAX_S = 7 * 86400.0
+
+
+def duration(text: str) -> float:
+    """argparse type for --budget: seconds ('90', '90s'), minutes ('15m'), hours ('4h') or a sum of them ('1h30m');
+    at least 1 s, at most 7 days."""
+    spec = text.strip().lower()
+    try:
+        seconds = float(spec)
+    except ValueError:
+        parts = _DURATION_PART.findall(spec)
+        if not parts or "".join(a + b for a, b in parts) != spec:
+            raise argparse.ArgumentTypeError(
+                f"{text[:40]!r} is not a duration; give e.g. 90s, 15m, 4h or 1h30m"
+            ) from None
+        seconds = sum(float(n) * DURATION_UNITS[u] for n, u in parts)
+    if not math.isfinite(seconds) or not 1.0 <= seconds <= DURATION_MAX_S:
+        raise argparse.ArgumentTypeError(f"{text[:40]}: give a duration from 1s to 7d")
+    return seconds

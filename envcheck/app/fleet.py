@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from envcheck.app.args import non_negative_float, output_path, percent
 from envcheck.app.output import raise_failures, write_reports
 from envcheck.app.requests import Handler, Request
+from envcheck.cluster.fleet.baseline_file import Stored
 from envcheck.core.errors import UsageError
 
 MAX_BASELINE_BYTES = 4 << 20
@@ -93,9 +94,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=Handler(FleetRequest, fleet_main))
 
 
-def _stored(spec: str) -> tuple[str, object]:
-    """A stored baseline from a file or a built-in profile's name."""
+def stored_baseline(spec: str) -> tuple[str, Stored]:
+    """A stored baseline from a file or a built-in profile's name (`envcheck fleet --baseline`, `envcheck burn
+    --baseline`); a UsageError naming what is wrong with it."""
     from envcheck.cluster.fleet.baseline_file import parse
+    from envcheck.cluster.fleet.sources import FleetInputError
     from envcheck.cluster.node_profiles import BUILT_IN
 
     path = BUILT_IN / f"{spec}.toml" if (BUILT_IN / f"{spec}.toml").is_file() and "/" not in spec else None
@@ -115,6 +118,8 @@ def _stored(spec: str) -> tuple[str, object]:
         return target, parse(raw.decode("utf-8"), f"--baseline {spec}")
     except UnicodeDecodeError:
         raise UsageError(f"--baseline {spec}: not UTF-8 text") from None
+    except FleetInputError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def fleet_main(request: FleetRequest) -> int:
@@ -134,8 +139,8 @@ def fleet_main(request: FleetRequest) -> int:
         raise UsageError("stdin (-) given more than once")
     rule = Rule(margin_pct=request.margin, z_max=request.z, min_nodes=request.min_nodes)
     try:
-        stored_name, stored = _stored(request.baseline) if request.baseline else (None, None)
-        result = survey(load(request.reports), rule, stored, stored_name)  # type: ignore[arg-type]
+        stored_name, stored = stored_baseline(request.baseline) if request.baseline else (None, None)
+        result = survey(load(request.reports), rule, stored, stored_name)
     except FleetInputError as exc:
         raise UsageError(str(exc)) from None
     doc = to_dict(result)

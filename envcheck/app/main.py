@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from envcheck import __version__
-from envcheck.app import bench, commands, explain, fleet, host, images
+from envcheck.app import bench, burn, commands, explain, fleet, host, images
 from envcheck.app.args import Parser
 from envcheck.app.guard import guard
 from envcheck.core.errors import UsageError
@@ -23,7 +23,7 @@ class CommandPlugin(Protocol):
 
 # The modules that add subcommands, in the order `envcheck --help` lists them, reached by reference (mypy checks
 # each against the Protocol).
-PLUGINS: tuple[CommandPlugin, ...] = (commands, bench, images, host, explain, fleet)
+PLUGINS: tuple[CommandPlugin, ...] = (commands, bench, burn, images, host, explain, fleet)
 
 
 def build_parser() -> argparse.ArgumentParser:

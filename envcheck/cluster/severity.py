@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
+from envcheck.burn import corruption, stragglers
 from envcheck.checks.cuda import MEMORY_LEAKED
 from envcheck.checks.cuda.live_errors import GPU_UNUSABLE
 from envcheck.checks.dcgm import HOSTENGINE_HANG
@@ -60,9 +61,13 @@ SEVERITY: dict[str, Severity] = {
     HOSTENGINE_HANG: HARD,
     "profile.*": HARD,  # the node is not the node type it must be (GPU count, model, links, driver)
     "dist.busbw.fail": HARD,  # a #wrong element in the all-reduce sweep: data corruption
+    corruption.SDC: HARD,  # the burn: a GPU that computed wrong bits
+    corruption.UNRESOLVED: HARD,  # two GPUs that disagree bit for bit, one of them wrong
+    stragglers.FLEET_FAR: HARD,  # far below the fleet's baseline: it slows every job it joins
     # performance: slow is not broken until it persists
     **{code: SOFT for code in RELATIVE_CODES},  # perf.matmul_slow, perf.hbm_slow, h2d, d2h, peer
     BUSBW_LOW: SOFT,  # dist.busbw below --min-busbw
+    stragglers.STRAGGLER: SOFT,  # the burn: slower than its peers, or under sustained load
 }
 
 

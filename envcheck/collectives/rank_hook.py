@@ -14,9 +14,10 @@ HOOK_VAR = "ENVCHECK_RANK_HOOK"
 RankHook = Callable[[str, int, Any], None]
 
 
-def load_rank_hook(spec: str | None = None) -> RankHook | None:
-    """The callable ENVCHECK_RANK_HOOK names, or None when it is unset; ValueError naming a bad value."""
-    spec = os.environ.get(HOOK_VAR) if spec is None else spec
+def load_rank_hook(spec: str | None = None, var: str = HOOK_VAR) -> RankHook | None:
+    """The callable ENVCHECK_RANK_HOOK (or another extension point's variable, `var`) names, or None when it is
+    unset; ValueError naming a bad value."""
+    spec = os.environ.get(var) if spec is None else spec
     if not spec:
         return None
     where, _, name = spec.rpartition(":")
@@ -33,8 +34,8 @@ def load_rank_hook(spec: str | None = None) -> RankHook | None:
         loader.loader.exec_module(module)
         hook = getattr(module, name)
     except (ImportError, AttributeError, OSError, ValueError) as exc:
-        raise ValueError(f"{HOOK_VAR}={spec!r} names no callable: {exc}") from None
+        raise ValueError(f"{var}={spec!r} names no callable: {exc}") from None
     if not callable(hook):
-        raise ValueError(f"{HOOK_VAR}={spec!r} is not callable")
+        raise ValueError(f"{var}={spec!r} is not callable")
     hooked: RankHook = hook
     return hooked

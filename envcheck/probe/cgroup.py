@@ -258,3 +258,29 @@ def limits_facts(proc: str = "/proc/self", prefix: str = "") -> dict[str, Any]:
         "cgroups": limits.cgroups,
         **({"unread": limits.unread} if limits.unread else {}),
     }
+
+
+def cpu_throttling(pid: int, proc_root: str = "/proc", prefix: str = "") -> dict[str, Any] | str:
+    """CFS bandwidth control of process `pid`'s cpu cgroup: its quota in CPUs (None: none along the chain) and the
+    cgroup's cpu.stat counters since it was made (cgroup-v2.rst "cpu.stat": nr_periods, nr_throttled,
+    throttled_usec; v1's cfs-bandwidth: throttled_time in ns), or why they cannot be read."""
+    limits = own_limits(f"{proc_root}/{pid}", prefix, pid)
+    if isinstance(limits, str):
+        return limits
+    folder = limits.cgroups.get("cpu")
+    if folder is None:
+        return limits.unread.get("cpu", "no cpu cgroup")
+    stat = dict(
+        (line.split(" ", 1)[0], _int(line.split(" ", 1)[1]))
+        for line in (_read(Path(prefix + folder) / "cpu.stat") or "").splitlines()
+        if " " in line
+    )
+    usec = stat.get("throttled_usec")
+    ns = stat.get("throttled_time")
+    return {
+        "cgroup": folder,
+        "quota_cpus": limits.cpu_quota,
+        "periods": stat.get("nr_periods") or 0,
+        "throttled_periods": stat.get("nr_throttled") or 0,
+        "throttled_s": (usec / 1e6) if usec is not None else (ns / 1e9) if ns is not None else 0.0,
+    }

@@ -24,6 +24,20 @@ NOT_SUPPORTED = "not supported"
 # driver), DEPRECATED 26 (a field id the driver no longer answers).
 CANNOT_ANSWER = frozenset({3, 13, 25, 26})
 COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
+# nvmlClocksEventReason* bits (nvml.h; the deprecated nvmlClocksThrottleReason* bits have the same values).
+GPU_IDLE, APP_CLOCKS, SW_POWER_CAP, HW_SLOWDOWN, SYNC_BOOST = 0x1, 0x2, 0x4, 0x8, 0x10
+SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE, DISPLAY_CLOCKS = 0x20, 0x40, 0x80, 0x100
+CLOCK_EVENTS = {
+    GPU_IDLE: "GPU idle",
+    APP_CLOCKS: "application clocks setting",
+    SW_POWER_CAP: "SW power cap",
+    HW_SLOWDOWN: "HW slowdown",
+    SYNC_BOOST: "sync boost",
+    SW_THERMAL: "SW thermal slowdown",
+    HW_THERMAL: "HW thermal slowdown",
+    HW_POWER_BRAKE: "HW power brake slowdown",
+    DISPLAY_CLOCKS: "display clock setting",
+}
 
 
 @dataclass(frozen=True)

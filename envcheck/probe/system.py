@@ -127,3 +127,29 @@ def in_container() -> bool | dict[str, str]:
         return absent("/proc/1/cgroup not readable")
     markers = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
     return any(m in cgroup for m in markers)
+
+
+def process_cpu_seconds(pid: int, proc_root: str = "/proc") -> float | None:
+    """CPU time (user + system) process `pid` has used so far, from /proc/<pid>/stat (proc(5): utime and stime,
+    fields 14 and 15, in clock ticks); None when it is gone or not visible."""
+    text = read_text(f"{proc_root}/{pid}/stat")
+    if text is None:
+        return None
+    try:
+        fields = text.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError, OSError):
+        return None
+
+
+def process_age_s(proc_root: str = "/proc") -> float | None:
+    """Seconds since this process started: /proc/uptime's boot clock less /proc/self/stat's starttime (proc(5):
+    field 22, clock ticks after boot); None when either cannot be read."""
+    uptime, stat = read_text(f"{proc_root}/uptime"), read_text(f"{proc_root}/self/stat")
+    if uptime is None or stat is None:
+        return None
+    try:
+        started = int(stat.rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        return max(0.0, float(uptime.split()[0]) - started)
+    except (IndexError, ValueError, OSError):
+        return None

@@ -308,6 +308,7 @@ def test_fleet_codes_are_stable() -> None:
         "fleet.d2h_slow",
         "fleet.peer_slow",
         "fleet.busbw_slow",
+        "fleet.burn_slow",
         "fleet.worse_than_baseline",
     )
 

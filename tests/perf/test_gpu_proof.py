@@ -48,6 +48,7 @@ PART_1 = [
     "opdb-3",
 ]
 PART_2 = ["pytest-gpu", "bench-quick", "quick-phases", "pytest-rest"]
+PART_3 = ["burn"]
 
 STUB = """#!/usr/bin/env bash
 # Stand-in for python3: `-c` prints a GPU count; `-m envcheck run --level full` fails; a step named in
@@ -103,7 +104,7 @@ def test_every_step_is_recorded_and_a_failing_step_does_not_stop_the_proof(tmp_p
     proc, out = _proof(tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = _rows(proc.stdout)
-    assert list(rows) == PART_1 + PART_2
+    assert list(rows) == PART_1 + PART_2 + PART_3
     assert (
         "rc=1" in rows["run-full-cold"] and "rc=0" in rows["pytest-rest"]
     )  # steps after the failure still ran
@@ -143,7 +144,7 @@ def test_a_hung_step_is_killed_and_the_rest_skip_inside_the_budget(tmp_path: Pat
     assert (tmp_path / "interrupted").exists()  # interrupted as by Ctrl-C (SIGINT), so it could clean up
 
 
-@pytest.mark.parametrize("bad", [["--part", "3"], ["--bogus"], ["a", "b"]])
+@pytest.mark.parametrize("bad", [["--part", "4"], ["--bogus"], ["a", "b"]])
 def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, bad: list[str]) -> None:
     proc = subprocess.run(
         ["bash", str(SCRIPT), *bad], capture_output=True, text=True, timeout=30, check=False, cwd=tmp_path
@@ -157,7 +158,7 @@ def test_without_a_gpu_every_section_says_it_was_not_run_and_why(tmp_path: Path)
     assert proc.returncode == 4, proc.stdout + proc.stderr  # the caller reads "nothing was proven: no GPU"
     assert "Traceback" not in proc.stderr
     rows = _rows(proc.stdout)
-    assert list(rows) == PART_1 + PART_2
+    assert list(rows) == PART_1 + PART_2 + PART_3
     assert all("not run: no GPU visible: torch.cuda.device_count() is 0" in row for row in rows.values())
     summary = (out / "summary-partall.md").read_text()
     sections = summary.split("\n## ")[1:]
@@ -189,6 +190,33 @@ def test_a_cpu_rehearsal_of_a_smoke_subset_runs_the_real_steps(tmp_path: Path) -
     assert "| opdb-1 | pass |" in summary
     assert "One visible GPU, LOCAL_RANK=1" in summary and "exit 0, verdict pass" in summary
     assert "No CUDA comparison in opdb-1" in summary
+
+
+def test_part_3_burns_every_gpu_for_2_minutes_and_the_summary_shows_the_burns_figures(tmp_path: Path) -> None:
+    """Part 3's step as the stand-in interpreter records it, and the summary over a real burn report
+    (tests/perf/data/burn_cpu_report.json: `envcheck burn --allow-cpu --budget 40s --only
+    matmul,sdpa.float32,reduce,all_reduce --json ...` on this 2-core machine, 2026-11-28; CPU workers, since no GPU
+    exists here: its labels say so)."""
+    proc, _ = _proof(tmp_path, "--part", "3")
+    assert proc.returncode == 0, proc.stdout
+    assert "burn --budget 2m --json" in _rows(proc.stdout)["burn"]
+    folder = tmp_path / "2026-01-02-cpu-rehearsal"
+    folder.mkdir()
+    (folder / "steps-part3.tsv").write_text("burn\t0\t131.0\t\tx\n")
+    shutil.copy(Path(__file__).with_name("data") / "burn_cpu_report.json", folder / "burn.json")
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import proof_summary
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    text = proof_summary.summarise(folder)
+    section = text[text.index("## burn-in: 2 minutes on every GPU") :].split("\n## ")[0]
+    assert "| burn.corruption | pass | " in section and "| burn.stragglers | pass | " in section
+    assert "| matmul.float32 | CPU worker 0 | " in section and " GFLOP/s |" in section
+    assert "| workload | s per call | share of compute | calls |" in section
+    assert (
+        "| CPU worker 1 | -/-/- | - | - | - |" in section
+    )  # a CPU has no SM clock: said as absent, not zero
 
 
 def test_the_summary_lists_cuda_margins_above_0_3_and_names_missed_targets(tmp_path: Path) -> None:

@@ -8,13 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from envcheck.probe.nvml_fields import HW_POWER_BRAKE, HW_SLOWDOWN, HW_THERMAL, SW_THERMAL
+
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).
 CLOCKS_SLOWDOWN = "gpu.clocks_slowdown"
 
-# nvmlClocksEventReason* bits (nvml.h; the deprecated ClocksThrottleReason* bits have the same values).
-GPU_IDLE = 0x1
-HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x8, 0x20, 0x40, 0x80
-# Only these warn: idle, application clocks, SW power cap and sync boost are normal operation.
+# Of NVML's clock-event reasons (probe.nvml_fields), only these warn: idle, application clocks, SW power cap and sync boost are normal operation.
 SLOWDOWNS = {
     HW_THERMAL: "HW thermal slowdown",
     HW_POWER_BRAKE: "HW power brake slowdown",

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.checks.gpu_health import clock_findings, fabric_findings, state_findings, xid_fields
-from envcheck.checks.gpu_health.clock_findings import GPU_IDLE
 from envcheck.checks.gpu_health.node import GPU_LOST, PERSISTENCE_FIX, GpuFinding
 from envcheck.checks.gpu_health.xid import XidMeaning, escalated, meaning_of, pci_key
 from envcheck.core.result import FaultClass
 from envcheck.probe.gpu_usage import foreign
+from envcheck.probe.nvml_fields import GPU_IDLE
 from envcheck.probe.system import is_absent
 
 # Finding codes this module emits (each one is in envcheck.cluster.finding_codes.TABLE).

@@ -3,7 +3,8 @@ the named constants of the modules that emit them, and `markdown()`, which rende
 Cluster policy and severity read codes from here, never as literals of their own. The rows live beside their domain:
 cuda_rows (the CUDA layers, the node profile), gpu_rows (a GPU's presence, the kernel log, DCGM), nvml_rows (what NVML
 says of a GPU: memory, links, fabric, recovery, licence), log_rows (the driver's catalogues in the kernel log),
-software_rows (runtime, compile, image), cluster_rows (collectives, performance, fleet, the catch-all).
+software_rows (runtime, compile, image), cluster_rows (collectives, performance, fleet, the catch-all), burn_rows
+(the burn-in and its fleet checksums).
 
 A family writes its variable part in angle brackets (`xid.<xid>`, `cuda.error.<code>`); `lookup` finds a code's row.
 """
@@ -14,6 +15,7 @@ import re
 from collections.abc import Iterable
 
 from envcheck.cluster.finding_codes import (
+    burn_rows,
     cluster_rows,
     cuda_rows,
     gpu_rows,
@@ -30,6 +32,7 @@ TABLE: tuple[Code, ...] = (
     *log_rows.ROWS,
     *software_rows.ROWS,
     *cluster_rows.ROWS,
+    *burn_rows.ROWS,
 )
 _PLACEHOLDER = re.compile(r"<[^>]+>")
 

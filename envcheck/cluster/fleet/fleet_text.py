@@ -44,6 +44,28 @@ def drift_lines(doc: dict[str, Any]) -> list[str]:
     ]
 
 
+def checksum_line(m: dict[str, Any]) -> str:
+    """'matmul.bfloat16 on NVIDIA H100 ... (torch 2.9.0 ...): node-c has 1f..e0 where 4 node(s) have 9a..04
+    [fleet.burn_checksum]'; without a majority, the nodes that disagree."""
+    odd = ", ".join(f"{one_line(n['node'])} has {one_line(n['checksum'])}" for n in m["nodes"])
+    where = (
+        f"where {m['majority_nodes']} node(s) have {one_line(m['majority'])}"
+        if m["majority"]
+        else "(no majority: which is right is not known)"
+    )
+    return (
+        f"{one_line(m['workload'])} on {one_line(m['model'])} ({one_line(m['stack'])}, {m['seeds']} seeds): {odd} "
+        f"{where} [{m['code']}]"
+    )
+
+
+def checksum_lines(doc: dict[str, Any]) -> list[str]:
+    """The burn checksum section: nodes whose burn computed other bits than their model's majority."""
+    sums = doc.get("burn_checksums") or []
+    head = f"burn checksum outlier nodes: {len(doc.get('checksum_outlier_nodes') or [])} of {doc['read']['nodes']}"
+    return [head] + [f"  {checksum_line(m)}" for m in sums]
+
+
 def render_text(doc: dict[str, Any]) -> list[str]:
     """The lines `envcheck fleet` prints."""
     read = doc["read"]
@@ -83,6 +105,7 @@ def render_text(doc: dict[str, Any]) -> list[str]:
             + more
         )
     lines += drift_lines(doc)
+    lines += checksum_lines(doc)
     lines.append("nodes per finding code:" if doc["codes"] else "nodes per finding code: none")
     lines += [f"  {one_line(code):<32} {count}" for code, count in doc["codes"].items()]
     return lines

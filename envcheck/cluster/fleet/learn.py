@@ -38,6 +38,7 @@ FAMILY_CODES = {
     "d2h": "fleet.d2h_slow",
     "peer": "fleet.peer_slow",
     "dist": "fleet.busbw_slow",
+    "burn": "fleet.burn_slow",
 }
 OTHER_CODE = "fleet.worse_than_baseline"
 CODES = (*dict.fromkeys(FAMILY_CODES.values()), OTHER_CODE)

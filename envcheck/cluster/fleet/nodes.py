@@ -1,6 +1,6 @@
 """One envcheck report as one fleet node: its name, its group (GPU model and count), its metrics and its findings.
 
-Reads `envcheck run --json` reports (schema 2) and `envcheck bench --json` documents. Metrics are the figures the
+Reads `envcheck run --json` and `envcheck burn --json` reports (schema 2) and `envcheck bench --json` documents. Metrics are the figures the
 results carry (`measured.figures`: perf.relative's per GPU and per pair, bench's per unit) and dist.busbw's peak.
 The node's name is what the report says (perf.relative's and bench's `host`), else the file's name.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck.cluster.fleet.checksums import Checksum, report_checksums
 from envcheck.cluster.fleet.drift import report_versions
 from envcheck.core.result import Status
 
@@ -48,6 +49,7 @@ class FleetNode:
     codes: tuple[str, ...]
     model: str = ""  # the GPU model (the most common one), "" without a GPU
     versions: tuple[tuple[str, str], ...] = ()  # (driver|cuda|torch|nccl|cudnn, version) from a run report
+    checksums: tuple[Checksum, ...] = ()  # a burn report's checksums per model and workload
 
 
 class NotAReport(ValueError):
@@ -82,7 +84,9 @@ def figure_metrics(figures: Any) -> Iterable[Metric]:
         yield Metric(name, scope, subject, value, _text(fig.get("unit"), 20), str(fig["better"]))
 
 
-def _group(gpu_names: list[str], cpus: Any) -> str:
+def group_name(gpu_names: list[str], cpus: Any) -> str:
+    """A node's group: '8x NVIDIA H100 80GB HBM3' (its GPUs' most common model and their count), or 'no GPU (N
+    CPUs)'; a burn finds its stored baseline by it too."""
     if not gpu_names:
         count = _number(cpus)
         return f"no GPU ({int(count)} CPUs)" if count else "no GPU"
@@ -101,8 +105,10 @@ def _run_node(doc: Mapping[str, Any], source: str) -> FleetNode:
     metrics: list[Metric] = []
     host = ""
     codes: list[str] = []
+    sums: list[Checksum] = []
     for r in results:
         measured = _dict(r.get("measured"))
+        sums += report_checksums(r)
         metrics += figure_metrics(measured.get("figures"))
         host = host or _text(measured.get("host"))
         if not names and isinstance(measured.get("gpu_names"), list):
@@ -121,12 +127,13 @@ def _run_node(doc: Mapping[str, Any], source: str) -> FleetNode:
     platform = _dict(facts.get("platform"))
     return FleetNode(
         host or Path(source).stem,
-        _group(names, platform.get("cpu_count")),
+        group_name(names, platform.get("cpu_count")),
         source,
         tuple(metrics),
         tuple(dict.fromkeys(codes)),
         Counter(names).most_common(1)[0][0] if names else "",
         report_versions(facts),
+        tuple(sums),
     )
 
 
@@ -146,7 +153,7 @@ def _bench_node(doc: Mapping[str, Any], source: str) -> FleetNode:
     )
     return FleetNode(
         host or Path(source).stem,
-        _group(names, device.get("cpu_count")),
+        group_name(names, device.get("cpu_count")),
         source,
         tuple(figure_metrics(doc.get("figures"))),
         tuple(dict.fromkeys(codes)),

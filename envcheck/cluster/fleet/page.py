@@ -9,7 +9,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from envcheck.cluster.fleet.fleet_text import violation_line
+from envcheck.cluster.fleet.fleet_text import checksum_line, violation_line
 from envcheck.cluster.fleet.learn import Baseline, GroupResult
 from envcheck.cluster.fleet.nodes import FleetNode
 from envcheck.cluster.fleet.survey import Survey, to_dict
@@ -152,6 +152,15 @@ def render_html(survey: Survey) -> str:
         body.append(
             '<p class="note">Driver, CUDA, torch, NCCL and cuDNN agree across each GPU model\'s nodes.</p>'
         )
+    body.append("<h2>Burn checksums</h2>")
+    if doc["burn_checksums"]:
+        body.append(
+            "<ul>"
+            + "".join(f'<li class="bad">{_e(checksum_line(m))}</li>' for m in doc["burn_checksums"])
+            + "</ul>"
+        )
+    else:
+        body.append('<p class="note">Every burn checksum agrees across the nodes of its model and stack.</p>')
     body.append("<h2>Nodes per finding code</h2><table><tr><th>code</th><th>nodes</th></tr>")
     body += [f"<tr><td>{_e(c)}</td><td>{n}</td></tr>" for c, n in doc["codes"].items()]
     body.append("</table>")

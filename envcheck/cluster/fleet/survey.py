@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.cluster.fleet.checksums import Mismatch, mismatches
 from envcheck.cluster.fleet.drift import Drift, version_drift
 from envcheck.cluster.fleet.learn import (
     Baseline,
@@ -36,6 +37,7 @@ class Survey:
     groups: list[GroupResult] = field(default_factory=list)
     stored: str | None = None  # the stored baseline judged against, instead of learning one
     drift: list[Drift] = field(default_factory=list)  # per GPU model, nodes off the majority's versions
+    checksums: list[Mismatch] = field(default_factory=list)  # burn checksums that differ across nodes
 
     @property
     def violations(self) -> list[Violation]:
@@ -77,6 +79,7 @@ def survey(
         given = None if stored is None else dict(stored.get(group, {}))
         result.groups.append(judge_group(group, members, rule, given))
     result.drift = version_drift((n.node, n.model, dict(n.versions)) for n in result.nodes if n.model)
+    result.checksums = mismatches((n.node, n.checksums) for n in result.nodes)
     return result
 
 
@@ -90,9 +93,12 @@ def to_dict(s: Survey) -> dict[str, Any]:
 
     outliers = s.outlier_nodes()
     drifted = sorted({node for d in s.drift for node, _ in d.odd})
+    wrong = sorted({node for m in s.checksums for node, _ in m.odd})
     codes = code_counts(s.nodes, s.violations)
     for d in s.drift:
         codes[d.code] = codes.get(d.code, 0) + len(d.odd)
+    if wrong:
+        codes[s.checksums[0].code] = codes.get(s.checksums[0].code, 0) + len(wrong)
     return {
         "kind": "envcheck-fleet",
         "schema_version": FLEET_SCHEMA_VERSION,
@@ -146,6 +152,8 @@ def to_dict(s: Survey) -> dict[str, Any]:
         ],
         "version_drift": [d.to_dict() for d in s.drift],
         "version_outlier_nodes": drifted,
+        "burn_checksums": [m.to_dict() for m in s.checksums],
+        "checksum_outlier_nodes": wrong,
         "codes": dict(sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "exit_code": ExitCode.FAILED if outliers or drifted else ExitCode.OK,
+        "exit_code": ExitCode.FAILED if outliers or drifted or wrong else ExitCode.OK,
     }
