@@ -8,7 +8,7 @@ folders (what a user who keeps a compile cache gets on a second run; without one
 temp dir and every run is cold). Each run is `envcheck run --level L --allow-cpu --json` (no --allow-cpu on a GPU
 host); its report gives every check's time.
 
-Budgets (issue 43): the full level at most FULL_BUDGET_S wall, cold, on the 2-core dev machine; the quick level at
+Budgets (the project's targets): the full level at most FULL_BUDGET_S wall, cold, on the 2-core dev machine; the quick level at
 most QUICK_RATIO times a bare `import torch` of the same interpreter, measured as the median of --pairs alternating
 (bare import, quick run) pairs in the same session, so both see the same load. The per-check budgets (CHECK_BUDGET_S)
 are each check's share of the full level's 60 s on this machine: a check over its share is named.
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FULL_BUDGET_S = 60.0  # the full level, cold, wall, 2 cores (issue 43)
-QUICK_RATIO = 1.3  # the quick level against a bare `import torch`, wall, median of pairs (issue 43)
+FULL_BUDGET_S = 60.0  # the full level, cold, wall, 2 cores
+QUICK_RATIO = 1.3  # the quick level against a bare `import torch`, wall, median of pairs
 # Each check's share of the full level on this 2-core machine (cold, CPU only, seconds as its report gives them; lanes
 # run side by side, so the wall is not their sum). A worker's one-time costs are budgeted on the check that pays them in
 # registry order: compile.inductor pays the compile worker's Dynamo import, its one ISA probe and the precompiled header

@@ -4,7 +4,7 @@
 
 Reads what the proof wrote in DIR (both parts, once unpacked into one folder): steps-part*.tsv, nvidia-smi-q-*.txt,
 the run, prolog, npd, health, opdb, local-rank and bench JSON reports, pytest-*.log. Prints figures only: nothing is
-judged here beyond the targets it names (issue 43: quick run <= 8 s, cold full run <= 60 s on one H100 or H200, and
+judged here beyond the targets it names (quick run <= 8 s, cold full run <= 60 s on one H100 or H200, and
 no ERROR or FAIL at either level on a healthy GPU).
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-MARGIN_LISTED = 0.3  # issue 33: list every CUDA comparison whose error is above 0.3 of its tolerance
+MARGIN_LISTED = 0.3  # list every CUDA comparison whose error is above 0.3 of its tolerance
 TARGETS = {"run-quick-cold": 8.0, "run-quick-warm": 8.0, "run-full-cold": 60.0}
 MODES = (
     "run-quick-cold",
@@ -43,7 +43,7 @@ MODES = (
     "opdb-3",
     "two-checks",
 )
-BAD = ("error", "fail")  # a healthy GPU ends both levels with neither (issue 43)
+BAD = ("error", "fail")  # a healthy GPU ends both levels with neither
 
 
 def read_steps(folder: Path) -> dict[str, dict[str, str]]:
@@ -150,7 +150,7 @@ def checks_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
 
 def verdict_section(folder: Path, steps: dict[str, dict[str, str]]) -> list[str]:
     """Every ERROR and FAIL of the quick and full runs (a healthy GPU has none), and the two checks verified on CPU
-    only before issue 43, from their own step."""
+    only before the GPU proof ran them, from their own step."""
     lines = ["## ERROR and FAIL on this GPU", ""]
     runs = {
         n: report(folder, n) for n in ("run-quick-cold", "run-quick-warm", "run-full-cold", "run-full-warm")

@@ -33,21 +33,6 @@ TREES = ("envcheck", "tests", "bench")
 # Test data that quotes bookkeeping text on purpose (each rule's own examples of what it refuses). Only their
 # string constants are let off; their comments and docstrings are checked like any other file's.
 QUOTES_ON_PURPOSE = frozenset({"tests/test_user_text.py", "tests/test_code_text.py"})
-# TEMPORARY: files that other branches change now; each is cleaned when its branch merges, and is then taken off
-# this set (test_pending_files_still_need_cleaning fails for a listed file that no longer cites an issue).
-PENDING = frozenset(
-    {
-        "bench/check_budget.py",
-        "bench/proof_summary.py",
-        "envcheck/numerics/__init__.py",
-        "tests/cluster/test_own_failures.py",
-        "tests/collectives/test_docs.py",
-        "tests/core/test_isolation.py",
-        "tests/numerics/corpus/mechanisms.py",
-        "tests/numerics/test_training_step.py",
-        "tests/test_layout.py",
-    }
-)
 
 
 def _comments(source: str) -> Iterator[tuple[int, str]]:
@@ -111,16 +96,9 @@ def test_no_comment_or_string_cites_a_project_issue() -> None:
     found = [
         f"{rel}:{line}: {ref!r} in {text[:120]!r}"
         for path, rel in code_files()
-        if rel not in PENDING
         for line, ref, text in references(path, rel)
     ]
     assert not found, "say the reason instead of the issue number:\n" + "\n".join(found)
-
-
-def test_pending_files_still_need_cleaning() -> None:
-    """PENDING only shrinks: a listed file that is gone or already clean is taken off the set."""
-    stale = [rel for rel in sorted(PENDING) if not (ROOT / rel).is_file() or not references(ROOT / rel, rel)]
-    assert not stale, f"take these off PENDING in {Path(__file__).name}: {stale}"
 
 
 BAD = '''"""Issue 11: the work directories never outlive their launch."""

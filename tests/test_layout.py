@@ -198,7 +198,7 @@ def test_the_circle_finder_sees_an_import_hidden_in_a_function(tmp_path: Path) -
 
 
 # Code is reached by reference: no import of a computed module name and no globals() lookup in the package. The
-# sites left, each with its reason (issue 34 part B left the fork-server boundary for later):
+# sites left, each with its reason (the fork-server boundary is one):
 COMPUTED_IMPORTS_ALLOWED = {
     # the worker process resolves a check function or hook sent to it as `module:qualname` (a fresh interpreter
     # under the fork server; tests' ad-hoc specs are not in any registry)

@@ -143,7 +143,7 @@ _SPECS: tuple[CheckSpec, ...] = (
         Level.FULL,
         TORCH,
     ),
-    # Differential checks (issue 25): each compares with an independent implementation.
+    # Differential checks: each compares with an independent implementation.
     CheckSpec(
         "optim.differential",
         optim_differential,
@@ -200,7 +200,7 @@ _SPECS: tuple[CheckSpec, ...] = (
         TORCH,
         timeout_s=180,
     ),
-    # The whole training step (issue 35): each class against an independent reference, options as a product.
+    # The whole training step: each class against an independent reference, options as a product.
     CheckSpec(
         "attention.reference",
         attention_reference,

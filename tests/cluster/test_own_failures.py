@@ -1,4 +1,4 @@
-"""Own failures never drain (issue 23): in every cluster mode, envcheck's own trouble is one warning line and an exit
+"""Own failures never drain: in every cluster mode, envcheck's own trouble is one warning line and an exit
 code that keeps the node in service: prolog 0, npd 2 (unknown), preflight 0; never a traceback.
 
 Real parts: the envcheck CLI in a subprocess, the kernel's limits (`prlimit --fsize/--nofile/--nproc`, which the

@@ -30,7 +30,7 @@ def test_doc_states_the_retry_budget_the_code_uses() -> None:
 
 
 def test_doc_states_the_torchrun_give_up_rules_the_code_uses() -> None:
-    # the give-up timings live in the rank watch since issue 34 split torchrun.py
+    # the give-up timings live in the rank watch since torchrun.py was split
     from envcheck.collectives import rank_watch as torchrun
 
     text = _flat()

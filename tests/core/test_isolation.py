@@ -149,7 +149,7 @@ def test_dist_checks_run_in_a_worker_of_their_own() -> None:
 def test_facts_are_collected_beside_the_gpu_lane_in_a_worker_of_their_own(tmp_path: Path) -> None:
     """`prefetch_facts` collects while a GPU group runs (a rendezvous proves the overlap, no timing), in a
     process that is not a check's worker, and one that never initialised CUDA."""
-    hooks = dataclasses.replace(HOOKS, facts=fault_checks.facts_meet_gpu)  # a function object (issue 34)
+    hooks = dataclasses.replace(HOOKS, facts=fault_checks.facts_meet_gpu)  # a function object, not a name
     gpu = CheckSpec("test.gpu_meets_facts", fault_checks.gpu_meets_facts, "gpu", group="gpu_a", uses_gpu=True)
     with Runner(
         Context(), share_gpu=False, hooks=hooks, env={**os.environ, "ENVCHECK_TEST_DIR": str(tmp_path)}

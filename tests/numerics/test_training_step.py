@@ -1,4 +1,4 @@
-"""The training-step checks of issue 35 on this machine's real torch: their references are right (checked against
+"""The training-step checks on this machine's real torch: their references are right (checked against
 torch in float64 or the documentation's own numbers), their quick slices stay cheap (no sympy, no torch._dynamo),
 and each option space reaches the options it claims. Injected faults per class: test_corpus.py (step_mechanisms)."""
 
