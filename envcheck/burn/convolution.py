@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from envcheck.burn.workload import Device, Workload, generator, needs_capability, randn
+from envcheck.burn.workload import Device, Workload, float32_and_bfloat16, generator, randn
 
 SHAPE = {"cuda": (32, 256, 56, 56, 256), "cpu": (2, 16, 32, 32, 32)}  # N, C, H, W, K (output channels)
 TOLERANCE = {"float32": 1e-4, "bfloat16": 1e-2}
@@ -53,24 +53,6 @@ def _work(xw: tuple[Any, Any]) -> float:
     return float(2.0 * n * k * h * w * c * kh * kw)
 
 
-def _workload(dtype_name: str) -> Workload:
-    name = f"conv.{dtype_name}"
-    return Workload(
-        name=name,
-        unit="TFLOP/s",
-        tolerance=TOLERANCE[dtype_name],
-        inputs=lambda device, seed: _inputs(name, dtype_name, device, seed),
-        run=_run,
-        work=_work,
-        reference=_reference,
-        supported=(
-            needs_capability(8, 0, "bfloat16 convolution", cpu=True)
-            if dtype_name == "bfloat16"
-            else lambda device: None
-        ),
-    )
-
-
 def workloads() -> list[Workload]:
     """The convolution in float32 and bfloat16."""
-    return [_workload("float32"), _workload("bfloat16")]
+    return float32_and_bfloat16("conv", "convolution", TOLERANCE, _inputs, _run, _work, _reference)

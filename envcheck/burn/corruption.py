@@ -157,26 +157,33 @@ def judge(tally: Tally, tolerances: Mapping[str, float]) -> Verdict:
                 verdict.inaccurate.append(Drift(model, workload, seed, error, tolerance))
             against = "peers" if len(present) > 1 else "repeats"
             for i, seen in present.items():
-                verdict.wrong += [
-                    Wrong(
-                        i,
-                        workload,
-                        seed,
-                        d,
-                        s.count,
-                        s.first_at,
-                        s.first_round,
-                        tally.errors.get((workload, seed, d)),
-                        against,
-                    )
-                    for d, s in seen.items()
-                    if d != truth
-                ]
+                verdict.wrong += _differing(i, workload, seed, seen, truth, tally, against)
     for (model, workload), by_seed in truths.items():
         text = "|".join(f"{seed}:{digest}" for seed, digest in sorted(by_seed.items()))
         verdict.checksums[(model, workload)] = (hashlib.sha256(text.encode()).hexdigest()[:16], len(by_seed))
     verdict.wrong.sort(key=lambda w: (w.first_at, w.worker))
     return verdict
+
+
+def _differing(
+    worker: int, workload: str, seed: int, seen: Mapping[str, Seen], right: str, tally: Tally, against: str
+) -> list[Wrong]:
+    """One device's results for one workload and seed whose digest is not `right`, judged `against` peers or repeats."""
+    return [
+        Wrong(
+            worker,
+            workload,
+            seed,
+            d,
+            s.count,
+            s.first_at,
+            s.first_round,
+            tally.errors.get((workload, seed, d)),
+            against,
+        )
+        for d, s in seen.items()
+        if d != right
+    ]
 
 
 def _unresolved(
@@ -191,23 +198,9 @@ def _unresolved(
     the usual digests that differ are a disagreement with no side named."""
     usual = {i: _usual(seen) for i, seen in present.items()}
     for i, seen in present.items():
-        if usual[i] is None:
-            continue
-        verdict.wrong += [
-            Wrong(
-                i,
-                workload,
-                seed,
-                d,
-                s.count,
-                s.first_at,
-                s.first_round,
-                tally.errors.get((workload, seed, d)),
-                "repeats",
-            )
-            for d, s in seen.items()
-            if d != usual[i]
-        ]
+        own = usual[i]
+        if own is not None:
+            verdict.wrong += _differing(i, workload, seed, seen, own, tally, "repeats")
     workers = tuple(sorted(present))
     verdict.unresolved.append(
         Disagreement(

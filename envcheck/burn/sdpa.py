@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.burn.workload import Device, Workload, generator, needs_capability, randn
+from envcheck.burn.workload import Device, Workload, float32_and_bfloat16, generator, randn
 
 SHAPE = {"cuda": (2, 16, 4096, 128), "cpu": (1, 4, 128, 64)}  # batch, heads, sequence, head dim
 TOLERANCE = {"float32": 1e-4, "bfloat16": 1e-2}
@@ -49,24 +49,6 @@ def _work(qkv: tuple[Any, Any, Any]) -> float:
     return float(4.0 * batch * heads * length * length * dim)
 
 
-def _workload(dtype_name: str) -> Workload:
-    name = f"sdpa.{dtype_name}"
-    return Workload(
-        name=name,
-        unit="TFLOP/s",
-        tolerance=TOLERANCE[dtype_name],
-        inputs=lambda device, seed: _inputs(name, dtype_name, device, seed),
-        run=_run,
-        work=_work,
-        reference=_reference,
-        supported=(
-            needs_capability(8, 0, "bfloat16 attention", cpu=True)
-            if dtype_name == "bfloat16"
-            else lambda device: None
-        ),
-    )
-
-
 def workloads() -> list[Workload]:
     """Attention in float32 and bfloat16."""
-    return [_workload("float32"), _workload("bfloat16")]
+    return float32_and_bfloat16("sdpa", "attention", TOLERANCE, _inputs, _run, _work, _reference)

@@ -110,3 +110,35 @@ def needs_capability(major: int, minor: int, what: str, cpu: bool = False) -> Ca
         return None
 
     return check
+
+
+def float32_and_bfloat16(
+    family: str,
+    what: str,
+    tolerance: dict[str, float],
+    inputs: Callable[[str, str, Device, int], Any],
+    run: Callable[[Any], Any],
+    work: Callable[[Any], float],
+    reference: Callable[[Any], Any],
+) -> list[Workload]:
+    """One op as two workloads, `family.float32` and `family.bfloat16` (the latter from compute capability 8.0, and
+    on a CPU): `inputs(name, dtype_name, device, seed)` makes each one's inputs."""
+
+    def one(dtype_name: str) -> Workload:
+        name = f"{family}.{dtype_name}"
+        return Workload(
+            name=name,
+            unit="TFLOP/s",
+            tolerance=tolerance[dtype_name],
+            inputs=lambda device, seed: inputs(name, dtype_name, device, seed),
+            run=run,
+            work=work,
+            reference=reference,
+            supported=(
+                needs_capability(8, 0, f"bfloat16 {what}", cpu=True)
+                if dtype_name == "bfloat16"
+                else lambda device: None
+            ),
+        )
+
+    return [one("float32"), one("bfloat16")]
