@@ -26,7 +26,8 @@ from envcheck.core.result import FaultClass, Result, Status
 from tests.helpers import burn_faults, descendants
 from tests.helpers.cpu_throttle import WHY_NOT, can_throttle, quota_group
 
-pytestmark = pytest.mark.slow
+# timing: the straggler verdicts, and the healthy twins' "no straggler", rest on the workers' measured throughput
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 LIGHT = ("matmul.float32", "reduce", "all_reduce")  # short rounds: more of them in a few seconds
 ROUND_S = 1.5  # a round under this machine's load, at most
 
@@ -38,8 +39,13 @@ def _leftovers() -> tuple[set[int], set[str]]:
 
 
 @pytest.fixture(autouse=True)
-def nothing_left() -> Iterator[None]:
-    """No worker process and no burn work folder outlives a burn."""
+def nothing_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No worker process and no burn work folder outlives a burn (the test's own temp dir: another test's burn may
+    run beside it)."""
+    own = tmp_path / "tmp"
+    own.mkdir()
+    monkeypatch.setenv("TMPDIR", str(own))
+    monkeypatch.setattr(tempfile, "tempdir", str(own))
     processes, folders = _leftovers()
     yield
     after = _leftovers()

@@ -21,7 +21,8 @@ import torch.distributed  # noqa: F401  # imported once here: each burn's budget
 
 from envcheck.app.main import main
 
-pytestmark = pytest.mark.slow
+# timing: the healthy twins need a burn report with no straggler, which rests on the workers' measured throughput
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 LIGHT = "matmul.float32,reduce,all_reduce"
 
 
