@@ -34,7 +34,9 @@ def public_tags() -> list[str]:
 
 
 def publish(step: str, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("image", "publish", step, "--state", str(state), *args, timeout=300)
+    # A step's own limit, not a speed target: staging the several-GB runtime image compresses and pushes every layer,
+    # which took 250 to 300 s on 2 busy cores (a small image takes seconds).
+    return run_cli("image", "publish", step, "--state", str(state), *args, timeout=900)
 
 
 def stage(state: Path, repository: str, image: str) -> subprocess.CompletedProcess[str]:
