@@ -63,7 +63,12 @@ def outcome_of(case: ET.Element) -> str:
 
 def read_junit(path: Path) -> tuple[list[Case], float]:
     """The cases of one junit file, and its suites' wall time."""
-    root = ET.parse(path).getroot()
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError) as e:
+        raise SystemExit(
+            f"suite_cost: {path}: not a junit XML file pytest wrote ({e}); pass --junitxml's file"
+        ) from None
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     wall = sum(float(s.get("time", 0)) for s in suites)
     phase = next((p for p in ("parallel", "serial") if path.stem.endswith(f"-{p}")), "one")
@@ -154,7 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name, wall in walls.items():
         print(f"  {name}: pytest's wall time {wall:.0f} s ({wall / 60:.1f} min)")
-    share = lambda s: f"{100 * s / total:.1f}%" if total else "-"  # noqa: E731
+
+    def share(seconds: float) -> str:
+        return f"{100 * seconds / total:.1f}%" if total else "-"
+
     table(
         "By kind (how `make test` schedules them)",
         ("kind", "tests", "seconds", "share", "largest test"),
