@@ -29,7 +29,8 @@ from tests.cluster.pod_security import violations
 from tests.helpers import ROOT, burn_faults, load_report
 from tests.helpers.slurm import Cluster
 
-pytestmark = pytest.mark.slow
+# timing: a healthy burn passes only when its workers' measured throughput agrees, and each command has its budget
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 SECTION = "## Burn-in: a gate after a repair or before a node joins (`envcheck burn`)"
 # The start-up (Python, envcheck, torch's import) counts in the budget: up to 25 s on this shared 2-core machine.
 BUDGET = {"--budget 15m": "--allow-cpu --budget 40s"}
