@@ -33,6 +33,20 @@ def _finite(text: str) -> float:
     return value
 
 
+def worker_count(text: str) -> int:
+    """argparse type for burn's --cpu-workers: 1 to MAX_CPU_RANKS (one worker burns alone: its repeats and the float64
+    reference judge it, and the all-reduce, which needs two, is left out)."""
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give at least 1 worker (e.g. --cpu-workers 2)")
+    if value > MAX_CPU_RANKS:
+        raise argparse.ArgumentTypeError(
+            f"{text}: at most {MAX_CPU_RANKS}; each worker is a process forked on this host, and more exhaust the "
+            "process and file limits without proving more"
+        )
+    return value
+
+
 MESSAGE_UNITS = {
     "": 1,
     "K": 1024,

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from envcheck.app.args import duration, names, output_dir, output_path, percent, rank_count
+from envcheck.app.args import duration, names, output_dir, output_path, percent, worker_count
 from envcheck.app.output import Terminal, raise_failures
 from envcheck.app.render import show_and_write, terminal
 from envcheck.app.requests import Handler, Request
@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--cpu-workers",
-        type=rank_count,
+        type=worker_count,
         metavar="N",
         help="CPU workers with --allow-cpu (default: one per core)",
     )

@@ -36,6 +36,7 @@ LIGHT = "matmul.float32,reduce,all_reduce"
         (["burn", "--budget", "0s"], "give a duration from 1s to 7d"),
         (["burn", "--allow-cpu", "--only", "matmul,warp"], "--only warp: no such workload"),
         (["burn", "--cpu-workers", "2"], "--cpu-workers applies to a CPU burn: add --allow-cpu"),
+        (["burn", "--allow-cpu", "--cpu-workers", "0"], "0: give at least 1 worker (e.g. --cpu-workers 2)"),
         (["burn", "--for", "prolog"], "invalid choice: 'prolog'"),
         (["burn", "--budget", "10s"], "no CUDA device is visible (torch.cuda.device_count() is 0)"),
     ],
