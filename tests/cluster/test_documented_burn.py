@@ -56,7 +56,12 @@ def test_the_documented_burn_runs_as_written(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     # the budget counts from the command's start; after it: one round, the workers' grace, the report and the plot
     assert took <= 40 + 12, took
-    assert load_report((tmp_path / "burn-gpu07.json").read_text())["verdict"] == "pass"
+    report = load_report((tmp_path / "burn-gpu07.json").read_text())
+    by_name = {r["name"]: r for r in report["results"]}
+    assert by_name["burn.corruption"]["status"] == by_name["burn.accuracy"]["status"] == "pass", report
+    # Two CPU workers on this machine's two cores, beside the test runner, can differ in speed by 20-40%: a
+    # straggler warning is then the verdict's to give (test_cpu_burn holds when it must and must not be given).
+    assert report["verdict"] in ("pass", "warn"), report
     assert (tmp_path / "burn-plots" / "burn.png").stat().st_size > 1000
 
 
