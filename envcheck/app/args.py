@@ -33,20 +33,6 @@ def _finite(text: str) -> float:
     return value
 
 
-def worker_count(text: str) -> int:
-    """argparse type for burn's --cpu-workers: 1 to MAX_CPU_RANKS (one worker burns alone: its repeats and the float64
-    reference judge it, and the all-reduce, which needs two, is left out)."""
-    value = non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: give at least 1 worker (e.g. --cpu-workers 2)")
-    if value > MAX_CPU_RANKS:
-        raise argparse.ArgumentTypeError(
-            f"{text}: at most {MAX_CPU_RANKS}; each worker is a process forked on this host, and more exhaust the "
-            "process and file limits without proving more"
-        )
-    return value
-
-
 MESSAGE_UNITS = {
     "": 1,
     "K": 1024,
@@ -117,17 +103,34 @@ def non_negative_int(text: str) -> int:
 MAX_CPU_RANKS = 64
 
 
-def rank_count(text: str) -> int:
-    """argparse type for --cpu-ranks: 2 to MAX_CPU_RANKS (an all-reduce needs two ranks)."""
+def _forked_count(text: str, least: int, too_few: str, each: str, many: str = "") -> int:
+    """A count of processes forked on this host: `least` to MAX_CPU_RANKS, `too_few` said below it."""
     value = non_negative_int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"{text}: an all-reduce needs at least 2 ranks (e.g. --cpu-ranks 2)")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text}: {too_few}")
     if value > MAX_CPU_RANKS:
         raise argparse.ArgumentTypeError(
-            f"{text}: at most {MAX_CPU_RANKS}; each rank is a process forked on this host, and more exhaust the "
-            "process and file limits without proving more (test many ranks with torchrun across nodes)"
+            f"{text}: at most {MAX_CPU_RANKS}; each {each} is a process forked on this host, and more exhaust the "
+            f"process and file limits without proving more{many}"
         )
     return value
+
+
+def rank_count(text: str) -> int:
+    """argparse type for --cpu-ranks: 2 to MAX_CPU_RANKS (an all-reduce needs two ranks)."""
+    return _forked_count(
+        text,
+        2,
+        "an all-reduce needs at least 2 ranks (e.g. --cpu-ranks 2)",
+        "rank",
+        " (test many ranks with torchrun across nodes)",
+    )
+
+
+def worker_count(text: str) -> int:
+    """argparse type for burn's --cpu-workers: 1 to MAX_CPU_RANKS (one worker burns alone: its repeats and the float64
+    reference judge it, and the all-reduce, which needs two, is left out)."""
+    return _forked_count(text, 1, "give at least 1 worker (e.g. --cpu-workers 2)", "worker")
 
 
 def names(text: str) -> str:
