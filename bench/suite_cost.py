@@ -4,11 +4,13 @@ carry a session's one-off costs (image builds, clusters). Prints figures; assert
 
     python bench/suite_cost.py JUNIT.xml [MORE.xml ...] [--durations LOG] [--top 20] [--kinds-from NEW.xml]
 
-`make test PYTEST_ARGS="--junitxml=/tmp/suite.xml --durations=0"` writes one file per phase
-(/tmp/suite-parallel.xml, /tmp/suite-serial.xml; tests/conftest.py): pass both, or the base name, which finds them.
+`make test PYTEST_ARGS="--junitxml=/tmp/suite.xml --durations=0"` writes one file per phase or stream
+(/tmp/suite-parallel.xml, -docker, -cluster, -timing; tests/conftest.py): pass them all, or the base name, which finds
+them.
 A test's seconds are setup + call + teardown (pytest's junit default), so a session fixture's first use (an image
 build, a Slurm cluster) is billed to the first test that asks for it; the durations log names those setups.
-In the parallel phase the figures are per worker: their sum is CPU-side cost, not wall time.
+In the parallel phase the figures are per worker, and the docker and cluster streams run side by side: a sum of
+figures is CPU-side cost, not wall time.
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ def read_junit(path: Path) -> tuple[list[Case], float]:
         ) from None
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     wall = sum(float(s.get("time", 0)) for s in suites)
-    phase = next((p for p in ("parallel", "serial") if path.stem.endswith(f"-{p}")), "one")
+    phase = next(
+        (p for p in ("parallel", "docker", "cluster", "timing", "serial") if path.stem.endswith(f"-{p}")),
+        "one",
+    )
     cases = []
     for suite in suites:
         for case in suite.iter("testcase"):

@@ -64,7 +64,10 @@ def fake_venv(root: Path, codes: dict[str, int]) -> Path:
 
 def make_test(tmp_path: Path, codes: dict[str, int], *extra: str) -> tuple[int, list[str], str]:
     """`make test` on the stand-in venv: its exit code, the pytest calls (phase, arguments) and its output."""
-    venv = fake_venv(tmp_path, codes)
+    return make_test_on(tmp_path, fake_venv(tmp_path, codes), *extra)
+
+
+def make_test_on(tmp_path: Path, venv: Path, *extra: str) -> tuple[int, list[str], str]:
     done = subprocess.run(
         ["make", "-s", "test", f"TEST_VENV={venv}", f"DOCS_DIR={tmp_path / 'site'}", *extra],
         capture_output=True,
@@ -78,43 +81,85 @@ def make_test(tmp_path: Path, codes: dict[str, int], *extra: str) -> tuple[int, 
 
 
 SERIAL = "docker or slurm or timing or host"
+STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's DOCKER/CLUSTER/TIMING_TESTS)
+    "docker": "docker",
+    "cluster": "(slurm or host) and not (docker or timing)",
+    "timing": "timing and not docker",
+}
+PHASES = ("parallel", *STREAMS)
 
 
-def test_make_test_runs_the_parallel_phase_then_the_serial_one_with_complementary_markers(
+def test_make_test_runs_the_parallel_phase_then_the_serial_streams_with_complementary_markers(
     tmp_path: Path,
 ) -> None:
-    code, calls, out = make_test(tmp_path, {"parallel": 0, "serial": 0}, "PYTEST_ARGS=-p no:cacheprovider")
+    code, calls, out = make_test(tmp_path, dict.fromkeys(PHASES, 0), "PYTEST_ARGS=-p no:cacheprovider")
     assert code == 0, out
-    assert calls == [
-        f"parallel -m pytest -n auto --dist loadscope -m not ({SERIAL}) -p no:cacheprovider",
-        f"serial -m pytest -m {SERIAL} -p no:cacheprovider",
-    ]
-    assert "phase 1 (parallel) passed" in out and "phase 2 (serial) passed" in out
+    assert calls[0] == f"parallel -m pytest -n auto --dist loadscope -m not ({SERIAL}) -p no:cacheprovider"
+    # docker and cluster run side by side (either may log first), timing after both
+    assert sorted(calls[1:3]) == sorted(
+        f"{s} -m pytest -m {STREAMS[s]} -p no:cacheprovider" for s in ("docker", "cluster")
+    )
+    assert calls[3] == f"timing -m pytest -m {STREAMS['timing']} -p no:cacheprovider"
+    assert "phase 1 (parallel) passed" in out
+    assert "docker passed, cluster passed, timing passed" in out
 
 
-# pytest's exit 5 means "no test selected": a pass for one phase (PYTEST_ARGS may name one kind of test), not for both
+def test_the_streams_split_the_serial_tests_exactly() -> None:
+    """Every combination of the four serial markers lands in exactly one stream, and a test with none in none."""
+    import itertools
+
+    from _pytest.mark.expression import Expression  # what `pytest -m` itself evaluates
+
+    kinds = SERIAL.split(" or ")
+    for bits in itertools.product((False, True), repeat=len(kinds)):
+        has = dict(zip(kinds, bits, strict=True))
+        chosen = [s for s, expr in STREAMS.items() if Expression.compile(expr).evaluate(has.__getitem__)]
+        assert len(chosen) == (1 if any(bits) else 0), (has, chosen)
+    text = (ROOT / "Makefile").read_text()
+    assert all(f"{name.upper()}_TESTS := {expr}\n" in text for name, expr in STREAMS.items())
+
+
+# pytest's exit 5 means "no test selected": a pass for one stream (PYTEST_ARGS may name one kind of test), not for all
 @pytest.mark.parametrize(
     ("codes", "fails"),
-    [((1, 0), True), ((0, 1), True), ((1, 1), True), ((5, 0), False), ((0, 5), False), ((5, 5), True)],
+    [
+        ((1, 0, 0, 0), True),
+        ((0, 1, 0, 0), True),
+        ((0, 0, 1, 0), True),
+        ((0, 0, 0, 1), True),
+        ((5, 0, 0, 0), False),
+        ((0, 5, 5, 0), False),
+        ((5, 5, 5, 0), False),
+        ((5, 5, 5, 5), True),
+    ],
 )
-def test_a_failure_in_either_phase_fails_make_test_and_both_phases_run(
-    tmp_path: Path, codes: tuple[int, int], fails: bool
+def test_a_failure_in_any_stream_fails_make_test_and_every_stream_runs(
+    tmp_path: Path, codes: tuple[int, int, int, int], fails: bool
 ) -> None:
-    code, calls, out = make_test(tmp_path, {"parallel": codes[0], "serial": codes[1]})
-    assert [c.split()[0] for c in calls] == ["parallel", "serial"], out
+    code, calls, out = make_test(tmp_path, dict(zip(PHASES, codes, strict=True)))
+    assert sorted(c.split()[0] for c in calls) == sorted(PHASES), out
     assert (code != 0) is fails, out
 
 
 @pytest.mark.parametrize("first", [2, 4])
 def test_an_interrupted_or_misused_first_phase_stops_there(tmp_path: Path, first: int) -> None:
-    code, calls, out = make_test(tmp_path, {"parallel": first, "serial": 0})
+    code, calls, out = make_test(tmp_path, {**dict.fromkeys(PHASES, 0), "parallel": first})
     assert code != 0 and [c.split()[0] for c in calls] == ["parallel"], out
 
 
 def test_a_failed_serial_ready_fails_make_test_after_the_serial_phase_ran(tmp_path: Path) -> None:
-    code, calls, out = make_test(tmp_path, {"parallel": 0, "serial": 0}, "SERIAL_READY=false")
-    assert code != 0 and [c.split()[0] for c in calls] == ["parallel", "serial"], out
+    code, calls, out = make_test(tmp_path, dict.fromkeys(PHASES, 0), "SERIAL_READY=false")
+    assert code != 0 and sorted(c.split()[0] for c in calls) == sorted(PHASES), out
     assert "SERIAL_READY failed" in out
+
+
+def test_a_stream_s_output_is_prefixed_with_its_name(tmp_path: Path) -> None:
+    venv = fake_venv(tmp_path, dict.fromkeys(PHASES, 0))
+    python = venv / "bin" / "python"
+    python.write_text(python.read_text().replace("case", 'echo "said by $ENVCHECK_TEST_PHASE"\ncase', 1))
+    code, _, out = make_test_on(tmp_path, venv)
+    assert code == 0, out
+    assert all(f"[{s}] said by {s}" in out for s in STREAMS), out
 
 
 def test_the_serial_markers_are_registered_and_name_every_kind_conftest_reports() -> None:

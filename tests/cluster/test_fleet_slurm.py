@@ -30,7 +30,8 @@ from tests.cluster.multinode import MultiCluster
 from tests.helpers import run_cli
 from tests.helpers.slurm import ROOT
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+# timing: the verdict rests on measured matmul speed, so this runs alone, not beside the Docker tests
+pytestmark = [pytest.mark.slurm, pytest.mark.timing, pytest.mark.slow]
 SLOW = "n3"
 
 
