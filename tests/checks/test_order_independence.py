@@ -3,7 +3,11 @@
 Real: the engine, one worker holding every isolated check of the full level (tests/checks/order_driver.py), real
 torch, real compiles, real gloo ranks; in the hardened shape, the kernel's read-only bind mounts of the temp dirs and
 HOME and a uid without a passwd entry (tests/hardened/staging). Staged: nothing; no GPU is used (CUDA hidden). The
-orders: the registry's, reversed, and a shuffle; each check's status and code must be the same in every order.
+orders: the registry's and its reverse; each check's status and code must be the same in both. The reverse puts every
+pair of checks the other way round, and gives each check, as what ran before it, exactly the checks that did not run
+before it in registry order: a verdict that depends on whether any one other check ran first differs between the two.
+(A shuffle as a third order, dropped to save a full level's time, could only add dependencies on two or more checks
+at once.)
 The hardened run used to end modules.train_eval in ERROR after ops.opdb had frozen torch.backends' flags, and
 train.state_roundtrip passed or warned by what ran before it.
 """
@@ -22,7 +26,7 @@ from tests.hardened.staging import UID, Hardening, can_stage, run
 from tests.helpers import ROOT, no_gpu_env
 
 pytestmark = pytest.mark.slow
-ORDERS = ("registry", "reversed", "seed:43")
+ORDERS = ("registry", "reversed")
 
 
 def differences(by_order: dict[str, dict[str, list[str | None]]]) -> dict[str, dict[str, list[str | None]]]:
@@ -66,7 +70,7 @@ def test_the_hardened_shape_gives_the_same_verdicts_in_any_order() -> None:
         env={**no_gpu_env(), "HOME": home, "PYTHONPATH": str(ROOT)},
     )
     by_order = {}
-    for order in ORDERS[:2]:
+    for order in ORDERS:
         done = run(hardened, [sys.executable, "-m", "tests.checks.order_driver", order], timeout_s=900)
         assert done.returncode == 0, done.stderr[-3000:]
         by_order[order] = json.loads(done.stdout.strip().splitlines()[-1])
