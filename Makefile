@@ -66,20 +66,20 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 	$(ENVCHECK) run $(VERIFY_FLAGS)
 
 # The static checks side by side (each one's output kept together), then the whole suite in two phases. First, in
-# parallel (pytest-xdist, TEST_WORKERS workers), every test that can share the machine; then those that need it to
-# themselves (SERIAL_TESTS: Docker builds and containers, Slurm clusters, timing, the host's process table), in three
-# streams: the Docker tests beside the cluster tests (Slurm and the host's process table: they share no daemon, port,
-# namespace or process with the Docker tests, and a build, a push or a compile in a container mostly keeps one core
-# busy while a cluster test mostly waits on its daemons), each one test at a time, its lines prefixed with its
-# stream; then the timing tests alone (a verdict that rests on measured speed). The marker expressions split the
-# suite, so every test runs exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments);
-# `make test` fails when any fails (pytest's exit 5, "no test selected", passes for a stream: PYTEST_ARGS may name
-# one kind of test only, but not for all four). Each stream writes its own --junitxml file (tests/conftest.py).
-# SERIAL_READY: a command that must pass before phase 2 (.ci/run's waits for the wheelhouse it prepares while phase
-# 1 runs); when it fails, phase 2 still runs and `make test` fails.
-SERIAL_TESTS := docker or slurm or timing or host
+# parallel (pytest-xdist, TEST_WORKERS workers), every test that can share the machine with any other; then the rest
+# (SERIAL_TESTS) in three streams. The Docker tests (builds, containers, pushes) beside the tests that need no more
+# than a core while nothing else measures time (Slurm clusters, the host's process table, then the `long` tests: a
+# full level, real compiles): they share no daemon, port, namespace or process with the Docker tests, and a build, a
+# push or a compile in a container mostly keeps one core busy. Each stream runs one test at a time, its lines
+# prefixed with its name. Then the timing tests alone (a verdict that rests on measured speed). The marker
+# expressions split the suite, so every test runs exactly once. Every stream runs (unless phase 1 was interrupted or
+# given bad arguments); `make test` fails when any fails (pytest's exit 5, "no test selected", passes for a stream:
+# PYTEST_ARGS may name one kind of test only, but not for all four). Each writes its own --junitxml file
+# (tests/conftest.py). SERIAL_READY: a command that must pass before phase 2 (.ci/run's waits for the wheelhouse it
+# prepares while phase 1 runs); when it fails, phase 2 still runs and `make test` fails.
+SERIAL_TESTS := docker or slurm or timing or host or long
 DOCKER_TESTS := docker
-CLUSTER_TESTS := (slurm or host) and not (docker or timing)
+BESIDE_TESTS := (slurm or host or long) and not (docker or timing)
 TIMING_TESTS := timing and not docker
 TEST_WORKERS ?= auto
 TEST_DIST ?= loadscope
@@ -93,16 +93,16 @@ test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run t
 		exit $$first;; esac; \
 	mid=$$(date +%s); \
 	$(SERIAL_READY) || { ready=$$?; echo "== make test: SERIAL_READY failed (exit $$ready): $(SERIAL_READY)"; }; \
-	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [cluster] $(CLUSTER_TESTS), then [timing] $(TIMING_TESTS)"; \
+	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [beside] $(BESIDE_TESTS), then [timing] $(TIMING_TESTS)"; \
 	(pytest docker -m "$(DOCKER_TESTS)" $(PYTEST_ARGS) 2>&1 | sed -u 's/^/[docker] /'; exit $${PIPESTATUS[0]}) & side=$$!; \
-	pytest cluster -m "$(CLUSTER_TESTS)" $(PYTEST_ARGS) 2>&1 | sed -u 's/^/[cluster] /'; cluster=$${PIPESTATUS[0]}; \
+	pytest beside -m "$(BESIDE_TESTS)" $(PYTEST_ARGS) 2>&1 | sed -u 's/^/[beside] /'; beside=$${PIPESTATUS[0]}; \
 	wait $$side; docker=$$?; \
 	pytest timing -m "$(TIMING_TESTS)" $(PYTEST_ARGS) 2>&1 | sed -u 's/^/[timing] /'; timing=$${PIPESTATUS[0]}; \
 	end=$$(date +%s); \
 	say() { case $$1 in 0) echo passed;; 5) echo "had no test selected";; *) echo "FAILED (pytest exit $$1)";; esac; }; \
 	echo "== make test: phase 1 (parallel) $$(say $$first) in $$((mid - began))s; phase 2 in $$((end - mid))s:" \
-		"docker $$(say $$docker), cluster $$(say $$cluster), timing $$(say $$timing)"; \
-	all="$$first $$docker $$cluster $$timing"; [ "$$all" = "5 5 5 5" ] && exit 5; \
+		"docker $$(say $$docker), beside $$(say $$beside), timing $$(say $$timing)"; \
+	all="$$first $$docker $$beside $$timing"; [ "$$all" = "5 5 5 5" ] && exit 5; \
 	for rc in $$all; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done; exit $$ready
 
 # The inner loop: no Docker and no Slurm (their tests are deselected by marker, not skipped), in parallel.

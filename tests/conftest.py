@@ -1,7 +1,7 @@
 """Markers: `gpu` and `docker` skip visibly when the hardware or engine is absent.
 
 CI sets ENVCHECK_REQUIRE_DOCKER=1, which turns a docker skip into a failure. `make test` runs the suite in two phases
-(ENVCHECK_TEST_PHASE: `parallel`, then the serial streams `docker` beside `cluster`, then `timing`; the Makefile says
+(ENVCHECK_TEST_PHASE: `parallel`, then the serial streams `docker` and `beside` side by side, then `timing`; the Makefile says
 why); each test's kind (the marker that puts it in a phase) and markers go into the junit file as properties, and each
 phase or stream writes its own junit file, for bench/suite_cost.py.
 """
@@ -30,8 +30,8 @@ os.environ["ENVCHECK_VALIDATE_REPORTS"] = "1"
 
 # The markers that keep a test out of the parallel phase of `make test` (the Makefile's SERIAL_TESTS), first match
 # naming its kind; the others are `parallel`.
-SERIAL_KINDS = ("docker", "slurm", "timing", "host")
-REPORTED_MARKERS = ("docker", "slurm", "timing", "host", "slow", "gpu")
+SERIAL_KINDS = ("docker", "slurm", "timing", "host", "long")
+REPORTED_MARKERS = ("docker", "slurm", "timing", "host", "long", "slow", "gpu")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -80,10 +80,10 @@ def make_test_on(tmp_path: Path, venv: Path, *extra: str) -> tuple[int, list[str
     return done.returncode, log.read_text().splitlines() if log.exists() else [], done.stdout + done.stderr
 
 
-SERIAL = "docker or slurm or timing or host"
-STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's DOCKER/CLUSTER/TIMING_TESTS)
+SERIAL = "docker or slurm or timing or host or long"
+STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's DOCKER/BESIDE/TIMING_TESTS)
     "docker": "docker",
-    "cluster": "(slurm or host) and not (docker or timing)",
+    "beside": "(slurm or host or long) and not (docker or timing)",
     "timing": "timing and not docker",
 }
 PHASES = ("parallel", *STREAMS)
@@ -95,17 +95,17 @@ def test_make_test_runs_the_parallel_phase_then_the_serial_streams_with_compleme
     code, calls, out = make_test(tmp_path, dict.fromkeys(PHASES, 0), "PYTEST_ARGS=-p no:cacheprovider")
     assert code == 0, out
     assert calls[0] == f"parallel -m pytest -n auto --dist loadscope -m not ({SERIAL}) -p no:cacheprovider"
-    # docker and cluster run side by side (either may log first), timing after both
+    # docker and beside run side by side (either may log first), timing after both
     assert sorted(calls[1:3]) == sorted(
-        f"{s} -m pytest -m {STREAMS[s]} -p no:cacheprovider" for s in ("docker", "cluster")
+        f"{s} -m pytest -m {STREAMS[s]} -p no:cacheprovider" for s in ("docker", "beside")
     )
     assert calls[3] == f"timing -m pytest -m {STREAMS['timing']} -p no:cacheprovider"
     assert "phase 1 (parallel) passed" in out
-    assert "docker passed, cluster passed, timing passed" in out
+    assert "docker passed, beside passed, timing passed" in out
 
 
 def test_the_streams_split_the_serial_tests_exactly() -> None:
-    """Every combination of the four serial markers lands in exactly one stream, and a test with none in none."""
+    """Every combination of the serial markers lands in exactly one stream, and a test with none in none."""
     import itertools
 
     from _pytest.mark.expression import Expression  # what `pytest -m` itself evaluates

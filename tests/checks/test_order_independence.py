@@ -25,7 +25,8 @@ import pytest
 from tests.hardened.staging import UID, Hardening, can_stage, run
 from tests.helpers import ROOT, no_gpu_env
 
-pytestmark = pytest.mark.slow
+# long: a full level per order; `make test` runs these beside the Docker tests
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 ORDERS = ("registry", "reversed")
 
 

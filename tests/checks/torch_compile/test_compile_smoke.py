@@ -20,6 +20,9 @@ import pytest
 from envcheck.core.result import Result, Status
 from tests.helpers import ROOT, no_gpu_env
 
+# long: real compiles that keep a core busy for minutes in all; `make test` runs them beside the Docker tests
+pytestmark = pytest.mark.long
+
 
 def run(check: str, tmp_path: Path, env: dict[str, str], mounts: str = "", level: str = "full") -> Result:
     """`envcheck run --only CHECK` as a user runs it, after `mounts` in a private mount namespace; the one result."""

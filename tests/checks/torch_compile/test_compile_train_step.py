@@ -11,7 +11,8 @@ from envcheck.core.result import Status
 from envcheck.reference import eager_step
 from tests.helpers import run_check
 
-pytestmark = pytest.mark.slow
+# long: a real compile on every backend; `make test` runs it beside the Docker tests
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 def test_compiled_step_matches_eager_on_every_backend() -> None:
