@@ -1,5 +1,6 @@
 """bench/suite_cost.py, the command docs/benchmarks.md gives for the suite's cost table, run as written on the junit
-files that `make test`'s two phases write (here a real pytest run's, split the way tests/conftest.py splits them)."""
+files that `make test`'s phases and streams write (here a real pytest run's, named the way tests/conftest.py names
+them)."""
 
 from __future__ import annotations
 
@@ -35,9 +36,9 @@ def cost(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_base_name_finds_both_phases_and_the_costliest_test_comes_first(tmp_path: Path) -> None:
+def test_the_base_name_finds_every_phase_s_file_and_the_costliest_test_comes_first(tmp_path: Path) -> None:
     (tmp_path / "test_inner.py").write_text(INNER)
-    for phase in ("parallel", "serial"):
+    for phase in ("parallel", "timing"):
         done = subprocess.run(
             [
                 sys.executable,
@@ -60,7 +61,7 @@ def test_the_base_name_finds_both_phases_and_the_costliest_test_comes_first(tmp_
     done = cost(str(tmp_path / "suite.xml"), "--top", "20")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("2 tests (2 passed); sum of test times"), done.stdout
-    assert "suite-parallel.xml: pytest's wall time" in done.stdout and "suite-serial.xml" in done.stdout
+    assert "suite-parallel.xml: pytest's wall time" in done.stdout and "suite-timing.xml" in done.stdout
     tests = done.stdout.split("### Top 20 tests")[1]
     assert tests.index("test_slow") < tests.index("test_quick"), tests
 
