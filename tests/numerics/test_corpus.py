@@ -20,6 +20,9 @@ from tests.numerics.corpus.mechanisms import CORPUS, Mechanism
 # compile checks are full level only).
 SPECS = dict(registry())
 QUICK = [s for s in numerics.CHECKS if s.level is Level.QUICK]
+# long: every mechanism through the full level keeps a core busy for minutes in all; `make test` runs it beside the
+# Docker tests
+pytestmark = pytest.mark.long
 
 
 def _outcome(m: Mechanism, injected: bool) -> torch.Tensor:
