@@ -1,9 +1,9 @@
 """Markers: `gpu` and `docker` skip visibly when the hardware or engine is absent.
 
 CI sets ENVCHECK_REQUIRE_DOCKER=1, which turns a docker skip into a failure. `make test` runs the suite in two phases
-(ENVCHECK_TEST_PHASE: `parallel`, then the serial streams `docker` and `beside` side by side, then `timing`; the Makefile says
-why); each test's kind (the marker that puts it in a phase) and markers go into the junit file as properties, and each
-phase or stream writes its own junit file, for bench/suite_cost.py.
+(ENVCHECK_TEST_PHASE: `parallel`, then the serial streams `docker` and `beside` side by side, then `timing`; the
+Makefile says why); each test's kind (the marker that puts it in a phase) and markers go into the junit file as
+properties, and each phase or stream writes its own junit file, for bench/suite_cost.py.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ REPORTED_MARKERS = ("docker", "slurm", "timing", "host", "long", "slow", "gpu")
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Under `make test`, each phase or stream writes its own junit file (`X.xml` becomes `X-parallel.xml`,
-    `X-docker.xml`, ...): PYTEST_ARGS reaches every one, and each would overwrite the others'. Before junitxml reads the path."""
+    `X-docker.xml`, ...): PYTEST_ARGS reaches every one, and each would overwrite the others'. Before junitxml reads
+    the path."""
     phase = os.environ.get("ENVCHECK_TEST_PHASE", "")
     path = getattr(config.option, "xmlpath", None)
     if phase and path and not hasattr(config, "workerinput"):
