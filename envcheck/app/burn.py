@@ -14,12 +14,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envcheck.app.args import duration, names, output_dir, output_path, percent, worker_count
-from envcheck.app.output import Terminal, raise_failures
-from envcheck.app.render import show_and_write, terminal
 from envcheck.app.requests import Handler, Request
 from envcheck.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from envcheck.app.terminal import Terminal
 
 STARTUP_MAX_S = 60.0  # longer is no command's start-up: count from the call
 
@@ -141,6 +143,8 @@ def burn_main(request: BurnRequest) -> int:
     _check(request)
     from envcheck.app.burn_gate import exit_code, fleet_lines, load_baseline
     from envcheck.app.burn_progress import progress_printer
+    from envcheck.app.output import raise_failures
+    from envcheck.app.render import show_and_write, terminal
     from envcheck.burn.coordinator import Coordinator
     from envcheck.burn.measures import facts, timeline
     from envcheck.burn.outcome import results

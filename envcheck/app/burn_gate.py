@@ -60,7 +60,8 @@ def exit_code(results: Sequence[Result], run: BurnRun, mode: str | None, verdict
         if any(r.status is Status.FAIL for r in results):
             return ExitCode.FAILED
         return ExitCode.INTERNAL if own else ExitCode.OK
-    from envcheck.cluster.policy import ModeName, decide
+    from envcheck.cluster.mode_names import ModeName
+    from envcheck.cluster.policy import decide
 
     decision = decide(results, ModeName(mode))
     for warning in decision.warnings:

@@ -1,7 +1,8 @@
 """A cluster mode as one object: `Mode` is what changes around a run under `--for prolog|health|npd|preflight`, or
 none (a plain run). It owns its budget, its selection (the torch-free node path or the torch path), how it
 reclassifies and decides the results, what it writes (the verdict line, Slurm's node state, the health check's
-streaks, the Prometheus textfile) and its exit code; `cmd_run` asks `Mode.of(request)` once and hands it each step.
+streaks, the Prometheus textfile) and its exit code; a run (envcheck.app.run_command) asks `Mode.of(request)` once and
+hands it each step.
 The rules it applies live in envcheck.cluster: the exit policy by fault class (policy), envcheck's own failures never
 drain a node (own), the streaks, Slurm's node state (slurm_node) and the textfile (prometheus)."""
 
@@ -17,8 +18,9 @@ from envcheck.app.guard import save_traceback
 from envcheck.app.output import WriteError, say, write_output
 from envcheck.app.run_args import RunRequest
 from envcheck.cluster import slurm_node, streaks
+from envcheck.cluster.mode_names import DRAIN_AFTER, RESUME_AFTER, ModeName
 from envcheck.cluster.own import guarded, own_failure
-from envcheck.cluster.policy import Decision, ModeName, decide, reclassify
+from envcheck.cluster.policy import Decision, decide, reclassify
 from envcheck.cluster.prometheus import render
 from envcheck.core.check import ProfileOptions
 from envcheck.core.errors import ExitCode, UsageError
@@ -224,7 +226,7 @@ class Health(ClusterMode):
         """The streaks' N and M (cluster.streaks' defaults unless given)."""
         super().__init__(request)
         self.streaks = streaks.Policy(
-            request.drain_after or streaks.DRAIN_AFTER, request.resume_after or streaks.RESUME_AFTER
+            request.drain_after or DRAIN_AFTER, request.resume_after or RESUME_AFTER
         )
 
     def budget(self, timeout: float | None) -> float | None:

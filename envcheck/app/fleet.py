@@ -7,12 +7,15 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envcheck.app.args import non_negative_float, output_path, percent
 from envcheck.app.output import raise_failures, write_reports
 from envcheck.app.requests import Handler, Request
-from envcheck.cluster.fleet.baseline_file import Stored
 from envcheck.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from envcheck.cluster.fleet.baseline_file import Stored
 
 MAX_BASELINE_BYTES = 4 << 20
 

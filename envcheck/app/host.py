@@ -12,7 +12,6 @@ from envcheck.app.args import output_path
 from envcheck.app.requests import Handler, Request
 from envcheck.core.errors import ExitCode
 from envcheck.core.text import visible
-from envcheck.host.collect import collect
 
 
 def print_host(doc: dict[str, Any]) -> None:
@@ -21,7 +20,7 @@ def print_host(doc: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from envcheck.app.output import Terminal
+    from envcheck.app.terminal import Terminal
 
     console = Terminal(highlight=False, width=200 if not sys.stdout.isatty() else None)
 
@@ -93,8 +92,8 @@ class HostRequest(Request):
 
 def cmd_host(request: HostRequest) -> int:
     """`envcheck host`: 0 (it reports), 1 when --compose FILE has a GPU request problem, 2 on bad input."""
-
     from envcheck.app.output import write_output
+    from envcheck.host.collect import collect
 
     doc = collect(request.matrix, request.compose)
     code = ExitCode.FAILED if doc.get("compose", {}).get("problems") else ExitCode.OK

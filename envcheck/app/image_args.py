@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envcheck.app.args import names, output_path, positive_float
 from envcheck.app.requests import Handler, Request
 from envcheck.core.errors import UsageError
-from envcheck.images.docker_run import RunOptions
-from envcheck.images.matrix import Matrix, default_matrix_path, load_matrix
 from envcheck.images.matrix_rules import TARGETS
+
+if TYPE_CHECKING:
+    from envcheck.images.docker_run import RunOptions
+    from envcheck.images.matrix import Matrix
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,11 +161,15 @@ def needs_subcommand(parser: argparse.ArgumentParser, choices: str) -> Handler[R
 
 def selected_matrix(request: MatrixRequest) -> Matrix:
     """The matrix named by --matrix, ENVCHECK_MATRIX or the repository default."""
+    from envcheck.images.matrix import default_matrix_path, load_matrix
+
     return load_matrix(request.matrix or default_matrix_path())
 
 
 def run_options(request: VerifyFlags) -> RunOptions:
     """Container settings from the shared verify flags."""
+    from envcheck.images.docker_run import RunOptions
+
     if request.timeout <= 0:
         raise UsageError("--timeout must be positive")
     inner = ["--level", request.level]

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 from envcheck.app.args import Parser, output_path
 from envcheck.app.guard import guard
-from envcheck.app.output import Terminal, raise_failures, write_reports
+from envcheck.app.output import raise_failures, write_reports
 from envcheck.app.render import report_files
 from envcheck.app.requests import Handler
 from envcheck.app.run_args import SharedRunFlags, add_shared_run_arguments
+from envcheck.app.terminal import Terminal
 from envcheck.collectives.torchrun import TABLE_CHECKS, TorchrunOptions, missing_env, run_this_rank
 from envcheck.core.check import CheckOptions, Context, DistOptions, Level
 from envcheck.core.errors import UsageError

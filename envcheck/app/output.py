@@ -1,5 +1,6 @@
 """The one output writer: every report, metrics file and bundle is written here (atomically, regular files
-only, one error mapping), and stdout's failures (closed, broken pipe, full) are mapped once."""
+only, one error mapping), and stdout's failures (closed, broken pipe, full) are mapped once. The table's terminal
+(envcheck.app.terminal) records its own failures here."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
-
-from rich.console import Console
 
 from envcheck.core.errors import ExitCode, FatalError
 from envcheck.core.text import one_line
@@ -42,30 +41,8 @@ def raise_failures(failures: Sequence[str]) -> None:
 TERMINAL_LOST: list[str] = []
 
 
-class Terminal(Console):
-    """rich's Console for envcheck's tables: a broken pipe or full stdout is recorded (TERMINAL_LOST), not an
-    exit (rich's own on_broken_pipe raises SystemExit(1) before any report is written) and not a traceback."""
-
-    def on_broken_pipe(self) -> None:
-        """The reader of the table exited: send the rest to /dev/null and remember it."""
-        stdout_gone()
-        _lost("the table could not be shown: its reader exited (broken pipe)")
-
-    def print(self, *objects: object, **kwargs: object) -> None:
-        """Print as rich does; an OSError of the terminal (ENOSPC, EIO) is recorded, not raised."""
-        try:
-            super().print(*objects, **kwargs)  # type: ignore[arg-type]
-        except BrokenPipeError:
-            self.on_broken_pipe()
-        except OSError as exc:
-            if (
-                self.file is sys.stdout
-            ):  # a full stderr (--for prints the table there) must not silence stdout
-                stdout_gone()
-            _lost(f"the table could not be shown: {exc.strerror or exc}")
-
-
-def _lost(message: str) -> None:
+def lost(message: str) -> None:
+    """Record what the terminal lost (once): write_reports returns it among the failures."""
     if message not in TERMINAL_LOST:
         TERMINAL_LOST.append(message)
 

@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable
 from typing import Protocol
 
-from envcheck.app.output import Terminal, write_reports
+from envcheck.app.output import write_reports
 from envcheck.app.requests import Request
+from envcheck.app.terminal import Terminal
 from envcheck.core.run_report import RunReport
 from envcheck.report.json_report import render_json
 from envcheck.report.junit import render_junit

@@ -19,9 +19,9 @@ from envcheck.app.args import (
     rank_count,
 )
 from envcheck.app.requests import Request
-from envcheck.cluster import streaks
+from envcheck.cluster import mode_names
+from envcheck.cluster.mode_names import ModeName
 from envcheck.cluster.node_profiles import profile_arg
-from envcheck.cluster.policy import ModeName
 from envcheck.core.check import MEMORY_FRACTION, ProfileOptions
 
 
@@ -197,14 +197,14 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         type=streak_count,
         metavar="N",
         help=f"--for health: a soft finding (performance) drains after N health runs in a row "
-        f"(default {streaks.DRAIN_AFTER}); a hard one (a lost GPU, ECC, a wedged driver) at once",
+        f"(default {mode_names.DRAIN_AFTER}); a hard one (a lost GPU, ECC, a wedged driver) at once",
     )
     parser.add_argument(
         "--resume-after",
         type=streak_count,
         metavar="M",
         help=f"--for health: a node envcheck drained resumes after M clean runs in a row "
-        f"(default {streaks.RESUME_AFTER})",
+        f"(default {mode_names.RESUME_AFTER})",
     )
 
 

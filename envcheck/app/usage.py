@@ -17,8 +17,8 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from envcheck.cluster.mode_names import ModeName
 from envcheck.cluster.own import SLURMD_SCRIPTS, usage_error_code
-from envcheck.cluster.policy import ModeName
 from envcheck.core.errors import ExitCode, UsageError
 from envcheck.core.text import one_line
 

@@ -13,7 +13,8 @@ import resource
 import sys
 from collections.abc import Callable, Mapping
 
-from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, OK, USAGE, ModeName
+from envcheck.cluster.mode_names import ModeName
+from envcheck.cluster.policy import NODE_FAULT, NPD_UNKNOWN, OK, USAGE
 from envcheck.core.errors import ExitCode, FatalError, UsageError, process_start_problem
 from envcheck.core.text import one_line
 

@@ -11,13 +11,13 @@ are stable: change them only with a new major version.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from envcheck.checks.cuda.finding import CAPABILITIES, CONTAINER, VISIBLE_DEVICES
 from envcheck.checks.cuda.verdict import GPU_COUNT
 from envcheck.checks.gpu_health.node import GPU_LOST
+from envcheck.cluster.mode_names import ModeName
 from envcheck.core.errors import ExitCode
 from envcheck.core.hardening import NOFILE_LOW, NPROC_LOW
 from envcheck.core.result import FaultClass, Result, Status
@@ -39,15 +39,6 @@ LOST_GPU_FIX = (
     "check the node: nvidia-smi, `dmesg | grep -i xid` ('fallen off the bus'), lsmod | grep nvidia; "
     "reload the driver or reboot, then `scontrol update NodeName=... State=RESUME`"
 )  # scontrol's Reason= is free text; keep it one short line
-
-
-class ModeName(str, enum.Enum):
-    """`--for`'s value: who reads the exit code (what the mode does around a run: envcheck.app.cluster_mode.Mode)."""
-
-    PROLOG = "prolog"  # also the Epilog
-    PREFLIGHT = "preflight"
-    NPD = "npd"
-    HEALTH = "health"  # Slurm's HealthCheckProgram: drains and resumes the node itself (cluster.slurm_node)
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from envcheck.cluster.mode_names import DRAIN_AFTER, RESUME_AFTER
 from envcheck.cluster.severity import SOFT, all_soft, severity
 from envcheck.cluster.slurm_node import state_file
 from envcheck.core.result import FaultClass, Result, Status
 
-DRAIN_AFTER = 3  # Kubernetes probes' failureThreshold default; Penguin's health checks call it fail_streak
-RESUME_AFTER = 2  # one clean run after a drain is no more evidence than one failing run before it
 STATE_VAR = "ENVCHECK_HEALTH_STATE"
 STATE_NAME = "health-streaks.json"
 STATE_VERSION = 1

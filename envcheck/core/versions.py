@@ -7,10 +7,14 @@ extras (`cuda-toolkit[nvcc]==13.0.2`) and markers (`; platform_system == "Linux"
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+# packaging's requirements and name rules import its markers and platform tags (logging, subprocess, sysconfig:
+# most of a command's start-up before its parser exists); only the functions that read requirements need them.
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 
 def parse_version(text: str) -> Version | None:
@@ -35,6 +39,8 @@ def public(text: str) -> str:
 
 def requirements(lines: Iterable[str]) -> list[Requirement]:
     """The parseable requirements among `lines` (metadata lines that are not PEP 508 are skipped)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     out: list[Requirement] = []
     for line in lines:
         try:
@@ -46,6 +52,8 @@ def requirements(lines: Iterable[str]) -> list[Requirement]:
 
 def exact_pin(lines: Iterable[str], name: str) -> tuple[Requirement, str] | None:
     """The first requirement on distribution `name` pinned exactly (`==X` or `===X`), and X."""
+    from packaging.utils import canonicalize_name
+
     wanted = canonicalize_name(name)
     for req in requirements(lines):
         if canonicalize_name(req.name) != wanted:
@@ -64,6 +72,8 @@ def pinned(lines: Iterable[str], name: str) -> str | None:
 
 def pinned_with_prefix(lines: Iterable[str], prefix: str) -> tuple[str, str] | None:
     """The first exactly pinned requirement whose name starts with `prefix`, as (name, version)."""
+    from packaging.utils import canonicalize_name
+
     want = canonicalize_name(prefix)
     for req in requirements(lines):
         if canonicalize_name(req.name).startswith(want):

@@ -207,6 +207,7 @@ def test_facts_that_collected_nothing_exit_non_zero(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from envcheck.app import commands
+    from envcheck.core import runner
     from envcheck.core.errors import FatalError
 
     class DeadRunner:
@@ -222,7 +223,7 @@ def test_facts_that_collected_nothing_exit_non_zero(
         def facts(self) -> dict[str, object]:
             return {"error": {"absent": "facts could not be collected: the worker was killed by SIGKILL"}}
 
-    monkeypatch.setattr(commands, "Runner", DeadRunner)
+    monkeypatch.setattr(runner, "Runner", DeadRunner)  # what cmd_facts imports when it runs
     request = request_of("facts", "--json", "-", "--timeout", "5")
     with pytest.raises(FatalError, match="killed by SIGKILL") as info:
         commands.cmd_facts(request)

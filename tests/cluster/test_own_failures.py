@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from envcheck.app.cluster_mode import Mode
+from envcheck.cluster.mode_names import ModeName
 from envcheck.cluster.own import guarded
-from envcheck.cluster.policy import ModeName
 from envcheck.core.result import Result, Status
 from tests.helpers import request_of
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from envcheck.cluster import policy
-from envcheck.cluster.policy import ModeName, decide, one_line, reclassify
+from envcheck.cluster.mode_names import ModeName
+from envcheck.cluster.policy import decide, one_line, reclassify
 from envcheck.core.result import Result, errored, failed, passed, warned
 
 

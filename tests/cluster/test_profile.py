@@ -172,7 +172,7 @@ def test_each_mismatch_has_its_own_code(
 def _context(*argv: str) -> Context:
     """The run context `envcheck run ARGV` derives from its request and mode."""
     from envcheck.app.cluster_mode import Mode
-    from envcheck.app.commands import run_context
+    from envcheck.app.run_command import run_context
 
     request = request_of("run", *argv)
     return run_context(request, Mode.of(request))
@@ -189,7 +189,7 @@ def test_flags_override_the_profile(tmp_path: Path) -> None:
 
 
 def test_a_profile_floor_is_opt_in_and_states_its_message_size(tmp_path: Path) -> None:
-    from envcheck.app.commands import floors_note
+    from envcheck.app.run_command import floors_note
 
     note = floors_note(request_of("run", "--profile", "h100-sxm-8", "--profile-floors"))
     assert note == (

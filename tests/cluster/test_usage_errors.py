@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from envcheck.app.usage import node_mode, option_value
-from envcheck.cluster.policy import ModeName
+from envcheck.cluster.mode_names import ModeName
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPO = ("--timout", "60")

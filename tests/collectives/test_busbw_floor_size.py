@@ -95,7 +95,7 @@ def test_the_floors_size_is_swept_when_the_memory_budget_allows() -> None:
 
 def test_the_profile_floor_carries_its_size_and_flags_override_it() -> None:
     from envcheck.app.cluster_mode import Mode
-    from envcheck.app.commands import run_context
+    from envcheck.app.run_command import run_context
 
     def dist(*argv: str) -> DistOptions:
         request = request_of("run", *argv)

@@ -12,8 +12,10 @@ closes, and it removes its run dir at EOF.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from envcheck.core.isolation.server_handle import ServerHandle
+if TYPE_CHECKING:  # the server's machinery is imported only when a server starts: not for another command
+    from envcheck.core.isolation.server_handle import ServerHandle
 
 _early: list[ServerHandle] = []  # at most one, until a Runner adopts it
 RUN = "run"
@@ -43,6 +45,8 @@ def start_early(argv: Sequence[str]) -> None:
     if _early or not wants_torch_run(argv):
         return
     try:
+        from envcheck.core.isolation.server_handle import ServerHandle
+
         handle = ServerHandle()
         handle.start()
     except Exception:  # anything here is the Runner's to meet and name, later, on its own path

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks.dcgm import dcgm_diag
-from envcheck.cluster.policy import NODE_FAULT, OK, ModeName, decide
+from envcheck.cluster.mode_names import ModeName
+from envcheck.cluster.policy import NODE_FAULT, OK, decide
 from envcheck.core.check import Context, Level
 from envcheck.core.result import FaultClass, Result, Status
 from tests.checks.dcgm import documents as d

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks.dcgm import dcgm_diag, dcgm_health
-from envcheck.cluster.policy import NODE_FAULT, OK, ModeName, decide
+from envcheck.cluster.mode_names import ModeName
+from envcheck.cluster.policy import NODE_FAULT, OK, decide
 from envcheck.cluster.severity import HARD, severity
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, Status

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.checks.dcgm import dcgm_diag, dcgm_health
-from envcheck.cluster.policy import OK, ModeName, decide
+from envcheck.cluster.mode_names import ModeName
+from envcheck.cluster.policy import OK, decide
 from envcheck.core.check import Context
 from envcheck.core.result import Result, Status
 from envcheck.probe.daemons import processes
