@@ -19,7 +19,9 @@ import pytest
 from tests.cli.test_install_without_torch import NO_INDEX
 from tests.helpers import ROOT
 
-pytestmark = pytest.mark.slow
+# long: each builds or installs envcheck into a new venv (pip, pipx, setuptools); `make test` runs them beside the
+# Docker tests
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 README = (ROOT / "README.md").read_text()
 
 

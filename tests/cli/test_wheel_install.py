@@ -19,6 +19,7 @@ DIST = "torch-envcheck"
 
 
 @pytest.mark.slow
+@pytest.mark.long  # a wheel built and installed into a new venv: beside the Docker tests
 def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
     if sys.version_info >= (3, 11):
         import tomllib
