@@ -155,7 +155,7 @@ class Session:
 def lanes(names: list[str]) -> dict[str, list[str]]:
     """The checks of each isolation group (one worker: its checks run one after another), from the registry."""
     sys.path.insert(0, str(ROOT))
-    from envcheck.checks import registry  # torch-free at import
+    from envcheck.checks.check_registry import registry  # torch-free at import
 
     groups: dict[str, list[str]] = {}
     for name in names:

@@ -49,7 +49,7 @@ if __name__ == "__main__":
 CHECKS = """
 import sys
 import torch
-from envcheck.checks import registry
+from envcheck.checks.check_registry import registry
 from envcheck.core.check import Context, Level
 from envcheck.core.execute import execute
 if torch.cuda.is_available(): torch.ones(1, device='cuda').sum().item()

@@ -144,7 +144,7 @@ def units_to_run(cuda: bool, only: str | None) -> tuple[CheckSpec, ...]:
 
 def run_bench(request: BenchRequest, progress: Any = None) -> dict[str, Any]:
     """Run the probe, then the GPU units (or the CPU variants), and return the bench document."""
-    from envcheck.checks import HOOKS
+    from envcheck.checks.hooks import HOOKS
     from envcheck.core.runner import Runner
     from envcheck.perf.baseline import load_baseline, regressions
     from envcheck.perf.report import build_document

@@ -85,10 +85,9 @@ class Mode:
         node.profile; an epilog's `--only gpu.health,dcgm.diag`) in any mode; else on the node itself unless the
         profile's level is "torch"."""
         if only:
-            from envcheck.checks import registry
+            from envcheck.checks.node_path_registry import node_path_checks
 
-            specs = registry()
-            return all(name in specs and specs[name].node_order is not None for name in only)
+            return all(name in node_path_checks() for name in only)
         return self.on_node and profile.level == "node"
 
     def guard(self, body: Callable[[], int]) -> int:

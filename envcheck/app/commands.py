@@ -62,7 +62,7 @@ def cmd_list(request: Request) -> int:
 
     from envcheck.app.output import raise_failures, write_reports
     from envcheck.app.terminal import Terminal
-    from envcheck.checks import registry
+    from envcheck.checks.check_registry import registry
     from envcheck.core.text import visible
 
     table = Table(title="envcheck checks")
@@ -93,7 +93,7 @@ def cmd_facts(request: FactsRequest) -> int:
         return cmd_bundle(request.bundle, request.timeout)
     from envcheck.app.output import raise_failures, write_reports
     from envcheck.app.terminal import Terminal
-    from envcheck.checks import HOOKS
+    from envcheck.checks.hooks import HOOKS
     from envcheck.core.check import Context
     from envcheck.core.redact import redact_deep
     from envcheck.core.runner import Runner
@@ -117,7 +117,7 @@ def cmd_facts(request: FactsRequest) -> int:
 def cmd_bundle(path: str, timeout: float) -> int:
     """`envcheck facts --bundle FILE`: capture the diagnosis inputs in an isolated worker, with the facts."""
     from envcheck.app.output import write_output
-    from envcheck.checks import HOOKS
+    from envcheck.checks.hooks import HOOKS
     from envcheck.core.check import Context
     from envcheck.core.result import Status
     from envcheck.core.runner import Runner

@@ -1,5 +1,5 @@
 """The evidence map of the reference (docs/reference/evidence.md): every source the node path reads, declared beside
-its check (envcheck.checks.EVIDENCE), with the codes it can lead to and their class, the rule's source and the tests;
+its check (envcheck.checks.check_registry.EVIDENCE), with the codes it can lead to and their class, the rule's source and the tests;
 beside it what leptonai/gpud's components, DCGM's health-watch systems and NVIDIA's Xid and SXid catalogues cover, and
 whether envcheck reads and judges the same signal (envcheck.checks.peer_coverage and the catalogues' own data)."""
 
@@ -81,7 +81,7 @@ def _counts(rows: Sequence[tuple[str, str]]) -> dict[str, int]:
 
 def evidence_page() -> str:
     """The whole map: a summary, the sources, then each peer and catalogue side by side."""
-    from envcheck.checks import EVIDENCE
+    from envcheck.checks.check_registry import EVIDENCE
     from envcheck.checks.dcgm.dcgm_sources import HEALTH_SYSTEMS
     from envcheck.checks.gpu_health.log_evidence import sxid_coverage, xid_coverage
     from envcheck.checks.peer_coverage import DCGM_ROWS, GPUD_ROWS
@@ -103,7 +103,7 @@ def evidence_page() -> str:
             "rule comes from and the tests that inject its faults and healthy twins; then, side by side, what other "
             "GPU health checkers and NVIDIA's own catalogues cover, and whether envcheck reads (collects, to qualify "
             "other findings) or judges (can change the verdict) the same signal. Generated from the declarations "
-            "beside the checks (`envcheck.checks.EVIDENCE`, `envcheck.checks.peer_coverage`); do not edit by hand."
+            "beside the checks (`envcheck.checks.check_registry.EVIDENCE`, `envcheck.checks.peer_coverage`); do not edit by hand."
         )
         + "\n\n## Summary\n\n"
         + _table(("against", "rows", "judged", "read", "not"), summary)

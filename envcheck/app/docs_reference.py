@@ -21,7 +21,7 @@ __all__ = ["PAGES", "codes_page", "main"]
 
 def checks_page() -> str:
     """Every check of the registry, in report order."""
-    from envcheck.checks import registry
+    from envcheck.checks.check_registry import registry
 
     rows = [
         (

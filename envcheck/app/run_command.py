@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from envcheck.app.cluster_mode import Mode
@@ -17,6 +17,7 @@ from envcheck.app.terminal import Terminal
 from envcheck.checks.node.path import node_facts, node_specs, warm_node
 from envcheck.core.check import (
     CheckOptions,
+    CheckSpec,
     Context,
     DeviceOptions,
     DistOptions,
@@ -127,13 +128,15 @@ def _checks(
     with swept(), Runner(ctx, total_timeout_s=mode.timeout) as runner:
         if not ctx.options.node_path:
             runner.start()  # torch imports in the fork server while the checks are loaded and selected
-        from envcheck.checks import HOOKS, registry
+        from envcheck.checks.hooks import HOOKS
 
         runner.hooks = HOOKS
         only, skip = parse_names(request.only), parse_names(request.skip)
         if ctx.options.node_path:  # --for prolog|npd: the node checks inline, no fork server, no torch
-            specs = node_specs(registry(), only, skip)
+            specs = node_specs(node_registry(only, skip), only, skip)
         else:
+            from envcheck.checks.check_registry import registry
+
             runner.prefetch_facts()  # in a worker of their own, beside the checks (off the GPU lane)
             specs = select(registry(), ctx.level, only, skip)
         try:
@@ -155,3 +158,17 @@ def _checks(
 def _note(text: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         print(f"envcheck: note: {text}", file=sys.stderr, flush=True)
+
+
+def node_registry(only: Sequence[str], skip: Sequence[str]) -> Mapping[str, CheckSpec]:
+    """The checks the node path picks from: its own registry, which imports no torch-path check; every check when a
+    name given to --only or --skip is not one of them (to name what is valid, or to skip a check it would not run
+    anyway)."""
+    from envcheck.checks.node_path_registry import node_path_checks
+
+    node_checks = node_path_checks()
+    if all(name in node_checks for name in (*only, *skip)):
+        return node_checks
+    from envcheck.checks.check_registry import registry
+
+    return registry()

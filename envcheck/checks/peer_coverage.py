@@ -1,7 +1,7 @@
 """What other GPU health checkers cover, signal by signal, beside what envcheck reads and judges: leptonai/gpud's
 components (v0.13.0-alpha.4, commit 4a8de33a) and DCGM's health-watch systems (DCGM 4.6.0, modules/health/
 DcgmHealthWatch.cpp). The peers' columns are data read from their sources; envcheck's column is derived from the
-declared evidence (envcheck.checks.EVIDENCE): a row is "judged" when it names finding codes envcheck's sources lead
+declared evidence (envcheck.checks.check_registry.EVIDENCE): a row is "judged" when it names finding codes envcheck's sources lead
 to, "read" when it names only sources read to qualify other findings, "not" otherwise, with why not. The evidence
 map (docs/reference/evidence.md) renders these rows; a test holds every code and key named here to the evidence.
 """

@@ -206,7 +206,7 @@ def reference(fn: Callable[..., Any]) -> str:
 @dataclass(frozen=True)
 class Hooks:
     """Check-layer policies the engine calls, given as function objects, so `core` imports nothing from `checks`
-    (the registry passes `envcheck.checks.HOOKS`). None: the engine does without."""
+    (the registry passes `envcheck.checks.hooks.HOOKS`). None: the engine does without."""
 
     # () -> dict: the environment facts, collected in a worker.
     facts: Callable[[], dict[str, Any]] | None = None

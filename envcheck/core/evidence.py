@@ -1,7 +1,7 @@
 """What a check reads, declared beside it: one `Source` per piece of evidence (an NVML query, a file under /proc,
 /sys or /dev, a command's output, a kernel-log catalogue, a daemon), the finding codes it can lead to, where its rule
 comes from, and the tests that inject its faults and its healthy twins. The check registry gathers every node-path
-module's sources (envcheck.checks.EVIDENCE) and the evidence map is rendered from them (docs/reference/evidence.md),
+module's sources (envcheck.checks.check_registry.EVIDENCE) and the evidence map is rendered from them (docs/reference/evidence.md),
 so the map cannot drift from the code: a test holds each declared code to the code table and each test file to the
 tree."""
 

@@ -51,7 +51,7 @@ class Runner:
         """`env`: the workers' environment (default: ours). `share_gpu`: whether groups that use the GPU
         may overlap; default only on a host with no GPU (no /dev/nvidiaN), where there is nothing to share.
         `start_timeout_s`: how long the worker interpreter may take to start (before it imports torch).
-        `hooks`: the check layer's policies (`envcheck.checks.HOOKS`); without them there are no facts."""
+        `hooks`: the check layer's policies (`envcheck.checks.hooks.HOOKS`); without them there are no facts."""
         self.ctx = ctx
         self.hooks = hooks or Hooks()
         self._deadline = None if total_timeout_s is None else time.monotonic() + total_timeout_s

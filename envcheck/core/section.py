@@ -3,7 +3,7 @@
 Every replayable check is a `Section`: `capture()` reads the live system (no torch import unless it needs one),
 `validate()` refuses a malformed section with one line, and each of its `verdicts` is a pure function of the
 captured data, so the live check (`capture` then the verdict) and `envcheck explain` (a bundle's section then the
-verdict) cannot disagree. `envcheck.checks.SECTIONS` lists them; `envcheck.evidence` captures and replays them
+verdict) cannot disagree. `envcheck.checks.check_registry.SECTIONS` lists them; `envcheck.evidence` captures and replays them
 in one loop, CUDA included. Adding a replayable check is one module that defines its SECTION and CHECKS.
 """
 

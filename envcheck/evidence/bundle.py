@@ -1,6 +1,6 @@
 """A diagnosis bundle: what every replayable check reads, captured once, replayable on another machine.
 
-`capture_host()` runs each section's capture (envcheck.checks.SECTIONS, CUDA among them); `make_bundle()` adds
+`capture_host()` runs each section's capture (envcheck.checks.check_registry.SECTIONS, CUDA among them); `make_bundle()` adds
 the schema header and the facts; `load_bundle()` reads a bundle file back and refuses anything malformed with one
 line, each section checking its own shape. `envcheck.evidence.replay` judges it with the sections' pure verdicts.
 """
@@ -44,9 +44,9 @@ def redact_env(environ: dict[str, str]) -> dict[str, str]:
 
 
 def capture_host() -> dict[str, Any]:
-    """The bundle's host part: every replayable section's inputs (envcheck.checks.SECTIONS) and the relevant
+    """The bundle's host part: every replayable section's inputs (envcheck.checks.check_registry.SECTIONS) and the relevant
     env, redacted. A section that cannot be read keeps its error; the rest of the bundle is not lost."""
-    from envcheck.checks import SECTIONS
+    from envcheck.checks.check_registry import SECTIONS
 
     host: dict[str, Any] = {"env": redact_env(dict(os.environ))}
     for section in SECTIONS:
@@ -87,7 +87,7 @@ def make_bundle(host: dict[str, Any], facts: dict[str, Any], version: str) -> di
 
 def validate_bundle(data: Any, where: str = "bundle") -> dict[str, Any]:
     """The bundle if it has the schema's shape; UsageError naming the first thing wrong otherwise."""
-    from envcheck.checks import SECTIONS
+    from envcheck.checks.check_registry import SECTIONS
 
     if not isinstance(data, dict):
         raise UsageError(

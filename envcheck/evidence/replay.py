@@ -16,7 +16,7 @@ from envcheck.core.result import Result, errored
 def explain_bundle(bundle: Mapping[str, Any], ctx: Context) -> list[Result]:
     """The verdicts `envcheck run` would have given on the captured host for every check a section of the bundle
     replays (sections an older envcheck did not capture are left out)."""
-    from envcheck.checks import SECTIONS
+    from envcheck.checks.check_registry import SECTIONS
 
     results: list[Result] = []
     for section in SECTIONS:

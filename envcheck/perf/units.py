@@ -1,6 +1,6 @@
 """The bench units: CheckSpecs in a bench-private registry, run by the engine's Runner.
 
-They are not in `envcheck.checks.registry()`: the engine's worker resolves them by their
+They are not in `envcheck.checks.check_registry.registry()`: the engine's worker resolves them by their
 `module:function` reference, so isolation, timeouts and crash handling are exactly the core's.
 
 Each unit returns a Result whose `measured` carries `figures` (see figures.py) and the GPU state

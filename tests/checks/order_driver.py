@@ -14,7 +14,8 @@ import json
 import random
 import sys
 
-from envcheck.checks import HOOKS, registry
+from envcheck.checks.check_registry import registry
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckSpec, Context, Level
 from envcheck.core.runner import Runner
 from envcheck.core.selection import select

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks import registry
+from envcheck.checks.check_registry import registry
 from envcheck.report.json_report import parse_report
 from tests.helpers import load_report, no_gpu_env, run_cli
 

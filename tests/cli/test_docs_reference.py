@@ -13,7 +13,7 @@ import pytest
 from envcheck.app import docs_reference
 from envcheck.app.docs_reference import PAGES, checks_page, cli_page, codes_page, matrix_page
 from envcheck.app.main import build_parser
-from envcheck.checks import registry
+from envcheck.checks.check_registry import registry
 from envcheck.checks.cuda.codes import CUDA_CODES
 from envcheck.checks.gpu_health.xid_catalog import CATALOG
 from envcheck.cluster.severity import SEVERITY
@@ -107,7 +107,7 @@ def test_a_check_added_to_the_registry_changes_the_page(monkeypatch: pytest.Monk
     """The comparison can fail: a new check is a new row."""
     spec = next(iter(registry().values()))
     added = {**registry(), "test.added": dataclasses.replace(spec, name="test.added")}
-    monkeypatch.setattr("envcheck.checks.registry", lambda: added)
+    monkeypatch.setattr("envcheck.checks.check_registry.registry", lambda: added)
     assert '<a id="test.added"></a>`test.added` |' in checks_page()
     assert checks_page() != (REFERENCE / "checks.md").read_text()
 

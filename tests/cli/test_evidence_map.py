@@ -12,7 +12,7 @@ import pytest
 
 from envcheck.app.docs_evidence import evidence_page
 from envcheck.app.docs_markdown import _cell
-from envcheck.checks import EVIDENCE
+from envcheck.checks.check_registry import EVIDENCE
 from envcheck.checks.gpu_health.log_evidence import sxid_coverage, xid_coverage
 from envcheck.checks.peer_coverage import DCGM_ROWS, GPUD_ROWS
 from envcheck.cluster.finding_codes import lookup

@@ -9,7 +9,7 @@ import ast
 import re
 from pathlib import Path
 
-from envcheck.checks import registry
+from envcheck.checks.check_registry import registry
 from envcheck.checks.cuda.finding import LAYER_CODES
 from envcheck.cluster import policy
 from envcheck.cluster.finding_codes import TABLE, lookup, markdown

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-import envcheck.checks
+import envcheck.checks.check_registry
 from envcheck.app.main import main
 from envcheck.core.check import CheckSpec
 from tests.core import fault_checks
@@ -18,5 +18,5 @@ SPECS = [
 ]
 
 if __name__ == "__main__":
-    envcheck.checks.registry = lambda: {s.name: s for s in SPECS}  # type: ignore[assignment]
+    envcheck.checks.check_registry.registry = lambda: {s.name: s for s in SPECS}  # type: ignore[assignment]
     sys.exit(main(["run", "--allow-cpu", *sys.argv[2:]]))

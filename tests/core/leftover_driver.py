@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 
 from envcheck.app.guard import guard
-from envcheck.checks import HOOKS, registry
+from envcheck.checks.check_registry import registry
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckSpec, Context, Level
 from envcheck.core.runner import Runner
 from tests.core import fault_checks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from envcheck.checks import HOOKS
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import (
     MEMORY_FRACTION,
     BenchOptions,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks import HOOKS, registry
+from envcheck.checks.check_registry import registry
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import Context
 from envcheck.core.isolation import early
 from envcheck.core.result import Status

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks import HOOKS
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner
@@ -140,7 +140,7 @@ def test_a_sticky_cuda_error_recycles_the_worker_for_later_checks() -> None:
 
 def test_dist_checks_run_in_a_worker_of_their_own() -> None:
     """Their NCCL ranks must not meet the CUDA context the torch group's worker holds."""
-    from envcheck.checks import registry
+    from envcheck.checks.check_registry import registry
 
     dist = [s for s in registry().values() if s.name.startswith("dist.")]
     assert dist and all(s.group == "distributed" and s.gpu for s in dist)

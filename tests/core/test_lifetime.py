@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks import HOOKS
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner

@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from envcheck.checks import HOOKS
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
 from envcheck.core.runner import Runner

@@ -7,7 +7,8 @@ reader before it saw, in the same worker (same pid) where the state could be put
 
 from __future__ import annotations
 
-from envcheck.checks import HOOKS, registry
+from envcheck.checks.check_registry import registry
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckSpec, Context, Level
 from envcheck.core.isolation.process_state import Saved
 from envcheck.core.result import Result, Status

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from envcheck.app.main import main
-from envcheck.checks import SECTIONS
+from envcheck.checks.check_registry import SECTIONS
 from envcheck.checks.cuda.capture import loaded_libraries
 from envcheck.evidence.bundle import SCHEMA_VERSION, redact_env
 from tests.helpers import HEALTHY_H100, no_gpu_env, run_cli

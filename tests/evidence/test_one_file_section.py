@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.checks import SECTIONS
+from envcheck.checks.check_registry import SECTIONS
 from envcheck.core.check import Context
 from envcheck.core.errors import UsageError
 from envcheck.core.result import Status
@@ -16,7 +16,7 @@ from tests.evidence import one_file_section
 
 @pytest.fixture
 def with_section(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("envcheck.checks.SECTIONS", (*SECTIONS, one_file_section.SECTION))
+    monkeypatch.setattr("envcheck.checks.check_registry.SECTIONS", (*SECTIONS, one_file_section.SECTION))
 
 
 def test_a_section_in_one_module_is_captured_validated_and_replayed(with_section: None) -> None:

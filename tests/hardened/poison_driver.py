@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from envcheck.checks import HOOKS
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.runner import Runner
 from tests.core import fault_checks

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from envcheck.checks import HOOKS, registry
+from envcheck.checks.check_registry import registry
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckOptions, CheckSpec, Context, Level
 from envcheck.core.execute import execute
 from envcheck.core.result import Result

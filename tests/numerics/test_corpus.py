@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from envcheck import numerics
-from envcheck.checks import registry
+from envcheck.checks.check_registry import registry
 from envcheck.core.check import Context, Level
 from envcheck.core.execute import execute
 from envcheck.core.result import Status

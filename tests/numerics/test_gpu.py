@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envcheck import numerics
-from envcheck.checks import registry
+from envcheck.checks.check_registry import registry
 from envcheck.core.result import Status
 from tests.helpers import run_check
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.checks import HOOKS, numerics, registry
+from envcheck import numerics
+from envcheck.checks.check_registry import registry
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.result import Result, Status
 from envcheck.core.runner import Runner
 from tests.helpers import make_context

@@ -118,7 +118,7 @@ def test_quick_slices_import_neither_sympy_nor_dynamo() -> None:
     """The quick level's budget (bench/quick_run.py): the new quick checks must not pull in sympy (1-3 s cold) or
     torch._dynamo (~1-3 s); measured in a fresh interpreter, as a quick run's worker is."""
     code = (
-        "import sys, torch\nfrom envcheck.checks import registry\nfrom envcheck.core.check import Context\n"
+        "import sys, torch\nfrom envcheck.checks.check_registry import registry\nfrom envcheck.core.check import Context\n"
         "from envcheck.core.execute import execute\n"
         f"for name in {QUICK_NEW!r}:\n"
         "    r = execute(registry()[name], Context(allow_cpu=True))\n"
@@ -133,7 +133,7 @@ def test_quick_slices_import_neither_sympy_nor_dynamo() -> None:
 
 
 def test_quick_and_full_levels_of_the_new_checks() -> None:
-    from envcheck.checks import registry
+    from envcheck.checks.check_registry import registry
 
     specs = registry()
     assert all(specs[n].level is Level.QUICK for n in QUICK_NEW)

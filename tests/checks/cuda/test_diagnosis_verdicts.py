@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.checks import HOOKS
 from envcheck.checks.cuda.finding import CudaLayers
 from envcheck.checks.cuda.layers import diagnose
+from envcheck.checks.hooks import HOOKS
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Result, Status, failed, passed, skipped
 from envcheck.core.runner import Runner

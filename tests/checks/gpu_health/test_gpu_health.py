@@ -914,7 +914,7 @@ def test_a_malformed_gpu_health_section_is_one_line_and_exit_2(tmp_path: Path) -
 
 
 def test_the_section_is_registered_for_capture_and_replay() -> None:
-    from envcheck.checks import SECTIONS, registry
+    from envcheck.checks.check_registry import SECTIONS, registry
 
     assert gpu_health.SECTION in SECTIONS and registry()["gpu.health"].func is gpu_health.gpu_health
     assert not registry()["gpu.health"].gpu  # NVML only: no CUDA context, so it never waits for a GPU group
