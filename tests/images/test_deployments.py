@@ -288,6 +288,15 @@ def _two_pods(
             c.remove(force=True)
 
 
+def _why(log: str) -> str:
+    """A pod's log for a failed assertion: the lines that name a failure or an error (the table's failing row and
+    summary, a rank's exception), then the log's tail; the tail alone cut the failing row off."""
+    named = [
+        line for line in log.splitlines() if any(w in line for w in ("FAIL", "did not all finish", "Error"))
+    ]
+    return "\n".join(named[:40]) + "\n...\n" + log[-2000:]
+
+
 def _torchrun_argv(argv: list[str]) -> list[str]:
     """One rank per GPU (--nproc-per-node 8) is 2 ranks per container on CPU here: the only change."""
     out = [a.replace("--nproc-per-node=8", "--nproc-per-node=2") for a in argv]
@@ -318,7 +327,7 @@ def test_indexed_job_runs_torchrun_across_two_pods(
     ]
     shm = docker_kwargs(spec, c).get("shm_size")
     codes, logs, _ = _two_pods(docker_client, runtime_image, network, pods, shm)
-    assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+    assert codes == [0, 0], "\n".join(_why(log) for log in logs)
     for log in logs:
         assert "Traceback" not in log
     assert "over 4 gloo ranks" in logs[0], logs[0][-3000:]
@@ -361,7 +370,7 @@ def test_pytorchjob_runs_torchrun_across_master_and_worker(
     ]
     shm = docker_kwargs(specs["Master"]["template"]["spec"], master).get("shm_size")
     codes, logs, archive = _two_pods(docker_client, runtime_image, network, pods, shm)
-    assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+    assert codes == [0, 0], "\n".join(_why(log) for log in logs)
     stream, _ = archive
     with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
         member = tar.extractfile("tmp/envcheck-dist.json")
