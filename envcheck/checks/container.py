@@ -21,7 +21,12 @@ BATCH_FLOATS = 1 << 20  # 4 MiB per batch: passes through /dev/shm between worke
 LOADER_TIMEOUT_S = (
     15  # per batch once running: healthy, 8 batches take ~0.1 s; a full /dev/shm stalls instead
 )
-STARTUP_TIMEOUT_S = 45  # until the first batch: spawned workers import torch (seconds on a cold cache)
+# Until the first batch. Spawned (and forkserver) workers import torch first: seconds, more on a cold cache. Forked
+# workers inherit the imported torch, so a healthy first batch takes about 0.1 s even on a busy host, and the usual way
+# it never comes is the same as a stalled delivery (a full /dev/shm: the worker's queue thread cannot write the batch
+# and drops it, nothing dies): so a fork gets the per-batch bound, and a user with a 64 MB /dev/shm waits 15 s, not 45.
+STARTUP_TIMEOUT_S = {"fork": LOADER_TIMEOUT_S}
+SPAWN_STARTUP_TIMEOUT_S = 45
 
 
 def container_shm(ctx: Context) -> Result:
@@ -62,14 +67,15 @@ def dataloader_runs(
     ctx: Context,
     *,
     dataset: Any = None,
-    startup_timeout_s: float = STARTUP_TIMEOUT_S,
+    startup_timeout_s: float | None = None,
     batch_timeout_s: float = LOADER_TIMEOUT_S,
     worker_init_fn: Callable[[int], None] | None = None,
 ) -> tuple[bool, str, dict[str, Any]]:
     """Run a 2-worker DataLoader (pinned when CUDA is up); (ok, problem, measured).
 
     Two phases, each with its own bound: start-up (workers start; spawned ones would import torch) ends
-    with the first batch; delivery is every later batch, each within `batch_timeout_s`.
+    with the first batch, within `startup_timeout_s` (by default STARTUP_TIMEOUT_S of the start method);
+    delivery is every later batch, each within `batch_timeout_s`.
     """
     import torch
     from torch.utils.data import DataLoader
@@ -80,6 +86,8 @@ def dataloader_runs(
     # as they never touch CUDA (these do not; pinning happens in this process). Spawned workers would each
     # import torch (6 s on the H100 proof host) and test a path most jobs never take.
     method = multiprocessing.get_start_method()
+    if startup_timeout_s is None:
+        startup_timeout_s = STARTUP_TIMEOUT_S.get(method, SPAWN_STARTUP_TIMEOUT_S)
     data = _Batches() if dataset is None else dataset
     loader = DataLoader(
         data,
