@@ -9,7 +9,7 @@ and the kernels. Variants:
   default    torch's own settings (compile_threads = min(32, cpu count): a compile-worker pool when > 1)
   threads1   compile_threads = 1 (in-process compile, what the check once set on every host)
   threads16  compile_threads = 16 (a 16-core host's default, simulated on any host)
-  check      what compile.inductor sets now (envcheck.checks.torch_compile.settings.COMPILE_SETTINGS)
+  check      what compile.inductor sets now (envcheck.checks.torch_compile.settings.apply_settings)
 Prints wall, first-call (fwd compile) and backward seconds, g++ count and seconds, with the load average;
 medians over --repeat. Asserts nothing.
 """
@@ -40,9 +40,11 @@ PROGRAM = textwrap.dedent("""
     from torch._inductor import config
     settings = json.loads(sys.argv[1])
     if settings is None:
-        from envcheck.checks.torch_compile.settings import COMPILE_SETTINGS as settings
-    for key, value in settings.items():
-        setattr(config, key, value)
+        from envcheck.checks.torch_compile.settings import apply_settings
+        apply_settings(probe_isa=False)
+    else:
+        for key, value in settings.items():
+            setattr(config, key, value)
     def f(x, w):
         return torch.relu((torch.sin(x) * w).sum(dim=-1))
     x, w = torch.randn(256, 512, requires_grad=True), torch.randn(512, requires_grad=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from envcheck.checks.torch_compile import toolchain as probes
 from envcheck.checks.torch_compile.causes import Cause, Evidence, classify, preflight_cause
-from envcheck.checks.torch_compile.settings import COMPILE_SETTINGS, apply_settings
+from envcheck.checks.torch_compile.settings import apply_settings
 from envcheck.core.check import Context
 from envcheck.core.result import FaultClass, Result, failed, passed
 from envcheck.core.rundir import user_paths
@@ -171,7 +171,7 @@ def compile_inductor(ctx: Context) -> Result:
     from torch._dynamo import config as dynamo_config
     from torch._inductor import config as inductor_config
 
-    apply_settings()
+    applied = apply_settings()
     dynamo_config.suppress_errors = False  # TORCHDYNAMO_SUPPRESS_ERRORS=1 would hide failures behind eager
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     ev = evidence(gpus)
@@ -179,7 +179,7 @@ def compile_inductor(ctx: Context) -> Result:
         "cxx": ev.cxx.found if ev.cxx else None,
         "cxx_version": ev.cxx.version if ev.cxx else None,
         "dirs": {d.role: d.path for d in ev.dirs},
-        "inductor_settings": COMPILE_SETTINGS | {"cpp.vec_isa_ok": inductor_config.cpp.vec_isa_ok},
+        "inductor_settings": applied | {"cpp.vec_isa_ok": inductor_config.cpp.vec_isa_ok},
         "devices": {},
     }
     if ev.cc:

@@ -20,27 +20,40 @@ from typing import Any
 # worker's private temp dir, or the user's TORCHINDUCTOR_CACHE_DIR): the vector-ISA probes, one precompiled header and
 # about twenty kernels (this check's two, compile.max_autotune's three, compile.train_step's fourteen), so what one
 # compile pays the next one reuses. Precompiled headers (torch's default): ATen's vectorisation header is parsed once
-# into a .pch (8-20 s on 2 cores) and each kernel then compiles in about 1.3 s instead of 3-8 s. compile_threads: on a
-# host with cores to spare (8 or more) the kernels of one graph (the training step's fourteen) compile side by side in
-# up to 8 worker processes (each imports torch); on a small host the other lanes of the run use the cores, and a pool
-# only adds its imports (measured on 2 cores: the group took 45 s wall and 45 s CPU in-process, 50 s and 48 s
-# with a pool of 2; it took 101 s and 81 s before).
+# into a .pch (8-20 s on 2 cores) and each kernel then compiles in about 1.3 s instead of 3-8 s.
+COMPILE_SETTINGS: dict[str, Any] = {"cpp_cache_precompile_headers": True}
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-COMPILE_SETTINGS: dict[str, Any] = {
-    "compile_threads": 1 if _CORES < 8 else min(8, _CORES // 2),
-    "cpp_cache_precompile_headers": True,
-}
 
 
-def apply_settings(probe_isa: bool = True) -> None:
-    """Set COMPILE_SETTINGS in Inductor's config (set back after the check: envcheck.core.isolation.knobs); with
-    `probe_isa`, spare Inductor its own ISA probes where `pick` proved Inductor's pick (cpp.vec_isa_ok)."""
+def thread_settings(config: Any) -> dict[str, Any]:
+    """How the C++ kernels of one graph (the training step's fourteen) compile: side by side, each a compiler process
+    started by a thread of Inductor's compile pool. On a host with cores to spare (8 or more) Inductor's own worker
+    processes do it (each imports torch). On a small host two threads of this process do (a thread only waits for
+    its compiler, and the other lanes of the run use the cores while this one traces in Python): measured on 2 cores
+    with torch 2.15, the full level cold took 72.4 s with one thread and 62-66 s with two, the same CPU. Two threads
+    must not start Inductor's process pool (for Triton; its torch import cost more than the overlap gave: 50 s and
+    48 s of CPU for the group with a pool of 2, against 45 s and 45 s in-process): an Inductor that has
+    compile_worker_mode is told "thread"; an older one keeps one thread (torch 2.13's CPU build, which has no Triton
+    and so no pool, gained nothing from two: 65.2 s and 104.6 s of CPU, against 64.4 s and 94.1 s)."""
+    if _CORES >= 8:
+        return {"compile_threads": min(8, _CORES // 2)}
+    if hasattr(config, "compile_worker_mode"):
+        return {"compile_threads": 2, "compile_worker_mode": "thread"}
+    return {"compile_threads": 1}
+
+
+def apply_settings(probe_isa: bool = True) -> dict[str, Any]:
+    """Set COMPILE_SETTINGS and the thread settings in Inductor's config (set back after the check:
+    envcheck.core.isolation.knobs) and return what was set; with `probe_isa`, spare Inductor its own ISA probes where
+    `pick` proved Inductor's pick (cpp.vec_isa_ok)."""
     from torch._inductor import config
 
-    for key, value in COMPILE_SETTINGS.items():
+    applied = COMPILE_SETTINGS | thread_settings(config)
+    for key, value in applied.items():
         setattr(config, key, value)
     if probe_isa and _proved_first():
         config.cpp.vec_isa_ok = True
+    return applied
 
 
 def _proved_first() -> bool:
