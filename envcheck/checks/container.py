@@ -23,8 +23,8 @@ LOADER_TIMEOUT_S = (
 )
 # Until the first batch. Spawned (and forkserver) workers import torch first: seconds, more on a cold cache. Forked
 # workers inherit the imported torch, so a healthy first batch takes about 0.1 s even on a busy host, and the usual way
-# it never comes is the same as a stalled delivery (a full /dev/shm: the worker's queue thread cannot write the batch
-# and drops it, nothing dies): so a fork gets the per-batch bound, and a user with a 64 MB /dev/shm waits 15 s, not 45.
+# it never comes is the same as a stalled delivery (a /dev/shm too small for one batch, or full: the worker's queue
+# thread cannot write the batch and drops it, nothing dies): so a fork gets the per-batch bound, 15 s, not 45.
 STARTUP_TIMEOUT_S = {"fork": LOADER_TIMEOUT_S}
 SPAWN_STARTUP_TIMEOUT_S = 45
 

@@ -25,30 +25,28 @@ COMPILE_SETTINGS: dict[str, Any] = {"cpp_cache_precompile_headers": True}
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def thread_settings(config: Any) -> dict[str, Any]:
-    """How the C++ kernels of one graph (the training step's fourteen) compile: side by side, each a compiler process
-    started by a thread of Inductor's compile pool. On a host with cores to spare (8 or more) Inductor's own worker
-    processes do it (each imports torch). On a small host two threads of this process do (a thread only waits for
-    its compiler, and the other lanes of the run use the cores while this one traces in Python): measured on 2 cores
-    with torch 2.15, the full level cold took 72.4 s with one thread and 62-66 s with two, the same CPU. Two threads
-    must not start Inductor's process pool (for Triton; its torch import cost more than the overlap gave: 50 s and
-    48 s of CPU for the group with a pool of 2, against 45 s and 45 s in-process): an Inductor that has
-    compile_worker_mode is told "thread"; an older one keeps one thread (torch 2.13's CPU build, which has no Triton
-    and so no pool, gained nothing from two: 65.2 s and 104.6 s of CPU, against 64.4 s and 94.1 s)."""
+def thread_settings(gpu: bool) -> dict[str, Any]:
+    """How many C++ kernels of one graph (the training step's fourteen) compile at a time. With compile_threads above 1
+    Inductor hands each to a thread of its compile pool (AsyncCompile.cpp: a ThreadPoolExecutor), and the thread
+    waits for its compiler process; a CPU compile through torch.compile starts no worker process. On a small host two
+    threads keep both cores busy while this lane traces in Python and the others are done: measured on 2 cores with
+    torch 2.15, the full level cold took 72.4 s with one thread and 62-66 s with two, for the same CPU. Where a GPU
+    is visible the first Triton kernel starts Inductor's process pool (a new process that imports torch: 50 s and 48 s
+    of CPU for the group with a pool of 2 against 45 s and 45 s in-process, measured before), so a small GPU host keeps
+    one thread; a host with cores to spare (8 or more) gives up to 8."""
     if _CORES >= 8:
         return {"compile_threads": min(8, _CORES // 2)}
-    if hasattr(config, "compile_worker_mode"):
-        return {"compile_threads": 2, "compile_worker_mode": "thread"}
-    return {"compile_threads": 1}
+    return {"compile_threads": 1 if gpu else 2}
 
 
 def apply_settings(probe_isa: bool = True) -> dict[str, Any]:
     """Set COMPILE_SETTINGS and the thread settings in Inductor's config (set back after the check:
     envcheck.core.isolation.knobs) and return what was set; with `probe_isa`, spare Inductor its own ISA probes where
     `pick` proved Inductor's pick (cpp.vec_isa_ok)."""
+    import torch
     from torch._inductor import config
 
-    applied = COMPILE_SETTINGS | thread_settings(config)
+    applied = COMPILE_SETTINGS | thread_settings(torch.cuda.is_available())
     for key, value in applied.items():
         setattr(config, key, value)
     if probe_isa and _proved_first():

@@ -1,41 +1,62 @@
 """How the compile checks set Inductor's compile threads (envcheck.checks.torch_compile.settings): the rule per host
-size and Inductor version, on stand-in configs (no compile), and the real config set as the rule says."""
+size and GPU, and, for real, that two threads compile a CPU graph's kernels without starting any worker process."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
 from envcheck.checks.torch_compile import settings
+from tests.helpers import ROOT, no_gpu_env
 
 
 @pytest.mark.parametrize(
-    ("cores", "has_mode", "expected"),
+    ("cores", "gpu", "threads"),
     [
-        (2, True, {"compile_threads": 2, "compile_worker_mode": "thread"}),  # no torch import added
-        (2, False, {"compile_threads": 1}),  # a second thread would start Inductor's process pool there
-        (7, True, {"compile_threads": 2, "compile_worker_mode": "thread"}),
-        (8, True, {"compile_threads": 4}),  # cores to spare: Inductor's own worker processes
-        (64, False, {"compile_threads": 8}),
+        (2, False, 2),  # threads that wait for g++ while this lane traces
+        (2, True, 1),  # a second thread would start Inductor's process pool for Triton
+        (7, False, 2),
+        (8, True, 4),  # cores to spare
+        (64, False, 8),
     ],
 )
-def test_thread_settings_by_host_and_inductor(
-    monkeypatch: pytest.MonkeyPatch, cores: int, has_mode: bool, expected: dict[str, object]
+def test_thread_settings_by_host_and_gpu(
+    monkeypatch: pytest.MonkeyPatch, cores: int, gpu: bool, threads: int
 ) -> None:
     monkeypatch.setattr(settings, "_CORES", cores)
-    config = SimpleNamespace(compile_worker_mode="process") if has_mode else SimpleNamespace()
-    assert settings.thread_settings(config) == expected
+    assert settings.thread_settings(gpu) == {"compile_threads": threads}
 
 
-def test_apply_settings_sets_what_it_returns() -> None:
+PROGRAM = textwrap.dedent("""
+    import os, sys
+    import torch
     from torch._inductor import config
+    from envcheck.checks.torch_compile.settings import apply_settings
+    applied = apply_settings(probe_isa=False)
+    assert {key: getattr(config, key) for key in applied} == applied, applied
+    f = torch.compile(lambda x: torch.relu(torch.sin(x) * 2).sum(-1))
+    x = torch.randn(64, 64)
+    torch.testing.assert_close(f(x), torch.relu(torch.sin(x) * 2).sum(-1))
+    kids = [p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().split(")")[1].split()[1]
+            == str(os.getpid())]
+    print(applied["compile_threads"], len(kids))
+""")
 
-    saved = config.save_config()
-    try:
-        applied = settings.apply_settings(probe_isa=False)
-        assert applied["cpp_cache_precompile_headers"] is True
-        assert applied == settings.COMPILE_SETTINGS | settings.thread_settings(config)
-        assert {key: getattr(config, key) for key in applied} == applied
-    finally:
-        config.load_config(saved)
+
+@pytest.mark.long
+def test_two_threads_compile_a_cpu_graph_and_start_no_process(tmp_path: Path) -> None:
+    """Real Inductor, real g++: the settings as a 2-core host without a GPU gets them; after the compile this
+    process has no child left (no compile-worker pool, whose start would import torch again)."""
+    if settings._CORES >= 8:
+        pytest.skip("a host with 8 cores or more gets Inductor's worker processes")
+    env = {**no_gpu_env(), "PYTHONPATH": str(ROOT), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    env["TMPDIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=600, cwd=ROOT, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["2", "0"], done.stdout
