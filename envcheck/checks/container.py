@@ -25,8 +25,7 @@ LOADER_TIMEOUT_S = (
 # workers inherit the imported torch, so a healthy first batch takes about 0.1 s even on a busy host, and the usual way
 # it never comes is the same as a stalled delivery (a /dev/shm too small for one batch, or full: the worker's queue
 # thread cannot write the batch and drops it, nothing dies): so a fork gets the per-batch bound, 15 s, not 45.
-STARTUP_TIMEOUT_S = {"fork": LOADER_TIMEOUT_S}
-SPAWN_STARTUP_TIMEOUT_S = 45
+STARTUP_TIMEOUT_S = 45
 
 
 def container_shm(ctx: Context) -> Result:
@@ -74,7 +73,7 @@ def dataloader_runs(
     """Run a 2-worker DataLoader (pinned when CUDA is up); (ok, problem, measured).
 
     Two phases, each with its own bound: start-up (workers start; spawned ones would import torch) ends
-    with the first batch, within `startup_timeout_s` (by default STARTUP_TIMEOUT_S of the start method);
+    with the first batch, within `startup_timeout_s` (by default the per-batch bound when forked, else STARTUP_TIMEOUT_S);
     delivery is every later batch, each within `batch_timeout_s`.
     """
     import torch
@@ -87,7 +86,7 @@ def dataloader_runs(
     # import torch (6 s on the H100 proof host) and test a path most jobs never take.
     method = multiprocessing.get_start_method()
     if startup_timeout_s is None:
-        startup_timeout_s = STARTUP_TIMEOUT_S.get(method, SPAWN_STARTUP_TIMEOUT_S)
+        startup_timeout_s = LOADER_TIMEOUT_S if method == "fork" else STARTUP_TIMEOUT_S
     data = _Batches() if dataset is None else dataset
     loader = DataLoader(
         data,
