@@ -73,7 +73,7 @@ def dataloader_runs(
     """Run a 2-worker DataLoader (pinned when CUDA is up); (ok, problem, measured).
 
     Two phases, each with its own bound: start-up (workers start; spawned ones would import torch) ends
-    with the first batch, within `startup_timeout_s` (by default the per-batch bound when forked, else STARTUP_TIMEOUT_S);
+    with the first batch, within `startup_timeout_s` (default: the per-batch bound when forked, else 45 s);
     delivery is every later batch, each within `batch_timeout_s`.
     """
     import torch
