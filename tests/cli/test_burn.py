@@ -24,7 +24,16 @@ import pytest
 
 from envcheck.app.main import main
 from envcheck.core.errors import UsageError
-from tests.helpers import ROOT, burn_faults, load_report, processes_with_marker, request_of, run_cli, wait_for
+from tests.helpers import (
+    ROOT,
+    burn_faults,
+    load_report,
+    processes_with_marker,
+    request_of,
+    run_cli,
+    sigint_default,
+    wait_for,
+)
 
 LIGHT = "matmul.float32,reduce,all_reduce"
 
@@ -78,6 +87,7 @@ def test_ctrl_c_gives_the_report_so_far_and_leaves_no_worker(tmp_path: Path) -> 
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        preexec_fn=sigint_default,  # Ctrl-C must reach it even when the suite runs as a background job
     )
     try:
         assert wait_for(lambda: len(processes_with_marker(marker)) > len(os.sched_getaffinity(0)), 60)
