@@ -34,7 +34,7 @@ help: ## Show this help
 
 # The verify venv is installed with uv where it is on PATH (several times faster than pip for the ~3 GB
 # torch stack: bench/install_speed.py), else with pip. uv reads no pip.conf: with a private index set there,
-# set UV_DEFAULT_INDEX too, or INSTALLER=pip. The test venv stays on pip (its CPU torch comes from pip's config).
+# set UV_DEFAULT_INDEX too, or INSTALLER=pip. (The test venv's install carries pip's config over: below.)
 UV ?= $(shell command -v uv 2>/dev/null)
 INSTALLER ?= $(if $(UV),uv,pip)
 VERIFY_PINS = $(or $(VERIFY_TORCH),$$($(VENV)/bin/envcheck matrix pins $(if $(VERIFY_ROW),--row $(VERIFY_ROW))))
@@ -52,10 +52,21 @@ else
 endif
 	touch $@
 
+# The test venv is installed with uv (put in the venv by pip), with the sources pip is configured with
+# (tests/helpers/uv_as_pip.py: pip.conf and PIP_* carried over) and every module compiled to bytecode as pip does
+# (where PYTHONDONTWRITEBYTECODE is set, nothing would cache a torch import): 44-51 s against pip's 107 s with cold
+# caches here (docs/benchmarks.md). TEST_INSTALLER=pip installs it with pip alone.
+TEST_INSTALLER ?= uv
 $(TEST_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(TEST_VENV)
+ifeq ($(TEST_INSTALLER),uv)
+	$(TEST_VENV)/bin/pip install -q uv
+	$(TEST_VENV)/bin/python tests/helpers/uv_as_pip.py $(TEST_VENV)/bin/uv pip install -q --compile-bytecode \
+		--python $(TEST_VENV)/bin/python --upgrade pip -e '.[test,docker,nvml,bench]' $(TEST_TORCH)
+else
 	$(TEST_VENV)/bin/pip install -q --upgrade pip
 	$(TEST_VENV)/bin/pip install -q -e '.[test,docker,nvml,bench]' $(TEST_TORCH)
+endif
 	touch $@
 
 venv: $(VENV)/.installed ## Create the host venv used by `make verify`

@@ -170,3 +170,51 @@ def test_the_serial_markers_are_registered_and_name_every_kind_conftest_reports(
     assert SERIAL == " or ".join(SERIAL_KINDS)
     markers = (ROOT / "pyproject.toml").read_text()
     assert all(f'"{kind}: ' in markers for kind in SERIAL_KINDS)
+
+
+def test_the_test_venvs_uv_gets_the_sources_pip_is_configured_with(tmp_path: Path) -> None:
+    """tests/helpers/uv_as_pip.py with the real pip reading a pip.conf and PIP_* variables; a stand-in `uv` records
+    what it was given. A variable wins over the file and the install section over global, as in pip."""
+    conf = tmp_path / "pip.conf"
+    conf.write_text(
+        "[global]\nindex-url = https://mirror.example/simple\n"
+        "extra-index-url = file:///opt/a/simple file:///opt/b/simple\ncert = /etc/ssl/certs/ca.crt\n"
+        "find-links = /from/the/file\n[install]\ntrusted-host = mirror.example\n"
+    )
+    uv = tmp_path / "uv"
+    uv.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$0.args"; echo "$SSL_CERT_FILE" > "$0.cert"\n')
+    uv.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env |= {"PIP_CONFIG_FILE": str(conf), "PIP_FIND_LINKS": "/opt/wheels"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests/helpers/uv_as_pip.py"), str(uv), "pip", "install", "-q", "torch"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    args = (tmp_path / "uv.args").read_text().split("\n")[:-1]
+    assert args[:4] == ["pip", "install", "--index-strategy", "unsafe-best-match"] and args[-2:] == [
+        "-q",
+        "torch",
+    ]
+    pairs = list(zip(args[4:-2:2], args[5:-2:2], strict=True))
+    assert pairs == [
+        ("--default-index", "https://mirror.example/simple"),
+        ("--index", "file:///opt/a/simple"),
+        ("--index", "file:///opt/b/simple"),
+        ("--find-links", "/opt/wheels"),
+        ("--allow-insecure-host", "mirror.example"),
+    ]
+    assert (tmp_path / "uv.cert").read_text().strip() == "/etc/ssl/certs/ca.crt"
+
+
+def test_uv_as_pip_refuses_anything_but_an_install() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests/helpers/uv_as_pip.py"), "uv", "pip", "uninstall", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "usage:" in done.stderr
