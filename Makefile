@@ -55,17 +55,20 @@ endif
 # The test venv is installed with uv (put in the venv by pip), with the sources pip is configured with
 # (tests/helpers/uv_as_pip.py: pip.conf and PIP_* carried over) and every module compiled to bytecode as pip does
 # (where PYTHONDONTWRITEBYTECODE is set, nothing would cache a torch import): 44-51 s against pip's 107 s with cold
-# caches here (docs/benchmarks.md). TEST_INSTALLER=pip installs it with pip alone.
+# caches here (docs/benchmarks.md). Where pip cannot install uv (an index without it), pip installs the rest too;
+# TEST_INSTALLER=pip always uses pip alone.
 TEST_INSTALLER ?= uv
+PIP_INSTALL_TEST_VENV = $(TEST_VENV)/bin/pip install -q --upgrade pip \
+	&& $(TEST_VENV)/bin/pip install -q -e '.[test,docker,nvml,bench]' $(TEST_TORCH)
 $(TEST_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(TEST_VENV)
 ifeq ($(TEST_INSTALLER),uv)
-	$(TEST_VENV)/bin/pip install -q uv
-	$(TEST_VENV)/bin/python tests/helpers/uv_as_pip.py $(TEST_VENV)/bin/uv pip install -q --compile-bytecode \
-		--python $(TEST_VENV)/bin/python --upgrade pip -e '.[test,docker,nvml,bench]' $(TEST_TORCH)
+	if $(TEST_VENV)/bin/pip install -q 'uv>=0.5'; then \
+		$(TEST_VENV)/bin/python tests/helpers/uv_as_pip.py $(TEST_VENV)/bin/uv pip install -q --compile-bytecode \
+			--python $(TEST_VENV)/bin/python --upgrade-package pip pip -e '.[test,docker,nvml,bench]' $(TEST_TORCH); \
+	else echo "pip could not install uv: the test venv is installed with pip" >&2; $(PIP_INSTALL_TEST_VENV); fi
 else
-	$(TEST_VENV)/bin/pip install -q --upgrade pip
-	$(TEST_VENV)/bin/pip install -q -e '.[test,docker,nvml,bench]' $(TEST_TORCH)
+	$(PIP_INSTALL_TEST_VENV)
 endif
 	touch $@
 

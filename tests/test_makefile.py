@@ -12,6 +12,7 @@ import pytest
 
 from tests.cli.test_install_without_torch import NO_INDEX
 from tests.helpers import ROOT
+from tests.helpers.uv_as_pip import pip_settings, uv_flags
 
 
 @pytest.mark.slow
@@ -173,16 +174,20 @@ def test_the_serial_markers_are_registered_and_name_every_kind_conftest_reports(
 
 
 def test_the_test_venvs_uv_gets_the_sources_pip_is_configured_with(tmp_path: Path) -> None:
-    """tests/helpers/uv_as_pip.py with the real pip reading a pip.conf and PIP_* variables; a stand-in `uv` records
-    what it was given. A variable wins over the file and the install section over global, as in pip."""
+    """tests/helpers/uv_as_pip.py with the real pip reading a pip.conf (loaded after any global one, so its values
+    win) and PIP_* variables; a stand-in `uv` records what it was given. The install section wins over global and a
+    variable over both, as in pip."""
     conf = tmp_path / "pip.conf"
     conf.write_text(
-        "[global]\nindex-url = https://mirror.example/simple\n"
+        "[global]\nindex-url = https://global.example/simple\n"
+        "[install]\nindex-url = https://mirror.example/simple\ntimeout = 7\n"
         "extra-index-url = file:///opt/a/simple file:///opt/b/simple\ncert = /etc/ssl/certs/ca.crt\n"
-        "find-links = /from/the/file\n[install]\ntrusted-host = mirror.example\n"
+        "find-links = /from/the/file\ntrusted-host = mirror.example\nno-index = false\npre = false\n"
     )
     uv = tmp_path / "uv"
-    uv.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$0.args"; echo "$SSL_CERT_FILE" > "$0.cert"\n')
+    uv.write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$@" > "$0.args"; echo "$SSL_CERT_FILE $UV_HTTP_TIMEOUT" > "$0.env"\n'
+    )
     uv.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env |= {"PIP_CONFIG_FILE": str(conf), "PIP_FIND_LINKS": "/opt/wheels"}
@@ -199,15 +204,37 @@ def test_the_test_venvs_uv_gets_the_sources_pip_is_configured_with(tmp_path: Pat
         "-q",
         "torch",
     ]
-    pairs = list(zip(args[4:-2:2], args[5:-2:2], strict=True))
-    assert pairs == [
+    given = list(zip(args[4:-2:2], args[5:-2:2], strict=True))
+    for pair in [
         ("--default-index", "https://mirror.example/simple"),
         ("--index", "file:///opt/a/simple"),
         ("--index", "file:///opt/b/simple"),
         ("--find-links", "/opt/wheels"),
         ("--allow-insecure-host", "mirror.example"),
-    ]
-    assert (tmp_path / "uv.cert").read_text().strip() == "/etc/ssl/certs/ca.crt"
+    ]:
+        assert pair in given, (pair, given)
+    assert ("--default-index", "https://global.example/simple") not in given
+    assert ("--find-links", "/from/the/file") not in given and "--no-index" not in args
+    assert (tmp_path / "uv.env").read_text().split() == ["/etc/ssl/certs/ca.crt", "7"]
+
+
+def test_pips_settings_become_uvs_flags_as_pip_reads_them() -> None:
+    """`pip config list` lines as pip prints them (`section.key='value'`), every spelling of yes pip accepts."""
+    listing = (
+        ":env:.default-timeout='180'\n:env:.no-index='y'\nglobal.constraint='/c.txt'\n"
+        "global.no-index='false'\ninstall.pre='on'\nglobal.proxy='http://proxy:3128'\nglobal.x=unquoted\n"
+    )
+    settings = pip_settings(listing)
+    assert settings["no-index"] == "y" and settings["x"] == "unquoted"
+    flags, env = uv_flags(settings)
+    assert "--no-index" in flags and flags[flags.index("--constraint") + 1] == "/c.txt"
+    assert flags[flags.index("--prerelease") + 1] == "allow"
+    assert env == {
+        "HTTPS_PROXY": "http://proxy:3128",
+        "HTTP_PROXY": "http://proxy:3128",
+        "UV_HTTP_TIMEOUT": "180",
+    }
+    assert "--no-index" not in uv_flags(pip_settings("global.no-index='0'\n"))[0]
 
 
 def test_uv_as_pip_refuses_anything_but_an_install() -> None:
