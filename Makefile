@@ -54,7 +54,7 @@ endif
 
 # The test venv is installed with uv (put in the venv by pip), with the sources pip is configured with
 # (tests/helpers/uv_as_pip.py: pip.conf and PIP_* carried over) and every module compiled to bytecode as pip does
-# (where PYTHONDONTWRITEBYTECODE is set, nothing would cache a torch import): 44-51 s against pip's 107 s with cold
+# (where PYTHONDONTWRITEBYTECODE is set, nothing would cache a torch import): 37-51 s against pip's 107 s with cold
 # caches here (docs/benchmarks.md). Where pip cannot install uv (an index without it), pip installs the rest too;
 # TEST_INSTALLER=pip always uses pip alone.
 TEST_INSTALLER ?= uv
