@@ -221,7 +221,7 @@ def test_the_test_venvs_uv_gets_the_sources_pip_is_configured_with(tmp_path: Pat
 def test_pips_settings_become_uvs_flags_as_pip_reads_them() -> None:
     """`pip config list` lines as pip prints them (`section.key='value'`), every spelling of yes pip accepts."""
     listing = (
-        ":env:.default-timeout='180'\n:env:.no-index='y'\nglobal.constraint='/c.txt'\n"
+        ":env:.default-timeout='180'\nglobal.timeout='7'\n:env:.no-index='y'\nglobal.constraint='/c.txt'\n"
         "global.no-index='false'\ninstall.pre='on'\nglobal.proxy='http://proxy:3128'\nglobal.x=unquoted\n"
     )
     settings = pip_settings(listing)

@@ -29,6 +29,9 @@ FLAGS = {
 }
 SECTIONS = ("global", "install", ":env:")  # lowest precedence first
 TRUE = ("y", "yes", "t", "true", "on", "1")  # pip's strtobool
+ALIASES = {
+    "default-timeout": "timeout"
+}  # one pip option under two names (PIP_DEFAULT_TIMEOUT, `timeout` in a file)
 # settings that change where or what pip installs and that uv is not given: named, so a difference is not silent
 NOT_CARRIED = (
     "client-cert",
@@ -52,6 +55,7 @@ def pip_settings(listing: str) -> dict[str, str]:
             value = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
             value = raw
+        key = ALIASES.get(key, key)
         rank = SECTIONS.index(section)
         if key not in found or rank >= found[key][0]:
             found[key] = (rank, str(value))
@@ -73,9 +77,8 @@ def uv_flags(settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         env["SSL_CERT_FILE"] = settings["cert"]
     if settings.get("proxy"):
         env["HTTPS_PROXY"] = env["HTTP_PROXY"] = settings["proxy"]
-    timeout = settings.get("timeout") or settings.get("default-timeout")
-    if timeout:
-        env["UV_HTTP_TIMEOUT"] = timeout
+    if settings.get("timeout"):
+        env["UV_HTTP_TIMEOUT"] = settings["timeout"]
     return flags, env
 
 
