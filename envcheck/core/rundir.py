@@ -4,12 +4,14 @@ Workers are killed with SIGKILL (a timeout, Ctrl-C, SIGTERM, SIGHUP), so their o
 multiprocessing's `pymp-*` dir (DataLoader workers), a `TemporaryDirectory`, Inductor's default cache
 (`<temp>/torchinductor_<user>`) would stay in the user's temp dir. So the engine makes one dir per run,
 `<TMPDIR>/envcheck-run-<pid>-XXXX`, and each forked worker makes `w<its pid>` in it its TMPDIR (its
-subprocesses inherit it). It is made in the user's temp dir itself, so it is on the same mount: a noexec or
-read-only temp dir is still what the checks meet. The engine removes a worker's part when the worker ends,
-the whole dir when the run ends (normally, by an exception or a signal), and the fork server removes it when
-envcheck is gone without doing so (SIGKILL). A TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR the user set is
-left as it is: that cache is the user's, and whether it works is the point. Where the temp dir is not
-writable (a hardened runtime) there is no private dir: the workers get the environment as it is.
+subprocesses inherit it); what the fork server's imports write in a temp dir (torch._dynamo makes Inductor's cache
+dir) goes in its `shared` part, which the workers forked after them inherit. It is made in the user's temp dir
+itself, so it is on the same mount: a noexec or read-only temp dir is still what the checks meet. The engine
+removes a worker's part when the worker ends, the whole dir when the run ends (normally, by an exception or a
+signal), and the fork server removes it when envcheck is gone without doing so (SIGKILL). A
+TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR the user set is left as it is: that cache is the user's, and whether it
+works is the point. Where the temp dir is not writable (a hardened runtime) there is no private dir: the workers get
+the environment as it is.
 
 When every process of the run dies at once (a cgroup or PID-namespace kill: Slurm ending the job, `docker kill`,
 the OOM killer) none of them can remove the dir. So each process of a run holds a shared lock on it (envcheck
@@ -36,6 +38,7 @@ PREFIX = "envcheck-run-"
 MOVED = ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR")  # set in a worker by us (TMPDIR) or by Inductor's first compile
 _outer_temp: str | None = None  # in a worker: the temp dir the user's own jobs use
 _outer_env: dict[str, str | None] = {}  # in a worker: MOVED as the user set them
+_run_dir: str | None = None  # in a worker: the run's dir (its own part's parent)
 _held: dict[str, int] = {}  # run dir -> the fd holding its in-use lock (envcheck.core.stale_rundirs)
 
 
@@ -73,7 +76,7 @@ def worker_dir(run_dir: str, pid: int) -> str:
 def enter(run_dir: str | None) -> str | None:
     """In a freshly forked worker: make its own part of `run_dir` this process's temp dir (TMPDIR for the
     processes it starts too); the path, or None when there is none (the environment stays as it is)."""
-    global _outer_temp, _outer_env
+    global _outer_temp, _outer_env, _run_dir
     if not run_dir:
         return None
     path = worker_dir(run_dir, os.getpid())
@@ -82,12 +85,26 @@ def enter(run_dir: str | None) -> str | None:
         os.mkdir(path, 0o700)
     except OSError:
         return None
-    _outer_temp, _outer_env = outer, {name: os.environ.get(name) for name in MOVED}
+    _outer_temp, _outer_env, _run_dir = outer, {name: os.environ.get(name) for name in MOVED}, run_dir
     os.environ["TMPDIR"] = path
     tempfile.tempdir = None  # gettempdir() caches; the next call reads TMPDIR again
     process = sys.modules.get("multiprocessing.process")
     if process is not None:  # a pymp-* dir inherited from the fork server would be the server's, not ours
         process.current_process()._config.pop("tempdir", None)
+    return path
+
+
+def shared_dir(run_dir: str | None = None) -> str | None:
+    """The part of the run's dir (`run_dir`; in a worker, its own run's) that every worker of the run shares, made
+    here by the first to ask: on the user's temp dir's mount too, and removed with the run. None without a run dir."""
+    run_dir = run_dir or _run_dir
+    if run_dir is None:
+        return None
+    path = os.path.join(run_dir, stale_rundirs.SHARED)
+    try:
+        os.makedirs(path, 0o700, exist_ok=True)
+    except OSError:
+        return None
     return path
 
 
@@ -103,12 +120,16 @@ def user_env(name: str) -> str | None:
 
 
 def user_paths(text: str) -> str:
-    """`text` (an error message) with this worker's private temp dir written as the user's temp dir, where the
-    same file would be in the user's own job (same mount, same problem)."""
+    """`text` (an error message) with this worker's private temp dir, and the run's shared part, written as the
+    user's temp dir, where the same file would be in the user's own job (same mount, same problem)."""
     own = os.environ.get("TMPDIR")
     if _outer_temp is None or not own or own == _outer_temp:
         return text
-    return text.replace(own.rstrip("/") + "/", _outer_temp.rstrip("/") + "/").replace(own, _outer_temp)
+    shared = [os.path.join(_run_dir, stale_rundirs.SHARED)] if _run_dir else []
+    outer = _outer_temp
+    for private in (own, *shared):
+        text = text.replace(private.rstrip("/") + "/", outer.rstrip("/") + "/").replace(private, outer)
+    return text
 
 
 def remove(path: str | None, wait_s: float = 2.0) -> bool:

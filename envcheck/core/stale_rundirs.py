@@ -21,7 +21,8 @@ import stat
 import time
 
 GRACE_S = 10.0  # a dir this young may be between its mkdtemp and its lock: left alone
-_WORKER = re.compile(r"w\d+")
+SHARED = "shared"  # the part of a run's dir the fork server's imports write in (its later workers inherit it)
+_WORKER = re.compile(rf"w\d+|{SHARED}")
 _PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: a kernel thread
 
 
@@ -87,7 +88,8 @@ def run_alive(pid: int) -> bool:
 
 
 def _only_ours(path: str, uid: int) -> bool:
-    """Whether the top level of `path` holds only worker dirs and everything under it belongs to `uid`."""
+    """Whether the top level of `path` holds only worker dirs (and the shared one) and everything under it belongs
+    to `uid`."""
     try:
         with os.scandir(path) as top:
             for entry in top:

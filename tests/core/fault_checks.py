@@ -58,6 +58,20 @@ def temp_dirs(ctx: Context) -> Result:
     )
 
 
+def inductor_env(ctx: Context) -> Result:
+    """Reports Inductor's cache variable as this worker found it (before it imported anything) and as the engine
+    records the user's own (envcheck.core.rundir.user_env)."""
+    from envcheck.core.rundir import user_env
+
+    return passed(
+        "inductor env",
+        measured={
+            "found": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+            "users": user_env("TORCHINDUCTOR_CACHE_DIR"),
+        },
+    )
+
+
 def segfaults(ctx: Context) -> Result:
     """Dereferences NULL."""
     print("about to segfault", flush=True)

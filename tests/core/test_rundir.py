@@ -5,8 +5,12 @@ Real Runner, real forked workers; the checks report what temp dirs they got (tes
 
 from __future__ import annotations
 
+import getpass
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -19,6 +23,7 @@ from envcheck.core.result import Status
 from envcheck.core.runner import Runner
 from envcheck.core.signals import Interrupted, interruptible
 from tests.core import fault_checks
+from tests.helpers import ROOT
 
 
 def _spec(group: str, func=fault_checks.temp_dirs, timeout_s: float = 60) -> CheckSpec:  # type: ignore[no-untyped-def]
@@ -41,6 +46,60 @@ def test_each_worker_gets_its_own_temp_dir_inside_the_users_and_the_run_leaves_n
         assert got["user"] == str(tmp)  # what the compile check's probes name: the user's own temp dir
         assert got["inductor"] == str(cache)  # a cache the user set is the user's: left as it is
     assert list(tmp.iterdir()) == []
+
+
+def test_groups_forked_after_a_preload_start_with_the_users_environment(tmp_path: Path) -> None:
+    """Where GPU groups share one lane (a GPU host: share_gpu=False), the fork server imports what they preload
+    (torch._dynamo for the compile checks) before forking the later ones. That import makes Inductor's default cache
+    dir and writes it into TORCHINDUCTOR_CACHE_DIR: a worker forked after it must not take that for the user's own
+    cache (its compiles would go to the user's temp dir and stay there), and the user's temp dir holds nothing after
+    the run. No GPU is used: the groups only say they may use one."""
+    pytest.importorskip("torch")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    specs = [
+        CheckSpec(
+            f"test.gpu_{g}", fault_checks.inductor_env, "x", group=g, timeout_s=120, uses_gpu=True, **extra
+        )
+        for g, extra in (("first", {}), ("preloading", {"preload": ("torch._dynamo",)}))
+    ]
+    with Runner(Context(), env=env, share_gpu=False) as runner:
+        results = runner.run(specs)
+    assert all(r.status is Status.PASS for r in results), results
+    assert [r.measured for r in results] == [{"found": None, "users": None}] * 2
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_preload_writes_nothing_in_the_users_temp_dir_nor_in_the_workers_environment(
+    tmp_path: Path,
+) -> None:
+    """The fork server imports torch._dynamo for the compile workers forked after it (a GPU host's lane); that import
+    makes Inductor's default cache dir and writes it into TORCHINDUCTOR_CACHE_DIR. It does so in the run's shared dir,
+    and the environment a later worker inherits is the user's."""
+    pytest.importorskip("torch")
+    tmp = tmp_path / "tmp"
+    run_dir = tmp / "envcheck-run-1-x"
+    run_dir.mkdir(parents=True)
+    code = (
+        "import json, os, tempfile\n"
+        "from envcheck.core.isolation.forkserver import preload\n"
+        f"got = preload(['torch._dynamo'], {str(run_dir)!r})\n"
+        "env = os.environ.get('TORCHINDUCTOR_CACHE_DIR'), os.environ['TMPDIR'], tempfile.gettempdir()\n"
+        "print(json.dumps([got, *env]))"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    got, cache, tmpdir, tempfile_dir = json.loads(done.stdout)
+    assert got["loaded"] == ["torch._dynamo"] and not got["failed"]
+    assert cache is None and tmpdir == tempfile_dir == str(tmp)
+    assert [p.name for p in tmp.iterdir()] == [run_dir.name]  # nothing of Inductor's in the user's temp dir
+    assert [p.name for p in (run_dir / "shared").iterdir()] == [f"torchinductor_{getpass.getuser()}"]
 
 
 def test_a_worker_killed_on_timeout_loses_its_temp_dir_at_once(tmp_path: Path) -> None:

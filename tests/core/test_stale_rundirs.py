@@ -163,12 +163,14 @@ def _dead_pid() -> int:
 def test_the_sweep_takes_only_dead_runs_own_dirs(tmp_path: Path) -> None:
     """What the sweep must leave: a symlink (and what it points at), a dir holding anything but worker dirs, a
     dir younger than the grace, the dir of a live envcheck that holds no lock (an older envcheck), a dir
-    someone holds the lock of. What it takes: a dead run's dir of worker dirs, whatever they hold."""
+    someone holds the lock of. What it takes: a dead run's dir of worker dirs and its shared dir, whatever they
+    hold."""
     pid = _dead_pid()
     dead = tmp_path / f"{PREFIX}{pid}-dead"
     (dead / "w12" / "pymp-x").mkdir(parents=True)
     (dead / "w12" / "pymp-x" / "listener-y").write_text("")
     (dead / "w12" / "link-out").symlink_to(tmp_path / "precious")
+    (dead / "shared" / "torchinductor_x").mkdir(parents=True)  # the compile workers' cache
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "keep").write_text("")

@@ -1,7 +1,8 @@
 """The fork server: one interpreter that imports torch once (never CUDA) and forks a worker per isolation group.
 
 Started by the parent side (`envcheck.core.isolation.server_handle.ServerHandle`) as
-`python -m envcheck.core.isolation.forkserver` in a session of its own, it talks over a SOCK_SEQPACKET socket (fd numbers in ENVCHECK_FORKSERVER_FDS):
+`python -m envcheck.core.isolation.forkserver` in a session of its own, it talks over a SOCK_SEQPACKET socket (fd
+numbers in ENVCHECK_FORKSERVER_FDS):
 
 - to the parent, first `{"hello": pid}` as soon as the interpreter runs (the start-up handshake: whatever
   site-packages does at start-up is over), then `{"ready": ...}` once torch is imported;
@@ -26,6 +27,7 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
 import traceback
 from typing import Any
 
@@ -41,15 +43,34 @@ def send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall(json.dumps(message).encode())
 
 
-def preload(modules: list[str]) -> dict[str, Any]:
-    """Import `modules` here; a module that fails is named with its error, never fatal."""
+def preload(modules: list[str], run_dir: str | None = None) -> dict[str, Any]:
+    """Import `modules` here; a module that fails is named with its error, never fatal. An import may write a
+    temp-dir path into the environment and make the folder (torch._dynamo computes Inductor's cache dir and writes it
+    into TORCHINDUCTOR_CACHE_DIR): it does that in the run's shared dir, never in the user's temp dir, and the
+    environment is set back, so a worker forked later starts with the user's own (envcheck.core.rundir.user_env)."""
     loaded, failed = [], {}
-    for name in modules:
-        try:
-            importlib.import_module(name)
-            loaded.append(name)
-        except BaseException as exc:  # an import may raise anything, SystemExit included
-            failed[name] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    saved = {name: os.environ.get(name) for name in rundir.MOVED}
+    shared = rundir.shared_dir(run_dir) if any(m not in sys.modules for m in modules) else None
+    if shared:  # made for the imports, and removed again below when none of them wrote there
+        os.environ["TMPDIR"] = shared
+        tempfile.tempdir = None  # gettempdir() caches; the next call reads TMPDIR again
+    try:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+                loaded.append(name)
+            except BaseException as exc:  # an import may raise anything, SystemExit included
+                failed[name] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        tempfile.tempdir = None
+        if shared:
+            with contextlib.suppress(OSError):
+                os.rmdir(shared)
     return {"loaded": loaded, "failed": failed, "cuda_initialized": cuda_initialized()}
 
 
@@ -128,7 +149,7 @@ class ForkLoop:
                         os.close(fd)
                 send(self.sock, {"error": process_start_problem(exc)})
         elif op == Op.PRELOAD:
-            send(self.sock, preload(list(request.get("modules", []))))
+            send(self.sock, preload(list(request.get("modules", [])), self.run_dir))
         elif op == Op.STATE:
             send(
                 self.sock,
@@ -207,7 +228,7 @@ def main() -> None:
         sock = socket.socket(fileno=control)
         send(sock, {"hello": os.getpid()})
         modules = ["torch"] if importlib.util.find_spec("torch") is not None else []
-        send(sock, {"ready": True, **preload(modules)})
+        send(sock, {"ready": True, **preload(modules)})  # torch's import writes no temp path
         server = ForkLoop(sock, lifeline, run_dir)
         server.serve()
     except (BrokenPipeError, ConnectionResetError):  # envcheck is gone (SIGKILL) while torch imported here
