@@ -18,9 +18,9 @@ the OOM killer) none of them can remove the dir. So each process of a run holds 
 from `create`, the fork server from its start, the workers by inheritance), and `create` first sweeps the temp
 dir: a `envcheck-run-<pid>-*` dir goes only when it is this user's real dir (never a symlink, never followed),
 older than a few seconds, its pid is no live envcheck (nor python), nobody holds its lock (a live run in
-another PID namespace sharing the temp dir keeps its dir) and it holds only worker dirs of this user's files
-(`envcheck.core.stale_rundirs`). A group kill that lands between the fork server's fork and its setsid takes
-the server too: that dir also waits for the next run's sweep.
+another PID namespace sharing the temp dir keeps its dir) and it holds only worker dirs (and the shared one) of
+this user's files (`envcheck.core.stale_rundirs`). A group kill that lands between the fork server's fork and its
+setsid takes the server too: that dir also waits for the next run's sweep.
 """
 
 from __future__ import annotations
@@ -102,7 +102,9 @@ def shared_dir(run_dir: str | None = None) -> str | None:
         return None
     path = os.path.join(run_dir, stale_rundirs.SHARED)
     try:
-        os.makedirs(path, 0o700, exist_ok=True)
+        os.mkdir(path, 0o700)  # never the run's dir itself: one already removed stays removed
+    except FileExistsError:
+        pass
     except OSError:
         return None
     return path

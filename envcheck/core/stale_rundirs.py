@@ -7,7 +7,8 @@ and the next run in the same temp dir removes the dir instead. It removes `<temp
 when all of these hold: it is a real dir (not a symlink) owned by this user, older than GRACE_S, its pid is not
 a live envcheck (or python: an envcheck without the lock, or an engine embedded in a Python program) here,
 nobody holds its lock (so a run in another PID namespace sharing this temp dir keeps its dir), and everything in
-it is this user's and its top level holds only worker dirs (`w<pid>`). Removal never follows a symlink.
+it is this user's and its top level holds only worker dirs (`w<pid>`) and the shared one (`shared`). Removal never
+follows a symlink.
 """
 
 from __future__ import annotations

@@ -102,6 +102,54 @@ def test_a_preload_writes_nothing_in_the_users_temp_dir_nor_in_the_workers_envir
     assert [p.name for p in (run_dir / "shared").iterdir()] == [f"torchinductor_{getpass.getuser()}"]
 
 
+def test_a_failed_preload_sets_everything_back_and_leaves_no_shared_dir(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    run_dir = tmp / "envcheck-run-1-x"
+    run_dir.mkdir(parents=True)
+    code = (
+        "import json, os, tempfile\n"
+        "from envcheck.core.isolation.forkserver import preload\n"
+        f"got = preload(['envcheck_no_such_module'], {str(run_dir)!r})\n"
+        "print(json.dumps([got['failed'], os.environ['TMPDIR'], tempfile.gettempdir()]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+    assert done.returncode == 0, done.stderr
+    failed, tmpdir, tempfile_dir = json.loads(done.stdout)
+    assert list(failed) == ["envcheck_no_such_module"] and tmpdir == tempfile_dir == str(tmp)
+    assert list(run_dir.iterdir()) == []  # the shared dir was made for the import and removed again, empty
+
+
+def test_an_error_message_names_the_users_temp_dir_for_the_workers_and_the_shared_part(
+    tmp_path: Path,
+) -> None:
+    """In a worker, a path in its own temp dir or in the run's shared part is where the user's job would have it."""
+    tmp = tmp_path / "tmp"
+    run_dir = tmp / "envcheck-run-1-x"
+    run_dir.mkdir(parents=True)
+    code = (
+        "import os\n"
+        "from envcheck.core import rundir\n"
+        f"rundir.enter({str(run_dir)!r})\n"
+        "own = os.environ['TMPDIR']\n"
+        f"print(rundir.user_paths(f'cannot open {run_dir}/shared/torchinductor_u/a.so nor {{own}}/b.o'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"cannot open {tmp}/torchinductor_u/a.so nor {tmp}/b.o"
+
+
 def test_a_worker_killed_on_timeout_loses_its_temp_dir_at_once(tmp_path: Path) -> None:
     """A real DataLoader worker holds its `pymp-*` dir when the check's timeout kills the group: the dir goes
     with the worker, while the run (and its dir) goes on."""

@@ -46,8 +46,9 @@ def send(sock: socket.socket, message: dict[str, Any]) -> None:
 def preload(modules: list[str], run_dir: str | None = None) -> dict[str, Any]:
     """Import `modules` here; a module that fails is named with its error, never fatal. An import may write a
     temp-dir path into the environment and make the folder (torch._dynamo computes Inductor's cache dir and writes it
-    into TORCHINDUCTOR_CACHE_DIR): it does that in the run's shared dir, never in the user's temp dir, and the
-    environment is set back, so a worker forked later starts with the user's own (envcheck.core.rundir.user_env)."""
+    into TORCHINDUCTOR_CACHE_DIR): with a run dir it does that in the run's shared dir, not in the user's temp dir
+    (paths a module keeps in its globals stay there, removed with the run), and the environment is set back either
+    way, so a worker forked later starts with the user's own (envcheck.core.rundir.user_env)."""
     loaded, failed = [], {}
     saved = {name: os.environ.get(name) for name in rundir.MOVED}
     shared = rundir.shared_dir(run_dir) if any(m not in sys.modules for m in modules) else None
@@ -228,7 +229,8 @@ def main() -> None:
         sock = socket.socket(fileno=control)
         send(sock, {"hello": os.getpid()})
         modules = ["torch"] if importlib.util.find_spec("torch") is not None else []
-        send(sock, {"ready": True, **preload(modules)})  # torch's import writes no temp path
+        # torch's own import writes no temp path (checked with 2.13 and 2.15), so it runs in the user's temp dir
+        send(sock, {"ready": True, **preload(modules)})
         server = ForkLoop(sock, lifeline, run_dir)
         server.serve()
     except (BrokenPipeError, ConnectionResetError):  # envcheck is gone (SIGKILL) while torch imported here
