@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from envcheck.checks.check_registry import registry
 from envcheck.core import signals
 from envcheck.core.check import CheckSpec, Context
 from envcheck.core.result import Status
@@ -52,8 +53,8 @@ def test_groups_forked_after_a_preload_start_with_the_users_environment(tmp_path
     """Where GPU groups share one lane (a GPU host: share_gpu=False), the fork server imports what they preload
     (torch._dynamo for the compile checks) before forking the later ones. That import makes Inductor's default cache
     dir and writes it into TORCHINDUCTOR_CACHE_DIR: a worker forked after it must not take that for the user's own
-    cache (its compiles would go to the user's temp dir and stay there), and the user's temp dir holds nothing after
-    the run. No GPU is used: the groups only say they may use one."""
+    cache, or the real compile.cpu_isa (its ISA probe built by g++ into Inductor's cache) would compile into the user's
+    temp dir and leave it there. No GPU is used: the groups are in the GPU lane because their checks may use one."""
     pytest.importorskip("torch")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -65,10 +66,13 @@ def test_groups_forked_after_a_preload_start_with_the_users_environment(tmp_path
         )
         for g, extra in (("first", {}), ("preloading", {"preload": ("torch._dynamo",)}))
     ]
-    with Runner(Context(), env=env, share_gpu=False) as runner:
-        results = runner.run(specs)
+    isa = dict(registry())["compile.cpu_isa"]
+    assert isa.gpu and isa.preload == ("torch._dynamo",)
+    with Runner(Context(allow_cpu=True), env=env, share_gpu=False) as runner:
+        *results, compiled = runner.run([*specs, isa])
     assert all(r.status is Status.PASS for r in results), results
     assert [r.measured for r in results] == [{"found": None, "users": None}] * 2
+    assert compiled.status is Status.PASS, compiled  # it built and loaded its probe
     assert list(tmp.iterdir()) == []
 
 
