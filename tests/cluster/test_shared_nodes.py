@@ -21,6 +21,10 @@ from tests.staging import dcgmi
 from tests.staging.contexts import BOOT, CASES, HOST, JOB, Case
 from tests.staging.gpu_node import Node, eight_gpus, staged_node
 
+# long: 79 staged nodes, each a real envcheck process, keep a core busy for about two minutes (the parallel phase's
+# largest module, which loadscope gives to one worker); `make test` runs it beside the Docker tests
+pytestmark = pytest.mark.long
+
 
 def _verdict(done: subprocess.CompletedProcess[str], results: dict[str, Any]) -> str:
     lines = [
