@@ -76,6 +76,25 @@ def test_groups_forked_after_a_preload_start_with_the_users_environment(tmp_path
     assert list(tmp.iterdir()) == []
 
 
+def _staged_run_dir(tmp_path: Path) -> tuple[Path, Path]:
+    """A user's temp dir holding one run's dir, named as `rundir.create` names it: (temp dir, run dir)."""
+    tmp = tmp_path / "tmp"
+    run_dir = tmp / "envcheck-run-1-x"
+    run_dir.mkdir(parents=True)
+    return tmp, run_dir
+
+
+def _python(code: str, tmp: Path) -> str:
+    """`code` run by a fresh interpreter whose temp dir is `tmp` and which has no Inductor cache set: its stdout."""
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_a_preload_writes_nothing_in_the_users_temp_dir_nor_in_the_workers_environment(
     tmp_path: Path,
 ) -> None:
@@ -83,23 +102,16 @@ def test_a_preload_writes_nothing_in_the_users_temp_dir_nor_in_the_workers_envir
     makes Inductor's default cache dir and writes it into TORCHINDUCTOR_CACHE_DIR. It does so in the run's shared dir,
     and the environment a later worker inherits is the user's."""
     pytest.importorskip("torch")
-    tmp = tmp_path / "tmp"
-    run_dir = tmp / "envcheck-run-1-x"
-    run_dir.mkdir(parents=True)
-    code = (
+    tmp, run_dir = _staged_run_dir(tmp_path)
+    out = _python(
         "import json, os, tempfile\n"
         "from envcheck.core.isolation.forkserver import preload\n"
         f"got = preload(['torch._dynamo'], {str(run_dir)!r})\n"
         "env = os.environ.get('TORCHINDUCTOR_CACHE_DIR'), os.environ['TMPDIR'], tempfile.gettempdir()\n"
-        "print(json.dumps([got, *env]))"
+        "print(json.dumps([got, *env]))",
+        tmp,
     )
-    env = {**os.environ, "TMPDIR": str(tmp)}
-    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT
-    )
-    assert done.returncode == 0, done.stderr
-    got, cache, tmpdir, tempfile_dir = json.loads(done.stdout)
+    got, cache, tmpdir, tempfile_dir = json.loads(out)
     assert got["loaded"] == ["torch._dynamo"] and not got["failed"]
     assert cache is None and tmpdir == tempfile_dir == str(tmp)
     assert [p.name for p in tmp.iterdir()] == [run_dir.name]  # nothing of Inductor's in the user's temp dir
@@ -107,24 +119,15 @@ def test_a_preload_writes_nothing_in_the_users_temp_dir_nor_in_the_workers_envir
 
 
 def test_a_failed_preload_sets_everything_back_and_leaves_no_shared_dir(tmp_path: Path) -> None:
-    tmp = tmp_path / "tmp"
-    run_dir = tmp / "envcheck-run-1-x"
-    run_dir.mkdir(parents=True)
-    code = (
+    tmp, run_dir = _staged_run_dir(tmp_path)
+    out = _python(
         "import json, os, tempfile\n"
         "from envcheck.core.isolation.forkserver import preload\n"
         f"got = preload(['envcheck_no_such_module'], {str(run_dir)!r})\n"
-        "print(json.dumps([got['failed'], os.environ['TMPDIR'], tempfile.gettempdir()]))"
+        "print(json.dumps([got['failed'], os.environ['TMPDIR'], tempfile.gettempdir()]))",
+        tmp,
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "TMPDIR": str(tmp)},
-    )
-    assert done.returncode == 0, done.stderr
-    failed, tmpdir, tempfile_dir = json.loads(done.stdout)
+    failed, tmpdir, tempfile_dir = json.loads(out)
     assert list(failed) == ["envcheck_no_such_module"] and tmpdir == tempfile_dir == str(tmp)
     assert list(run_dir.iterdir()) == []  # the shared dir was made for the import and removed again, empty
 
@@ -133,25 +136,16 @@ def test_an_error_message_names_the_users_temp_dir_for_the_workers_and_the_share
     tmp_path: Path,
 ) -> None:
     """In a worker, a path in its own temp dir or in the run's shared part is where the user's job would have it."""
-    tmp = tmp_path / "tmp"
-    run_dir = tmp / "envcheck-run-1-x"
-    run_dir.mkdir(parents=True)
-    code = (
+    tmp, run_dir = _staged_run_dir(tmp_path)
+    out = _python(
         "import os\n"
         "from envcheck.core import rundir\n"
         f"rundir.enter({str(run_dir)!r})\n"
         "own = os.environ['TMPDIR']\n"
-        f"print(rundir.user_paths(f'cannot open {run_dir}/shared/torchinductor_u/a.so nor {{own}}/b.o'))"
+        f"print(rundir.user_paths(f'cannot open {run_dir}/shared/torchinductor_u/a.so nor {{own}}/b.o'))",
+        tmp,
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "TMPDIR": str(tmp)},
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"cannot open {tmp}/torchinductor_u/a.so nor {tmp}/b.o"
+    assert out.strip() == f"cannot open {tmp}/torchinductor_u/a.so nor {tmp}/b.o"
 
 
 def test_a_worker_killed_on_timeout_loses_its_temp_dir_at_once(tmp_path: Path) -> None:
