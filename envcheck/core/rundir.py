@@ -94,10 +94,9 @@ def enter(run_dir: str | None) -> str | None:
     return path
 
 
-def shared_dir(run_dir: str | None = None) -> str | None:
-    """The part of the run's dir (`run_dir`; in a worker, its own run's) that every worker of the run shares, made
-    here by the first to ask: on the user's temp dir's mount too, and removed with the run. None without a run dir."""
-    run_dir = run_dir or _run_dir
+def shared_dir(run_dir: str | None) -> str | None:
+    """The part of `run_dir` that the fork server's imports write in and its later workers inherit, made if need be:
+    on the user's temp dir's mount too, and removed with the run. None without a run dir."""
     if run_dir is None:
         return None
     path = os.path.join(run_dir, stale_rundirs.SHARED)
