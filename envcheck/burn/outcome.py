@@ -227,8 +227,15 @@ def straggler_result(
             "one device: nothing to compare inside the node; the fleet's baseline judges it (envcheck fleet)",
             measured=measured,
         )
+    short = stragglers.too_few_calls(tally, corruption.models(tally))
+    if short:  # said as what was not compared, never counted among the devices found within the margin
+        measured["too_few_calls"] = short
+        note += "; not compared with their peers, no workload ran {} times on any of them: {}".format(
+            stragglers.MIN_CALLS, ", ".join(label(tally, i, True) for i in short)
+        )
     return passed(
-        f"{devices} device(s) within {margin_pct:g}% of the node's best{against} over the whole burn{note}",
+        f"{devices - len(short)} device(s) within {margin_pct:g}% of the node's best{against} over the whole burn"
+        f"{note}",
         measured=measured,
     )
 

@@ -43,7 +43,11 @@ Z_CONSISTENCY = (
 SLOWDOWN_BITS = (HW_THERMAL, SW_THERMAL, HW_POWER_BRAKE, HW_SLOWDOWN, SW_POWER_CAP)
 REASON_SHARE = 0.05  # a reason seen in at least 5% of a device's samples is named
 NOT_PEERS = ("all_reduce",)  # collectives: every rank runs at the slowest rank's pace
-MIN_ROUNDS = 3  # a device with fewer rounds has too little throughput measured to be compared
+# A device that ran a workload fewer times has measured too little of it to be the best its peers are held to. Counted
+# in calls, not rounds: the rounds are in lockstep (each starts with an all-reduce, envcheck.burn.loop), so a device
+# whose calls are slow holds every device to as few rounds as it manages, while its peers still fit many calls in
+# each round.
+MIN_CALLS = 3
 
 
 @dataclass(frozen=True)
@@ -124,20 +128,35 @@ def _peer_deficits(
     speeds = throughputs(tally, per_cpu_second)
     out: dict[int, float] = {}
     for group in groups.values():
-        members = [i for i in group if tally.workers[i].rounds >= MIN_ROUNDS]
-        if len(members) < 2:
+        if len(group) < 2:
             continue
-        for i in members:
+        for i in group:
             deficits = []
             for workload, value in speeds.get(i, {}).items():
                 if workload.split(".", 1)[0] in NOT_PEERS:
                     continue
-                best = max(speeds.get(j, {}).get(workload, 0.0) for j in members)
+                # the best of the devices that ran it MIN_CALLS times; a device with fewer calls (the slowest may
+                # make one a round) is judged against it by the calls it made
+                reference = [j for j in group if tally.workers[j].calls[workload] >= MIN_CALLS]
+                best = max((speeds.get(j, {}).get(workload, 0.0) for j in reference), default=0.0)
                 if best > 0:
                     deficits.append(100.0 * (best - value) / best)
             if deficits:
                 out[i] = statistics.median(deficits)
     return out
+
+
+def too_few_calls(tally: Tally, groups: Mapping[str, Sequence[int]]) -> list[int]:
+    """The devices with peers that no comparison judged: no device of their model ran any of their workloads
+    MIN_CALLS times."""
+    judged = _peer_deficits(tally, groups)
+    return sorted(
+        i
+        for group in groups.values()
+        if len(group) >= 2
+        for i in group
+        if i not in judged and any(w.split(".", 1)[0] not in NOT_PEERS for w in throughputs(tally).get(i, {}))
+    )
 
 
 def _drop(tally: Tally, worker: int) -> float | None:

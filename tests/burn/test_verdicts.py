@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import torch
 
-from envcheck.burn import corruption, stragglers
+from envcheck.burn import corruption, outcome, stragglers
 from envcheck.burn.records import BadRecord, Tally
 from envcheck.burn.workload import digest, relative_error
+from envcheck.core.result import Status
 from envcheck.probe.nvml_fields import HW_THERMAL, SW_POWER_CAP
 
 TOL = {"matmul.float32": 1e-4}
@@ -223,6 +224,39 @@ def test_the_healthy_twin_gpus_within_the_margin_and_too_few_rounds_name_nobody(
     rounds(short, 0, 2)
     rounds(short, 1, 2, seconds=3.0)  # two rounds: too little measured to compare
     assert stragglers.judge(short, [], corruption.models(short), margin_pct=10) == []
+
+
+def test_a_device_too_slow_to_make_three_calls_is_judged_against_peers_that_did() -> None:
+    """The rounds are in lockstep, so a slow device holds every device to the rounds it manages: a CPU worker under a
+    10% quota made one call a round, two in an 8 s burn on a 2-core machine, while its peer made dozens in the same
+    two rounds. The peer's calls are the reference, the slow device's own calls its speed. Leaving both out of the
+    comparison (two rounds each) passed it as "within 10% of the node's best"."""
+    t = tally(2, model=CPU)
+    for rnd in range(2):
+        result(t, 0, rnd, {f"{rnd % 3}" + GOOD[1:]: 20}, seconds=0.5)  # twenty calls a round, 40 TFLOP/s
+        result(t, 1, rnd, {f"{rnd % 3}" + GOOD[1:]: 1}, seconds=1.0)  # one call a round, 1 TFLOP/s
+    rows = samples(0, 10, cpu_share=0.99, throttled_share=0.0)
+    rows += samples(1, 10, cpu_share=0.10, throttled_share=0.88, quota_cpus=0.1)
+    (slow,) = stragglers.judge(t, rows, corruption.models(t))
+    assert slow.worker == 1 and slow.deficit_pct == pytest.approx(97.5, abs=0.1)
+    assert "its cgroup's CPU quota of 0.1 CPU throttled it 88% of the time" in slow.reasons
+    # the healthy twin: as fast per call, it made fewer calls when the budget ran out
+    twin = tally(2, model=CPU)
+    for rnd in range(2):
+        result(twin, 0, rnd, {f"{rnd % 3}" + GOOD[1:]: 20}, seconds=0.5)
+        result(twin, 1, rnd, {f"{rnd % 3}" + GOOD[1:]: 1}, seconds=0.026)
+    assert stragglers.judge(twin, [], corruption.models(twin)) == []
+
+
+def test_devices_that_all_made_too_few_calls_are_said_to_be_uncompared_not_within_the_margin() -> None:
+    short = tally(2)
+    rounds(short, 0, 2)
+    rounds(short, 1, 2, seconds=3.0)
+    result = outcome.straggler_result(short, [], [], 10.0, None)
+    said = result.summary
+    assert result.status is Status.PASS and said.startswith("0 device(s) within 10%"), said
+    assert "not compared with their peers, no workload ran 3 times on any of them: GPU 0, GPU 1" in said
+    assert result.measured["too_few_calls"] == [0, 1]
 
 
 def test_a_cpu_worker_held_by_its_cgroup_quota_is_named_with_it() -> None:
