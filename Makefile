@@ -27,7 +27,7 @@ endif
 TOOL ?= $(if $(ENVCHECK_IMAGE),envcheck,$(TEST_VENV)/bin/python -m envcheck)
 VERIFY_FLAGS := $(if $(ALLOW_CPU),--allow-cpu) $(if $(LEVEL),--level $(LEVEL)) $(VERIFY_ARGS)
 
-.PHONY: help verify test test-fast lint typecheck venv test-venv clean docs docs-serve docs-reference
+.PHONY: help verify test test-fast bytecode lint typecheck venv test-venv clean docs docs-serve docs-reference
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -99,7 +99,7 @@ TEST_WORKERS ?= auto
 TEST_DIST ?= loadscope
 SERIAL_READY ?= true
 test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run the whole test suite
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs bytecode
 	@began=$$(date +%s); ready=0; pytest() { ENVCHECK_TEST_PHASE=$$1 $(TEST_VENV)/bin/python -m pytest "$${@:2}"; }; \
 	echo "== make test, phase 1/2 (in parallel, -n $(TEST_WORKERS)): not ($(SERIAL_TESTS))"; \
 	pytest parallel -n $(TEST_WORKERS) --dist $(TEST_DIST) -m "not ($(SERIAL_TESTS))" $(PYTEST_ARGS); first=$$?; \
@@ -119,9 +119,17 @@ test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run t
 	all="$$first $$docker $$beside $$timing"; [ "$$all" = "5 5 5 5" ] && exit 5; \
 	for rc in $$all; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done; exit $$ready
 
+# The source tree's bytecode, written before the tests. The suite starts thousands of Python processes that import
+# envcheck and the test helpers from this tree (every `envcheck` command, fork server and staged node). Where
+# PYTHONDONTWRITEBYTECODE is set, as on CI's machine, none of them writes a .pyc, so each one compiled every module
+# it imports from source again: about 0.2 CPU-seconds for a node-path run and 0.5 s for a torch-path run's fork server
+# (docs/benchmarks.md). compileall writes what is missing or out of date; a .pyc whose source changed is not used.
+bytecode: $(TEST_VENV)/.installed ## Compile the tree's modules (envcheck, tests, bench) to bytecode, as pip does
+	$(TEST_VENV)/bin/python -m compileall -q -j 0 envcheck tests bench
+
 # The inner loop: no Docker and no Slurm (their tests are deselected by marker, not skipped), in parallel.
 FAST_WORKERS ?= auto
-test-fast: $(TEST_VENV)/.installed ## Every test but the Docker and Slurm ones, in parallel (pytest-xdist); no lint
+test-fast: $(TEST_VENV)/.installed bytecode ## Every test but the Docker and Slurm ones, in parallel (pytest-xdist); no lint
 	$(TEST_VENV)/bin/python -m pytest -q -m "not docker and not slurm" -n $(FAST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(TEST_VENV)/.installed ## ruff: the linter, and the formatter's check (ruff format rewrites)

@@ -56,7 +56,8 @@ def fake_venv(root: Path, codes: dict[str, int]) -> Path:
         (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
     cases = " ".join(f"{phase}) exit {code};;" for phase, code in codes.items())
     (bin_dir / "python").write_text(
-        f'#!/bin/sh\necho "$ENVCHECK_TEST_PHASE $*" >> {root}/pytest.log\ncase "$ENVCHECK_TEST_PHASE" in {cases} esac\n'
+        f'#!/bin/sh\nif [ "$2" = compileall ]; then echo "$*" >> {root}/compileall.log; exit 0; fi\n'
+        f'echo "$ENVCHECK_TEST_PHASE $*" >> {root}/pytest.log\ncase "$ENVCHECK_TEST_PHASE" in {cases} esac\n'
     )
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
@@ -103,6 +104,9 @@ def test_make_test_runs_the_parallel_phase_then_the_serial_streams_with_compleme
     assert calls[3] == f"timing -m pytest -m {STREAMS['timing']} -p no:cacheprovider"
     assert "phase 1 (parallel) passed" in out
     assert "docker passed, beside passed, timing passed" in out
+    # before any of it, the tree's modules are compiled once (PYTHONDONTWRITEBYTECODE lets no test process do it)
+    compiled = (tmp_path / "compileall.log").read_text().split()
+    assert compiled == "-m compileall -q -j 0 envcheck tests bench".split()
 
 
 def test_the_streams_split_the_serial_tests_exactly() -> None:
