@@ -216,7 +216,8 @@ class Burner:
 
     def burn(self, stop: threading.Event) -> int:
         """Rounds until stopped; how many ran. A round is a slice of wall time (round_s), shared evenly by the
-        workloads, so a slow device makes fewer calls in it rather than holding its peers' rounds back."""
+        workloads, so a slow device makes fewer calls in it rather than holding its peers' rounds back, as long as one
+        of its calls is shorter than a share (each workload makes at least one call a round)."""
         rnd = 0
         share = float(self.cfg["round_s"]) / max(1, len(self.workloads))
         while not self.stop_agreed(stop):

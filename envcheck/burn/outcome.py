@@ -227,15 +227,17 @@ def straggler_result(
             "one device: nothing to compare inside the node; the fleet's baseline judges it (envcheck fleet)",
             measured=measured,
         )
+    # devices measured too thinly to judge are said as such, never counted among those found within the margin
     short = stragglers.too_few_calls(tally, corruption.models(tally))
-    if short:  # said as what was not compared, never counted among the devices found within the margin
-        measured["too_few_calls"] = short
-        note += "; not compared with their peers, no workload ran {} times on any of them: {}".format(
-            stragglers.MIN_CALLS, ", ".join(label(tally, i, True) for i in short)
-        )
+    thin = "too few calls to judge against their peers (fewer than {} of every workload): {}".format(
+        stragglers.MIN_CALLS, ", ".join(label(tally, i, True) for i in short)
+    )
+    measured["too_few_calls"] = short
+    if short and len(short) == devices and not baseline:
+        return passed(f"no device compared: {thin}{note}", measured=measured)
     return passed(
         f"{devices - len(short)} device(s) within {margin_pct:g}% of the node's best{against} over the whole burn"
-        f"{note}",
+        f"{note}{'; ' + thin if short else ''}",
         measured=measured,
     )
 

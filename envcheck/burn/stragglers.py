@@ -124,38 +124,47 @@ def host_load(rows: Sequence[Mapping[str, Any]], peers: Sequence[Mapping[str, An
 
 def _peer_deficits(
     tally: Tally, groups: Mapping[str, Sequence[int]], per_cpu_second: bool = False
-) -> dict[int, float]:
+) -> tuple[dict[int, float], set[int]]:
+    """Each device's deficit against the best of its model (median over workloads), and the devices whose deficit
+    rests only on workloads they ran fewer than MIN_CALLS times. Each workload's best is taken over the devices that
+    ran it MIN_CALLS times; a device with fewer calls (the slowest may make one a round) is judged against it by the
+    calls it made."""
     speeds = throughputs(tally, per_cpu_second)
     out: dict[int, float] = {}
+    thin: set[int] = set()
     for group in groups.values():
         if len(group) < 2:
             continue
+        best: dict[str, float] = {}
+        for j in group:
+            for workload, value in speeds.get(j, {}).items():
+                if tally.workers[j].calls[workload] >= MIN_CALLS:
+                    best[workload] = max(best.get(workload, 0.0), value)
         for i in group:
-            deficits = []
-            for workload, value in speeds.get(i, {}).items():
-                if workload.split(".", 1)[0] in NOT_PEERS:
-                    continue
-                # the best of the devices that ran it MIN_CALLS times; a device with fewer calls (the slowest may
-                # make one a round) is judged against it by the calls it made
-                reference = [j for j in group if tally.workers[j].calls[workload] >= MIN_CALLS]
-                best = max((speeds.get(j, {}).get(workload, 0.0) for j in reference), default=0.0)
-                if best > 0:
-                    deficits.append(100.0 * (best - value) / best)
-            if deficits:
-                out[i] = statistics.median(deficits)
-    return out
+            judged = [
+                (workload, value)
+                for workload, value in speeds.get(i, {}).items()
+                if workload.split(".", 1)[0] not in NOT_PEERS and best.get(workload, 0.0) > 0
+            ]
+            if judged:
+                out[i] = statistics.median(100.0 * (best[w] - v) / best[w] for w, v in judged)
+                if all(tally.workers[i].calls[w] < MIN_CALLS for w, _ in judged):
+                    thin.add(i)
+    return out, thin
 
 
 def too_few_calls(tally: Tally, groups: Mapping[str, Sequence[int]]) -> list[int]:
-    """The devices with peers that no comparison judged: no device of their model ran any of their workloads
-    MIN_CALLS times."""
-    judged = _peer_deficits(tally, groups)
+    """The devices with peers whose speed was measured by fewer than MIN_CALLS calls of every workload they share
+    with them (or not compared at all: no device of their model made MIN_CALLS calls)."""
+    judged, thin = _peer_deficits(tally, groups)
+    speeds = throughputs(tally)
     return sorted(
         i
         for group in groups.values()
         if len(group) >= 2
         for i in group
-        if i not in judged and any(w.split(".", 1)[0] not in NOT_PEERS for w in throughputs(tally).get(i, {}))
+        if (i not in judged or i in thin)
+        and any(w.split(".", 1)[0] not in NOT_PEERS for w in speeds.get(i, {}))
     )
 
 
@@ -206,9 +215,11 @@ def judge(
         ]
         for i in tally.workers
     }
-    per_cpu = _peer_deficits(tally, groups, per_cpu_second=True)
-    for i, deficit in _peer_deficits(tally, groups).items():
-        if deficit > margin_pct:
+    per_cpu, _ = _peer_deficits(tally, groups, per_cpu_second=True)
+    deficits, thin = _peer_deficits(tally, groups)
+    for i, deficit in deficits.items():
+        # measured by one or two calls and nothing in its samples says why: a first call's warm-up can make that gap
+        if deficit > margin_pct and not (i in thin and not own[i]):
             slow = found.setdefault(i, Slow(i, deficit_pct=round(deficit, 1)))
             slow.how.append(
                 f"{deficit:.1f}% below the best of the {len(peers_of[i]) + 1} devices of its model (median over workloads)"

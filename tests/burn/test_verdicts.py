@@ -215,37 +215,47 @@ def test_a_slow_gpu_is_named_with_the_clock_event_reason_its_samples_give() -> N
     assert "SM clock 1410 MHz against 1980 MHz on its peers" in slow.reasons
 
 
-def test_the_healthy_twin_gpus_within_the_margin_and_too_few_rounds_name_nobody() -> None:
+def test_the_healthy_twin_gpus_within_the_margin_and_too_few_calls_name_nobody() -> None:
     t = tally(2)
     rounds(t, 0, 6)
     rounds(t, 1, 6, seconds=1.05)  # 5% slower: inside the 10% margin
     assert stragglers.judge(t, [], corruption.models(t), margin_pct=10) == []
     short = tally(2)
     rounds(short, 0, 2)
-    rounds(short, 1, 2, seconds=3.0)  # two rounds: too little measured to compare
+    rounds(short, 1, 2, seconds=3.0)  # two calls each: too little measured to compare
     assert stragglers.judge(short, [], corruption.models(short), margin_pct=10) == []
 
 
 def test_a_device_too_slow_to_make_three_calls_is_judged_against_peers_that_did() -> None:
-    """The rounds are in lockstep, so a slow device holds every device to the rounds it manages: a CPU worker under a
-    10% quota made one call a round, two in an 8 s burn on a 2-core machine, while its peer made dozens in the same
-    two rounds. The peer's calls are the reference, the slow device's own calls its speed. Leaving both out of the
-    comparison (two rounds each) passed it as "within 10% of the node's best"."""
+    """The rounds are in lockstep, so a device whose one call outlasts a round's share holds every device to the rounds
+    it manages: a CPU worker under a 10% quota made one call a round, two in an 8 s burn on a 2-core machine, while its
+    peer made dozens in the same two rounds. The peer's calls are the reference, the slow device's own calls its speed,
+    and its quota the reason it is named. Leaving both out of the comparison (two rounds each) passed it as "within
+    10% of the node's best"."""
     t = tally(2, model=CPU)
+    # twenty calls a round at 40 TFLOP/s against one at 1 TFLOP/s; per second of its own CPU time the throttled
+    # worker is as fast as its peer
     for rnd in range(2):
-        result(t, 0, rnd, {f"{rnd % 3}" + GOOD[1:]: 20}, seconds=0.5)  # twenty calls a round, 40 TFLOP/s
-        result(t, 1, rnd, {f"{rnd % 3}" + GOOD[1:]: 1}, seconds=1.0)  # one call a round, 1 TFLOP/s
+        result(t, 0, rnd, {f"{rnd % 3}" + GOOD[1:]: 20}, seconds=0.5, cpu=0.5)
+        result(t, 1, rnd, {f"{rnd % 3}" + GOOD[1:]: 1}, seconds=1.0, cpu=0.025)
     rows = samples(0, 10, cpu_share=0.99, throttled_share=0.0)
     rows += samples(1, 10, cpu_share=0.10, throttled_share=0.88, quota_cpus=0.1)
     (slow,) = stragglers.judge(t, rows, corruption.models(t))
-    assert slow.worker == 1 and slow.deficit_pct == pytest.approx(97.5, abs=0.1)
+    assert slow.worker == 1 and slow.deficit_pct == pytest.approx(97.5, abs=0.1) and slow.excused is None
     assert "its cgroup's CPU quota of 0.1 CPU throttled it 88% of the time" in slow.reasons
-    # the healthy twin: as fast per call, it made fewer calls when the budget ran out
-    twin = tally(2, model=CPU)
-    for rnd in range(2):
-        result(twin, 0, rnd, {f"{rnd % 3}" + GOOD[1:]: 20}, seconds=0.5)
-        result(twin, 1, rnd, {f"{rnd % 3}" + GOOD[1:]: 1}, seconds=0.026)
-    assert stragglers.judge(twin, [], corruption.models(twin)) == []
+
+
+def test_the_healthy_twin_one_call_with_its_warm_up_and_no_reason_is_not_named() -> None:
+    """A one-round burn: the same 1 s call, plus 0.2 s of first-call cost, three times on one device and once on the
+    other. 11% below on one call, with nothing in its samples to say why, is not a finding."""
+    t = tally(2)
+    result(t, 0, 0, {GOOD: 3}, seconds=3.2)
+    result(t, 1, 0, {GOOD: 1}, seconds=1.2)
+    assert stragglers.judge(t, [], corruption.models(t), margin_pct=10) == []
+    said = outcome.straggler_result(t, [], [], 10.0, None).summary
+    assert said.startswith("1 device(s) within 10%") and said.endswith(
+        "too few calls to judge against their peers (fewer than 3 of every workload): GPU 1"
+    ), said
 
 
 def test_devices_that_all_made_too_few_calls_are_said_to_be_uncompared_not_within_the_margin() -> None:
@@ -254,8 +264,9 @@ def test_devices_that_all_made_too_few_calls_are_said_to_be_uncompared_not_withi
     rounds(short, 1, 2, seconds=3.0)
     result = outcome.straggler_result(short, [], [], 10.0, None)
     said = result.summary
-    assert result.status is Status.PASS and said.startswith("0 device(s) within 10%"), said
-    assert "not compared with their peers, no workload ran 3 times on any of them: GPU 0, GPU 1" in said
+    assert result.status is Status.PASS, said
+    assert said.startswith("no device compared: too few calls to judge"), said
+    assert said.endswith("(fewer than 3 of every workload): GPU 0, GPU 1"), said
     assert result.measured["too_few_calls"] == [0, 1]
 
 
