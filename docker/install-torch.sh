@@ -9,7 +9,7 @@ pkgs=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}")
 if [ -n "${TORCHAUDIO_VERSION}" ]; then pkgs+=("torchaudio==${TORCHAUDIO_VERSION}"); fi
 if [ "${INSTALLER}" = uv ]; then
     pip install --no-cache-dir "${PIP_SOURCE[@]}" "uv==${UV_VERSION}"
-    # uv writes no bytecode unless asked, as pip does; and the image sets PYTHONDONTWRITEBYTECODE, so without it every
+    # unlike pip, uv writes no bytecode unless asked; and the image sets PYTHONDONTWRITEBYTECODE, so without it every
     # `import torch` in a container would compile torch's modules from source again
     uv pip install --no-cache --compile-bytecode --python /opt/venv/bin/python "${UV_SOURCE[@]}" "${pkgs[@]}"
 else
