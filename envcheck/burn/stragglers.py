@@ -122,6 +122,11 @@ def host_load(rows: Sequence[Mapping[str, Any]], peers: Sequence[Mapping[str, An
     return None
 
 
+def _paced_alone(workload: str) -> bool:
+    """Whether a device runs `workload` at its own pace (not a collective, which runs at the slowest rank's)."""
+    return workload.split(".", 1)[0] not in NOT_PEERS
+
+
 def _peer_deficits(
     tally: Tally, groups: Mapping[str, Sequence[int]], per_cpu_second: bool = False
 ) -> tuple[dict[int, float], set[int]]:
@@ -144,7 +149,7 @@ def _peer_deficits(
             judged = [
                 (workload, value)
                 for workload, value in speeds.get(i, {}).items()
-                if workload.split(".", 1)[0] not in NOT_PEERS and best.get(workload, 0.0) > 0
+                if _paced_alone(workload) and best.get(workload, 0.0) > 0
             ]
             if judged:
                 out[i] = statistics.median(100.0 * (best[w] - v) / best[w] for w, v in judged)
@@ -163,8 +168,7 @@ def too_few_calls(tally: Tally, groups: Mapping[str, Sequence[int]]) -> list[int
         for group in groups.values()
         if len(group) >= 2
         for i in group
-        if (i not in judged or i in thin)
-        and any(w.split(".", 1)[0] not in NOT_PEERS for w in speeds.get(i, {}))
+        if (i not in judged or i in thin) and any(_paced_alone(w) for w in speeds.get(i, {}))
     )
 
 
@@ -172,7 +176,7 @@ def _drop(tally: Tally, worker: int) -> float | None:
     """How far (%) the median throughput of the last third of the burn is below the first third's."""
     drops = []
     for workload in tally.workers[worker].workloads:
-        if workload.split(".", 1)[0] in NOT_PEERS:
+        if not _paced_alone(workload):
             continue
         series = sorted(
             (bucket, w / s)
