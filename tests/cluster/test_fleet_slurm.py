@@ -30,10 +30,8 @@ from tests.cluster.multinode import MultiCluster
 from tests.helpers import run_cli
 from tests.helpers.slurm import ROOT
 
-# Not `timing`, though the verdict rests on measured matmul speed: every node runs in a cgroup that outweighs the rest
-# of the machine (shielded_with_quota), so it runs beside the Docker tests. It passed in 35 s beside make test's
-# parallel phase (two xdist workers on the two cores, load average 2.6), the slowed node 87% below the median.
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+# timing: the verdict rests on measured matmul speed, so this runs alone, not beside the Docker tests
+pytestmark = [pytest.mark.slurm, pytest.mark.timing, pytest.mark.slow]
 SLOW = "n3"
 
 
