@@ -8,9 +8,12 @@ properties, and each phase or stream writes its own junit file, for bench/suite_
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +29,16 @@ os.environ["PYTHONPATH"] = (
 # Every run report rendered by a test, in this process or a child envcheck, is validated against
 # envcheck/report/report_schema.json (json_report.to_json_dict reads this).
 os.environ["ENVCHECK_VALIDATE_REPORTS"] = "1"
+
+# Importing torch._dynamo (some test modules do, at collection) makes Inductor's default cache dir,
+# <temp>/torchinductor_<user>, and writes it into os.environ's TORCHINDUCTOR_CACHE_DIR. Every envcheck a later test
+# started with a copy of os.environ then took it for the user's own cache and compiled into the system temp dir, which
+# outlived the suite. So the imports make it in a dir of this process's own (removed when the process ends), and each
+# test starts and ends with the variable as the session found it (inductor_cache_as_the_session_found_it).
+INDUCTOR_CACHE_AT_START = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+if INDUCTOR_CACHE_AT_START is None:
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = _import_cache = tempfile.mkdtemp(prefix="pytest-inductor-import-")
+    atexit.register(shutil.rmtree, _import_cache, ignore_errors=True)
 
 
 # The markers that keep a test out of the parallel phase of `make test` (the Makefile's SERIAL_TESTS), first match
@@ -55,14 +68,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def no_run_dir_left_in_the_system_temp_dir() -> Iterator[None]:
-    """Nothing is left behind: a run dir a test left in the system temp dir fails the session (tests/helpers/temp_guard)."""
+    """Nothing is left behind: a run dir a test left in the system temp dir, or Inductor's default cache made there
+    during the session, fails the session (tests/helpers/temp_guard)."""
     from tests.helpers import temp_guard
 
     base = temp_guard.system_temp()
     before = temp_guard.run_dirs(base)
+    cache_before = temp_guard.inductor_default_cache(base)
     yield
     left = temp_guard.left_behind(base, before)
     assert not left, f"envcheck run dirs left behind in {base} by this session: {left}"
+    cache = temp_guard.inductor_default_cache(base)
+    assert cache_before or not cache, (
+        f"Inductor's default cache {cache} was made by this session: a compile ran with neither TORCHINDUCTOR_CACHE_DIR"
+        " nor TMPDIR of its test's own"
+    )
+
+
+@pytest.fixture(autouse=True)
+def inductor_cache_as_the_session_found_it() -> Iterator[None]:
+    """TORCHINDUCTOR_CACHE_DIR as the session found it, before and after each test: Inductor writes it into os.environ
+    at its first use in this process, and what one test's compile wrote is no setting of the next test's envcheck."""
+
+    def restore() -> None:
+        if INDUCTOR_CACHE_AT_START is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_CACHE_AT_START
+
+    restore()
+    yield
+    restore()
 
 
 @functools.cache

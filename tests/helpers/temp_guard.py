@@ -9,6 +9,7 @@ import os
 import tempfile
 import time
 
+from envcheck.checks.torch_compile.toolchain import default_cache_name
 from envcheck.core import stale_rundirs
 from envcheck.core.rundir import PREFIX
 
@@ -40,3 +41,9 @@ def left_behind(base: str, before: set[str], wait_s: float = 5.0) -> list[str]:
 def system_temp() -> str:
     """The temp dir envcheck children of the tests use when a test gives them none."""
     return os.environ.get("TMPDIR") or tempfile.gettempdir()
+
+
+def inductor_default_cache(base: str) -> str | None:
+    """Inductor's default cache dir in `base` (<temp>/torchinductor_<user>) when it exists, else None."""
+    path = os.path.join(base, default_cache_name())
+    return path if os.path.isdir(path) else None

@@ -5,6 +5,8 @@ catch rate and catchers are printed: run with -s to see them)."""
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -25,6 +27,21 @@ QUICK = [s for s in numerics.CHECKS if s.level is Level.QUICK]
 # long: every mechanism through the full level keeps a core busy for minutes in all; `make test` runs it beside the
 # Docker tests
 pytestmark = pytest.mark.long
+
+
+@pytest.fixture(scope="module")
+def inductor_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("inductor")
+
+
+@pytest.fixture(autouse=True)
+def compile_in_a_cache_of_this_module(inductor_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """compile.train_step runs in this process here: its compiles go in a cache of this module's (warm after the
+    first), not in Inductor's default one in the system temp dir, which would outlive the suite. Both of its places:
+    TORCHINDUCTOR_CACHE_DIR, and the temp dir its C++ precompiled headers go in (<temp>/torchinductor_<user>,
+    whatever TORCHINDUCTOR_CACHE_DIR says; tempfile caches that dir, so TMPDIR would not move it)."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor_cache))
+    monkeypatch.setattr(tempfile, "tempdir", str(inductor_cache))
 
 
 def _outcome(m: Mechanism, injected: bool) -> torch.Tensor:

@@ -109,13 +109,19 @@ def dir_problems(path: str) -> tuple[str, ...]:
 def default_cache_dir() -> str:
     """Inductor's default cache, <TMPDIR>/torchinductor_<user>, in the temp dir the user's jobs use (this check's
     own worker has a private TMPDIR on the same mount, envcheck.core.rundir, which is what its compile fills).
-    The name is torch._inductor.runtime.cache_dir_utils.default_cache_dir's (tests/checks/torch_compile/test_compile_smoke.py
-    holds them equal), computed here: importing that module imports all of Inductor."""
+    The name is torch._inductor.runtime.cache_dir_utils.default_cache_dir's
+    (tests/checks/torch_compile/test_compile_smoke.py holds them equal), computed here: importing that module imports
+    all of Inductor."""
+    return os.path.join(user_temp_dir(), default_cache_name())
+
+
+def default_cache_name() -> str:
+    """The name of Inductor's default cache dir in a temp dir: torchinductor_<user>."""
     try:
         username = getpass.getuser()
     except (KeyError, ModuleNotFoundError, OSError):
         username = f"uid_{os.getuid()}"
-    return os.path.join(user_temp_dir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", username))
+    return "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", username)
 
 
 def inductor_cache_dir() -> str:
