@@ -22,6 +22,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,21 @@ def blocks(heading: str) -> list[list[str]]:
     return [[line for line in b.splitlines() if line.strip()] for b in found]
 
 
+def only_a_straggler_may_warn(report: dict[str, Any]) -> bool:
+    """A healthy node's verdict: a pass, or a warning from burn.stragglers only. Two CPU workers on this machine's two
+    cores, beside the test runner, can differ in speed past the 10% margin (20-40% seen; in a CI run of the Job, worker
+    0 11.8% below worker 1 over the workloads' median, both at 95% of a core, so not the host's load by the rule): the
+    warning is then the verdict's to give. test_cpu_burn holds when it must and must not be given; every other check
+    must pass."""
+    results = report["results"]
+    warned = {r["name"] for r in results if r["status"] == "warn"}
+    return (
+        report["verdict"] in ("pass", "warn")
+        and warned <= {"burn.stragglers"}
+        and all(r["status"] == "pass" for r in results if r["name"] != "burn.stragglers")
+    )
+
+
 def test_the_documented_burn_runs_as_written(tmp_path: Path) -> None:
     (command,) = blocks("")[0]
     command = fill(command, {"envcheck ": f"{launcher(tmp_path)} ", **BUDGET})
@@ -63,9 +79,7 @@ def test_the_documented_burn_runs_as_written(tmp_path: Path) -> None:
     report = load_report((tmp_path / "burn-gpu07.json").read_text())
     by_name = {r["name"]: r for r in report["results"]}
     assert by_name["burn.corruption"]["status"] == by_name["burn.accuracy"]["status"] == "pass", report
-    # Two CPU workers on this machine's two cores, beside the test runner, can differ in speed by 20-40%: a
-    # straggler warning is then the verdict's to give (test_cpu_burn holds when it must and must not be given).
-    assert report["verdict"] in ("pass", "warn"), report
+    assert only_a_straggler_may_warn(report), report
     assert (tmp_path / "burn-plots" / "burn.png").stat().st_size > 1000
 
 
@@ -118,7 +132,7 @@ def test_documented_slurm_burn_lets_a_healthy_node_leave_its_reservation(
     assert "No reservations" in reservations(clean), reservations(clean)
     clean.wait_state("idle", timeout=15)
     doc = load_report((tmp_path / f"envcheck-burn-{clean.node}.json").read_text())
-    assert doc["verdict"] == "pass" and doc["facts"]["burn"]["stopped_by"] == "budget"
+    assert only_a_straggler_may_warn(doc) and doc["facts"]["burn"]["stopped_by"] == "budget", doc
 
 
 @pytest.mark.slurm
@@ -181,7 +195,7 @@ def extract(log: str, folder: Path) -> dict[str, object]:
 def test_the_burn_job_passes_a_healthy_node_and_its_report_is_in_its_log(tmp_path: Path) -> None:
     code, log = run_job(tmp_path, {})
     assert code == 0, log[-3000:]
-    assert extract(log, tmp_path)["verdict"] == "pass"
+    assert only_a_straggler_may_warn(extract(log, tmp_path))
 
 
 def test_the_burn_job_fails_with_10_for_wrong_bits_and_names_the_gpu(tmp_path: Path) -> None:
