@@ -23,9 +23,10 @@ import pytest
 pytest_plugins = ["tests.helpers.image_fixtures"]
 
 # pytest keeps each test module's rewritten assertions in __pycache__, but not where PYTHONDONTWRITEBYTECODE is set,
-# as on CI's machine: there every pytest process rewrote all ~300 test modules again (collecting the suite took 11.3 s
-# on a quiet machine here, 7.2-8.2 s with the cache), and `make test` starts six. This process writes that cache; the
-# processes it starts still see the variable (the tree's own bytecode is `make bytecode`'s).
+# as on CI's machine: there every pytest process rewrote all ~215 test modules and conftests again (collecting the
+# suite took 11.1-11.5 s on a quiet machine here, 7.2-8.2 s with the cache), and `make test` collects in each stream
+# and each xdist worker. This process (and what it forks) writes .pyc files; the programs it runs still see the
+# variable (the tree's own bytecode is `make bytecode`'s).
 sys.dont_write_bytecode = False
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ["PYTHONPATH"] = (
@@ -40,10 +41,25 @@ os.environ["ENVCHECK_VALIDATE_REPORTS"] = "1"
 # started with a copy of os.environ then took it for the user's own cache and compiled into the system temp dir, which
 # outlived the suite. So the imports make it in a dir of this process's own (removed when the process ends), and each
 # test starts and ends with the variable as the session found it (inductor_cache_as_the_session_found_it).
+# torch._dynamo is imported here, under that dir: its first import in a process makes the folder, and a test that
+# imported it first (any optimizer's construction does) would make it in the system temp dir. Collection ends with
+# the variable as the session found it (pytest_collection_finish), before any session or module fixture runs.
 INDUCTOR_CACHE_AT_START = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 if INDUCTOR_CACHE_AT_START is None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = _import_cache = tempfile.mkdtemp(prefix="pytest-inductor-import-")
     atexit.register(shutil.rmtree, _import_cache, ignore_errors=True)
+try:
+    import torch._dynamo  # noqa: F401
+except ImportError:  # a venv without torch: the tests that need it say so
+    pass
+
+
+def restore_inductor_cache_variable() -> None:
+    """TORCHINDUCTOR_CACHE_DIR as the session found it."""
+    if INDUCTOR_CACHE_AT_START is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_CACHE_AT_START
 
 
 # The markers that keep a test out of the parallel phase of `make test` (the Makefile's SERIAL_TESTS), first match
@@ -62,6 +78,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if phase and path and not hasattr(config, "workerinput"):
         stem, dot, ext = path.rpartition(".")
         config.option.xmlpath = f"{stem}-{phase}.{ext}" if dot else f"{path}-{phase}"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    restore_inductor_cache_variable()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -84,9 +104,10 @@ def no_run_dir_left_in_the_system_temp_dir() -> Iterator[None]:
     left = temp_guard.left_behind(base, before)
     assert not left, f"envcheck run dirs left behind in {base} by this session: {left}"
     cache = temp_guard.inductor_default_cache(base)
-    assert cache_before or not cache, (
-        f"Inductor's default cache {cache} was made by this session: a compile ran with neither TORCHINDUCTOR_CACHE_DIR"
-        " nor TMPDIR of its test's own"
+    assert cache is None or cache == cache_before, (
+        f"Inductor's default cache {cache[0]} was made or written during this session (by one of its tests, or of a"
+        " stream running beside it): Inductor was imported or compiled with no TORCHINDUCTOR_CACHE_DIR or temp dir of"
+        " the test's own"
     )
 
 
@@ -95,15 +116,9 @@ def inductor_cache_as_the_session_found_it() -> Iterator[None]:
     """TORCHINDUCTOR_CACHE_DIR as the session found it, before and after each test: Inductor writes it into os.environ
     at its first use in this process, and what one test's compile wrote is no setting of the next test's envcheck."""
 
-    def restore() -> None:
-        if INDUCTOR_CACHE_AT_START is None:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_CACHE_AT_START
-
-    restore()
+    restore_inductor_cache_variable()
     yield
-    restore()
+    restore_inductor_cache_variable()
 
 
 @functools.cache

@@ -33,8 +33,8 @@ DYNAMO_CHECKS = (
 def test_read_only_temp_the_checks_after_a_failed_torch_import_name_the_cause(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A cache dir an earlier test in this process set (Inductor's first compile exports TORCHINDUCTOR_CACHE_DIR)
-    # would spare the import its temp dir: the staged run gets none of them, as a fresh container has none.
+    # A cache dir in this process's environment (one the user who runs the tests set) would spare the import its temp
+    # dir: the staged run gets none of them, as a fresh container has none.
     for name in ("TMPDIR", "TEMP", "TMP", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         monkeypatch.delenv(name, raising=False)
     premise = python(

@@ -43,7 +43,16 @@ def system_temp() -> str:
     return os.environ.get("TMPDIR") or tempfile.gettempdir()
 
 
-def inductor_default_cache(base: str) -> str | None:
-    """Inductor's default cache dir in `base` (<temp>/torchinductor_<user>) when it exists, else None."""
+def inductor_default_cache(base: str) -> tuple[str, int] | None:
+    """Inductor's default cache dir in `base` (<temp>/torchinductor_<user>) and the newest modification time of it and
+    the folders in it (a file made anywhere in it changes its folder's), or None when there is none."""
     path = os.path.join(base, default_cache_name())
-    return path if os.path.isdir(path) else None
+    if not os.path.isdir(path):
+        return None
+    newest = 0
+    for folder, _, _ in os.walk(path):
+        try:
+            newest = max(newest, os.stat(folder).st_mtime_ns)
+        except OSError:  # removed meanwhile
+            pass
+    return path, newest

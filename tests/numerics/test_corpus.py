@@ -5,6 +5,7 @@ catch rate and catchers are printed: run with -s to see them)."""
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import torch
 
 from envcheck import numerics
 from envcheck.checks.check_registry import registry
+from envcheck.checks.torch_compile.toolchain import default_cache_name
 from envcheck.core.check import Context, Level
 from envcheck.core.execute import execute
 from envcheck.core.result import Status
@@ -39,9 +41,15 @@ def compile_in_a_cache_of_this_module(inductor_cache: Path, monkeypatch: pytest.
     """compile.train_step runs in this process here: its compiles go in a cache of this module's (warm after the
     first), not in Inductor's default one in the system temp dir, which would outlive the suite. Both of its places:
     TORCHINDUCTOR_CACHE_DIR, and the temp dir its C++ precompiled headers go in (<temp>/torchinductor_<user>,
-    whatever TORCHINDUCTOR_CACHE_DIR says; tempfile caches that dir, so TMPDIR would not move it)."""
+    whatever TORCHINDUCTOR_CACHE_DIR says; tempfile caches that dir, so TMPDIR would not move it). Inductor's codecache
+    fixes the headers' dir when it is first imported: if that happened before, its constants are moved too."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor_cache))
     monkeypatch.setattr(tempfile, "tempdir", str(inductor_cache))
+    codecache = sys.modules.get("torch._inductor.codecache")
+    if codecache is not None and hasattr(codecache, "_HEADER_DIR"):
+        headers = inductor_cache / default_cache_name() / "precompiled_headers"
+        monkeypatch.setattr(codecache, "_HEADER_DIR", str(headers))
+        monkeypatch.setattr(codecache, "_HEADER_LOCK_DIR", str(headers / "locks"))
 
 
 def _outcome(m: Mechanism, injected: bool) -> torch.Tensor:
