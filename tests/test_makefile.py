@@ -104,7 +104,7 @@ def test_make_test_runs_the_parallel_phase_then_the_serial_streams_with_compleme
     assert calls[3] == f"timing -m pytest -m {STREAMS['timing']} -p no:cacheprovider"
     assert "phase 1 (parallel) passed" in out
     assert "docker passed, beside passed, timing passed" in out
-    # before any of it, the tree's modules are compiled once (PYTHONDONTWRITEBYTECODE lets no test process do it)
+    # before any of it, the tree's modules are compiled once (PYTHONDONTWRITEBYTECODE lets no envcheck process do it)
     compiled = (tmp_path / "compileall.log").read_text().split()
     assert compiled == "-m compileall -q -j 0 envcheck tests bench".split()
 

@@ -39,11 +39,10 @@ def cpu_group(name: str, quota: bool) -> tuple[Path, Path]:
     """A new cgroup that outweighs every other process on the machine (cgroup v2 cpu.weight 10000, v1 cpu.shares
     262144: a process in it gets about 96% of its CPU against ten default-weight processes there) and, with `quota`, is
     capped at a third of a CPU in 10 ms periods (3.3 ms each: shorter than a 1024x1024 matmul's repetition on any
-    CPU, so the throttling shows in its median; with a fifth the test took 70 s here against 41 s, most of it the
-    slowed node's Python and torch import, and its 1024 size measured no slower: 27 GFLOP/s in CI, 28 here with a
-    third); by cgroup v2
-    where the v2 tree has the cpu controller, else the v1 files. Returns it and its parent's cgroup.procs file (to
-    move the process back)."""
+    CPU, so the throttling shows in its median). With a fifth of a CPU the test took 70 s on a quiet machine here,
+    with a third 41 s (the bench's time per size is capped: the rest is start-up), and the 1024 size was no faster:
+    28 GFLOP/s here with a third, 27 in a CI run with a fifth. By cgroup v2 where the v2 tree has the cpu controller,
+    else the v1 files. Returns it and its parent's cgroup.procs file (to move the process back)."""
     v2 = Path("/sys/fs/cgroup")
     for root in (v2, v2 / "unified"):
         controllers = root / "cgroup.controllers"
@@ -143,7 +142,7 @@ def test_the_fleet_names_the_node_under_a_cpu_quota_and_no_other(
     )  # the bench says which node it ran on
     figures = {n: {f["key"]: f["value"] for f in r["figures"]} for n, r in runs.items()}
     # --margin 50: the healthy nodes are shielded from the machine's other work (shielded_with_quota); the quota took
-    # 80% off the 1024 size here, far past any spread left between them
+    # over 80% off the 1024 size here, far past any spread left between them
     done = run_cli(
         "fleet",
         str(reports),
