@@ -6,7 +6,8 @@ the other nodes' listeners the way the backend connects: gloo opens one connecti
 address is greater (address bytes, then port: gloo/transport/tcp/device.cc, Device::isInitiator; the other side only
 listens), and retries a refused connect up to three times (helpers.h, ConnectOperation); NCCL connects both ways
 (its bootstrap ring and its socket transport). Over each connection it moves PROBE_BYTES each way and times them.
-A connection that fails here is one the backend would fail to open; a slow one is a figure, never a failure.
+A connection that fails here is one the backend would fail to open, and one that opens but moves no data one it
+would hang on; a slow one is a figure, never a failure.
 """
 
 from __future__ import annotations
@@ -119,9 +120,9 @@ class Listener:
         self.sock.close()
 
 
-def _why(exc: OSError) -> str:
+def _why(exc: OSError, timeout_s: float = CONNECT_S) -> str:
     if isinstance(exc, TimeoutError):
-        return f"no answer within {CONNECT_S:g}s"
+        return f"no answer within {timeout_s:g}s"
     if exc.errno == errno.ECONNREFUSED:
         return "connection refused"
     return exc.strerror or str(exc)
@@ -170,7 +171,7 @@ def exchange(address: str, port: int) -> dict[str, Any]:
                     break
                 downs.append(time.monotonic() - began)
         except OSError as exc:
-            return {"ok": True, "connect_s": round(took, 4), "transfer_error": _why(exc)}
+            return {"ok": True, "connect_s": round(took, 4), "transfer_error": _why(exc, XFER_S)}
     if not ups or not downs:
         return {"ok": True, "connect_s": round(took, 4), "transfer_error": "the peer stopped answering"}
     return {

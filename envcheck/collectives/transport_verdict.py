@@ -1,13 +1,13 @@
-"""The transport probe's verdict (`dist.transport`): a pure function of each node's transport view (its arrival)
-and the probe's outcomes (envcheck.collectives.transport_probe).
+"""The transport probe's verdict (`dist.transport`): a pure function of each node's transport view (its arrival) and the
+probe's outcomes (envcheck.collectives.transport_probe).
 
-A connection the backend would open that fails is named by its evidence, in this order: the address the listening
-node advertised is a loopback address (its host name resolves to 127.0.1.1: gloo takes it, the other nodes reach
-only themselves there); an end's interface is up without carrier; otherwise a filter between the nodes lets the
-store's port through but not the transport's. A connection that only works because the node with the loopback
-address opens it (gloo's greater-address rule) is a warning. A slow link is a figure, and at most a warning naming
-the node (its own traffic shaping, or the sender of every slow direction); never a failure.
-"""
+A connection the backend would open that fails, or opens but moves no data (the backend would hang on it), is named
+by its evidence, in this order: the address the listening node advertised is a loopback address (its host name
+resolves to 127.0.1.1: gloo takes it, the other nodes reach only themselves there); an end's interface is up without
+carrier; otherwise a filter between the nodes lets the store's port through but not the transport's (no connection),
+or the path between them drops the data (a connection, no data). A connection that only works because the node with
+the loopback address opens it (gloo's greater-address rule) is a warning. A slow link is a figure, and at most a
+warning naming the node (its own traffic shaping, or the sender of every slow direction); never a failure."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from envcheck.collectives.crossnode_codes import (
     TRANSPORT_BLOCKED,
     TRANSPORT_LOOPBACK,
     TRANSPORT_NO_CARRIER,
+    TRANSPORT_NO_DATA,
     TRANSPORT_SLOW,
 )
 from envcheck.collectives.transport import is_loopback
@@ -70,7 +71,11 @@ def _failure(
 ) -> Result:
     src, dst = str(link["from"]), str(link["to"])
     where = f"{link['address']}:{link['port']}"
-    opened = f"{src} could not open {backend}'s connection to {dst} at {where} ({link['error']})"
+    if link.get("ok"):
+        moved = f"but no data moved over it ({link['transfer_error']})"
+        opened = f"{src} opened {backend}'s connection to {dst} at {where}, {moved}"
+    else:
+        opened = f"{src} could not open {backend}'s connection to {dst} at {where} ({link['error']})"
     loop = sorted(n for n in (dst, src) if is_loopback(views.get(n, {}).get("address")))
     if loop:
         how = "; ".join(f"{n}'s is {views[n]['address']}, from {views[n].get('how')}" for n in loop)
@@ -100,6 +105,16 @@ def _failure(
             },
             fault_class=FaultClass.NODE,
             code=TRANSPORT_NO_CARRIER,
+        )
+    if link.get("ok"):
+        return failed(
+            f"{opened}: the path between {src} and {dst} drops the data (a route another way, or a filter after the "
+            f"handshake)",
+            f"on {src}: `ip route get {link['address']}` names the interface it takes to {dst}; then any filter "
+            f"between them",
+            measured={"link": dict(link), "nodes": sorted({src, dst})},
+            fault_class=FaultClass.NODE,
+            code=TRANSPORT_NO_DATA,
         )
     return failed(
         f"{opened}, while every node reached the rendezvous store {store}: a firewall on {dst} (or on the way out "
@@ -197,7 +212,11 @@ def judge_transport(
     address or a slow link, else PASS with each link's figures."""
     views = _views(arrivals)
     links = _links(at, results)
-    found = [_failure(link, views, backend, store) for link in links if not link.get("ok")]
+    found = [
+        _failure(link, views, backend, store)
+        for link in links
+        if not link.get("ok") or link.get("transfer_error")
+    ]
     unheard = sorted(str(a.get("node")) for r, a in at.items() if a.get("error"))
     if not found:
         latent = _latent_loopback(views, backend)

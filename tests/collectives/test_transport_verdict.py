@@ -96,6 +96,36 @@ def test_a_dropped_connection_between_carrying_interfaces_is_a_firewall_on_the_l
     assert "while every node reached the rendezvous store n1:29500" in result.summary
 
 
+def test_a_connection_that_opens_but_moves_no_data_over_an_interface_without_carrier_names_the_carrier() -> (
+    None
+):
+    """Seen in a CI run of tests/cluster/test_multinode_transport.py (n2's eth1 without carrier): the probe's connect
+    went through after 3 s (by another way out of n2), then its data met "No route to host". The run's gloo ranks
+    stalled at init, and dist.transport had passed."""
+    arrivals = {
+        0: arrival("n1", "10.78.0.11"),
+        2: arrival("n2", "10.78.0.12", "GLOO_SOCKET_IFNAME=eth1", iface="eth1", carrier=False),
+    }
+    no_route = {"ok": True, "connect_s": 3.0525, "transfer_error": "No route to host"}
+    result = judge(arrivals, *probe("10.78.0.11", "10.78.0.12", no_route))
+    assert result.status is Status.FAIL and result.code == "dist.transport.no_carrier", result
+    assert result.measured["nodes"] == ["n2"]
+    assert result.summary.startswith(
+        "n2 opened gloo's connection to n1 at 10.78.0.11:40001, but no data moved over it (No route to host): the "
+        "interface gloo uses is up but has no carrier on n2's eth1"
+    ), result.summary
+
+
+def test_a_connection_that_opens_but_moves_no_data_between_carrying_interfaces_names_the_path() -> None:
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12")}
+    silent = {"ok": True, "connect_s": 0.0003, "transfer_error": "no answer within 3s"}
+    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", silent))
+    assert result.status is Status.FAIL and result.code == "dist.transport.no_data", result
+    assert result.measured["nodes"] == ["n1", "n2"]
+    assert "the path between n2 and n1 drops the data" in result.summary
+    assert result.remediation and "ip route get 10.77.0.11" in result.remediation
+
+
 def test_a_slow_direction_is_a_warning_naming_the_shaped_node() -> None:
     tbf = {"kind": "tbf", "options": {"rate": 6250000, "burst": 4093, "lat": 50000}}
     arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12", shaping=tbf)}

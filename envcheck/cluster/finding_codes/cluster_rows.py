@@ -78,6 +78,13 @@ _DIST = [
         "allow TCP between the job's nodes on the ephemeral port range, not only MASTER_PORT",
     ),
     Code(
+        codes.TRANSPORT_NO_DATA,
+        "a connection between nodes opened but data did not move over it (a broken path, or a filter after the "
+        "handshake)",
+        NODE,
+        "check the route each named node takes to the other (`ip route get <address>`) and any filter on the way",
+    ),
+    Code(
         codes.TRANSPORT_SLOW,
         "a link between nodes is far slower than the others (a warning: slow is not broken)",
         NODE,
