@@ -171,7 +171,14 @@ def exchange(address: str, port: int) -> dict[str, Any]:
                     break
                 downs.append(time.monotonic() - began)
         except OSError as exc:
-            return {"ok": True, "connect_s": round(took, 4), "transfer_error": _why(exc, XFER_S)}
+            # a timeout is a link too slow to move 1 MiB in XFER_S or one that drops it: the verdict cannot tell
+            stalled = isinstance(exc, TimeoutError)
+            return {
+                "ok": True,
+                "connect_s": round(took, 4),
+                "transfer_error": _why(exc, XFER_S),
+                "stalled": stalled,
+            }
     if not ups or not downs:
         return {"ok": True, "connect_s": round(took, 4), "transfer_error": "the peer stopped answering"}
     return {

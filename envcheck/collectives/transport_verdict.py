@@ -4,14 +4,15 @@ probe's outcomes (envcheck.collectives.transport_probe).
 A connection the backend would open that fails, or opens but moves no data (the backend would hang on it), is named
 by its evidence, in this order: the address the listening node advertised is a loopback address (its host name
 resolves to 127.0.1.1: gloo takes it, the other nodes reach only themselves there); an end's interface is up without
-carrier; otherwise a filter between the nodes lets the store's port through but not the transport's (no connection),
-or the path between them drops the data (a connection, no data). A connection that only works because the node with
+carrier; otherwise, for a connection that would not open, a filter between the nodes lets the store's port through
+but not the transport's, and for one that moved no data, only that (a failure; a warning where the data stalled
+rather than met an error, since a very slow link stalls too). A connection that only works because the node with
 the loopback address opens it (gloo's greater-address rule) is a warning. A slow link is a figure, and at most a
 warning naming the node (its own traffic shaping, or the sender of every slow direction); never a failure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -67,8 +68,14 @@ def _links(
 
 
 def _failure(
-    link: Mapping[str, Any], views: Mapping[str, Mapping[str, Any]], backend: str, store: str
+    link: Mapping[str, Any],
+    views: Mapping[str, Mapping[str, Any]],
+    backend: str,
+    store: str,
+    common: Sequence[str] = (),
 ) -> Result:
+    """The cause of one connection that would not open or moved no data. `common`: the nodes at an end of every
+    connection that moved no data (the one to name when the probe found nothing else)."""
     src, dst = str(link["from"]), str(link["to"])
     where = f"{link['address']}:{link['port']}"
     if link.get("ok"):
@@ -76,7 +83,10 @@ def _failure(
         opened = f"{src} opened {backend}'s connection to {dst} at {where}, {moved}"
     else:
         opened = f"{src} could not open {backend}'s connection to {dst} at {where} ({link['error']})"
-    loop = sorted(n for n in (dst, src) if is_loopback(views.get(n, {}).get("address")))
+    # A connection that opened reached something: a loopback address explains it only at the listening end (the
+    # connect landed on the opener's own host); a node with a loopback address that opens connections is a warning.
+    ends = (dst,) if link.get("ok") else (dst, src)
+    loop = sorted(n for n in ends if is_loopback(views.get(n, {}).get("address")))
     if loop:
         how = "; ".join(f"{n}'s is {views[n]['address']}, from {views[n].get('how')}" for n in loop)
         return failed(
@@ -107,12 +117,16 @@ def _failure(
             code=TRANSPORT_NO_CARRIER,
         )
     if link.get("ok"):
-        return failed(
-            f"{opened}: the path between {src} and {dst} drops the data (a route another way, or a filter after the "
-            f"handshake)",
-            f"on {src}: `ip route get {link['address']}` names the interface it takes to {dst}; then any filter "
-            f"between them",
-            measured={"link": dict(link), "nodes": sorted({src, dst})},
+        named = list(common) or sorted({src, dst})
+        make = warned if link.get("stalled") else failed
+        return make(
+            f"{opened}; the probe cannot tell where the data stopped"
+            + (
+                " (or whether the link is only too slow to move 1 MiB in time)" if link.get("stalled") else ""
+            ),
+            f"on {src}: `ip route get {link['address']}` names the interface it takes to {dst}; then look for a "
+            f"filter between them",
+            measured={"link": dict(link), "nodes": named},
             fault_class=FaultClass.NODE,
             code=TRANSPORT_NO_DATA,
         )
@@ -208,12 +222,15 @@ def judge_transport(
     store: str,
     took_s: float,
 ) -> Result:
-    """One dist.transport result: FAIL naming each connection that would not open, WARN for a latent loopback
-    address or a slow link, else PASS with each link's figures."""
+    """One dist.transport result: FAIL naming each connection that would not open or moved no data (WARN where the
+    data only stalled and nothing else explains it), WARN for a latent loopback address or a slow link, else PASS
+    with each link's figures."""
     views = _views(arrivals)
     links = _links(at, results)
+    silent = [{str(x["from"]), str(x["to"])} for x in links if x.get("ok") and x.get("transfer_error")]
+    common = sorted(set.intersection(*silent)) if len(silent) > 1 else []
     found = [
-        _failure(link, views, backend, store)
+        _failure(link, views, backend, store, common)
         for link in links
         if not link.get("ok") or link.get("transfer_error")
     ]

@@ -116,14 +116,55 @@ def test_a_connection_that_opens_but_moves_no_data_over_an_interface_without_car
     ), result.summary
 
 
-def test_a_connection_that_opens_but_moves_no_data_between_carrying_interfaces_names_the_path() -> None:
+def test_a_connection_that_opens_but_moves_no_data_between_carrying_interfaces_names_both_ends() -> None:
     arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12")}
-    silent = {"ok": True, "connect_s": 0.0003, "transfer_error": "no answer within 3s"}
-    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", silent))
+    no_route = {"ok": True, "connect_s": 0.0003, "transfer_error": "No route to host", "stalled": False}
+    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", no_route))
     assert result.status is Status.FAIL and result.code == "dist.transport.no_data", result
     assert result.measured["nodes"] == ["n1", "n2"]
-    assert "the path between n2 and n1 drops the data" in result.summary
-    assert result.remediation and "ip route get 10.77.0.11" in result.remediation
+    assert result.summary == (
+        "n2 opened gloo's connection to n1 at 10.77.0.11:40001, but no data moved over it (No route to host); the "
+        "probe cannot tell where the data stopped"
+    )
+    assert result.remediation and "on n2: `ip route get 10.77.0.11`" in result.remediation
+
+
+def test_data_that_only_stalled_is_a_warning_slow_and_dropped_look_alike() -> None:
+    """A timeout on an open connection: a link too slow to move 1 MiB in the probe's 3 s stalls as a dropping one
+    does; the backend is left to run."""
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "10.77.0.12")}
+    stalled = {"ok": True, "connect_s": 0.0003, "transfer_error": "no answer within 3s", "stalled": True}
+    result = judge(arrivals, *probe("10.77.0.11", "10.77.0.12", stalled))
+    assert result.status is Status.WARN and result.code == "dist.transport.no_data", result
+    assert "or whether the link is only too slow to move 1 MiB in time" in result.summary
+
+
+def test_a_loopback_node_that_opened_a_connection_which_moved_no_data_is_not_blamed_on_its_loopback() -> None:
+    """n2's address is loopback, and gloo lets it open the connection (a warning on its own); its connect reached
+    n1's real address, so the loopback address explains nothing about data that then did not move."""
+    arrivals = {0: arrival("n1", "10.77.0.11"), 2: arrival("n2", "127.0.1.1", "its host name n2")}
+    reset = {"ok": True, "connect_s": 0.0003, "transfer_error": "Connection reset by peer", "stalled": False}
+    result = judge(arrivals, *probe("10.77.0.11", "127.0.1.1", reset))
+    assert result.code == "dist.transport.no_data", result
+
+
+def test_the_node_at_every_silent_connection_is_the_one_named() -> None:
+    """NCCL connects both ways: n2 moved no data with n1 nor n3, while n1 and n3 did with each other."""
+    arrivals = {
+        0: arrival("n1", "10.77.0.11"),
+        2: arrival("n2", "10.77.0.12"),
+        4: arrival("n3", "10.77.0.13"),
+    }
+    at = {
+        0: {"node": "n1", "address": "10.77.0.11", "port": 40001},
+        2: {"node": "n2", "address": "10.77.0.12", "port": 40002},
+        4: {"node": "n3", "address": "10.77.0.13", "port": 40003},
+    }
+    reset = {"ok": True, "connect_s": 0.0003, "transfer_error": "Connection reset by peer", "stalled": False}
+    results = {0: {"2": reset, "4": FAST}, 2: {"0": reset, "4": reset}, 4: {"0": FAST, "2": reset}}
+    result = judge_transport(arrivals, at, results, "nccl", "n1:29500", 0.4)
+    assert result.status is Status.FAIL and result.code == "dist.transport.no_data", result
+    assert result.measured["nodes"] == ["n2"], result.measured
 
 
 def test_a_slow_direction_is_a_warning_naming_the_shaped_node() -> None:

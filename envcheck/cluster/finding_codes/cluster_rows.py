@@ -79,8 +79,7 @@ _DIST = [
     ),
     Code(
         codes.TRANSPORT_NO_DATA,
-        "a connection between nodes opened but data did not move over it (a broken path, or a filter after the "
-        "handshake)",
+        "a connection between nodes opened but data did not move over it (where it stopped, the probe cannot tell)",
         NODE,
         "check the route each named node takes to the other (`ip route get <address>`) and any filter on the way",
     ),
