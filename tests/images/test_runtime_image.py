@@ -86,18 +86,6 @@ def test_user_entrypoint_env_and_labels(docker_client: Any, runtime_image: str, 
     ]
 
 
-def test_torch_compile_runs_on_cpu(docker_client: Any, runtime_image: str) -> None:
-    script = (
-        "import torch\n"
-        "f = torch.compile(lambda x: torch.sin(x) * 2 + x.cos())\n"
-        "x = torch.linspace(0, 1, 1000)\n"
-        "torch.testing.assert_close(f(x), torch.sin(x) * 2 + x.cos())\n"
-        "print('compiled ok', torch.__version__)\n"
-    )
-    code, output = run_in(docker_client, runtime_image, ["python", "-c", script], timeout_s=600)
-    assert code == 0 and "compiled ok" in output, output
-
-
 def test_no_secret_in_layers_build_args_or_labels(docker_client: Any, runtime_image: str) -> None:
     history = subprocess.run(
         [docker_binary(), "history", "--no-trunc", runtime_image],
@@ -170,7 +158,9 @@ def test_image_versions_fails_after_pip_installing_another_torch(
 
 def test_torch_compile_works_inside_the_runtime_image(docker_client: Any, runtime_image: str) -> None:
     """compile.inductor for real in the image as its user runs it (uid 1000, the image's own TMPDIR and caches,
-    its g++ and Python headers): the runtime target must be able to torch.compile, on CPU here."""
+    its g++ and Python headers): the runtime target must be able to torch.compile, on CPU here. The check compiles a
+    function and its backward and compares both with eager, so this is also the image's plain torch.compile test (a
+    second container that compiled a lambda proved nothing more, for 45 s of the Docker tests)."""
     script = (
         "envcheck run --only compile.inductor --allow-cpu --level full --json /tmp/report.json >/tmp/out 2>&1;"
         " rc=$?; cat /tmp/report.json || cat /tmp/out; exit $rc"
