@@ -81,8 +81,9 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 
 # The static checks side by side (each one's output kept together), then the whole suite in two phases. First, in
 # parallel (pytest-xdist, TEST_WORKERS workers), every test that can share the machine with any other; then the rest
-# (SERIAL_TESTS) in three streams. The Docker tests (builds, containers, pushes) beside the tests that need no more
-# than a core while nothing else measures time (Slurm clusters, the host's process table, and the `long` tests: a
+# (SERIAL_TESTS) in three streams. The Docker tests (builds, containers, pushes; and the `install` tests, a wheel
+# installed into a new venv, which need no Docker but even out the two streams' times) beside the tests that need no
+# more than a core while nothing else measures time (Slurm clusters, the host's process table, and the `long` tests: a
 # full level per order, real compiles, the numerics corpus): they share no daemon, port, namespace or process with
 # the Docker tests, and a build, a push or a compile in a container mostly keeps one core busy. Each stream runs one
 # test at a time, its lines prefixed with its name. Then the timing tests alone (a verdict that rests on measured
@@ -91,10 +92,10 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 # passes for a stream: PYTEST_ARGS may name one kind of test only, but not for all four). Each writes its own
 # --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass before phase 2 (.ci/run's waits for
 # the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still runs and `make test` fails.
-SERIAL_TESTS := docker or slurm or timing or host or long
-DOCKER_TESTS := docker
-BESIDE_TESTS := (slurm or host or long) and not (docker or timing)
-TIMING_TESTS := timing and not docker
+SERIAL_TESTS := docker or slurm or timing or host or install or long
+DOCKER_TESTS := docker or install
+BESIDE_TESTS := (slurm or host or long) and not (docker or timing or install)
+TIMING_TESTS := timing and not (docker or install)
 TEST_WORKERS ?= auto
 TEST_DIST ?= loadscope
 SERIAL_READY ?= true

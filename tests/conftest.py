@@ -64,8 +64,8 @@ def restore_inductor_cache_variable() -> None:
 
 # The markers that keep a test out of the parallel phase of `make test` (the Makefile's SERIAL_TESTS), first match
 # naming its kind; the others are `parallel`.
-SERIAL_KINDS = ("docker", "slurm", "timing", "host", "long")
-REPORTED_MARKERS = ("docker", "slurm", "timing", "host", "long", "slow", "gpu")
+SERIAL_KINDS = ("docker", "slurm", "timing", "host", "install", "long")
+REPORTED_MARKERS = ("docker", "slurm", "timing", "host", "install", "long", "slow", "gpu")
 
 
 @pytest.hookimpl(tryfirst=True)

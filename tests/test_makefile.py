@@ -82,11 +82,11 @@ def make_test_on(tmp_path: Path, venv: Path, *extra: str) -> tuple[int, list[str
     return done.returncode, log.read_text().splitlines() if log.exists() else [], done.stdout + done.stderr
 
 
-SERIAL = "docker or slurm or timing or host or long"
+SERIAL = "docker or slurm or timing or host or install or long"
 STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's DOCKER/BESIDE/TIMING_TESTS)
-    "docker": "docker",
-    "beside": "(slurm or host or long) and not (docker or timing)",
-    "timing": "timing and not docker",
+    "docker": "docker or install",
+    "beside": "(slurm or host or long) and not (docker or timing or install)",
+    "timing": "timing and not (docker or install)",
 }
 PHASES = ("parallel", *STREAMS)
 

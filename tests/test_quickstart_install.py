@@ -21,7 +21,8 @@ from tests.helpers import ROOT
 
 # long: each builds or installs envcheck into a new venv (pip, pipx, setuptools); `make test` runs them beside the
 # Docker tests
-pytestmark = [pytest.mark.slow, pytest.mark.long]
+# install: run in the Docker stream (the Makefile), whose builds are installs too, to even out the two streams
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.install]
 README = (ROOT / "README.md").read_text()
 
 

@@ -37,7 +37,8 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.long  # a wheel built and installed into a new venv: beside the Docker tests
+@pytest.mark.long  # a wheel built and installed into a new venv
+@pytest.mark.install  # so `make test` runs it in the Docker stream
 def test_installs_and_runs_without_torch(bare_venv: Path, tmp_path: Path) -> None:
     python = str(bare_venv / "bin/python")
     probe = subprocess.run(

@@ -19,7 +19,8 @@ DIST = "torch-envcheck"
 
 
 @pytest.mark.slow
-@pytest.mark.long  # a wheel built and installed into a new venv: beside the Docker tests
+@pytest.mark.long  # a wheel built and installed into a new venv
+@pytest.mark.install  # so `make test` runs it in the Docker stream
 def test_built_wheel_installs_and_runs(tmp_path: Path) -> None:
     if sys.version_info >= (3, 11):
         import tomllib
