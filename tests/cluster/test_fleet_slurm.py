@@ -1,9 +1,10 @@
 """`envcheck fleet` on reports from a real 5-node Slurm (tests/cluster/multinode.py), one node slowed for real.
 
 Real: slurmctld and five slurmd (a network, UTS and mount namespace each), srun, `envcheck bench --allow-cpu --json` on
-each node (bench.cpu_matmul: the CPU matmul figures envcheck reports), and the slowdown: a CFS quota on the slowed
-node's slurmd cgroup, which its job steps inherit (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us). Nothing is staged. The
-slowed node's own bench has nothing to compare with; the fleet names it, and no other node.
+each node (bench.cpu_matmul: the CPU matmul figures envcheck reports), and the slowdown: a CFS quota (cgroup v2
+cpu.max, or v1 cpu.cfs_quota_us) on the slowed node's bench worker, the process that measures, moved into it as its
+fork server forks it. Nothing is staged. The slowed node's own bench has nothing to compare with; the fleet names it,
+and no other node.
 
 Seen here first with dist.busbw's peak (gloo over each node's loopback, slowed by a quota or a `tc` token bucket): the
 slowed node fell 5 to 20x, but healthy nodes measured on this shared 2-core machine spread from 0.3 to 1.9 GB/s, so
@@ -19,8 +20,10 @@ import json
 import os
 import shlex
 import sys
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +45,8 @@ def cpu_group(name: str, quota: bool) -> tuple[Path, Path]:
     the throttling shows in its median). A third was not enough: in a CI run whose healthy nodes measured 95 to 112
     GFLOP/s at 1024 (150 to 166 on a quiet machine: noise from outside the machine slows the large size most), the
     slowed node measured 51.6, half the median but a modified z-score of 2.8 (the rule wants 3.5). A fifth measured 14
-    to 24 GFLOP/s here. Its price is the slowed node's start-up under the quota (its fork server imports torch): 77 to
-    111 s here, 32 s with a third; time-sliced, an import of torch costs this machine several times its CPU. By cgroup
-    v2 where the v2 tree has the cpu controller, else the v1 files. Returns it and its parent's cgroup.procs file (to move the process back)."""
+    to 24 GFLOP/s here. By cgroup v2 where the v2 tree has the cpu controller, else the v1 files. Returns it and its
+    parent's cgroup.procs file (to move the process back)."""
     v2 = Path("/sys/fs/cgroup")
     for root in (v2, v2 / "unified"):
         controllers = root / "cgroup.controllers"
@@ -67,10 +69,18 @@ def cpu_group(name: str, quota: bool) -> tuple[Path, Path]:
     return group, root / "cgroup.procs"
 
 
+@dataclass(frozen=True)
+class Shield:
+    """The slowed node's cgroup (its slurmd's, so its job steps') and the quota its bench worker is moved into."""
+
+    slowed: Path
+    quota: Path
+
+
 @contextmanager
-def shielded_with_quota(cluster: MultiCluster, slowed: str) -> Iterator[None]:
+def shielded_with_quota(cluster: MultiCluster, slowed: str) -> Iterator[Shield]:
     """Every node's slurmd (and so every job step it starts from now on) in a cgroup of its own that the other work on
-    this machine cannot take CPU from, and the `slowed` node's under a CPU quota as well. A test that judges
+    this machine cannot take CPU from, and a quota group for the `slowed` node's measurement. A test that judges
     measured speed must make the difference it looks for larger than any load can hide (on a busy 2-core
     machine healthy nodes measured 15 to 101 GFLOP/s, and the quota's node was no outlier): the healthy nodes now
     measure the CPU, not the load, and only the quota slows the slowed one."""
@@ -78,10 +88,11 @@ def shielded_with_quota(cluster: MultiCluster, slowed: str) -> Iterator[None]:
     try:
         for i, node in enumerate(cluster.nodes):
             slurmd = cluster.procs[2 + i]  # munged, slurmctld, then the slurmds in node order
-            group, parent = cpu_group(f"envcheck-fleet-{os.getpid()}-{node}", quota=node == slowed)
+            group, parent = cpu_group(f"envcheck-fleet-{os.getpid()}-{node}", quota=False)
             groups.append((group, parent))
             (group / "cgroup.procs").write_text(str(slurmd.pid))
-        yield
+        groups.append(cpu_group(f"envcheck-fleet-{os.getpid()}-quota", quota=True))
+        yield Shield(slowed=groups[cluster.nodes.index(slowed)][0], quota=groups[-1][0])
     finally:
         for group, parent in groups:
             for pid in (group / "cgroup.procs").read_text().split():
@@ -92,10 +103,59 @@ def shielded_with_quota(cluster: MultiCluster, slowed: str) -> Iterator[None]:
             group.rmdir()
 
 
-def node_reports(cluster: MultiCluster, folder: Path) -> dict[str, dict[str, Any]]:
+FORK_SERVER = "envcheck.core.isolation.forkserver"
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:  # it ended
+        return ""
+
+
+def _parent(pid: str) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rindex(")") + 2 :].split()[1]  # the field after the state; the name may hold spaces
+
+
+@contextmanager
+def quota_on_its_workers(shield: Shield) -> Iterator[list[str]]:
+    """While the slowed node's bench runs: every 5 ms, each worker its fork server has forked (a process whose command
+    line and whose parent's are the fork server's) moves into the quota group. So only the measurement is throttled,
+    not the start-up: under a fifth of a CPU the fork server's import of torch took 77 to 111 s here (time-sliced, it
+    cost this machine several times its CPU), and the bench measures its sizes in order, the 1024 one last. Yields the
+    pids moved."""
+    moved: list[str] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for pid in (shield.slowed / "cgroup.procs").read_text().split():
+                if FORK_SERVER in _cmdline(pid) and FORK_SERVER in _cmdline(_parent(pid)):
+                    try:
+                        (shield.quota / "cgroup.procs").write_text(pid)
+                        moved.append(pid)
+                    except OSError:  # it ended meanwhile
+                        pass
+            stop.wait(0.005)
+
+    watcher = threading.Thread(target=watch, name="quota-watcher", daemon=True)
+    watcher.start()
+    try:
+        yield moved
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+
+
+def node_reports(cluster: MultiCluster, folder: Path, shield: Shield) -> dict[str, dict[str, Any]]:
     """Each node's `envcheck bench --allow-cpu --quick --cpu-threads 1 --only bench.cpu_matmul --json <hostname>.json`,
     one node after another (a single-threaded matmul timed as the median of its repetitions: the other work on this
-    shared machine interrupts a repetition now and then, and the median leaves those out)."""
+    shared machine interrupts a repetition now and then, and the median leaves those out); the SLOW node's measured
+    under the quota."""
     cmd = " ".join(
         shlex.quote(a)
         for a in (
@@ -114,21 +174,23 @@ def node_reports(cluster: MultiCluster, folder: Path) -> dict[str, dict[str, Any
         )
     )
     for node in cluster.nodes:
-        done = cluster.run(
-            "srun",
-            "-w",
-            node,
-            "-N",
-            "1",
-            "-n",
-            "1",
-            "sh",
-            "-c",
-            f"cd {shlex.quote(str(ROOT))} && {cmd} --json {shlex.quote(str(folder))}/$(hostname).json",
-            timeout=300,
-            env={"PYTHONPATH": str(ROOT)},
-        )
+        with quota_on_its_workers(shield) if node == SLOW else nullcontext([]) as moved:
+            done = cluster.run(
+                "srun",
+                "-w",
+                node,
+                "-N",
+                "1",
+                "-n",
+                "1",
+                "sh",
+                "-c",
+                f"cd {shlex.quote(str(ROOT))} && {cmd} --json {shlex.quote(str(folder))}/$(hostname).json",
+                timeout=300,
+                env={"PYTHONPATH": str(ROOT)},
+            )
         assert done.returncode == 0, f"{node}: {done.stdout}{done.stderr}"
+        assert moved or node != SLOW, f"{node}: no bench worker was seen, so none was slowed"
     return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
 
 
@@ -137,8 +199,8 @@ def test_the_fleet_names_the_node_under_a_cpu_quota_and_no_other(
 ) -> None:
     reports = tmp_path / "reports"
     reports.mkdir()
-    with shielded_with_quota(five_nodes, SLOW):
-        runs = node_reports(five_nodes, reports)
+    with shielded_with_quota(five_nodes, SLOW) as shield:
+        runs = node_reports(five_nodes, reports, shield)
     assert {r["device"]["host"] for r in runs.values()} == set(
         five_nodes.nodes
     )  # the bench says which node it ran on
