@@ -93,9 +93,9 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 # --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass before phase 2 (.ci/run's waits for
 # the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still runs and `make test` fails.
 SERIAL_TESTS := docker or slurm or timing or host or install or long
-DOCKER_TESTS := docker or install
+DOCKER_TESTS := docker or (install and not timing)
 BESIDE_TESTS := (slurm or host or long) and not (docker or timing or install)
-TIMING_TESTS := timing and not (docker or install)
+TIMING_TESTS := timing and not docker
 TEST_WORKERS ?= auto
 TEST_DIST ?= loadscope
 SERIAL_READY ?= true

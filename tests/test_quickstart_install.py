@@ -19,9 +19,8 @@ import pytest
 from tests.cli.test_install_without_torch import NO_INDEX
 from tests.helpers import ROOT
 
-# long: each builds or installs envcheck into a new venv (pip, pipx, setuptools); `make test` runs them beside the
-# Docker tests
-# install: run in the Docker stream (the Makefile), whose builds are installs too, to even out the two streams
+# long and install: each builds or installs envcheck into a new venv (pip, pipx, setuptools); `make test` runs them in
+# the Docker stream, whose builds are installs too, to even out the two streams that run side by side
 pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.install]
 README = (ROOT / "README.md").read_text()
 
