@@ -160,7 +160,9 @@ def test_torch_compile_works_inside_the_runtime_image(docker_client: Any, runtim
     """compile.inductor for real in the image as its user runs it (uid 1000, the image's own TMPDIR and caches,
     its g++ and Python headers): the runtime target must be able to torch.compile, on CPU here. The check compiles a
     function and its backward and compares both with eager, so this is also the image's plain torch.compile test (a
-    second container that compiled a lambda proved nothing more, for 45 s of the Docker tests)."""
+    second container that compiled a lambda with Inductor's defaults took 45 s of the Docker tests). What that one
+    ran and this does not: Inductor's own probe of each vector ISA (envcheck proves its one pick with a single probe:
+    envcheck/checks/torch_compile/settings.py) and its default compile threads, in a plain `python -c`."""
     script = (
         "envcheck run --only compile.inductor --allow-cpu --level full --json /tmp/report.json >/tmp/out 2>&1;"
         " rc=$?; cat /tmp/report.json || cat /tmp/out; exit $rc"
