@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import http.client
 import json
 import time
 import urllib.error
@@ -24,6 +25,16 @@ def api_status(port: int, path: str = "/api/status", token: str | None = None) -
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
+
+
+def answers(port: int) -> bool:
+    """Whether the server answers HTTP on `port` now, whatever the status (403 without a token): the engine's published
+    port accepts a connection before the server listens in the container, then drops it."""
+    try:
+        api_status(port)
+    except (OSError, http.client.HTTPException):
+        return False
+    return True
 
 
 def _call(port: int, token: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:

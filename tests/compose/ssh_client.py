@@ -64,6 +64,17 @@ def try_key(port: int, user: str, key: paramiko.PKey) -> str:
         return "accepted"
 
 
+def answers(port: int) -> bool:
+    """Whether an SSH server sends its identification on `port` now (a port the engine publishes accepts the
+    connection before sshd listens in the container, then closes it: no banner)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            sock.settimeout(2)
+            return sock.recv(8).startswith(b"SSH-2.0")
+    except OSError:
+        return False
+
+
 def host_key_fingerprint(port: int) -> str:
     """SHA256 fingerprint of the server's host key."""
     with _transport(port) as transport:

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +109,22 @@ class Project:
                 break
             time.sleep(1)
         raise RuntimeError(f"{service} not healthy: {self.state(service)}\n{self.logs(service)}")
+
+    def wait_answering(
+        self, service: str, answers: Callable[[int], bool], port: int, timeout: float = 180
+    ) -> None:
+        """Wait until `answers(port)` is true: the service answers on its published port, asked from the host as a
+        client asks. Sooner than wait_healthy, whose HEALTHCHECK first probes one interval (10 s) after the start (the
+        engine here, 20.10, has no start interval); so the one test per service that proves the HEALTHCHECK uses
+        wait_healthy, and the others this. Fail with the logs when the container exits or the time is up."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if answers(port):
+                return
+            if self.state(service).get("Status") in ("exited", "dead"):
+                break
+            time.sleep(0.25)
+        raise RuntimeError(f"{service} not answering on {port}: {self.state(service)}\n{self.logs(service)}")
 
     def wait_exit(self, service: str, timeout: float = 120) -> int:
         """Wait for the service's container to exit; return its exit code."""

@@ -14,7 +14,7 @@ import pytest
 
 from tests.compose import jupyter_client
 from tests.compose.images import DevImages
-from tests.compose.stack import docker, free_port, project
+from tests.compose.stack import Project, docker, free_port, project
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 TOKEN_LINE = "generated token for this start: "
@@ -34,11 +34,20 @@ def _up(images: DevImages, workspace: Path, *files: str, **env: str):  # type: i
     )
 
 
+def _start(proj: Project) -> int:
+    """Up, and answering HTTP on its port (test_token_from_env_guards_api_and_kernel_runs_torch waits for the
+    image's HEALTHCHECK instead, which proves it)."""
+    proj.up("jupyter")
+    port = int(proj.env["JUPYTER_PORT"])
+    proj.wait_answering("jupyter", jupyter_client.answers, port)
+    return port
+
+
 def test_token_from_env_guards_api_and_kernel_runs_torch(dev_images: DevImages, tmp_path: Path) -> None:
     token = secrets.token_hex(24)
     with _up(dev_images, tmp_path, JUPYTER_TOKEN=token) as proj:
         proj.up("jupyter")
-        proj.wait_healthy("jupyter")
+        proj.wait_healthy("jupyter")  # the image's HEALTHCHECK says healthy (the other tests: _start)
         port = int(proj.env["JUPYTER_PORT"])
         assert jupyter_client.api_status(port) == 403
         assert jupyter_client.api_status(port, token="wrong-" + token) == 403
@@ -64,8 +73,7 @@ def test_token_from_env_guards_api_and_kernel_runs_torch(dev_images: DevImages, 
 
 def test_generated_token_is_printed_once_and_works(dev_images: DevImages, tmp_path: Path) -> None:
     with _up(dev_images, tmp_path) as proj:
-        proj.up("jupyter")
-        proj.wait_healthy("jupyter")
+        _start(proj)
         logs = proj.logs("jupyter")
         lines = [line for line in logs.splitlines() if TOKEN_LINE in line]
         assert len(lines) == 1, logs
@@ -91,8 +99,7 @@ def test_token_file_secret_is_the_only_token(dev_images: DevImages, tmp_path: Pa
         SSH_AUTHORIZED_KEYS_SECRET=os.devnull,
         JUPYTER_TOKEN="ignored-by-the-secrets-override",
     ) as proj:
-        proj.up("jupyter")
-        proj.wait_healthy("jupyter")
+        _start(proj)
         port = int(proj.env["JUPYTER_PORT"])
         assert jupyter_client.api_status(port, token=token) == 200
         for other in ("ignored-by-the-secrets-override", token[:-1], ""):
@@ -124,8 +131,7 @@ def test_empty_token_file_refuses_to_start(dev_images: DevImages, tmp_path: Path
 
 def test_no_root_process_after_start(dev_images: DevImages, tmp_path: Path) -> None:
     with _up(dev_images, tmp_path, JUPYTER_TOKEN=secrets.token_hex(16)) as proj:
-        proj.up("jupyter")
-        proj.wait_healthy("jupyter")
+        _start(proj)
         uids = process_uids(proj.container("jupyter"))
         assert uids[1][1] == "tini" and {uid for uid, _ in uids.values()} == {HOST_ID}, uids
 
@@ -170,8 +176,7 @@ def test_kernel_sees_the_gpu_through_the_compose_reservation(dev_images: DevImag
     """GPU hosts only (needs nvidia-container-toolkit): the base compose.yaml, no CPU override."""
     token = secrets.token_hex(24)
     with _up(dev_images, tmp_path, "compose.yaml", JUPYTER_TOKEN=token) as proj:
-        proj.up("jupyter")
-        proj.wait_healthy("jupyter")
+        _start(proj)
         out = jupyter_client.execute(
             int(proj.env["JUPYTER_PORT"]),
             token,

@@ -35,9 +35,12 @@ def _up(images: DevImages, workspace: Path, *files: str, **env: str):  # type: i
 
 
 def _start(proj: Project) -> int:
+    """Up, and answering SSH on its port (test_key_login_runs_torch_and_envcheck_with_the_image_env waits for the
+    image's HEALTHCHECK instead, which proves it)."""
     proj.up("ssh")
-    proj.wait_healthy("ssh")
-    return int(proj.env["SSH_PORT"])
+    port = int(proj.env["SSH_PORT"])
+    proj.wait_answering("ssh", ssh_client.answers, port)
+    return port
 
 
 def test_key_login_runs_torch_and_envcheck_with_the_image_env(
@@ -45,7 +48,11 @@ def test_key_login_runs_torch_and_envcheck_with_the_image_env(
 ) -> None:
     key, public = ssh_key
     with _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as proj:
-        port = _start(proj)
+        proj.up("ssh")
+        proj.wait_healthy(
+            "ssh"
+        )  # the image's HEALTHCHECK says healthy (the other tests wait for SSH's banner)
+        port = int(proj.env["SSH_PORT"])
         rc, out, err = ssh_client.run(
             port,
             key,
@@ -93,10 +100,10 @@ def test_host_keys_differ_per_container_and_survive_restart(
         first = ssh_client.host_key_fingerprint(port_one)
         assert first != ssh_client.host_key_fingerprint(port_two)
         one.compose("restart", "ssh")
-        one.wait_healthy("ssh")
+        one.wait_answering("ssh", ssh_client.answers, port_one)
         assert ssh_client.host_key_fingerprint(port_one) == first
         one.compose("up", "-d", "--no-build", "--pull", "never", "--force-recreate", "ssh")  # new container,
-        one.wait_healthy("ssh")  # same volume
+        one.wait_answering("ssh", ssh_client.answers, port_one)  # same volume
         assert ssh_client.host_key_fingerprint(port_one) == first
         assert one.logs("ssh").count("generated host key") == 0  # the recreated one generated nothing
 
