@@ -81,43 +81,48 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 
 # The static checks side by side (each one's output kept together), then the whole suite in two phases. First, in
 # parallel (pytest-xdist, TEST_WORKERS workers), every test that can share the machine with any other; then the rest
-# (SERIAL_TESTS) in three streams. The Docker tests (builds, containers, pushes; and the `install` tests, a wheel
-# installed into a new venv, which need no Docker but even out the two streams' times) beside the tests that need no
-# more than a core while nothing else measures time (Slurm clusters, the host's process table, and the `long` tests: a
-# full level per order, real compiles, the numerics corpus): they share no daemon, port, namespace or process with
-# the Docker tests, and a build, a push or a compile in a container mostly keeps one core busy. Each stream runs one
-# test at a time, its lines prefixed with its name. Then the timing tests alone (a verdict that rests on measured
-# speed). The marker expressions split the suite, so every test runs exactly once. Every stream runs (unless phase 1
-# was interrupted or given bad arguments); `make test` fails when any fails (pytest's exit 5, "no test selected",
-# passes for a stream: PYTEST_ARGS may name one kind of test only, but not for all four). Each writes its own
-# --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass before phase 2 (.ci/run's waits for
-# the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still runs and `make test` fails.
+# (SERIAL_TESTS) in four streams. Three run side by side, each one test at a time: the Docker tests (builds,
+# containers, pushes; and the `install` tests, a wheel installed into a new venv, which need no Docker but are
+# installs like the builds), the Slurm clusters (`cluster`: real daemons, namespaces and their timeouts, mostly
+# waiting) and the `long` tests (a full level per order, real compiles, the numerics corpus, the staged-node matrix:
+# a core busy for minutes). They share no daemon, port, namespace or process, and none measures time: two side by
+# side left a fifth of the two cores idle, in the Docker and Slurm tests' waits, which the third fills. Then the tests
+# that need the machine to themselves, alone (`alone`): a verdict that rests on measured speed or elapsed time
+# (`timing`), and the ones that read the host's process table (`host`), which another stream's processes would
+# change. Each stream's lines are prefixed with its name. The marker expressions split the suite, so every test runs
+# exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any
+# fails (pytest's exit 5, "no test selected", passes for a stream: PYTEST_ARGS may name one kind of test only, but
+# not for all five). Each writes its own --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass
+# before phase 2 (.ci/run's waits for the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still
+# runs and `make test` fails.
 SERIAL_TESTS := docker or slurm or timing or host or install or long
-DOCKER_TESTS := docker or (install and not timing)
-BESIDE_TESTS := (slurm or host or long) and not (docker or timing or install)
-TIMING_TESTS := timing and not docker
+ALONE_TESTS := (timing or host) and not docker
+DOCKER_TESTS := docker or (install and not (timing or host))
+CLUSTER_TESTS := slurm and not (docker or timing or host or install)
+LONG_TESTS := long and not (docker or timing or host or install or slurm)
 TEST_WORKERS ?= auto
 TEST_DIST ?= loadscope
 SERIAL_READY ?= true
 test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run the whole test suite
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs bytecode
 	@began=$$(date +%s); ready=0; pytest() { ENVCHECK_TEST_PHASE=$$1 $(TEST_VENV)/bin/python -m pytest "$${@:2}"; }; \
+	stream() { pytest "$$1" -m "$$2" $(PYTEST_ARGS) 2>&1 | sed -u "s/^/[$$1] /"; return $${PIPESTATUS[0]}; }; \
 	echo "== make test, phase 1/2 (in parallel, -n $(TEST_WORKERS)): not ($(SERIAL_TESTS))"; \
 	pytest parallel -n $(TEST_WORKERS) --dist $(TEST_DIST) -m "not ($(SERIAL_TESTS))" $(PYTEST_ARGS); first=$$?; \
 	case $$first in 2|4) echo "== make test: phase 1 interrupted or given bad arguments (pytest exit $$first)"; \
 		exit $$first;; esac; \
 	mid=$$(date +%s); \
 	$(SERIAL_READY) || { ready=$$?; echo "== make test: SERIAL_READY failed (exit $$ready): $(SERIAL_READY)"; }; \
-	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [beside] $(BESIDE_TESTS), then [timing] $(TIMING_TESTS)"; \
-	(pytest docker -m "$(DOCKER_TESTS)" $(PYTEST_ARGS) 2>&1 | sed -u 's/^/[docker] /'; exit $${PIPESTATUS[0]}) & side=$$!; \
-	pytest beside -m "$(BESIDE_TESTS)" $(PYTEST_ARGS) 2>&1 | sed -u 's/^/[beside] /'; beside=$${PIPESTATUS[0]}; \
-	wait $$side; docker=$$?; \
-	pytest timing -m "$(TIMING_TESTS)" $(PYTEST_ARGS) 2>&1 | sed -u 's/^/[timing] /'; timing=$${PIPESTATUS[0]}; \
+	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [cluster] $(CLUSTER_TESTS) beside [long]" \
+		"$(LONG_TESTS), then [alone] $(ALONE_TESTS)"; \
+	stream docker "$(DOCKER_TESTS)" & dpid=$$!; stream cluster "$(CLUSTER_TESTS)" & cpid=$$!; \
+	stream long "$(LONG_TESTS)"; long=$$?; wait $$dpid; docker=$$?; wait $$cpid; cluster=$$?; \
+	stream alone "$(ALONE_TESTS)"; alone=$$?; \
 	end=$$(date +%s); \
 	say() { case $$1 in 0) echo passed;; 5) echo "had no test selected";; *) echo "FAILED (pytest exit $$1)";; esac; }; \
 	echo "== make test: phase 1 (parallel) $$(say $$first) in $$((mid - began))s; phase 2 in $$((end - mid))s:" \
-		"docker $$(say $$docker), beside $$(say $$beside), timing $$(say $$timing)"; \
-	all="$$first $$docker $$beside $$timing"; [ "$$all" = "5 5 5 5" ] && exit 5; \
+		"docker $$(say $$docker), cluster $$(say $$cluster), long $$(say $$long), alone $$(say $$alone)"; \
+	all="$$first $$docker $$cluster $$long $$alone"; [ "$$all" = "5 5 5 5 5" ] && exit 5; \
 	for rc in $$all; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done; exit $$ready
 
 # The source tree's bytecode, written before the tests. The suite starts thousands of Python processes that import

@@ -5,12 +5,12 @@ carry a session's one-off costs (image builds, clusters). Prints figures; assert
     python bench/suite_cost.py JUNIT.xml [MORE.xml ...] [--durations LOG] [--top 20] [--kinds-from NEW.xml]
 
 `make test PYTEST_ARGS="--junitxml=/tmp/suite.xml --durations=0"` writes one file per phase or stream
-(/tmp/suite-parallel.xml, -docker, -beside, -timing; tests/conftest.py): pass them all, or the base name, which finds
-them.
+(/tmp/suite-parallel.xml, -docker, -cluster, -long, -alone; tests/conftest.py): pass them all, or the base name,
+which finds them.
 A test's seconds are setup + call + teardown (pytest's junit default), so a session fixture's first use (an image
 build, a Slurm cluster) is billed to the first test that asks for it; the durations log names those setups.
-In the parallel phase the figures are per worker, and the docker and beside streams run side by side: a sum of
-figures is CPU-side cost, not wall time.
+In the parallel phase the figures are per worker, and the docker, cluster and long streams run side by side: a sum
+of figures is CPU-side cost, not wall time.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S.*?)\s*$")
+# The phase or stream a junit file's name ends with (tests/conftest.py names them); beside, timing and serial are the
+# streams of older runs, whose files still read.
+STREAMS = ("parallel", "docker", "cluster", "long", "alone", "beside", "timing", "serial")
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def read_junit(path: Path) -> tuple[list[Case], float]:
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     wall = sum(float(s.get("time", 0)) for s in suites)
     phase = next(
-        (p for p in ("parallel", "docker", "beside", "timing", "serial") if path.stem.endswith(f"-{p}")),
+        (p for p in STREAMS if path.stem.endswith(f"-{p}")),
         "one",
     )
     cases = []

@@ -83,11 +83,13 @@ def make_test_on(tmp_path: Path, venv: Path, *extra: str) -> tuple[int, list[str
 
 
 SERIAL = "docker or slurm or timing or host or install or long"
-STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's DOCKER/BESIDE/TIMING_TESTS)
-    "docker": "docker or (install and not timing)",
-    "beside": "(slurm or host or long) and not (docker or timing or install)",
-    "timing": "timing and not docker",
+STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's ALONE/DOCKER/CLUSTER/LONG_TESTS)
+    "alone": "(timing or host) and not docker",
+    "docker": "docker or (install and not (timing or host))",
+    "cluster": "slurm and not (docker or timing or host or install)",
+    "long": "long and not (docker or timing or host or install or slurm)",
 }
+SIDE_BY_SIDE = ("docker", "cluster", "long")
 PHASES = ("parallel", *STREAMS)
 
 
@@ -97,13 +99,13 @@ def test_make_test_runs_the_parallel_phase_then_the_serial_streams_with_compleme
     code, calls, out = make_test(tmp_path, dict.fromkeys(PHASES, 0), "PYTEST_ARGS=-p no:cacheprovider")
     assert code == 0, out
     assert calls[0] == f"parallel -m pytest -n auto --dist loadscope -m not ({SERIAL}) -p no:cacheprovider"
-    # docker and beside run side by side (either may log first), timing after both
-    assert sorted(calls[1:3]) == sorted(
-        f"{s} -m pytest -m {STREAMS[s]} -p no:cacheprovider" for s in ("docker", "beside")
+    # docker, cluster and long run side by side (any may log first), alone after all three
+    assert sorted(calls[1:4]) == sorted(
+        f"{s} -m pytest -m {STREAMS[s]} -p no:cacheprovider" for s in SIDE_BY_SIDE
     )
-    assert calls[3] == f"timing -m pytest -m {STREAMS['timing']} -p no:cacheprovider"
+    assert calls[4] == f"alone -m pytest -m {STREAMS['alone']} -p no:cacheprovider"
     assert "phase 1 (parallel) passed" in out
-    assert "docker passed, beside passed, timing passed" in out
+    assert "docker passed, cluster passed, long passed, alone passed" in out
     # before any of it, the tree's modules are compiled once (PYTHONDONTWRITEBYTECODE lets no envcheck process do it)
     compiled = (tmp_path / "compileall.log").read_text().split()
     assert compiled == "-m compileall -q -j 0 envcheck tests bench".split()
@@ -128,18 +130,19 @@ def test_the_streams_split_the_serial_tests_exactly() -> None:
 @pytest.mark.parametrize(
     ("codes", "fails"),
     [
-        ((1, 0, 0, 0), True),
-        ((0, 1, 0, 0), True),
-        ((0, 0, 1, 0), True),
-        ((0, 0, 0, 1), True),
-        ((5, 0, 0, 0), False),
-        ((0, 5, 5, 0), False),
-        ((5, 5, 5, 0), False),
-        ((5, 5, 5, 5), True),
+        ((1, 0, 0, 0, 0), True),
+        ((0, 1, 0, 0, 0), True),
+        ((0, 0, 1, 0, 0), True),
+        ((0, 0, 0, 1, 0), True),
+        ((0, 0, 0, 0, 1), True),
+        ((5, 0, 0, 0, 0), False),
+        ((0, 5, 5, 0, 0), False),
+        ((5, 5, 5, 5, 0), False),
+        ((5, 5, 5, 5, 5), True),
     ],
 )
 def test_a_failure_in_any_stream_fails_make_test_and_every_stream_runs(
-    tmp_path: Path, codes: tuple[int, int, int, int], fails: bool
+    tmp_path: Path, codes: tuple[int, ...], fails: bool
 ) -> None:
     code, calls, out = make_test(tmp_path, dict(zip(PHASES, codes, strict=True)))
     assert sorted(c.split()[0] for c in calls) == sorted(PHASES), out

@@ -25,7 +25,7 @@ import pytest
 from tests.hardened.staging import UID, Hardening, can_stage, run
 from tests.helpers import ROOT, no_gpu_env
 
-# long: a full level per order; `make test` runs these beside the Docker tests
+# long: a full level per order; `make test` runs these in its `long` stream
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 ORDERS = ("registry", "reversed")
 

@@ -36,7 +36,7 @@ def test_exit_1_without_gpu_when_strict_and_json_on_stdout_alone() -> None:
     assert "cuda.available" in done.stderr  # the table went to stderr
 
 
-@pytest.mark.long  # the whole full level through the CLI; `make test` runs it beside the Docker tests
+@pytest.mark.long  # the whole full level through the CLI; `make test` runs it in its `long` stream
 def test_json_and_junit_contain_every_check(tmp_path: Path) -> None:
     done = run_cli(
         "run",

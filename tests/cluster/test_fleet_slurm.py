@@ -34,7 +34,7 @@ from tests.cluster.multinode import MultiCluster
 from tests.helpers import run_cli
 from tests.helpers.slurm import ROOT
 
-# timing: the verdict rests on measured matmul speed, so this runs alone, not beside the Docker tests
+# timing: the verdict rests on measured matmul speed, so this runs alone, after the Docker, Slurm and long streams
 pytestmark = [pytest.mark.slurm, pytest.mark.timing, pytest.mark.slow]
 SLOW = "n3"
 

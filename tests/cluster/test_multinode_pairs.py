@@ -23,7 +23,7 @@ from tests.cluster import multinode
 from tests.cluster.multinode import MultiCluster
 from tests.helpers.slurm import ROOT, SEARCH_PATH, multinode_missing
 
-# timing: the verdicts rest on measured speed (busbw, matmul figures), so these run alone, not beside the Docker tests
+# timing: the verdicts rest on measured speed (busbw, matmul figures), so these run alone, after the other streams
 pytestmark = [pytest.mark.slurm, pytest.mark.timing, pytest.mark.slow]
 LIMIT = ("tbf", "rate", "50mbit", "burst", "32kbit", "latency", "50ms")
 

@@ -22,7 +22,7 @@ from tests.staging.contexts import BOOT, CASES, HOST, JOB, Case
 from tests.staging.gpu_node import Node, eight_gpus, staged_node
 
 # long: 79 staged nodes, each a real envcheck process, keep a core busy for about two minutes (the parallel phase's
-# largest module, which loadscope gives to one worker); `make test` runs it beside the Docker tests
+# largest module, which loadscope gives to one worker); `make test` runs it in its `long` stream
 pytestmark = pytest.mark.long
 
 

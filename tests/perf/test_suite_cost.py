@@ -38,7 +38,7 @@ def cost(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_base_name_finds_every_phase_s_file_and_the_costliest_test_comes_first(tmp_path: Path) -> None:
     (tmp_path / "test_inner.py").write_text(INNER)
-    for phase in ("parallel", "timing"):
+    for phase in ("parallel", "alone"):
         done = subprocess.run(
             [
                 sys.executable,
@@ -61,7 +61,7 @@ def test_the_base_name_finds_every_phase_s_file_and_the_costliest_test_comes_fir
     done = cost(str(tmp_path / "suite.xml"), "--top", "20")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("2 tests (2 passed); sum of test times"), done.stdout
-    assert "suite-parallel.xml: pytest's wall time" in done.stdout and "suite-timing.xml" in done.stdout
+    assert "suite-parallel.xml: pytest's wall time" in done.stdout and "suite-alone.xml" in done.stdout
     tests = done.stdout.split("### Top 20 tests")[1]
     assert tests.index("test_slow") < tests.index("test_quick"), tests
 

@@ -24,7 +24,7 @@ from envcheck.checks.torch_compile.causes import Evidence, classify, first_line
 from envcheck.core.result import Result, Status
 from tests.helpers import ROOT, no_gpu_env, run_check
 
-# long: real compiles that keep a core busy for minutes in all; `make test` runs them beside the Docker tests
+# long: real compiles that keep a core busy for minutes in all; `make test` runs them in its `long` stream
 pytestmark = pytest.mark.long
 
 

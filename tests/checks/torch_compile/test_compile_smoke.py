@@ -20,7 +20,7 @@ import pytest
 from envcheck.core.result import Result, Status
 from tests.helpers import ROOT, no_gpu_env
 
-# long: real compiles that keep a core busy for minutes in all; `make test` runs them beside the Docker tests
+# long: real compiles that keep a core busy for minutes in all; `make test` runs them in its `long` stream
 pytestmark = pytest.mark.long
 
 

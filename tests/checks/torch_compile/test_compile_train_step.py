@@ -11,7 +11,7 @@ from envcheck.core.result import Status
 from envcheck.reference import eager_step
 from tests.helpers import run_check
 
-# long: a real compile on every backend; `make test` runs it beside the Docker tests
+# long: a real compile on every backend; `make test` runs it in its `long` stream
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
