@@ -52,6 +52,34 @@ def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     return subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)
 
 
+# Each process in the container: pid, parent pid, real uid, name (the container's own python, as `user`).
+_PROCESSES = (
+    "import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n"
+    "  try:\n   s = open(f'/proc/{p}/status').read().split('\\n')\n  except OSError:\n   continue\n"
+    "  d = dict(l.split(':', 1) for l in s if ':' in l)\n"
+    "  print(p, d['PPid'].strip(), d['Uid'].split()[0], d['Name'].strip())\n"
+)
+
+
+def entrypoint_processes(container: str, user: str) -> dict[int, tuple[int, str]]:
+    """pid -> (real uid, name) of PID 1 and every process under it: what the image's entrypoint started. Not what the
+    engine starts in the container from outside (`docker exec`, this probe too, and the HEALTHCHECK's probe every
+    interval, as the image's user), whose parent is outside the container's PID namespace (PPid 0)."""
+    out = docker("exec", "-u", user, container, "timeout", "20", "python", "-c", _PROCESSES).stdout
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    parent = {int(pid): int(ppid) for pid, ppid, _, _ in rows}
+    found = {int(pid): (int(uid), name) for pid, _, uid, name in rows}
+
+    def under_init(pid: int) -> bool:
+        seen = set()
+        while pid not in (0, 1) and pid not in seen:
+            seen.add(pid)
+            pid = parent.get(pid, 0)
+        return pid == 1
+
+    return {pid: info for pid, info in found.items() if under_init(pid)}
+
+
 @dataclass
 class Project:
     """One compose project (unique name) over the repository's compose files."""
@@ -118,11 +146,14 @@ class Project:
         engine here, 20.10, has no start interval); so the one test per service that proves the HEALTHCHECK uses
         wait_healthy, and the others this. Fail with the logs when the container exits or the time is up."""
         deadline = time.monotonic() + timeout
+        looked = 0.0
         while time.monotonic() < deadline:
             if answers(port):
                 return
-            if self.state(service).get("Status") in ("exited", "dead"):
-                break
+            if time.monotonic() - looked >= 1.0:  # the engine's view costs two CLI calls: once a second
+                looked = time.monotonic()
+                if self.state(service).get("Status") in ("exited", "dead"):
+                    break
             time.sleep(0.25)
         raise RuntimeError(f"{service} not answering on {port}: {self.state(service)}\n{self.logs(service)}")
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.compose import jupyter_client
 from tests.compose.images import DevImages
-from tests.compose.stack import Project, docker, free_port, project
+from tests.compose.stack import Project, docker, entrypoint_processes, free_port, project
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 TOKEN_LINE = "generated token for this start: "
@@ -132,20 +132,8 @@ def test_empty_token_file_refuses_to_start(dev_images: DevImages, tmp_path: Path
 def test_no_root_process_after_start(dev_images: DevImages, tmp_path: Path) -> None:
     with _up(dev_images, tmp_path, JUPYTER_TOKEN=secrets.token_hex(16)) as proj:
         _start(proj)
-        uids = process_uids(proj.container("jupyter"))
+        uids = entrypoint_processes(proj.container("jupyter"), str(HOST_ID))
         assert uids[1][1] == "tini" and {uid for uid, _ in uids.values()} == {HOST_ID}, uids
-
-
-def process_uids(container: str) -> dict[int, tuple[int, str]]:
-    """pid -> (real uid, comm) of every process in the container except the probe itself."""
-    script = (
-        "import os\nfor p in os.listdir('/proc'):\n if p.isdigit() and int(p) != os.getpid():\n"
-        "  try:\n   s = open(f'/proc/{p}/status').read().split('\\n')\n  except OSError:\n   continue\n"
-        "  d = dict(l.split(':', 1) for l in s if ':' in l)\n"
-        "  print(p, d['Uid'].split()[0], d['Name'].strip())\n"
-    )
-    out = docker("exec", "-u", str(HOST_ID), container, "timeout", "20", "python", "-c", script).stdout
-    return {int(pid): (int(uid), name) for pid, uid, name in (line.split() for line in out.splitlines())}
 
 
 def docker_torch_version(images: DevImages) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.compose import ssh_client
 from tests.compose.images import DevImages
-from tests.compose.stack import Project, docker, free_port, project
+from tests.compose.stack import Project, entrypoint_processes, free_port, project
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 HOST_ID = 4321  # the host user the tests pretend to be (HOST_UID/HOST_GID)
@@ -49,9 +49,8 @@ def test_key_login_runs_torch_and_envcheck_with_the_image_env(
     key, public = ssh_key
     with _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as proj:
         proj.up("ssh")
-        proj.wait_healthy(
-            "ssh"
-        )  # the image's HEALTHCHECK says healthy (the other tests wait for SSH's banner)
+        # the image's HEALTHCHECK says healthy (the other tests wait for SSH's banner)
+        proj.wait_healthy("ssh")
         port = int(proj.env["SSH_PORT"])
         rc, out, err = ssh_client.run(
             port,
@@ -143,15 +142,7 @@ def test_only_dev_runs_after_start(dev_images: DevImages, ssh_key: Key, tmp_path
     _, public = ssh_key
     with _up(dev_images, tmp_path, SSH_AUTHORIZED_KEYS=public) as proj:
         _start(proj)
-        out = docker(
-            "exec",
-            proj.container("ssh"),
-            "sh",
-            "-c",
-            'for s in /proc/[0-9]*/status; do awk \'/^(Name|Uid):/{printf "%s ", $2} END{print ""}\' '
-            "$s 2>/dev/null; done",
-        ).stdout
-        procs = [line.split() for line in out.splitlines() if line.strip()]
-        mine = [p for p in procs if p[0] not in ("sh", "awk")]  # the probe itself runs as root
-        assert mine and all(uid == str(HOST_ID) for _, uid in mine), procs
-        assert ["tini", str(HOST_ID)] in mine and any(name == "sshd" for name, _ in mine)
+        found = entrypoint_processes(proj.container("ssh"), str(HOST_ID))
+        mine = [(name, uid) for uid, name in found.values()]
+        assert mine and all(uid == HOST_ID for _, uid in mine), mine
+        assert ("tini", HOST_ID) in mine and any(name == "sshd" for name, _ in mine)
