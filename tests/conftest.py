@@ -12,6 +12,7 @@ import atexit
 import functools
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -73,6 +74,12 @@ def pytest_configure(config: pytest.Config) -> None:
     """Under `make test`, each phase or stream writes its own junit file (`X.xml` becomes `X-parallel.xml`,
     `X-docker.xml`, ...): PYTEST_ARGS reaches every one, and each would overwrite the others'. Before junitxml reads
     the path."""
+    # `make test` starts the streams that run beside its foreground one as background jobs of a shell without job
+    # control, which start with SIGINT ignored (and Python keeps it so): a Ctrl-C, which reaches the whole foreground
+    # process group, would stop one stream and leave the others running their tests, clusters and containers. With
+    # Python's own handler back, each stops and runs its teardowns.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     phase = os.environ.get("ENVCHECK_TEST_PHASE", "")
     path = getattr(config.option, "xmlpath", None)
     if phase and path and not hasattr(config, "workerinput"):

@@ -252,3 +252,25 @@ def test_uv_as_pip_refuses_anything_but_an_install() -> None:
         timeout=60,
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "usage:" in done.stderr
+
+
+def test_a_stream_started_in_the_background_stops_on_ctrl_c_too(tmp_path: Path) -> None:
+    """`make test` starts the streams beside its foreground one as background jobs of a shell without job control,
+    which start with SIGINT ignored; tests/conftest.py gives pytest Python's own handler back, so a Ctrl-C (sent to
+    the whole foreground process group) stops every stream, teardowns run. Real: bash's background job, pytest, the
+    suite's conftest as a plugin; the inner test reads the handler it was left with."""
+    inner = tmp_path / "test_inner.py"
+    inner.write_text(
+        "import signal\n\n\ndef test_handler():\n"
+        "    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+    )
+    # with the suite's conftest it passes; without it (pytest run from the temp dir) SIGINT stays ignored and it fails
+    for plugin, cwd, code in ((" -p tests.conftest", ROOT, 0), ("", tmp_path, 1)):
+        done = subprocess.run(
+            ["bash", "-c", f"{sys.executable} -m pytest -q -p no:cacheprovider{plugin} {inner} & wait $!"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=cwd,
+        )
+        assert done.returncode == code, done.stdout + done.stderr
