@@ -85,12 +85,12 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 # containers, pushes; and the `install` tests, a wheel installed into a new venv, which need no Docker but are
 # installs like the builds), the Slurm clusters (`cluster`: real daemons, namespaces and their timeouts, mostly
 # waiting) and the `long` tests (a full level per order, real compiles, the numerics corpus, the staged-node matrix:
-# a core busy for minutes). They share no daemon, port, namespace or process, and none measures time: two side by
-# side left a fifth of the two cores idle, in the Docker and Slurm tests' waits, which the third fills. Then the tests
-# that need the machine to themselves, alone (`alone`): a verdict that rests on measured speed or elapsed time
-# (`timing`), and the ones that read the host's process table (`host`), which another stream's processes would
-# change. Each stream's lines are prefixed with its name. The marker expressions split the suite, so every test runs
-# exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any
+# a core busy for minutes). They share no daemon, port, namespace or process, and none rests its verdict on measured
+# speed (their timeouts allow a loaded machine): two side by side left a fifth of the two cores idle, in the Docker
+# and Slurm tests' waits, which the third fills. Then the tests that need the machine to themselves, alone
+# (`alone`): a verdict that rests on measured speed or elapsed time (`timing`), and the ones that read the host's
+# process table (`host`), which another stream's processes would change. Each stream's lines are prefixed with its
+# name. The marker expressions split the suite, so every test runs exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any
 # fails (pytest's exit 5, "no test selected", passes for a stream: PYTEST_ARGS may name one kind of test only, but
 # not for all five). Each writes its own --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass
 # before phase 2 (.ci/run's waits for the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still
