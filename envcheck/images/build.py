@@ -35,6 +35,8 @@ class BuildRequest:
     installer: str = "pip"
     vcs_ref: str = "unknown"
     wheelhouse_image: str | None = None
+    # The image's created label; None: the build's own time. Two builds of one tree with one date are one cache hit.
+    build_date: str | None = None
 
     def refs(self) -> list[str]:
         """Every name the image gets: repo:full-tag first, then the aliases."""
@@ -50,7 +52,7 @@ def build_command(req: BuildRequest, docker: str | None = None) -> list[str]:
     args["WHEELHOUSE_IMAGE"] = req.wheelhouse_image or "scratch"
     args["INSTALLER"] = req.installer
     args["VCS_REF"] = req.vcs_ref
-    args["BUILD_DATE"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    args["BUILD_DATE"] = req.build_date or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     cmd = [docker or docker_binary(), "build", "-f", str(DOCKERFILE), "--target", req.target]
     for key, value in args.items():
         cmd += ["--build-arg", f"{key}={value}"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -31,7 +32,13 @@ SECRET_MARKER = "envcheck-ca-secret-marker-7f3a"
 
 
 def build_image(row: Row, target: str, ca: Path, docker_client: Any) -> str:
-    """Build (or reuse) envcheck-test:<full tag> (once per session: tests/helpers/image_fixtures.py); a build failure fails the test with its output above."""
+    """Build (or reuse) envcheck-test:<full tag> (once per session: tests/helpers/image_fixtures.py); a build failure
+    fails the test with its output above.
+
+    `make test` runs two sessions that use the images side by side (its `docker` and `bulk` streams) and gives them
+    one build date (ENVCHECK_TEST_BUILD_DATE): one session's build waits for the other's (an exclusive lock on the
+    Dockerfile, held while building) and is then a cache hit, the very same image, so a tag never moves under a test
+    of the other session. Without the variable, the build's own time."""
     req = builder.BuildRequest(
         row=row,
         target=target,
@@ -39,6 +46,7 @@ def build_image(row: Row, target: str, ca: Path, docker_client: Any) -> str:
         base_image=TEST_BASE,
         ca_bundle=ca,
         wheelhouse_image=existing_image(docker_client, builder.wheelhouse_image(row)),
+        build_date=os.environ.get("ENVCHECK_TEST_BUILD_DATE") or None,
     )
     ref = req.refs()[0]
     if os.environ.get("ENVCHECK_TEST_REBUILD") == "0" and existing_image(docker_client, ref):
@@ -47,7 +55,9 @@ def build_image(row: Row, target: str, ca: Path, docker_client: Any) -> str:
         pytest.fail(f"base image {TEST_BASE} is missing; run `make base-image`")
     if shutil.which(find_docker() or "docker") is None:
         pytest.fail("no docker CLI for BuildKit builds; set ENVCHECK_DOCKER")
-    return builder.run_build(req, timeout_s=3000)
+    with builder.DOCKERFILE.open("rb") as dockerfile:  # a lock that leaves no file behind
+        fcntl.flock(dockerfile, fcntl.LOCK_EX)
+        return builder.run_build(req, timeout_s=3000)
 
 
 def existing_image(client: Any, ref: str) -> str | None:

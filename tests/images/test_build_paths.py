@@ -5,6 +5,7 @@ proxy with the CA bundle as a BuildKit secret, and a clear failure for OFFLINE=1
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -60,6 +61,21 @@ def test_build_commands_carry_the_row_and_never_the_secret_content(test_row: Row
     assert "BASE_IMAGE=local/debian:bookworm" in cmd and "WHEELHOUSE_IMAGE=envcheck-wheelhouse:x" in cmd
     assert f"id=ca,src={CA_BUNDLE}" in cmd
     assert not any("BEGIN CERTIFICATE" in c for c in cmd)
+
+
+def test_a_given_build_date_is_the_labels_and_none_is_the_builds_own_time(test_row: Row) -> None:
+    """One date for every build of a test session (two streams build the same images: the second is a cache hit,
+    the same image, not a re-tag); without one, the time of the build."""
+
+    def date_arg(req: builder.BuildRequest) -> str:
+        cmd = builder.build_command(req, docker="docker")
+        (arg,) = [c for c in cmd if c.startswith("BUILD_DATE=")]
+        return arg.split("=", 1)[1]
+
+    fixed = builder.BuildRequest(row=test_row, target="runtime", build_date="2026-11-30T06:00:00Z")
+    assert date_arg(fixed) == "2026-11-30T06:00:00Z"
+    now = date_arg(builder.BuildRequest(row=test_row, target="runtime"))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", now) and now != "2026-11-30T06:00:00Z"
 
 
 def test_offline_build_uses_only_the_wheelhouse(test_row: Row, docker_client: Any) -> None:
