@@ -17,7 +17,9 @@ BASE = "local/debian:bookworm"
 
 
 def leftover_containers(client: Any) -> list[Any]:
-    return list(client.containers.list(all=True, filters={"label": RUNNER_LABEL}))
+    """The runner's containers of the image these tests run (another stream's `envcheck image verify` may be running
+    its own image's)."""
+    return list(client.containers.list(all=True, filters={"label": RUNNER_LABEL, "ancestor": BASE}))
 
 
 def test_missing_image_is_one_line_with_the_fix() -> None:
