@@ -81,25 +81,28 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 
 # The static checks side by side (each one's output kept together), then the whole suite in two phases. First, in
 # parallel (pytest-xdist, TEST_WORKERS workers), every test that can share the machine with any other; then the rest
-# (SERIAL_TESTS) in four streams. Three run side by side, each one test at a time: the Docker tests (builds,
+# (SERIAL_TESTS) in five streams, each one test at a time. Three run side by side: the Docker tests (builds,
 # containers, pushes; and the `install` tests, a wheel installed into a new venv, which need no Docker but are
-# installs like the builds), the Slurm clusters (`cluster`: real daemons, namespaces and their timeouts, mostly
-# waiting) and the `long` tests (a full level per order, real compiles, the numerics corpus, the staged-node matrix:
-# a core busy for minutes). They share no daemon, port, namespace or process, and none rests its verdict on measured
-# speed (their timeouts allow a loaded machine): two side by side left a fifth of the two cores idle, in the Docker
-# and Slurm tests' waits, which the third fills. Then the tests that need the machine to themselves, alone
-# (`alone`): a verdict that rests on measured speed or elapsed time (`timing`), and the ones that read the host's
-# process table (`host`), which another stream's processes would change. Each stream's lines are prefixed with its
-# name. The marker expressions split the suite, so every test runs exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any
+# installs like the builds), the `long` tests (a full level per order, real compiles, the numerics corpus, the
+# staged-node matrix: a core busy for minutes), and the Slurm clusters (`cluster`: real daemons, namespaces and their
+# timeouts, mostly waiting), then in their place the `bulk` Docker tests (the runtime image's push, its SBOM, a CUDA
+# extension's compile: long jobs of one core each, which kept the Docker stream going alone for minutes). They share
+# no daemon's state, port, namespace or process (the two Docker sessions build the images once: tests/helpers/
+# containers.py), and none rests its verdict on measured speed (their timeouts allow a loaded machine). Then the tests
+# that need the machine to themselves, alone (`alone`): a verdict that rests on measured speed or elapsed time
+# (`timing`), and the ones that read the host's process table (`host`), which another stream's processes would
+# change. Each stream's lines are prefixed with its name. The marker expressions split the suite, so every test runs
+# exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any
 # fails (pytest's exit 5, "no test selected", passes for a stream: PYTEST_ARGS may name one kind of test only, but
-# not for all five). Each writes its own --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass
+# not for all six). Each writes its own --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass
 # before phase 2 (.ci/run's waits for the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still
 # runs and `make test` fails.
-SERIAL_TESTS := docker or slurm or timing or host or install or long
-ALONE_TESTS := (timing or host) and not docker
-DOCKER_TESTS := docker or (install and not (timing or host))
-CLUSTER_TESTS := slurm and not (docker or timing or host or install)
-LONG_TESTS := long and not (docker or timing or host or install or slurm)
+SERIAL_TESTS := bulk or docker or slurm or timing or host or install or long
+ALONE_TESTS := (timing or host) and not (bulk or docker)
+DOCKER_TESTS := (docker or (install and not (timing or host))) and not bulk
+LONG_TESTS := long and not (bulk or docker or timing or host or install or slurm)
+CLUSTER_TESTS := slurm and not (bulk or docker or timing or host or install)
+BULK_TESTS := bulk
 TEST_WORKERS ?= auto
 TEST_DIST ?= loadscope
 SERIAL_READY ?= true
@@ -113,16 +116,19 @@ test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run t
 		exit $$first;; esac; \
 	mid=$$(date +%s); \
 	$(SERIAL_READY) || { ready=$$?; echo "== make test: SERIAL_READY failed (exit $$ready): $(SERIAL_READY)"; }; \
-	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [cluster] $(CLUSTER_TESTS) beside [long]" \
-		"$(LONG_TESTS), then [alone] $(ALONE_TESTS)"; \
-	stream docker "$(DOCKER_TESTS)" & dpid=$$!; stream cluster "$(CLUSTER_TESTS)" & cpid=$$!; \
-	stream long "$(LONG_TESTS)"; long=$$?; wait $$dpid; docker=$$?; wait $$cpid; cluster=$$?; \
+	export ENVCHECK_TEST_BUILD_DATE=$$(date -u +%Y-%m-%dT%H:%M:%SZ); \
+	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [long] $(LONG_TESTS) beside [cluster]" \
+		"$(CLUSTER_TESTS), then [bulk] $(BULK_TESTS); then [alone] $(ALONE_TESTS)"; \
+	stream docker "$(DOCKER_TESTS)" & dpid=$$!; stream long "$(LONG_TESTS)" & lpid=$$!; \
+	stream cluster "$(CLUSTER_TESTS)"; cluster=$$?; stream bulk "$(BULK_TESTS)"; bulk=$$?; \
+	wait $$dpid; docker=$$?; wait $$lpid; long=$$?; \
 	stream alone "$(ALONE_TESTS)"; alone=$$?; \
 	end=$$(date +%s); \
 	say() { case $$1 in 0) echo passed;; 5) echo "had no test selected";; *) echo "FAILED (pytest exit $$1)";; esac; }; \
 	echo "== make test: phase 1 (parallel) $$(say $$first) in $$((mid - began))s; phase 2 in $$((end - mid))s:" \
-		"docker $$(say $$docker), cluster $$(say $$cluster), long $$(say $$long), alone $$(say $$alone)"; \
-	all="$$first $$docker $$cluster $$long $$alone"; [ "$$all" = "5 5 5 5 5" ] && exit 5; \
+		"docker $$(say $$docker), long $$(say $$long), cluster $$(say $$cluster), bulk $$(say $$bulk)," \
+		"alone $$(say $$alone)"; \
+	all="$$first $$docker $$long $$cluster $$bulk $$alone"; [ "$$all" = "5 5 5 5 5 5" ] && exit 5; \
 	for rc in $$all; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done; exit $$ready
 
 # The source tree's bytecode, written before the tests. The suite starts thousands of Python processes that import

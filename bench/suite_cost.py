@@ -5,12 +5,12 @@ carry a session's one-off costs (image builds, clusters). Prints figures; assert
     python bench/suite_cost.py JUNIT.xml [MORE.xml ...] [--durations LOG] [--top 20] [--kinds-from NEW.xml]
 
 `make test PYTEST_ARGS="--junitxml=/tmp/suite.xml --durations=0"` writes one file per phase or stream
-(/tmp/suite-parallel.xml, -docker, -cluster, -long, -alone; tests/conftest.py): pass them all, or the base name,
+(/tmp/suite-parallel.xml, -docker, -long, -cluster, -bulk, -alone; tests/conftest.py): pass them all, or the base name,
 which finds them.
 A test's seconds are setup + call + teardown (pytest's junit default), so a session fixture's first use (an image
 build, a Slurm cluster) is billed to the first test that asks for it; the durations log names those setups.
-In the parallel phase the figures are per worker, and the docker, cluster and long streams run side by side: a sum
-of figures is CPU-side cost, not wall time.
+In the parallel phase the figures are per worker, and the docker, long, cluster and bulk streams run side by side: a
+sum of figures is CPU-side cost, not wall time.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S.*?)\s*$")
 # The phase or stream a junit file's name ends with (tests/conftest.py names them); beside, timing and serial are the
 # streams of older runs, whose files still read.
-STREAMS = ("parallel", "docker", "cluster", "long", "alone", "beside", "timing", "serial")
+STREAMS = ("parallel", "docker", "long", "cluster", "bulk", "alone", "beside", "timing", "serial")
 
 
 @dataclass(frozen=True)

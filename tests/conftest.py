@@ -1,8 +1,8 @@
 """Markers: `gpu` and `docker` skip visibly when the hardware or engine is absent.
 
 CI sets ENVCHECK_REQUIRE_DOCKER=1, which turns a docker skip into a failure. `make test` runs the suite in two phases
-(ENVCHECK_TEST_PHASE: `parallel`, then the serial streams `docker`, `cluster` and `long` side by side, then `alone`;
-the Makefile says why); each test's kind (the marker that puts it in a phase) and markers go into the junit file as
+(ENVCHECK_TEST_PHASE: `parallel`, then the serial streams `docker`, `long` and `cluster` (then `bulk`) side by side,
+then `alone`; the Makefile says why); each test's kind (the marker that puts it in a phase) and markers go into the junit file as
 properties, and each phase or stream writes its own junit file, for bench/suite_cost.py.
 """
 
@@ -65,8 +65,8 @@ def restore_inductor_cache_variable() -> None:
 
 # The markers that keep a test out of the parallel phase of `make test` (the Makefile's SERIAL_TESTS), first match
 # naming its kind; the others are `parallel`.
-SERIAL_KINDS = ("docker", "slurm", "timing", "host", "install", "long")
-REPORTED_MARKERS = ("docker", "slurm", "timing", "host", "install", "long", "slow", "gpu")
+SERIAL_KINDS = ("bulk", "docker", "slurm", "timing", "host", "install", "long")
+REPORTED_MARKERS = ("bulk", "docker", "slurm", "timing", "host", "install", "long", "slow", "gpu")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -82,14 +82,15 @@ def make_test_on(tmp_path: Path, venv: Path, *extra: str) -> tuple[int, list[str
     return done.returncode, log.read_text().splitlines() if log.exists() else [], done.stdout + done.stderr
 
 
-SERIAL = "docker or slurm or timing or host or install or long"
-STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's ALONE/DOCKER/CLUSTER/LONG_TESTS)
-    "alone": "(timing or host) and not docker",
-    "docker": "docker or (install and not (timing or host))",
-    "cluster": "slurm and not (docker or timing or host or install)",
-    "long": "long and not (docker or timing or host or install or slurm)",
+SERIAL = "bulk or docker or slurm or timing or host or install or long"
+STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's ALONE/DOCKER/LONG/CLUSTER/BULK_TESTS)
+    "alone": "(timing or host) and not (bulk or docker)",
+    "docker": "(docker or (install and not (timing or host))) and not bulk",
+    "long": "long and not (bulk or docker or timing or host or install or slurm)",
+    "cluster": "slurm and not (bulk or docker or timing or host or install)",
+    "bulk": "bulk",
 }
-SIDE_BY_SIDE = ("docker", "cluster", "long")
+SIDE_BY_SIDE = ("docker", "long", "cluster", "bulk")
 PHASES = ("parallel", *STREAMS)
 
 
@@ -99,13 +100,15 @@ def test_make_test_runs_the_parallel_phase_then_the_serial_streams_with_compleme
     code, calls, out = make_test(tmp_path, dict.fromkeys(PHASES, 0), "PYTEST_ARGS=-p no:cacheprovider")
     assert code == 0, out
     assert calls[0] == f"parallel -m pytest -n auto --dist loadscope -m not ({SERIAL}) -p no:cacheprovider"
-    # docker, cluster and long run side by side (any may log first), alone after all three
-    assert sorted(calls[1:4]) == sorted(
+    # docker, long and cluster run side by side (any may log first), bulk after cluster, alone after all of them
+    assert sorted(calls[1:5]) == sorted(
         f"{s} -m pytest -m {STREAMS[s]} -p no:cacheprovider" for s in SIDE_BY_SIDE
     )
-    assert calls[4] == f"alone -m pytest -m {STREAMS['alone']} -p no:cacheprovider"
+    phases = [c.split()[0] for c in calls]
+    assert phases.index("cluster") < phases.index("bulk")
+    assert calls[5] == f"alone -m pytest -m {STREAMS['alone']} -p no:cacheprovider"
     assert "phase 1 (parallel) passed" in out
-    assert "docker passed, cluster passed, long passed, alone passed" in out
+    assert "docker passed, long passed, cluster passed, bulk passed, alone passed" in out
     # before any of it, the tree's modules are compiled once (PYTHONDONTWRITEBYTECODE lets no envcheck process do it)
     compiled = (tmp_path / "compileall.log").read_text().split()
     assert compiled == "-m compileall -q -j 0 envcheck tests bench".split()
@@ -130,15 +133,16 @@ def test_the_streams_split_the_serial_tests_exactly() -> None:
 @pytest.mark.parametrize(
     ("codes", "fails"),
     [
-        ((1, 0, 0, 0, 0), True),
-        ((0, 1, 0, 0, 0), True),
-        ((0, 0, 1, 0, 0), True),
-        ((0, 0, 0, 1, 0), True),
-        ((0, 0, 0, 0, 1), True),
-        ((5, 0, 0, 0, 0), False),
-        ((0, 5, 5, 0, 0), False),
-        ((5, 5, 5, 5, 0), False),
-        ((5, 5, 5, 5, 5), True),
+        ((1, 0, 0, 0, 0, 0), True),
+        ((0, 1, 0, 0, 0, 0), True),
+        ((0, 0, 1, 0, 0, 0), True),
+        ((0, 0, 0, 1, 0, 0), True),
+        ((0, 0, 0, 0, 1, 0), True),
+        ((0, 0, 0, 0, 0, 1), True),
+        ((5, 0, 0, 0, 0, 0), False),
+        ((0, 5, 5, 0, 0, 0), False),
+        ((5, 5, 5, 5, 5, 0), False),
+        ((5, 5, 5, 5, 5, 5), True),
     ],
 )
 def test_a_failure_in_any_stream_fails_make_test_and_every_stream_runs(

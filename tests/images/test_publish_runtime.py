@@ -13,7 +13,7 @@ import pytest
 from tests.images.registry_helpers import running_registry, tag_digest
 from tests.images.test_publish_registry import full_publish, public_tags
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.bulk, pytest.mark.slow]
 
 
 @pytest.fixture
