@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,7 +58,9 @@ def fake_venv(root: Path, codes: dict[str, int]) -> Path:
     cases = " ".join(f"{phase}) exit {code};;" for phase, code in codes.items())
     (bin_dir / "python").write_text(
         f'#!/bin/sh\nif [ "$2" = compileall ]; then echo "$*" >> {root}/compileall.log; exit 0; fi\n'
-        f'echo "$ENVCHECK_TEST_PHASE $*" >> {root}/pytest.log\ncase "$ENVCHECK_TEST_PHASE" in {cases} esac\n'
+        f'echo "$ENVCHECK_TEST_PHASE $*" >> {root}/pytest.log\n'
+        f'echo "$ENVCHECK_TEST_PHASE ${{ENVCHECK_TEST_BUILD_DATE:-none}}" >> {root}/dates.log\n'
+        f'case "$ENVCHECK_TEST_PHASE" in {cases} esac\n'
     )
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
@@ -157,6 +160,17 @@ def test_a_failure_in_any_stream_fails_make_test_and_every_stream_runs(
 def test_an_interrupted_or_misused_first_phase_stops_there(tmp_path: Path, first: int) -> None:
     code, calls, out = make_test(tmp_path, {**dict.fromkeys(PHASES, 0), "parallel": first})
     assert code != 0 and [c.split()[0] for c in calls] == ["parallel"], out
+
+
+def test_every_stream_of_phase_2_gets_one_build_date_and_phase_1_none(tmp_path: Path) -> None:
+    """The docker and bulk streams build the same images side by side: with one date, the second build is the first's
+    image (tests/helpers/containers.py)."""
+    code, _, out = make_test(tmp_path, dict.fromkeys(PHASES, 0))
+    assert code == 0, out
+    dates = dict(line.split() for line in (tmp_path / "dates.log").read_text().splitlines())
+    assert dates.pop("parallel") == "none" and set(dates) == set(STREAMS), dates
+    (date,) = set(dates.values())
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", date), date
 
 
 def test_a_failed_serial_ready_fails_make_test_after_the_serial_phase_ran(tmp_path: Path) -> None:

@@ -37,18 +37,10 @@ def build_image(row: Row, target: str, ca: Path, docker_client: Any) -> str:
 
     `make test` runs two sessions that use the images side by side (its `docker` and `bulk` streams) and gives them
     one build date (ENVCHECK_TEST_BUILD_DATE): one session's build waits for the other's (an exclusive lock on the
-    Dockerfile, held while building) and is then a cache hit, the very same image, so a tag never moves under a test
-    of the other session. Without the variable, the build's own time."""
-    req = builder.BuildRequest(
-        row=row,
-        target=target,
-        repo=TEST_REPO,
-        base_image=TEST_BASE,
-        ca_bundle=ca,
-        wheelhouse_image=existing_image(docker_client, builder.wheelhouse_image(row)),
-        build_date=os.environ.get("ENVCHECK_TEST_BUILD_DATE") or None,
-    )
-    ref = req.refs()[0]
+    checkout's Dockerfile, held while building) and is then a cache hit, the very same image (tests/images/
+    test_build_paths.py), so within one `make test` a tag never moves under a test of the other session. Without the
+    variable, the build's own time."""
+    ref = builder.BuildRequest(row=row, target=target, repo=TEST_REPO).refs()[0]
     if os.environ.get("ENVCHECK_TEST_REBUILD") == "0" and existing_image(docker_client, ref):
         return ref
     if existing_image(docker_client, TEST_BASE) is None:
@@ -57,6 +49,16 @@ def build_image(row: Row, target: str, ca: Path, docker_client: Any) -> str:
         pytest.fail("no docker CLI for BuildKit builds; set ENVCHECK_DOCKER")
     with builder.DOCKERFILE.open("rb") as dockerfile:  # a lock that leaves no file behind
         fcntl.flock(dockerfile, fcntl.LOCK_EX)
+        # the request is made under the lock, from what the engine holds when this build starts
+        req = builder.BuildRequest(
+            row=row,
+            target=target,
+            repo=TEST_REPO,
+            base_image=TEST_BASE,
+            ca_bundle=ca,
+            wheelhouse_image=existing_image(docker_client, builder.wheelhouse_image(row)),
+            build_date=os.environ.get("ENVCHECK_TEST_BUILD_DATE") or None,
+        )
         return builder.run_build(req, timeout_s=3000)
 
 

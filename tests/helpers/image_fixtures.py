@@ -4,7 +4,9 @@ with the CA bundle that carries the secret marker (which no layer may hold). A p
 
 The row is ENVCHECK_TEST_ROW (default: the CI row, whose wheels are all on PyPI) on ENVCHECK_TEST_BASE (default
 local/debian:bookworm, a debootstrap import: `make base-image`). With the row's wheelhouse image present
-(`make wheelhouse`) builds are offline. ENVCHECK_TEST_REBUILD=0 reuses existing tags. ENVCHECK_DEV_IMAGE_REPO and
+(`make wheelhouse`) builds are offline. ENVCHECK_TEST_REBUILD=0 reuses existing tags. ENVCHECK_TEST_BUILD_DATE (set by
+`make test` for its two Docker sessions) is the images' build date, so that they build them once
+(tests/helpers/containers.py). ENVCHECK_DEV_IMAGE_REPO and
 ENVCHECK_DEV_IMAGE_TAG name dev-container images built elsewhere (`<repo>:<tag>-runtime`, `-jupyter`, `-ssh`).
 """
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from envcheck.core.errors import UsageError
-from envcheck.images.matrix import default_matrix_path, github_matrix, load_matrix
+from envcheck.images import build as builder
+from envcheck.images.matrix import Row, default_matrix_path, github_matrix, load_matrix
 from tests.helpers import ROOT
 
 GOOD_ROW = """
@@ -278,3 +280,18 @@ def test_the_matrix_file_has_a_size_limit(tmp_path: Path) -> None:
     big = write(tmp_path, HEADER + "#" * (2 << 20) + "\n" + GOOD_ROW)
     with pytest.raises(UsageError, match="larger than"):
         load_matrix(big)
+
+
+def test_a_given_build_date_is_the_labels_and_none_is_the_builds_own_time(test_row: Row) -> None:
+    """One date for every build of a test session (two streams build the same images: the second is a cache hit,
+    the same image, not a re-tag); without one, the time of the build."""
+
+    def date_arg(req: builder.BuildRequest) -> str:
+        cmd = builder.build_command(req, docker="docker")
+        (arg,) = [c for c in cmd if c.startswith("BUILD_DATE=")]
+        return arg.split("=", 1)[1]
+
+    fixed = builder.BuildRequest(row=test_row, target="runtime", build_date="2026-11-30T06:00:00Z")
+    assert date_arg(fixed) == "2026-11-30T06:00:00Z"
+    now = date_arg(builder.BuildRequest(row=test_row, target="runtime"))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", now) and now != "2026-11-30T06:00:00Z"
