@@ -87,12 +87,12 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 # staged-node matrix: a core busy for minutes), and the Slurm clusters (`cluster`: real daemons, namespaces and their
 # timeouts, mostly waiting), then in their place the `bulk` Docker tests (the runtime image's push, its SBOM, a CUDA
 # extension's compile: long jobs of one core each, which kept the Docker stream going alone for minutes). They share
-# no daemon's state, port, namespace or process (the two Docker sessions build the images once: tests/helpers/
-# containers.py), and none rests its verdict on measured speed (their timeouts allow a loaded machine). Then the tests
-# that need the machine to themselves, alone (`alone`): a verdict that rests on measured speed or elapsed time
-# (`timing`), and the ones that read the host's process table (`host`), which another stream's processes would
-# change. Each stream's lines are prefixed with its name. The marker expressions split the suite, so every test runs
-# exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any
+# no port, namespace or process; the two Docker sessions share the engine and its images, built once in the run
+# (one build date, ENVCHECK_TEST_BUILD_DATE: tests/helpers/containers.py), and change no state the other reads. None
+# rests its verdict on measured speed (their timeouts allow a loaded machine). Then the tests that need the machine
+# to themselves, alone (`alone`): a verdict that rests on measured speed or elapsed time (`timing`), and the ones
+# that read the host's process table (`host`), which another stream's processes would change. Each stream's lines
+# are prefixed with its name. The marker expressions split the suite, so every test runs exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any
 # fails (pytest's exit 5, "no test selected", passes for a stream: PYTEST_ARGS may name one kind of test only, but
 # not for all six). Each writes its own --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass
 # before phase 2 (.ci/run's waits for the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still
