@@ -82,26 +82,27 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 # The static checks side by side (each one's output kept together), then the whole suite in two phases. First, in
 # parallel (pytest-xdist, TEST_WORKERS workers), every test that can share the machine with any other; then the rest
 # (SERIAL_TESTS) in five streams, each one test at a time. Three run side by side: the Docker tests (builds,
-# containers, pushes; and the `install` tests, a wheel installed into a new venv, which need no Docker but are
-# installs like the builds), the `long` tests (a full level per order, real compiles, the numerics corpus, the
-# staged-node matrix: a core busy for minutes), and the Slurm clusters (`cluster`: real daemons, namespaces and their
-# timeouts, mostly waiting), then in their place the `bulk` Docker tests (the runtime image's push, its SBOM, a CUDA
-# extension's compile: long jobs of one core each, which kept the Docker stream going alone for minutes). They share
-# no port, namespace or process; the two Docker sessions share the engine and its images, built once in the run
-# (one build date, ENVCHECK_TEST_BUILD_DATE: tests/helpers/containers.py), and change no state the other reads. None
-# rests its verdict on measured speed (their timeouts allow a loaded machine). Then the tests that need the machine
-# to themselves, alone (`alone`): a verdict that rests on measured speed or elapsed time (`timing`), and the ones
-# that read the host's process table (`host`), which another stream's processes would change. Each stream's lines
-# are prefixed with its name. The marker expressions split the suite, so every test runs exactly once. Every stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any
-# fails (pytest's exit 5, "no test selected", passes for a stream: PYTEST_ARGS may name one kind of test only, but
-# not for all six). Each writes its own --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass
-# before phase 2 (.ci/run's waits for the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still
-# runs and `make test` fails.
+# containers, registries), the `long` tests (a full level per order, real compiles, the numerics corpus, the
+# staged-node matrix) and then in their place the `bulk` one (the runtime image's push: gzip in the engine, one core
+# for minutes), and the Slurm clusters with the `install` tests (`cluster`: real daemons, namespaces and their
+# timeouts, and installs into new venvs; mostly waiting). So two streams keep a core busy each and the third fills
+# their waits: a third busy one made all slower (docs/benchmarks.md: 41% more CPU-seconds for the same tests). They
+# share no port, namespace or process; the two Docker sessions share the engine and its images, built once in the
+# run (one build date, ENVCHECK_TEST_BUILD_DATE: tests/helpers/containers.py), and change no state the other reads.
+# None rests its verdict on measured speed (their timeouts allow a loaded machine). Then the tests that need the
+# machine to themselves, alone (`alone`): a verdict that rests on measured speed or elapsed time (`timing`), and the
+# ones that read the host's process table (`host`), which another stream's processes would change. Each stream's
+# lines are prefixed with its name. The marker expressions split the suite, so every test runs exactly once. Every
+# stream runs (unless phase 1 was interrupted or given bad arguments); `make test` fails when any fails (pytest's exit
+# 5, "no test selected", passes for a stream: PYTEST_ARGS may name one kind of test only, but not for all six). Each
+# writes its own --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass before phase 2
+# (.ci/run's waits for the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still runs and `make
+# test` fails.
 SERIAL_TESTS := bulk or docker or slurm or timing or host or install or long
 ALONE_TESTS := (timing or host) and not (bulk or docker)
-DOCKER_TESTS := (docker or (install and not (timing or host))) and not bulk
+DOCKER_TESTS := docker and not bulk
 LONG_TESTS := long and not (bulk or docker or timing or host or install or slurm)
-CLUSTER_TESTS := slurm and not (bulk or docker or timing or host or install)
+CLUSTER_TESTS := (slurm or install) and not (bulk or docker or timing or host)
 BULK_TESTS := bulk
 TEST_WORKERS ?= auto
 TEST_DIST ?= loadscope
@@ -117,11 +118,11 @@ test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run t
 	mid=$$(date +%s); \
 	$(SERIAL_READY) || { ready=$$?; echo "== make test: SERIAL_READY failed (exit $$ready): $(SERIAL_READY)"; }; \
 	export ENVCHECK_TEST_BUILD_DATE=$$(date -u +%Y-%m-%dT%H:%M:%SZ); \
-	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [long] $(LONG_TESTS) beside [cluster]" \
-		"$(CLUSTER_TESTS), then [bulk] $(BULK_TESTS); then [alone] $(ALONE_TESTS)"; \
-	stream docker "$(DOCKER_TESTS)" & dpid=$$!; stream long "$(LONG_TESTS)" & lpid=$$!; \
-	stream cluster "$(CLUSTER_TESTS)"; cluster=$$?; stream bulk "$(BULK_TESTS)"; bulk=$$?; \
-	wait $$dpid; docker=$$?; wait $$lpid; long=$$?; \
+	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [cluster] $(CLUSTER_TESTS) beside [long]" \
+		"$(LONG_TESTS), then [bulk] $(BULK_TESTS); then [alone] $(ALONE_TESTS)"; \
+	stream docker "$(DOCKER_TESTS)" & dpid=$$!; stream cluster "$(CLUSTER_TESTS)" & cpid=$$!; \
+	stream long "$(LONG_TESTS)"; long=$$?; stream bulk "$(BULK_TESTS)"; bulk=$$?; \
+	wait $$dpid; docker=$$?; wait $$cpid; cluster=$$?; \
 	stream alone "$(ALONE_TESTS)"; alone=$$?; \
 	end=$$(date +%s); \
 	say() { case $$1 in 0) echo passed;; 5) echo "had no test selected";; *) echo "FAILED (pytest exit $$1)";; esac; }; \

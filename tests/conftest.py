@@ -1,7 +1,7 @@
 """Markers: `gpu` and `docker` skip visibly when the hardware or engine is absent.
 
 CI sets ENVCHECK_REQUIRE_DOCKER=1, which turns a docker skip into a failure. `make test` runs the suite in two phases
-(ENVCHECK_TEST_PHASE: `parallel`, then the serial streams `docker`, `long` and `cluster` (then `bulk`) side by
+(ENVCHECK_TEST_PHASE: `parallel`, then the serial streams `docker`, `cluster` and `long` (then `bulk`) side by
 side, then `alone`; the Makefile says why); each test's kind (the marker that puts it in a phase) and markers go
 into the junit file as properties, and each phase or stream writes its own junit file, for bench/suite_cost.py.
 """

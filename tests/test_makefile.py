@@ -88,9 +88,9 @@ def make_test_on(tmp_path: Path, venv: Path, *extra: str) -> tuple[int, list[str
 SERIAL = "bulk or docker or slurm or timing or host or install or long"
 STREAMS = {  # phase 2's streams and their marker expressions (the Makefile's ALONE/DOCKER/LONG/CLUSTER/BULK_TESTS)
     "alone": "(timing or host) and not (bulk or docker)",
-    "docker": "(docker or (install and not (timing or host))) and not bulk",
+    "docker": "docker and not bulk",
     "long": "long and not (bulk or docker or timing or host or install or slurm)",
-    "cluster": "slurm and not (bulk or docker or timing or host or install)",
+    "cluster": "(slurm or install) and not (bulk or docker or timing or host)",
     "bulk": "bulk",
 }
 SIDE_BY_SIDE = ("docker", "long", "cluster", "bulk")
@@ -103,12 +103,12 @@ def test_make_test_runs_the_parallel_phase_then_the_serial_streams_with_compleme
     code, calls, out = make_test(tmp_path, dict.fromkeys(PHASES, 0), "PYTEST_ARGS=-p no:cacheprovider")
     assert code == 0, out
     assert calls[0] == f"parallel -m pytest -n auto --dist loadscope -m not ({SERIAL}) -p no:cacheprovider"
-    # docker, long and cluster run side by side (any may log first), bulk after cluster, alone after all of them
+    # docker, cluster and long run side by side (any may log first), bulk after long, alone after all of them
     assert sorted(calls[1:5]) == sorted(
         f"{s} -m pytest -m {STREAMS[s]} -p no:cacheprovider" for s in SIDE_BY_SIDE
     )
     phases = [c.split()[0] for c in calls]
-    assert phases.index("cluster") < phases.index("bulk")
+    assert phases.index("long") < phases.index("bulk")
     assert calls[5] == f"alone -m pytest -m {STREAMS['alone']} -p no:cacheprovider"
     assert "phase 1 (parallel) passed" in out
     assert "docker passed, long passed, cluster passed, bulk passed, alone passed" in out

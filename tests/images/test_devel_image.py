@@ -45,7 +45,6 @@ def test_nvcc_matches_torch_cuda(docker_client: Any, devel_image: str) -> None:
     assert f"release {cuda}," in output, output
 
 
-@pytest.mark.bulk
 def test_cuda_extension_compiles(docker_client: Any, devel_image: str) -> None:
     code, output = run_in(
         docker_client,

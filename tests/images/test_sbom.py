@@ -76,7 +76,6 @@ def test_the_committed_records_are_images_of_the_matrix_rows_they_name() -> None
 
 
 @pytest.mark.docker
-@pytest.mark.bulk
 @pytest.mark.slow
 def test_the_sbom_of_a_built_image_lists_its_torch_and_debian_packages(
     runtime_image: str, tmp_path: Path
