@@ -157,6 +157,13 @@ class Project:
             time.sleep(0.25)
         raise RuntimeError(f"{service} not answering on {port}: {self.state(service)}\n{self.logs(service)}")
 
+    def up_answering(self, service: str, port_variable: str, answers: Callable[[int], bool]) -> int:
+        """Up, and answering on the port its compose file publishes from `port_variable` (wait_answering); the port."""
+        self.up(service)
+        port = int(self.env[port_variable])
+        self.wait_answering(service, answers, port)
+        return port
+
     def wait_exit(self, service: str, timeout: float = 120) -> int:
         """Wait for the service's container to exit; return its exit code."""
         deadline = time.monotonic() + timeout

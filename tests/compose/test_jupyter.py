@@ -37,10 +37,7 @@ def _up(images: DevImages, workspace: Path, *files: str, **env: str):  # type: i
 def _start(proj: Project) -> int:
     """Up, and answering HTTP on its port (test_token_from_env_guards_api_and_kernel_runs_torch waits for the
     image's HEALTHCHECK instead, which proves it)."""
-    proj.up("jupyter")
-    port = int(proj.env["JUPYTER_PORT"])
-    proj.wait_answering("jupyter", jupyter_client.answers, port)
-    return port
+    return proj.up_answering("jupyter", "JUPYTER_PORT", jupyter_client.answers)
 
 
 def test_token_from_env_guards_api_and_kernel_runs_torch(dev_images: DevImages, tmp_path: Path) -> None:

@@ -37,10 +37,7 @@ def _up(images: DevImages, workspace: Path, *files: str, **env: str):  # type: i
 def _start(proj: Project) -> int:
     """Up, and answering SSH on its port (test_key_login_runs_torch_and_envcheck_with_the_image_env waits for the
     image's HEALTHCHECK instead, which proves it)."""
-    proj.up("ssh")
-    port = int(proj.env["SSH_PORT"])
-    proj.wait_answering("ssh", ssh_client.answers, port)
-    return port
+    return proj.up_answering("ssh", "SSH_PORT", ssh_client.answers)
 
 
 def test_key_login_runs_torch_and_envcheck_with_the_image_env(
