@@ -41,8 +41,12 @@ PROGRAM = textwrap.dedent("""
     f = torch.compile(lambda x: torch.relu(torch.sin(x) * 2).sum(-1))
     x = torch.randn(64, 64)
     torch.testing.assert_close(f(x), torch.relu(torch.sin(x) * 2).sum(-1))
-    kids = [p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().split(")")[1].split()[1]
-            == str(os.getpid())]
+    def parent(pid):
+        try:  # the name in parentheses may hold any character; the fields after its last ")" are fixed
+            return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+        except OSError:  # another test's process that ended between the listing and this read
+            return None
+    kids = [p for p in os.listdir("/proc") if p.isdigit() and parent(p) == str(os.getpid())]
     print(applied["compile_threads"], len(kids))
 """)
 
