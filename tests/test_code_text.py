@@ -1,13 +1,14 @@
 """The code speaks of the code, not of how it was made: no comment, docstring or string of envcheck/, tests/ and
-bench/ cites one of this project's own issues by its number, in any spelling (one issue or several, with or
+bench/, and no line of the image and CI scripts (docker/, .ci/, .github/, the Makefile), cites one of this project's
+own issues by its number, in any spelling (one issue or several, with or
 without '#', hyphenated). A reader of the code cannot look such a number up; the comment says the reason instead.
 
 Upstream threads stay, written so that anyone can find them: `owner/repo#N` (`NVIDIA/nccl#354`, `pytorch#191763`,
 a continuation `#1328` after one) or a URL (`https://github.com/NVIDIA/nvidia-container-toolkit/issues/251`).
 A bare issue number is refused even when it means another project's thread: it does not say which project.
 
-Real: every Python file's comments (tokenize) and string constants, docstrings included (ast), and the shell
-scripts' text; nothing is staged. A file whose raw text holds no issue number in any layout (the number wrapped
+Real: every Python file's comments (tokenize) and string constants, docstrings included (ast), and the other
+files' text (shell scripts, Dockerfiles, the Makefile, workflows, TOML); nothing is staged. A file whose raw text holds no issue number in any layout (the number wrapped
 onto the next comment line, or into the next piece of an implicitly joined string) cannot hold one in a comment or
 string either, so only the few files that do are parsed.
 """
@@ -29,7 +30,10 @@ from tests.helpers import ROOT
 PROJECT_ISSUE = re.compile(r"\bissues?(?:\s*#|\s+|-)\d+", re.IGNORECASE)
 # The same in raw source, where the number may sit past a line break, a comment's '#' or a string's quotes.
 RAW_ISSUE = re.compile(r"\bissues?(?:-|[\s\"'#]+)\d+", re.IGNORECASE)
-TREES = ("envcheck", "tests", "bench")
+TREES = ("envcheck", "tests", "bench", "docker", ".ci", ".github")
+# Read as plain lines: what is not Python (a comment there is a line's text after '#', so the whole line is read).
+TEXT_SUFFIXES = (".sh", ".toml", ".yml", ".yaml", ".cfg")
+TEXT_NAMES = ("Dockerfile", "Makefile", "run")
 # Test data that quotes bookkeeping text on purpose (each rule's own examples of what it refuses). Only their
 # string constants are let off; their comments and docstrings are checked like any other file's.
 QUOTES_ON_PURPOSE = frozenset({"tests/test_user_text.py", "tests/test_code_text.py"})
@@ -72,7 +76,7 @@ def references(path: Path, rel: str) -> list[tuple[int, str, str]]:
     source = path.read_text(encoding="utf-8")
     if not RAW_ISSUE.search(source):
         return []
-    if path.suffix == ".sh":
+    if path.suffix != ".py":
         texts: list[tuple[int, str]] = list(enumerate(source.splitlines(), start=1))
     else:
         texts = [*_comments(source), *_strings(ast.parse(source), rel not in QUOTES_ON_PURPOSE)]
@@ -84,10 +88,11 @@ def references(path: Path, rel: str) -> list[tuple[int, str, str]]:
 
 
 def code_files() -> list[tuple[Path, str]]:
-    files = []
+    files = [(ROOT / "Makefile", "Makefile")]
     for tree in TREES:
         for path in sorted((ROOT / tree).rglob("*")):
-            if path.suffix in (".py", ".sh") and "__pycache__" not in path.parts and path.is_file():
+            wanted = path.suffix in (".py", *TEXT_SUFFIXES) or path.name in TEXT_NAMES
+            if wanted and "__pycache__" not in path.parts and path.is_file():
                 files.append((path, path.relative_to(ROOT).as_posix()))
     return files
 
@@ -139,3 +144,14 @@ def test_the_rule_catches_what_it_is_for(tmp_path: Path, text: str, expected: li
     path.write_text(text, encoding="utf-8")
     found = [ref for _, ref, _ in references(path, "sample.py")]
     assert sorted(found) == sorted(expected), found
+
+
+@pytest.mark.parametrize("name", ["Dockerfile", "Makefile", "prepare.sh", "release.yml"])
+def test_the_scripts_and_build_files_are_read_as_lines(tmp_path: Path, name: str) -> None:
+    """Outside Python every line is read: a comment in a Dockerfile, the Makefile, a script or a workflow that cites a
+    project issue is refused; the same line with an upstream reference passes. The suite's scan covers them."""
+    path = tmp_path / name
+    path.write_text("# the dev containers' part (issue 6), after the images\nRUN true  # NVIDIA/nccl#354\n")
+    assert [(line, ref) for line, ref, _ in references(path, name)] == [(1, "issue 6")]
+    scanned = {rel for _, rel in code_files()}
+    assert {"Makefile", ".ci/run", "docker/Dockerfile", "docker/ci/prepare-engine.sh"} <= scanned

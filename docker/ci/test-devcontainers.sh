@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI part for the dev containers (issue 6), run after docker/ci/build-and-test-images.sh (which starts the
+# CI part for the dev containers, run after docker/ci/build-and-test-images.sh (which starts the
 # engine and makes local/debian:bookworm and the row's wheelhouse image). tests/compose builds runtime,
 # jupyter and ssh FROM the cached torch layers (warm: ~1.5 min), then brings the services up with
 # compose.cpu.yaml and logs in for real. Every project is torn down even when a test fails.
