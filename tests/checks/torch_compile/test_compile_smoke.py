@@ -141,19 +141,30 @@ def test_cpu_isa_names_the_isa_inductor_picks(tmp_path: Path, env: dict[str, str
     )
 
 
+@pytest.fixture(scope="module")
+def probe_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One Inductor cache for the three capability settings below: the probe binaries in it are the same for each
+    (a probe's file is named by its source and the ISA's compiler flags, and whether it builds and runs does not
+    depend on ATEN_CPU_CAPABILITY), so the first setting builds them and the others reuse them, as Inductor does.
+    The first setting's own pick runs before Inductor's, so it builds its probe cold."""
+    return tmp_path_factory.mktemp("probe-cache")
+
+
 @pytest.mark.parametrize("capability", [None, "avx2", "default"])
-def test_the_one_probe_pick_is_inductors_own(tmp_path: Path, capability: str | None) -> None:
+def test_the_one_probe_pick_is_inductors_own(
+    tmp_path: Path, probe_cache: Path, capability: str | None
+) -> None:
     """compile.cpu_isa builds only the ISA it selects (Inductor's own pick builds a probe for every ISA the
     CPU claims, 8-10 s cold here, a minute on torch 2.11's H100 host); the selection must stay Inductor's, in
     a fresh interpreter (Inductor's list cached from an earlier pick would make it Inductor's by
-    construction)."""
+    construction). The probes on disk may be warm: the selection is made again in each interpreter."""
     code = (
         "from envcheck.checks.torch_compile.settings import pick\n"
         "from torch._inductor.cpu_vec_isa import pick_vec_isa, valid_vec_isa_list\n"
         "ours = pick(); assert valid_vec_isa_list.cache_info().currsize == 0, 'pick() built the whole list'\n"
         "theirs = pick_vec_isa(); print(ours, (type(theirs).__name__ if theirs else None, theirs.bit_width()))"
     )
-    env = {**no_gpu_env(), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "c"), "TMPDIR": str(tmp_path)}
+    env = {**no_gpu_env(), "TORCHINDUCTOR_CACHE_DIR": str(probe_cache), "TMPDIR": str(tmp_path)}
     env.pop("ATEN_CPU_CAPABILITY", None)
     if capability:
         env["ATEN_CPU_CAPABILITY"] = capability
