@@ -128,6 +128,15 @@ def inductor_cache_as_the_session_found_it() -> Iterator[None]:
     restore_inductor_cache_variable()
 
 
+@pytest.fixture(scope="session")
+def full_level_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One Inductor cache for the session's whole full levels whose point is not compiling (the order test's, the
+    report formats'): the compile checks compile for real in the first and find their kernels in Inductor's cache in
+    the others, which their verdicts must not depend on (the order test's second order always did). A test that
+    uses it alone compiles cold. The compile checks' own tests compile in cold caches of their own."""
+    return tmp_path_factory.mktemp("full-level-inductor")
+
+
 @functools.cache
 def _gpu_missing() -> str | None:
     try:

@@ -40,9 +40,9 @@ def differences(by_order: dict[str, dict[str, list[str | None]]]) -> dict[str, d
     }
 
 
-def test_every_full_level_check_gives_the_same_verdict_in_any_order(tmp_path: Path) -> None:
+def test_every_full_level_check_gives_the_same_verdict_in_any_order(full_level_compile_cache: Path) -> None:
     # one compile cache for every order (compiles are then warm after the first; the verdicts must not care)
-    env = {**no_gpu_env(), "PYTHONPATH": str(ROOT), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    env = {**no_gpu_env(), "PYTHONPATH": str(ROOT), "TORCHINDUCTOR_CACHE_DIR": str(full_level_compile_cache)}
     by_order = {}
     for order in ORDERS:
         done = subprocess.run(

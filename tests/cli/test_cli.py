@@ -37,7 +37,7 @@ def test_exit_1_without_gpu_when_strict_and_json_on_stdout_alone() -> None:
 
 
 @pytest.mark.long  # the whole full level through the CLI; `make test` runs it in its `long` stream
-def test_json_and_junit_contain_every_check(tmp_path: Path) -> None:
+def test_json_and_junit_contain_every_check(tmp_path: Path, full_level_compile_cache: Path) -> None:
     done = run_cli(
         "run",
         "--level",
@@ -47,6 +47,7 @@ def test_json_and_junit_contain_every_check(tmp_path: Path) -> None:
         str(tmp_path / "r.json"),
         "--junit",
         str(tmp_path / "r.xml"),
+        env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(full_level_compile_cache)},
         timeout=600,
     )
     names = set(registry())
