@@ -29,7 +29,7 @@ def marked(marker: str) -> dict[str, str]:
 
 # Timing: "in time" is measured on the wall clock, after a healthy check has paid the fork server's start and torch
 # import (2.5 to 3.2 s here on a quiet machine, and about 6.5 s on a loaded one, where a bound of the timeout plus 5 s
-# for both together failed): what is left is the hung check's worker and its timeout (3.1 s here).
+# for both together failed): what is left is the hung check's timeout and its worker's kill (3.1 s here).
 @pytest.mark.timing
 def test_hung_check_becomes_error_within_timeout_and_leaves_no_orphan() -> None:
     marker = uuid.uuid4().hex

@@ -144,9 +144,9 @@ def test_cpu_isa_names_the_isa_inductor_picks(tmp_path: Path, env: dict[str, str
 @pytest.fixture(scope="module")
 def probe_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One Inductor cache for the three capability settings below: the probe binaries in it are the same for each
-    (a probe's file is named by its source and the ISA's compiler flags, and whether it builds and runs does not
-    depend on ATEN_CPU_CAPABILITY), so the first setting builds them and the others reuse them, as Inductor does.
-    The first setting's own pick runs before Inductor's, so it builds its probe cold."""
+    (a probe's file is named by its source, the compiler, the ISA's flags and torch's version, and whether it builds
+    and loads does not depend on ATEN_CPU_CAPABILITY), so the first setting builds them and the others reuse them, as
+    Inductor does. The first setting's own pick runs before Inductor's, so it builds its probe cold."""
     return tmp_path_factory.mktemp("probe-cache")
 
 
