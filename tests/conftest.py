@@ -87,6 +87,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.xmlpath = f"{stem}-{phase}.{ext}" if dot else f"{path}-{phase}"
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Under `make test`, this phase's failed tests go into the list it prints last (tests/helpers/failure_list)."""
+    from tests.helpers import failure_list
+
+    path = os.environ.get(failure_list.VARIABLE)
+    if path:
+        stats = terminalreporter.stats
+        failed = [*stats.get("failed", []), *stats.get("error", [])]
+        failure_list.append(path, os.environ.get("ENVCHECK_TEST_PHASE", "") or "pytest", failed)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     restore_inductor_cache_variable()
 

@@ -188,6 +188,72 @@ def test_a_stream_s_output_is_prefixed_with_its_name(tmp_path: Path) -> None:
     assert all(f"[{s}] said by {s}" in out for s in STREAMS), out
 
 
+@pytest.mark.parametrize("failing", [(), ("docker",), ("parallel", "docker", "alone")])
+def test_make_test_lists_the_failed_tests_last_and_leaves_no_file(
+    tmp_path: Path, failing: tuple[str, ...]
+) -> None:
+    """A CI log may be shown by its tail only: after the streams' verdicts come the failed tests, as each pytest
+    wrote them to ENVCHECK_TEST_FAILURES (the suite's conftest does it: the next test), and the file is removed."""
+    venv = fake_venv(tmp_path, {p: 1 if p in failing else 0 for p in PHASES})
+    python = venv / "bin" / "python"
+    told = 'case "$ENVCHECK_TEST_PHASE" in ' + " ".join(
+        f'{p}) echo "[{p}] tests/x.py::test_{p}: boom" >> "$ENVCHECK_TEST_FAILURES";;' for p in failing
+    )
+    python.write_text(
+        python.read_text().replace("case", f"{told} esac\ncase", 1) if failing else python.read_text()
+    )
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    code, _, out = make_test_on(tmp_path, venv, f"TMPDIR={temp}")
+    assert (code != 0) is bool(failing), out
+    lines = out.splitlines()
+    verdicts = next(i for i, text in enumerate(lines) if text.startswith("== make test: phase 1 (parallel)"))
+    if failing:
+        assert (
+            lines[verdicts + 1]
+            == f"== make test: {len(failing)} failed, as [stream] test (stage): pytest's message:"
+        )
+        assert sorted(lines[verdicts + 2 :][: len(failing)]) == sorted(
+            f"[{p}] tests/x.py::test_{p}: boom" for p in failing
+        ), out
+    else:
+        assert "failed, as" not in out, out
+    assert list(temp.iterdir()) == []
+
+
+def test_the_suite_writes_each_failed_test_s_stage_and_message_on_one_escaped_line(tmp_path: Path) -> None:
+    """Real pytest with the suite's conftest as a plugin: a failed test, an error in a fixture's teardown and a
+    passing test; a message quoting control characters comes out escaped, and a long one cut."""
+    inner = tmp_path / "test_inner.py"
+    inner.write_text(
+        "import pytest\n\n\n"
+        "@pytest.fixture\ndef bad_teardown():\n    yield\n    raise RuntimeError('left \\x1b[31mred\\x07')\n\n\n"
+        "def test_fails():\n    raise AssertionError('y' * 500)\n\n\n"
+        "def test_ends_badly(bad_teardown):\n    pass\n\n\n"
+        "def test_passes():\n    pass\n"
+    )
+    listed = tmp_path / "failed"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", str(inner)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "ENVCHECK_TEST_FAILURES": str(listed), "ENVCHECK_TEST_PHASE": "docker"},
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = listed.read_text().splitlines()
+    assert len(lines) == 2, lines
+    (failed,) = (text for text in lines if "::test_fails" in text)
+    assert failed.startswith("[docker] ") and "test_inner.py::test_fails: AssertionError: yyy" in failed, (
+        failed
+    )
+    assert failed.endswith("y…") and len(failed.split("::test_fails: ", 1)[1]) == 200, failed
+    (ended,) = (text for text in lines if "::test_ends_badly" in text)
+    assert ended.endswith("::test_ends_badly (teardown): RuntimeError: left \\x1b[31mred\\x07"), ended
+    assert all(c.isprintable() for c in listed.read_text().replace("\n", "")), lines
+
+
 def test_the_serial_markers_are_registered_and_name_every_kind_conftest_reports() -> None:
     from tests.conftest import SERIAL_KINDS
 
