@@ -92,7 +92,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     from tests.helpers import failure_list
 
     path = os.environ.get(failure_list.VARIABLE)
-    if path:
+    # under xdist the controller lists every worker's failures; a worker listing its own would repeat them
+    if path and not hasattr(terminalreporter.config, "workerinput"):
         stats = terminalreporter.stats
         failed = [*stats.get("failed", []), *stats.get("error", [])]
         failure_list.append(path, os.environ.get("ENVCHECK_TEST_PHASE", "") or "pytest", failed)

@@ -221,9 +221,13 @@ def test_make_test_lists_the_failed_tests_last_and_leaves_no_file(
     assert list(temp.iterdir()) == []
 
 
-def test_the_suite_writes_each_failed_test_s_stage_and_message_on_one_escaped_line(tmp_path: Path) -> None:
-    """Real pytest with the suite's conftest as a plugin: a failed test, an error in a fixture's teardown and a
-    passing test; a message quoting control characters comes out escaped, and a long one cut."""
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_the_suite_writes_each_failed_test_s_stage_and_message_on_one_escaped_line(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    """Real pytest with the suite's conftest as a plugin, alone and as phase 1 runs it (xdist, where the workers'
+    failures reach the controller): a failed test, an error in a fixture's teardown and a passing test; each failure
+    is listed once, a message quoting control characters comes out escaped, and a long one cut."""
     inner = tmp_path / "test_inner.py"
     inner.write_text(
         "import pytest\n\n\n"
@@ -234,7 +238,18 @@ def test_the_suite_writes_each_failed_test_s_stage_and_message_on_one_escaped_li
     )
     listed = tmp_path / "failed"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", str(inner)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.conftest",
+            *workers,
+            str(inner),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
