@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "docs" / "monitoring"
@@ -74,12 +75,6 @@ def written_metric_names() -> set[str]:
 def referenced_metrics(expr: str) -> set[str]:
     """The envcheck_* metric names a PromQL expression uses."""
     return set(re.findall(r"\benvcheck_[a-z_]+", expr))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def http_json(url: str, timeout: float = 5) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from envcheck.collectives.local_gpu import local_device, local_rank_problem, local_world_size
 from tests.helpers import ROOT
+from tests.helpers.ports import free_port
 
 
 @pytest.mark.parametrize(
@@ -69,12 +69,6 @@ def init_process_group(backend, **kwargs):
     raise RuntimeError(f"staged stop: {backend} on {kwargs.get('device_id')}")
 dist.init_process_group = init_process_group
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_the_entry_gives_local_rank_1_the_one_gpu_it_sees(tmp_path: Path) -> None:

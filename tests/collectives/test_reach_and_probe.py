@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 from envcheck.collectives import absent, remote_look, rendezvous
 from envcheck.collectives.transport_probe import PROBE_BYTES, Listener, exchange
+from tests.helpers.ports import free_port
 
 
 @contextmanager
@@ -22,12 +23,6 @@ def listening(address: str) -> Iterator[int]:
         sock.bind((address, 0))
         sock.listen()
         yield int(sock.getsockname()[1])
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_store_is_reached_at_the_names_address() -> None:

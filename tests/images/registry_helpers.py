@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.ports import free_port
+
 MANIFEST_TYPES = ", ".join(
     [
         "application/vnd.oci.image.manifest.v1+json",
@@ -38,12 +40,6 @@ def require_tools(*names: str) -> None:
         if os.environ.get("ENVCHECK_REQUIRE_DOCKER") == "1":
             pytest.fail(why)
         pytest.skip(why)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,18 +13,13 @@ import pytest
 
 from tests.helpers import ROOT
 from tests.helpers.rank_faults import RANK_HOOK
+from tests.helpers.ports import free_port
 
 TORCHRUN_TIMEOUT_S = 180
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _torchrun_two_nodes(tmp_path: Path, *extra: str, fault: str | None = None) -> list[tuple[int, str]]:
-    port = _free_port()
+    port = free_port()
     # TMPDIR under tmp_path: torchrun's agent leaves a /tmp/torchelastic_* tree per launch and never removes it
     env = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
     env.pop("ENVCHECK_TEST_FAULT", None)
