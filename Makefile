@@ -98,8 +98,8 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 # writes its own --junitxml file (tests/conftest.py). SERIAL_READY: a command that must pass before phase 2
 # (.ci/run's waits for the wheelhouse it prepares while phase 1 runs); when it fails, phase 2 still runs and `make
 # test` fails.
-# Last, after the failed streams' names, it lists the failed tests, a line each (tests/helpers/failure_list.py), where
-# a log shown only by its tail still shows them.
+# Last, after the failed streams' names (or phase 1's exit), it lists the failed tests (the first 20), a line each
+# (tests/helpers/failure_list.py), where a log shown only by its tail still shows them.
 SERIAL_TESTS := bulk or docker or slurm or timing or host or install or long
 ALONE_TESTS := (timing or host) and not (bulk or docker)
 DOCKER_TESTS := docker and not bulk
@@ -112,13 +112,16 @@ SERIAL_READY ?= true
 test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run the whole test suite
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs bytecode
 	@began=$$(date +%s); ready=0; failed=$$(mktemp "$${TMPDIR:-/tmp}/make-test-failed.XXXXXX") || exit 1; \
-	trap 'rm -f "$$failed"' EXIT; export ENVCHECK_TEST_FAILURES=$$failed; \
+	trap 'rm -f "$$failed"' EXIT; export ENVCHECK_TEST_FAILURES=$$failed; shown=20; \
+	listfailed() { [ -s "$$failed" ] || return 0; n=$$(wc -l < "$$failed"); \
+		echo "== make test: $$n failed, as [stream] test (stage): pytest's message:"; head -n $$shown "$$failed"; \
+		[ $$n -le $$shown ] || echo "... and $$((n - shown)) more (each stream's summary above)"; }; \
 	pytest() { ENVCHECK_TEST_PHASE=$$1 $(TEST_VENV)/bin/python -m pytest "$${@:2}"; }; \
 	stream() { pytest "$$1" -m "$$2" $(PYTEST_ARGS) 2>&1 | sed -u "s/^/[$$1] /"; return $${PIPESTATUS[0]}; }; \
 	echo "== make test, phase 1/2 (in parallel, -n $(TEST_WORKERS)): not ($(SERIAL_TESTS))"; \
 	pytest parallel -n $(TEST_WORKERS) --dist $(TEST_DIST) -m "not ($(SERIAL_TESTS))" $(PYTEST_ARGS); first=$$?; \
 	case $$first in 2|4) echo "== make test: phase 1 interrupted or given bad arguments (pytest exit $$first)"; \
-		exit $$first;; esac; \
+		listfailed; exit $$first;; esac; \
 	mid=$$(date +%s); \
 	$(SERIAL_READY) || { ready=$$?; echo "== make test: SERIAL_READY failed (exit $$ready): $(SERIAL_READY)"; }; \
 	export ENVCHECK_TEST_BUILD_DATE=$$(date -u +%Y-%m-%dT%H:%M:%SZ); \
@@ -133,9 +136,7 @@ test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run t
 	echo "== make test: phase 1 (parallel) $$(say $$first) in $$((mid - began))s; phase 2 in $$((end - mid))s:" \
 		"docker $$(say $$docker), long $$(say $$long), cluster $$(say $$cluster), bulk $$(say $$bulk)," \
 		"alone $$(say $$alone)"; \
-	shown=20; if [ -s "$$failed" ]; then n=$$(wc -l < "$$failed"); \
-		echo "== make test: $$n failed, as [stream] test (stage): pytest's message:"; head -n $$shown "$$failed"; \
-		[ $$n -le $$shown ] || echo "... and $$((n - shown)) more (each stream's summary above)"; fi; \
+	listfailed; \
 	all="$$first $$docker $$long $$cluster $$bulk $$alone"; [ "$$all" = "5 5 5 5 5 5" ] && exit 5; \
 	for rc in $$all; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done; exit $$ready
 

@@ -188,46 +188,76 @@ def test_a_stream_s_output_is_prefixed_with_its_name(tmp_path: Path) -> None:
     assert all(f"[{s}] said by {s}" in out for s in STREAMS), out
 
 
-@pytest.mark.parametrize("failing", [(), ("docker",), ("parallel", "docker", "alone")])
+@pytest.mark.parametrize(
+    ("failing", "first"),
+    [
+        ({}, 0),
+        ({"docker": 1}, 0),
+        ({"parallel": 1, "docker": 1, "alone": 1}, 0),
+        ({"docker": 25}, 0),  # the first 20, then how many more
+        ({"parallel": 1}, 2),  # phase 1 stopped (a collection error): listed before make test stops there
+    ],
+    ids=["none", "one stream", "three phases", "more than shown", "phase 1 stopped"],
+)
 def test_make_test_lists_the_failed_tests_last_and_leaves_no_file(
-    tmp_path: Path, failing: tuple[str, ...]
+    tmp_path: Path, failing: dict[str, int], first: int
 ) -> None:
-    """A CI log may be shown by its tail only: after the streams' verdicts come the failed tests, as each pytest
+    """A CI log may be shown by its tail only: after the phases' verdicts come the failed tests, as each pytest
     wrote them to ENVCHECK_TEST_FAILURES (the suite's conftest does it: the next test), and the file is removed."""
-    venv = fake_venv(tmp_path, {p: 1 if p in failing else 0 for p in PHASES})
+    codes = {p: 1 if p in failing else 0 for p in PHASES}
+    venv = fake_venv(tmp_path, {**codes, "parallel": first or codes["parallel"]})
     python = venv / "bin" / "python"
     told = 'case "$ENVCHECK_TEST_PHASE" in ' + " ".join(
-        f'{p}) echo "[{p}] tests/x.py::test_{p}: boom" >> "$ENVCHECK_TEST_FAILURES";;' for p in failing
+        f'{p}) for i in $(seq {n}); do echo "[{p}] tests/x.py::test_{p}_$i: boom" >> "$ENVCHECK_TEST_FAILURES"; '
+        "done;;"
+        for p, n in failing.items()
     )
-    python.write_text(
-        python.read_text().replace("case", f"{told} esac\ncase", 1) if failing else python.read_text()
-    )
+    where = f'echo "$ENVCHECK_TEST_FAILURES" >> {tmp_path}/listed-in.log\n'
+    python.write_text(python.read_text().replace("case", f"{where}{told} esac\ncase", 1))
     temp = tmp_path / "temp"
     temp.mkdir()
     code, _, out = make_test_on(tmp_path, venv, f"TMPDIR={temp}")
     assert (code != 0) is bool(failing), out
-    lines = out.splitlines()
-    verdicts = next(i for i, text in enumerate(lines) if text.startswith("== make test: phase 1 (parallel)"))
-    if failing:
-        assert (
-            lines[verdicts + 1]
-            == f"== make test: {len(failing)} failed, as [stream] test (stage): pytest's message:"
-        )
-        assert sorted(lines[verdicts + 2 :][: len(failing)]) == sorted(
-            f"[{p}] tests/x.py::test_{p}: boom" for p in failing
-        ), out
-    else:
-        assert "failed, as" not in out, out
+    (listed_in,) = set((tmp_path / "listed-in.log").read_text().split())
+    assert Path(listed_in).parent == temp and not Path(listed_in).exists()  # made in TMPDIR, and removed
     assert list(temp.iterdir()) == []
+    lines = out.splitlines()
+    verdict = "== make test: phase 1 interrupted" if first else "== make test: phase 1 (parallel)"
+    after = next(i for i, text in enumerate(lines) if text.startswith(verdict)) + 1
+    total = sum(failing.values())
+    if not total:
+        assert "failed, as" not in out, out
+        return
+    assert lines[after] == f"== make test: {total} failed, as [stream] test (stage): pytest's message:", out
+    expected = [f"[{p}] tests/x.py::test_{p}_{i}: boom" for p, n in failing.items() for i in range(1, n + 1)]
+    shown = lines[after + 1 :][: min(total, 20)]
+    assert set(shown) <= set(expected) and len(set(shown)) == len(shown), out
+    more = lines[after + 1 + len(shown) :]
+    if total > 20:
+        assert more[0] == f"... and {total - 20} more (each stream's summary above)", out
+    else:
+        assert len(shown) == total and not [m for m in more if m.startswith("...")], out
+
+
+def inner_pytest(tmp_path: Path, listed: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Real pytest with the suite's conftest as a plugin, as the `docker` stream, listing into `listed`."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "ENVCHECK_TEST_FAILURES": str(listed), "ENVCHECK_TEST_PHASE": "docker"},
+    )
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
 def test_the_suite_writes_each_failed_test_s_stage_and_message_on_one_escaped_line(
     tmp_path: Path, workers: list[str]
 ) -> None:
-    """Real pytest with the suite's conftest as a plugin, alone and as phase 1 runs it (xdist, where the workers'
-    failures reach the controller): a failed test, an error in a fixture's teardown and a passing test; each failure
-    is listed once, a message quoting control characters comes out escaped, and a long one cut."""
+    """Alone and as phase 1 runs it (xdist, where the workers' failures reach the controller): a failed test, an
+    error in a fixture's teardown and a passing test; each failure is listed once, a message quoting control
+    characters comes out escaped, and a long one cut."""
     inner = tmp_path / "test_inner.py"
     inner.write_text(
         "import pytest\n\n\n"
@@ -237,25 +267,8 @@ def test_the_suite_writes_each_failed_test_s_stage_and_message_on_one_escaped_li
         "def test_passes():\n    pass\n"
     )
     listed = tmp_path / "failed"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "tests.conftest",
-            *workers,
-            str(inner),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env={**os.environ, "ENVCHECK_TEST_FAILURES": str(listed), "ENVCHECK_TEST_PHASE": "docker"},
-    )
+    listed.touch()  # as `make test` makes it
+    done = inner_pytest(tmp_path, listed, *workers, str(inner))
     assert done.returncode == 1, done.stdout + done.stderr
     lines = listed.read_text().splitlines()
     assert len(lines) == 2, lines
@@ -267,6 +280,25 @@ def test_the_suite_writes_each_failed_test_s_stage_and_message_on_one_escaped_li
     (ended,) = (text for text in lines if "::test_ends_badly" in text)
     assert ended.endswith("::test_ends_badly (teardown): RuntimeError: left \\x1b[31mred\\x07"), ended
     assert all(c.isprintable() for c in listed.read_text().replace("\n", "")), lines
+
+
+def test_a_collection_error_is_listed_and_a_removed_list_is_not_made_again(tmp_path: Path) -> None:
+    """A module that does not import stops the phase (pytest's exit 2) and is listed with its stage; where `make
+    test` has already removed the file (it was stopped, a stream still running), nothing makes it again."""
+    broken = tmp_path / "test_broken.py"
+    broken.write_text("import no_such_module_here\n")
+    listed = tmp_path / "failed"
+    listed.touch()
+    done = inner_pytest(tmp_path, listed, str(broken))
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = listed.read_text().splitlines()
+    assert (
+        line
+        == "[docker] test_broken.py (collect): ModuleNotFoundError: No module named 'no_such_module_here'"
+    )
+    listed.unlink()
+    done = inner_pytest(tmp_path, listed, str(broken))
+    assert done.returncode == 2 and not listed.exists(), done.stdout + done.stderr
 
 
 def test_the_serial_markers_are_registered_and_name_every_kind_conftest_reports() -> None:

@@ -28,10 +28,15 @@ def line(phase: str, nodeid: str, when: str, message: str) -> str:
 
 
 def crash_message(report: Any) -> str:
-    """What pytest's short summary says of a failed report: its crash's message, else its text's first line."""
+    """What failed: the crash's message; for a report given as text (a module that did not import, as xdist passes
+    reports on), its last `E ` line (the exception), else its text."""
     crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
     message = getattr(crash, "message", None)
-    return message if isinstance(message, str) else str(getattr(report, "longrepr", "") or "")
+    if isinstance(message, str):
+        return message
+    text = str(getattr(report, "longrepr", "") or "")
+    raised = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    return raised[-1] if raised else text
 
 
 def append(path: str, phase: str, reports: Iterable[Any]) -> None:
@@ -39,7 +44,10 @@ def append(path: str, phase: str, reports: Iterable[Any]) -> None:
     lines = [line(phase, r.nodeid, r.when, crash_message(r)) for r in reports]
     if not lines:
         return
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:  # not created here: a file `make test` has removed (it was stopped) stays removed
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:
+        return
     try:
         for text in lines:
             os.write(fd, (text + "\n").encode("utf-8", "backslashreplace"))
