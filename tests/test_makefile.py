@@ -239,7 +239,7 @@ def test_make_test_lists_the_failed_tests_last_and_leaves_no_file(
         assert len(shown) == total and not [m for m in more if m.startswith("...")], out
 
 
-def inner_pytest(tmp_path: Path, listed: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def inner_pytest(listed: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Real pytest with the suite's conftest as a plugin, as the `docker` stream, listing into `listed`."""
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", *args],
@@ -268,7 +268,7 @@ def test_the_suite_writes_each_failed_test_s_stage_and_message_on_one_escaped_li
     )
     listed = tmp_path / "failed"
     listed.touch()  # as `make test` makes it
-    done = inner_pytest(tmp_path, listed, *workers, str(inner))
+    done = inner_pytest(listed, *workers, str(inner))
     assert done.returncode == 1, done.stdout + done.stderr
     lines = listed.read_text().splitlines()
     assert len(lines) == 2, lines
@@ -289,7 +289,7 @@ def test_a_collection_error_is_listed_and_a_removed_list_is_not_made_again(tmp_p
     broken.write_text("import no_such_module_here\n")
     listed = tmp_path / "failed"
     listed.touch()
-    done = inner_pytest(tmp_path, listed, str(broken))
+    done = inner_pytest(listed, str(broken))
     assert done.returncode == 2, done.stdout + done.stderr
     (line,) = listed.read_text().splitlines()
     # the node id is relative to the rootdir pytest finds, which depends on where the checkout is
@@ -297,7 +297,7 @@ def test_a_collection_error_is_listed_and_a_removed_list_is_not_made_again(tmp_p
         "test_broken.py (collect): ModuleNotFoundError: No module named 'no_such_module_here'"
     ), line
     listed.unlink()
-    done = inner_pytest(tmp_path, listed, str(broken))
+    done = inner_pytest(listed, str(broken))
     assert done.returncode == 2 and not listed.exists(), done.stdout + done.stderr
 
 
