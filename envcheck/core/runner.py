@@ -65,6 +65,9 @@ class Runner:
         self._workers: dict[str, WorkerHandle] = {}
         self._lock = threading.Lock()
         self._aborted = False
+        # `finished` takes no result once the abort began: a check that ends after it was killed by it, and its
+        # death is envcheck's doing, not the check's (the lock orders the abort against a lane's last record)
+        self._finishing = threading.Lock()
         self._facts = FactsCollector(lambda: self.hooks.facts, self._worker, self.release, self._left)
         self.finished: list[Result] = []  # in the order they finished, for a report of an interrupted run
 
@@ -105,7 +108,8 @@ class Runner:
         """Kill every worker group and the fork server now, then remove the run's private temp dir; later checks
         are not run. Safe from any thread; a second signal cannot cut it short."""
         with signals.deferred(redeliver=False):
-            self._aborted = True
+            with self._finishing:
+                self._aborted = True
             self._server.abort()
             for worker in list(self._workers.values()):
                 worker.abort()
@@ -142,10 +146,11 @@ class Runner:
         spec order."""
         specs = list(specs)
         done: dict[int, Result] = {}
-        lock = threading.Lock()
 
         def record(index: int, result: Result) -> None:
-            with lock:
+            with self._finishing:
+                if self._aborted:
+                    return
                 done[index] = result
                 self.finished.append(result)
 

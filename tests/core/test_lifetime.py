@@ -103,6 +103,35 @@ def test_sigterm_reports_what_finished_and_leaves_nothing(tmp_path: Path) -> Non
             run.wait()
 
 
+def test_a_check_killed_by_the_abort_is_not_reported_as_finished() -> None:
+    """The abort kills the hung check's worker; its lane thread then reads the death. That death is envcheck's
+    doing, not the check's: `finished` (what an interrupted run reports) must not gain an ERROR for it, however
+    late the lane thread gets there. Real Runner, real worker and grandchild; the abort comes from another thread
+    as the SIGTERM handler's does."""
+    import threading
+
+    marker = f"envcheck-abort-{uuid.uuid4().hex}"
+    env = {**os.environ, "ENVCHECK_TEST_MARKER": marker}
+    specs = [
+        CheckSpec("test.healthy", fault_checks.healthy, "x", isolated=False),
+        CheckSpec("test.hangs", fault_checks.sleeps_forever, "x", group="hung", timeout_s=600),
+    ]
+    runner = Runner(Context(), env=env)
+    lanes = threading.Thread(target=runner.run, args=(specs,), daemon=True)
+    try:
+        lanes.start()
+        assert wait_for(lambda: len(_grandchildren(marker)) >= 1, 60), "the hung check never started"
+        runner.abort()
+        lanes.join(30)
+        assert not lanes.is_alive(), "run() did not return after the abort"
+        assert [r.name for r in runner.finished] == ["test.healthy"], runner.finished
+        assert wait_for(lambda: processes_with_marker(marker) == [], 10), processes_with_marker(marker)
+    finally:
+        runner.abort()
+        for pid in processes_with_marker(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _site(tmp_path: Path, body: str) -> dict[str, str]:
     """An environment whose interpreters run `body` as a real sitecustomize.py at start-up."""
     (tmp_path / "sitecustomize.py").write_text(textwrap.dedent(body))
