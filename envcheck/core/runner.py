@@ -262,15 +262,9 @@ class Runner:
             return failure_result(spec, failure, timeout, start)
         timeout = self._timeout(spec)  # the run's deadline may have come closer while the worker started
         if timeout <= 0:
+            late = "not run: the whole-run --timeout was reached while its worker started"
             return failure_result(
-                spec,
-                WorkerFailure(
-                    FailureKind.TIMEOUT,
-                    "not run: the whole-run --timeout was reached while its worker started",
-                    run_deadline=True,
-                ),
-                timeout,
-                start,
+                spec, WorkerFailure(FailureKind.TIMEOUT, late, run_deadline=True), timeout, start
             )
         ctx = dataclasses.replace(self.ctx, deadline=time.monotonic() + timeout)
         request = {
