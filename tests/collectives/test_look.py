@@ -9,6 +9,7 @@ import socket
 from envcheck.collectives.look import Look, is_here, own_problem, plain, port_check
 from envcheck.collectives.transport import carrier, gloo_address, is_loopback, nccl_address
 from envcheck.probe.interfaces import IFF_LOOPBACK, IFF_LOWER_UP, IFF_RUNNING, IFF_UP, interfaces
+from tests.helpers.ports import free_port
 
 UP = IFF_UP | IFF_RUNNING | IFF_LOWER_UP
 
@@ -22,10 +23,11 @@ def test_addresses_of_this_node_and_loopback() -> None:
 
 
 def test_the_port_free_or_held_by_this_process() -> None:
+    # a port below the ephemeral range: once closed, no connection or bind to port 0 beside the test takes it
+    port = free_port()
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("0.0.0.0", 0))
-        port = sock.getsockname()[1]
+        sock.bind(("0.0.0.0", port))
         sock.listen()
         held = port_check(port, ["127.0.0.1"])
     assert held["state"] == "held" and held["holders"][0]["pid"] == os.getpid(), held
