@@ -100,6 +100,9 @@ verify: $(VERIFY_DEPS) ## Run envcheck here (strict: expects a GPU). No GPU? mak
 # test` fails.
 # Last, after the failed streams' names (or phase 1's exit), it lists the failed tests (the first 20), a line each
 # (tests/helpers/failure_list.py), where a log shown only by its tail still shows them.
+# A Ctrl-C (the terminal sends it to every process of the run) stops the streams that run: each pytest prints its
+# summary, which reaches the log because the prefixing sed ignores it and ends with its stream. No later stream or
+# phase starts, and `make test` exits 130.
 SERIAL_TESTS := bulk or docker or slurm or timing or host or install or long
 ALONE_TESTS := (timing or host) and not (bulk or docker)
 DOCKER_TESTS := docker and not bulk
@@ -111,32 +114,36 @@ TEST_DIST ?= loadscope
 SERIAL_READY ?= true
 test: $(TEST_VENV)/.installed ## Lint, type-check, build the docs site and run the whole test suite
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs bytecode
-	@began=$$(date +%s); ready=0; failed=$$(mktemp "$${TMPDIR:-/tmp}/make-test-failed.XXXXXX") || exit 1; \
-	trap 'rm -f "$$failed"' EXIT; export ENVCHECK_TEST_FAILURES=$$failed; shown=20; \
+	@began=$$(date +%s); ready=0; stopped=; failed=$$(mktemp "$${TMPDIR:-/tmp}/make-test-failed.XXXXXX") || exit 1; \
+	trap 'rm -f "$$failed"' EXIT; trap 'stopped=1' INT; export ENVCHECK_TEST_FAILURES=$$failed; shown=20; \
 	listfailed() { [ -s "$$failed" ] || return 0; n=$$(wc -l < "$$failed"); \
 		echo "== make test: $$n failed, as [stream] test (stage): pytest's message:"; head -n $$shown "$$failed"; \
 		[ $$n -le $$shown ] || echo "... and $$((n - shown)) more (each stream's summary above)"; }; \
 	pytest() { ENVCHECK_TEST_PHASE=$$1 $(TEST_VENV)/bin/python -m pytest "$${@:2}"; }; \
-	stream() { pytest "$$1" -m "$$2" $(PYTEST_ARGS) 2>&1 | sed -u "s/^/[$$1] /"; return $${PIPESTATUS[0]}; }; \
+	stream() { [ -z "$$stopped" ] || return 130; \
+		pytest "$$1" -m "$$2" $(PYTEST_ARGS) 2>&1 | (trap '' INT; exec sed -u "s/^/[$$1] /"); return $${PIPESTATUS[0]}; }; \
+	reap() { local rc; while :; do wait "$$1"; rc=$$?; [ $$rc -gt 128 ] && kill -0 "$$1" 2>/dev/null || return $$rc; done; }; \
 	echo "== make test, phase 1/2 (in parallel, -n $(TEST_WORKERS)): not ($(SERIAL_TESTS))"; \
 	pytest parallel -n $(TEST_WORKERS) --dist $(TEST_DIST) -m "not ($(SERIAL_TESTS))" $(PYTEST_ARGS); first=$$?; \
 	case $$first in 2|4) echo "== make test: phase 1 interrupted or given bad arguments (pytest exit $$first)"; \
 		listfailed; exit $$first;; esac; \
 	mid=$$(date +%s); \
 	$(SERIAL_READY) || { ready=$$?; echo "== make test: SERIAL_READY failed (exit $$ready): $(SERIAL_READY)"; }; \
+	[ -z "$$stopped" ] || { echo "== make test: stopped by Ctrl-C before phase 2"; listfailed; exit 130; }; \
 	export ENVCHECK_TEST_BUILD_DATE=$$(date -u +%Y-%m-%dT%H:%M:%SZ); \
 	echo "== make test, phase 2/2: [docker] $(DOCKER_TESTS) beside [cluster] $(CLUSTER_TESTS) beside [long]" \
 		"$(LONG_TESTS), then [bulk] $(BULK_TESTS); then [alone] $(ALONE_TESTS)"; \
 	stream docker "$(DOCKER_TESTS)" & dpid=$$!; stream cluster "$(CLUSTER_TESTS)" & cpid=$$!; \
 	stream long "$(LONG_TESTS)"; long=$$?; stream bulk "$(BULK_TESTS)"; bulk=$$?; \
-	wait $$dpid; docker=$$?; wait $$cpid; cluster=$$?; \
+	reap $$dpid; docker=$$?; reap $$cpid; cluster=$$?; \
 	stream alone "$(ALONE_TESTS)"; alone=$$?; \
 	end=$$(date +%s); \
-	say() { case $$1 in 0) echo passed;; 5) echo "had no test selected";; *) echo "FAILED (pytest exit $$1)";; esac; }; \
+	say() { case $$1 in 0) echo passed;; 5) echo "had no test selected";; 2) echo "interrupted (pytest exit 2)";; \
+		130) echo "not run (Ctrl-C)";; *) echo "FAILED (pytest exit $$1)";; esac; }; \
 	echo "== make test: phase 1 (parallel) $$(say $$first) in $$((mid - began))s; phase 2 in $$((end - mid))s:" \
 		"docker $$(say $$docker), long $$(say $$long), cluster $$(say $$cluster), bulk $$(say $$bulk)," \
 		"alone $$(say $$alone)"; \
-	listfailed; \
+	listfailed; [ -z "$$stopped" ] || exit 130; \
 	all="$$first $$docker $$long $$cluster $$bulk $$alone"; [ "$$all" = "5 5 5 5 5 5" ] && exit 5; \
 	for rc in $$all; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done; exit $$ready
 

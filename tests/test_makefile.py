@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -186,6 +188,92 @@ def test_a_stream_s_output_is_prefixed_with_its_name(tmp_path: Path) -> None:
     code, _, out = make_test_on(tmp_path, venv)
     assert code == 0, out
     assert all(f"[{s}] said by {s}" in out for s in STREAMS), out
+
+
+INTERRUPTIBLE = """\
+import os, signal, sys, time
+if sys.argv[1:3] == ["-m", "compileall"]:
+    sys.exit(0)
+phase = os.environ["ENVCHECK_TEST_PHASE"]
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "pytest.log"), "a") as log:
+    log.write(phase + "\\n")
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as tests/conftest.py gives every pytest
+if phase in ("docker", "long", "cluster"):
+    try:
+        time.sleep(60)
+    except KeyboardInterrupt:  # pytest prints its summary, then exits 2 (interrupted)
+        print(phase, "summary after the interrupt", flush=True)
+        sys.exit(2)
+"""
+
+
+def test_ctrl_c_in_phase_2_stops_every_stream_with_its_summary_and_starts_no_other(tmp_path: Path) -> None:
+    """The terminal sends SIGINT to every process of the run: the three streams side by side stop, each one's last
+    lines (pytest's summary) still reach the log through its prefixing sed, and neither the push nor `alone`
+    starts. Real: make, bash, sed and the process group; pytest is a stand-in that stops as pytest does."""
+    venv = fake_venv(tmp_path, {})
+    (venv / "bin" / "python").write_text(f"#!{sys.executable}\n{INTERRUPTIBLE}")
+    log = tmp_path / "pytest.log"
+    run = subprocess.Popen(
+        ["make", "-s", "test", f"TEST_VENV={venv}", f"DOCS_DIR={tmp_path / 'site'}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and {"docker", "long", "cluster"} <= set(log.read_text().split())):
+            assert time.monotonic() < deadline and run.poll() is None, "the three streams never started"
+            time.sleep(0.05)
+        time.sleep(0.3)  # the stand-ins are in their sleep, past their handler's set-up
+        os.killpg(run.pid, signal.SIGINT)
+        out, _ = run.communicate(timeout=30)  # a stream that kept sleeping would take 60 s
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == -signal.SIGINT and "Error 130" in out, out
+    assert all(f"[{s}] {s} summary after the interrupt" in out for s in ("docker", "long", "cluster")), out
+    assert sorted(log.read_text().split()) == ["cluster", "docker", "long", "parallel"]
+    assert "bulk not run (Ctrl-C), alone not run (Ctrl-C)" in out.splitlines()[-2], out
+    with pytest.raises(ProcessLookupError):  # nothing of the run is left
+        os.killpg(run.pid, 0)
+
+
+def test_ctrl_c_while_phase_2_waits_for_its_ready_command_starts_no_stream(tmp_path: Path) -> None:
+    """.ci/run's SERIAL_READY waits for the wheelhouse; a Ctrl-C then ends `make test` there. Real: make, bash and
+    a real `sleep` as the ready command; pytest is the stand-in."""
+    venv = fake_venv(tmp_path, {})
+    (venv / "bin" / "python").write_text(f"#!{sys.executable}\n{INTERRUPTIBLE}")
+    log = tmp_path / "pytest.log"
+    run = subprocess.Popen(
+        ["make", "-s", "test", f"TEST_VENV={venv}", f"DOCS_DIR={tmp_path / 'site'}", "SERIAL_READY=sleep 60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (
+            "sleep 60"
+            not in subprocess.run(
+                ["ps", "-o", "args=", "-g", str(run.pid)], capture_output=True, text=True
+            ).stdout
+        ):
+            assert time.monotonic() < deadline and run.poll() is None, "the ready command never started"
+            time.sleep(0.05)
+        os.killpg(run.pid, signal.SIGINT)
+        out, _ = run.communicate(timeout=30)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == -signal.SIGINT and "stopped by Ctrl-C before phase 2" in out, out
+    assert log.read_text().split() == ["parallel"]
 
 
 @pytest.mark.parametrize(
