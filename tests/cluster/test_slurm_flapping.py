@@ -6,6 +6,11 @@ mode, its state file, dist.busbw (2 gloo ranks over n1's loopback) and the soft 
 qdisc on n1's loopback (1 Gbit/s: the peak busbw falls from about 1 to 2 GB/s to 0.06 GB/s here), added and removed
 between runs, against an explicit --min-busbw floor (perf.busbw_low, soft). The hard fault is a node that must have a
 GPU and has none (gpu.lost). Nothing is staged. n2 is never touched: a wrong node drained fails the test.
+
+The floor, 0.1 GB/s, sits where no machine's speed moves either side across it: the qdisc caps a faulted run near
+0.0625 GB/s whatever the CPU (2 ranks' all-reduce of S bytes passes 2S through lo at 125 MB/s, so S / t is at most
+62.5 MB/s; the 256 KB burst adds a few percent at the smallest size), while a healthy run on a machine twice as slow
+as usual, beside the suite's two busy Docker and `long` streams, measured 0.227 GB/s (a floor of 0.25 failed it).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from tests.staging import host_root
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 NODE = "n1"
-SOFT = ("--level", "full", "--allow-cpu", "--only", "dist.busbw", "--min-busbw", "0.25")
+SOFT = ("--level", "full", "--allow-cpu", "--only", "dist.busbw", "--min-busbw", "0.1")
 HARD = ("--expect-gpus", "1", "--only", "cuda.available")
 HARD_GONE = ("--allow-cpu", "--only", "cuda.available")
 
