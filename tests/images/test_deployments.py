@@ -290,11 +290,18 @@ def _two_pods(
 
 def _why(log: str) -> str:
     """A pod's log for a failed assertion: the lines that name a failure or an error (the table's failing row and
-    summary, a rank's exception), then the log's tail; the tail alone cut the failing row off."""
-    named = [
-        line for line in log.splitlines() if any(w in line for w in ("FAIL", "did not all finish", "Error"))
-    ]
-    return "\n".join(named[:40]) + "\n...\n" + log[-2000:]
+    summary, a rank's exception) with the rest of a table row they start (its cells wrap onto the lines below, up to
+    the next rule: a rank's error text is there), then the log's tail; the tail alone cut the failing row off."""
+    lines = log.splitlines()
+    kept: dict[int, str] = {}
+    for i, line in enumerate(lines):
+        if any(w in line for w in ("FAIL", "did not all finish", "Error")):
+            kept[i] = line
+            for j in range(i + 1, min(i + 30, len(lines))):
+                if not lines[j].startswith("│"):
+                    break
+                kept[j] = lines[j]
+    return "\n".join(list(kept.values())[:80]) + "\n...\n" + log[-2000:]
 
 
 def _torchrun_argv(argv: list[str]) -> list[str]:
