@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -207,15 +208,13 @@ if phase in ("docker", "long", "cluster"):
 """
 
 
-def test_ctrl_c_in_phase_2_stops_every_stream_with_its_summary_and_starts_no_other(tmp_path: Path) -> None:
-    """The terminal sends SIGINT to every process of the run: the three streams side by side stop, each one's last
-    lines (pytest's summary) still reach the log through its prefixing sed, and neither the push nor `alone`
-    starts. Real: make, bash, sed and the process group; pytest is a stand-in that stops as pytest does."""
+def ctrl_c_make(tmp_path: Path, ready: Callable[[int], bool], *extra: str) -> tuple[int, str]:
+    """`make test` on the interruptible stand-in, in a session of its own; once `ready(its pid)`, SIGINT to its whole
+    process group, as a terminal sends Ctrl-C. Its exit code and output; nothing of it is left afterwards."""
     venv = fake_venv(tmp_path, {})
     (venv / "bin" / "python").write_text(f"#!{sys.executable}\n{INTERRUPTIBLE}")
-    log = tmp_path / "pytest.log"
     run = subprocess.Popen(
-        ["make", "-s", "test", f"TEST_VENV={venv}", f"DOCS_DIR={tmp_path / 'site'}"],
+        ["make", "-s", "test", f"TEST_VENV={venv}", f"DOCS_DIR={tmp_path / 'site'}", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -224,8 +223,10 @@ def test_ctrl_c_in_phase_2_stops_every_stream_with_its_summary_and_starts_no_oth
     )
     try:
         deadline = time.monotonic() + 60
-        while not (log.exists() and {"docker", "long", "cluster"} <= set(log.read_text().split())):
-            assert time.monotonic() < deadline and run.poll() is None, "the three streams never started"
+        while not ready(run.pid):
+            assert time.monotonic() < deadline and run.poll() is None, (
+                "what the Ctrl-C waits for never started"
+            )
             time.sleep(0.05)
         time.sleep(0.3)  # the stand-ins are in their sleep, past their handler's set-up
         os.killpg(run.pid, signal.SIGINT)
@@ -234,46 +235,36 @@ def test_ctrl_c_in_phase_2_stops_every_stream_with_its_summary_and_starts_no_oth
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
-    assert run.returncode == -signal.SIGINT and "Error 130" in out, out
+    with pytest.raises(ProcessLookupError):  # nothing of the run is left
+        os.killpg(run.pid, 0)
+    return run.returncode, out
+
+
+def test_ctrl_c_in_phase_2_stops_every_stream_with_its_summary_and_starts_no_other(tmp_path: Path) -> None:
+    """The terminal sends SIGINT to every process of the run: the three streams side by side stop, each one's last
+    lines (pytest's summary) still reach the log through its prefixing sed, and neither the push nor `alone`
+    starts. Real: make, bash, sed and the process group; pytest is a stand-in that stops as pytest does."""
+    log = tmp_path / "pytest.log"
+    code, out = ctrl_c_make(
+        tmp_path, lambda _: log.exists() and {"docker", "long", "cluster"} <= set(log.read_text().split())
+    )
+    assert code == -signal.SIGINT and "Error 130" in out, out
     assert all(f"[{s}] {s} summary after the interrupt" in out for s in ("docker", "long", "cluster")), out
     assert sorted(log.read_text().split()) == ["cluster", "docker", "long", "parallel"]
     assert "bulk not run (Ctrl-C), alone not run (Ctrl-C)" in out.splitlines()[-2], out
-    with pytest.raises(ProcessLookupError):  # nothing of the run is left
-        os.killpg(run.pid, 0)
 
 
 def test_ctrl_c_while_phase_2_waits_for_its_ready_command_starts_no_stream(tmp_path: Path) -> None:
     """.ci/run's SERIAL_READY waits for the wheelhouse; a Ctrl-C then ends `make test` there. Real: make, bash and
     a real `sleep` as the ready command; pytest is the stand-in."""
-    venv = fake_venv(tmp_path, {})
-    (venv / "bin" / "python").write_text(f"#!{sys.executable}\n{INTERRUPTIBLE}")
-    log = tmp_path / "pytest.log"
-    run = subprocess.Popen(
-        ["make", "-s", "test", f"TEST_VENV={venv}", f"DOCS_DIR={tmp_path / 'site'}", "SERIAL_READY=sleep 60"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=ROOT,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while (
-            "sleep 60"
-            not in subprocess.run(
-                ["ps", "-o", "args=", "-g", str(run.pid)], capture_output=True, text=True
-            ).stdout
-        ):
-            assert time.monotonic() < deadline and run.poll() is None, "the ready command never started"
-            time.sleep(0.05)
-        os.killpg(run.pid, signal.SIGINT)
-        out, _ = run.communicate(timeout=30)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
-    assert run.returncode == -signal.SIGINT and "stopped by Ctrl-C before phase 2" in out, out
-    assert log.read_text().split() == ["parallel"]
+
+    def sleeping(session: int) -> bool:
+        ps = subprocess.run(["ps", "-o", "args=", "-g", str(session)], capture_output=True, text=True)
+        return "sleep 60" in ps.stdout
+
+    code, out = ctrl_c_make(tmp_path, sleeping, "SERIAL_READY=sleep 60")
+    assert code == -signal.SIGINT and "stopped by Ctrl-C before phase 2" in out, out
+    assert (tmp_path / "pytest.log").read_text().split() == ["parallel"]
 
 
 @pytest.mark.parametrize(
