@@ -24,7 +24,7 @@ def test_addresses_of_this_node_and_loopback() -> None:
 
 def test_the_port_free_or_held_by_this_process() -> None:
     # a port below the ephemeral range: once closed, no connection or bind to port 0 beside the test takes it
-    port = free_port()
+    port = free_port("0.0.0.0")
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("0.0.0.0", port))

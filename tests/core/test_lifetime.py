@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -108,8 +109,6 @@ def test_a_check_killed_by_the_abort_is_not_reported_as_finished() -> None:
     doing, not the check's: `finished` (what an interrupted run reports) must not gain an ERROR for it, however
     late the lane thread gets there. Real Runner, real worker and grandchild; the abort comes from another thread
     as the SIGTERM handler's does."""
-    import threading
-
     marker = f"envcheck-abort-{uuid.uuid4().hex}"
     env = {**os.environ, "ENVCHECK_TEST_MARKER": marker}
     specs = [

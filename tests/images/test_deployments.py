@@ -290,15 +290,16 @@ def _two_pods(
 
 def _why(log: str) -> str:
     """A pod's log for a failed assertion: the lines that name a failure or an error (the table's failing row and
-    summary, a rank's exception) with the rest of a table row they start (its cells wrap onto the lines below, up to
-    the next rule: a rank's error text is there), then the log's tail; the tail alone cut the failing row off."""
+    summary, a rank's exception) with the rest of a table row they start (its cells wrap onto the lines below, whose
+    first cell is blank: a rank's error text is there), then the log's tail; the tail alone cut the failing row off."""
     lines = log.splitlines()
     kept: dict[int, str] = {}
     for i, line in enumerate(lines):
         if any(w in line for w in ("FAIL", "did not all finish", "Error")):
             kept[i] = line
             for j in range(i + 1, min(i + 30, len(lines))):
-                if not lines[j].startswith("│"):
+                cells = lines[j].split("│")
+                if len(cells) < 3 or cells[0].strip() or cells[1].strip():  # not a wrapped line of this row
                     break
                 kept[j] = lines[j]
     return "\n".join(list(kept.values())[:80]) + "\n...\n" + log[-2000:]
